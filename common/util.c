@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Options validation and crash-safe file I/O shared by both libraries. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "util.h"
+
+bool util_opts_valid(const void *opts, size_t user_sz, size_t our_sz)
+{
+	const unsigned char *p = opts;
+
+	if (user_sz < sizeof(size_t))
+		return false;
+	for (size_t i = our_sz; i < user_sz; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+int util_fsync_parent(const char *path)
+{
+	_cleanup_free_ char *copy = strdup(path);
+	_cleanup_close_ int dfd = -1;
+
+	if (!copy)
+		return -ENOMEM;
+	dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (fsync(dfd) < 0)
+		return -errno;
+	return 0;
+}
+
+int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode)
+{
+	_cleanup_free_ char *tmp = NULL;
+	_cleanup_close_ int fd = -1;
+	const unsigned char *p = data;
+	size_t done = 0;
+	int r;
+
+	if (!path || (!data && size))
+		return -EINVAL;
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
+		tmp = NULL;
+		return -ENOMEM;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0) {
+		r = -errno;
+		goto out_unlink;
+	}
+	while (done < size) {
+		ssize_t n = write(fd, p + done, size - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto out_unlink;
+		}
+		done += (size_t)n;
+	}
+	if (fsync(fd) < 0) {
+		r = -errno;
+		goto out_unlink;
+	}
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		goto out_unlink;
+	}
+	return util_fsync_parent(path);
+
+out_unlink:
+	unlink(tmp);
+	return r;
+}
+
+int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	size_t len = 0, cap;
+
+	if (!path || !ret_data)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	cap = (size_t)st.st_size + 1;
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 == cap) {
+			/* The file grew while we read it: allow up to max. */
+			char *nb;
+
+			if (cap > max)
+				return -EFBIG;
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			nb = realloc(buf, cap);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret_data = TAKE_PTR(buf);
+	if (ret_size)
+		*ret_size = len;
+	return 0;
+}

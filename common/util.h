@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Private helpers shared by libflowsdn and libflash (a libtool convenience
+ * library linked into both, hidden; never installed).
+ */
+#ifndef FLASH_COMMON_UTIL_H
+#define FLASH_COMMON_UTIL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _unused_ __attribute__((unused))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Moves ownership out of a _cleanup_ variable. */
+#define TAKE_PTR(p) ({ __typeof__(p) _tp = (p); (p) = NULL; _tp; })
+#define TAKE_FD(fd) ({ int _tf = (fd); (fd) = -1; _tf; })
+
+static inline void freep(void *p) { free(*(void **)p); }
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+
+/*
+ * Options structs: the first member is "size_t sz".  util_opts_valid()
+ * refuses an sz smaller than that member, and a caller struct larger than
+ * ours whose unknown tail is not zero.  OPTS_GET() reads a field only if
+ * the caller's struct has it.
+ */
+bool util_opts_valid(const void *opts, size_t user_sz, size_t our_sz);
+#define OPTS_VALID(opts, type) \
+	(!(opts) || util_opts_valid((opts), (opts)->sz, sizeof(struct type)))
+#define OPTS_HAS(opts, field) \
+	((opts) && (opts)->sz >= offsetof(__typeof__(*(opts)), field) + sizeof((opts)->field))
+#define OPTS_GET(opts, field, fallback) (OPTS_HAS(opts, field) ? (opts)->field : (fallback))
+
+/* Writes @size bytes to @path crash-safely: a temporary file in the same
+ * directory, fsync, rename over @path, fsync of the directory.  @mode is
+ * the new file's mode.  Returns 0 or -errno; @path is untouched on failure. */
+int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode);
+
+/* Reads a whole regular file of at most @max bytes into a NUL-terminated
+ * buffer (*ret_data, freed by the caller; *ret_size without the NUL).
+ * -EFBIG when larger than @max, -errno otherwise; outputs untouched on
+ * failure. */
+int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size);
+
+/* fsync() of the directory holding @path. */
+int util_fsync_parent(const char *path);
+
+#endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Error strings and the log callback of libflash. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+static flash_log_fn log_fn;
+static enum flash_log_level log_max = FLASH_LOG_INFO;
+static void *log_userdata;
+
+FLASH_API void flash_set_log(flash_log_fn fn, enum flash_log_level max_level, void *userdata)
+{
+	log_fn = fn;
+	log_max = max_level;
+	log_userdata = userdata;
+}
+
+void flash__log(enum flash_log_level level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	if (!log_fn || level > log_max)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_fn(level, buf, log_userdata);
+}
+
+struct strerror_block {
+	int lo, hi;
+	const char *(*fn)(int code);
+};
+
+/* One row per module: { first code, end of block, its strerror }. */
+static const struct strerror_block blocks[] = {
+	{ 0, 0, NULL },
+};
+
+FLASH_API const char *flash_strerror(int err)
+{
+	int code = err < 0 ? -err : err;
+
+	if (code == 0)
+		return "success";
+	for (size_t i = 0; i < ARRAY_SIZE(blocks); i++) {
+		if (blocks[i].fn && code >= blocks[i].lo && code < blocks[i].hi) {
+			const char *s = blocks[i].fn(code);
+
+			if (s)
+				return s;
+		}
+	}
+	if (code < FLASH_E_BASE) {
+		const char *s = strerrordesc_np(code);
+
+		return s ? s : "unknown error";
+	}
+	return "unknown flash error";
+}
+
+FLASH_API const char *flash_version(void)
+{
+	return PACKAGE_VERSION;
+}

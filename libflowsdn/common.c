@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Error strings and the log callback. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+static flowsdn_log_fn log_fn;
+static enum flowsdn_log_level log_max = FLOWSDN_LOG_INFO;
+static void *log_userdata;
+
+FLOWSDN_API void flowsdn_set_log(flowsdn_log_fn fn, enum flowsdn_log_level max_level, void *userdata)
+{
+	log_fn = fn;
+	log_max = max_level;
+	log_userdata = userdata;
+}
+
+void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	if (!log_fn || level > log_max)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_fn(level, buf, log_userdata);
+}
+
+struct strerror_block {
+	int lo, hi;
+	const char *(*fn)(int code);
+};
+
+static const struct strerror_block blocks[] = {
+	{ FLOWSDN_E_BASE, FLOWSDN_E_ADDR_MAX_, flowsdn__addr_strerror },
+};
+
+FLOWSDN_API const char *flowsdn_strerror(int err)
+{
+	int code = err < 0 ? -err : err;
+
+	if (code == 0)
+		return "success";
+	for (size_t i = 0; i < ARRAY_SIZE(blocks); i++) {
+		if (code >= blocks[i].lo && code < blocks[i].hi) {
+			const char *s = blocks[i].fn(code);
+			if (s)
+				return s;
+		}
+	}
+	if (code < FLOWSDN_E_BASE) {
+		const char *s = strerrordesc_np(code);
+
+		return s ? s : "unknown error";
+	}
+	return "unknown flowsdn error";
+}
+
+FLOWSDN_API const char *flowsdn_version(void)
+{
+	return PACKAGE_VERSION;
+}

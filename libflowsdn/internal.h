@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Private helpers of libflowsdn (never installed). */
+#ifndef FLOWSDN_INTERNAL_H
+#define FLOWSDN_INTERNAL_H
+
+#include <flowsdn/common.h>
+
+#include "util.h"
+
+/* Logging through the callback set with flowsdn_set_log(). */
+void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...) _printf_(2, 3);
+#define pr_err(...) flowsdn__log(FLOWSDN_LOG_ERR, __VA_ARGS__)
+#define pr_warn(...) flowsdn__log(FLOWSDN_LOG_WARNING, __VA_ARGS__)
+#define pr_info(...) flowsdn__log(FLOWSDN_LOG_INFO, __VA_ARGS__)
+#define pr_debug(...) flowsdn__log(FLOWSDN_LOG_DEBUG, __VA_ARGS__)
+
+/* Error strings of each module's block of domain codes (NULL: unknown). */
+const char *flowsdn__addr_strerror(int code);
+
+#endif
