@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flash/auth.h>
+
 #include "internal.h"
 
 static flash_log_fn log_fn;
@@ -39,6 +41,7 @@ struct strerror_block {
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
 	{ 0, 0, NULL },
+	{ FLASH_E_AUTH_MALFORMED, FLASH_E_AUTH_MALFORMED + 100, flash__auth_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)
