@@ -266,7 +266,7 @@ FLASH_API int flash_auth_verify(const struct flash_auth_keyset *keys, const char
 	struct json_value *claims = NULL;
 	struct json_error jerr = { 0 };
 	const struct json_value *gen;
-	struct auth_jws *jws = NULL;
+	struct auth_jws jws_buf, *jws = &jws_buf; /* on the stack: no allocation on the hot path */
 	int64_t now;
 	char *p;
 	int r;
@@ -277,9 +277,6 @@ FLASH_API int flash_auth_verify(const struct flash_auth_keyset *keys, const char
 		return -EINVAL;
 	now = opts->now ? opts->now : (int64_t)time(NULL);
 
-	jws = malloc(sizeof(*jws));
-	if (!jws)
-		return -ENOMEM;
 	r = auth__jws_verify(token, len, NULL, keys, jws, ret_detail, detail_size);
 	if (r < 0)
 		goto out;
@@ -359,7 +356,6 @@ FLASH_API int flash_auth_verify(const struct flash_auth_keyset *keys, const char
 	*ret_token = t;
 out:
 	json_free(claims);
-	free(jws);
 	return r;
 }
 

@@ -12,20 +12,31 @@
 static const char b64url_alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/* 0..63 for an alphabet character, 0xff for anything else. */
+/* 0..63 for an alphabet character, XX (0xff) for anything else. */
+#define XX 0xff
+static const unsigned char b64url_table[256] = {
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, 62, XX, XX,
+	52, 53, 54, 55, 56, 57, 58, 59, 60, 61, XX, XX, XX, XX, XX, XX,
+	XX,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14,
+	15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, XX, XX, XX, XX, 63,
+	XX, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+	41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+	XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX,
+};
+#undef XX
+
 static inline unsigned char b64url_val(unsigned char c)
 {
-	if (c >= 'A' && c <= 'Z')
-		return (unsigned char)(c - 'A');
-	if (c >= 'a' && c <= 'z')
-		return (unsigned char)(c - 'a' + 26);
-	if (c >= '0' && c <= '9')
-		return (unsigned char)(c - '0' + 52);
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return 0xff;
+	return b64url_table[c];
 }
 
 void auth__detail(char *buf, size_t size, const char *fmt, ...)
@@ -42,13 +53,34 @@ void auth__detail(char *buf, size_t size, const char *fmt, ...)
 int auth__b64url_decode(const char *text, size_t len, unsigned char *out, size_t size,
 			size_t *ret_len, size_t *ret_bad)
 {
-	size_t rem = len % 4, full = len - rem, n = full / 4 * 3 + (rem ? rem - 1 : 0), o = 0;
+	size_t rem = len % 4, full = len - rem, n = full / 4 * 3 + (rem ? rem - 1 : 0), o = 0, i;
 	const unsigned char *t = (const unsigned char *)text;
-	size_t i;
+	unsigned char seen = 0; /* OR of every value: 0xff shows a foreign character */
+	unsigned char scratch[3];
 
-	for (i = 0; i < len; i++)
-		if (b64url_val(t[i]) == 0xff)
-			goto out_bad;
+	if (out && n > size)
+		return -ENOSPC;
+	/* One pass: decode (into scratch when only measuring), then look at
+	 * what was seen. */
+	for (i = 0; i < full; i += 4) {
+		unsigned char a = b64url_val(t[i]), b = b64url_val(t[i + 1]), c = b64url_val(t[i + 2]),
+			      d = b64url_val(t[i + 3]);
+		uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | d;
+		unsigned char *dst = out ? out + o : scratch;
+
+		seen |= a | b | c | d;
+		dst[0] = (unsigned char)(v >> 16);
+		dst[1] = (unsigned char)(v >> 8);
+		dst[2] = (unsigned char)v;
+		o += out ? 3 : 0;
+	}
+	for (i = full; i < len; i++)
+		seen |= b64url_val(t[i]);
+	if (seen == 0xff || (seen & 0xc0)) {
+		for (i = 0; b64url_val(t[i]) != 0xff; i++)
+			;
+		goto out_bad;
+	}
 	if (rem == 1) {
 		/* One character carries 6 bits: not a whole byte. */
 		i = len - 1;
@@ -56,29 +88,11 @@ int auth__b64url_decode(const char *text, size_t len, unsigned char *out, size_t
 	}
 	/* The unused low bits of the last character must be zero, so that
 	 * every byte string has exactly one encoding. */
-	if (rem == 2 && (b64url_val(t[len - 1]) & 0x0f)) {
+	if ((rem == 2 && (b64url_val(t[len - 1]) & 0x0f)) || (rem == 3 && (b64url_val(t[len - 1]) & 0x03))) {
 		i = len - 1;
 		goto out_bad;
 	}
-	if (rem == 3 && (b64url_val(t[len - 1]) & 0x03)) {
-		i = len - 1;
-		goto out_bad;
-	}
-	if (!out) {
-		*ret_len = n;
-		return 0;
-	}
-	if (n > size)
-		return -ENOSPC;
-	for (i = 0; i < full; i += 4) {
-		uint32_t v = (uint32_t)b64url_val(t[i]) << 18 | (uint32_t)b64url_val(t[i + 1]) << 12 |
-			     (uint32_t)b64url_val(t[i + 2]) << 6 | b64url_val(t[i + 3]);
-
-		out[o++] = (unsigned char)(v >> 16);
-		out[o++] = (unsigned char)(v >> 8);
-		out[o++] = (unsigned char)v;
-	}
-	if (rem >= 2) {
+	if (out && rem >= 2) {
 		uint32_t v = (uint32_t)b64url_val(t[full]) << 18 | (uint32_t)b64url_val(t[full + 1]) << 12;
 
 		if (rem == 3)
@@ -87,7 +101,7 @@ int auth__b64url_decode(const char *text, size_t len, unsigned char *out, size_t
 		if (rem == 3)
 			out[o++] = (unsigned char)(v >> 8);
 	}
-	*ret_len = o;
+	*ret_len = n;
 	return 0;
 
 out_bad:
