@@ -61,8 +61,8 @@ struct flash_diag_entry {
 	const char *message;  /* what is wrong, for humans */
 	const char *value;    /* the offending value as (possibly shortened) JSON
 			       * text; NULL when there is none (e.g. a missing field) */
-	unsigned int line;    /* for code "syntax": 1-based position; else 0 */
-	unsigned int column;
+	unsigned int line;    /* JSON-level problems (codes "json-*"): 1-based */
+	unsigned int column;  /* position of the fault (column in bytes); else 0 */
 };
 
 /* A list of problems, reused across calls. */
@@ -90,8 +90,8 @@ FLASH_API size_t flash_diag_dropped(const struct flash_diag *diag);
  *   {"source":SOURCE,"valid":BOOL,"errors":N,"warnings":N,"dropped":N,
  *    "problems":[{"severity":"error","path":...,"code":...,"message":...,
  *                 "value":...,"line":N,"column":N},...]}
- * "value" is omitted when there is none, line/column unless code is
- * "syntax"; "source" is omitted when @source is NULL.
+ * "value" is omitted when there is none, "line"/"column" when 0, "source"
+ * when @source is NULL.
  * Returns 0, -EINVAL, -ENOMEM. */
 FLASH_API FLASH_WUR int flash_diag_to_json(const struct flash_diag *diag, const char *source,
 					   char **ret_json, size_t *ret_len);
@@ -140,8 +140,12 @@ struct flash_spec_parse_opts {
  * On success returns 0 and *ret_spec (free with flash_spec_free()); @diag,
  * if not NULL, is reset and receives the warnings.  On failure *ret_spec is
  * untouched and @diag (if not NULL) holds every problem found:
- *   -FLASH_E_SPEC_SYNTAX   the input is not acceptable JSON (one entry, code
- *                          "syntax", with line and column),
+ *   -FLASH_E_SPEC_SYNTAX   the input is not acceptable JSON: one entry with
+ *                          line and column and a code naming the fault
+ *                          ("json-syntax", "json-utf8", "json-duplicate-key",
+ *                          "json-depth", "json-string-size",
+ *                          "json-container-size", "json-nodes",
+ *                          "json-input-size", "json-empty"),
  *   -FLASH_E_SPEC_INVALID  one or more rules are broken (all reported),
  *   -EINVAL                a NULL argument or bad @opts,
  *   -ENOMEM.
