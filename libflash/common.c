@@ -5,6 +5,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flash/policy.h>
+#include <flash/spec.h>
+
 #include "internal.h"
 
 static flash_log_fn log_fn;
@@ -38,7 +41,8 @@ struct strerror_block {
 
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
-	{ 0, 0, NULL },
+	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
+	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)
