@@ -3,7 +3,6 @@
  * command token, generations, operation ids and key files. */
 #include "config.h"
 
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -45,7 +44,6 @@ static const struct {
 	R(KEYSET, "bad-keyset", "key set is malformed or empty"),
 	R(KEY, "bad-key", "key is not a valid Ed25519 OKP key"),
 	R(DUPLICATE_KID, "duplicate-kid", "two keys have the same kid"),
-	R(KEY_FILE_MODE, "key-file-mode", "key file must be a regular file of mode 0600"),
 #undef R
 };
 _Static_assert(ARRAY_SIZE(reasons) == FLASH_E_AUTH_MAX_ - FLASH_E_AUTH_MALFORMED, "a reason without text");
@@ -514,50 +512,6 @@ FLASH_API int flash_auth_generation_decide(bool has_stored, uint64_t stored_gen,
 }
 
 /* ---------------------------------------------------------------- key files */
-
-#define KEY_FILE_MAX 65536
-
-FLASH_API int flash_auth_key_file_read(const char *path, char **ret_data, size_t *ret_size, unsigned int *ret_mode)
-{
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
-	size_t done = 0;
-	struct stat st;
-
-	if (!path || !ret_data || !ret_size)
-		return -EINVAL;
-	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0600) {
-		if (ret_mode)
-			*ret_mode = (unsigned int)(st.st_mode & 07777);
-		return -FLASH_E_AUTH_KEY_FILE_MODE;
-	}
-	if (st.st_size > KEY_FILE_MAX)
-		return -EFBIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (done < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + done, (size_t)st.st_size - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break; /* shrank while reading: take what is there */
-		done += (size_t)n;
-	}
-	buf[done] = '\0';
-	*ret_data = TAKE_PTR(buf);
-	*ret_size = done;
-	return 0;
-}
 
 FLASH_API int flash_auth_key_file_write(const char *path, const void *data, size_t size, bool overwrite)
 {

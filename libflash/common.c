@@ -6,6 +6,8 @@
 #include <stdio.h>
 
 #include <flash/auth.h>
+#include <flash/policy.h>
+#include <flash/spec.h>
 
 #include "internal.h"
 
@@ -40,8 +42,9 @@ struct strerror_block {
 
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
-	{ 0, 0, NULL },
-	{ FLASH_E_AUTH_MALFORMED, FLASH_E_AUTH_MALFORMED + 100, flash__auth_strerror },
+	{ FLASH_E_AUTH_MALFORMED, FLASH_E_AUTH_MAX_, flash__auth_strerror },
+	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
+	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)

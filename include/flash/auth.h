@@ -62,7 +62,6 @@ enum flash_auth_error {
 	FLASH_E_AUTH_KEYSET,            /* key set document malformed or empty */
 	FLASH_E_AUTH_KEY,               /* a key is not an Ed25519 OKP key or is invalid */
 	FLASH_E_AUTH_DUPLICATE_KID,     /* two keys with the same kid */
-	FLASH_E_AUTH_KEY_FILE_MODE,     /* key file is not a regular file of mode 0600 */
 	FLASH_E_AUTH_MAX_,              /* end of the used range */
 };
 
@@ -336,17 +335,9 @@ FLASH_API FLASH_WUR int flash_auth_generation_decide(bool has_stored, uint64_t s
 
 /* ---------------------------------------------------------------- key files */
 
-/* Reads a key file (secret JWK or public key set) of at most 64 KiB.  The
- * file (after symbolic links) must be a regular file whose permission
- * bits are exactly 0600; otherwise -FLASH_E_AUTH_KEY_FILE_MODE
- * (with the mode found, in octal, in *ret_mode if non-NULL).  Returns 0
- * and the NUL-terminated contents in *ret_data (free(); *ret_size without
- * the NUL), or -errno. */
-FLASH_API FLASH_WUR int flash_auth_key_file_read(const char *path, char **ret_data, size_t *ret_size,
-						 unsigned int *ret_mode);
-
-/* Writes @size bytes to @path atomically with mode 0600 (temporary file,
- * fsync, rename).  Refuses to replace an existing file (-EEXIST) unless
+/* Writes a key file: @size bytes to @path atomically with mode 0600
+ * (temporary file, fsync, rename).  Key files are read back with
+ * flash_file_read_secret() of <flash/file.h>, which refuses any other mode.  Refuses to replace an existing file (-EEXIST) unless
  * @overwrite.  Returns 0 or -errno. */
 FLASH_API int flash_auth_key_file_write(const char *path, const void *data, size_t size, bool overwrite);
 
