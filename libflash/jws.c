@@ -518,6 +518,40 @@ out:
 	return r;
 }
 
+FLASH_API int flash_auth_signer_set_kid(struct flash_auth_signer *s, const char *kid)
+{
+	size_t len;
+
+	if (!s || !kid)
+		return -EINVAL;
+	len = strlen(kid);
+	if (!auth__kid_valid(kid, len))
+		return -FLASH_E_AUTH_KEY;
+	memcpy(s->kid, kid, len + 1);
+	return 0;
+}
+
+FLASH_API int flash_auth_jwk_thumbprint(const unsigned char *public_key, char *buf, size_t size)
+{
+	char x[B64URL_LEN(crypto_sign_PUBLICKEYBYTES) + 1], members[96];
+	unsigned char digest[crypto_hash_sha256_BYTES];
+	int n;
+
+	if (!public_key || !buf)
+		return -EINVAL;
+	if (size < FLASH_AUTH_THUMBPRINT_STRLEN)
+		return -ENOSPC;
+	if (sodium_init() < 0)
+		return -EIO;
+	flash_auth_b64url_encode(public_key, crypto_sign_PUBLICKEYBYTES, x, sizeof(x));
+	/* RFC 7638 §3.2: the required members only, sorted, no white space. */
+	n = snprintf(members, sizeof(members), "{\"crv\":\"Ed25519\",\"kty\":\"OKP\",\"x\":\"%s\"}", x);
+	if (n < 0 || (size_t)n >= sizeof(members))
+		return -EINVAL;
+	crypto_hash_sha256(digest, (const unsigned char *)members, (unsigned long long)n);
+	return flash_auth_b64url_encode(digest, sizeof(digest), buf, size);
+}
+
 FLASH_API const char *flash_auth_signer_kid(const struct flash_auth_signer *s)
 {
 	return s ? s->kid : NULL;

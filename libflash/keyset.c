@@ -242,6 +242,13 @@ FLASH_API int flash_auth_keyset_parse(const char *json, size_t len, struct flash
 		r = -FLASH_E_AUTH_KEYSET;
 		goto out_free_json;
 	}
+	if (json_get(root, "kty")) {
+		auth__detail(ret_detail, detail_size, "%s",
+			     json_get(root, "d") ? "this is a private JWK, not a key set: publish only the public key"
+						 : "this is a single JWK, not a key set: wrap it as {\"keys\":[...]}");
+		r = -FLASH_E_AUTH_KEYSET;
+		goto out_free_json;
+	}
 	r = flash_auth_keyset_new(&ks);
 	if (r < 0)
 		goto out_free_json;

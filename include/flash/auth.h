@@ -184,6 +184,10 @@ FLASH_API FLASH_WUR int flash_auth_signer_parse(const char *json, size_t len,
 						struct flash_auth_signer **ret_signer,
 						char *ret_detail, size_t detail_size);
 
+/* Replaces the kid of @s (1..64 of [A-Za-z0-9._:-]).  Returns 0,
+ * -FLASH_E_AUTH_KEY (invalid kid) or -EINVAL. */
+FLASH_API int flash_auth_signer_set_kid(struct flash_auth_signer *s, const char *kid);
+
 /* The kid ("" when the key has none). */
 FLASH_API const char *flash_auth_signer_kid(const struct flash_auth_signer *s);
 
@@ -213,6 +217,13 @@ FLASH_API FLASH_WUR int flash_auth_signer_sign(const struct flash_auth_signer *s
 
 /* Frees and wipes @s; NULL is accepted. */
 FLASH_API void flash_auth_signer_free(struct flash_auth_signer *s);
+
+/* RFC 7638 JWK thumbprint of a 32-byte Ed25519 public key (RFC 8037 §2):
+ * the base64url SHA-256 of {"crv":"Ed25519","kty":"OKP","x":"<x>"}, 43
+ * characters and a NUL into @buf (at least FLASH_AUTH_THUMBPRINT_STRLEN
+ * bytes); a natural kid.  Returns 43, -EINVAL or -ENOSPC. */
+#define FLASH_AUTH_THUMBPRINT_STRLEN 44
+FLASH_API int flash_auth_jwk_thumbprint(const unsigned char *public_key, char *buf, size_t size);
 
 /* ---------------------------------------------------------------- JWS */
 

@@ -193,6 +193,16 @@ Test(rfc8037, a4_signing_is_exact, .init = setup, .fini = teardown)
 	free(tok);
 }
 
+/* RFC 8037 A.3: the JWK thumbprint of the A.1 key. */
+Test(rfc8037, a3_thumbprint)
+{
+	char tp[FLASH_AUTH_THUMBPRINT_STRLEN];
+
+	cr_assert_eq(flash_auth_jwk_thumbprint(rfc8037_x_hex, tp, sizeof(tp)), 43);
+	ASSERT_STREQ(tp, "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k", "A.3 thumbprint");
+	ASSERT_ERR(flash_auth_jwk_thumbprint(rfc8037_x_hex, tp, 43), -ENOSPC, "no room");
+}
+
 Test(rfc8037, a5_verification)
 {
 	void *payload = NULL;
@@ -660,6 +670,9 @@ Test(keyset, refusals)
 	expect_keyset_error("{}", -FLASH_E_AUTH_KEYSET);
 	expect_keyset_error("{\"keys\":[]}", -FLASH_E_AUTH_KEYSET);
 	expect_keyset_error("[]", -FLASH_E_AUTH_KEYSET);
+	snprintf(buf, sizeof(buf), "{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"%s\",\"d\":\"%s\"}", rfc8037_x,
+		 rfc8037_d);
+	expect_keyset_error(buf, -FLASH_E_AUTH_KEYSET);
 	expect_keyset_error("{\"a\":\"x\",\"a\":\"y\"}", -FLASH_E_AUTH_KEYSET);
 	expect_keyset_error("{\"a\":\"AAAA\"}", -FLASH_E_AUTH_KEY);
 	snprintf(buf, sizeof(buf), "{\"a\":\"%s=\"}", rfc8037_x);
@@ -735,6 +748,9 @@ Test(signer, private_jwk_round_trip, .init = setup, .fini = teardown)
 	cr_assert(strstr(jwk, rfc8037_d) && strstr(jwk, rfc8037_x) && strstr(jwk, "\"kid\":\"k1\""), "%s", jwk);
 	ASSERT_OK(flash_auth_signer_parse(jwk, strlen(jwk), &back, detail, sizeof(detail)), detail);
 	ASSERT_STREQ(flash_auth_signer_kid(back), "k1", "kid");
+	ASSERT_OK(flash_auth_signer_set_kid(back, "k-2026.11"), "set kid");
+	ASSERT_STREQ(flash_auth_signer_kid(back), "k-2026.11", "kid replaced");
+	ASSERT_ERR(flash_auth_signer_set_kid(back, "bad kid"), -FLASH_E_AUTH_KEY, "kid with a space");
 	ASSERT_OK(flash_auth_signer_public_key(S, a), "a");
 	ASSERT_OK(flash_auth_signer_public_key(back, b), "b");
 	cr_assert(memcmp(a, b, 32) == 0);
