@@ -48,6 +48,16 @@ static void set_error(struct builder *b, enum json_error_kind kind, const char *
 	va_end(ap);
 }
 
+/* True when @len bytes at @text (not NUL-terminated) are all JSON white
+ * space (or there are none). */
+static bool only_white_space(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r' && text[i] != '\n')
+			return false;
+	return true;
+}
+
 void json_free(struct json_value *v)
 {
 	if (!v)
@@ -474,7 +484,7 @@ int json_parse(const char *text, size_t len, const struct json_limits *limits, s
 				set_error(&b, JSON_ERR_EMPTY, "no JSON value");
 			else if (strstr(m, "UTF8"))
 				set_error(&b, JSON_ERR_UTF8, "invalid UTF-8 in a string");
-			else if (len == 0 || strspn(text, " \t\r\n") == len)
+			else if (only_white_space(text, len))
 				set_error(&b, JSON_ERR_EMPTY, "no JSON value");
 			else
 				set_error(&b, JSON_ERR_SYNTAX, "%s", m[0] ? m : "parse error");
