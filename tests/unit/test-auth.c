@@ -623,6 +623,24 @@ Test(negative, every_reason_has_its_name_and_text)
 	ASSERT_STREQ(flash_auth_reason_name(FLASH_E_AUTH_MAX_), "unknown", "past the end");
 }
 
+/* The codes are an interface (libflash-auth(3) lists them): they never move. */
+Test(negative, reason_codes_are_stable)
+{
+	static const char *const names[] = {
+		"malformed", "oversized", "bad-base64", "bad-json", "duplicate-key", "wrong-alg", "wrong-typ",
+		"crit", "bad-header", "missing-kid", "unknown-kid", "bad-signature", "expired", "not-yet-valid",
+		"issued-in-future", "lifetime-too-long", "wrong-issuer", "wrong-audience", "wrong-action",
+		"missing-claim", "missing-generation", "bad-claim", "stale-generation", "generation-conflict",
+		"bad-keyset", "bad-key", "duplicate-kid",
+	};
+
+	cr_assert_eq(FLASH_E_AUTH_MAX_ - FLASH_E_AUTH_MALFORMED, (int)ARRAY_SIZE(names));
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		ASSERT_STREQ(flash_auth_reason_name(4200 + (int)i), names[i], "code");
+	cr_assert_eq(FLASH_E_AUTH_EXPIRED, 4212);
+	cr_assert_eq(FLASH_E_AUTH_DUPLICATE_KID, 4226);
+}
+
 /* ---------------------------------------------------------------- key sets */
 
 Test(keyset, jwks_and_map_forms)
