@@ -23,6 +23,12 @@ bool auth__kid_valid(const char *kid, size_t len);
 /* The public key of @kid (@len bytes) in @ks, or NULL. */
 const unsigned char *auth__keyset_find(const struct flash_auth_keyset *ks, const char *kid, size_t len);
 
+/* True when @v is a JSON string without NUL equal to @want. */
+static inline bool auth__json_string_is(const struct json_value *v, const char *want)
+{
+	return v && v->type == JSON_STRING && !v->u.string.has_nul && strcmp(v->u.string.ptr, want) == 0;
+}
+
 /* Writes a formatted detail into @buf (ignored when NULL or @size 0). */
 void auth__detail(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
 

@@ -150,11 +150,6 @@ static int claim_time(const struct json_value *claims, const char *name, bool re
 	return 0;
 }
 
-static bool json_string_is(const struct json_value *v, const char *want)
-{
-	return v->type == JSON_STRING && !v->u.string.has_nul && strcmp(v->u.string.ptr, want) == 0;
-}
-
 static int check_identity(const struct json_value *c, const struct flash_auth_verify_opts *opts,
 			  enum flash_auth_action *ret_action, char *detail, size_t detail_size)
 {
@@ -170,20 +165,20 @@ static int check_identity(const struct json_value *c, const struct flash_auth_ve
 		auth__detail(detail, detail_size, "claim \"iss\" is %s, not a string", json_type_name(iss->type));
 		return -FLASH_E_AUTH_CLAIM_INVALID;
 	}
-	if (!json_string_is(iss, opts->issuer)) {
+	if (!auth__json_string_is(iss, opts->issuer)) {
 		auth__detail(detail, detail_size, "issuer \"%.64s\" is not \"%.64s\"",
 			     iss->u.string.has_nul ? "(has NUL)" : iss->u.string.ptr, opts->issuer);
 		return -FLASH_E_AUTH_ISSUER;
 	}
 	if (aud->type == JSON_STRING) {
-		found = json_string_is(aud, opts->audience);
+		found = auth__json_string_is(aud, opts->audience);
 	} else if (aud->type == JSON_ARRAY) {
 		for (size_t i = 0; i < aud->u.array.n; i++) {
 			if (aud->u.array.items[i]->type != JSON_STRING) {
 				auth__detail(detail, detail_size, "claim \"aud\"[%zu] is not a string", i);
 				return -FLASH_E_AUTH_CLAIM_INVALID;
 			}
-			found = found || json_string_is(aud->u.array.items[i], opts->audience);
+			found = found || auth__json_string_is(aud->u.array.items[i], opts->audience);
 		}
 	} else {
 		auth__detail(detail, detail_size, "claim \"aud\" is %s, not a string or an array",

@@ -238,7 +238,7 @@ static int check_header(const unsigned char *hdr, size_t hdr_len, struct auth_jw
 		else if (!unknown)
 			unknown = m->key;
 	}
-	if (!alg || alg->type != JSON_STRING || alg->u.string.has_nul || strcmp(alg->u.string.ptr, "EdDSA") != 0) {
+	if (!auth__json_string_is(alg, "EdDSA")) {
 		if (alg && alg->type == JSON_STRING && !alg->u.string.has_nul)
 			auth__detail(detail, detail_size, "header alg \"%.32s\" is not \"EdDSA\"", alg->u.string.ptr);
 		else
@@ -258,7 +258,7 @@ static int check_header(const unsigned char *hdr, size_t hdr_len, struct auth_jw
 		r = -FLASH_E_AUTH_HEADER;
 		goto out_free;
 	}
-	if (typ && (typ->type != JSON_STRING || typ->u.string.has_nul || strcmp(typ->u.string.ptr, "JWT") != 0)) {
+	if (typ && !auth__json_string_is(typ, "JWT")) {
 		auth__detail(detail, detail_size, "header typ is not \"JWT\"");
 		r = -FLASH_E_AUTH_TYP;
 		goto out_free;
@@ -359,6 +359,8 @@ FLASH_API int flash_auth_jws_verify(const char *token, size_t len, const unsigne
 
 	if (!token || !public_key || !ret_payload || !ret_payload_len)
 		return -EINVAL;
+	if (sodium_init() < 0)
+		return -EIO;
 	jws = malloc(sizeof(*jws));
 	if (!jws)
 		return -ENOMEM;
@@ -471,8 +473,7 @@ FLASH_API int flash_auth_signer_parse(const char *json, size_t len, struct flash
 	}
 	kty = json_get(root, "kty");
 	crv = json_get(root, "crv");
-	if (!kty || kty->type != JSON_STRING || strcmp(kty->u.string.ptr, "OKP") != 0 || !crv ||
-	    crv->type != JSON_STRING || strcmp(crv->u.string.ptr, "Ed25519") != 0) {
+	if (!auth__json_string_is(kty, "OKP") || !auth__json_string_is(crv, "Ed25519")) {
 		auth__detail(ret_detail, detail_size, "secret key is not kty \"OKP\" crv \"Ed25519\"");
 		r = -FLASH_E_AUTH_KEY;
 		goto out;

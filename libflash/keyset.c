@@ -139,7 +139,7 @@ static bool member_absent_or(const struct json_value *jwk, const char *name, con
 {
 	const struct json_value *v = json_get(jwk, name);
 
-	return !v || (v->type == JSON_STRING && !v->u.string.has_nul && strcmp(v->u.string.ptr, want) == 0);
+	return !v || auth__json_string_is(v, want);
 }
 
 static int parse_jwks(struct flash_auth_keyset *ks, const struct json_value *keys, char *detail, size_t detail_size)
@@ -164,11 +164,11 @@ static int parse_jwks(struct flash_auth_keyset *ks, const struct json_value *key
 		kty = json_get(jwk, "kty");
 		crv = json_get(jwk, "crv");
 		kid = json_get(jwk, "kid");
-		if (!kty || kty->type != JSON_STRING || strcmp(kty->u.string.ptr, "OKP") != 0) {
+		if (!auth__json_string_is(kty, "OKP")) {
 			auth__detail(detail, detail_size, "%s: kty is not \"OKP\"", where);
 			return -FLASH_E_AUTH_KEY;
 		}
-		if (!crv || crv->type != JSON_STRING || strcmp(crv->u.string.ptr, "Ed25519") != 0) {
+		if (!auth__json_string_is(crv, "Ed25519")) {
 			auth__detail(detail, detail_size, "%s: crv is not \"Ed25519\"", where);
 			return -FLASH_E_AUTH_KEY;
 		}
