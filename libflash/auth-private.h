@@ -29,6 +29,18 @@ static inline bool auth__json_string_is(const struct json_value *v, const char *
 	return v && v->type == JSON_STRING && !v->u.string.has_nul && strcmp(v->u.string.ptr, want) == 0;
 }
 
+/* The header every signer of this library writes for @kid:
+ * {"alg":"EdDSA","typ":"JWT","kid":"KID"}. */
+#define AUTH_CANONICAL_HEADER_FMT "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"%s\"}"
+#define AUTH_CANONICAL_HEADER_MAX (sizeof(AUTH_CANONICAL_HEADER_FMT) + FLASH_AUTH_KID_MAX)
+
+/* When the @len base64url characters at @b64 are exactly the encoded
+ * canonical header of a key of @ks, returns that key's public key and its
+ * kid in *ret_kid; otherwise NULL.  Those bytes are a header the parser
+ * accepts with that kid, so verification may skip parsing them. */
+const unsigned char *auth__keyset_find_header(const struct flash_auth_keyset *ks, const char *b64, size_t len,
+					      const char **ret_kid);
+
 /* Writes a formatted detail into @buf (ignored when NULL or @size 0). */
 void auth__detail(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
 

@@ -309,6 +309,17 @@ int auth__jws_verify(const char *token, size_t len, const unsigned char *public_
 		return -FLASH_E_AUTH_MALFORMED;
 	}
 
+	if (!key) {
+		const char *kid = NULL;
+
+		/* The common case: the exact header our signers write. */
+		key = auth__keyset_find_header(ks, token, hdr_b64, &kid);
+		if (key) {
+			memcpy(jws->kid, kid, strlen(kid) + 1);
+			jws->has_kid = true;
+			goto out_payload;
+		}
+	}
 	r = decode_part(token, hdr_b64, hdr, sizeof(hdr), &hdr_len, "header", detail, detail_size);
 	if (r < 0)
 		return r;
@@ -327,6 +338,7 @@ int auth__jws_verify(const char *token, size_t len, const unsigned char *public_
 		}
 	}
 
+out_payload:
 	r = decode_part(dot1 + 1, pay_b64, jws->payload, FLASH_AUTH_PAYLOAD_MAX, &jws->payload_len, "payload",
 			detail, detail_size);
 	if (r < 0)
@@ -622,7 +634,7 @@ FLASH_API int flash_auth_signer_sign(const struct flash_auth_signer *s, const ch
 	const struct json_limits lim = { .max_depth = 16, .max_input = FLASH_AUTH_PAYLOAD_MAX };
 	struct json_value *root = NULL;
 	struct json_error jerr = { 0 };
-	char header[sizeof("{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"\"}") + FLASH_AUTH_KID_MAX];
+	char header[AUTH_CANONICAL_HEADER_MAX];
 	int r, n;
 
 	if (!s || !claims_json || !ret_token || !s->kid[0])
@@ -634,7 +646,7 @@ FLASH_API int flash_auth_signer_sign(const struct flash_auth_signer *s, const ch
 	json_free(root);
 	if (r < 0)
 		return r;
-	n = snprintf(header, sizeof(header), "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"%s\"}", s->kid);
+	n = snprintf(header, sizeof(header), AUTH_CANONICAL_HEADER_FMT, s->kid);
 	if (n < 0 || (size_t)n >= sizeof(header))
 		return -EINVAL;
 	return flash_auth_signer_sign_raw(s, header, (size_t)n, claims_json, len, ret_token);

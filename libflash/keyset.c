@@ -12,6 +12,10 @@ struct keyset_entry {
 	char kid[FLASH_AUTH_KID_MAX + 1];
 	size_t kid_len;
 	unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+	/* The canonical header of this kid, base64url-encoded: the header
+	 * of nearly every token, recognised without parsing it again. */
+	char header_b64[B64URL_LEN(AUTH_CANONICAL_HEADER_MAX) + 1];
+	size_t header_b64_len;
 };
 
 struct flash_auth_keyset {
@@ -54,6 +58,19 @@ const unsigned char *auth__keyset_find(const struct flash_auth_keyset *ks, const
 	return NULL;
 }
 
+const unsigned char *auth__keyset_find_header(const struct flash_auth_keyset *ks, const char *b64, size_t len,
+					      const char **ret_kid)
+{
+	if (!ks)
+		return NULL;
+	for (size_t i = 0; i < ks->n; i++)
+		if (ks->keys[i].header_b64_len == len && memcmp(ks->keys[i].header_b64, b64, len) == 0) {
+			*ret_kid = ks->keys[i].kid;
+			return ks->keys[i].pk;
+		}
+	return NULL;
+}
+
 FLASH_API bool flash_auth_keyset_has(const struct flash_auth_keyset *ks, const char *kid)
 {
 	return ks && kid && auth__keyset_find(ks, kid, strlen(kid));
@@ -61,8 +78,10 @@ FLASH_API bool flash_auth_keyset_has(const struct flash_auth_keyset *ks, const c
 
 FLASH_API int flash_auth_keyset_add(struct flash_auth_keyset *ks, const char *kid, const unsigned char *public_key)
 {
+	char header[AUTH_CANONICAL_HEADER_MAX];
 	struct keyset_entry *e;
 	size_t len;
+	int n;
 
 	if (!ks || !kid || !public_key)
 		return -EINVAL;
@@ -77,10 +96,18 @@ FLASH_API int flash_auth_keyset_add(struct flash_auth_keyset *ks, const char *ki
 		return -FLASH_E_AUTH_DUPLICATE_KID;
 	if (ks->n >= FLASH_AUTH_KEYSET_MAX)
 		return -E2BIG;
-	e = &ks->keys[ks->n++];
+	n = snprintf(header, sizeof(header), AUTH_CANONICAL_HEADER_FMT, kid);
+	if (n < 0 || (size_t)n >= sizeof(header))
+		return -EINVAL;
+	e = &ks->keys[ks->n];
+	n = flash_auth_b64url_encode(header, (size_t)n, e->header_b64, sizeof(e->header_b64));
+	if (n < 0)
+		return n;
+	e->header_b64_len = (size_t)n;
 	memcpy(e->kid, kid, len + 1);
 	e->kid_len = len;
 	memcpy(e->pk, public_key, sizeof(e->pk));
+	ks->n++;
 	return 0;
 }
 

@@ -267,6 +267,35 @@ Test(verify, audience_array_and_second_key, .init = setup, .fini = teardown)
 	free(c);
 }
 
+/* The canonical header is recognised without parsing; any other spelling
+ * goes through the parser with the same result. */
+Test(verify, canonical_and_other_headers_agree, .init = setup, .fini = teardown)
+{
+	static const char *const headers[] = {
+		"{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"k2\"}",
+		"{\"kid\":\"k2\",\"typ\":\"JWT\",\"alg\":\"EdDSA\"}",
+		"{\"alg\":\"EdDSA\",\"kid\":\"k2\"}",
+		" {\"alg\" : \"EdDSA\", \"kid\" : \"k2\"} ",
+	};
+	char *c = claims_with(NOW, NOW + 30, "get", "");
+
+	for (size_t i = 0; i < ARRAY_SIZE(headers); i++) {
+		struct flash_auth_token *t = NULL;
+		char *tok = sign_raw(S2, headers[i], c);
+
+		ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW, 0, &t, NULL, 0), headers[i]);
+		ASSERT_STREQ(flash_auth_token_kid(t), "k2", headers[i]);
+		flash_auth_token_free(t);
+		free(tok);
+	}
+	/* Canonical form, but signed by k1 under k2's kid. */
+	expect_reason(sign_raw(S, headers[0], c), FLASH_AUTH_ACTION_GET, FLASH_E_AUTH_SIGNATURE,
+		      "canonical header, other key");
+	expect_reason(sign_raw(S, "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"k7\"}", c),
+		      FLASH_AUTH_ACTION_GET, FLASH_E_AUTH_UNKNOWN_KID, "canonical header, unknown kid");
+	free(c);
+}
+
 Test(verify, list_needs_neither_project_nor_gen, .init = setup, .fini = teardown)
 {
 	char *c = xasprintf("{\"iss\":\"" ISS "\",\"aud\":\"" AUD "\",\"action\":\"list\",\"iat\":%lld,\"exp\":%lld,"
