@@ -170,8 +170,10 @@ FLOWSDN_API int flowsdn_identity_labels_canonical(const struct flowsdn_label *la
 	}
 	qsort(sorted, n, sizeof(sorted[0]), label_cmp);
 	for (size_t i = 0; i < n; i++) {
-		if (i && !strcmp(sorted[i - 1].key, sorted[i].key))
+		if (i && !strcmp(sorted[i - 1].key, sorted[i].key)) {
+			sbuf_done(&b);
 			return -FLOWSDN_E_IDENTITY_LABEL_DUPLICATE;
+		}
 		if (i)
 			sbuf_put(&b, ",", 1);
 		sbuf_put(&b, sorted[i].key, strlen(sorted[i].key));
