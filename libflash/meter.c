@@ -238,6 +238,7 @@ struct service {
 	struct values vc;   /* values in force from tc */
 	struct held *held;  /* sorted, times > tc, strictly increasing */
 	size_t n_held, cap_held;
+	bool fresh;         /* nothing committed yet: tc is the first observation */
 };
 
 struct record {
@@ -569,6 +570,7 @@ static int commit_one(struct flash_meter *m, struct service *sv)
 		return r;
 	sv->tc = h.t;
 	sv->vc = h.v;
+	sv->fresh = false;
 	memmove(&sv->held[0], &sv->held[1], (sv->n_held - 1) * sizeof(*sv->held));
 	sv->n_held--;
 	return 0;
@@ -670,6 +672,7 @@ static int service_add(struct flash_meter *m, const char *id, const char *org, i
 	}
 	sv->tc = t;
 	sv->vc = *v;
+	sv->fresh = true;
 	i = svc_search(m, id, &found);
 	memmove(&m->svcs[i + 1], &m->svcs[i], (m->n_svcs - i) * sizeof(*m->svcs));
 	m->svcs[i] = sv;
@@ -760,6 +763,17 @@ FLASH_API int flash_meter_observe(struct flash_meter *m, const struct flash_mete
 	}
 	if (strcmp(sv->org, obs->organization) != 0)
 		return -FLASH_E_METER_ORG_MISMATCH;
+	if (t < sv->tc && sv->fresh && t >= newest_time(sv) - (int64_t)m->window) {
+		/* Nothing accrued from the first point yet: an earlier
+		 * observation within the window becomes the first. */
+		r = held_insert(sv, sv->tc, &sv->vc);
+		if (r < 0)
+			return r;
+		sv->tc = t;
+		sv->vc = v;
+		r = settle(m, sv);
+		return r < 0 ? r : FLASH_METER_REORDERED;
+	}
 	if (t < sv->tc) {
 		pr_warn("meter: service %s observed at %lld, before its committed point %lld (clock went backwards or older than the %u s window); interval ignored",
 			sv->id, (long long)t, (long long)sv->tc, m->window);
@@ -1208,7 +1222,8 @@ static int gen_finish(yajl_gen g, char **ret_json, size_t *ret_len)
 	if (!out)
 		return -ENOMEM;
 	memcpy(out, buf, len);
-	out[len++] = '\n';
+	if (len == 0 || out[len - 1] != '\n')
+		out[len++] = '\n';
 	out[len] = '\0';
 	*ret_json = out;
 	if (ret_len)
@@ -1286,6 +1301,7 @@ FLASH_API int flash_meter_to_json(const struct flash_meter *m, char **ret_json, 
 		GEN(gen_key_str(g, "serviceId", sv->id));
 		GEN(gen_key_str(g, "organization", sv->org));
 		GEN(gen_key_time(g, "committedAt", sv->tc));
+		GEN(gen_key_bool(g, "fresh", sv->fresh));
 		if (gen_values(g, &sv->vc) < 0)
 			goto out;
 		GEN(gen_str(g, "held"));
@@ -1613,7 +1629,7 @@ static int load_values(struct loader *l, const struct json_value *o, struct valu
 static int load_service(struct loader *l, struct flash_meter *m, const struct json_value *o)
 {
 	static const char *const keys[] = {
-		"serviceId", "organization", "committedAt", "readyReplicas", "cpuMillis",
+		"serviceId", "organization", "committedAt", "fresh", "readyReplicas", "cpuMillis",
 		"memoryMiB", "gpuCount", "held", NULL,
 	};
 	static const char *const held_keys[] = {
@@ -1623,7 +1639,7 @@ static int load_service(struct loader *l, struct flash_meter *m, const struct js
 	const char *id, *org;
 	struct service *sv;
 	struct values v;
-	bool found;
+	bool found, fresh = false;
 	int64_t tc = 0;
 	int r;
 
@@ -1633,6 +1649,7 @@ static int load_service(struct loader *l, struct flash_meter *m, const struct js
 	if ((r = get_id(l, o, "serviceId", true, &id)) < 0 ||
 	    (r = get_id(l, o, "organization", true, &org)) < 0 ||
 	    (r = get_time(l, o, "committedAt", true, FLASH_METER_TIME_MAX, &tc)) < 0 ||
+	    (r = get_bool(l, o, "fresh", true, &fresh)) < 0 ||
 	    (r = load_values(l, o, &v)) < 0 ||
 	    (r = member(l, o, "held", JSON_ARRAY, true, &held)) < 0)
 		return r;
@@ -1648,6 +1665,7 @@ static int load_service(struct loader *l, struct flash_meter *m, const struct js
 	r = service_add(m, id, org, tc, &v, &sv);
 	if (r < 0)
 		return r;
+	sv->fresh = fresh;
 	json_path_push_key(&l->path, "held");
 	for (size_t i = 0; i < held->u.array.n; i++) {
 		const struct json_value *h = held->u.array.items[i];
