@@ -562,6 +562,23 @@ Test(meter, reload_mid_week_continues)
 	}
 	flash_meter_free(a);
 	flash_meter_free(b);
+
+	/* A service with nothing committed yet still accepts an earlier first
+	 * observation after a reload; one with commits does not. */
+	a = meter(120);
+	b = meter(120);
+	ASSERT_OK(obs(a, "new", "acme", t0, 1, 10, 0, 0), "first");
+	ASSERT_OK(obs(a, "old", "acme", t0, 1, 10, 0, 0), "first");
+	ASSERT_OK(obs(a, "old", "acme", t0 + 500, 1, 10, 0, 0), "held");
+	ASSERT_OK(obs(a, "old", "acme", t0 + 1000, 1, 10, 0, 0), "commits [t0, t0+500)");
+	ASSERT_OK(flash_meter_save(a, path), "save");
+	ASSERT_OK(flash_meter_load(b, path, &err), "load");
+	cr_assert_eq(obs(b, "new", "acme", t0 - 60, 2, 10, 0, 0), FLASH_METER_REORDERED, "rebased");
+	cr_assert_eq(obs(b, "old", "acme", t0 + 400, 2, 10, 0, 0), FLASH_METER_LATE, "already committed");
+	cr_assert_eq(svc_usage(b, "new", t0 + 100).cpu_milli_seconds, 10 * (2 * 60 + 100));
+	cr_assert_eq(svc_usage(b, "old", t0 + 500).cpu_milli_seconds, 10 * 500);
+	flash_meter_free(a);
+	flash_meter_free(b);
 	rm_dir(dir, "meter.json");
 }
 
