@@ -35,6 +35,8 @@
 #define WINDOW_MAX 3600u
 #define PENDING_DEFAULT 64u
 #define PENDING_MAX 4096u
+#define GAP_DEFAULT (366 * 86400u)
+#define GAP_MIN 60u
 #define STATE_FILE_MAX (64u << 20)
 #define STATE_FORMAT "flash-meter-state/1"
 
@@ -254,6 +256,7 @@ struct record {
 
 struct flash_meter {
 	uint32_t window, max_pending;
+	int64_t max_gap;        /* longest interval counted */
 	int64_t pruned_before;  /* pieces in weeks before this are dropped */
 	struct service **svcs;  /* sorted by id */
 	size_t n_svcs, cap_svcs;
@@ -535,7 +538,7 @@ static int accrue(struct flash_meter *m, const struct service *sv, const struct 
 {
 	int r;
 
-	if (b <= a)
+	if (b <= a || v->replicas == 0 || (v->cpu == 0 && v->mem == 0 && v->gpu == 0))
 		return 0;
 	r = ensure_records(m, sv, week_of(a), week_of(b - 1));
 	if (r < 0)
@@ -559,13 +562,30 @@ static int accrue(struct flash_meter *m, const struct service *sv, const struct 
 	return 0;
 }
 
+/* End of the interval [a, b) that counts: at most max_gap long. */
+static int64_t gap_end(int64_t max_gap, int64_t a, int64_t b)
+{
+	return b - a > max_gap ? a + max_gap : b;
+}
+
+/* Accrues [tc, b) of @sv at its committed values, capped at max_gap. */
+static int accrue_from_committed(struct flash_meter *m, const struct service *sv, int64_t b)
+{
+	int64_t e = gap_end(m->max_gap, sv->tc, b);
+
+	if (e < b)
+		pr_warn("meter: service %s not observed for %lld s (%lld to %lld); only the first %lld s are counted",
+			sv->id, (long long)(b - sv->tc), (long long)sv->tc, (long long)b, (long long)m->max_gap);
+	return accrue(m, sv, &sv->vc, sv->tc, e);
+}
+
 /* Commits the oldest held observation of @sv. */
 static int commit_one(struct flash_meter *m, struct service *sv)
 {
 	struct held h = sv->held[0];
 	int r;
 
-	r = accrue(m, sv, &sv->vc, sv->tc, h.t);
+	r = accrue_from_committed(m, sv, h.t);
 	if (r < 0)
 		return r;
 	sv->tc = h.t;
@@ -609,21 +629,25 @@ static bool has_records(const struct flash_meter *m, const char *id)
 FLASH_API int flash_meter_new(const struct flash_meter_opts *opts, struct flash_meter **ret)
 {
 	struct flash_meter *m;
-	uint32_t window, pending;
+	uint32_t window, pending, gap;
 
 	if (!ret || !OPTS_VALID(opts, flash_meter_opts))
 		return -EINVAL;
 	window = OPTS_GET(opts, reorder_window, 0);
 	pending = OPTS_GET(opts, max_pending, 0);
+	gap = OPTS_GET(opts, max_gap, 0);
 	if (pending == 0)
 		pending = PENDING_DEFAULT;
-	if (window > WINDOW_MAX || pending > PENDING_MAX)
+	if (gap == 0)
+		gap = GAP_DEFAULT;
+	if (window > WINDOW_MAX || pending > PENDING_MAX || gap < GAP_MIN || gap > GAP_DEFAULT)
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	m->window = window;
 	m->max_pending = pending;
+	m->max_gap = gap;
 	*ret = m;
 	return 0;
 }
@@ -846,7 +870,7 @@ FLASH_API int flash_meter_delete_service(struct flash_meter *m, const char *serv
 	r = ensure_records(m, sv, week_of(sv->tc), week_of(t));
 	if (r < 0)
 		return r;
-	r = accrue(m, sv, &sv->vc, sv->tc, t);
+	r = accrue_from_committed(m, sv, t);
 	if (r < 0)
 		return r;
 	if (sv->n_held)
@@ -860,13 +884,14 @@ FLASH_API int flash_meter_delete_service(struct flash_meter *m, const char *serv
 }
 
 /* Adds the held part of @sv within [ws, t) to @u. */
-static void project(const struct service *sv, int64_t ws, int64_t t, struct flash_meter_usage *u)
+static void project(const struct service *sv, int64_t max_gap, int64_t ws, int64_t t,
+		    struct flash_meter_usage *u)
 {
 	int64_t a = sv->tc;
 	const struct values *v = &sv->vc;
 
 	for (size_t i = 0; i <= sv->n_held; i++) {
-		int64_t b = i < sv->n_held ? sv->held[i].t : t;
+		int64_t b = gap_end(max_gap, a, i < sv->n_held ? sv->held[i].t : t);
 		int64_t lo = a > ws ? a : ws, hi = b < t ? b : t;
 
 		if (hi > lo)
@@ -878,13 +903,18 @@ static void project(const struct service *sv, int64_t ws, int64_t t, struct flas
 	}
 }
 
-/* The values of @sv in force at @t. */
-static const struct values *values_at(const struct service *sv, int64_t t)
+/* The values of @sv in force at @t, and since when (*ret_since). */
+static const struct values *values_at(const struct service *sv, int64_t t, int64_t *ret_since)
 {
 	const struct values *v = &sv->vc;
+	int64_t since = sv->tc;
 
-	for (size_t i = 0; i < sv->n_held && sv->held[i].t <= t; i++)
+	for (size_t i = 0; i < sv->n_held && sv->held[i].t <= t; i++) {
 		v = &sv->held[i].v;
+		since = sv->held[i].t;
+	}
+	if (ret_since)
+		*ret_since = since;
 	return v;
 }
 
@@ -896,7 +926,7 @@ static void org_usage(const struct flash_meter *m, const char *org, int64_t t, s
 	*u = r ? r->u : (struct flash_meter_usage){ 0 };
 	for (size_t i = 0; i < m->n_svcs; i++)
 		if (strcmp(m->svcs[i]->org, org) == 0)
-			project(m->svcs[i], ws, t, u);
+			project(m->svcs[i], m->max_gap, ws, t, u);
 }
 
 FLASH_API int flash_meter_org_usage(const struct flash_meter *m, const char *org, int64_t t,
@@ -933,7 +963,7 @@ FLASH_API int flash_meter_service_usage(const struct flash_meter *m, const char 
 	r = rec_find(m, FLASH_METER_SCOPE_SERVICE, service_id, ws);
 	u = r ? r->u : (struct flash_meter_usage){ 0 };
 	if (sv)
-		project(sv, ws, t, &u);
+		project(sv, m->max_gap, ws, t, &u);
 	*ret_usage = u;
 	return 0;
 }
@@ -995,10 +1025,15 @@ FLASH_API int flash_meter_decide(const struct flash_meter *m, const char *org,
 	for (size_t i = 0; i < m->n_svcs; i++) {
 		const struct service *sv = m->svcs[i];
 		const struct values *v;
+		int64_t since;
 
 		if (strcmp(sv->org, org) != 0)
 			continue;
-		v = values_at(sv, t);
+		v = values_at(sv, t, &since);
+		/* Past max_gap since its last observation a service no
+		 * longer accrues (see gap_end()). */
+		if (t - since >= m->max_gap)
+			continue;
 		rcpu = rate_add(rcpu, v->cpu, v->replicas);
 		rmem = rate_add(rmem, v->mem, v->replicas);
 		rgpu = rate_add(rgpu, v->gpu, v->replicas);
@@ -1034,7 +1069,7 @@ FLASH_API int flash_meter_decide(const struct flash_meter *m, const char *org,
 
 			if (strcmp(sv->org, org) != 0)
 				continue;
-			if (!d.suspend_all && values_at(sv, t)->gpu == 0)
+			if (!d.suspend_all && values_at(sv, t, NULL)->gpu == 0)
 				continue;
 			d.suspend[d.n_suspend] = strdup(sv->id);
 			if (!d.suspend[d.n_suspend]) {
@@ -1792,6 +1827,7 @@ FLASH_API int flash_meter_from_json(struct flash_meter *m, const char *text, siz
 		return r;
 	tmp.window = m->window;
 	tmp.max_pending = m->max_pending;
+	tmp.max_gap = m->max_gap;
 	if ((r = check_keys(&l, doc, keys)) < 0 ||
 	    (r = member(&l, doc, "format", JSON_STRING, true, &v)) < 0)
 		goto out;

@@ -101,6 +101,11 @@ struct flash_meter_opts {
 	/* Bound on the observations held for reordering per service
 	 * (default 64, 1..4096); past it the oldest is committed early. */
 	uint32_t max_pending;
+	/* Longest interval between two observations of a service that is
+	 * counted, in seconds (default and maximum 366 days, at least 60):
+	 * a longer gap (the observer was down, or the clock jumped forward)
+	 * counts only its first max_gap seconds and is logged. */
+	uint32_t max_gap;
 };
 
 /* Creates an empty meter.  @opts may be NULL.  Errors: -EINVAL (bad
@@ -235,7 +240,7 @@ struct flash_meter_record {
 	const char *service_id;     /* NULL for organization records */
 	int64_t week_start;
 	struct flash_meter_usage usage;
-	int64_t accrued_until;      /* end of the last interval counted */
+	int64_t accrued_until;      /* end of the last interval that added to it */
 	bool service_deleted;       /* service records: the service is gone */
 	int64_t deleted_at;         /* when service_deleted */
 };
