@@ -1282,8 +1282,10 @@ FLASH_API int flash_meter_record_to_json(const struct flash_meter_record *r, cha
 
 	if (!r || !ret_json ||
 	    (r->scope != FLASH_METER_SCOPE_ORGANIZATION && r->scope != FLASH_METER_SCOPE_SERVICE) ||
-	    !r->organization || (r->scope == FLASH_METER_SCOPE_SERVICE && !r->service_id) ||
-	    !time_ok(r->week_start) || !time_ok(r->accrued_until) ||
+	    !id_ok(r->organization) || (r->scope == FLASH_METER_SCOPE_SERVICE && !id_ok(r->service_id)) ||
+	    !time_ok(r->week_start) || week_of(r->week_start) != r->week_start ||
+	    r->accrued_until < r->week_start || r->accrued_until > r->week_start + WEEK ||
+	    r->usage.cpu_milli_seconds < 0 || r->usage.memory_mib_seconds < 0 || r->usage.gpu_seconds < 0 ||
 	    (r->service_deleted && !time_ok(r->deleted_at)))
 		return -EINVAL;
 	g = gen_new();

@@ -694,6 +694,62 @@ Test(meter, corruption_table)
 	flash_meter_free(b);
 }
 
+/* Random byte changes of a good document never crash; a refused one
+ * leaves the state as it was, an accepted one round-trips. */
+Test(meter, mutated_documents)
+{
+	struct flash_meter *a = meter(60), *b = meter(60);
+	const int64_t t0 = T(2027, 1, 3, 23, 50, 0);
+	static const char alphabet[] = "0123456789\"{}[],:-TZWe.tfn \\x";
+	char *doc = NULL, *before = NULL;
+	unsigned int seed = 77;
+	size_t len;
+	int accepted = 0;
+
+	for (int i = 0; i < 30; i++) {
+		ASSERT_OK(obs(a, i % 3 ? "api" : "ml", i % 3 ? "acme" : "lab", t0 + i * 40, 1 + (uint32_t)i % 3, 300, 256,
+			      (uint32_t)i % 2), "obs");
+	}
+	ASSERT_OK(flash_meter_delete_service(a, "ml", t0 + 1200), "delete");
+	ASSERT_OK(flash_meter_to_json(a, &doc, &len), "to_json");
+	ASSERT_OK(flash_meter_to_json(b, &before, NULL), "to_json");
+	for (int iter = 0; iter < 3000; iter++) {
+		char *bad = strdup(doc);
+		int r;
+
+		cr_assert(bad);
+		for (int k = 1 + (int)(rand_r(&seed) % 3); k > 0; k--)
+			bad[rand_r(&seed) % len] = alphabet[rand_r(&seed) % (sizeof(alphabet) - 1)];
+		r = flash_meter_from_json(b, bad, len, NULL);
+		if (r == 0) {
+			char *again = NULL;
+			size_t alen;
+			struct flash_meter *c = meter(60);
+
+			accepted++;
+			ASSERT_OK(flash_meter_to_json(b, &again, &alen), "to_json");
+			ASSERT_OK(flash_meter_from_json(c, again, alen, NULL), "accepted state reloads");
+			free(before);
+			before = again;
+			flash_meter_free(c);
+		} else {
+			char *now = NULL;
+
+			cr_assert(r == -FLASH_E_METER_STATE_SYNTAX || r == -FLASH_E_METER_STATE_INVALID ||
+				  r == -FLASH_E_METER_STATE_INCONSISTENT, "iteration %d: %d", iter, r);
+			ASSERT_OK(flash_meter_to_json(b, &now, NULL), "to_json");
+			ASSERT_STREQ(now, before, "refused document left the state alone");
+			free(now);
+		}
+		free(bad);
+	}
+	cr_log_info("%d of 3000 mutated documents were accepted", accepted);
+	free(doc);
+	free(before);
+	flash_meter_free(a);
+	flash_meter_free(b);
+}
+
 /* ---------------------------------------------------------------- robustness */
 
 struct logged {
