@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 	const unsigned long n_org = n_svc / 100 ? n_svc / 100 : 1;
 	const int64_t t0 = INT64_C(1798675200); /* 2026-12-31T00:00:00Z, a Thursday */
 	FLASH_OPTS(flash_meter_opts, o, .reorder_window = (uint32_t)window);
-	FLASH_OPTS(flash_meter_limits, lim, .cpu_milli_seconds = INT64_C(1) << 40,
+	FLASH_OPTS(flash_meter_limits, lim, .cpu_millicore_seconds = INT64_C(1) << 40,
 		   .memory_mib_seconds = FLASH_METER_UNLIMITED, .gpu_seconds = 36000);
 	struct flash_meter *m = NULL, *m2 = NULL;
 	char path[] = "/tmp/bench-meter.XXXXXX", file[64];

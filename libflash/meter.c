@@ -318,7 +318,7 @@ static void usage_add_values(struct flash_meter_usage *u, const struct values *v
 
 	if (v->replicas == 0 || seconds <= 0)
 		return;
-	u->cpu_milli_seconds = add_sat(u->cpu_milli_seconds, mul3_sat(v->cpu, v->replicas, (uint64_t)seconds, &sat), &sat);
+	u->cpu_millicore_seconds = add_sat(u->cpu_millicore_seconds, mul3_sat(v->cpu, v->replicas, (uint64_t)seconds, &sat), &sat);
 	u->memory_mib_seconds = add_sat(u->memory_mib_seconds, mul3_sat(v->mem, v->replicas, (uint64_t)seconds, &sat), &sat);
 	u->gpu_seconds = add_sat(u->gpu_seconds, mul3_sat(v->gpu, v->replicas, (uint64_t)seconds, &sat), &sat);
 	u->saturated |= sat;
@@ -328,7 +328,7 @@ static void usage_add_usage(struct flash_meter_usage *u, const struct flash_mete
 {
 	bool sat = false;
 
-	u->cpu_milli_seconds = add_sat(u->cpu_milli_seconds, (uint64_t)x->cpu_milli_seconds, &sat);
+	u->cpu_millicore_seconds = add_sat(u->cpu_millicore_seconds, (uint64_t)x->cpu_millicore_seconds, &sat);
 	u->memory_mib_seconds = add_sat(u->memory_mib_seconds, (uint64_t)x->memory_mib_seconds, &sat);
 	u->gpu_seconds = add_sat(u->gpu_seconds, (uint64_t)x->gpu_seconds, &sat);
 	u->saturated |= sat || x->saturated;
@@ -1013,7 +1013,7 @@ FLASH_API int flash_meter_decide(const struct flash_meter *m, const char *org,
 		return -FLASH_E_METER_ID;
 	if (!time_ok(t))
 		return -FLASH_E_METER_TIME;
-	lcpu = OPTS_GET(limits, cpu_milli_seconds, FLASH_METER_UNLIMITED);
+	lcpu = OPTS_GET(limits, cpu_millicore_seconds, FLASH_METER_UNLIMITED);
 	lmem = OPTS_GET(limits, memory_mib_seconds, FLASH_METER_UNLIMITED);
 	lgpu = OPTS_GET(limits, gpu_seconds, FLASH_METER_UNLIMITED);
 	if (!limit_ok(lcpu) || !limit_ok(lmem) || !limit_ok(lgpu))
@@ -1038,13 +1038,13 @@ FLASH_API int flash_meter_decide(const struct flash_meter *m, const char *org,
 		rmem = rate_add(rmem, v->mem, v->replicas);
 		rgpu = rate_add(rgpu, v->gpu, v->replicas);
 	}
-	d.cpu_reached = lcpu != FLASH_METER_UNLIMITED && (uint64_t)d.usage.cpu_milli_seconds >= lcpu;
+	d.cpu_reached = lcpu != FLASH_METER_UNLIMITED && (uint64_t)d.usage.cpu_millicore_seconds >= lcpu;
 	d.memory_reached = lmem != FLASH_METER_UNLIMITED && (uint64_t)d.usage.memory_mib_seconds >= lmem;
 	d.gpu_reached = lgpu != FLASH_METER_UNLIMITED && (uint64_t)d.usage.gpu_seconds >= lgpu;
 	d.suspend_all = d.cpu_reached || d.memory_reached;
 	d.suspend_gpu = d.gpu_reached;
 	d.lifts_at = d.suspend_all || d.suspend_gpu ? d.week_end : FLASH_METER_NEVER;
-	d.cpu_reached_at = reach_time(d.usage.cpu_milli_seconds, rcpu, lcpu, t, d.week_end);
+	d.cpu_reached_at = reach_time(d.usage.cpu_millicore_seconds, rcpu, lcpu, t, d.week_end);
 	d.memory_reached_at = reach_time(d.usage.memory_mib_seconds, rmem, lmem, t, d.week_end);
 	d.gpu_reached_at = reach_time(d.usage.gpu_seconds, rgpu, lgpu, t, d.week_end);
 	d.next_check_at = d.week_end;
@@ -1229,7 +1229,7 @@ static int gen_record(yajl_gen g, const struct flash_meter_record *r)
 	    gen_key_str(g, "week", week) ||
 	    gen_key_time(g, "weekStart", r->week_start) ||
 	    gen_key_time(g, "weekEnd", r->week_start + WEEK) ||
-	    gen_key_int(g, "cpuMilliSeconds", r->usage.cpu_milli_seconds) ||
+	    gen_key_int(g, "cpuMillicoreSeconds", r->usage.cpu_millicore_seconds) ||
 	    gen_key_int(g, "memoryMiBSeconds", r->usage.memory_mib_seconds) ||
 	    gen_key_int(g, "gpuSeconds", r->usage.gpu_seconds) ||
 	    gen_key_bool(g, "saturated", r->usage.saturated) ||
@@ -1285,7 +1285,7 @@ FLASH_API int flash_meter_record_to_json(const struct flash_meter_record *r, cha
 	    !id_ok(r->organization) || (r->scope == FLASH_METER_SCOPE_SERVICE && !id_ok(r->service_id)) ||
 	    !time_ok(r->week_start) || week_of(r->week_start) != r->week_start ||
 	    r->accrued_until < r->week_start || r->accrued_until > r->week_start + WEEK ||
-	    r->usage.cpu_milli_seconds < 0 || r->usage.memory_mib_seconds < 0 || r->usage.gpu_seconds < 0 ||
+	    r->usage.cpu_millicore_seconds < 0 || r->usage.memory_mib_seconds < 0 || r->usage.gpu_seconds < 0 ||
 	    (r->service_deleted && !time_ok(r->deleted_at)))
 		return -EINVAL;
 	g = gen_new();
@@ -1537,7 +1537,7 @@ static int load_record(struct loader *l, struct flash_meter *m, const struct jso
 {
 	static const char *const keys[] = {
 		"scope", "organization", "serviceId", "week", "weekStart", "weekEnd",
-		"cpuMilliSeconds", "memoryMiBSeconds", "gpuSeconds", "saturated",
+		"cpuMillicoreSeconds", "memoryMiBSeconds", "gpuSeconds", "saturated",
 		"accruedUntil", "serviceDeleted", "deletedAt", NULL,
 	};
 	const struct json_value *v;
@@ -1600,7 +1600,7 @@ static int load_record(struct loader *l, struct flash_meter *m, const struct jso
 		return fail(l, FLASH_E_METER_STATE_INVALID, "must be the ISO week of weekStart, %s", week);
 	}
 	tmp.week = ws;
-	if ((r = get_int(l, o, "cpuMilliSeconds", INT64_MAX, &tmp.u.cpu_milli_seconds)) < 0 ||
+	if ((r = get_int(l, o, "cpuMillicoreSeconds", INT64_MAX, &tmp.u.cpu_millicore_seconds)) < 0 ||
 	    (r = get_int(l, o, "memoryMiBSeconds", INT64_MAX, &tmp.u.memory_mib_seconds)) < 0 ||
 	    (r = get_int(l, o, "gpuSeconds", INT64_MAX, &tmp.u.gpu_seconds)) < 0 ||
 	    (r = get_bool(l, o, "saturated", true, &tmp.u.saturated)) < 0)
@@ -1778,15 +1778,15 @@ static int check_consistency(struct loader *l, const struct flash_meter *m)
 
 		if (r->scope != FLASH_METER_SCOPE_ORGANIZATION)
 			continue;
-		if (r->u.cpu_milli_seconds != s->cpu_milli_seconds ||
+		if (r->u.cpu_millicore_seconds != s->cpu_millicore_seconds ||
 		    r->u.memory_mib_seconds != s->memory_mib_seconds || r->u.gpu_seconds != s->gpu_seconds ||
 		    r->u.saturated != s->saturated) {
 			flash_meter_week_name(r->week, week, sizeof(week));
 			return fail(l, FLASH_E_METER_STATE_INCONSISTENT,
 				    "organization %s week %s: counters (%lld, %lld, %lld) differ from the sum of its service records (%lld, %lld, %lld)",
-				    r->id, week, (long long)r->u.cpu_milli_seconds,
+				    r->id, week, (long long)r->u.cpu_millicore_seconds,
 				    (long long)r->u.memory_mib_seconds, (long long)r->u.gpu_seconds,
-				    (long long)s->cpu_milli_seconds, (long long)s->memory_mib_seconds,
+				    (long long)s->cpu_millicore_seconds, (long long)s->memory_mib_seconds,
 				    (long long)s->gpu_seconds);
 		}
 	}

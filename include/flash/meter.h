@@ -145,7 +145,9 @@ enum flash_meter_outcome {
  * (NULL, bad sz), -FLASH_E_METER_ID, -FLASH_E_METER_TIME,
  * -FLASH_E_METER_ORG_MISMATCH (the service belongs to another
  * organization), -FLASH_E_METER_DELETED (the service was deleted before
- * @obs->time), -ENOMEM.  Nothing changes on error. */
+ * @obs->time), -ENOMEM.  Nothing changes on error, except that after
+ * -ENOMEM the observation may stay held and commit with a later call (the
+ * state is consistent either way). */
 FLASH_API int flash_meter_observe(struct flash_meter *m, const struct flash_meter_observation *obs);
 
 /* Deletes a service at @t: every held observation up to @t is committed,
@@ -158,7 +160,7 @@ FLASH_API int flash_meter_delete_service(struct flash_meter *m, const char *serv
 
 /* Counters of one week. */
 struct flash_meter_usage {
-	int64_t cpu_milli_seconds;
+	int64_t cpu_millicore_seconds;
 	int64_t memory_mib_seconds;
 	int64_t gpu_seconds;
 	bool saturated; /* a counter hit INT64_MAX: the true value may be larger */
@@ -185,7 +187,7 @@ FLASH_API int flash_meter_service_usage(const struct flash_meter *m, const char 
  * older caller's (smaller) struct are unlimited. */
 struct flash_meter_limits {
 	size_t sz;
-	uint64_t cpu_milli_seconds;
+	uint64_t cpu_millicore_seconds;
 	uint64_t memory_mib_seconds;
 	uint64_t gpu_seconds;
 };

@@ -238,7 +238,7 @@ Test(meter, integration_table)
 			/* Committed records only: query at the last observation. */
 			struct flash_meter_record rec = { 0 };
 			int r = flash_meter_record_find(m, FLASH_METER_SCOPE_SERVICE, "svc-a", k->t, &rec);
-			int64_t cpu = r == 0 ? rec.usage.cpu_milli_seconds : 0;
+			int64_t cpu = r == 0 ? rec.usage.cpu_millicore_seconds : 0;
 			int64_t mem = r == 0 ? rec.usage.memory_mib_seconds : 0;
 			int64_t gpu = r == 0 ? rec.usage.gpu_seconds : 0;
 
@@ -252,7 +252,7 @@ Test(meter, integration_table)
 
 				ASSERT_OK(flash_meter_record_find(m, FLASH_METER_SCOPE_ORGANIZATION, "org-a",
 								  k->t, &o), "org record");
-				cr_assert_eq(o.usage.cpu_milli_seconds, cpu, "%s: org equals its one service", c->name);
+				cr_assert_eq(o.usage.cpu_millicore_seconds, cpu, "%s: org equals its one service", c->name);
 			}
 		}
 		flash_meter_free(m);
@@ -268,13 +268,13 @@ Test(meter, usage_projects_to_t)
 
 	ASSERT_OK(obs(m, "s1", "o1", mon + D, 3, 250, 100, 1), "obs");
 	u = svc_usage(m, "s1", mon + D + 100);
-	cr_assert_eq(u.cpu_milli_seconds, 3 * 250 * 100);
+	cr_assert_eq(u.cpu_millicore_seconds, 3 * 250 * 100);
 	cr_assert_eq(u.gpu_seconds, 300);
 	/* Next week: only the part after Monday. */
 	u = org_usage(m, "o1", mon + FLASH_METER_WEEK + 10);
 	cr_assert_eq(u.memory_mib_seconds, 3 * 100 * 10);
 	u = org_usage(m, "nobody", mon);
-	cr_assert_eq(u.cpu_milli_seconds, 0);
+	cr_assert_eq(u.cpu_millicore_seconds, 0);
 	ASSERT_ERR(flash_meter_service_usage(m, "nope", mon, &u), -FLASH_E_METER_UNKNOWN_SERVICE, "unknown");
 	flash_meter_free(m);
 }
@@ -287,7 +287,7 @@ Test(meter, suspension_exactly_at_the_limit)
 	const int64_t t0 = T(2026, 12, 29, 8, 0, 0);
 	/* 2 replicas × 500 millis = 1000 millicore-seconds per second:
 	 * the limit 3600000 is reached after exactly one hour. */
-	FLASH_OPTS(flash_meter_limits, lim, .cpu_milli_seconds = 3600000,
+	FLASH_OPTS(flash_meter_limits, lim, .cpu_millicore_seconds = 3600000,
 		   .memory_mib_seconds = FLASH_METER_UNLIMITED, .gpu_seconds = FLASH_METER_UNLIMITED);
 	struct flash_meter_decision d;
 
@@ -306,12 +306,12 @@ Test(meter, suspension_exactly_at_the_limit)
 	/* One second before: usage 1000 × 3598 + 1000 < limit. */
 	ASSERT_OK(flash_meter_decide(m, "acme", &lim, t0 + 3598, &d), "decide before");
 	cr_assert(!d.cpu_reached && !d.suspend_all);
-	cr_assert_eq(d.usage.cpu_milli_seconds, 3598000 + 1000);
+	cr_assert_eq(d.usage.cpu_millicore_seconds, 3598000 + 1000);
 	flash_meter_decision_clear(&d);
 
 	/* Exactly at the limit: reached (>=), everything suspended. */
 	ASSERT_OK(flash_meter_decide(m, "acme", &lim, t0 + 3599, &d), "decide at");
-	cr_assert_eq(d.usage.cpu_milli_seconds, 3600000);
+	cr_assert_eq(d.usage.cpu_millicore_seconds, 3600000);
 	cr_assert(d.cpu_reached && d.suspend_all && !d.suspend_gpu);
 	cr_assert_eq(d.n_suspend, 2);
 	ASSERT_STREQ(d.suspend[0], "gpu", "sorted");
@@ -324,7 +324,7 @@ Test(meter, suspension_exactly_at_the_limit)
 	/* The new week starts at zero: nothing suspended any more. */
 	ASSERT_OK(flash_meter_decide(m, "acme", &lim, T(2027, 1, 4, 0, 0, 0), &d), "next week");
 	cr_assert(!d.cpu_reached && d.n_suspend == 0);
-	cr_assert_eq(d.usage.cpu_milli_seconds, 0);
+	cr_assert_eq(d.usage.cpu_millicore_seconds, 0);
 	flash_meter_decision_clear(&d);
 	flash_meter_free(m);
 }
@@ -333,7 +333,7 @@ Test(meter, gpu_only_suspension_leaves_cpu_workloads)
 {
 	struct flash_meter *m = meter(0);
 	const int64_t t0 = T(2027, 3, 1, 0, 0, 0);
-	FLASH_OPTS(flash_meter_limits, lim, .cpu_milli_seconds = 1000000000000,
+	FLASH_OPTS(flash_meter_limits, lim, .cpu_millicore_seconds = 1000000000000,
 		   .memory_mib_seconds = 1000000000000, .gpu_seconds = 2 * 3600);
 	struct flash_meter_decision d;
 
@@ -360,7 +360,7 @@ Test(meter, memory_limit_and_reach_times)
 {
 	struct flash_meter *m = meter(0);
 	const int64_t t0 = T(2027, 3, 7, 23, 0, 0); /* Sunday 23:00 */
-	FLASH_OPTS(flash_meter_limits, lim, .cpu_milli_seconds = FLASH_METER_UNLIMITED,
+	FLASH_OPTS(flash_meter_limits, lim, .cpu_millicore_seconds = FLASH_METER_UNLIMITED,
 		   .memory_mib_seconds = 1024 * 7200, .gpu_seconds = 0);
 	struct flash_meter_decision d;
 
@@ -386,8 +386,8 @@ Test(meter, memory_limit_and_reach_times)
 Test(meter, limits_validation)
 {
 	struct flash_meter *m = meter(0);
-	FLASH_OPTS(flash_meter_limits, lim, .cpu_milli_seconds = (uint64_t)INT64_MAX + 1);
-	struct flash_meter_limits old = { .sz = sizeof(size_t) + sizeof(uint64_t), .cpu_milli_seconds = 5 };
+	FLASH_OPTS(flash_meter_limits, lim, .cpu_millicore_seconds = (uint64_t)INT64_MAX + 1);
+	struct flash_meter_limits old = { .sz = sizeof(size_t) + sizeof(uint64_t), .cpu_millicore_seconds = 5 };
 	struct flash_meter_decision d = { 0 };
 
 	ASSERT_ERR(flash_meter_decide(m, "o", &lim, 0, &d), -FLASH_E_METER_LIMIT, "too large");
@@ -417,13 +417,13 @@ Test(meter, deleted_service_keeps_its_record)
 	ASSERT_OK(flash_meter_record_find(m, FLASH_METER_SCOPE_SERVICE, "gone", t0, &rec), "record");
 	cr_assert(rec.service_deleted);
 	cr_assert_eq(rec.deleted_at, t0 + 600);
-	cr_assert_eq(rec.usage.cpu_milli_seconds, 2 * 250 * 600);
+	cr_assert_eq(rec.usage.cpu_millicore_seconds, 2 * 250 * 600);
 	ASSERT_STREQ(rec.organization, "acme", "org");
 	/* The organization still counts it, forever in that week. */
 	u = org_usage(m, "acme", t0 + 1200);
-	cr_assert_eq(u.cpu_milli_seconds, 2 * 250 * 600 + 100 * 1200);
+	cr_assert_eq(u.cpu_millicore_seconds, 2 * 250 * 600 + 100 * 1200);
 	u = svc_usage(m, "gone", t0 + 5000);
-	cr_assert_eq(u.cpu_milli_seconds, 2 * 250 * 600, "no accrual after deletion");
+	cr_assert_eq(u.cpu_millicore_seconds, 2 * 250 * 600, "no accrual after deletion");
 	ASSERT_ERR(obs(m, "gone", "acme", t0 + 700, 2, 250, 128, 0), -FLASH_E_METER_DELETED, "after deletion");
 	cr_assert_eq(obs(m, "gone", "acme", t0 + 500, 2, 250, 128, 0), FLASH_METER_LATE, "before deletion");
 	ASSERT_ERR(flash_meter_delete_service(m, "gone", t0 + 700), -FLASH_E_METER_UNKNOWN_SERVICE, "twice");
@@ -440,7 +440,7 @@ Test(meter, deleted_service_keeps_its_record)
 		ASSERT_OK(flash_meter_to_json(m, &doc, &len), "to_json");
 		ASSERT_OK(flash_meter_from_json(m2, doc, len, NULL), "from_json");
 		ASSERT_OK(flash_meter_record_find(m2, FLASH_METER_SCOPE_SERVICE, "gone", t0, &rec), "record");
-		cr_assert(rec.service_deleted && rec.usage.cpu_milli_seconds == 2 * 250 * 600);
+		cr_assert(rec.service_deleted && rec.usage.cpu_millicore_seconds == 2 * 250 * 600);
 		ASSERT_ERR(obs(m2, "gone", "acme", t0 + 700, 1, 1, 1, 0), -FLASH_E_METER_DELETED, "tombstone kept");
 		free(doc);
 		flash_meter_free(m2);
@@ -449,7 +449,7 @@ Test(meter, deleted_service_keeps_its_record)
 	ASSERT_OK(obs(m, "idle", "acme", t0, 0, 1, 1, 0), "idle");
 	ASSERT_OK(flash_meter_delete_service(m, "idle", t0), "delete idle");
 	ASSERT_OK(flash_meter_record_find(m, FLASH_METER_SCOPE_SERVICE, "idle", t0, &rec), "idle record");
-	cr_assert(rec.service_deleted && rec.usage.cpu_milli_seconds == 0);
+	cr_assert(rec.service_deleted && rec.usage.cpu_millicore_seconds == 0);
 	flash_meter_free(m);
 }
 
@@ -460,7 +460,7 @@ Test(meter, record_status_json_golden)
 		.organization = "acme",
 		.service_id = "svc-1",
 		.week_start = T(2026, 12, 28, 0, 0, 0),
-		.usage = { .cpu_milli_seconds = 123, .memory_mib_seconds = 456, .gpu_seconds = 7 },
+		.usage = { .cpu_millicore_seconds = 123, .memory_mib_seconds = 456, .gpu_seconds = 7 },
 		.accrued_until = T(2027, 1, 1, 12, 0, 0),
 	};
 	static const char want[] =
@@ -471,7 +471,7 @@ Test(meter, record_status_json_golden)
 		"    \"week\": \"2026-W53\",\n"
 		"    \"weekStart\": \"2026-12-28T00:00:00Z\",\n"
 		"    \"weekEnd\": \"2027-01-04T00:00:00Z\",\n"
-		"    \"cpuMilliSeconds\": 123,\n"
+		"    \"cpuMillicoreSeconds\": 123,\n"
 		"    \"memoryMiBSeconds\": 456,\n"
 		"    \"gpuSeconds\": 7,\n"
 		"    \"saturated\": false,\n"
@@ -520,12 +520,12 @@ static void same_records(struct flash_meter *a, struct flash_meter *b, const cha
 		ASSERT_OK(flash_meter_record_get(b, i, &y), "get");
 		cr_assert(x.scope == y.scope && strcmp(x.organization, y.organization) == 0 &&
 			  x.week_start == y.week_start &&
-			  x.usage.cpu_milli_seconds == y.usage.cpu_milli_seconds &&
+			  x.usage.cpu_millicore_seconds == y.usage.cpu_millicore_seconds &&
 			  x.usage.memory_mib_seconds == y.usage.memory_mib_seconds &&
 			  x.usage.gpu_seconds == y.usage.gpu_seconds && x.usage.saturated == y.usage.saturated &&
 			  x.service_deleted == y.service_deleted,
-			  "%s: record %zu differs (%lld vs %lld)", what, i, (long long)x.usage.cpu_milli_seconds,
-			  (long long)y.usage.cpu_milli_seconds);
+			  "%s: record %zu differs (%lld vs %lld)", what, i, (long long)x.usage.cpu_millicore_seconds,
+			  (long long)y.usage.cpu_millicore_seconds);
 	}
 }
 
@@ -557,8 +557,8 @@ Test(meter, reload_mid_week_continues)
 	{
 		struct flash_meter_usage ua = org_usage(a, "acme", t0 + D), ub = org_usage(b, "acme", t0 + D);
 
-		cr_assert(ua.cpu_milli_seconds == ub.cpu_milli_seconds && ua.gpu_seconds == ub.gpu_seconds &&
-			  ua.memory_mib_seconds == ub.memory_mib_seconds && ua.cpu_milli_seconds > 0);
+		cr_assert(ua.cpu_millicore_seconds == ub.cpu_millicore_seconds && ua.gpu_seconds == ub.gpu_seconds &&
+			  ua.memory_mib_seconds == ub.memory_mib_seconds && ua.cpu_millicore_seconds > 0);
 	}
 	flash_meter_free(a);
 	flash_meter_free(b);
@@ -575,8 +575,8 @@ Test(meter, reload_mid_week_continues)
 	ASSERT_OK(flash_meter_load(b, path, &err), "load");
 	cr_assert_eq(obs(b, "new", "acme", t0 - 60, 2, 10, 0, 0), FLASH_METER_REORDERED, "rebased");
 	cr_assert_eq(obs(b, "old", "acme", t0 + 400, 2, 10, 0, 0), FLASH_METER_LATE, "already committed");
-	cr_assert_eq(svc_usage(b, "new", t0 + 100).cpu_milli_seconds, 10 * (2 * 60 + 100));
-	cr_assert_eq(svc_usage(b, "old", t0 + 500).cpu_milli_seconds, 10 * 500);
+	cr_assert_eq(svc_usage(b, "new", t0 + 100).cpu_millicore_seconds, 10 * (2 * 60 + 100));
+	cr_assert_eq(svc_usage(b, "old", t0 + 500).cpu_millicore_seconds, 10 * 500);
 	flash_meter_free(a);
 	flash_meter_free(b);
 	rm_dir(dir, "meter.json");
@@ -618,7 +618,7 @@ Test(meter, corrupt_or_truncated_file_refused)
 	ASSERT_ERR(flash_meter_load(b, path, &err), -FLASH_E_METER_STATE_SYNTAX, "truncated file");
 	cr_assert(err.line > 0, "line of the fault");
 	u = svc_usage(b, "x", t0 + 10);
-	cr_assert_eq(u.cpu_milli_seconds, 70, "last good state kept");
+	cr_assert_eq(u.cpu_millicore_seconds, 70, "last good state kept");
 	{
 		char *again = NULL;
 
@@ -645,10 +645,10 @@ Test(meter, corruption_table)
 	struct flash_meter *a = meter(30), *b = meter(0);
 	const int64_t t0 = T(2027, 1, 6, 9, 0, 0);
 	static const struct corruption cases[] = {
-		{ "\"cpuMilliSeconds\": 60000", "\"cpuMilliSeconds\": 60001", -FLASH_E_METER_STATE_INCONSISTENT, "records" },
-		{ "\"cpuMilliSeconds\": 60000", "\"cpuMilliSeconds\": -1", -FLASH_E_METER_STATE_INVALID, "records[0].cpuMilliSeconds" },
-		{ "\"cpuMilliSeconds\": 60000", "\"cpuMilliSeconds\": 6e4", -FLASH_E_METER_STATE_INVALID, "records[0].cpuMilliSeconds" },
-		{ "\"cpuMilliSeconds\": 60000", "\"cpuMilliSeconds\": 9223372036854775808", -FLASH_E_METER_STATE_INVALID, "records[0].cpuMilliSeconds" },
+		{ "\"cpuMillicoreSeconds\": 60000", "\"cpuMillicoreSeconds\": 60001", -FLASH_E_METER_STATE_INCONSISTENT, "records" },
+		{ "\"cpuMillicoreSeconds\": 60000", "\"cpuMillicoreSeconds\": -1", -FLASH_E_METER_STATE_INVALID, "records[0].cpuMillicoreSeconds" },
+		{ "\"cpuMillicoreSeconds\": 60000", "\"cpuMillicoreSeconds\": 6e4", -FLASH_E_METER_STATE_INVALID, "records[0].cpuMillicoreSeconds" },
+		{ "\"cpuMillicoreSeconds\": 60000", "\"cpuMillicoreSeconds\": 9223372036854775808", -FLASH_E_METER_STATE_INVALID, "records[0].cpuMillicoreSeconds" },
 		{ "\"week\": \"2027-W01\"", "\"week\": \"2027-W02\"", -FLASH_E_METER_STATE_INVALID, "records[0].week" },
 		{ "\"weekStart\": \"2027-01-04T00:00:00Z\"", "\"weekStart\": \"2027-01-05T00:00:00Z\"", -FLASH_E_METER_STATE_INVALID, "records[0].weekStart" },
 		{ "\"scope\": \"Organization\"", "\"scope\": \"Org\"", -FLASH_E_METER_STATE_INVALID, "records[0].scope" },
@@ -780,7 +780,7 @@ Test(meter, clock_backwards_ignored_and_logged)
 	cr_assert_eq(log.warnings, 1);
 	cr_assert(strstr(log.last, "backwards"), "%s", log.last);
 	ASSERT_OK(obs(m, "s", "o", t0 + 200, 1, 1000, 0, 0), "obs");
-	cr_assert_eq(svc_usage(m, "s", t0 + 200).cpu_milli_seconds, 200 * 1000, "late values ignored");
+	cr_assert_eq(svc_usage(m, "s", t0 + 200).cpu_millicore_seconds, 200 * 1000, "late values ignored");
 	flash_set_log(NULL, FLASH_LOG_INFO, NULL);
 	flash_meter_free(m);
 }
@@ -793,13 +793,13 @@ Test(meter, long_gap_is_capped)
 	struct flash_meter *m = NULL;
 	struct logged log = { 0 };
 	const int64_t t0 = T(2027, 2, 1, 0, 0, 0); /* Monday */
-	FLASH_OPTS(flash_meter_limits, lim, .cpu_milli_seconds = 1000000000000);
+	FLASH_OPTS(flash_meter_limits, lim, .cpu_millicore_seconds = 1000000000000);
 	struct flash_meter_decision d;
 
 	ASSERT_OK(flash_meter_new(&o, &m), "new");
 	flash_set_log(capture, FLASH_LOG_DEBUG, &log);
 	ASSERT_OK(obs(m, "s", "o", t0, 1, 1, 0, 0), "obs");
-	cr_assert_eq(svc_usage(m, "s", t0 + 5 * D).cpu_milli_seconds, 2 * D, "projection capped");
+	cr_assert_eq(svc_usage(m, "s", t0 + 5 * D).cpu_millicore_seconds, 2 * D, "projection capped");
 	ASSERT_OK(flash_meter_decide(m, "o", &lim, t0 + 5 * D, &d), "decide");
 	cr_assert_eq(d.cpu_reached_at, FLASH_METER_NEVER, "no longer accruing");
 	flash_meter_decision_clear(&d);
@@ -807,7 +807,7 @@ Test(meter, long_gap_is_capped)
 	cr_assert_eq(log.warnings, 1);
 	cr_assert(strstr(log.last, "not observed"), "%s", log.last);
 	ASSERT_OK(obs(m, "s", "o", t0 + 5 * D + 100, 1, 1, 0, 0), "obs");
-	cr_assert_eq(svc_usage(m, "s", t0 + 5 * D + 100).cpu_milli_seconds, 2 * D + 100);
+	cr_assert_eq(svc_usage(m, "s", t0 + 5 * D + 100).cpu_millicore_seconds, 2 * D + 100);
 	/* A jump to the last representable time creates a bounded number of
 	 * records, and the state still loads. */
 	ASSERT_OK(obs(m, "s", "o", FLASH_METER_TIME_MAX, 1, 1, 0, 0), "obs");
@@ -845,7 +845,7 @@ Test(meter, duplicates_and_replacements)
 	cr_assert_eq(obs(m, "s", "o", t0 + 20, 1, 10, 0, 0), FLASH_METER_REORDERED);
 	cr_assert_eq(obs(m, "s", "o", t0 + 100, 3, 10, 0, 0), FLASH_METER_APPLIED);
 	/* 0..20 at 1, 20..30 at 1, 30..100 at 3, then projection to 130 at 3. */
-	cr_assert_eq(svc_usage(m, "s", t0 + 130).cpu_milli_seconds, 10 * (20 + 10 + 70 * 3 + 30 * 3));
+	cr_assert_eq(svc_usage(m, "s", t0 + 130).cpu_millicore_seconds, 10 * (20 + 10 + 70 * 3 + 30 * 3));
 	ASSERT_ERR(obs(m, "s", "other-org", t0 + 200, 1, 1, 1, 1), -FLASH_E_METER_ORG_MISMATCH, "org");
 	ASSERT_ERR(obs(m, "", "o", t0, 1, 1, 1, 1), -FLASH_E_METER_ID, "empty id");
 	ASSERT_ERR(obs(m, "s/../x", "o", t0, 1, 1, 1, 1), -FLASH_E_METER_ID, "slash");
@@ -942,7 +942,7 @@ Test(meter, maximum_values_saturate)
 	const int64_t t0 = T(2027, 1, 4, 0, 0, 0);
 	struct flash_meter_record rec;
 	struct flash_meter_decision d;
-	FLASH_OPTS(flash_meter_limits, lim, .cpu_milli_seconds = INT64_MAX,
+	FLASH_OPTS(flash_meter_limits, lim, .cpu_millicore_seconds = INT64_MAX,
 		   .memory_mib_seconds = FLASH_METER_UNLIMITED, .gpu_seconds = FLASH_METER_UNLIMITED);
 	struct flash_meter_usage u;
 
@@ -950,7 +950,7 @@ Test(meter, maximum_values_saturate)
 	ASSERT_OK(obs(m, "big", "o", t0 + FLASH_METER_WEEK, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX), "obs");
 	ASSERT_OK(flash_meter_record_find(m, FLASH_METER_SCOPE_SERVICE, "big", t0, &rec), "record");
 	cr_assert(rec.usage.saturated);
-	cr_assert_eq(rec.usage.cpu_milli_seconds, INT64_MAX);
+	cr_assert_eq(rec.usage.cpu_millicore_seconds, INT64_MAX);
 	cr_assert_eq(rec.usage.gpu_seconds, INT64_MAX);
 	/* A saturated counter reaches any finite limit. */
 	ASSERT_OK(flash_meter_decide(m, "o", &lim, t0 + 10, &d), "decide");
@@ -959,16 +959,16 @@ Test(meter, maximum_values_saturate)
 	/* Another org: (2^32-1) × (2^31-1) × 1 s fits (< 2^63). */
 	ASSERT_OK(obs(m, "wide", "p", t0, INT32_MAX, UINT32_MAX, 1, 0), "obs");
 	u = svc_usage(m, "wide", t0 + 1);
-	cr_assert_eq((uint64_t)u.cpu_milli_seconds, (uint64_t)UINT32_MAX * INT32_MAX);
+	cr_assert_eq((uint64_t)u.cpu_millicore_seconds, (uint64_t)UINT32_MAX * INT32_MAX);
 	cr_assert(!u.saturated);
 	/* Two seconds of it do not fit in int64: saturated. */
 	u = svc_usage(m, "wide", t0 + 2);
-	cr_assert(u.saturated && u.cpu_milli_seconds == INT64_MAX);
+	cr_assert(u.saturated && u.cpu_millicore_seconds == INT64_MAX);
 	/* A realistic large org: 1000 cores × 10000 replicas for a week is
 	 * 6.048e18 millicore-seconds, still exact. */
 	ASSERT_OK(obs(m, "farm", "q", t0, 10000, 1000000, 0, 0), "obs");
 	u = org_usage(m, "q", t0 + FLASH_METER_WEEK - 1);
-	cr_assert_eq(u.cpu_milli_seconds, INT64_C(10000) * 1000000 * (FLASH_METER_WEEK - 1));
+	cr_assert_eq(u.cpu_millicore_seconds, INT64_C(10000) * 1000000 * (FLASH_METER_WEEK - 1));
 	cr_assert(!u.saturated);
 	/* The saturated state round-trips through JSON. */
 	{
@@ -999,7 +999,7 @@ Test(meter, prune_drops_old_weeks)
 	cr_assert_eq(flash_meter_prune(m, t0), 2);
 	ASSERT_ERR(flash_meter_record_find(m, FLASH_METER_SCOPE_SERVICE, "s", t0 - 10, &rec), -ENOENT, "pruned");
 	ASSERT_OK(flash_meter_record_find(m, FLASH_METER_SCOPE_SERVICE, "s", t0, &rec), "kept");
-	cr_assert_eq(rec.usage.cpu_milli_seconds, 10);
+	cr_assert_eq(rec.usage.cpu_millicore_seconds, 10);
 	ASSERT_OK(flash_meter_to_json(m, &doc, &len), "to_json");
 	{
 		struct flash_meter *m2 = meter(0);
