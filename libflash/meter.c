@@ -772,16 +772,8 @@ FLASH_API int flash_meter_observe(struct flash_meter *m, const struct flash_mete
 			}
 			return -FLASH_E_METER_DELETED;
 		}
-		if (has_records(m, obs->service_id)) {
-			/* Records pruned of their tombstone are not checked:
-			 * an id is reused only after its weeks were pruned. */
-			bool found;
-			const struct record *rr = m->recs[rec_search(m, FLASH_METER_SCOPE_SERVICE,
-								     obs->service_id, INT64_MIN, &found)];
-
-			if (strcmp(rr->org, obs->organization) != 0)
-				return -FLASH_E_METER_ORG_MISMATCH;
-		}
+		/* Records of a service that is not live are all marked
+		 * deleted; once pruned, the id starts afresh. */
 		r = service_add(m, obs->service_id, obs->organization, t, &v, NULL);
 		return r < 0 ? r : FLASH_METER_APPLIED;
 	}
@@ -1762,6 +1754,9 @@ static int check_consistency(struct loader *l, const struct flash_meter *m)
 					    "records of service %s disagree on its deletion", r->id);
 		}
 		sv = svc_find(m, r->id);
+		if (!sv && !r->deleted)
+			return fail(l, FLASH_E_METER_STATE_INCONSISTENT,
+				    "service %s has records but is neither live nor deleted", r->id);
 		if (sv && r->deleted)
 			return fail(l, FLASH_E_METER_STATE_INCONSISTENT,
 				    "service %s is live but its records say deleted", r->id);

@@ -661,6 +661,8 @@ Test(meter, corruption_table)
 		{ "\"accruedUntil\": \"2027-01-06T09:01:40Z\"", "\"accruedUntil\": \"2027-01-16T09:01:40Z\"", -FLASH_E_METER_STATE_INVALID, "records[0].accruedUntil" },
 		{ "\"serviceDeleted\": false", "\"serviceDeleted\": true, \"deletedAt\": \"2027-01-06T09:05:00Z\"", -FLASH_E_METER_STATE_INCONSISTENT, "records" },
 		{ "\"committedAt\": \"2027-01-06T09:01:40Z\"", "\"committedAt\": \"2027-01-06T09:01:00Z\"", -FLASH_E_METER_STATE_INCONSISTENT, "records" },
+		{ "\"services\": [\n        {\n            \"serviceId\": \"api\"", "\"services\": [\n        {\n            \"serviceId\": \"apx\"", -FLASH_E_METER_STATE_INCONSISTENT, "records" },
+		{ "\"fresh\": false", "\"fresh\": null", -FLASH_E_METER_STATE_INVALID, "services[0].fresh" },
 		{ "{", "{\"format\": \"x\", ", -FLASH_E_METER_STATE_SYNTAX, "" },
 		{ "\"records\"", "\"records\": [], \"x\"", -FLASH_E_METER_STATE_INVALID, "x" },
 	};
