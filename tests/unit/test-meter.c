@@ -129,6 +129,29 @@ Test(meter, iso_weeks_match_glibc)
 	}
 }
 
+/* The local time zone plays no part: the same answers under zones far
+ * from UTC on either side (with tzdata installed; without it glibc falls
+ * back to UTC and the test still holds). */
+Test(meter, weeks_ignore_local_time_zone)
+{
+	static const char *const zones[] = { "Pacific/Kiritimati", "Pacific/Pago_Pago", "Asia/Kathmandu" };
+	const int64_t t = T(2027, 1, 3, 23, 30, 0); /* Sunday 23:30 UTC: Monday in Kiritimati */
+
+	for (size_t i = 0; i < sizeof(zones) / sizeof(zones[0]); i++) {
+		char name[FLASH_METER_WEEK_STRLEN];
+		int64_t ws;
+
+		setenv("TZ", zones[i], 1);
+		tzset();
+		ASSERT_OK(flash_meter_week_start(t, &ws), zones[i]);
+		cr_assert_eq(ws, T(2026, 12, 28, 0, 0, 0), "%s", zones[i]);
+		cr_assert_eq(flash_meter_week_name(t, name, sizeof(name)), 8);
+		ASSERT_STREQ(name, "2026-W53", zones[i]);
+	}
+	unsetenv("TZ");
+	tzset();
+}
+
 Test(meter, weeks_range_and_53_week_years)
 {
 	int y, w, n53 = 0;
