@@ -7,6 +7,7 @@
 
 #include <flash/policy.h>
 #include <flash/spec.h>
+#include <flash/meter.h>
 
 #include "internal.h"
 
@@ -43,6 +44,7 @@ struct strerror_block {
 static const struct strerror_block blocks[] = {
 	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
 	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
+	{ FLASH_E_METER_ID, FLASH_E_METER_MAX_, flash__meter_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)
