@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flash/policy.h>
+#include <flash/spec.h>
 #include <flash/meter.h>
 
 #include "internal.h"
@@ -40,7 +42,8 @@ struct strerror_block {
 
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
-	{ 0, 0, NULL },
+	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
+	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
 	{ FLASH_E_METER_ID, FLASH_E_METER_MAX_, flash__meter_strerror },
 };
 
