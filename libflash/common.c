@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flash/render.h>
+
 #include "internal.h"
 
 static flash_log_fn log_fn;
@@ -38,7 +40,7 @@ struct strerror_block {
 
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
-	{ 0, 0, NULL },
+	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)
