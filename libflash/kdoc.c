@@ -10,7 +10,7 @@
 #include "internal.h"
 #include "kdoc.h"
 
-enum kdoc_type { KDOC_OBJECT, KDOC_ARRAY, KDOC_STRING, KDOC_INT, KDOC_BOOL };
+enum kdoc_type { KDOC_OBJECT, KDOC_ARRAY, KDOC_STRING, KDOC_INT, KDOC_BOOL, KDOC_REF };
 
 struct kdoc {
 	enum kdoc_type type;
@@ -19,6 +19,7 @@ struct kdoc {
 		char *str;
 		int64_t i;
 		bool b;
+		const struct kdoc *ref;
 	} u;
 	/* objects: keys[i] -> vals[i]; arrays: vals[i] */
 	char **keys;
@@ -92,6 +93,32 @@ struct kdoc *kdoc_bool(bool v)
 	if (d)
 		d->u.b = v;
 	return d;
+}
+
+struct kdoc *kdoc_borrow(const struct kdoc *target)
+{
+	struct kdoc *d;
+
+	if (!target)
+		return NULL;
+	d = node(KDOC_REF);
+	if (d)
+		d->u.ref = target;
+	return d;
+}
+
+/* Follows references. */
+static const struct kdoc *deref(const struct kdoc *d)
+{
+	while (d && d->type == KDOC_REF)
+		d = d->u.ref;
+	return d;
+}
+
+const char *kdoc_string_value(const struct kdoc *d)
+{
+	d = deref(d);
+	return d && d->type == KDOC_STRING ? d->u.str : NULL;
 }
 
 void kdoc_free(struct kdoc *d)
@@ -235,6 +262,7 @@ bool kdoc_is_object(const struct kdoc *d)
 
 bool kdoc_failed(const struct kdoc *d)
 {
+	d = deref(d);
 	if (!d)
 		return true;
 	if (d->failed)
@@ -312,6 +340,7 @@ static void json_node(struct buf *b, const struct kdoc *d, unsigned int depth)
 {
 	char num[24];
 
+	d = deref(d);
 	switch (d->type) {
 	case KDOC_STRING:
 		json_string(b, d->u.str);
@@ -322,6 +351,8 @@ static void json_node(struct buf *b, const struct kdoc *d, unsigned int depth)
 		break;
 	case KDOC_BOOL:
 		buf_puts(b, d->u.b ? "true" : "false");
+		break;
+	case KDOC_REF:
 		break;
 	case KDOC_OBJECT:
 	case KDOC_ARRAY:
@@ -395,6 +426,7 @@ static int yaml_emit_node(yaml_emitter_t *em, const struct kdoc *d)
 	const char *text;
 	yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
 
+	d = deref(d);
 	switch (d->type) {
 	case KDOC_OBJECT:
 		if (!yaml_mapping_start_event_initialize(&ev, NULL, (yaml_char_t *)YAML_MAP_TAG, 1,

@@ -28,6 +28,11 @@ struct kdoc *kdoc_stringf(const char *fmt, ...) __attribute__((format(printf, 1,
 struct kdoc *kdoc_int(int64_t v);
 struct kdoc *kdoc_bool(bool v);
 void kdoc_free(struct kdoc *d);
+/* A node that prints as @target without owning it: @target must outlive
+ * the tree holding the reference. */
+struct kdoc *kdoc_borrow(const struct kdoc *target);
+/* The text of a string node, NULL for other nodes. */
+const char *kdoc_string_value(const struct kdoc *d);
 
 /* Adds @key -> @val at the end of object @obj (a key already present is
  * replaced in place).  Takes @val in every case.  Returns @val (NULL on

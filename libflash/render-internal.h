@@ -89,6 +89,25 @@ bool k8s_qualified_name(const char *s);               /* [prefix/]name label key
 /* Adds the prefixes of the lists as canonical text to @arr. */
 void kdoc_append_prefix(struct kdoc *arr, const struct flowsdn_prefix *p);
 
+/* The rendered objects of one service (render.c fills, render-output.c
+ * prints). */
+struct flash_render {
+	struct kdoc **objects;
+	size_t n;
+};
+
+/* Fills @diag (if not NULL) and returns @err. */
+int render_diag_fail(struct flash_render_diag *diag, int err, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* True when @p is the pair (@protocol, @name). */
+bool render_port_pair_equal(const struct flash_public_port *p, const char *protocol, const char *name);
+
+/* Prints @docs: YAML, one document each; JSON, one v1 List holding them
+ * (render.c). */
+int render_print_docs(struct kdoc *const *docs, size_t n, enum flash_render_format format, char **ret_text,
+		      size_t *ret_len);
+
 /* The CRD objects (render-crd.c). */
 struct kdoc *crd_flashservice(void);
 struct kdoc *crd_flashusagerecord(void);

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* deploy/kubernetes/ and the CRDs: the checked-in files are what libflash
+ * generates; every object in them validates against the recorded
+ * Kubernetes schemas; the generated CRDs validate FlashService and
+ * FlashUsageRecord objects (and refuse broken ones). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <flash/render.h>
+
+#include "helpers.h"
+#include "render-test.h"
+
+/* The recordings have no rbac.authorization.k8s.io document. */
+static bool is_rbac(const char *json)
+{
+	return strstr(json, "\"apiVersion\":\"rbac.authorization.k8s.io/v1\"") != NULL;
+}
+
+Test(manifests, checked_in_files_are_current)
+{
+	for (int m = 0; m < FLASH_MANIFEST_COUNT_; m++) {
+		char rel[256];
+		char *want, *got = NULL;
+		size_t want_len, got_len = 0;
+
+		ASSERT_OK(flash_manifest_render(m, NULL, &got, &got_len), flash_manifest_path(m));
+		snprintf(rel, sizeof(rel), "../../deploy/kubernetes/%s", flash_manifest_path(m));
+		want = render_test_read(rel, &want_len);
+		cr_assert(want_len == got_len && memcmp(want, got, got_len) == 0,
+			  "deploy/kubernetes/%s differs from the generated file: run `make deploy-manifests`",
+			  flash_manifest_path(m));
+		free(want);
+		free(got);
+	}
+	cr_assert_null(flash_manifest_path(FLASH_MANIFEST_COUNT_));
+	ASSERT_ERR(flash_manifest_render(FLASH_MANIFEST_COUNT_, NULL, &(char *){ NULL }, NULL), -EINVAL, "bad manifest");
+}
+
+Test(manifests, every_object_matches_the_kubernetes_schemas)
+{
+	struct flash_schema_set *set = render_test_schema_set(true);
+	size_t checked = 0, rbac = 0;
+
+	for (int m = 0; m < FLASH_MANIFEST_COUNT_; m++) {
+		char *yaml = NULL;
+		char **docs;
+		size_t n;
+
+		ASSERT_OK(flash_manifest_render(m, NULL, &yaml, NULL), flash_manifest_path(m));
+		n = render_test_yaml_to_json(yaml, &docs);
+		cr_assert(n > 0, "%s has no document", flash_manifest_path(m));
+		for (size_t i = 0; i < n; i++) {
+			struct flash_render_diag d = { 0 };
+			int r;
+
+			if (is_rbac(docs[i])) {
+				rbac++;
+				continue;
+			}
+			r = flash_schema_validate_object(set, docs[i], strlen(docs[i]), &d);
+			cr_assert(r == 0, "%s document %zu: %s at %s: %s\n%s", flash_manifest_path(m), i, flash_strerror(r),
+				  d.path, d.message, docs[i]);
+			checked++;
+		}
+		render_test_free_docs(docs, n);
+		free(yaml);
+	}
+	/* 2 CRDs, Namespace, 2 ServiceAccounts, ConfigMap, Deployment, DaemonSet. */
+	cr_assert(checked == 8, "checked %zu objects", checked);
+	cr_assert(rbac == 6, "skipped %zu RBAC objects", rbac);
+	flash_schema_set_free(set);
+}
+
+Test(manifests, operator_rbac_is_least_privilege)
+{
+	char *yaml = NULL;
+
+	ASSERT_OK(flash_manifest_render(FLASH_MANIFEST_OPERATOR_RBAC, NULL, &yaml, NULL), "rbac");
+	/* No wildcard anywhere; no secrets; CRD writes limited by name. */
+	cr_assert_null(strstr(yaml, "'*'"));
+	cr_assert_null(strstr(yaml, "\"*\""));
+	cr_assert_null(strstr(yaml, "secrets"));
+	cr_assert(strstr(yaml, "resourceNames:\n  - flashservices.flash.heterocloud.io"), "%s", yaml);
+	free(yaml);
+}
+
+static struct flash_schema_set *crd_set(void)
+{
+	struct flash_schema_set *set = NULL;
+	struct flash_render_diag d = { 0 };
+
+	ASSERT_OK(flash_schema_set_new(&set), "set");
+	for (int c = FLASH_CRD_FLASHSERVICE; c <= FLASH_CRD_FLASHUSAGERECORD; c++) {
+		char *json = NULL;
+		size_t len = 0;
+		int r;
+
+		ASSERT_OK(flash_render_crd(c, FLASH_RENDER_JSON, &json, &len), "crd json");
+		r = flash_schema_set_add_crd(set, json, len, &d);
+		cr_assert(r == 0, "add crd %d: %s %s", c, d.path, d.message);
+		free(json);
+	}
+	return set;
+}
+
+static const char flashservice_head[] =
+	"{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashService\","
+	"\"metadata\":{\"name\":\"fs-web\",\"namespace\":\"flash-demo\"},\"spec\":";
+
+static int validate_spec(struct flash_schema_set *set, const char *spec, struct flash_render_diag *d)
+{
+	char *obj = NULL;
+	int r;
+
+	cr_assert(asprintf(&obj, "%s%s}", flashservice_head, spec) > 0);
+	r = flash_schema_validate_object(set, obj, strlen(obj), d);
+	free(obj);
+	return r;
+}
+
+Test(manifests, flashservice_crd_validates_specs)
+{
+	struct flash_schema_set *set = crd_set();
+	struct flash_render_diag d = { 0 };
+	static const struct {
+		const char *spec, *path, *what;
+	} bad[] = {
+		{ "{\"region\":\"r\",\"cpu_millis\":250,\"memory_mib\":128}", "spec", "no image" },
+		{ "{\"region\":\"r\",\"image\":\"x\",\"cpu_millis\":\"250\",\"memory_mib\":128}", "spec.cpu_millis",
+		  "wrong type" },
+		{ "{\"region\":\"r\",\"image\":\"x\",\"cpu_millis\":250,\"memory_mib\":128,\"replica\":2}",
+		  "spec.replica", "unknown field" },
+		{ "{\"region\":\"r\",\"image\":\"x\",\"cpu_millis\":0,\"memory_mib\":128}", "spec.cpu_millis",
+		  "below minimum" },
+		{ "{\"region\":\"r\",\"image\":\"x\",\"cpu_millis\":1,\"memory_mib\":128,"
+		  "\"ports\":[{\"name\":\"stun\",\"protocol\":\"sctp\",\"container_port\":3478}]}",
+		  "spec.ports[0].protocol", "bad enum" },
+		{ "{\"region\":\"r\",\"image\":\"x\",\"cpu_millis\":1,\"memory_mib\":128,"
+		  "\"ports\":[{\"name\":\"Web\",\"protocol\":\"tcp\",\"container_port\":80}]}",
+		  "spec.ports[0].name", "pattern" },
+		{ "{\"region\":\"r\",\"image\":\"x\",\"cpu_millis\":1,\"memory_mib\":128,"
+		  "\"exposure\":{\"allowed_source_cidrs\":[\"1.2.3.4\",\"1.2.3.4\"]}}",
+		  "spec.exposure.allowed_source_cidrs[1]", "set with a duplicate" },
+	};
+
+	ASSERT_OK(validate_spec(set,
+				"{\"region\":\"heteronet-global\",\"image\":\"ghcr.io/acme/web:1.0\",\"replicas\":1,"
+				"\"cpu_millis\":250,\"memory_mib\":128,\"gpu_type\":\"nvidia-geforce-gtx-1080-ti\","
+				"\"ephemeral_storage_gib\":10,"
+				"\"ports\":[{\"name\":\"game-udp\",\"protocol\":\"udp\",\"container_port\":7777}],"
+				"\"exposure\":{\"type\":\"public\",\"traffic_mode\":\"forwarded\","
+				"\"allowed_source_cidrs\":[\"203.0.113.0/24\"],\"denied_source_cidrs\":[\"203.0.113.128/25\"]},"
+				"\"egress\":{\"mode\":\"restricted\",\"allow_same_organization\":false,"
+				"\"allowed_destination_cidrs\":[\"198.51.100.10/32\"],\"denied_destination_cidrs\":[]},"
+				"\"env\":{\"FLASH_ECHO_LISTEN\":\"0.0.0.0:7777\"},"
+				"\"command\":[\"/usr/local/bin/flash-udp-echo\"],\"args\":[],\"metadata\":{}}",
+				&d),
+		  "the seed's spec");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_ERR(validate_spec(set, bad[i].spec, &d), -FLASH_E_RENDER_INVALID, bad[i].what);
+		ASSERT_STREQ(d.path, bad[i].path, bad[i].what);
+	}
+	flash_schema_set_free(set);
+}
+
+Test(manifests, usage_record_crd)
+{
+	struct flash_schema_set *set = crd_set();
+	struct flash_render_diag d = { 0 };
+	static const char good[] =
+		"{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashUsageRecord\","
+		"\"metadata\":{\"name\":\"org-1234-2026-w48\"},"
+		"\"status\":{\"scope\":\"Organization\",\"organization\":\"org-1234\",\"week\":\"2026-W48\","
+		"\"weekStart\":\"2026-11-23T00:00:00Z\",\"weekEnd\":\"2026-11-30T00:00:00Z\","
+		"\"cpuMilliSeconds\":9000,\"memoryMiBSeconds\":4608,\"gpuSeconds\":0,\"saturated\":false,"
+		"\"accruedUntil\":\"2026-11-29T10:00:00Z\"}}";
+	char *bad;
+
+	ASSERT_OK(flash_schema_validate_object(set, good, strlen(good), &d), "usage record");
+	bad = strdup(good);
+	memcpy(strstr(bad, "2026-W48"), "2026-48W", 8);
+	ASSERT_ERR(flash_schema_validate_object(set, bad, strlen(bad), &d), -FLASH_E_RENDER_INVALID, "week pattern");
+	ASSERT_STREQ(d.path, "status.week", "week path");
+	free(bad);
+	bad = strdup(good);
+	memcpy(strstr(bad, "2026-11-29T10:00:00Z"), "2026-11-29 10:00:00Z", 20);
+	ASSERT_ERR(flash_schema_validate_object(set, bad, strlen(bad), &d), -FLASH_E_RENDER_INVALID, "date-time");
+	ASSERT_STREQ(d.path, "status.accruedUntil", "date-time path");
+	free(bad);
+	flash_schema_set_free(set);
+}
+
+Test(manifests, crd_yaml_and_json_agree)
+{
+	for (int c = FLASH_CRD_FLASHSERVICE; c <= FLASH_CRD_FLASHUSAGERECORD; c++) {
+		char *yaml = NULL, *json = NULL;
+		char **docs;
+		size_t n;
+		struct flash_schema_set *a = NULL, *b = NULL;
+		struct flash_render_diag d = { 0 };
+
+		ASSERT_OK(flash_render_crd(c, FLASH_RENDER_YAML, &yaml, NULL), "yaml");
+		ASSERT_OK(flash_render_crd(c, FLASH_RENDER_JSON, &json, NULL), "json");
+		n = render_test_yaml_to_json(yaml, &docs);
+		cr_assert(n == 1);
+		/* Both forms load as the same CRD. */
+		ASSERT_OK(flash_schema_set_new(&a), "a");
+		ASSERT_OK(flash_schema_set_new(&b), "b");
+		ASSERT_OK(flash_schema_set_add_crd(a, docs[0], strlen(docs[0]), &d), "yaml crd");
+		ASSERT_OK(flash_schema_set_add_crd(b, json, strlen(json), &d), "json crd");
+		flash_schema_set_free(a);
+		flash_schema_set_free(b);
+		render_test_free_docs(docs, n);
+		free(yaml);
+		free(json);
+	}
+	ASSERT_ERR(flash_render_crd(7, FLASH_RENDER_YAML, &(char *){ NULL }, NULL), -EINVAL, "bad crd");
+}
