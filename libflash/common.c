@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flash/policy.h>
 #include <flash/render.h>
+#include <flash/spec.h>
 
 #include "internal.h"
 
@@ -40,6 +42,8 @@ struct strerror_block {
 
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
+	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
+	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
 	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },
 };
 

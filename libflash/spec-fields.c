@@ -36,6 +36,13 @@
 #define RE_ENV_NAME "^[A-Za-z_][A-Za-z0-9_]*$"
 #define RE_METADATA_KEY "^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 
+#define HINT_DNS_LABEL "a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit"
+#define HINT_HOSTNAME "a lower-case host name of at least two dot-separated DNS labels of at most 63 characters"
+#define HINT_OCI_REFERENCE "an OCI image reference [registry/]repository[:tag][@sha256:<64 hex digits>] " \
+	"with a lower-case repository"
+#define HINT_ENV_NAME "an environment variable name: letters, digits and '_', not starting with a digit"
+#define HINT_METADATA_KEY "letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const protocols[] = { "tcp", "udp", NULL };
@@ -81,6 +88,7 @@ static const struct spec_field port_fields[] = {
 		.min_length = 1,
 		.max_length = 15,
 		.pattern = RE_DNS_LABEL,
+		.pattern_hint = HINT_DNS_LABEL,
 	},
 	{
 		.name = "protocol",
@@ -157,6 +165,7 @@ static const struct spec_field env_key = {
 	.min_length = 1,
 	.max_length = 255,
 	.pattern = RE_ENV_NAME,
+	.pattern_hint = HINT_ENV_NAME,
 };
 
 static const struct spec_field env_value = {
@@ -171,6 +180,7 @@ static const struct spec_field metadata_key = {
 	.min_length = 1,
 	.max_length = 128,
 	.pattern = RE_METADATA_KEY,
+	.pattern_hint = HINT_METADATA_KEY,
 };
 
 static const struct spec_field metadata_value = {
@@ -222,6 +232,7 @@ static const struct spec_field domain_fields[] = {
 		.min_length = 3,
 		.max_length = 253,
 		.pattern = RE_HOSTNAME,
+		.pattern_hint = HINT_HOSTNAME,
 	},
 	{
 		.name = "port",
@@ -231,6 +242,7 @@ static const struct spec_field domain_fields[] = {
 		.min_length = 1,
 		.max_length = 15,
 		.pattern = RE_DNS_LABEL,
+		.pattern_hint = HINT_DNS_LABEL,
 	},
 };
 
@@ -322,6 +334,7 @@ static const struct spec_field spec_fields[] = {
 		.min_length = 1,
 		.max_length = 63,
 		.pattern = RE_DNS_LABEL,
+		.pattern_hint = HINT_DNS_LABEL,
 	},
 	{
 		.name = "image",
@@ -331,6 +344,7 @@ static const struct spec_field spec_fields[] = {
 		.min_length = 1,
 		.max_length = 512,
 		.pattern = RE_OCI_REFERENCE,
+		.pattern_hint = HINT_OCI_REFERENCE,
 		.format = SPEC_FMT_OCI_REFERENCE,
 	},
 	{
@@ -366,6 +380,7 @@ static const struct spec_field spec_fields[] = {
 		.min_length = 1,
 		.max_length = 63,
 		.pattern = RE_DNS_LABEL,
+		.pattern_hint = HINT_DNS_LABEL,
 	},
 	{
 		.name = "replicas",
@@ -429,6 +444,7 @@ static const struct spec_field region_item = {
 	.min_length = 1,
 	.max_length = 63,
 	.pattern = RE_DNS_LABEL,
+	.pattern_hint = HINT_DNS_LABEL,
 };
 
 static const struct spec_field gpu_item = {
@@ -437,6 +453,7 @@ static const struct spec_field gpu_item = {
 	.min_length = 1,
 	.max_length = 63,
 	.pattern = RE_DNS_LABEL,
+	.pattern_hint = HINT_DNS_LABEL,
 };
 
 static const struct spec_field policy_fields[] = {

@@ -61,6 +61,7 @@ struct spec_field {
 	size_t min_length;
 	size_t max_length;            /* always set for strings */
 	const char *pattern;          /* NULL: none */
+	const char *pattern_hint;     /* the pattern in words, for messages */
 	const char *const *enum_values; /* NULL-terminated; NULL: any */
 	enum spec_format format;
 

@@ -62,8 +62,9 @@ FLASH_API void flash_policy_free(struct flash_policy *policy);
 
 /* Checks @spec against the per-workload limits, the region list, the GPU
  * catalog and the protected ranges (no allowed source or destination may
- * overlap one).  @diag (if not NULL) is reset and receives every problem,
- * with the path of the offending spec field and codes "policy-region",
+ * overlap one).  Every problem is appended to @diag (if not NULL; so the
+ * spec's own diagnostics may come first), with the path of the offending
+ * spec field and codes "policy-region",
  * "policy-gpu-type", "policy-limit", "policy-protected-cidr".
  * Returns 0, -FLASH_E_POLICY_VIOLATION, -EINVAL. */
 FLASH_API FLASH_WUR int flash_policy_check_spec(const struct flash_policy *policy, const struct flash_spec *spec,
@@ -83,8 +84,8 @@ FLASH_API int flash_policy_usage_of_spec(const struct flash_spec *spec, struct f
 
 /* Checks that @current (the organization's usage without this workload;
  * NULL for none) plus the charge of @spec stays within the organization
- * limits.  @diag (if not NULL) is reset and receives one "policy-org-limit"
- * problem per exceeded resource.  Returns 0, -FLASH_E_POLICY_VIOLATION,
+ * limits.  One "policy-org-limit" problem per exceeded resource is
+ * appended to @diag (if not NULL).  Returns 0, -FLASH_E_POLICY_VIOLATION,
  * -EINVAL. */
 FLASH_API FLASH_WUR int flash_policy_check_organization(const struct flash_policy *policy,
 							const struct flash_policy_usage *current,
