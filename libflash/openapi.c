@@ -272,8 +272,13 @@ static int validate_object(struct vctx *c, const struct json_value *schema, cons
 	bool open = schema_flag(schema, "x-kubernetes-preserve-unknown-fields") ||
 		    (addl && addl->type == JSON_BOOL && addl->u.boolean) ||
 		    (!props && !addl);
+	uint64_t lim;
 	int r;
 
+	if (json_get_uint64(json_get(schema, "maxProperties"), &lim) == 0 && inst->u.object.n > lim)
+		return fail(c, "must have at most %" PRIu64 " properties", lim);
+	if (json_get_uint64(json_get(schema, "minProperties"), &lim) == 0 && inst->u.object.n < lim)
+		return fail(c, "must have at least %" PRIu64 " properties", lim);
 	if (req && req->type == JSON_ARRAY) {
 		for (size_t i = 0; i < req->u.array.n; i++) {
 			const char *name;

@@ -199,7 +199,8 @@ FLASH_API FLASH_WUR int flash_manifest_render(enum flash_manifest m, const struc
  * The validator understands $ref to "#/..." of the same document, type,
  * properties, required, additionalProperties, items, enum, format (int32,
  * int64, date-time), nullable, minimum/maximum, minLength/maxLength,
- * pattern (POSIX ERE), minItems/maxItems, x-kubernetes-list-type
+ * pattern (POSIX ERE), minItems/maxItems, minProperties/maxProperties,
+ * x-kubernetes-list-type
  * set/map uniqueness, x-kubernetes-int-or-string,
  * x-kubernetes-preserve-unknown-fields, allOf, anyOf, oneOf and not;
  * "default" is ignored (a server fills it).  Object schemas that list

@@ -4,6 +4,7 @@
  * Kubernetes schemas; the generated CRDs validate FlashService and
  * FlashUsageRecord objects (and refuse broken ones). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <flash/render.h>
@@ -216,4 +217,110 @@ Test(manifests, crd_yaml_and_json_agree)
 		free(json);
 	}
 	ASSERT_ERR(flash_render_crd(7, FLASH_RENDER_YAML, &(char *){ NULL }, NULL), -EINVAL, "bad crd");
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Rule codes of the spec validator that a structural schema can express. */
+static bool structural(const char *code)
+{
+	static const char *const codes[] = {
+		"type", "integer", "pattern", "minimum", "maximum", "required", "enum", "unknown-field",
+		"max-length", "min-length", "max-items", "max-properties",
+	};
+
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		if (strcmp(code, codes[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The spec's invalid corpus (tests/data/spec/invalid/NNN-name.json with
+ * NNN-name.expected: "error PATH CODE" lines): every spec with a
+ * structural error is refused by the generated CRD, at one of the paths
+ * the spec validator names (a missing field: at its parent object). */
+Test(manifests, crd_refuses_structural_cases_of_the_spec_corpus)
+{
+	const char *top = getenv("top_srcdir");
+	struct flash_schema_set *set = crd_set();
+	char dirpath[1024];
+	char *names[512];
+	size_t n_names = 0, refused = 0, skipped = 0;
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(dirpath, sizeof(dirpath), "%s/tests/data/spec/invalid", top ? top : ".");
+	dir = opendir(dirpath);
+	cr_assert(dir, "cannot open %s", dirpath);
+	while ((de = readdir(dir)) && n_names < 512) {
+		size_t len = strlen(de->d_name);
+
+		if (len > 9 && strcmp(de->d_name + len - 9, ".expected") == 0)
+			cr_assert(names[n_names++] = strndup(de->d_name, len - 9));
+	}
+	closedir(dir);
+	qsort(names, n_names, sizeof(names[0]), cmp_names);
+	for (size_t f = 0; f < n_names; f++) {
+		char rel[512];
+		char *expected, *spec, *line, *save = NULL;
+		char paths[16][256];
+		size_t n_paths = 0;
+		bool any_structural = false, json_level = false, matched = false;
+		struct flash_render_diag d = { 0 };
+		int r;
+
+		snprintf(rel, sizeof(rel), "spec/invalid/%s.expected", names[f]);
+		expected = render_test_read(rel, NULL);
+		for (line = strtok_r(expected, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			char sev[16], path[256], code[64];
+
+			if (sscanf(line, "%15s %255s %63s", sev, path, code) != 3 || strcmp(sev, "error") != 0)
+				continue;
+			if (strncmp(code, "json-", 5) == 0 || strcmp(code, "nul-character") == 0)
+				json_level = true;
+			if (strcmp(path, "-") == 0) /* the document itself */
+				path[0] = '\0';
+			/* Map keys (env, metadata) have patterns a structural
+			 * schema cannot state (no propertyNames in CRDs). */
+			if (strcmp(code, "pattern") == 0 &&
+			    (strncmp(path, "env", 3) == 0 || strncmp(path, "metadata", 8) == 0))
+				continue;
+			if (structural(code) && n_paths < 16) {
+				any_structural = true;
+				if (strcmp(code, "required") == 0) {
+					/* reported at the parent */
+					char *dot = strrchr(path, '.');
+
+					if (dot)
+						*dot = '\0';
+					else
+						path[0] = '\0';
+				}
+				snprintf(paths[n_paths++], sizeof(paths[0]), "spec%s%s", path[0] ? "." : "", path);
+			}
+		}
+		free(expected);
+		if (!any_structural || json_level) {
+			skipped++;
+			continue;
+		}
+		snprintf(rel, sizeof(rel), "spec/invalid/%s.json", names[f]);
+		spec = render_test_read(rel, NULL);
+		r = validate_spec(set, spec, &d);
+		cr_assert(r == -FLASH_E_RENDER_INVALID, "%s: the CRD accepts a spec with a structural error (%d)", rel, r);
+		for (size_t i = 0; i < n_paths && !matched; i++)
+			matched = strcmp(paths[i], d.path) == 0;
+		cr_assert(matched, "%s: the CRD refused at %s (%s), not where the spec validator did (%s...)", rel,
+			  d.path, d.message, paths[0]);
+		refused++;
+		free(spec);
+	}
+	cr_assert(refused >= 50, "only %zu structural cases found (skipped %zu)", refused, skipped);
+	cr_log_info("%zu structural cases refused, %zu semantic or JSON-level ones skipped", refused, skipped);
+	for (size_t f = 0; f < n_names; f++)
+		free(names[f]);
+	flash_schema_set_free(set);
 }
