@@ -134,7 +134,6 @@ int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g
 	size_t out_len = 0;
 	int c, r, status = FLASHCTL_EXIT_USAGE;
 
-	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
 		switch (c) {
 		case OPT_SPEC: spec_path = optarg; break;
