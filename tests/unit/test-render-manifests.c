@@ -324,3 +324,47 @@ Test(manifests, crd_refuses_structural_cases_of_the_spec_corpus)
 		free(names[f]);
 	flash_schema_set_free(set);
 }
+
+/* The configuration written into the operator's ConfigMap reads back as
+ * the configuration it was written from (here: the defaults). */
+Test(manifests, operator_configmap_round_trips)
+{
+	char *yaml = NULL, *conf = NULL;
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	bool next_is_value = false, done = false;
+	struct flash_operator_config *c = NULL;
+	struct flash_render_diag d = { 0 };
+	uint16_t first = 0, last = 0;
+
+	ASSERT_OK(flash_manifest_render(FLASH_MANIFEST_OPERATOR, NULL, &yaml, NULL), "operator");
+	cr_assert(yaml_parser_initialize(&parser));
+	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
+	while (!done && !conf) {
+		cr_assert(yaml_parser_parse(&parser, &ev));
+		if (ev.type == YAML_SCALAR_EVENT) {
+			if (next_is_value)
+				conf = strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
+			next_is_value = strcmp((const char *)ev.data.scalar.value, "flash-operator.conf") == 0;
+		}
+		done = ev.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+	cr_assert_not_null(conf, "no flash-operator.conf in the ConfigMap");
+	ASSERT_OK(flash_operator_config_parse(conf, strlen(conf), &c, &d), "parse the ConfigMap's configuration");
+	flash_operator_config_public_port_range(c, &first, &last);
+	cr_assert(first == 30000 && last == 32767);
+	cr_assert(!flash_operator_config_persistence(c));
+	/* Written again, it is the same manifest. */
+	{
+		char *again = NULL;
+
+		ASSERT_OK(flash_manifest_render(FLASH_MANIFEST_OPERATOR, c, &again, NULL), "again");
+		ASSERT_STREQ(again, yaml, "operator.yaml from the parsed configuration");
+		free(again);
+	}
+	flash_operator_config_free(c);
+	free(conf);
+	free(yaml);
+}
