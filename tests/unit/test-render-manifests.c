@@ -368,3 +368,48 @@ Test(manifests, operator_configmap_round_trips)
 	free(conf);
 	free(yaml);
 }
+
+/* The CRD is never stricter than the spec validator: every spec of the
+ * valid corpus (tests/data/spec/valid/) and the render goldens' specs is
+ * accepted as a FlashService. */
+Test(manifests, crd_accepts_the_valid_corpus)
+{
+	const char *top = getenv("top_srcdir");
+	struct flash_schema_set *set = crd_set();
+	const char *const dirs[] = { "spec/valid", "render" };
+	size_t accepted = 0;
+
+	for (size_t k = 0; k < sizeof(dirs) / sizeof(dirs[0]); k++) {
+		char dirpath[1024];
+		struct dirent *de;
+		DIR *dir;
+
+		snprintf(dirpath, sizeof(dirpath), "%s/tests/data/%s", top ? top : ".", dirs[k]);
+		dir = opendir(dirpath);
+		cr_assert(dir, "cannot open %s", dirpath);
+		while ((de = readdir(dir))) {
+			char rel[512];
+			struct flash_render_diag d = { 0 };
+			size_t len = strlen(de->d_name);
+			char *spec;
+			int r;
+
+			if (de->d_name[0] == '.')
+				continue;
+			if (k == 0 && (len < 5 || strcmp(de->d_name + len - 5, ".json") != 0))
+				continue;
+			if (k == 0)
+				snprintf(rel, sizeof(rel), "%s/%s", dirs[k], de->d_name);
+			else
+				snprintf(rel, sizeof(rel), "%s/%s/spec.json", dirs[k], de->d_name);
+			spec = render_test_read(rel, NULL);
+			r = validate_spec(set, spec, &d);
+			cr_assert(r == 0, "%s: refused by the CRD at %s: %s", rel, d.path, d.message);
+			accepted++;
+			free(spec);
+		}
+		closedir(dir);
+	}
+	cr_assert(accepted >= 20, "only %zu specs", accepted);
+	flash_schema_set_free(set);
+}
