@@ -242,6 +242,8 @@ static void entry_commit(struct flash_diag *diag, struct flash_diag_entry *e, en
 	diag->n++;
 }
 
+static char *vformat(const char *fmt, va_list ap) _printf_(1, 0);
+
 static char *vformat(const char *fmt, va_list ap)
 {
 	char *s = NULL;

@@ -223,11 +223,34 @@ static const char *opt_str(const struct json_value *obj, const char *key, const 
 	return v->type == JSON_STRING && !v->u.string.has_nul ? v->u.string.ptr : NULL;
 }
 
-static bool enum_is(const struct json_value *obj, const char *key, const char *def, const char *want)
+/* The default of @key in the object field @object, from the field table. */
+static const char *field_default(const char *object, const char *key)
 {
-	const char *s = opt_str(obj, key, def);
+	const struct spec_field *f = spec_field_find(spec_field_find(&spec_root, object), key);
 
-	return s && strcmp(s, want) == 0;
+	return f ? f->default_string : NULL;
+}
+
+static bool streq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+/* The enum members of exposure and egress, defaults applied (NULL when
+ * present but not a string). */
+static const char *exposure_type(const struct json_value *exp)
+{
+	return opt_str(exp, "type", field_default("exposure", "type"));
+}
+
+static const char *traffic_mode(const struct json_value *exp)
+{
+	return opt_str(exp, "traffic_mode", field_default("exposure", "traffic_mode"));
+}
+
+static const char *egress_mode(const struct json_value *eg)
+{
+	return opt_str(eg, "mode", field_default("egress", "mode"));
 }
 
 static size_t array_len(const struct json_value *obj, const char *key)
@@ -245,14 +268,14 @@ static void check_exposure(struct check_ctx *ctx, const struct json_value *doc)
 	if (!exp)
 		return;
 	saved = json_path_push_key(&ctx->path, "exposure");
-	if (enum_is(exp, "traffic_mode", "forwarded", "direct") && enum_is(exp, "type", "internal", "internal")) {
+	if (streq(traffic_mode(exp), "direct") && streq(exposure_type(exp), "internal")) {
 		size_t s2 = json_path_push_key(&ctx->path, "traffic_mode");
 
 		check_error(ctx, "direct-needs-public", json_get(exp, "traffic_mode"),
 			    "direct traffic mode needs exposure type public");
 		json_path_pop(&ctx->path, s2);
 	}
-	if (enum_is(exp, "type", "internal", "internal")) {
+	if (streq(exposure_type(exp), "internal")) {
 		static const char *const lists[] = { "allowed_source_cidrs", "denied_source_cidrs" };
 
 		for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
@@ -278,7 +301,7 @@ static void check_egress(struct check_ctx *ctx, const struct json_value *doc)
 		return;
 	saved = json_path_push_key(&ctx->path, "egress");
 	/* Only judge the mode when it is one of the known values. */
-	mode = opt_str(eg, "mode", "disabled");
+	mode = egress_mode(eg);
 	if (mode && (!strcmp(mode, "disabled") || !strcmp(mode, "restricted") || !strcmp(mode, "internet"))) {
 		size_t s2 = json_path_push_key(&ctx->path, "allowed_destination_cidrs");
 
@@ -467,7 +490,7 @@ static void check_domains(struct check_ctx *ctx, const struct json_value *doc)
 	if (!domains || domains->u.array.n == 0)
 		return;
 	saved = json_path_push_key(&ctx->path, "domains");
-	if (enum_is(exp, "type", "internal", "internal"))
+	if (streq(exposure_type(exp), "internal"))
 		check_error(ctx, "domains-need-public", NULL, "domains need exposure type public");
 	n = domains->u.array.n < LIST_MAX ? domains->u.array.n : LIST_MAX;
 	for (size_t i = 0; i < n; i++) {
@@ -676,14 +699,14 @@ static int build(const struct json_value *doc, struct flash_spec *s)
 		}
 	}
 
-	s->exposure = enum_is(exp, "type", "internal", "public") ? FLASH_SPEC_EXPOSURE_PUBLIC
-								  : FLASH_SPEC_EXPOSURE_INTERNAL;
-	s->traffic_mode = enum_is(exp, "traffic_mode", "forwarded", "direct") ? FLASH_SPEC_TRAFFIC_DIRECT
-									       : FLASH_SPEC_TRAFFIC_FORWARDED;
-	s->egress = enum_is(eg, "mode", "disabled", "restricted") ? FLASH_SPEC_EGRESS_RESTRICTED
-				: enum_is(eg, "mode", "disabled", "internet") ? FLASH_SPEC_EGRESS_INTERNET
-									      : FLASH_SPEC_EGRESS_DISABLED;
-	s->allow_same_organization = jbool(eg, "allow_same_organization", false);
+	s->exposure = streq(exposure_type(exp), "public") ? FLASH_SPEC_EXPOSURE_PUBLIC : FLASH_SPEC_EXPOSURE_INTERNAL;
+	s->traffic_mode = streq(traffic_mode(exp), "direct") ? FLASH_SPEC_TRAFFIC_DIRECT : FLASH_SPEC_TRAFFIC_FORWARDED;
+	s->egress = streq(egress_mode(eg), "restricted") ? FLASH_SPEC_EGRESS_RESTRICTED
+		    : streq(egress_mode(eg), "internet") ? FLASH_SPEC_EGRESS_INTERNET
+							 : FLASH_SPEC_EGRESS_DISABLED;
+	s->allow_same_organization =
+		jbool(eg, "allow_same_organization",
+		      spec_field_find(spec_field_find(&spec_root, "egress"), "allow_same_organization")->default_bool);
 	r = build_cidrs(exp, "allowed_source_cidrs", &s->cidrs[FLASH_SPEC_ALLOWED_SOURCES]);
 	if (r >= 0)
 		r = build_cidrs(exp, "denied_source_cidrs", &s->cidrs[FLASH_SPEC_DENIED_SOURCES]);

@@ -521,6 +521,14 @@ Test(spec, hostile_input)
 	ASSERT_ERR(parse_status("{} {}", 5, diag), -FLASH_E_SPEC_SYNTAX, "two documents");
 	ASSERT_ERR(parse_status("", 0, diag), -FLASH_E_SPEC_SYNTAX, "empty");
 	ASSERT_STREQ(first_code(diag), "json-empty", "empty");
+	/* Input that is not NUL-terminated is never read past its length
+	 * (found by the fuzzer: a lone "\r"; ASan/valgrind check it). */
+	buf = malloc(1);
+	cr_assert(buf);
+	buf[0] = '\r';
+	ASSERT_ERR(parse_status(buf, 1, diag), -FLASH_E_SPEC_SYNTAX, "lone CR");
+	ASSERT_STREQ(first_code(diag), "json-empty", "lone CR");
+	free(buf);
 	flash_diag_free(diag);
 }
 
