@@ -248,7 +248,7 @@ struct kdoc *crd_flashusagerecord(void)
 	struct kdoc *cols = kdoc_set_arr(v, "additionalPrinterColumns");
 	struct kdoc *props, *status, *sp, *req, *scope;
 	static const char *const required[] = {
-		"scope", "organization", "week", "weekStart", "weekEnd", "cpuMilliSeconds",
+		"scope", "organization", "week", "weekStart", "weekEnd", "cpuMillicoreSeconds",
 		"memoryMiBSeconds", "gpuSeconds", "saturated", "accruedUntil",
 	};
 
@@ -256,7 +256,7 @@ struct kdoc *crd_flashusagerecord(void)
 	printer_column(cols, "Organization", "string", ".status.organization");
 	printer_column(cols, "Service", "string", ".status.serviceId");
 	printer_column(cols, "Week", "string", ".status.week");
-	printer_column(cols, "CPU", "integer", ".status.cpuMilliSeconds");
+	printer_column(cols, "CPU", "integer", ".status.cpuMillicoreSeconds");
 	printer_column(cols, "Memory", "integer", ".status.memoryMiBSeconds");
 	printer_column(cols, "GPU", "integer", ".status.gpuSeconds");
 	printer_column(cols, "Age", "date", ".metadata.creationTimestamp");
@@ -276,7 +276,7 @@ struct kdoc *crd_flashusagerecord(void)
 	kdoc_set_str(prop(sp, "week", "string", "ISO 8601 week (YYYY-Www)."), "pattern", "^[0-9]{4}-W[0-9]{2}$");
 	kdoc_set_str(prop(sp, "weekStart", "string", "Monday 00:00 UTC."), "format", "date-time");
 	kdoc_set_str(prop(sp, "weekEnd", "string", "The next Monday 00:00 UTC."), "format", "date-time");
-	int_prop(sp, "cpuMilliSeconds", "int64", "cpu_millis x ready replicas x seconds.");
+	int_prop(sp, "cpuMillicoreSeconds", "int64", "cpu_millis x ready replicas x seconds.");
 	int_prop(sp, "memoryMiBSeconds", "int64", "memory_mib x ready replicas x seconds.");
 	int_prop(sp, "gpuSeconds", "int64", "GPUs x ready replicas x seconds.");
 	prop(sp, "saturated", "boolean", "A counter reached the int64 maximum.");

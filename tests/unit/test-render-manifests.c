@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <flash/meter.h>
 #include <flash/render.h>
 
 #include "helpers.h"
@@ -174,7 +175,7 @@ Test(manifests, usage_record_crd)
 		"\"metadata\":{\"name\":\"org-1234-2026-w48\"},"
 		"\"status\":{\"scope\":\"Organization\",\"organization\":\"org-1234\",\"week\":\"2026-W48\","
 		"\"weekStart\":\"2026-11-23T00:00:00Z\",\"weekEnd\":\"2026-11-30T00:00:00Z\","
-		"\"cpuMilliSeconds\":9000,\"memoryMiBSeconds\":4608,\"gpuSeconds\":0,\"saturated\":false,"
+		"\"cpuMillicoreSeconds\":9000,\"memoryMiBSeconds\":4608,\"gpuSeconds\":0,\"saturated\":false,"
 		"\"accruedUntil\":\"2026-11-29T10:00:00Z\"}}";
 	char *bad;
 
@@ -411,5 +412,34 @@ Test(manifests, crd_accepts_the_valid_corpus)
 		closedir(dir);
 	}
 	cr_assert(accepted >= 20, "only %zu specs", accepted);
+	flash_schema_set_free(set);
+}
+
+/* The usage record CRD accepts the status libflash's metering writes
+ * (flash_meter_record_to_json()), for both scopes and a deleted service. */
+Test(manifests, usage_record_crd_matches_the_meter)
+{
+	struct flash_schema_set *set = crd_set();
+	const struct flash_meter_record records[] = {
+		{ .scope = FLASH_METER_SCOPE_ORGANIZATION, .organization = "org-1234", .week_start = 1795392000,
+		  .usage = { .cpu_millicore_seconds = 9000, .memory_mib_seconds = 4608 }, .accrued_until = 1795946400 },
+		{ .scope = FLASH_METER_SCOPE_SERVICE, .organization = "org-1234", .service_id = "svc-1",
+		  .week_start = 1795392000, .usage = { .gpu_seconds = 36, .saturated = true },
+		  .accrued_until = 1795946400, .service_deleted = true, .deleted_at = 1795946400 },
+	};
+
+	for (size_t i = 0; i < sizeof(records) / sizeof(records[0]); i++) {
+		struct flash_render_diag d = { 0 };
+		char *status = NULL, *obj = NULL;
+		int r;
+
+		ASSERT_OK(flash_meter_record_to_json(&records[i], &status, NULL), "record json");
+		cr_assert(asprintf(&obj, "{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashUsageRecord\","
+				   "\"metadata\":{\"name\":\"r\"},\"status\":%s}", status) > 0);
+		r = flash_schema_validate_object(set, obj, strlen(obj), &d);
+		cr_assert(r == 0, "record %zu refused at %s: %s\n%s", i, d.path, d.message, obj);
+		free(status);
+		free(obj);
+	}
 	flash_schema_set_free(set);
 }
