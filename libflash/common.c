@@ -5,9 +5,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include <flash/policy.h>
-#include <flash/spec.h>
 #include <flash/meter.h>
+#include <flash/policy.h>
+#include <flash/render.h>
+#include <flash/spec.h>
 
 #include "internal.h"
 
@@ -44,6 +45,7 @@ struct strerror_block {
 static const struct strerror_block blocks[] = {
 	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
 	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
+	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },
 	{ FLASH_E_METER_ID, FLASH_E_METER_MAX_, flash__meter_strerror },
 };
 

@@ -17,6 +17,7 @@ void flash__log(enum flash_log_level level, const char *fmt, ...) _printf_(2, 3)
  * adds its function here and a row to the table in common.c. */
 const char *flash__spec_strerror(int code);
 const char *flash__policy_strerror(int code);
+const char *flash__render_strerror(int code);
 const char *flash__meter_strerror(int code);
 
 #endif

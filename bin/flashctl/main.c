@@ -23,6 +23,7 @@ struct subcommand {
 
 /* Only subcommands that exist are listed: one row each, sorted by name. */
 static const struct subcommand subcommands[] = {
+	{ "render", flashctl_render_main, "print the Kubernetes objects of a spec (YAML or JSON)" },
 	{ "validate", flashctl_validate_main, "check Flash spec files (and an owner quota policy)" },
 };
 
