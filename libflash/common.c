@@ -6,7 +6,9 @@
 #include <stdio.h>
 
 #include <flash/auth.h>
+#include <flash/meter.h>
 #include <flash/policy.h>
+#include <flash/render.h>
 #include <flash/spec.h>
 
 #include "internal.h"
@@ -45,6 +47,8 @@ static const struct strerror_block blocks[] = {
 	{ FLASH_E_AUTH_MALFORMED, FLASH_E_AUTH_MAX_, flash__auth_strerror },
 	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
 	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
+	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },
+	{ FLASH_E_METER_ID, FLASH_E_METER_MAX_, flash__meter_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)

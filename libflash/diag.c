@@ -338,6 +338,7 @@ void check_ctx_init(struct check_ctx *ctx, struct flash_diag *diag)
 	ctx->diag = diag;
 	json_path_init(&ctx->path);
 	ctx->errors = ctx->warnings = 0;
+	ctx->oom = false;
 }
 
 void check_error(struct check_ctx *ctx, const char *code, const struct json_value *value, const char *fmt, ...)

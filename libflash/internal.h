@@ -18,5 +18,7 @@ void flash__log(enum flash_log_level level, const char *fmt, ...) _printf_(2, 3)
 const char *flash__auth_strerror(int code);
 const char *flash__spec_strerror(int code);
 const char *flash__policy_strerror(int code);
+const char *flash__render_strerror(int code);
+const char *flash__meter_strerror(int code);
 
 #endif

@@ -41,6 +41,7 @@ struct check_ctx {
 	struct json_path path;
 	size_t errors;
 	size_t warnings;
+	bool oom;           /* a check could not allocate: the result is -ENOMEM */
 };
 
 void check_ctx_init(struct check_ctx *ctx, struct flash_diag *diag);

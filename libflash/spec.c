@@ -137,20 +137,42 @@ static size_t parse_cidr_list(const struct json_value *obj, const char *name, st
 	return n;
 }
 
-#define LIST_MAX 64
+/* The item limit of @field of the object @object (NULL: the document)
+ * from the field table: items past it were reported by the schema and are
+ * not examined again. */
+static size_t table_max_items(const char *object, const char *field)
+{
+	const struct spec_field *obj = object ? spec_field_find(&spec_root, object) : &spec_root;
+	const struct spec_field *f = spec_field_find(obj, field);
+
+	return f ? f->max_items : 0;
+}
+
+static size_t bounded(size_t n, size_t max)
+{
+	return n < max ? n : max;
+}
 
 /* The rules of one allow/deny pair: grantable classes for the allow list,
  * normalized duplicates in both, and allow entries that a deny entry
  * covers entirely (deny wins: a warning). */
-static void check_cidr_pair(struct check_ctx *ctx, const struct json_value *obj, const char *allow_name,
-			    const char *deny_name, const char *what)
+static void check_cidr_pair(struct check_ctx *ctx, const struct json_value *obj, const char *object,
+			    const char *allow_name, const char *deny_name, const char *what)
 {
-	struct flowsdn_prefix allow[LIST_MAX], deny[LIST_MAX];
+	size_t max_allow = table_max_items(object, allow_name), max_deny = table_max_items(object, deny_name);
+	_cleanup_free_ struct flowsdn_prefix *allow = calloc(max_allow ? max_allow : 1, sizeof(*allow));
+	_cleanup_free_ struct flowsdn_prefix *deny = calloc(max_deny ? max_deny : 1, sizeof(*deny));
 	const struct json_value *allow_arr = member(obj, allow_name, JSON_ARRAY);
 	const struct json_value *deny_arr = member(obj, deny_name, JSON_ARRAY);
-	size_t na = parse_cidr_list(obj, allow_name, allow, LIST_MAX);
-	size_t nd = parse_cidr_list(obj, deny_name, deny, LIST_MAX);
 	char text[FLOWSDN_PREFIX_STRLEN];
+	size_t na, nd;
+
+	if (!allow || !deny) {
+		ctx->oom = true;
+		return;
+	}
+	na = parse_cidr_list(obj, allow_name, allow, max_allow);
+	nd = parse_cidr_list(obj, deny_name, deny, max_deny);
 
 	for (int pass = 0; pass < 2; pass++) {
 		const struct flowsdn_prefix *list = pass ? deny : allow;
@@ -287,7 +309,7 @@ static void check_exposure(struct check_ctx *ctx, const struct json_value *doc)
 				json_path_pop(&ctx->path, s2);
 			}
 	}
-	check_cidr_pair(ctx, exp, "allowed_source_cidrs", "denied_source_cidrs", "source");
+	check_cidr_pair(ctx, exp, "exposure", "allowed_source_cidrs", "denied_source_cidrs", "source");
 	json_path_pop(&ctx->path, saved);
 }
 
@@ -313,7 +335,7 @@ static void check_egress(struct check_ctx *ctx, const struct json_value *doc)
 				    "allowed destinations apply to restricted egress only (mode is %s)", mode);
 		json_path_pop(&ctx->path, s2);
 	}
-	check_cidr_pair(ctx, eg, "allowed_destination_cidrs", "denied_destination_cidrs", "destination");
+	check_cidr_pair(ctx, eg, "egress", "allowed_destination_cidrs", "denied_destination_cidrs", "destination");
 	json_path_pop(&ctx->path, saved);
 }
 
@@ -324,7 +346,7 @@ static void check_ports(struct check_ctx *ctx, const struct json_value *doc)
 
 	if (!ports)
 		return;
-	n = ports->u.array.n < LIST_MAX ? ports->u.array.n : LIST_MAX;
+	n = bounded(ports->u.array.n, table_max_items(NULL, "ports"));
 	saved = json_path_push_key(&ctx->path, "ports");
 	for (size_t i = 0; i < n; i++) {
 		const struct json_value *p = ports->u.array.items[i];
@@ -492,7 +514,7 @@ static void check_domains(struct check_ctx *ctx, const struct json_value *doc)
 	saved = json_path_push_key(&ctx->path, "domains");
 	if (streq(exposure_type(exp), "internal"))
 		check_error(ctx, "domains-need-public", NULL, "domains need exposure type public");
-	n = domains->u.array.n < LIST_MAX ? domains->u.array.n : LIST_MAX;
+	n = bounded(domains->u.array.n, table_max_items(NULL, "domains"));
 	for (size_t i = 0; i < n; i++) {
 		const struct json_value *d = domains->u.array.items[i];
 		const char *host = jstr(d, "host", NULL), *port = jstr(d, "port", NULL);
@@ -986,7 +1008,7 @@ FLASH_API int flash_spec_parse(const char *json, size_t len, const struct flash_
 		check_autoscaling(&ctx, doc);
 		check_domains(&ctx, doc);
 	}
-	if (diag_oom(diag)) {
+	if (ctx.oom || diag_oom(diag)) {
 		r = -ENOMEM;
 		goto out_free_doc;
 	}

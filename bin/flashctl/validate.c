@@ -209,7 +209,8 @@ int flashctl_validate_main(int argc, char **argv, const struct flashctl_globals 
 		if (g->output == FLASHCTL_OUTPUT_TABLE) {
 			print_table(argv[i], diag);
 			if (one == FLASHCTL_EXIT_OK)
-				printf("%s: valid (%zu warnings)\n", argv[i], flash_diag_warnings(diag));
+				printf("%s: valid (%zu warning%s)\n", argv[i], flash_diag_warnings(diag),
+				       flash_diag_warnings(diag) == 1 ? "" : "s");
 			if (spec && canonical) {
 				char *json = NULL;
 
