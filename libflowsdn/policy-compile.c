@@ -508,7 +508,7 @@ static int flatten_group(struct entries *e, const struct item *v, size_t n, uint
 				}
 			if (t == any_tier)
 				t = 0; /* left to the L3 entry */
-			if (open && (t != cur_tier || rl != cur_rule)) {
+			if (open && t != cur_tier) {
 				struct flowsdn_policy_entry x = {
 					.identity = v[i].ident, .direction = v[i].dir, .protocol = proto,
 					.deny = is_deny(cur_tier), .tier = (uint8_t)cur_tier, .rule_id = cur_rule,
@@ -694,13 +694,13 @@ FLOWSDN_API int flowsdn_policy_db_entries(const struct flowsdn_policy_db *db, ui
 		return -EINVAL;
 	if (ep_id == 0 || ep_id > db->n_eps || !(pod = db->eps[ep_id - 1]))
 		return -FLOWSDN_E_POLICY_NOT_FOUND;
-	if (pod->dirty)
+	if (!pod->compiled)
 		return -FLOWSDN_E_POLICY_NOT_COMPILED;
 	*ret_entries = pod->entries;
 	*ret_n = pod->n_entries;
 	if (ret_flags)
 		*ret_flags = pod->flags;
-	return 0;
+	return pod->dirty ? 1 : 0;
 }
 
 /* ------------------------------------------------------------ ipcache */

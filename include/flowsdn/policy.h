@@ -329,10 +329,13 @@ struct flowsdn_policy_entry {
 #define FLOWSDN_POLICY_ENFORCE_INGRESS (1u << 0) /* default deny to the endpoint */
 #define FLOWSDN_POLICY_ENFORCE_EGRESS (1u << 1)  /* default deny from the endpoint */
 
-/* The compiled entries of an endpoint, sorted by key (owned by the
- * database, valid until its next compile), and its FLOWSDN_POLICY_ENFORCE_*
- * flags.  Errors: -FLOWSDN_E_POLICY_NOT_FOUND, -FLOWSDN_E_POLICY_NOT_COMPILED
- * (changed since the last compile). */
+/* The installed (last compiled) entries of an endpoint, sorted by key
+ * (owned by the database, valid until its next compile), and its
+ * FLOWSDN_POLICY_ENFORCE_* flags.  Returns 0, or 1 when changes are
+ * pending (the endpoint is dirty: these are still the previous entries,
+ * which is what stays installed after a failed compile).
+ * Errors: -EINVAL, -FLOWSDN_E_POLICY_NOT_FOUND,
+ * -FLOWSDN_E_POLICY_NOT_COMPILED (never compiled). */
 FLOWSDN_API int flowsdn_policy_db_entries(const struct flowsdn_policy_db *db, uint32_t ep_id,
 					  const struct flowsdn_policy_entry **ret_entries,
 					  size_t *ret_n, unsigned int *ret_flags);
