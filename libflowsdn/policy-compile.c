@@ -205,7 +205,7 @@ static int peer_select(struct flowsdn_policy_db *db, const struct flowsdn_policy
 		for (size_t i = 0; i < db->n_idents; i++) {
 			const struct pident *id = db->idents[i];
 
-			if (pe->ns ? !psel_matches(pe->ns, &id->ns_labels) : strcmp(id->ns, p->ns) != 0)
+			if (pe->ns ? !psel_matches(pe->ns, &id->nsp->labels) : strcmp(id->ns, p->ns) != 0)
 				continue;
 			if (pe->pod && !psel_matches(pe->pod, &id->labels))
 				continue;
@@ -337,7 +337,7 @@ static int rule_collect(struct flowsdn_policy_db *db, const struct flowsdn_polic
 			for (size_t i = 0; i < db->n_cidrs && ret == 0; i++)
 				ret = rule_items(it, r, dir, tier, db->cidrs[i].id, self_np, self_n, true);
 			if (ret == 0)
-				ret = rule_items(it, r, dir, tier, POLICY_IDENTITY_WORLD, self_np, self_n, true);
+				ret = rule_items(it, r, dir, tier, FLOWSDN_IDENTITY_WORLD, self_np, self_n, true);
 			return ret;
 		}
 		if (egress_named)
@@ -794,7 +794,7 @@ static uint32_t ipcache_lookup(const struct flowsdn_policy_db *db, const struct 
 		if (hit)
 			return hit->identity;
 	}
-	return POLICY_IDENTITY_WORLD;
+	return FLOWSDN_IDENTITY_WORLD;
 }
 
 /* LPM over one endpoint's entries for (dir, ident, proto, port): the

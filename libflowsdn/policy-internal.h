@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <flowsdn/addr.h>
+#include <flowsdn/identity.h>
 #include <flowsdn/policy.h>
 
 #include "internal.h"
@@ -16,10 +17,13 @@
 #define PROTO_UDP 17
 #define PROTO_SCTP 132
 
-/* Identities: see policy-ident.h (the identity allocator interface). */
+/* Identities of pods come from the identity store (<flowsdn/identity.h>);
+ * CIDR identities are node-local, allocated here, above every store
+ * identity (the map contract's FLOWSDN_IDENTITY_LOCAL_BASE). */
 #define POLICY_IDENTITY_ANY 0u
-#define POLICY_IDENTITY_WORLD 2u
 #define POLICY_IDENTITY_LOCAL_BASE 0x01000000u
+/* The pod label that carries the namespace in an identity's label set. */
+#define POLICY_NS_LABEL "io.kubernetes.pod.namespace"
 
 /* ------------------------------------------------------------ hash map */
 
@@ -136,7 +140,7 @@ struct pident {
 	uint32_t id;
 	char *key;               /* canonical label set */
 	char *ns;
-	struct plabels ns_labels;
+	struct pns *nsp;         /* its namespace (namespaces are never freed) */
 	struct plabels labels;
 	struct pnamed *ports;    /* union of its pods' named ports */
 	size_t n_ports;
@@ -194,8 +198,7 @@ struct flowsdn_policy_db {
 	uint64_t compile_epoch;  /* bumped by every successful compile */
 	struct prule_ref *rules; /* by rule_id */
 	size_t n_rules;
-	/* identity allocator (policy-ident.c) */
-	struct pident_alloc *ida;
+	struct flowsdn_identity_store *store; /* borrowed */
 	/* outputs */
 	struct flowsdn_policy_ipcache_entry *ipcache;
 	size_t n_ipcache;
@@ -222,12 +225,5 @@ bool pvalid_dns_label(const char *name);
 int pdb_cidr_init(struct flowsdn_policy_db *db);
 int pdb_cidr_ref(struct flowsdn_policy_db *db, const struct flowsdn_policy *p, int delta);
 void pdb_peer_caches_free(struct flowsdn_policy *p);
-
-/* policy-ident.c: the identity allocator (numeric identity for a
- * canonical label set). */
-int pident_alloc_new(struct pident_alloc **ret);
-void pident_alloc_free(struct pident_alloc *a);
-int pident_alloc_acquire(struct pident_alloc *a, const char *labels, uint32_t *ret_id);
-void pident_alloc_release(struct pident_alloc *a, uint32_t id);
 
 #endif

@@ -262,7 +262,7 @@ FLOWSDN_API int flowsdn_policy_db_new(const struct flowsdn_policy_db_opts *opts,
 	struct flowsdn_policy_db *db;
 	int r;
 
-	if (!ret_db || !OPTS_VALID(opts, flowsdn_policy_db_opts))
+	if (!ret_db || !OPTS_VALID(opts, flowsdn_policy_db_opts) || !OPTS_GET(opts, identities, NULL))
 		return -EINVAL;
 	db = calloc(1, sizeof(*db));
 	if (!db)
@@ -270,9 +270,8 @@ FLOWSDN_API int flowsdn_policy_db_new(const struct flowsdn_policy_db_opts *opts,
 	db->max_entries = OPTS_GET(opts, max_entries_per_endpoint, 0);
 	if (db->max_entries == 0)
 		db->max_entries = 16384;
-	r = pident_alloc_new(&db->ida);
-	if (r == 0)
-		r = pdb_cidr_init(db);
+	db->store = OPTS_GET(opts, identities, NULL);
+	r = pdb_cidr_init(db);
 	if (r < 0) {
 		flowsdn_policy_db_free(db);
 		return r;
@@ -287,7 +286,6 @@ static void ident_free(struct pident *id)
 		return;
 	free(id->key);
 	free(id->ns);
-	plabels_free(&id->ns_labels);
 	plabels_free(&id->labels);
 	for (size_t i = 0; i < id->n_ports; i++)
 		free(id->ports[i].name);
@@ -335,7 +333,6 @@ FLOWSDN_API void flowsdn_policy_db_free(struct flowsdn_policy_db *db)
 	free(db->rules);
 	free(db->ipcache);
 	free(db->report);
-	pident_alloc_free(db->ida);
 	pmap_free(&db->ns_by_name);
 	pmap_free(&db->pod_by_key);
 	pmap_free(&db->pod_by_addr);
@@ -452,7 +449,7 @@ static bool policy_depends_on_ident(const struct flowsdn_policy *p, const struct
 
 				if (pe->kind != PEER_SELECTOR)
 					continue;
-				if (pe->ns ? !psel_matches(pe->ns, &id->ns_labels) : strcmp(id->ns, p->ns) != 0)
+				if (pe->ns ? !psel_matches(pe->ns, &id->nsp->labels) : strcmp(id->ns, p->ns) != 0)
 					continue;
 				if (pe->pod && !psel_matches(pe->pod, &id->labels))
 					continue;
@@ -471,56 +468,39 @@ static void mark_ident_change(struct flowsdn_policy_db *db, const struct pident 
 			pdb_mark_policy(db, db->policies[i]);
 }
 
-static int build_ident_key(const char *ns, const struct plabels *ns_labels, const struct plabels *labels,
-			   char **ret)
+/* The canonical text of a pod's identity label set: its labels and
+ * POLICY_NS_LABEL=namespace (namespace labels are not part of it: they
+ * are looked up when selectors are evaluated). */
+static int ident_labels(const char *ns, const struct plabels *labels, char **ret)
 {
-	size_t n = labels->n + ns_labels->n + 1, len = 0;
-	char **parts = calloc(n, sizeof(char *));
-	char *key = NULL, *o;
-	size_t k = 0;
-	int r = -ENOMEM;
+	struct flowsdn_label *l = calloc(labels->n + 1, sizeof(*l));
+	int r;
 
-	if (!parts)
+	if (!l)
 		return -ENOMEM;
 	for (size_t i = 0; i < labels->n; i++)
-		if (asprintf(&parts[k++], "k8s:%s=%s", labels->v[i].key, labels->v[i].value) < 0)
-			goto out;
-	if (asprintf(&parts[k++], "k8s:io.kubernetes.pod.namespace=%s", ns) < 0)
-		goto out;
-	for (size_t i = 0; i < ns_labels->n; i++)
-		if (asprintf(&parts[k++], "k8s:io.cilium.k8s.namespace.labels.%s=%s",
-			     ns_labels->v[i].key, ns_labels->v[i].value) < 0)
-			goto out;
-	for (size_t i = 0; i < k; i++)
-		len += strlen(parts[i]) + 1;
-	/* the parts are built from sorted labels with fixed prefixes; sort the
-	 * whole so the key is canonical */
-	for (size_t i = 1; i < k; i++)
-		for (size_t j = i; j > 0 && strcmp(parts[j - 1], parts[j]) > 0; j--) {
-			char *t = parts[j];
+		l[i] = (struct flowsdn_label){ labels->v[i].key, labels->v[i].value };
+	l[labels->n] = (struct flowsdn_label){ POLICY_NS_LABEL, ns };
+	r = flowsdn_identity_labels_canonical(l, labels->n + 1, ret);
+	free(l);
+	return r < 0 ? -EINVAL : 0;
+}
 
-			parts[j] = parts[j - 1];
-			parts[j - 1] = t;
-		}
-	key = malloc(len + 1);
-	if (!key)
-		goto out;
-	o = key;
-	for (size_t i = 0; i < k; i++) {
-		size_t l = strlen(parts[i]);
+static int ident_acquire(struct flowsdn_policy_db *db, const char *ns, const struct plabels *labels,
+			 uint32_t *ret_id)
+{
+	struct flowsdn_label *l = calloc(labels->n + 1, sizeof(*l));
+	int r;
 
-		memcpy(o, parts[i], l);
-		o += l;
-		*o++ = ';';
-	}
-	*o = '\0';
-	*ret = key;
-	r = 0;
-out:
-	for (size_t i = 0; i < n; i++)
-		if (i < k)
-			free(parts[i]);
-	free(parts);
+	if (!l)
+		return -ENOMEM;
+	for (size_t i = 0; i < labels->n; i++)
+		l[i] = (struct flowsdn_label){ labels->v[i].key, labels->v[i].value };
+	l[labels->n] = (struct flowsdn_label){ POLICY_NS_LABEL, ns };
+	r = flowsdn_identity_acquire(db->store, l, labels->n + 1, ret_id);
+	free(l);
+	if (r == -FLOWSDN_E_IDENTITY_EXHAUSTED)
+		r = -FLOWSDN_E_POLICY_IDENTITIES;
 	return r;
 }
 
@@ -588,7 +568,7 @@ static void pod_unidentify(struct flowsdn_policy_db *db, struct ppod *pod)
 		mark_ident_change(db, id);
 		pmap_del(&db->ident_by_key, id->key, strlen(id->key));
 		ptr_remove((void **)db->idents, &db->n_idents, id);
-		pident_alloc_release(db->ida, id->id);
+		(void)flowsdn_identity_release(db->store, id->id);
 		ident_free(id);
 	} else if (changed) {
 		mark_ident_change(db, id);
@@ -603,7 +583,7 @@ static int pod_identify(struct flowsdn_policy_db *db, struct ppod *pod, struct p
 	bool changed = false;
 	int r;
 
-	r = build_ident_key(ns->name, &ns->labels, &pod->labels, &key);
+	r = ident_labels(ns->name, &pod->labels, &key);
 	if (r < 0)
 		return r;
 	id = pmap_get(&db->ident_by_key, key, strlen(key));
@@ -613,12 +593,12 @@ static int pod_identify(struct flowsdn_policy_db *db, struct ppod *pod, struct p
 			return -ENOMEM;
 		id->key = TAKE_PTR(key);
 		id->ns = strdup(ns->name);
-		if (!id->ns || plabels_copy(&id->ns_labels, &ns->labels) < 0 ||
-		    plabels_copy(&id->labels, &pod->labels) < 0) {
+		id->nsp = ns;
+		if (!id->ns || plabels_copy(&id->labels, &pod->labels) < 0) {
 			ident_free(id);
 			return -ENOMEM;
 		}
-		r = pident_alloc_acquire(db->ida, id->key, &id->id);
+		r = ident_acquire(db, ns->name, &pod->labels, &id->id);
 		if (r < 0) {
 			ident_free(id);
 			return r;
@@ -630,7 +610,7 @@ static int pod_identify(struct flowsdn_policy_db *db, struct ppod *pod, struct p
 				pmap_del(&db->ident_by_key, id->key, strlen(id->key));
 		}
 		if (r < 0) {
-			pident_alloc_release(db->ida, id->id);
+			(void)flowsdn_identity_release(db->store, id->id);
 			ident_free(id);
 			return r;
 		}
@@ -697,21 +677,18 @@ FLOWSDN_API int flowsdn_policy_db_set_namespace(struct flowsdn_policy_db *db, co
 		plabels_free(&l);
 		return r;
 	}
+	/* the namespace's labels decide which namespaceSelectors select its
+	 * pods' identities: recompute what depended on them, before and after */
+	for (size_t i = 0; i < db->n_idents; i++)
+		if (db->idents[i]->nsp == ns)
+			mark_ident_change(db, db->idents[i]);
 	plabels_free(&ns->labels);
 	ns->labels = l;
 	ns->explicit_ = true;
-	/* the namespace's labels are part of its pods' identities */
-	for (size_t i = 0; i < db->n_eps; i++) {
-		struct ppod *pod = db->eps[i];
-
-		if (!pod || strcmp(pod->ns, name) != 0)
-			continue;
-		pod_unidentify(db, pod);
-		r = pod_identify(db, pod, ns);
-		if (r < 0)
-			return r;
-		pod->dirty = true;
-	}
+	for (size_t i = 0; i < db->n_idents; i++)
+		if (db->idents[i]->nsp == ns)
+			mark_ident_change(db, db->idents[i]);
+	db->gen++;
 	db->ipcache_valid = false;
 	return 0;
 }
@@ -729,6 +706,8 @@ static int pod_fill(struct ppod *pod, const struct flowsdn_policy_pod *d)
 	r = labels_from_user(d->labels, d->n_labels, &pod->labels);
 	if (r < 0)
 		return r;
+	if (plabels_get(&pod->labels, POLICY_NS_LABEL))
+		return -EINVAL; /* reserved for the identity's namespace */
 	if (d->n_ports && !d->ports)
 		return -EINVAL;
 	pod->ports = calloc(d->n_ports + 1, sizeof(*pod->ports));

@@ -42,8 +42,11 @@
  * hole in a DENY, and a PROTECT range can be opened by nothing.  Only
  * ALLOW-tier policies isolate (turn the default into deny).
  *
- * Identities.  Each pod has the numeric identity of its label set (pod
- * labels, namespace name and namespace labels).  Each prefix named by an
+ * Identities.  Each pod has the numeric identity (from the identity
+ * store, <flowsdn/identity.h>) of its label set: its labels plus
+ * io.kubernetes.pod.namespace=NAMESPACE (a pod may not carry that label
+ * itself).  Namespace labels are not part of it; namespaceSelectors are
+ * evaluated against the namespace's current labels.  Each prefix named by an
  * ipBlock (cidr and except), plus 0.0.0.0/0 and ::/0, gets a node-local
  * CIDR identity (>= 0x01000000); the ipcache maps every pod address to its
  * pod's identity and every such prefix to its CIDR identity, and a
@@ -230,16 +233,21 @@ struct flowsdn_policy_pod {
 	size_t n_addrs;
 };
 
+struct flowsdn_identity_store;
+
 struct flowsdn_policy_db_opts {
 	size_t sz;
 	/* Entries one endpoint (both directions) may have: [16384]. */
 	size_t max_entries_per_endpoint;
+	/* Required: the identity store (<flowsdn/identity.h>) that numbers
+	 * pods' label sets; borrowed, it must outlive the database. */
+	struct flowsdn_identity_store *identities;
 };
 
 /* The policies, namespaces, pods and identities, and the compiled entries. */
 struct flowsdn_policy_db;
 
-/* Creates an empty database.  @opts may be NULL.
+/* Creates an empty database.  @opts must name the identity store.
  * Errors: -EINVAL, -ENOMEM. */
 FLOWSDN_API int flowsdn_policy_db_new(const struct flowsdn_policy_db_opts *opts,
 				      struct flowsdn_policy_db **ret_db);
@@ -258,8 +266,8 @@ FLOWSDN_API int flowsdn_policy_db_set_namespace(struct flowsdn_policy_db *db, co
 /* Creates or replaces a pod (everything copied).  *ret_ep_id (may be NULL)
  * is the pod's endpoint id, stable for the life of the pod (ids of deleted
  * pods are reused).
- * Errors: -EINVAL (NULL, invalid labels, port names, protocols, or
- * duplicate label keys), -FLOWSDN_E_POLICY_ADDR_IN_USE (an address of
+ * Errors: -EINVAL (NULL, invalid labels, port names, protocols,
+ * duplicate label keys, the label io.kubernetes.pod.namespace), -FLOWSDN_E_POLICY_ADDR_IN_USE (an address of
  * another pod), -FLOWSDN_E_POLICY_IDENTITIES, -ENOMEM. */
 FLOWSDN_API int flowsdn_policy_db_set_pod(struct flowsdn_policy_db *db,
 					  const struct flowsdn_policy_pod *pod,

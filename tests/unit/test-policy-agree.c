@@ -15,6 +15,7 @@
 #include <flowsdn/policy.h>
 
 #include "helpers.h"
+#include "policy-helpers.h"
 
 #define ARRAY_SIZE_T(a) ((unsigned int)(sizeof(a) / sizeof((a)[0])))
 
@@ -511,13 +512,13 @@ Test(policy_agree, random_worlds_100k_flows, .timeout = 600)
 	rng_state = seed ? seed : 1;
 	fprintf(stderr, "policy agreement: seed %" PRIu64 "\n", seed);
 	while (flows_run < 100000) {
-		struct flowsdn_policy_db *db = NULL;
+		struct policy_test_db t;
+		struct flowsdn_policy_db *db = policy_test_db_new(&t, 0);
 		struct gpod pods[N_PODS] = { 0 };
 		struct snap before[N_PODS] = { 0 }, inc[N_PODS] = { 0 }, full[N_PODS] = { 0 };
 		unsigned int n_pol = 5 + R(25);
 		struct flowsdn_policy_compile_report rep;
 
-		ASSERT_OK(flowsdn_policy_db_new(NULL, &db), "db_new");
 		set_namespaces(db);
 		for (unsigned int i = 0; i < N_PODS; i++)
 			set_pod(db, &pods[i], i);
@@ -586,7 +587,7 @@ Test(policy_agree, random_worlds_100k_flows, .timeout = 600)
 			free(inc[i].e);
 			free(full[i].e);
 		}
-		flowsdn_policy_db_free(db);
+		policy_test_db_free(&t);
 		worlds++;
 	}
 	fprintf(stderr, "policy agreement: seed %" PRIu64 ": %zu worlds, %zu flows, %zu endpoint-direction verdicts agree (%zu allow, %zu deny)\n",

@@ -12,6 +12,7 @@
 #include <flowsdn/policy.h>
 
 #include "helpers.h"
+#include "policy-helpers.h"
 
 #define NP(spec) "{\"metadata\":{\"name\":\"np\",\"namespace\":\"ns\"},\"spec\":" spec "}"
 
@@ -383,12 +384,17 @@ static int V(struct flowsdn_policy_db *db, uint32_t ep, int dir, const char *pee
 #define UDP 17
 #define SCTP 132
 
+static struct policy_test_db T;
+
 static struct flowsdn_policy_db *newdb(void)
 {
-	struct flowsdn_policy_db *db = NULL;
+	return policy_test_db_new(&T, 0);
+}
 
-	ASSERT_OK(flowsdn_policy_db_new(NULL, &db), "db_new");
-	return db;
+static void freedb(struct flowsdn_policy_db *db)
+{
+	cr_assert(db == T.db);
+	policy_test_db_free(&T);
 }
 
 #define POL(ns, name, spec) "{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"" ns "\"},\"spec\":" spec "}"
@@ -412,7 +418,7 @@ Test(policy_semantics, isolation_empty_rules_and_defaulting)
 	cr_assert(V(db, cli, OUT, "8.8.8.8", TCP, 53) == DENY, "protocol matters");
 	apply(db, POL("a", "noeg", "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"egress\":[],\"policyTypes\":[\"Egress\"]}"), 0);
 	cr_assert(V(db, web, OUT, "8.8.8.8", UDP, 53) == DENY, "empty egress list with Egress type: nothing");
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_semantics, union_of_policies_and_selectors)
@@ -442,7 +448,7 @@ Test(policy_semantics, union_of_policies_and_selectors)
 	apply(db, POL("one", "p4", "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"ingress\":[{\"from\":[{\"namespaceSelector\":{\"matchLabels\":{\"team\":\"blue\"}}},{\"podSelector\":{\"matchExpressions\":[{\"key\":\"role\",\"operator\":\"NotIn\",\"values\":[\"a\"]}]}}],\"ports\":[{\"port\":9000}]}]}"), 0);
 	cr_assert(V(db, web, IN, "10.0.0.2", TCP, 9000) == ALLOW, "namespaceSelector peer: every pod of team=blue");
 	cr_assert(V(db, web, IN, "10.0.1.4", TCP, 9000) == DENY, "namespace two has no team label");
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_semantics, match_expressions)
@@ -460,7 +466,7 @@ Test(policy_semantics, match_expressions)
 	cr_assert(V(db, web, IN, "10.0.0.3", TCP, 3) == ALLOW && V(db, web, IN, "10.0.0.4", TCP, 3) == DENY, "Exists");
 	cr_assert(V(db, web, IN, "10.0.0.4", TCP, 4) == ALLOW && V(db, web, IN, "10.0.0.2", TCP, 4) == DENY,
 		  "DoesNotExist");
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_semantics, ports_named_ranges_and_protocols)
@@ -486,7 +492,7 @@ Test(policy_semantics, ports_named_ranges_and_protocols)
 	cr_assert(V(db, cli, OUT, "10.0.0.1", TCP, 8080) == ALLOW && V(db, cli, OUT, "10.0.0.3", TCP, 9090) == ALLOW);
 	cr_assert(V(db, cli, OUT, "10.0.0.1", TCP, 9090) == DENY && V(db, cli, OUT, "10.0.0.3", TCP, 8080) == DENY);
 	cr_assert(V(db, cli, OUT, "8.8.8.8", TCP, 8080) == DENY, "external addresses have no named ports");
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_semantics, ipblock_except_and_families)
@@ -505,7 +511,7 @@ Test(policy_semantics, ipblock_except_and_families)
 	apply(db, POL("n", "q", "{\"podSelector\":{},\"ingress\":[{\"from\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/24\"}}]}]}"), 0);
 	cr_assert(V(db, web, IN, "10.0.0.77", TCP, 1) == ALLOW, "external address in the block");
 	cr_assert(V(db, web, IN, "10.0.0.2", TCP, 1) == DENY, "a pod is selected by selectors, not ipBlock");
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_semantics, tiers_express_flash_isolation)
@@ -535,7 +541,7 @@ Test(policy_semantics, tiers_express_flash_isolation)
 	cr_assert(V(db, w, OUT, "10.244.1.10", UDP, 53) == ALLOW, "the DNS pod is outside it");
 	/* non-ALLOW tiers do not isolate */
 	cr_assert(V(db, w, IN, "8.8.8.8", TCP, 8080) == ALLOW && V(db, w, IN, "8.8.8.8", TCP, 22) == DENY);
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_semantics, exchange_13_on_a_world)
@@ -564,7 +570,7 @@ Test(policy_semantics, exchange_13_on_a_world)
 	ASSERT_OK(flowsdn_policy_db_rule_name(db, e[0].rule_id, name, sizeof(name)), "rule name");
 	cr_assert(strncmp(name, "flash-demo/fs-web ", 18) == 0, "%s", name);
 	free(body);
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_compile, port_blocks_are_aligned_and_minimal)
@@ -586,19 +592,17 @@ Test(policy_compile, port_blocks_are_aligned_and_minimal)
 	}
 	cr_assert(e[16].protocol == UDP && e[16].port == 1024 && e[16].port_bits == 6);
 	cr_assert(V(db, web, IN, "1.2.3.4", TCP, 0) == DENY && V(db, web, IN, "1.2.3.4", TCP, 65535) == ALLOW);
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_compile, capacity_is_a_compile_error_and_keeps_the_old_entries)
 {
-	FLOWSDN_OPTS(flowsdn_policy_db_opts, o, .max_entries_per_endpoint = 8);
 	FLOWSDN_OPTS(flowsdn_policy_compile_report, rep);
-	struct flowsdn_policy_db *db = NULL;
+	struct flowsdn_policy_db *db = policy_test_db_new(&T, 8);
 	const struct flowsdn_policy_entry *e;
 	uint32_t web;
 	size_t n;
 
-	ASSERT_OK(flowsdn_policy_db_new(&o, &db), "db_new");
 	web = pod(db, "n", "web", "a=b", "", "10.0.0.1");
 	apply(db, POL("n", "small", "{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"port\":80}]}]}"), 0);
 	ASSERT_OK(flowsdn_policy_db_compile(db, &rep), "compile");
@@ -610,7 +614,7 @@ Test(policy_compile, capacity_is_a_compile_error_and_keeps_the_old_entries)
 	ASSERT_OK(flowsdn_policy_db_delete(db, "n", "big"), "delete");
 	ASSERT_OK(flowsdn_policy_db_compile(db, &rep), "compile");
 	cr_assert(flowsdn_policy_db_entries(db, web, &e, &n, NULL) == 0 && n == 1);
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 static bool reported(const struct flowsdn_policy_compile_report *r, uint32_t ep)
@@ -645,7 +649,7 @@ Test(policy_compile, incremental_recomputes_only_the_selected_endpoints)
 	ASSERT_OK(flowsdn_policy_db_compile(db, &rep), "compile");
 	cr_assert(rep.n_ep_ids == 1 && rep.ep_ids[0] == b1, "delete");
 	cr_assert(!reported(&rep, o1));
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
 
 Test(policy_model, bad_input)
@@ -679,9 +683,10 @@ Test(policy_model, bad_input)
 	ASSERT_ERR(flowsdn_policy_db_lookup(db, 1, 7, &a, TCP, 1, &v), -EINVAL, "direction");
 	ASSERT_ERR(flowsdn_policy_db_apply(db, NULL), -EINVAL, "NULL policy");
 	ASSERT_OK(flowsdn_policy_db_delete_pod(db, "n", "p"), "delete pod");
-	flowsdn_policy_db_free(db);
+	freedb(db);
 	flowsdn_policy_db_free(NULL);
 	flowsdn_policy_free(NULL);
+	ASSERT_ERR(flowsdn_policy_db_new(NULL, &db), -EINVAL, "no identity store");
 }
 
 Test(policy_model, ipcache_and_identities)
@@ -710,5 +715,5 @@ Test(policy_model, ipcache_and_identities)
 	ASSERT_OK(flowsdn_policy_db_delete(db, "n", "p"), "delete");
 	ASSERT_OK(flowsdn_policy_db_ipcache(db, &ic, &n), "ipcache");
 	cr_assert(n == 5, "CIDR identities released with their last policy");
-	flowsdn_policy_db_free(db);
+	freedb(db);
 }
