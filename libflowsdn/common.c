@@ -5,6 +5,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flowsdn/datapath.h>
+#include <flowsdn/netlink.h>
+
 #include "internal.h"
 
 static flowsdn_log_fn log_fn;
@@ -38,6 +41,8 @@ struct strerror_block {
 
 static const struct strerror_block blocks[] = {
 	{ FLOWSDN_E_BASE, FLOWSDN_E_ADDR_MAX_, flowsdn__addr_strerror },
+	{ FLOWSDN_E_BPF_BASE, FLOWSDN_E_BPF_MAX_, flowsdn__bpf_strerror },
+	{ FLOWSDN_E_NL_BASE, FLOWSDN_E_NL_MAX_, flowsdn__netlink_strerror },
 };
 
 FLOWSDN_API const char *flowsdn_strerror(int err)

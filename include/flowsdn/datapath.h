@@ -57,7 +57,6 @@ enum flowsdn_bpf_error {
 	FLOWSDN_E_BPF_ATTACH,           /* attaching to the interface failed */
 	FLOWSDN_E_BPF_NO_TCX,           /* TCX asked for, the kernel has none */
 	FLOWSDN_E_BPF_IFACE_MISMATCH,   /* adoption refused: the interface is not the endpoint's any more */
-	FLOWSDN_E_BPF_NOT_ATTACHED,     /* no flowsdn program on the interface */
 	FLOWSDN_E_BPF_OBJECT,           /* the embedded object is damaged or its hash is wrong */
 	FLOWSDN_E_BPF_MAX_,
 };

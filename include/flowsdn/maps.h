@@ -349,8 +349,7 @@ FLOWSDN_CHECK_OFF(flowsdn_maglev_value, backend_id, 0);
 	X(UNKNOWN_L3, 5, "unsupported ethertype")                           \
 	X(FIB_FAILED, 6, "FIB lookup failed")                               \
 	X(REDIRECT_FAILED, 7, "redirect failed")                            \
-	X(TTL_EXCEEDED, 8, "TTL or hop limit exhausted")                    \
-	X(FRAGMENT, 9, "IP fragment with unknown ports under L4 policy")
+	X(TTL_EXCEEDED, 8, "TTL or hop limit exhausted")
 
 enum flowsdn_drop_reason {
 #define FLOWSDN_X_ENUM(name, value, text) FLOWSDN_DROP_##name = value,
