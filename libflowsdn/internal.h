@@ -20,5 +20,7 @@ const char *flowsdn__policy_strerror(int code);
 const char *flowsdn__ipam_strerror(int code);
 const char *flowsdn__maglev_strerror(int code);
 const char *flowsdn__identity_strerror(int code);
+const char *flowsdn__bpf_strerror(int code);
+const char *flowsdn__netlink_strerror(int code);
 
 #endif
