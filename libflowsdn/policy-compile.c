@@ -22,6 +22,14 @@
 #include <flowsdn/policy.h>
 
 #include "policy-internal.h"
+/* after <flowsdn/identity.h> (in policy-internal.h): maps.h #defines the
+ * reserved identity names that identity.h declares as enumerators */
+#include <flowsdn/datapath.h>
+
+_Static_assert((int)FLOWSDN_POLICY_INGRESS == (int)FLOWSDN_DIR_INGRESS && (int)FLOWSDN_POLICY_EGRESS == (int)FLOWSDN_DIR_EGRESS,
+	       "direction numbering of the map contract");
+_Static_assert(POLICY_IDENTITY_LOCAL_BASE == FLOWSDN_IDENTITY_LOCAL_BASE, "CIDR identities");
+_Static_assert(POLICY_IDENTITY_ANY == FLOWSDN_IDENTITY_ANY, "any-peer identity");
 
 /* ------------------------------------------------------------ CIDR identities */
 
@@ -857,5 +865,22 @@ FLOWSDN_API int flowsdn_policy_db_lookup(struct flowsdn_policy_db *db, uint32_t 
 		*ret_verdict = FLOWSDN_POLICY_VERDICT_ALLOW;
 	else
 		*ret_verdict = pod->flags & enforce ? FLOWSDN_POLICY_VERDICT_DENY : FLOWSDN_POLICY_VERDICT_ALLOW;
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_policy_entry_to_key(const struct flowsdn_policy_entry *entry, uint32_t ep_id,
+					    struct flowsdn_policy_key *ret_key, uint32_t *ret_flags)
+{
+	struct flowsdn_policy_key k;
+	int r;
+
+	if (!entry || !ret_key || !ret_flags || entry->direction > FLOWSDN_POLICY_EGRESS)
+		return -EINVAL;
+	r = flowsdn_policy_key_make(ep_id, (enum flowsdn_direction)entry->direction, entry->identity,
+				    entry->protocol, entry->port, entry->port_bits, &k);
+	if (r < 0)
+		return r;
+	*ret_key = k;
+	*ret_flags = entry->deny ? FLOWSDN_POLICY_F_DENY : 0;
 	return 0;
 }

@@ -348,6 +348,17 @@ FLOWSDN_API int flowsdn_policy_db_entries(const struct flowsdn_policy_db *db, ui
 					  const struct flowsdn_policy_entry **ret_entries,
 					  size_t *ret_n, unsigned int *ret_flags);
 
+struct flowsdn_policy_key;
+
+/* Writes @entry of endpoint @ep_id as a key of the flowsdn_policy map
+ * (struct flowsdn_policy_key of <flowsdn/maps.h>: prefixlen, ep_id,
+ * direction, identity, protocol, dport in network order) and the value
+ * flags (FLOWSDN_POLICY_F_DENY or 0) to store with entry->rule_id.
+ * For the atomic switch, @ep_id is the policy generation the loader
+ * writes (see the top of this header).  Errors: -EINVAL. */
+FLOWSDN_API int flowsdn_policy_entry_to_key(const struct flowsdn_policy_entry *entry, uint32_t ep_id,
+					    struct flowsdn_policy_key *ret_key, uint32_t *ret_flags);
+
 /* One ipcache entry: an address prefix and its identity. */
 struct flowsdn_policy_ipcache_entry {
 	struct flowsdn_prefix prefix;

@@ -16,6 +16,8 @@
 
 #include "helpers.h"
 #include "policy-helpers.h"
+#include <arpa/inet.h>
+#include <flowsdn/maps.h>
 
 #define ARRAY_SIZE_T(a) ((unsigned int)(sizeof(a) / sizeof((a)[0])))
 
@@ -431,17 +433,121 @@ static uint16_t gen_port_num(void)
 
 static size_t flows_checked, flows_run, flows_allowed;
 
+/* The endpoints' entries in the map contract's layout, and the ipcache:
+ * an LPM emulation on the raw key bits, independent of the library's
+ * own lookup. */
+struct mapped {
+	struct flowsdn_policy_key *keys;
+	uint32_t *flags;
+	size_t n;
+	unsigned int ep_flags;
+};
+static struct mapped mapped[N_PODS + 1];
+static const struct flowsdn_policy_ipcache_entry *ipc;
+static size_t n_ipc;
+
+static void map_all(struct flowsdn_policy_db *db, const struct gpod *pods, size_t n)
+{
+	for (size_t i = 0; i <= N_PODS; i++) {
+		free(mapped[i].keys);
+		free(mapped[i].flags);
+		memset(&mapped[i], 0, sizeof(mapped[i]));
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct flowsdn_policy_entry *e;
+		struct mapped *m;
+		size_t ne;
+
+		if (!pods[i].live)
+			continue;
+		cr_assert(pods[i].ep <= N_PODS);
+		m = &mapped[pods[i].ep];
+		cr_assert(flowsdn_policy_db_entries(db, pods[i].ep, &e, &ne, &m->ep_flags) == 0);
+		m->keys = calloc(ne + 1, sizeof(*m->keys));
+		m->flags = calloc(ne + 1, sizeof(*m->flags));
+		cr_assert(m->keys && m->flags);
+		for (size_t k = 0; k < ne; k++)
+			ASSERT_OK(flowsdn_policy_entry_to_key(&e[k], pods[i].ep, &m->keys[k], &m->flags[k]), "to_key");
+		m->n = ne;
+	}
+	ASSERT_OK(flowsdn_policy_db_ipcache(db, &ipc, &n_ipc), "ipcache");
+}
+
+static bool bits_equal(const uint8_t *a, const uint8_t *b, unsigned int bits)
+{
+	for (unsigned int i = 0; i < bits; i++)
+		if (((a[i / 8] >> (7 - i % 8)) & 1) != ((b[i / 8] >> (7 - i % 8)) & 1))
+			return false;
+	return true;
+}
+
+/* BPF_MAP_TYPE_LPM_TRIE lookup: the longest key whose first prefixlen
+ * data bits equal those of @k; -1 when none. */
+static long lpm(const struct mapped *m, const struct flowsdn_policy_key *k)
+{
+	long best = -1;
+
+	for (size_t i = 0; i < m->n; i++) {
+		if (best >= 0 && m->keys[i].prefixlen <= m->keys[best].prefixlen)
+			continue;
+		if (bits_equal((const uint8_t *)&m->keys[i] + 4, (const uint8_t *)k + 4, m->keys[i].prefixlen))
+			best = (long)i;
+	}
+	return best;
+}
+
+static int map_verdict(uint32_t ep, int dir, const struct flowsdn_addr *peer, uint8_t proto, uint16_t port)
+{
+	const struct mapped *m = &mapped[ep];
+	uint32_t ident = FLOWSDN_IDENTITY_WORLD;
+	int best_len = -1;
+	struct flowsdn_policy_key k;
+	long a, b;
+
+	for (size_t i = 0; i < n_ipc; i++)
+		if (flowsdn_prefix_contains_addr(&ipc[i].prefix, peer) && ipc[i].prefix.len > best_len) {
+			best_len = ipc[i].prefix.len;
+			ident = ipc[i].identity;
+		}
+	if (proto != 6 && proto != 17 && proto != 132)
+		port = 0;
+	memset(&k, 0, sizeof(k));
+	k.prefixlen = FLOWSDN_POLICY_PREFIX_FULL;
+	k.ep_id = ep;
+	k.direction = (uint8_t)dir;
+	k.identity = ident;
+	k.protocol = proto;
+	k.dport = htons(port);
+	a = lpm(m, &k);
+	k.identity = FLOWSDN_IDENTITY_ANY;
+	b = lpm(m, &k);
+	if ((a >= 0 && (m->flags[a] & FLOWSDN_POLICY_F_DENY)) || (b >= 0 && (m->flags[b] & FLOWSDN_POLICY_F_DENY)))
+		return FLOWSDN_POLICY_VERDICT_DENY;
+	if (a >= 0 || b >= 0)
+		return FLOWSDN_POLICY_VERDICT_ALLOW;
+	return m->ep_flags & (dir == FLOWSDN_POLICY_INGRESS ? FLOWSDN_POLICY_ENFORCE_INGRESS
+							     : FLOWSDN_POLICY_ENFORCE_EGRESS)
+		       ? FLOWSDN_POLICY_VERDICT_DENY
+		       : FLOWSDN_POLICY_VERDICT_ALLOW;
+}
+
 static void check_flow(struct flowsdn_policy_db *db, uint64_t seed, uint32_t ep, int dir,
 		       const struct flowsdn_addr *peer, uint8_t proto, uint16_t port)
 {
 	int vc = 0, vs = 0, r;
 	char a[FLOWSDN_ADDR_STRLEN];
 
+	flowsdn_addr_format(peer, a, sizeof(a));
 	r = flowsdn_policy_db_lookup(db, ep, dir, peer, proto, port, &vc);
 	cr_assert(r == 0, "seed %" PRIu64 ": lookup: %s", seed, flowsdn_strerror(r));
 	r = flowsdn_policy_db_simulate(db, ep, dir, peer, proto, port, &vs);
 	cr_assert(r == 0, "seed %" PRIu64 ": simulate: %s", seed, flowsdn_strerror(r));
-	flowsdn_addr_format(peer, a, sizeof(a));
+	{
+		int vm = map_verdict(ep, dir, peer, proto, port);
+
+		cr_assert(vm == vc, "seed %" PRIu64 ": endpoint %u %s peer %s proto %u port %u: map-layout LPM %d, "
+			  "library lookup %d", seed, ep, dir ? "egress" : "ingress", a, proto, port, vm, vc);
+	}
 	cr_assert(vc == vs,
 		  "seed %" PRIu64 ": endpoint %u %s peer %s proto %u port %u: compiled %s, simulator %s "
 		  "(rerun with POLICY_SEED=%" PRIu64 ")",
@@ -531,6 +637,7 @@ Test(policy_agree, random_worlds_100k_flows, .timeout = 600)
 		memset(&rep, 0, sizeof(rep));
 		rep.sz = sizeof(rep);
 		ASSERT_OK(flowsdn_policy_db_compile(db, &rep), "compile");
+		map_all(db, pods, N_PODS);
 		run_flows(db, seed, pods, N_PODS, 4000);
 
 		/* incremental changes, each checked against a full recompute */
@@ -580,6 +687,7 @@ Test(policy_agree, random_worlds_100k_flows, .timeout = 600)
 					  "seed %" PRIu64 ": world %zu step %u: endpoint %u: incremental "
 					  "(%zu entries) != full recompute (%zu entries)",
 					  seed, worlds, step, pods[i].ep, inc[i].n, full[i].n);
+			map_all(db, pods, N_PODS);
 			run_flows(db, seed, pods, N_PODS, 1500);
 		}
 		for (size_t i = 0; i < N_PODS; i++) {
@@ -588,9 +696,15 @@ Test(policy_agree, random_worlds_100k_flows, .timeout = 600)
 			free(full[i].e);
 		}
 		policy_test_db_free(&t);
+		ipc = NULL;
+		n_ipc = 0;
 		worlds++;
 	}
 	fprintf(stderr, "policy agreement: seed %" PRIu64 ": %zu worlds, %zu flows, %zu endpoint-direction verdicts agree (%zu allow, %zu deny)\n",
 		seed, worlds, flows_run, flows_checked, flows_allowed, flows_checked - flows_allowed);
 	cr_assert(flows_run >= 100000 && flows_checked >= flows_run / 2);
+	for (size_t i = 0; i <= N_PODS; i++) {
+		free(mapped[i].keys);
+		free(mapped[i].flags);
+	}
 }
