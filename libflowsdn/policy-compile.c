@@ -81,6 +81,8 @@ static void cidr_changed(struct flowsdn_policy_db *db, const struct flowsdn_pref
 {
 	db->gen++;
 	db->ipcache_valid = false;
+	if (db->n_clean == 0)
+		return; /* every endpoint is dirty already */
 	for (size_t i = 0; i < db->n_policies; i++) {
 		struct flowsdn_policy *p = db->policies[i];
 		bool hit = policy_uses_universe(p);
@@ -200,26 +202,32 @@ int pdb_cidr_ref(struct flowsdn_policy_db *db, const struct flowsdn_policy *p, i
  * @pe selects; cached until the identities or CIDRs change. */
 static int peer_select(struct flowsdn_policy_db *db, const struct flowsdn_policy *p, struct ppeer *pe)
 {
-	size_t cap = pe->kind == PEER_SELECTOR ? db->n_idents : db->n_cidrs;
-	uint32_t *ids;
 	size_t n = 0;
 
-	if (pe->cache_ids && pe->cache_gen == db->gen)
+	if (pe->cache_gen == db->gen && (pe->cache_ids || pe->cache_idents))
 		return 0;
-	ids = malloc((cap + 1) * sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
 	if (pe->kind == PEER_SELECTOR) {
-		for (size_t i = 0; i < db->n_idents; i++) {
-			const struct pident *id = db->idents[i];
+		struct pident **ids = malloc((db->n_idents + 1) * sizeof(*ids));
 
-			if (pe->ns ? !psel_matches(pe->ns, &id->nsp->labels) : strcmp(id->ns, p->ns) != 0)
+		if (!ids)
+			return -ENOMEM;
+		/* namespaces first: a podSelector alone stays in the policy's */
+		for (size_t i = 0; i < db->n_nss; i++) {
+			const struct pns *ns = db->nss[i];
+
+			if (pe->ns ? !psel_matches(pe->ns, &ns->labels) : strcmp(ns->name, p->ns) != 0)
 				continue;
-			if (pe->pod && !psel_matches(pe->pod, &id->labels))
-				continue;
-			ids[n++] = (uint32_t)i;
+			for (size_t k = 0; k < ns->nidentv; k++)
+				if (!pe->pod || psel_matches(pe->pod, &ns->identv[k]->labels))
+					ids[n++] = ns->identv[k];
 		}
+		free(pe->cache_idents);
+		pe->cache_idents = ids;
 	} else {
+		uint32_t *ids = malloc((db->n_cidrs + 1) * sizeof(*ids));
+
+		if (!ids)
+			return -ENOMEM;
 		for (size_t i = 0; i < db->n_cidrs; i++) {
 			const struct flowsdn_prefix *c = &db->cidrs[i].prefix;
 			bool out = !flowsdn_prefix_contains(&pe->cidr, c);
@@ -230,9 +238,9 @@ static int peer_select(struct flowsdn_policy_db *db, const struct flowsdn_policy
 			if (!out)
 				ids[n++] = (uint32_t)i;
 		}
+		free(pe->cache_ids);
+		pe->cache_ids = ids;
 	}
-	free(pe->cache_ids);
-	pe->cache_ids = ids;
 	pe->n_cache = n;
 	pe->cache_gen = db->gen;
 	return 0;
@@ -245,6 +253,8 @@ void pdb_peer_caches_free(struct flowsdn_policy *p)
 			for (size_t j = 0; j < p->rules[d][i].n_peers; j++) {
 				free(p->rules[d][i].peers[j].cache_ids);
 				p->rules[d][i].peers[j].cache_ids = NULL;
+				free(p->rules[d][i].peers[j].cache_idents);
+				p->rules[d][i].peers[j].cache_idents = NULL;
 			}
 }
 
@@ -360,7 +370,7 @@ static int rule_collect(struct flowsdn_policy_db *db, const struct flowsdn_polic
 		ret = peer_select(db, p, pe);
 		for (size_t k = 0; k < pe->n_cache && ret == 0; k++) {
 			if (pe->kind == PEER_SELECTOR) {
-				const struct pident *id = db->idents[pe->cache_ids[k]];
+				const struct pident *id = pe->cache_idents[k];
 
 				ret = rule_items(it, r, dir, tier, id->id,
 						 egress_named ? id->ports : self_np,
@@ -578,11 +588,13 @@ static int compile_endpoint(struct flowsdn_policy_db *db, const struct ppod *pod
 	unsigned int flags = 0;
 	int r = 0;
 
-	sc->items.n = 0;
-	for (size_t i = 0; i < db->n_policies && r == 0; i++) {
-		struct flowsdn_policy *p = db->policies[i];
+	const struct pns *ns = pdb_namespace(db, pod->ns);
 
-		if (!pdb_policy_selects(p, pod))
+	sc->items.n = 0;
+	for (size_t i = 0; ns && i < ns->npolv && r == 0; i++) {
+		struct flowsdn_policy *p = ns->polv[i];
+
+		if (!psel_matches(&p->podsel, &pod->labels))
 			continue;
 		for (int d = 0; d < 2 && r == 0; d++) {
 			if (!(p->types & (1u << d)))
@@ -671,6 +683,7 @@ FLOWSDN_API int flowsdn_policy_db_compile(struct flowsdn_policy_db *db,
 		pod->flags = pend[i].flags;
 		pod->dirty = false;
 		pod->compiled = true;
+		db->n_clean++;
 		rep[i] = pod->ep_id;
 	}
 	db->compile_epoch++;

@@ -93,7 +93,9 @@ struct ppeer {
 	struct flowsdn_prefix cidr;
 	struct flowsdn_prefix *except;
 	size_t n_except;
-	/* compiler cache: identities this peer selects, valid for cache_gen */
+	/* compiler cache, valid for cache_gen: the identities (selector) or
+	 * the indexes into db->cidrs (ipBlock) this peer selects */
+	struct pident **cache_idents;
 	uint32_t *cache_ids;
 	size_t n_cache;
 	uint64_t cache_gen;
@@ -134,6 +136,13 @@ struct pns {
 	struct plabels labels;
 	size_t n_pods;
 	bool explicit_;
+	/* indexes (unordered) */
+	struct ppod **podv;
+	size_t npodv;
+	struct pident **identv;
+	size_t nidentv;
+	struct flowsdn_policy **polv;
+	size_t npolv;
 };
 
 struct pident {
@@ -196,6 +205,7 @@ struct flowsdn_policy_db {
 	uint32_t cidr_next;      /* next never-used CIDR identity - LOCAL_BASE */
 	uint64_t gen;            /* bumped when identities or CIDRs change */
 	uint64_t compile_epoch;  /* bumped by every successful compile */
+	size_t n_clean;          /* compiled endpoints that are not dirty */
 	struct prule_ref *rules; /* by rule_id */
 	size_t n_rules;
 	struct flowsdn_identity_store *store; /* borrowed */
@@ -211,6 +221,7 @@ struct flowsdn_policy_db {
 /* policy-model.c */
 struct pns *pdb_namespace(const struct flowsdn_policy_db *db, const char *name);
 void pdb_mark_policy(struct flowsdn_policy_db *db, struct flowsdn_policy *p);
+void pdb_pod_dirty(struct flowsdn_policy_db *db, struct ppod *pod);
 struct ppod *pdb_pod_by_addr(const struct flowsdn_policy_db *db, const struct flowsdn_addr *a);
 bool pdb_policy_selects(const struct flowsdn_policy *p, const struct ppod *pod);
 

@@ -322,6 +322,9 @@ FLOWSDN_API void flowsdn_policy_db_free(struct flowsdn_policy_db *db)
 	for (size_t i = 0; i < db->n_nss; i++) {
 		free(db->nss[i]->name);
 		plabels_free(&db->nss[i]->labels);
+		free(db->nss[i]->podv);
+		free(db->nss[i]->identv);
+		free(db->nss[i]->polv);
 		free(db->nss[i]);
 	}
 	free(db->nss);
@@ -420,12 +423,23 @@ bool pdb_policy_selects(const struct flowsdn_policy *p, const struct ppod *pod)
  * pods, which are dirty anyway. */
 void pdb_mark_policy(struct flowsdn_policy_db *db, struct flowsdn_policy *p)
 {
+	struct pns *ns;
+
 	if (p->marked_epoch == db->compile_epoch + 1)
 		return;
 	p->marked_epoch = db->compile_epoch + 1;
-	for (size_t i = 0; i < db->n_eps; i++)
-		if (db->eps[i] && pdb_policy_selects(p, db->eps[i]))
-			db->eps[i]->dirty = true;
+	ns = pdb_namespace(db, p->ns);
+	for (size_t i = 0; ns && i < ns->npodv; i++)
+		if (psel_matches(&p->podsel, &ns->podv[i]->labels))
+			pdb_pod_dirty(db, ns->podv[i]);
+}
+
+void pdb_pod_dirty(struct flowsdn_policy_db *db, struct ppod *pod)
+{
+	if (!pod->dirty) {
+		pod->dirty = true;
+		db->n_clean--;
+	}
 }
 
 /* Does a rule of @p depend on the set of identities matching @id (its
@@ -463,6 +477,8 @@ static bool policy_depends_on_ident(const struct flowsdn_policy *p, const struct
 static void mark_ident_change(struct flowsdn_policy_db *db, const struct pident *id)
 {
 	db->gen++;
+	if (db->n_clean == 0)
+		return; /* every endpoint is dirty already */
 	for (size_t i = 0; i < db->n_policies; i++)
 		if (policy_depends_on_ident(db->policies[i], id))
 			pdb_mark_policy(db, db->policies[i]);
@@ -568,6 +584,7 @@ static void pod_unidentify(struct flowsdn_policy_db *db, struct ppod *pod)
 		mark_ident_change(db, id);
 		pmap_del(&db->ident_by_key, id->key, strlen(id->key));
 		ptr_remove((void **)db->idents, &db->n_idents, id);
+		ptr_remove((void **)id->nsp->identv, &id->nsp->nidentv, id);
 		(void)flowsdn_identity_release(db->store, id->id);
 		ident_free(id);
 	} else if (changed) {
@@ -606,6 +623,11 @@ static int pod_identify(struct flowsdn_policy_db *db, struct ppod *pod, struct p
 		r = pmap_put(&db->ident_by_key, id->key, strlen(id->key), id);
 		if (r == 0) {
 			r = ptr_push((void ***)&db->idents, &db->n_idents, id);
+			if (r == 0) {
+				r = ptr_push((void ***)&ns->identv, &ns->nidentv, id);
+				if (r < 0)
+					db->n_idents--;
+			}
 			if (r < 0)
 				pmap_del(&db->ident_by_key, id->key, strlen(id->key));
 		}
@@ -820,9 +842,14 @@ FLOWSDN_API int flowsdn_policy_db_set_pod(struct flowsdn_policy_db *db,
 		}
 	}
 	np->ep_id = (uint32_t)slot + 1;
+	if (!old) {
+		r = ptr_push((void ***)&ns->podv, &ns->npodv, np);
+		if (r < 0)
+			goto fail;
+	}
 	r = pod_identify(db, np, ns);
 	if (r < 0)
-		goto fail;
+		goto fail_unlist;
 	if (old)
 		pod_addrs_unindex(db, old);
 	r = pod_addrs_index(db, np);
@@ -835,11 +862,16 @@ FLOWSDN_API int flowsdn_policy_db_set_pod(struct flowsdn_policy_db *db,
 		pod_unidentify(db, np);
 		if (old)
 			(void)pod_addrs_index(db, old);
-		goto fail;
+		goto fail_unlist;
 	}
 	if (old) {
 		/* same key: replacing the value cannot fail */
 		(void)pmap_put(&db->pod_by_key, np->key, strlen(np->key), np);
+		for (size_t i = 0; i < ns->npodv; i++)
+			if (ns->podv[i] == old)
+				ns->podv[i] = np;
+		if (!old->dirty)
+			db->n_clean--;
 		pod_unidentify(db, old);
 		/* the datapath keeps the old entries until the recompute */
 		np->entries = TAKE_PTR(old->entries);
@@ -856,6 +888,9 @@ FLOWSDN_API int flowsdn_policy_db_set_pod(struct flowsdn_policy_db *db,
 	if (ret_ep_id)
 		*ret_ep_id = np->ep_id;
 	return 0;
+fail_unlist:
+	if (!old)
+		ptr_remove((void **)ns->podv, &ns->npodv, np);
 fail:
 	pod_free(np);
 	return r;
@@ -882,8 +917,12 @@ FLOWSDN_API int flowsdn_policy_db_delete_pod(struct flowsdn_policy_db *db,
 	pmap_del(&db->pod_by_key, pod->key, strlen(pod->key));
 	db->eps[pod->ep_id - 1] = NULL;
 	ns = pdb_namespace(db, pod->ns);
-	if (ns)
+	if (ns) {
 		ns->n_pods--;
+		ptr_remove((void **)ns->podv, &ns->npodv, pod);
+	}
+	if (!pod->dirty)
+		db->n_clean--;
 	pod_free(pod);
 	db->ipcache_valid = false;
 	return 0;
@@ -943,6 +982,11 @@ FLOWSDN_API int flowsdn_policy_db_apply(struct flowsdn_policy_db *db, struct flo
 	if (r < 0)
 		goto fail;
 	r = ptr_push((void ***)&db->policies, &db->n_policies, policy);
+	if (r == 0) {
+		r = ptr_push((void ***)&ns->polv, &ns->npolv, policy);
+		if (r < 0)
+			db->n_policies--;
+	}
 	if (r < 0) {
 		rule_ids_release(db, policy);
 		goto fail;
@@ -950,6 +994,7 @@ FLOWSDN_API int flowsdn_policy_db_apply(struct flowsdn_policy_db *db, struct flo
 	r = pdb_cidr_ref(db, policy, +1);
 	if (r < 0) {
 		db->n_policies--;
+		ns->npolv--;
 		rule_ids_release(db, policy);
 		goto fail;
 	}
@@ -959,6 +1004,7 @@ FLOWSDN_API int flowsdn_policy_db_apply(struct flowsdn_policy_db *db, struct flo
 	if (r < 0) {
 		(void)pdb_cidr_ref(db, policy, -1);
 		db->n_policies--;
+		ns->npolv--;
 		rule_ids_release(db, policy);
 		goto fail;
 	}
@@ -968,6 +1014,7 @@ FLOWSDN_API int flowsdn_policy_db_apply(struct flowsdn_policy_db *db, struct flo
 		(void)pdb_cidr_ref(db, old, -1);
 		rule_ids_release(db, old);
 		ptr_remove((void **)db->policies, &db->n_policies, old);
+		ptr_remove((void **)ns->polv, &ns->npolv, old);
 		flowsdn_policy_free(old);
 	}
 	pdb_mark_policy(db, policy);
@@ -997,6 +1044,12 @@ FLOWSDN_API int flowsdn_policy_db_delete(struct flowsdn_policy_db *db,
 	rule_ids_release(db, p);
 	pmap_del(&db->policy_by_key, p->key, strlen(p->key));
 	ptr_remove((void **)db->policies, &db->n_policies, p);
+	{
+		struct pns *ns = pdb_namespace(db, p->ns);
+
+		if (ns)
+			ptr_remove((void **)ns->polv, &ns->npolv, p);
+	}
 	flowsdn_policy_free(p);
 	return 0;
 }
@@ -1008,7 +1061,7 @@ FLOWSDN_API void flowsdn_policy_db_invalidate_all(struct flowsdn_policy_db *db)
 	db->gen++;
 	for (size_t i = 0; i < db->n_eps; i++)
 		if (db->eps[i])
-			db->eps[i]->dirty = true;
+			pdb_pod_dirty(db, db->eps[i]);
 }
 
 FLOWSDN_API int flowsdn_policy_db_endpoint_by_addr(const struct flowsdn_policy_db *db,

@@ -1112,6 +1112,7 @@ void ppolicy_free_rules(struct flowsdn_policy *p)
 				free(r->peers[j].ns);
 				free(r->peers[j].except);
 				free(r->peers[j].cache_ids);
+				free(r->peers[j].cache_idents);
 			}
 			free(r->peers);
 			for (size_t j = 0; j < r->n_ports; j++)
