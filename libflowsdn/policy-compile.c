@@ -207,19 +207,37 @@ static int peer_select(struct flowsdn_policy_db *db, const struct flowsdn_policy
 	if (pe->cache_gen == db->gen && (pe->cache_ids || pe->cache_idents))
 		return 0;
 	if (pe->kind == PEER_SELECTOR) {
-		struct pident **ids = malloc((db->n_idents + 1) * sizeof(*ids));
+		struct pident **ids;
+		size_t cap = 0;
 
-		if (!ids)
-			return -ENOMEM;
-		/* namespaces first: a podSelector alone stays in the policy's */
-		for (size_t i = 0; i < db->n_nss; i++) {
-			const struct pns *ns = db->nss[i];
+		/* namespaces first: a podSelector alone stays in the policy's
+		 * namespace, and a namespaceSelector naming one namespace by
+		 * its metadata.name label need not look at the others */
+		const char *only = pe->ns ? plabels_get(&pe->ns->match, "kubernetes.io/metadata.name") : p->ns;
+		struct pns *one = only ? pdb_namespace(db, only) : NULL;
+		struct pns *const *nss = only ? &one : db->nss;
+		size_t n_nss = only ? (one ? 1 : 0) : db->n_nss;
 
-			if (pe->ns ? !psel_matches(pe->ns, &ns->labels) : strcmp(ns->name, p->ns) != 0)
-				continue;
-			for (size_t k = 0; k < ns->nidentv; k++)
-				if (!pe->pod || psel_matches(pe->pod, &ns->identv[k]->labels))
-					ids[n++] = ns->identv[k];
+		for (int pass = 0; pass < 2; pass++) {
+			n = 0;
+			for (size_t i = 0; i < n_nss; i++) {
+				const struct pns *ns = nss[i];
+
+				if (pe->ns && !psel_matches(pe->ns, &ns->labels))
+					continue;
+				if (pass == 0) {
+					cap += ns->nidentv;
+					continue;
+				}
+				for (size_t k = 0; k < ns->nidentv; k++)
+					if (!pe->pod || psel_matches(pe->pod, &ns->identv[k]->labels))
+						ids[n++] = ns->identv[k];
+			}
+			if (pass == 0) {
+				ids = malloc((cap + 1) * sizeof(*ids));
+				if (!ids)
+					return -ENOMEM;
+			}
 		}
 		free(pe->cache_idents);
 		pe->cache_idents = ids;

@@ -193,6 +193,7 @@ struct flowsdn_policy_db {
 	size_t n_nss;
 	struct ppod **eps;       /* by ep_id (index); NULL: free id */
 	size_t n_eps;
+	size_t free_hint;        /* no free slot below it */
 	struct pident **idents;  /* live identities, unordered */
 	size_t n_idents;
 	struct flowsdn_policy **policies; /* unordered */

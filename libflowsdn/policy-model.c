@@ -804,9 +804,9 @@ FLOWSDN_API int flowsdn_policy_db_set_pod(struct flowsdn_policy_db *db,
 					  const struct flowsdn_policy_pod *pod,
 					  uint32_t *ret_ep_id)
 {
-	struct ppod *np = NULL, *old;
+	struct ppod *np = NULL, *old = NULL;
 	struct pns *ns;
-	size_t slot;
+	size_t slot = SIZE_MAX;
 	int r;
 
 	if (!db || !pod || !OPTS_VALID(pod, flowsdn_policy_pod) || !pod->namespace_name || !pod->name ||
@@ -833,8 +833,9 @@ FLOWSDN_API int flowsdn_policy_db_set_pod(struct flowsdn_policy_db *db,
 	if (old) {
 		slot = old->ep_id - 1;
 	} else {
-		for (slot = 0; slot < db->n_eps && db->eps[slot]; slot++)
+		for (slot = db->free_hint; slot < db->n_eps && db->eps[slot]; slot++)
 			;
+		db->free_hint = slot + 1;
 		if (slot == db->n_eps) {
 			r = ptr_push((void ***)&db->eps, &db->n_eps, NULL);
 			if (r < 0)
@@ -892,6 +893,8 @@ fail_unlist:
 	if (!old)
 		ptr_remove((void **)ns->podv, &ns->npodv, np);
 fail:
+	if (!old && slot < db->free_hint)
+		db->free_hint = slot;
 	pod_free(np);
 	return r;
 }
@@ -916,6 +919,8 @@ FLOWSDN_API int flowsdn_policy_db_delete_pod(struct flowsdn_policy_db *db,
 	pod_unidentify(db, pod);
 	pmap_del(&db->pod_by_key, pod->key, strlen(pod->key));
 	db->eps[pod->ep_id - 1] = NULL;
+	if (pod->ep_id - 1 < db->free_hint)
+		db->free_hint = pod->ep_id - 1;
 	ns = pdb_namespace(db, pod->ns);
 	if (ns) {
 		ns->n_pods--;
