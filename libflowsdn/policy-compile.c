@@ -626,7 +626,8 @@ static int compile_endpoint(struct flowsdn_policy_db *db, const struct ppod *pod
 	}
 	if (r < 0)
 		return r;
-	qsort(sc->items.v, sc->items.n, sizeof(*sc->items.v), item_cmp);
+	if (sc->items.n > 1)
+		qsort(sc->items.v, sc->items.n, sizeof(*sc->items.v), item_cmp);
 	for (size_t i = 0; i < sc->items.n && r == 0;) {
 		size_t j = i;
 
@@ -638,7 +639,8 @@ static int compile_endpoint(struct flowsdn_policy_db *db, const struct ppod *pod
 	}
 	if (r < 0)
 		return r;
-	qsort(out->v, out->n, sizeof(*out->v), entry_cmp);
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(*out->v), entry_cmp);
 	*ret_flags = flags;
 	return 0;
 }
@@ -843,6 +845,9 @@ static const struct flowsdn_policy_entry *policy_lpm(const struct ppod *pod, int
 {
 	struct flowsdn_policy_entry key = { .identity = ident, .direction = (uint8_t)dir };
 	const struct flowsdn_policy_entry *hit;
+
+	if (pod->n_entries == 0)
+		return NULL;
 
 	if (proto != 0) {
 		for (int bits = 16; bits >= 0; bits--) {

@@ -595,7 +595,8 @@ static void snapshot(struct flowsdn_policy_db *db, const struct gpod *pods, size
 		cr_assert(flowsdn_policy_db_entries(db, pods[i].ep, &e, &s[i].n, &s[i].flags) == 0);
 		s[i].e = malloc((s[i].n + 1) * sizeof(*e));
 		cr_assert(s[i].e);
-		memcpy(s[i].e, e, s[i].n * sizeof(*e));
+		if (s[i].n)
+			memcpy(s[i].e, e, s[i].n * sizeof(*e));
 		s[i].present = true;
 	}
 }
