@@ -264,18 +264,6 @@ static int peer_select(struct flowsdn_policy_db *db, const struct flowsdn_policy
 	return 0;
 }
 
-void pdb_peer_caches_free(struct flowsdn_policy *p)
-{
-	for (int d = 0; d < 2; d++)
-		for (size_t i = 0; i < p->n_rules[d]; i++)
-			for (size_t j = 0; j < p->rules[d][i].n_peers; j++) {
-				free(p->rules[d][i].peers[j].cache_ids);
-				p->rules[d][i].peers[j].cache_ids = NULL;
-				free(p->rules[d][i].peers[j].cache_idents);
-				p->rules[d][i].peers[j].cache_idents = NULL;
-			}
-}
-
 /* ------------------------------------------------------------ items */
 
 struct item {

@@ -224,7 +224,6 @@ struct pns *pdb_namespace(const struct flowsdn_policy_db *db, const char *name);
 void pdb_mark_policy(struct flowsdn_policy_db *db, struct flowsdn_policy *p);
 void pdb_pod_dirty(struct flowsdn_policy_db *db, struct ppod *pod);
 struct ppod *pdb_pod_by_addr(const struct flowsdn_policy_db *db, const struct flowsdn_addr *a);
-bool pdb_policy_selects(const struct flowsdn_policy *p, const struct ppod *pod);
 
 /* policy-parse.c */
 void ppolicy_free_rules(struct flowsdn_policy *p);
@@ -236,6 +235,5 @@ bool pvalid_dns_label(const char *name);
 /* policy-compile.c */
 int pdb_cidr_init(struct flowsdn_policy_db *db);
 int pdb_cidr_ref(struct flowsdn_policy_db *db, const struct flowsdn_policy *p, int delta);
-void pdb_peer_caches_free(struct flowsdn_policy *p);
 
 #endif

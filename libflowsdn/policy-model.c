@@ -413,11 +413,6 @@ oom:
 	return -ENOMEM;
 }
 
-bool pdb_policy_selects(const struct flowsdn_policy *p, const struct ppod *pod)
-{
-	return strcmp(p->ns, pod->ns) == 0 && psel_matches(&p->podsel, &pod->labels);
-}
-
 /* Marks the pods @p selects dirty.  Once done since the last compile it
  * need not be done again: pods selected since then are new or changed
  * pods, which are dirty anyway. */
