@@ -643,7 +643,7 @@ Test(policy_agree, random_worlds_100k_flows, .timeout = 600)
 
 		/* incremental changes, each checked against a full recompute */
 		for (unsigned int step = 0; step < 6; step++) {
-			unsigned int what = R(5);
+			unsigned int what = R(6);
 			char ns[8], name[16];
 
 			snapshot(db, pods, N_PODS, before);
@@ -660,7 +660,14 @@ Test(policy_agree, random_worlds_100k_flows, .timeout = 600)
 			} else if (what == 3) {
 				unsigned int i = R(N_PODS);
 
-				set_pod(db, &pods[i], i); /* new labels, same namespace */
+				set_pod(db, &pods[i], i); /* new labels (same namespace), or back */
+			} else if (what == 4) {
+				unsigned int i = R(N_PODS);
+
+				if (pods[i].live) {
+					ASSERT_OK(flowsdn_policy_db_delete_pod(db, pods[i].ns, pods[i].name), "delete pod");
+					pods[i].live = false;
+				}
 			} else {
 				set_namespaces(db);
 			}
@@ -672,7 +679,7 @@ Test(policy_agree, random_worlds_100k_flows, .timeout = 600)
 			for (size_t i = 0; i < N_PODS; i++) {
 				bool reported = false;
 
-				if (same(&before[i], &inc[i]))
+				if (same(&before[i], &inc[i]) || !inc[i].present)
 					continue;
 				for (size_t k = 0; k < rep.n_ep_ids; k++)
 					if (rep.ep_ids[k] == pods[i].ep)
