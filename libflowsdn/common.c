@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flowsdn/cni.h>
+
 #include "internal.h"
 
 static flowsdn_log_fn log_fn;
@@ -38,6 +40,7 @@ struct strerror_block {
 
 static const struct strerror_block blocks[] = {
 	{ FLOWSDN_E_BASE, FLOWSDN_E_ADDR_MAX_, flowsdn__addr_strerror },
+	{ FLOWSDN_E_CNI_BASE, FLOWSDN_E_CNI_MAX_, flowsdn__cni_strerror },
 };
 
 FLOWSDN_API const char *flowsdn_strerror(int err)
