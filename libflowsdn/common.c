@@ -6,6 +6,8 @@
 #include <stdio.h>
 
 #include <flowsdn/cni.h>
+#include <flowsdn/datapath.h>
+#include <flowsdn/netlink.h>
 
 #include "internal.h"
 
@@ -41,6 +43,8 @@ struct strerror_block {
 static const struct strerror_block blocks[] = {
 	{ FLOWSDN_E_BASE, FLOWSDN_E_ADDR_MAX_, flowsdn__addr_strerror },
 	{ FLOWSDN_E_CNI_BASE, FLOWSDN_E_CNI_MAX_, flowsdn__cni_strerror },
+	{ FLOWSDN_E_BPF_BASE, FLOWSDN_E_BPF_MAX_, flowsdn__bpf_strerror },
+	{ FLOWSDN_E_NL_BASE, FLOWSDN_E_NL_MAX_, flowsdn__netlink_strerror },
 };
 
 FLOWSDN_API const char *flowsdn_strerror(int err)
