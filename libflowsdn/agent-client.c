@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <flowsdn/agent.h>
 
+#include "agent-internal.h"
 #include "internal.h"
 #include "jsonutil.h"
 
@@ -178,13 +179,16 @@ int flowsdn__agent_endpoint_from_json(const struct json_value *o, struct flowsdn
 	memset(ep, 0, sizeof(*ep));
 	if (json_get_uint64(json_get(o, "id"), &id) < 0 || id == 0 || id > UINT32_MAX ||
 	    json_get_uint64(json_get(o, "mtu"), &mtu) < 0 || mtu > 65535 || !host || strlen(host) > 15 || !ifn ||
-	    strlen(ifn) > 15 || parse_mac(jstr(json_get(o, "mac")), ep->mac) < 0 || !jis(addrs, JSON_ARRAY) ||
+	    strlen(ifn) > 15 || parse_mac(jstr(json_get(o, "mac")), ep->mac) < 0 ||
+	    parse_mac(jstr(json_get(o, "hostMac")), ep->host_mac) < 0 || !jstr(json_get(o, "netns")) ||
+	    strlen(jstr(json_get(o, "netns"))) >= sizeof(ep->netns) || !jis(addrs, JSON_ARRAY) ||
 	    addrs->u.array.n > 2)
 		return -FLOWSDN_E_AGENT_PROTOCOL;
 	ep->id = (uint32_t)id;
 	ep->mtu = (unsigned int)mtu;
 	memcpy(ep->host_ifname, host, strlen(host) + 1);
 	memcpy(ep->ifname, ifn, strlen(ifn) + 1);
+	memcpy(ep->netns, jstr(json_get(o, "netns")), strlen(jstr(json_get(o, "netns"))) + 1);
 	for (size_t i = 0; i < addrs->u.array.n; i++) {
 		FLOWSDN_OPTS(flowsdn_prefix_opts, po, .flags = FLOWSDN_PREFIX_NORMALIZE);
 		const struct json_value *a = addrs->u.array.items[i];

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/netlink.h>
@@ -43,6 +44,7 @@ struct strerror_block {
 static const struct strerror_block blocks[] = {
 	{ FLOWSDN_E_BASE, FLOWSDN_E_ADDR_MAX_, flowsdn__addr_strerror },
 	{ FLOWSDN_E_CNI_BASE, FLOWSDN_E_CNI_MAX_, flowsdn__cni_strerror },
+	{ FLOWSDN_E_AGENT_BASE, FLOWSDN_E_AGENT_MAX_, flowsdn__agent_strerror },
 	{ FLOWSDN_E_BPF_BASE, FLOWSDN_E_BPF_MAX_, flowsdn__bpf_strerror },
 	{ FLOWSDN_E_NL_BASE, FLOWSDN_E_NL_MAX_, flowsdn__netlink_strerror },
 };

@@ -114,6 +114,8 @@ struct flowsdn_agent_endpoint {
 	char host_ifname[16];
 	char ifname[16];
 	uint8_t mac[6];
+	uint8_t host_mac[6];
+	char netns[256];
 	unsigned int mtu;
 	size_t n_addrs;
 	struct flowsdn_addr addrs[2];   /* IPv4 first */
