@@ -373,18 +373,19 @@ static void loopback(struct plugin_ctx *c, struct outcome *o)
 	}
 }
 
-/* VERSION: the input's cniVersion when readable, else the latest. */
+/* VERSION: the input's cniVersion when readable (the input holds only
+ * {"cniVersion": ...}), else the latest. */
 static void version_verb(const char *input, size_t len, struct outcome *o)
 {
-	struct flowsdn_cni_conf *conf = NULL;
+	struct json_value *root = NULL;
 	const char *v = NULL;
 
-	if (input && len && flowsdn_cni_conf_parse(input, len, NULL, &conf) == 0)
-		v = flowsdn_cni_conf_version(conf);
+	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0)
+		v = jstr(json_get(root, "cniVersion"));
 	if (flowsdn_cni_version_format(v, &o->out) < 0)
 		o->out = NULL;
 	o->status = o->out ? 0 : 1;
-	flowsdn_cni_conf_free(conf);
+	json_free(root);
 }
 
 FLOWSDN_API int flowsdn_cni_plugin_run(const char *input, size_t len,
