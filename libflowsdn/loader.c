@@ -51,6 +51,10 @@ struct flowsdn_datapath {
 	enum flowsdn_attach_mode mode;
 };
 
+/* Set around calls whose failures are expected (probing a missing clsact
+ * qdisc, creating one that exists): libbpf's warnings become debug. */
+static __thread bool libbpf_quiet;
+
 /* libbpf's messages (verifier logs included) to our log callback. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -61,7 +65,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	n = strlen(buf);
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = '\0';
-	if (level == LIBBPF_WARN)
+	if (level == LIBBPF_WARN && !libbpf_quiet)
 		pr_warn("libbpf: %s", buf);
 	else
 		pr_debug("libbpf: %s", buf);
@@ -322,7 +326,9 @@ static int tc_attach_one(int ifindex, bool ingress, int prog_fd)
 		    .flags = BPF_TC_F_REPLACE);
 	int r;
 
+	libbpf_quiet = true;
 	r = bpf_tc_hook_create(&hook);
+	libbpf_quiet = false;
 	if (r < 0 && r != -EEXIST) {
 		pr_warn("tc clsact on ifindex %d: %s", ifindex, strerror(-r));
 		return r == -ENODEV ? r : -FLOWSDN_E_BPF_ATTACH;
@@ -339,8 +345,11 @@ static int tc_detach_one(int ifindex, bool ingress)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY);
-	int r = bpf_tc_detach(&hook, &o);
+	int r;
 
+	libbpf_quiet = true;
+	r = bpf_tc_detach(&hook, &o);
+	libbpf_quiet = false;
 	return r == -ENOENT || r == -ENODEV || r == -EINVAL ? 0 : r;
 }
 
@@ -448,6 +457,7 @@ static int hook_has(int ifindex, bool ingress, const char *name)
 	__u32 ids[16], cnt = ARRAY_SIZE(ids);
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY);
+	int r;
 
 	if (bpf_prog_query(ifindex, (enum bpf_attach_type)(ingress ? FSDN_BPF_TCX_INGRESS : FSDN_BPF_TCX_EGRESS), 0,
 			   NULL, ids, &cnt) == 0) {
@@ -455,9 +465,10 @@ static int hook_has(int ifindex, bool ingress, const char *name)
 			if (prog_is(ids[i], name))
 				return 1;
 	}
-	if (bpf_tc_query(&hook, &o) == 0 && prog_is(o.prog_id, name))
-		return 1;
-	return 0;
+	libbpf_quiet = true;
+	r = bpf_tc_query(&hook, &o);
+	libbpf_quiet = false;
+	return r == 0 && prog_is(o.prog_id, name);
 }
 
 FLOWSDN_API int flowsdn_datapath_is_attached(struct flowsdn_datapath *dp, int ifindex)
