@@ -21,4 +21,8 @@ const char *flowsdn__agent_strerror(int code);
 const char *flowsdn__bpf_strerror(int code);
 const char *flowsdn__netlink_strerror(int code);
 
+const char *flowsdn__ipam_strerror(int code);
+const char *flowsdn__maglev_strerror(int code);
+const char *flowsdn__identity_strerror(int code);
+
 #endif
