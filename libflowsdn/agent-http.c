@@ -192,7 +192,7 @@ static void reply_failure(struct reply *r, int err, const char *msg)
 		status = 404, code = "not-found";
 		break;
 	case FLOWSDN_E_NL_MISMATCH:
-	case FLOWSDN_E_BPF_NOT_ATTACHED:
+	case FLOWSDN_E_BPF_ATTACH:
 	case FLOWSDN_E_BPF_IFACE_MISMATCH:
 		status = 409, code = "check-failed";
 		break;
@@ -525,8 +525,8 @@ static void route_timing(struct flowsdn_agent *a, struct reply *r)
 }
 
 /* Routes a complete request. */
-void flowsdn__agent_route(struct flowsdn_agent *a, bool read_only, const char *method, const char *url,
-			  const struct request *req, struct reply *r)
+static void agent_route(struct flowsdn_agent *a, bool read_only, const char *method, const char *url,
+			const struct request *req, struct reply *r)
 {
 	static const char *const posts[] = { "/v1/cni/add", "/v1/cni/check", "/v1/cni/del", "/v1/cni/gc" };
 	static const char *const gets[] = { "/v1/healthz", "/v1/health/modules", "/v1/endpoint", "/v1/ipam",
@@ -614,7 +614,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	flowsdn__agent_route(ctx->agent, ctx->read_only, method, url, req, &r);
+	agent_route(ctx->agent, ctx->read_only, method, url, req, &r);
 	if (r.body)
 		resp = MHD_create_response_from_buffer(strlen(r.body), r.body, MHD_RESPMEM_MUST_FREE);
 	else

@@ -422,7 +422,7 @@ int flowsdn__agent_check_locked(struct flowsdn_agent *a, const char *container_i
 		err = flowsdn_datapath_is_attached(a->dp, a->eps[i]->host_ifindex);
 		if (err <= 0) {
 			snprintf(msg, msg_size, "datapath not attached to %s", a->eps[i]->host_ifname);
-			return err < 0 ? err : -FLOWSDN_E_BPF_NOT_ATTACHED;
+			return err < 0 ? err : -FLOWSDN_E_BPF_ATTACH;
 		}
 	}
 	*ret = a->eps[i];
