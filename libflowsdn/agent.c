@@ -20,6 +20,14 @@
 
 #define MAX_STATE (16u << 20)
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void endpoint_to_iface(const struct agent_endpoint *e, struct flowsdn_endpoint_iface *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -283,9 +291,11 @@ int flowsdn__agent_add_locked(struct flowsdn_agent *a, const char *container_id,
 	struct flowsdn_veth veth;
 	struct agent_endpoint *e = NULL;
 	uint64_t ino = 0;
+	double t[6];
 	ssize_t i;
 	int err;
 
+	t[0] = mono_ms();
 	i = flowsdn__agent_find(a, container_id, ifname);
 	if (i >= 0) {
 		struct flowsdn_endpoint_iface f;
@@ -311,6 +321,7 @@ int flowsdn__agent_add_locked(struct flowsdn_agent *a, const char *container_id,
 			 flowsdn_ipam_errmsg(a->ipam) : flowsdn_strerror(err));
 		return err;
 	}
+	t[1] = mono_ms();
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		err = -ENOMEM;
@@ -340,6 +351,7 @@ int flowsdn__agent_add_locked(struct flowsdn_agent *a, const char *container_id,
 		snprintf(msg, msg_size, "%s", nerr.msg[0] ? nerr.msg : flowsdn_strerror(err));
 		goto out_free;
 	}
+	t[2] = mono_ms();
 	e->host_ifindex = veth.host_ifindex;
 	memcpy(e->host_mac, veth.host_mac, 6);
 	memcpy(e->mac, veth.mac, 6);
@@ -362,15 +374,19 @@ int flowsdn__agent_add_locked(struct flowsdn_agent *a, const char *container_id,
 			goto out_detach;
 		}
 	}
+	t[3] = mono_ms();
 	err = ep_append(a, e);
 	if (err < 0)
 		goto out_unpublish;
 	err = state_save(a);
+	t[4] = mono_ms();
 	if (err < 0) {
 		snprintf(msg, msg_size, "saving state: %s", strerror(-err));
 		a->n_eps--;
 		goto out_unpublish;
 	}
+	pr_debug("agent: ADD %s/%s: ipam %.2f ms, veth %.2f ms, datapath %.2f ms, state %.2f ms", container_id, ifname,
+		 t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3]);
 	*ret = e;
 	return 0;
 
