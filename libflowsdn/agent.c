@@ -235,8 +235,10 @@ static uint32_t next_id(struct flowsdn_agent *a)
 static void endpoint_cleanup(struct flowsdn_agent *a, const struct agent_endpoint *e)
 {
 	struct flowsdn_nl_err nerr = { { 0 } };
+	double t[4];
 	int err;
 
+	t[0] = mono_ms();
 	if (a->dp) {
 		struct flowsdn_endpoint d;
 
@@ -248,13 +250,18 @@ static void endpoint_cleanup(struct flowsdn_agent *a, const struct agent_endpoin
 		if (err < 0)
 			pr_warn("agent: endpoint %u: detach: %s", e->id, flowsdn_strerror(err));
 	}
+	t[1] = mono_ms();
 	err = flowsdn_netlink_veth_teardown(e->host_ifname, a->cfg->egress_stack ? e->addrs : NULL,
 					    a->cfg->egress_stack ? e->n_addrs : 0, &nerr);
 	if (err < 0)
 		pr_warn("agent: endpoint %u: teardown: %s", e->id, nerr.msg);
+	t[2] = mono_ms();
 	err = flowsdn_ipam_release(a->ipam, e->container_id, e->ifname);
 	if (err < 0)
 		pr_warn("agent: endpoint %u: releasing addresses: %s", e->id, flowsdn_strerror(err));
+	t[3] = mono_ms();
+	pr_debug("agent: DEL %s/%s: datapath %.2f ms, veth %.2f ms, ipam %.2f ms", e->container_id, e->ifname,
+		 t[1] - t[0], t[2] - t[1], t[3] - t[2]);
 }
 
 /* DEL of one owner, with the lock held.  Returns 1 when an endpoint was

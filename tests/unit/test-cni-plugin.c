@@ -398,6 +398,7 @@ Test(agent_config, defaults_parse_and_errors)
 	ASSERT_STREQ(flowsdn_agent_config_state_dir(c), "/var/lib/flowsdn", "default state");
 	ASSERT_OK(flowsdn_agent_config_format(c, &out), "format");
 	cr_assert(strstr(out, "\"pools\": [\n        \"10.244.0.0/16\",\n        \"fd00:10:244::/112\"\n    ]"), "%s", out);
+	cr_assert(strstr(out, "\"attach-mode\": \"tc\""), "%s", out);
 	free(out);
 	flowsdn_agent_config_free(c);
 
