@@ -200,7 +200,13 @@ static int request(const struct flowsdn_agent_client_opts *opts, const char *pat
 		err_set(err, 0, "reading the reply failed");
 		return -FLOWSDN_E_AGENT_PROTOCOL;
 	}
-	if (!reply->data || http_parse(reply, status) < 0) {
+	if (reply->len == 0) {
+		/* Accepted and closed unanswered: stopping, or over its
+		 * connection limit. */
+		err_set(err, 0, "the agent closed the connection without answering");
+		return -FLOWSDN_E_AGENT_UNREACHABLE;
+	}
+	if (http_parse(reply, status) < 0) {
 		err_set(err, 0, "reply is not HTTP/1.x");
 		return -FLOWSDN_E_AGENT_PROTOCOL;
 	}

@@ -265,6 +265,9 @@ static void route_del(struct flowsdn_agent *a, const struct request *req, struct
 	err = flowsdn__agent_delete_locked(a, cid, ifn);
 	timing_add(&a->t_del, now_ms() - t0, err >= 0);
 	pthread_mutex_unlock(&a->lock);
+	/* A DEL queued while this agent was starting is picked up now. */
+	if (err >= 0)
+		(void)flowsdn_agent_replay_queue(a);
 	if (err < 0) {
 		reply_error(r, 500, "internal", "deleting %s/%s: %s", cid, ifn, flowsdn_strerror(err));
 		goto out;

@@ -478,6 +478,15 @@ Test(node, api_socket_mode_and_read_only_listener)
 	body = api_get("/v1/cni/add", &status);
 	cr_assert_eq(status, 405, "GET on a POST route: %s", body);
 	free(body);
+	{
+		char cmd[512];
+
+		/* A body over max-request-bytes (64 KiB) is refused with 413. */
+		snprintf(cmd, sizeof(cmd),
+			 "head -c 70000 /dev/zero | tr '\\0' 'x' | curl -s -o /dev/null -w '%%{http_code}' "
+			 "--unix-socket %s -X POST --data-binary @- http://localhost/v1/cni/add | grep -qx 413", node.sock);
+		cr_assert_eq(system(cmd), 0, "oversized body: 413");
+	}
 	body = api_get("/v1/cni/timing", &status);
 	cr_assert(strstr(body, "\"add\":{\"count\":0"), "%s", body);
 	free(body);
