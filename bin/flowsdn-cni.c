@@ -92,7 +92,9 @@ int main(int argc, char **argv)
 	in = malloc(MAX_STDIN + 1);
 	if (!in)
 		return 1;
-	while (len <= MAX_STDIN) {
+	/* Without CNI_COMMAND there is nothing to read: the library answers
+	 * with the "invalid environment" error. */
+	while (getenv("CNI_COMMAND") && len <= MAX_STDIN) {
 		ssize_t n = read(STDIN_FILENO, in + len, MAX_STDIN + 1 - len);
 
 		if (n < 0 && errno == EINTR)
