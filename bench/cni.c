@@ -13,7 +13,8 @@
  * and mount namespace: nothing outlives it.  Prints figures, never
  * pass/fail.
  *
- *   bench/cni [-n ITERATIONS] [--agent PATH] [--plugin PATH] [--cni-path DIR]
+ *   bench/cni [-n ITERATIONS] [--attach-mode tc|tcx|auto] [--agent PATH] [--plugin PATH]
+ *             [--cni-path DIR]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,11 +170,12 @@ int main(int argc, char **argv)
 		{ "agent", required_argument, NULL, 'a' },
 		{ "plugin", required_argument, NULL, 'p' },
 		{ "cni-path", required_argument, NULL, 'c' },
+		{ "attach-mode", required_argument, NULL, 'm' },
 		{ 0 },
 	};
 	char dir[PATH_MAX], agent[PATH_MAX + 32], plugin[PATH_MAX + 32], tmp[] = "/tmp/bench-cni.XXXXXX";
 	char conf_path[PATH_MAX], sock[PATH_MAX], fconf[2 * PATH_MAX], bconf[2 * PATH_MAX], cmd[PATH_MAX + 16];
-	const char *cni_path = "/usr/lib/cni";
+	const char *cni_path = "/usr/lib/cni", *attach = "tc";
 	double *fa, *fd, *ba, *bd;
 	unsigned long n = 200;
 	struct stats s_fa, s_fd, s_ba, s_bd;
@@ -190,10 +192,16 @@ int main(int argc, char **argv)
 		case 'a': snprintf(agent, sizeof(agent), "%s", optarg); break;
 		case 'p': snprintf(plugin, sizeof(plugin), "%s", optarg); break;
 		case 'c': cni_path = optarg; break;
+		case 'm': attach = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-n ITERATIONS] [--agent PATH] [--plugin PATH] [--cni-path DIR]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n ITERATIONS] [--attach-mode tc|tcx|auto] [--agent PATH] [--plugin PATH] "
+				"[--cni-path DIR]\n", argv[0]);
 			return 2;
 		}
+	}
+	if (strcmp(attach, "tc") && strcmp(attach, "tcx") && strcmp(attach, "auto")) {
+		fprintf(stderr, "bench/cni: --attach-mode must be tc, tcx or auto\n");
+		return 2;
 	}
 	if (n < 1 || n > 100000) {
 		fprintf(stderr, "bench/cni: -n must be in [1, 100000]\n");
@@ -228,8 +236,8 @@ int main(int argc, char **argv)
 	f = fopen(conf_path, "w");
 	if (!f)
 		return 1;
-	fprintf(f, "{\"socket\":\"%s\",\"state-dir\":\"%s/state\",\"bpf-pin-dir\":\"%s/bpf\",\"pools\":[\"10.252.0.0/16\"]}\n",
-		sock, tmp, tmp);
+	fprintf(f, "{\"socket\":\"%s\",\"state-dir\":\"%s/state\",\"bpf-pin-dir\":\"%s/bpf\",\"pools\":[\"10.252.0.0/16\"],"
+		   "\"attach-mode\":\"%s\"}\n", sock, tmp, tmp, attach);
 	fclose(f);
 	agent_pid = fork();
 	if (agent_pid == 0) {
@@ -279,7 +287,8 @@ int main(int argc, char **argv)
 	s_fd = stats_of(fd, n);
 	s_ba = stats_of(ba, n);
 	s_bd = stats_of(bd, n);
-	printf("bench/cni: %lu iterations, a fresh netns each, IPv4, timed around fork+exec+wait\n", n);
+	printf("bench/cni: %lu iterations, a fresh netns each, IPv4, timed around fork+exec+wait; agent attach-mode %s\n",
+	       n, attach);
 	printf("%-24s %12s %12s %12s %12s\n", "", "ADD median", "ADD p95", "DEL median", "DEL p95");
 	printf("%-24s %9.2f ms %9.2f ms %9.2f ms %9.2f ms\n", "flowsdn-cni", s_fa.median, s_fa.p95, s_fd.median, s_fd.p95);
 	printf("%-24s %9.2f ms %9.2f ms %9.2f ms %9.2f ms\n", "bridge + host-local", s_ba.median, s_ba.p95, s_bd.median,

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
+#include <flowsdn/datapath.h>
 
 #include "netns-helpers.h"
 
@@ -226,7 +227,7 @@ Test(node, two_endpoints_reach_each_other)
 	cr_assert(strcmp(a.v4, b.v4) != 0);
 }
 
-Test(node, sigkill_during_ping_loses_nothing_and_restart_adopts)
+static void sigkill_during_ping(void)
 {
 	struct ep a, b;
 	char out[160], cmd[256], *body, line[256];
@@ -267,6 +268,22 @@ Test(node, sigkill_during_ping_loses_nothing_and_restart_adopts)
 	cr_assert(strstr(body, "\"containerID\":\"alpha\"") && strstr(body, "\"containerID\":\"beta\""), "%s", body);
 	free(body);
 	cr_assert_eq(ping(b.ns.path, a.v6), 0, "forwarding after adoption");
+}
+
+Test(node, sigkill_during_ping_loses_nothing_and_restart_adopts)
+{
+	sigkill_during_ping();
+}
+
+/* The same with pinned TCX links instead of tc filters. */
+Test(node, sigkill_during_ping_tcx)
+{
+	if (flowsdn_datapath_probe_tcx() != 1)
+		cr_skip_test("the kernel has no TCX links");
+	agent_kill(SIGTERM);
+	node_write_config(",\"attach-mode\":\"tcx\"");
+	agent_start();
+	sigkill_during_ping();
 }
 
 Test(node, del_is_idempotent)
