@@ -507,13 +507,27 @@ static bool owner_valid(const char *container_id, const char *ifname)
 
 FLOWSDN_API int flowsdn_agent_queue_delete(const char *queue_dir, const char *container_id, const char *ifname)
 {
-	_cleanup_free_ char *path = NULL, *body = NULL;
+	_cleanup_free_ char *path = NULL, *body = NULL, *dir = NULL;
 	int r;
 
-	if (!queue_dir || !owner_valid(container_id, ifname))
+	if (!queue_dir || queue_dir[0] != '/' || !owner_valid(container_id, ifname))
 		return -EINVAL;
-	if (mkdir(queue_dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	/* The agent may never have run here: make the state directory too. */
+	dir = strdup(queue_dir);
+	if (!dir)
+		return -ENOMEM;
+	for (char *p = dir + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (!c)
+			break;
+		*p = c;
+	}
 	if (asprintf(&path, "%s/%s.%s.json", queue_dir, container_id, ifname) < 0)
 		return -ENOMEM;
 	r = owner_body(container_id, ifname, NULL, 0, &body);

@@ -165,8 +165,9 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_agent_client_get(const struct flowsdn_agent_
 /* ------------------------------------------------------ delete queue */
 
 /* Queues a DEL for the agent: writes "<dir>/<container_id>.<ifname>.json"
- * atomically (the directory is created, mode 0700).  Queuing the same
- * owner twice keeps one entry.  -EINVAL for an invalid owner, -errno. */
+ * atomically (the directory and missing parents are created, mode 0700).
+ * Queuing the same owner twice keeps one entry.  -EINVAL for a relative
+ * @queue_dir or an invalid owner, -errno. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_agent_queue_delete(const char *queue_dir, const char *container_id,
 						       const char *ifname);
 /* The queue directory inside a state directory ("<state_dir>/cni-queue";

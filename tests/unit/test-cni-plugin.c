@@ -357,8 +357,10 @@ Test(cni_plugin, queue_and_host_ifname, .init = setup, .fini = teardown)
 {
 	char q[128], a[16], b[16], c[16];
 
-	snprintf(q, sizeof(q), "%s/q", dir);
-	ASSERT_OK(flowsdn_agent_queue_delete(q, "abc", "eth0"), "queue");
+	snprintf(q, sizeof(q), "%s/var/lib/flowsdn/cni-queue", dir);
+	ASSERT_OK(flowsdn_agent_queue_delete(q, "abc", "eth0"), "queue, parents made");
+	ASSERT_OK(flowsdn_agent_queue_delete(q, "abc", "eth0"), "queue again");
+	ASSERT_ERR(flowsdn_agent_queue_delete("relative", "abc", "eth0"), -EINVAL, "relative dir");
 	ASSERT_ERR(flowsdn_agent_queue_delete(q, "../x", "eth0"), -EINVAL, "bad id");
 	ASSERT_ERR(flowsdn_agent_queue_delete(q, "abc", "a/b"), -EINVAL, "bad ifname");
 	ASSERT_OK(flowsdn_agent_host_ifname("abc", "eth0", a, sizeof(a)), "name");
