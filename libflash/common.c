@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flash/meter.h>
+
 #include "internal.h"
 
 static flash_log_fn log_fn;
@@ -39,6 +41,7 @@ struct strerror_block {
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
 	{ 0, 0, NULL },
+	{ FLASH_E_METER_ID, FLASH_E_METER_MAX_, flash__meter_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)

@@ -15,5 +15,6 @@ void flash__log(enum flash_log_level level, const char *fmt, ...) _printf_(2, 3)
 
 /* Error strings of each module's block (NULL: unknown code).  A module
  * adds its function here and a row to the table in common.c. */
+const char *flash__meter_strerror(int code);
 
 #endif
