@@ -232,4 +232,23 @@ static inline int l4_echo(const char *from, const char *to, const char *ip, int 
 	return WIFEXITED(st_s) ? WEXITSTATUS(st_s) ? 20 + WEXITSTATUS(st_s) : 0 : 98;
 }
 
+/*
+ * A main() that runs the tests one at a time.  Namespace tests fork,
+ * push traffic and time out on loss: on a 2-core machine running them in
+ * parallel only adds noise (and Criterion 2.4's parallel runner leaks under
+ * LeakSanitizer).  --jobs on the command line still overrides.
+ */
+#define SERIAL_TEST_MAIN()                                                  \
+	int main(int argc, char *argv[])                                    \
+	{                                                                   \
+		struct criterion_test_set *tests = criterion_initialize(); \
+		int result = 0;                                             \
+									    \
+		criterion_options.jobs = 1;                                 \
+		if (criterion_handle_args(argc, argv, true))                \
+			result = !criterion_run_all_tests(tests);           \
+		criterion_finalize(tests);                                  \
+		return result;                                              \
+	}
+
 #endif

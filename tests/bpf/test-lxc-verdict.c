@@ -100,10 +100,13 @@ static uint16_t csum(const void *p, size_t len)
 	return (uint16_t)~s;
 }
 
+/* b sits 2 bytes past an 8-byte boundary, so that the IP header after the
+ * 14-byte Ethernet header is 4-byte aligned, as in an skb. */
 struct frame {
+	uint8_t pad[2];
 	uint8_t b[256];
 	size_t len;
-};
+} __attribute__((aligned(8)));
 
 /* Ethernet (to the sender's gateway MAC) + IPv4 + TCP/UDP/ICMP header. */
 static struct frame ip4(const char *src, const char *dst, uint8_t proto, uint16_t dport, uint8_t ttl)
@@ -367,3 +370,5 @@ Test(lxc, stack_mode_hands_everything_to_the_stack, .init = setup_stack, .fini =
 	f = ip4("10.0.0.1", "10.0.0.2", IPPROTO_TCP, 80, 64);
 	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "egress policy still applies");
 }
+
+SERIAL_TEST_MAIN()

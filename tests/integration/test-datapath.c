@@ -316,3 +316,6 @@ Test(datapath, spoofed_source_dropped, .init = setup_fib_tcx, .fini = node_down,
 	ASSERT_STREQ(flowsdn_drop_reason_name(FLOWSDN_DROP_SPOOFED_SOURCE), "source address is not the endpoint's",
 		     "name");
 }
+
+/* One test at a time: they push real traffic and measure loss. */
+SERIAL_TEST_MAIN()
