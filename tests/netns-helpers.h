@@ -28,13 +28,17 @@
 
 #include "helpers.h"
 
-/* Makes the calling process its own node: new netns + private mounts. */
+/* Makes the calling process its own node: new netns, private mounts and
+ * a private /tmp (a tmpfs seen only here: whatever a test leaves there,
+ * even when it crashes, goes with the process). */
 static inline void node_enter(void)
 {
 	REQUIRE_ROOT();
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS) < 0)
 		cr_skip_test("unshare(CLONE_NEWNET|CLONE_NEWNS): %s", strerror(errno));
 	cr_assert(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "make / private: %s", strerror(errno));
+	cr_assert(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") == 0, "private /tmp: %s",
+		  strerror(errno));
 	cr_assert(system("ip link set lo up") == 0, "lo up");
 }
 
