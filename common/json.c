@@ -1,0 +1,692 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Strict JSON parsing into an immutable tree, on yajl's callback parser. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <yajl/yajl_parse.h>
+
+#include "json.h"
+#include "util.h"
+
+#define DEF_MAX_DEPTH 64
+#define DEF_MAX_STRING (1u << 20)
+#define DEF_MAX_MEMBERS 10000
+#define DEF_MAX_NODES 1000000
+#define DEF_MAX_INPUT (16u << 20)
+
+struct frame {
+	struct json_value *v;
+	size_t cap;
+	char *pending_key; /* objects: the key read, waiting for its value */
+	size_t pending_key_len;
+};
+
+struct builder {
+	struct json_limits lim;
+	struct frame *stack;
+	size_t depth;
+	struct json_value *root;
+	size_t nodes;
+	struct json_error err;
+	bool failed;
+};
+
+static void set_error(struct builder *b, enum json_error_kind kind, const char *fmt, ...) _printf_(3, 4);
+static void set_error(struct builder *b, enum json_error_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (b->failed)
+		return;
+	b->failed = true;
+	b->err.kind = kind;
+	va_start(ap, fmt);
+	vsnprintf(b->err.message, sizeof(b->err.message), fmt, ap);
+	va_end(ap);
+}
+
+void json_free(struct json_value *v)
+{
+	if (!v)
+		return;
+	switch (v->type) {
+	case JSON_NUMBER:
+		free((char *)v->u.number.text);
+		break;
+	case JSON_STRING:
+		free((char *)v->u.string.ptr);
+		break;
+	case JSON_ARRAY:
+		for (size_t i = 0; i < v->u.array.n; i++)
+			json_free(v->u.array.items[i]);
+		free(v->u.array.items);
+		break;
+	case JSON_OBJECT:
+		for (size_t i = 0; i < v->u.object.n; i++) {
+			free((char *)v->u.object.members[i].key);
+			json_free(v->u.object.members[i].value);
+		}
+		free(v->u.object.members);
+		break;
+	default:
+		break;
+	}
+	free(v);
+}
+
+static char *copy_bytes(const void *p, size_t len)
+{
+	char *s = malloc(len + 1);
+
+	if (s) {
+		memcpy(s, p, len);
+		s[len] = '\0';
+	}
+	return s;
+}
+
+/* Hands a finished value to its parent (or makes it the root).  Takes
+ * ownership of @v in every case. */
+static int attach(struct builder *b, struct json_value *v)
+{
+	struct frame *f;
+
+	if (++b->nodes > b->lim.max_nodes) {
+		json_free(v);
+		set_error(b, JSON_ERR_NODES, "more than %zu values", b->lim.max_nodes);
+		return 0;
+	}
+	if (b->depth == 0) {
+		b->root = v;
+		return 1;
+	}
+	f = &b->stack[b->depth - 1];
+	if (f->v->type == JSON_ARRAY) {
+		if (f->v->u.array.n >= b->lim.max_members) {
+			json_free(v);
+			set_error(b, JSON_ERR_CONTAINER_SIZE, "array has more than %zu items", b->lim.max_members);
+			return 0;
+		}
+		if (f->v->u.array.n == f->cap) {
+			size_t ncap = f->cap ? f->cap * 2 : 4;
+			struct json_value **n = realloc(f->v->u.array.items, ncap * sizeof(*n));
+
+			if (!n) {
+				json_free(v);
+				set_error(b, JSON_ERR_NODES, "out of memory");
+				return 0;
+			}
+			f->v->u.array.items = n;
+			f->cap = ncap;
+		}
+		f->v->u.array.items[f->v->u.array.n++] = v;
+		return 1;
+	}
+	/* Object: the key came just before. */
+	if (f->v->u.object.n >= b->lim.max_members) {
+		json_free(v);
+		set_error(b, JSON_ERR_CONTAINER_SIZE, "object has more than %zu members", b->lim.max_members);
+		return 0;
+	}
+	if (f->v->u.object.n == f->cap) {
+		size_t ncap = f->cap ? f->cap * 2 : 4;
+		struct json_member *n = realloc(f->v->u.object.members, ncap * sizeof(*n));
+
+		if (!n) {
+			json_free(v);
+			set_error(b, JSON_ERR_NODES, "out of memory");
+			return 0;
+		}
+		f->v->u.object.members = n;
+		f->cap = ncap;
+	}
+	f->v->u.object.members[f->v->u.object.n++] = (struct json_member){
+		.key = TAKE_PTR(f->pending_key),
+		.key_len = f->pending_key_len,
+		.value = v,
+	};
+	return 1;
+}
+
+static struct json_value *new_value(struct builder *b, enum json_type t)
+{
+	struct json_value *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		set_error(b, JSON_ERR_NODES, "out of memory");
+	else
+		v->type = t;
+	return v;
+}
+
+static int cb_null(void *ctx)
+{
+	struct builder *b = ctx;
+	struct json_value *v = new_value(b, JSON_NULL);
+
+	return v ? attach(b, v) : 0;
+}
+
+static int cb_boolean(void *ctx, int val)
+{
+	struct builder *b = ctx;
+	struct json_value *v = new_value(b, JSON_BOOL);
+
+	if (!v)
+		return 0;
+	v->u.boolean = val != 0;
+	return attach(b, v);
+}
+
+static int cb_number(void *ctx, const char *s, size_t len)
+{
+	struct builder *b = ctx;
+	struct json_value *v;
+
+	if (len > b->lim.max_string) {
+		set_error(b, JSON_ERR_STRING_SIZE, "number longer than %zu bytes", b->lim.max_string);
+		return 0;
+	}
+	v = new_value(b, JSON_NUMBER);
+	if (!v)
+		return 0;
+	v->u.number.text = copy_bytes(s, len);
+	v->u.number.len = len;
+	if (!v->u.number.text) {
+		free(v);
+		set_error(b, JSON_ERR_NODES, "out of memory");
+		return 0;
+	}
+	return attach(b, v);
+}
+
+/* RFC 3629 UTF-8: yajl's own check lets overlong forms and encoded
+ * surrogates through. */
+static bool utf8_valid(const unsigned char *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = s[i];
+		uint32_t cp;
+		size_t n;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if (c >= 0xc2 && c <= 0xdf) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if (len - i - 1 < n)
+			return false;
+		for (size_t k = 1; k <= n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t len)
+{
+	struct builder *b = ctx;
+	struct json_value *v;
+
+	if (len > b->lim.max_string) {
+		set_error(b, JSON_ERR_STRING_SIZE, "string longer than %zu bytes", b->lim.max_string);
+		return 0;
+	}
+	if (!utf8_valid(s, len)) {
+		set_error(b, JSON_ERR_UTF8, "invalid UTF-8 in a string");
+		return 0;
+	}
+	v = new_value(b, JSON_STRING);
+	if (!v)
+		return 0;
+	v->u.string.ptr = copy_bytes(s, len);
+	v->u.string.len = len;
+	v->u.string.has_nul = memchr(s, '\0', len) != NULL;
+	if (!v->u.string.ptr) {
+		free(v);
+		set_error(b, JSON_ERR_NODES, "out of memory");
+		return 0;
+	}
+	return attach(b, v);
+}
+
+static int push(struct builder *b, enum json_type t)
+{
+	struct json_value *v;
+
+	if (b->depth >= b->lim.max_depth) {
+		set_error(b, JSON_ERR_DEPTH, "nested deeper than %zu levels", b->lim.max_depth);
+		return 0;
+	}
+	v = new_value(b, t);
+	if (!v)
+		return 0;
+	b->stack[b->depth++] = (struct frame){ .v = v };
+	return 1;
+}
+
+static int cb_start_map(void *ctx)
+{
+	return push(ctx, JSON_OBJECT);
+}
+
+static int cb_start_array(void *ctx)
+{
+	return push(ctx, JSON_ARRAY);
+}
+
+static int cb_map_key(void *ctx, const unsigned char *key, size_t len)
+{
+	struct builder *b = ctx;
+	struct frame *f = &b->stack[b->depth - 1];
+
+	if (len > b->lim.max_string) {
+		set_error(b, JSON_ERR_STRING_SIZE, "object key longer than %zu bytes", b->lim.max_string);
+		return 0;
+	}
+	if (!utf8_valid(key, len)) {
+		set_error(b, JSON_ERR_UTF8, "invalid UTF-8 in an object key");
+		return 0;
+	}
+	if (memchr(key, '\0', len)) {
+		set_error(b, JSON_ERR_SYNTAX, "object key contains a NUL character");
+		return 0;
+	}
+	free(f->pending_key);
+	f->pending_key = copy_bytes(key, len);
+	f->pending_key_len = len;
+	if (!f->pending_key) {
+		set_error(b, JSON_ERR_NODES, "out of memory");
+		return 0;
+	}
+	return 1;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+	const struct json_member *x = *(const struct json_member *const *)a;
+	const struct json_member *y = *(const struct json_member *const *)b;
+	size_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+	int r = memcmp(x->key, y->key, n);
+
+	return r ? r : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+/* Finds a duplicate key of an object: O(n log n). */
+static const char *find_duplicate(const struct json_value *obj, int *ret_oom)
+{
+	size_t n = obj->u.object.n;
+	const struct json_member **idx;
+	const char *dup = NULL;
+
+	*ret_oom = 0;
+	if (n < 2)
+		return NULL;
+	idx = malloc(n * sizeof(*idx));
+	if (!idx) {
+		*ret_oom = 1;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		idx[i] = &obj->u.object.members[i];
+	qsort(idx, n, sizeof(*idx), member_cmp);
+	for (size_t i = 1; i < n && !dup; i++)
+		if (member_cmp(&idx[i - 1], &idx[i]) == 0)
+			dup = idx[i]->key;
+	free(idx);
+	return dup;
+}
+
+static int pop(struct builder *b)
+{
+	struct frame f = b->stack[--b->depth];
+
+	free(f.pending_key);
+	if (f.v->type == JSON_OBJECT) {
+		int oom;
+		const char *dup = find_duplicate(f.v, &oom);
+
+		if (dup || oom) {
+			if (oom)
+				set_error(b, JSON_ERR_NODES, "out of memory");
+			else
+				set_error(b, JSON_ERR_DUPLICATE_KEY, "duplicate object key \"%.100s\"", dup);
+			json_free(f.v);
+			return 0;
+		}
+	}
+	return attach(b, f.v);
+}
+
+static int cb_end(void *ctx)
+{
+	return pop(ctx);
+}
+
+static const yajl_callbacks callbacks = {
+	.yajl_null = cb_null,
+	.yajl_boolean = cb_boolean,
+	.yajl_number = cb_number,
+	.yajl_string = cb_string,
+	.yajl_start_map = cb_start_map,
+	.yajl_map_key = cb_map_key,
+	.yajl_end_map = cb_end,
+	.yajl_start_array = cb_start_array,
+	.yajl_end_array = cb_end,
+};
+
+static void position(const char *text, size_t offset, struct json_error *err)
+{
+	unsigned int line = 1, col = 1;
+
+	for (size_t i = 0; i < offset; i++) {
+		if (text[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+	}
+	err->line = line;
+	err->column = col;
+}
+
+int json_parse(const char *text, size_t len, const struct json_limits *limits, struct json_value **ret_value,
+	       struct json_error *ret_error)
+{
+	struct builder b = { 0 };
+	yajl_handle h = NULL;
+	yajl_status st;
+	size_t consumed = 0;
+	int r = 0;
+
+	if ((!text && len) || !ret_value)
+		return -EINVAL;
+	if (limits)
+		b.lim = *limits;
+	if (!b.lim.max_depth)
+		b.lim.max_depth = DEF_MAX_DEPTH;
+	if (!b.lim.max_string)
+		b.lim.max_string = DEF_MAX_STRING;
+	if (!b.lim.max_members)
+		b.lim.max_members = DEF_MAX_MEMBERS;
+	if (!b.lim.max_nodes)
+		b.lim.max_nodes = DEF_MAX_NODES;
+	if (!b.lim.max_input)
+		b.lim.max_input = DEF_MAX_INPUT;
+
+	if (len > b.lim.max_input) {
+		set_error(&b, JSON_ERR_INPUT_SIZE, "input larger than %zu bytes", b.lim.max_input);
+		b.err.line = b.err.column = 1;
+		r = -EBADMSG;
+		goto out;
+	}
+	b.stack = calloc(b.lim.max_depth, sizeof(*b.stack));
+	if (!b.stack)
+		return -ENOMEM;
+	h = yajl_alloc(&callbacks, NULL, &b);
+	if (!h) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* Defaults are strict (no comments, no trailing garbage, one value,
+	 * UTF-8 validated); set them explicitly all the same. */
+	yajl_config(h, yajl_allow_comments, 0);
+	yajl_config(h, yajl_dont_validate_strings, 0);
+	yajl_config(h, yajl_allow_trailing_garbage, 0);
+	yajl_config(h, yajl_allow_multiple_values, 0);
+	yajl_config(h, yajl_allow_partial_values, 0);
+
+	st = yajl_parse(h, (const unsigned char *)text, len);
+	consumed = yajl_get_bytes_consumed(h);
+	if (st == yajl_status_ok) {
+		st = yajl_complete_parse(h);
+		if (st != yajl_status_ok)
+			consumed = len;
+	}
+	if (st != yajl_status_ok || b.failed || !b.root) {
+		if (!b.failed) {
+			unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *)text, len);
+			const char *m = msg ? (const char *)msg : "parse error";
+
+			if (!b.root && st == yajl_status_ok)
+				set_error(&b, JSON_ERR_EMPTY, "no JSON value");
+			else if (strstr(m, "UTF8"))
+				set_error(&b, JSON_ERR_UTF8, "invalid UTF-8 in a string");
+			else if (len == 0 || strspn(text, " \t\r\n") == len)
+				set_error(&b, JSON_ERR_EMPTY, "no JSON value");
+			else
+				set_error(&b, JSON_ERR_SYNTAX, "%s", m[0] ? m : "parse error");
+			if (msg)
+				yajl_free_error(h, msg);
+			/* yajl messages end with a newline. */
+			b.err.message[strcspn(b.err.message, "\n")] = '\0';
+		}
+		position(text, consumed < len ? consumed : len, &b.err);
+		r = -EBADMSG;
+		goto out;
+	}
+	*ret_value = TAKE_PTR(b.root);
+
+out:
+	if (r < 0 && ret_error)
+		*ret_error = b.err;
+	if (h)
+		yajl_free(h);
+	while (b.depth > 0) {
+		b.depth--;
+		free(b.stack[b.depth].pending_key);
+		json_free(b.stack[b.depth].v);
+	}
+	json_free(b.root);
+	free(b.stack);
+	return r;
+}
+
+const struct json_value *json_get(const struct json_value *obj, const char *key)
+{
+	size_t klen;
+
+	if (!obj || obj->type != JSON_OBJECT || !key)
+		return NULL;
+	klen = strlen(key);
+	for (size_t i = 0; i < obj->u.object.n; i++) {
+		const struct json_member *m = &obj->u.object.members[i];
+
+		if (m->key_len == klen && memcmp(m->key, key, klen) == 0)
+			return m->value;
+	}
+	return NULL;
+}
+
+bool json_number_is_integer(const struct json_value *v)
+{
+	return v && v->type == JSON_NUMBER && !strpbrk(v->u.number.text, ".eE");
+}
+
+int json_get_int64(const struct json_value *v, int64_t *ret)
+{
+	long long x;
+	char *end;
+
+	if (!v || v->type != JSON_NUMBER || !ret)
+		return -EINVAL;
+	if (!json_number_is_integer(v) || strcmp(v->u.number.text, "-0") == 0)
+		return -ERANGE;
+	errno = 0;
+	x = strtoll(v->u.number.text, &end, 10);
+	if (errno || *end)
+		return -ERANGE;
+	*ret = x;
+	return 0;
+}
+
+int json_get_uint64(const struct json_value *v, uint64_t *ret)
+{
+	unsigned long long x;
+	char *end;
+
+	if (!v || v->type != JSON_NUMBER || !ret)
+		return -EINVAL;
+	if (!json_number_is_integer(v) || v->u.number.text[0] == '-')
+		return -ERANGE;
+	errno = 0;
+	x = strtoull(v->u.number.text, &end, 10);
+	if (errno || *end)
+		return -ERANGE;
+	*ret = x;
+	return 0;
+}
+
+int json_get_double(const struct json_value *v, double *ret)
+{
+	double x;
+	char *end;
+
+	if (!v || v->type != JSON_NUMBER || !ret)
+		return -EINVAL;
+	errno = 0;
+	x = strtod(v->u.number.text, &end);
+	if (errno == ERANGE || *end)
+		return -ERANGE;
+	*ret = x;
+	return 0;
+}
+
+int json_get_bool(const struct json_value *v, bool *ret)
+{
+	if (!v || v->type != JSON_BOOL || !ret)
+		return -EINVAL;
+	*ret = v->u.boolean;
+	return 0;
+}
+
+int json_get_string(const struct json_value *v, const char **ret)
+{
+	if (!v || v->type != JSON_STRING || !ret)
+		return -EINVAL;
+	if (v->u.string.has_nul)
+		return -EILSEQ;
+	*ret = v->u.string.ptr;
+	return 0;
+}
+
+const char *json_type_name(enum json_type t)
+{
+	switch (t) {
+	case JSON_NULL:
+		return "null";
+	case JSON_BOOL:
+		return "boolean";
+	case JSON_NUMBER:
+		return "number";
+	case JSON_STRING:
+		return "string";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_OBJECT:
+		return "object";
+	}
+	return "unknown";
+}
+
+void json_path_init(struct json_path *p)
+{
+	p->buf[0] = '\0';
+	p->len = 0;
+	p->truncated = false;
+}
+
+static size_t path_append(struct json_path *p, const char *s, size_t n)
+{
+	size_t saved = p->len;
+
+	if (p->len + n >= sizeof(p->buf)) {
+		p->truncated = true;
+		return saved;
+	}
+	memcpy(p->buf + p->len, s, n);
+	p->len += n;
+	p->buf[p->len] = '\0';
+	return saved;
+}
+
+static bool is_ident(const char *k)
+{
+	if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || *k == '_'))
+		return false;
+	for (k++; *k; k++)
+		if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_'))
+			return false;
+	return true;
+}
+
+size_t json_path_push_key(struct json_path *p, const char *key)
+{
+	size_t saved = p->len;
+	char tmp[sizeof(p->buf)];
+	size_t o = 0;
+
+	if (is_ident(key)) {
+		if (p->len)
+			tmp[o++] = '.';
+		for (const char *k = key; *k && o < sizeof(tmp) - 1; k++)
+			tmp[o++] = *k;
+	} else {
+		tmp[o++] = '[';
+		tmp[o++] = '"';
+		for (const char *k = key; *k && o < sizeof(tmp) - 4; k++) {
+			unsigned char c = (unsigned char)*k;
+
+			if (c == '"' || c == '\\')
+				tmp[o++] = '\\';
+			tmp[o++] = c < 0x20 ? '?' : (char)c;
+		}
+		tmp[o++] = '"';
+		tmp[o++] = ']';
+	}
+	path_append(p, tmp, o);
+	return saved;
+}
+
+size_t json_path_push_index(struct json_path *p, size_t index)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "[%zu]", index);
+
+	return path_append(p, tmp, (size_t)n);
+}
+
+void json_path_pop(struct json_path *p, size_t saved_len)
+{
+	if (saved_len <= p->len) {
+		p->len = saved_len;
+		p->buf[p->len] = '\0';
+	}
+}
+
+const char *json_path_str(const struct json_path *p)
+{
+	return p->buf;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Strict JSON parsing into a small immutable tree (private to the
+ * libraries; built on yajl's callback parser).
+ *
+ * Strict means: RFC 8259 only (no comments, no trailing garbage, one value),
+ * UTF-8 validated, duplicate object keys refused, nesting depth, string
+ * length, container size and total node count bounded.  Numbers keep their
+ * exact text; json_get_int64()/json_get_uint64() refuse fractions,
+ * exponents, negative zero and out-of-range values instead of rounding.
+ * A malformed document gives its line and column.
+ */
+#ifndef FLASH_COMMON_JSON_H
+#define FLASH_COMMON_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum json_type {
+	JSON_NULL,
+	JSON_BOOL,
+	JSON_NUMBER,
+	JSON_STRING,
+	JSON_ARRAY,
+	JSON_OBJECT,
+};
+
+struct json_value;
+
+struct json_member {
+	const char *key;            /* NUL-terminated; may not contain NUL */
+	size_t key_len;
+	struct json_value *value;
+};
+
+struct json_value {
+	enum json_type type;
+	union {
+		bool boolean;
+		struct {
+			const char *text;   /* exact number text, NUL-terminated */
+			size_t len;
+		} number;
+		struct {
+			const char *ptr;    /* NUL-terminated; may contain NUL when has_nul */
+			size_t len;
+			bool has_nul;       /* the string contained \u0000 */
+		} string;
+		struct {
+			struct json_value **items;
+			size_t n;
+		} array;
+		struct {
+			struct json_member *members; /* in document order */
+			size_t n;
+		} object;
+	} u;
+};
+
+/* Limits; zero fields take the defaults in brackets. */
+struct json_limits {
+	size_t max_depth;       /* [64] nesting of arrays/objects */
+	size_t max_string;      /* [1 MiB] bytes of one string or key */
+	size_t max_members;     /* [10000] items of one array or object */
+	size_t max_nodes;       /* [1000000] values in the document */
+	size_t max_input;       /* [16 MiB] bytes of input */
+};
+
+/* Why a parse failed. */
+enum json_error_kind {
+	JSON_ERR_SYNTAX = 1,    /* not JSON (message from the parser) */
+	JSON_ERR_UTF8,          /* invalid UTF-8 in a string */
+	JSON_ERR_DUPLICATE_KEY, /* an object has the same key twice */
+	JSON_ERR_DEPTH,         /* nested deeper than max_depth */
+	JSON_ERR_STRING_SIZE,   /* a string longer than max_string */
+	JSON_ERR_CONTAINER_SIZE,/* an array/object larger than max_members */
+	JSON_ERR_NODES,         /* more than max_nodes values */
+	JSON_ERR_INPUT_SIZE,    /* input larger than max_input */
+	JSON_ERR_EMPTY,         /* no value at all */
+};
+
+struct json_error {
+	enum json_error_kind kind;
+	unsigned int line;      /* 1-based position of the fault */
+	unsigned int column;    /* 1-based, in bytes */
+	char message[160];      /* human-readable, names the fault (and key) */
+};
+
+/* Parses @len bytes at @text.  @limits may be NULL (defaults).
+ * Returns 0 and *ret_value (free with json_free()), -ENOMEM, -EINVAL (bad
+ * arguments) or -EBADMSG with *ret_error filled (if non-NULL). */
+int json_parse(const char *text, size_t len, const struct json_limits *limits,
+	       struct json_value **ret_value, struct json_error *ret_error);
+
+void json_free(struct json_value *v);
+
+/* Member @key of an object (NULL when absent or @obj is not an object). */
+const struct json_value *json_get(const struct json_value *obj, const char *key);
+
+/* Typed accessors: return 0, or -EINVAL when @v is NULL or of another type,
+ * -ERANGE when a number does not fit or is not an integer (fraction,
+ * exponent, "-0"). */
+int json_get_int64(const struct json_value *v, int64_t *ret);
+int json_get_uint64(const struct json_value *v, uint64_t *ret);
+int json_get_double(const struct json_value *v, double *ret);
+int json_get_bool(const struct json_value *v, bool *ret);
+/* The string of @v (NUL-terminated); -EINVAL when not a string, -EILSEQ when
+ * it contains a NUL character. */
+int json_get_string(const struct json_value *v, const char **ret);
+
+/* True when the number's text is an integer (no '.', 'e', 'E'). */
+bool json_number_is_integer(const struct json_value *v);
+
+const char *json_type_name(enum json_type t);
+
+/*
+ * JSON paths for error messages: "ports[1].container_port".
+ * json_path_push_key/_index append to a bounded buffer; _pop restores the
+ * previous length.  Keys that are not identifiers are written as
+ * ["key with spaces"].
+ */
+struct json_path {
+	char buf[256];
+	size_t len;
+	bool truncated;
+};
+void json_path_init(struct json_path *p);
+size_t json_path_push_key(struct json_path *p, const char *key);
+size_t json_path_push_index(struct json_path *p, size_t index);
+void json_path_pop(struct json_path *p, size_t saved_len);
+const char *json_path_str(const struct json_path *p); /* "" for the root */
+
+#endif

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The strict JSON parser shared by both libraries. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "json.h"
+#include "helpers.h"
+
+static struct json_value *ok(const char *text)
+{
+	struct json_value *v = NULL;
+	struct json_error e = { 0 };
+	int r = json_parse(text, strlen(text), NULL, &v, &e);
+
+	cr_assert(r == 0, "parse(%s) = %d: %s at %u:%u", text, r, e.message, e.line, e.column);
+	return v;
+}
+
+static struct json_error bad(const char *text, size_t len, const struct json_limits *lim, enum json_error_kind kind)
+{
+	struct json_value *v = (struct json_value *)0x1;
+	struct json_error e = { 0 };
+	int r = json_parse(text, len, lim, &v, &e);
+
+	cr_assert(r == -EBADMSG, "parse(%.60s) = %d, want -EBADMSG", text, r);
+	cr_assert(e.kind == kind, "parse(%.60s): kind %d (%s), want %d", text, e.kind, e.message, kind);
+	cr_assert(v == (struct json_value *)0x1, "ret_value written on failure");
+	cr_assert(e.message[0], "no message");
+	return e;
+}
+
+Test(json, values_and_accessors)
+{
+	struct json_value *v = ok("{\"a\": 1, \"b\": [true, null, \"x\\u00e9\"], \"c\": -12.5e1, \"d\": 18446744073709551615}");
+	int64_t i;
+	uint64_t u;
+	double d;
+	bool bo;
+	const char *s;
+
+	cr_assert(v->type == JSON_OBJECT && v->u.object.n == 4);
+	ASSERT_OK(json_get_int64(json_get(v, "a"), &i), "a");
+	cr_assert(i == 1);
+	const struct json_value *b = json_get(v, "b");
+	cr_assert(b && b->type == JSON_ARRAY && b->u.array.n == 3);
+	ASSERT_OK(json_get_bool(b->u.array.items[0], &bo), "bool");
+	cr_assert(bo);
+	cr_assert(b->u.array.items[1]->type == JSON_NULL);
+	ASSERT_OK(json_get_string(b->u.array.items[2], &s), "string");
+	ASSERT_STREQ(s, "x\xc3\xa9", "unescaped UTF-8");
+	ASSERT_ERR(json_get_int64(json_get(v, "c"), &i), -ERANGE, "fraction is not an int");
+	ASSERT_OK(json_get_double(json_get(v, "c"), &d), "double");
+	cr_assert(d == -125.0);
+	ASSERT_ERR(json_get_int64(json_get(v, "d"), &i), -ERANGE, "int64 overflow");
+	ASSERT_OK(json_get_uint64(json_get(v, "d"), &u), "uint64 max");
+	cr_assert(u == UINT64_MAX);
+	ASSERT_ERR(json_get_string(json_get(v, "a"), &s), -EINVAL, "type mismatch");
+	cr_assert(json_get(v, "zz") == NULL);
+	cr_assert(json_get(b, "a") == NULL, "json_get on an array");
+	json_free(v);
+}
+
+Test(json, integers_exact)
+{
+	struct json_value *v = ok("[-0, 1e3, 1.0, -9223372036854775808, 9223372036854775808, -1]");
+	int64_t i;
+	uint64_t u;
+
+	ASSERT_ERR(json_get_int64(v->u.array.items[0], &i), -ERANGE, "-0");
+	ASSERT_ERR(json_get_int64(v->u.array.items[1], &i), -ERANGE, "exponent");
+	ASSERT_ERR(json_get_int64(v->u.array.items[2], &i), -ERANGE, "1.0");
+	ASSERT_OK(json_get_int64(v->u.array.items[3], &i), "INT64_MIN");
+	cr_assert(i == INT64_MIN);
+	ASSERT_ERR(json_get_int64(v->u.array.items[4], &i), -ERANGE, "INT64_MAX+1");
+	ASSERT_ERR(json_get_uint64(v->u.array.items[5], &u), -ERANGE, "negative uint");
+	json_free(v);
+}
+
+Test(json, strictness)
+{
+	struct json_error e;
+
+	bad("{\"a\":1,\"a\":2}", 13, NULL, JSON_ERR_DUPLICATE_KEY);
+	e = bad("{\"x\":{\"b\":1,\"c\":2,\"b\":3}}", 25, NULL, JSON_ERR_DUPLICATE_KEY);
+	cr_assert(strstr(e.message, "\"b\""), "message names the key: %s", e.message);
+	bad("{\"a\":1} x", 9, NULL, JSON_ERR_SYNTAX);
+	bad("{\"a\":1}{}", 9, NULL, JSON_ERR_SYNTAX);
+	bad("/* c */ 1", 9, NULL, JSON_ERR_SYNTAX);
+	bad("[1,]", 4, NULL, JSON_ERR_SYNTAX);
+	bad("{'a':1}", 7, NULL, JSON_ERR_SYNTAX);
+	bad("[01]", 4, NULL, JSON_ERR_SYNTAX);
+	bad("[NaN]", 5, NULL, JSON_ERR_SYNTAX);
+	bad("\"\xff\xfe\"", 4, NULL, JSON_ERR_UTF8);
+	bad("\"\xc0\x80\"", 4, NULL, JSON_ERR_UTF8);
+	bad("\"\xed\xa0\x80\"", 5, NULL, JSON_ERR_UTF8);
+	bad("\"\xf4\x90\x80\x80\"", 6, NULL, JSON_ERR_UTF8);
+	bad("{\"\xe0\x80\xaf\":1}", 9, NULL, JSON_ERR_UTF8);
+	bad("", 0, NULL, JSON_ERR_EMPTY);
+	bad("  \n ", 4, NULL, JSON_ERR_EMPTY);
+	bad("{\"a\\u0000b\":1}", 14, NULL, JSON_ERR_SYNTAX);
+}
+
+Test(json, nul_in_string)
+{
+	struct json_value *v = ok("[\"a\\u0000b\"]");
+	const char *s;
+
+	cr_assert(v->u.array.items[0]->u.string.len == 3 && v->u.array.items[0]->u.string.has_nul);
+	ASSERT_ERR(json_get_string(v->u.array.items[0], &s), -EILSEQ, "NUL refused by the accessor");
+	json_free(v);
+}
+
+Test(json, line_and_column)
+{
+	const char *t = "{\n  \"a\": 1,\n  \"b\": tru\n}";
+	struct json_error e = bad(t, strlen(t), NULL, JSON_ERR_SYNTAX);
+
+	cr_assert(e.line == 3, "line %u (%s)", e.line, e.message);
+	cr_assert(e.column >= 8 && e.column <= 12, "column %u", e.column);
+}
+
+Test(json, limits)
+{
+	struct json_limits lim = { .max_depth = 8, .max_string = 16, .max_members = 4, .max_nodes = 20, .max_input = 1000 };
+	char deep[4096];
+	size_t n = 0;
+
+	bad("[[[[[[[[[1]]]]]]]]]", 19, &lim, JSON_ERR_DEPTH);
+	bad("\"0123456789abcdefg\"", 19, &lim, JSON_ERR_STRING_SIZE);
+	bad("{\"0123456789abcdefg\":1}", 23, &lim, JSON_ERR_STRING_SIZE);
+	bad("[1,2,3,4,5]", 11, &lim, JSON_ERR_CONTAINER_SIZE);
+	bad("{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5}", 31, &lim, JSON_ERR_CONTAINER_SIZE);
+	lim.max_nodes = 10;
+	bad("[[1,2,3],[1,2,3],[1,2,3],[1,2,3]]", 33, &lim, JSON_ERR_NODES);
+	lim.max_nodes = 20;
+	/* Default depth 64: 5000 nested arrays are refused, not a stack overflow. */
+	for (; n < 2000; n++)
+		deep[n] = '[';
+	bad(deep, n, NULL, JSON_ERR_DEPTH);
+	memset(deep, ' ', sizeof(deep));
+	deep[0] = '1';
+	bad(deep, sizeof(deep), &lim, JSON_ERR_INPUT_SIZE);
+}
+
+Test(json, big_string_bounded)
+{
+	size_t len = 10u << 20;
+	char *s = malloc(len + 2);
+
+	cr_assert(s);
+	s[0] = '"';
+	memset(s + 1, 'a', len);
+	s[len + 1] = '"';
+	bad(s, len + 2, NULL, JSON_ERR_STRING_SIZE);
+	free(s);
+}
+
+Test(json, many_keys_duplicate_found)
+{
+	size_t cap = 200000, o = 0;
+	char *s = malloc(cap);
+
+	cr_assert(s);
+	s[o++] = '{';
+	for (int i = 0; i < 5000; i++)
+		o += (size_t)snprintf(s + o, cap - o, "\"k%d\":%d,", i, i);
+	o += (size_t)snprintf(s + o, cap - o, "\"k4321\":0}");
+	bad(s, o, NULL, JSON_ERR_DUPLICATE_KEY);
+	free(s);
+}
+
+Test(json, paths)
+{
+	struct json_path p;
+	size_t a, b;
+
+	json_path_init(&p);
+	ASSERT_STREQ(json_path_str(&p), "", "root");
+	a = json_path_push_key(&p, "ports");
+	b = json_path_push_index(&p, 1);
+	json_path_push_key(&p, "container_port");
+	ASSERT_STREQ(json_path_str(&p), "ports[1].container_port", "nested");
+	json_path_pop(&p, b);
+	ASSERT_STREQ(json_path_str(&p), "ports", "pop");
+	json_path_pop(&p, a);
+	json_path_push_key(&p, "metadata");
+	json_path_push_key(&p, "a.b \"c\"");
+	ASSERT_STREQ(json_path_str(&p), "metadata[\"a.b \\\"c\\\"\"]", "quoted key");
+}
