@@ -236,7 +236,7 @@ Test(datapath, default_deny_with_allow_entries, .init = setup_stack, .fini = nod
 
 /* The handle goes away without detaching and a new one adopts, while a
  * ping runs: no reply may be lost. */
-Test(datapath, restart_adopt_keeps_forwarding, .init = setup_fib_tcx, .fini = node_down, .timeout = 120)
+static void restart_adopt(void)
 {
 	int st;
 	pid_t ping = fork_in(epa.ns.path);
@@ -246,13 +246,15 @@ Test(datapath, restart_adopt_keeps_forwarding, .init = setup_fib_tcx, .fini = no
 		      (char *)NULL);
 		_exit(127);
 	}
+	enum flowsdn_attach_mode mode = flowsdn_datapath_attach_mode(dp);
+
 	usleep(300 * 1000);
 	flowsdn_datapath_free(dp); /* the agent "dies": nothing detached */
 	dp = NULL;
 	usleep(500 * 1000);
 	cr_assert(l4_echo(epb.ns.path, epa.ns.path, A4, 8080, SOCK_STREAM) == 0, "TCP while no agent runs");
 
-	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir);
+	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir, .attach_mode = mode);
 	ASSERT_OK(flowsdn_datapath_open(&o, &dp), "reopen");
 	/* The pinned maps kept their entries. */
 	struct flowsdn_endpoint_info info;
@@ -288,6 +290,16 @@ Test(datapath, restart_adopt_keeps_forwarding, .init = setup_fib_tcx, .fini = no
 	waitpid(ping, &st, 0);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the ping across the restart lost replies");
 	all_traffic_flows();
+}
+
+Test(datapath, restart_adopt_keeps_forwarding_tcx, .init = setup_fib_tcx, .fini = node_down, .timeout = 120)
+{
+	restart_adopt();
+}
+
+Test(datapath, restart_adopt_keeps_forwarding_tc, .init = setup_fib_tc, .fini = node_down, .timeout = 120)
+{
+	restart_adopt();
 }
 
 Test(datapath, detach_stops_forwarding, .init = setup_fib_tcx, .fini = node_down, .timeout = 120)
