@@ -192,7 +192,10 @@ FLOWSDN_API enum flowsdn_attach_mode flowsdn_datapath_attach_mode(const struct f
 /* Attaches the endpoint programs to the host-side veth @ifindex: tc
  * ingress (from the endpoint) and egress (to it).  Replaces an older
  * flowsdn attachment of the same interface.  TCX links are pinned as
- * <dir>/links/<ifindex>-ingress/-egress. */
+ * <dir>/links/<ifindex>-ingress/-egress.  In FLOWSDN_ATTACH_AUTO mode an
+ * interface whose TCX attach fails gets tc clsact filters instead.
+ * -ENODEV when the interface is gone, -FLOWSDN_E_BPF_ATTACH when the
+ * kernel refuses, -errno when pinning a link fails. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex);
 
 /* Removes the flowsdn programs from @ifindex (and the link pins).  0 also
