@@ -102,7 +102,8 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_publish(struct flowsdn_maps *m
 
 /* Removes the address entries of @ep (those still pointing at @ep->id; an
  * address already gone is not an error), its counters and its policy
- * entries.  Idempotent: 0 when nothing was there. */
+ * entries (found by walking the policy map).  Only @ep->id and addrs are
+ * read.  Idempotent: 0 when nothing was there. */
 FLOWSDN_API int flowsdn_maps_endpoint_remove(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep);
 
 /* Looks @addr up in flowsdn_ep.  -ENOENT when no endpoint has it. */
@@ -140,7 +141,10 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_update(struct flowsdn_maps *maps
 							uint32_t flags, uint32_t rule_id);
 /* Removes a policy entry; -ENOENT when absent. */
 FLOWSDN_API int flowsdn_maps_policy_delete(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key);
-/* Reads a policy entry (exact key, not a longest-prefix match). */
+/* Reads a policy entry (exact key, not a longest-prefix match): its flags,
+ * rule id and the packets/bytes it matched.  Walks the map to make sure
+ * the exact key exists (O(entries): for reports, not per packet).
+ * -ENOENT when absent. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key,
 						     struct flowsdn_policy_value *ret);
 
