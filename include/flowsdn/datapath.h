@@ -26,7 +26,10 @@
  *   <dir>/links/<ifindex>-ingress, -egress    TCX links of each endpoint
  *
  * Errors: -errno, or the negative codes of enum flowsdn_bpf_error; details
- * go to the log callback (flowsdn_set_log()).  Every function needs
+ * go to the log callback (flowsdn_set_log()).  flowsdn_datapath_open()
+ * routes libbpf's messages (verifier logs included) to that callback too;
+ * libbpf's print function is process-wide, so a program that sets its own
+ * must set it again after opening the datapath.  Every function needs
  * CAP_BPF/CAP_NET_ADMIN (CAP_SYS_ADMIN to mount bpffs) except
  * flowsdn_drop_reason_name() and the pure helpers (policy key, port blocks).
  */
