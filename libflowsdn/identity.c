@@ -170,8 +170,10 @@ FLOWSDN_API int flowsdn_identity_labels_canonical(const struct flowsdn_label *la
 	}
 	qsort(sorted, n, sizeof(sorted[0]), label_cmp);
 	for (size_t i = 0; i < n; i++) {
-		if (i && !strcmp(sorted[i - 1].key, sorted[i].key))
+		if (i && !strcmp(sorted[i - 1].key, sorted[i].key)) {
+			sbuf_done(&b);
 			return -FLOWSDN_E_IDENTITY_LABEL_DUPLICATE;
+		}
 		if (i)
 			sbuf_put(&b, ",", 1);
 		sbuf_put(&b, sorted[i].key, strlen(sorted[i].key));
@@ -347,6 +349,20 @@ static int save(struct flowsdn_identity_store *s)
 	return r;
 }
 
+static int ident_id_cmp(const void *a, const void *b)
+{
+	const struct ident *x = *(const struct ident *const *)a, *y = *(const struct ident *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int ident_labels_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct ident *const *)a)->labels, (*(const struct ident *const *)b)->labels);
+}
+
+/* Loads the state file into the (empty) store.  On failure the entries
+ * loaded so far stay in the store for flowsdn_identity_free(). */
 static int load(struct flowsdn_identity_store *s)
 {
 	_cleanup_free_ char *data = NULL;
@@ -374,14 +390,18 @@ static int load(struct flowsdn_identity_store *s)
 	if (s->next_id < FLOWSDN_IDENTITY_MIN_LOCAL || s->next_id > FLOWSDN_IDENTITY_MAX_LOCAL ||
 	    count > FLOWSDN_IDENTITY_MAX_LOCAL - FLOWSDN_IDENTITY_MIN_LOCAL + 1)
 		goto corrupt;
+	/* Append in file order, then sort both indexes once and reject
+	 * duplicates: O(n log n) for a full store. */
 	for (uint32_t i = 0; i < count; i++) {
 		struct ident *e;
 		uint32_t id = sreader_u32(&rd), refs = sreader_u32(&rd), tlen = sreader_u32(&rd);
-		bool dup_id, dup_labels;
 
 		if (rd.bad || id < FLOWSDN_IDENTITY_MIN_LOCAL || id > FLOWSDN_IDENTITY_MAX_LOCAL || refs == 0 ||
 		    tlen == 0 || tlen > CANONICAL_MAX || tlen > rd.len - rd.off)
 			goto corrupt;
+		r = grow(s);
+		if (r < 0)
+			return r;
 		e = calloc(1, sizeof(*e));
 		if (!e)
 			return -ENOMEM;
@@ -393,20 +413,24 @@ static int load(struct flowsdn_identity_store *s)
 			ident_free(e);
 			return -ENOMEM;
 		}
-		search_id(s, id, &dup_id);
-		search_labels(s, e->labels, &dup_labels);
-		if (strlen(e->labels) != tlen || dup_id || dup_labels || !text_canonical(e->labels)) {
-			ident_free(e);
+		s->by_id[s->n] = s->by_labels[s->n] = e;
+		s->n++;
+		if (strlen(e->labels) != tlen || !text_canonical(e->labels))
 			goto corrupt;
-		}
-		r = insert(s, e);
-		if (r < 0) {
-			ident_free(e);
-			return r;
-		}
 	}
 	if (rd.bad || rd.off != rd.len)
 		goto corrupt;
+	if (s->n) {
+		qsort(s->by_id, s->n, sizeof(*s->by_id), ident_id_cmp);
+		qsort(s->by_labels, s->n, sizeof(*s->by_labels), ident_labels_cmp);
+	}
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->by_id[i - 1]->id == s->by_id[i]->id ||
+		    !strcmp(s->by_labels[i - 1]->labels, s->by_labels[i]->labels)) {
+			pr_warn("identity: %s: an identity or a label set appears twice", s->state_path);
+			return -FLOWSDN_E_IDENTITY_STATE_CORRUPT;
+		}
+	}
 	return 0;
 
 corrupt:

@@ -645,6 +645,12 @@ static struct alloc *find_owner(struct flowsdn_ipam *ipam, const char *id, const
 	return NULL;
 }
 
+static int fail_owner(struct flowsdn_ipam *ipam, const char *id, const char *ifname)
+{
+	return fail(ipam, -FLOWSDN_E_IPAM_OWNER, "invalid owner \"%.64s\"/\"%.16s\"", id ? id : "(null)",
+		    ifname ? ifname : "(null)");
+}
+
 static void fill_result(const struct flowsdn_ipam *ipam, const struct alloc *const found[2],
 			struct flowsdn_ipam_result *res)
 {
@@ -752,8 +758,7 @@ FLOWSDN_API int flowsdn_ipam_allocate(struct flowsdn_ipam *ipam, const char *con
 		return -EINVAL;
 	ipam->errmsg[0] = '\0';
 	if (!flowsdn_ipam_owner_valid(container_id, ifname))
-		return fail(ipam, -FLOWSDN_E_IPAM_OWNER, "invalid owner \"%.64s\"/\"%.16s\"",
-			    container_id ? container_id : "(null)", ifname ? ifname : "(null)");
+		return fail_owner(ipam, container_id, ifname);
 	families = OPTS_GET(opts, families, 0);
 	request = OPTS_GET(opts, request, NULL);
 	n_request = OPTS_GET(opts, n_request, 0);
@@ -849,7 +854,7 @@ FLOWSDN_API int flowsdn_ipam_lookup(struct flowsdn_ipam *ipam, const char *conta
 	if (!ipam || !ret)
 		return -EINVAL;
 	if (!flowsdn_ipam_owner_valid(container_id, ifname))
-		return -FLOWSDN_E_IPAM_OWNER;
+		return fail_owner(ipam, container_id, ifname);
 	r = begin(ipam, false);
 	if (r < 0)
 		return r;
@@ -871,7 +876,7 @@ FLOWSDN_API int flowsdn_ipam_release(struct flowsdn_ipam *ipam, const char *cont
 	if (!ipam)
 		return -EINVAL;
 	if (!flowsdn_ipam_owner_valid(container_id, ifname))
-		return -FLOWSDN_E_IPAM_OWNER;
+		return fail_owner(ipam, container_id, ifname);
 	r = begin(ipam, true);
 	if (r < 0)
 		return r;

@@ -20,7 +20,8 @@
  * re-reads the state when another process changed it, applies the
  * operation and persists it before returning, so no two processes ever
  * hand out the same address.  A handle itself is not thread-safe: use one
- * per thread or serialize the calls.
+ * per thread or serialize the calls.  Do not use a handle inherited across
+ * fork() in both processes (they would share one lock); open a new one.
  *
  * Addresses are handed out next-fit: after the last address given out in
  * the pool, wrapping around, so a released address is reused as late as

@@ -329,6 +329,27 @@ Test(identity, bad_state_files)
 	write_whole(state, bad, n);
 	expect_refused(-FLOWSDN_E_IDENTITY_STATE_CORRUPT, "reserved id in the file");
 
+	/* Two records with one id, then two with one label set. */
+	{
+		uint8_t *f;
+		size_t fn, rec1 = 24 + 8 + 17; /* record: id, refs, len, "n=300" */
+
+		forge_state(256, 300, 2);
+		read_whole(state, &f, &fn);
+		cr_assert_eq(f[rec1], 301 & 0xff, "layout: second record is 301");
+		f[rec1] = 300 & 0xff;
+		fix_crc(f, fn);
+		write_whole(state, f, fn);
+		expect_refused(-FLOWSDN_E_IDENTITY_STATE_CORRUPT, "duplicate id");
+		f[rec1] = 301 & 0xff;
+		cr_assert_eq(f[rec1 + 12 + 4], '1');
+		f[rec1 + 12 + 4] = '0';
+		fix_crc(f, fn);
+		write_whole(state, f, fn);
+		expect_refused(-FLOWSDN_E_IDENTITY_STATE_CORRUPT, "duplicate labels");
+		free(f);
+	}
+
 	write_whole(state, good, n);
 	s = open_store();
 	ASSERT_OK(flowsdn_identity_lookup_labels(s, a, 1, &id), "good file still loads");

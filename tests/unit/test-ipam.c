@@ -321,6 +321,9 @@ Test(ipam, bad_owner)
 	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "abcdefghijklmnop", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "16 bytes");
 	ASSERT_ERR(flowsdn_ipam_allocate(ipam, NULL, "eth0", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "NULL id");
 	ASSERT_ERR(flowsdn_ipam_allocate(NULL, "a", "eth0", NULL, &res), -EINVAL, "NULL handle");
+	ASSERT_ERR(flowsdn_ipam_release(ipam, "a/b", "eth0"), -FLOWSDN_E_IPAM_OWNER, "release, bad id");
+	cr_assert(strstr(flowsdn_ipam_errmsg(ipam), "invalid owner \"a/b\""), "%s", flowsdn_ipam_errmsg(ipam));
+	ASSERT_ERR(flowsdn_ipam_lookup(ipam, "a", "x/y", &res), -FLOWSDN_E_IPAM_OWNER, "lookup, bad ifname");
 	cr_assert(flowsdn_ipam_owner_valid("0123abc_d.e-f", "abcdefghijklmno"));
 	flowsdn_ipam_free(ipam);
 }
