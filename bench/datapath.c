@@ -14,9 +14,14 @@
  * temporary directory that is removed at the end.  Traffic never leaves
  * these namespaces.
  *
- * Usage: bench/datapath [SECONDS]   (1..60)
+ * The three setups exist side by side and take turns, ROUNDS times (the
+ * machine is shared: alternating spreads the noise evenly); the median of
+ * each is compared.
+ *
+ * Usage: bench/datapath [-t SECONDS (1..60, default 10)] [-r ROUNDS (1..9, default 3)]
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -32,7 +37,10 @@
 
 #define CNI_DIR "/usr/lib/cni"
 
+#define MAX_ROUNDS 9
+
 static int seconds = 10;
+static int rounds = 3;
 static char tmpdir[64];
 
 struct holder {
@@ -169,16 +177,25 @@ static double iperf(const char *cli_ns, const char *srv_ns, const char *ip)
 	return bps / 1e9;
 }
 
-static double bench_flowsdn(void)
+/* One topology: client and server namespaces and the server's address. */
+struct topo {
+	const char *name;
+	struct holder a, b;
+	char ip[64];
+	bool ok;
+	double gbps[MAX_ROUNDS];
+};
+
+static struct flowsdn_datapath *dp;
+
+static void setup_flowsdn(struct topo *t)
 {
-	struct holder a = { 0 }, b = { 0 };
-	struct flowsdn_datapath *dp = NULL;
+	struct holder *a = &t->a, *b = &t->b;
 	struct flowsdn_veth va, vb;
 	struct flowsdn_nl_err err = { "" };
 	struct flowsdn_prefix pa, pb;
 	struct flowsdn_endpoint ea = { 0 }, eb = { 0 };
 	char pins[96];
-	double g = -1;
 	int r;
 
 	snprintf(pins, sizeof(pins), "%s/bpf", tmpdir);
@@ -186,20 +203,20 @@ static double bench_flowsdn(void)
 	r = flowsdn_datapath_open(&o, &dp);
 	if (r < 0) {
 		fprintf(stderr, "flowsdn: datapath: %s\n", flowsdn_strerror(r));
-		return -1;
+		return;
 	}
-	if (spawn_netns(&a) < 0 || spawn_netns(&b) < 0)
-		goto out;
+	if (spawn_netns(a) < 0 || spawn_netns(b) < 0)
+		return;
 	if (flowsdn_prefix_parse("10.212.0.2/32", 13, NULL, &pa) < 0 ||
 	    flowsdn_prefix_parse("10.212.0.3/32", 13, NULL, &pb) < 0)
-		goto out;
-	FLOWSDN_OPTS(flowsdn_veth_config, ca, .netns_path = a.path, .host_ifname = "fsdnbenchA", .ifname = "eth0",
+		return;
+	FLOWSDN_OPTS(flowsdn_veth_config, ca, .netns_path = a->path, .host_ifname = "fsdnbenchA", .ifname = "eth0",
 		     .addrs = &pa, .n_addrs = 1);
-	FLOWSDN_OPTS(flowsdn_veth_config, cb, .netns_path = b.path, .host_ifname = "fsdnbenchB", .ifname = "eth0",
+	FLOWSDN_OPTS(flowsdn_veth_config, cb, .netns_path = b->path, .host_ifname = "fsdnbenchB", .ifname = "eth0",
 		     .addrs = &pb, .n_addrs = 1);
 	if ((r = flowsdn_netlink_veth_setup(&ca, &va, &err)) < 0 || (r = flowsdn_netlink_veth_setup(&cb, &vb, &err)) < 0) {
 		fprintf(stderr, "flowsdn: %s\n", err.msg);
-		goto out;
+		return;
 	}
 	ea = (struct flowsdn_endpoint){ .id = 1, .identity = 1001, .host_ifindex = va.host_ifindex, .n_addrs = 1 };
 	eb = (struct flowsdn_endpoint){ .id = 2, .identity = 1002, .host_ifindex = vb.host_ifindex, .n_addrs = 1 };
@@ -213,20 +230,12 @@ static double bench_flowsdn(void)
 	    (r = flowsdn_maps_endpoint_publish(flowsdn_datapath_maps(dp), &eb)) < 0 ||
 	    (r = flowsdn_datapath_attach(dp, va.host_ifindex)) < 0 || (r = flowsdn_datapath_attach(dp, vb.host_ifindex)) < 0) {
 		fprintf(stderr, "flowsdn: %s\n", flowsdn_strerror(r));
-		goto out;
+		return;
 	}
 	printf("  flowsdn: egress fib, %s, redirect_peer\n",
 	       flowsdn_datapath_attach_mode(dp) == FLOWSDN_ATTACH_TCX ? "TCX" : "tc clsact");
-	g = iperf(a.path, b.path, "10.212.0.3");
-out:
-	flowsdn_netlink_veth_teardown("fsdnbenchA", NULL, 0, NULL);
-	flowsdn_netlink_veth_teardown("fsdnbenchB", NULL, 0, NULL);
-	kill_netns(&a);
-	kill_netns(&b);
-	flowsdn_datapath_free(dp);
-	umount2(pins, MNT_DETACH);
-	rmdir(pins);
-	return g;
+	snprintf(t->ip, sizeof(t->ip), "10.212.0.3");
+	t->ok = true;
 }
 
 /* Extracts the first "address": "A.B.C.D/N" of a CNI result, without /N. */
@@ -260,53 +269,93 @@ static int cni(const char *cmd, const char *type, const char *ns, const char *id
 	return run(NULL, argv, env, conf, out, out_size);
 }
 
-static double bench_cni(const char *type, const char *subnet)
+static void cni_conf(const char *type, const char *subnet, char *conf, size_t size)
 {
-	struct holder a = { 0 }, b = { 0 };
-	char conf[1024], out[8192], ip[64];
-	double g = -1;
-
 	if (strcmp(type, "bridge") == 0)
-		snprintf(conf, sizeof(conf),
+		snprintf(conf, size,
 			 "{\"cniVersion\":\"1.0.0\",\"name\":\"bench-bridge\",\"type\":\"bridge\",\"bridge\":\"fsdnbench0\","
 			 "\"isGateway\":true,\"ipMasq\":false,\"ipam\":{\"type\":\"host-local\",\"subnet\":\"%s\","
 			 "\"dataDir\":\"%s/ipam\"}}",
 			 subnet, tmpdir);
 	else
-		snprintf(conf, sizeof(conf),
+		snprintf(conf, size,
 			 "{\"cniVersion\":\"1.0.0\",\"name\":\"bench-ptp\",\"type\":\"ptp\",\"ipMasq\":false,"
 			 "\"ipam\":{\"type\":\"host-local\",\"subnet\":\"%s\",\"dataDir\":\"%s/ipam\"}}",
 			 subnet, tmpdir);
-	if (spawn_netns(&a) < 0 || spawn_netns(&b) < 0)
-		goto out;
-	if (cni("ADD", type, a.path, "bench-a", conf, out, sizeof(out)) != 0) {
-		fprintf(stderr, "%s ADD a: %s\n", type, out);
-		goto out;
+}
+
+static void setup_cni(struct topo *t, const char *subnet)
+{
+	char conf[1024], out[8192];
+
+	cni_conf(t->name, subnet, conf, sizeof(conf));
+	if (spawn_netns(&t->a) < 0 || spawn_netns(&t->b) < 0)
+		return;
+	if (cni("ADD", t->name, t->a.path, "bench-a", conf, out, sizeof(out)) != 0) {
+		fprintf(stderr, "%s ADD a: %s\n", t->name, out);
+		return;
 	}
-	if (cni("ADD", type, b.path, "bench-b", conf, out, sizeof(out)) != 0 || result_ip(out, ip, sizeof(ip)) < 0) {
-		fprintf(stderr, "%s ADD b: %s\n", type, out);
-		goto out;
+	if (cni("ADD", t->name, t->b.path, "bench-b", conf, out, sizeof(out)) != 0 ||
+	    result_ip(out, t->ip, sizeof(t->ip)) < 0) {
+		fprintf(stderr, "%s ADD b: %s\n", t->name, out);
+		return;
 	}
-	g = iperf(a.path, b.path, ip);
-	cni("DEL", type, a.path, "bench-a", conf, out, sizeof(out));
-	cni("DEL", type, b.path, "bench-b", conf, out, sizeof(out));
-out:
-	kill_netns(&a);
-	kill_netns(&b);
-	return g;
+	t->ok = true;
+}
+
+static void teardown_cni(struct topo *t, const char *subnet)
+{
+	char conf[1024], out[8192];
+
+	cni_conf(t->name, subnet, conf, sizeof(conf));
+	if (t->a.pid)
+		cni("DEL", t->name, t->a.path, "bench-a", conf, out, sizeof(out));
+	if (t->b.pid)
+		cni("DEL", t->name, t->b.path, "bench-b", conf, out, sizeof(out));
+	kill_netns(&t->a);
+	kill_netns(&t->b);
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static double median(const double *v, int n)
+{
+	double s[MAX_ROUNDS];
+
+	memcpy(s, v, (size_t)n * sizeof(*v));
+	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)
 {
-	char ipam[96];
-	double f, br, pt;
+	static const char *const subnets[] = { NULL, "10.213.0.0/24", "10.214.0.0/24" };
+	struct topo topo[3] = { { .name = "flowsdn" }, { .name = "bridge" }, { .name = "ptp" } };
+	char pins[96];
+	double med[3];
+	int opt, status = 0;
 
-	if (argc > 1) {
-		seconds = atoi(argv[1]);
-		if (seconds < 1 || seconds > 60) {
-			fprintf(stderr, "usage: %s [SECONDS (1..60)]\n", argv[0]);
+	while ((opt = getopt(argc, argv, "t:r:h")) != -1) {
+		switch (opt) {
+		case 't':
+			seconds = atoi(optarg);
+			break;
+		case 'r':
+			rounds = atoi(optarg);
+			break;
+		default:
+			fprintf(stderr, "usage: %s [-t SECONDS (1..60)] [-r ROUNDS (1..%d)]\n", argv[0], MAX_ROUNDS);
 			return 2;
 		}
+	}
+	if (seconds < 1 || seconds > 60 || rounds < 1 || rounds > MAX_ROUNDS || optind != argc) {
+		fprintf(stderr, "usage: %s [-t SECONDS (1..60)] [-r ROUNDS (1..%d)]\n", argv[0], MAX_ROUNDS);
+		return 2;
 	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "bench/datapath: needs root (namespaces, BPF)\n");
@@ -328,24 +377,45 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
-	snprintf(ipam, sizeof(ipam), "%s/ipam", tmpdir);
 
-	printf("datapath throughput: iperf3 TCP, 1 stream, %d s, IPv4, two endpoints on one node\n", seconds);
-	f = bench_flowsdn();
-	br = bench_cni("bridge", "10.213.0.0/24");
-	pt = bench_cni("ptp", "10.214.0.0/24");
-	printf("  %-10s %8.2f Gbit/s\n", "flowsdn", f);
-	printf("  %-10s %8.2f Gbit/s\n", "bridge", br);
-	printf("  %-10s %8.2f Gbit/s\n", "ptp", pt);
-	if (f > 0 && pt > 0)
-		printf("  flowsdn/ptp    %.2fx  (goal >= 1.0)\n", f / pt);
-	if (f > 0 && br > 0)
-		printf("  flowsdn/bridge %.2fx\n", f / br);
+	printf("datapath throughput: iperf3 TCP, 1 stream, %d s, IPv4, two endpoints on one node;\n"
+	       "%d round(s), the three setups taking turns in each round, median shown\n",
+	       seconds, rounds);
+	setup_flowsdn(&topo[0]);
+	setup_cni(&topo[1], subnets[1]);
+	setup_cni(&topo[2], subnets[2]);
+	for (int r = 0; r < rounds; r++) {
+		printf("  round %d:", r + 1);
+		for (int i = 0; i < 3; i++) {
+			topo[i].gbps[r] = topo[i].ok ? iperf(topo[i].a.path, topo[i].b.path, topo[i].ip) : -1;
+			printf("  %s %.2f", topo[i].name, topo[i].gbps[r]);
+			fflush(stdout);
+		}
+		printf("\n");
+	}
+	for (int i = 0; i < 3; i++) {
+		med[i] = topo[i].ok ? median(topo[i].gbps, rounds) : -1;
+		printf("  %-10s %8.2f Gbit/s\n", topo[i].name, med[i]);
+		status |= med[i] <= 0;
+	}
+	if (med[0] > 0 && med[2] > 0)
+		printf("  flowsdn/ptp    %.2fx  (goal >= 1.0)\n", med[0] / med[2]);
+	if (med[0] > 0 && med[1] > 0)
+		printf("  flowsdn/bridge %.2fx\n", med[0] / med[1]);
 
+	flowsdn_netlink_veth_teardown("fsdnbenchA", NULL, 0, NULL);
+	flowsdn_netlink_veth_teardown("fsdnbenchB", NULL, 0, NULL);
+	kill_netns(&topo[0].a);
+	kill_netns(&topo[0].b);
+	flowsdn_datapath_free(dp);
+	snprintf(pins, sizeof(pins), "%s/bpf", tmpdir);
+	umount2(pins, MNT_DETACH);
+	teardown_cni(&topo[1], subnets[1]);
+	teardown_cni(&topo[2], subnets[2]);
 	{
 		char *rm[] = { "rm", "-rf", "--", tmpdir, NULL };
 
 		run(NULL, rm, NULL, NULL, NULL, 0);
 	}
-	return f > 0 && br > 0 && pt > 0 ? 0 : 1;
+	return status;
 }

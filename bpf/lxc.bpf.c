@@ -66,7 +66,8 @@ static __always_inline int forward_fib(struct __sk_buff *skb, const struct pkt *
 
 	fib.ifindex = skb->ifindex;
 	fib.l4_protocol = p->protocol;
-	fib.tot_len = p->len - sizeof(struct ethhdr);
+	/* A GSO packet is segmented to the MTU later: no MTU check for it. */
+	fib.tot_len = skb->gso_size ? 0 : p->len - sizeof(struct ethhdr);
 	if (p->family == AF_INET) {
 		fib.family = AF_INET;
 		fib.ipv4_src = p->saddr[0];

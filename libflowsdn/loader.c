@@ -49,6 +49,7 @@ struct flowsdn_datapath {
 	struct flowsdn_maps *maps;
 	char *pin_dir;
 	enum flowsdn_attach_mode mode;
+	bool auto_mode; /* mode chosen by probing: an interface TCX refuses gets tc */
 };
 
 /* Set around calls whose failures are expected (probing a missing clsact
@@ -200,6 +201,7 @@ FLOWSDN_API int flowsdn_datapath_open(const struct flowsdn_datapath_opts *opts, 
 	if (!dp)
 		return -ENOMEM;
 	dp->mode = mode;
+	dp->auto_mode = OPTS_GET(opts, attach_mode, FLOWSDN_ATTACH_AUTO) == FLOWSDN_ATTACH_AUTO;
 	dp->pin_dir = strdup(dir);
 	if (!dp->pin_dir) {
 		r = -ENOMEM;
@@ -401,13 +403,17 @@ FLOWSDN_API int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex
 		if (r < 0) {
 			tcx_detach_one(dp, ifindex, true);
 			tcx_detach_one(dp, ifindex, false);
-			return r;
+			if (!dp->auto_mode || r == -ENODEV)
+				return r;
+			pr_info("ifindex %d: TCX refused, attaching with tc clsact", ifindex);
+			goto tc;
 		}
 		/* An older tc attachment of ours would run the old programs too. */
 		tc_detach_one(ifindex, true);
 		tc_detach_one(ifindex, false);
 		return 0;
 	}
+tc:
 	r = tc_attach_one(ifindex, true, from);
 	if (r == 0)
 		r = tc_attach_one(ifindex, false, to);

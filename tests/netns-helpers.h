@@ -28,13 +28,17 @@
 
 #include "helpers.h"
 
-/* Makes the calling process its own node: new netns + private mounts. */
+/* Makes the calling process its own node: new netns, private mounts and
+ * a private /tmp (a tmpfs seen only here: whatever a test leaves there,
+ * even when it crashes, goes with the process). */
 static inline void node_enter(void)
 {
 	REQUIRE_ROOT();
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS) < 0)
 		cr_skip_test("unshare(CLONE_NEWNET|CLONE_NEWNS): %s", strerror(errno));
 	cr_assert(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "make / private: %s", strerror(errno));
+	cr_assert(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") == 0, "private /tmp: %s",
+		  strerror(errno));
 	cr_assert(system("ip link set lo up") == 0, "lo up");
 }
 
@@ -136,12 +140,13 @@ static inline socklen_t sockaddr_of(const char *ip, int port, struct sockaddr_st
 	return sizeof(*s4);
 }
 
-/* Server side of l4_echo: one TCP connection or one UDP datagram, echoed. */
+/* Server side of l4_echo: one TCP connection echoed, or UDP datagrams
+ * echoed until 3 s pass without one. */
 static inline int echo_server(const char *ip, int port, int type, int ready_fd)
 {
 	struct sockaddr_storage ss, peer;
-	socklen_t len = sockaddr_of(ip, port, &ss), plen = sizeof(peer);
-	int one = 1, fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0), c;
+	socklen_t len = sockaddr_of(ip, port, &ss), plen;
+	int one = 1, fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0), c, echoed = 0;
 	char buf[256];
 	ssize_t n;
 
@@ -154,8 +159,8 @@ static inline int echo_server(const char *ip, int port, int type, int ready_fd)
 		return 3;
 	if (write(ready_fd, "r", 1) != 1)
 		return 4;
-	set_timeouts(fd, 5000);
 	if (type == SOCK_STREAM) {
+		set_timeouts(fd, 5000);
 		c = accept(fd, NULL, NULL);
 		if (c < 0)
 			return 5;
@@ -165,31 +170,45 @@ static inline int echo_server(const char *ip, int port, int type, int ready_fd)
 			return 6;
 		close(c);
 	} else {
-		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&peer, &plen);
-		if (n <= 0 || sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&peer, plen) != n)
+		set_timeouts(fd, 3000);
+		for (;;) {
+			plen = sizeof(peer);
+			n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&peer, &plen);
+			if (n <= 0)
+				break;
+			if (sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&peer, plen) == n)
+				echoed++;
+		}
+		if (!echoed)
 			return 7;
 	}
 	close(fd);
 	return 0;
 }
 
+/* Client side: TCP retransmits by itself; UDP is tried 3 times (a first
+ * datagram can be lost while neighbours are resolved). */
 static inline int echo_client(const char *ip, int port, int type)
 {
 	static const char msg[] = "flowsdn echo";
 	struct sockaddr_storage ss;
 	socklen_t len = sockaddr_of(ip, port, &ss);
-	int fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+	int fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0), tries = type == SOCK_DGRAM ? 3 : 1;
 	char buf[256];
-	ssize_t n;
+	ssize_t n = -1;
 
 	if (fd < 0)
 		return 1;
-	set_timeouts(fd, 2000);
+	set_timeouts(fd, type == SOCK_DGRAM ? 1000 : 2000);
 	if (connect(fd, (struct sockaddr *)&ss, len) < 0)
 		return 2;
-	if (write(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
-		return 3;
-	n = read(fd, buf, sizeof(buf));
+	for (int i = 0; i < tries; i++) {
+		if (write(fd, msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+			return 3;
+		n = read(fd, buf, sizeof(buf));
+		if (n == (ssize_t)sizeof(msg))
+			break;
+	}
 	if (n != (ssize_t)sizeof(msg) || memcmp(buf, msg, sizeof(msg)) != 0)
 		return 4;
 	close(fd);
@@ -223,13 +242,35 @@ static inline int l4_echo(const char *from, const char *to, const char *ip, int 
 	if (cli == 0)
 		_exit(echo_client(ip, port, type));
 	waitpid(cli, &st_c, 0);
-	if (!WIFEXITED(st_c) || WEXITSTATUS(st_c) != 0) {
+	if (!WIFEXITED(st_c) || WEXITSTATUS(st_c) != 0 || type == SOCK_DGRAM) {
+		/* Failed, or UDP echoed back: the server has nothing more to say. */
 		kill(srv, SIGKILL);
 		waitpid(srv, NULL, 0);
+		if (WIFEXITED(st_c) && WEXITSTATUS(st_c) == 0)
+			return 0;
 		return WIFEXITED(st_c) ? 10 + WEXITSTATUS(st_c) : 99;
 	}
 	waitpid(srv, &st_s, 0);
 	return WIFEXITED(st_s) ? WEXITSTATUS(st_s) ? 20 + WEXITSTATUS(st_s) : 0 : 98;
 }
+
+/*
+ * A main() that runs the tests one at a time.  Namespace tests fork,
+ * push traffic and time out on loss: on a 2-core machine running them in
+ * parallel only adds noise (and Criterion 2.4's parallel runner leaks under
+ * LeakSanitizer).  --jobs on the command line still overrides.
+ */
+#define SERIAL_TEST_MAIN()                                                  \
+	int main(int argc, char *argv[])                                    \
+	{                                                                   \
+		struct criterion_test_set *tests = criterion_initialize(); \
+		int result = 0;                                             \
+									    \
+		criterion_options.jobs = 1;                                 \
+		if (criterion_handle_args(argc, argv, true))                \
+			result = !criterion_run_all_tests(tests);           \
+		criterion_finalize(tests);                                  \
+		return result;                                              \
+	}
 
 #endif

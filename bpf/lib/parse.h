@@ -50,9 +50,19 @@ static __always_inline int parse_l4(void *data, void *data_end, __u32 off, struc
  */
 static __always_inline int parse_packet(struct __sk_buff *skb, struct pkt *p)
 {
+	/* Ethernet + the longest IPv4 header + the L4 bytes we read. */
+	const __u32 want = sizeof(struct ethhdr) + 60 + 4;
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
+	struct ethhdr *eth;
+
+	/* Headers outside the linear part (rare on veths): pull them in. */
+	if (data + want > data_end && skb->len > (__u32)(data_end - data)) {
+		bpf_skb_pull_data(skb, skb->len < want ? skb->len : want);
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+	}
+	eth = data;
 
 	if ((void *)(eth + 1) > data_end)
 		return PARSE_MALFORMED;

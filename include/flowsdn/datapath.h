@@ -26,7 +26,10 @@
  *   <dir>/links/<ifindex>-ingress, -egress    TCX links of each endpoint
  *
  * Errors: -errno, or the negative codes of enum flowsdn_bpf_error; details
- * go to the log callback (flowsdn_set_log()).  Every function needs
+ * go to the log callback (flowsdn_set_log()).  flowsdn_datapath_open()
+ * routes libbpf's messages (verifier logs included) to that callback too;
+ * libbpf's print function is process-wide, so a program that sets its own
+ * must set it again after opening the datapath.  Every function needs
  * CAP_BPF/CAP_NET_ADMIN (CAP_SYS_ADMIN to mount bpffs) except
  * flowsdn_drop_reason_name() and the pure helpers (policy key, port blocks).
  */
@@ -102,7 +105,8 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_publish(struct flowsdn_maps *m
 
 /* Removes the address entries of @ep (those still pointing at @ep->id; an
  * address already gone is not an error), its counters and its policy
- * entries.  Idempotent: 0 when nothing was there. */
+ * entries (found by walking the policy map).  Only @ep->id and addrs are
+ * read.  Idempotent: 0 when nothing was there. */
 FLOWSDN_API int flowsdn_maps_endpoint_remove(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep);
 
 /* Looks @addr up in flowsdn_ep.  -ENOENT when no endpoint has it. */
@@ -140,7 +144,10 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_update(struct flowsdn_maps *maps
 							uint32_t flags, uint32_t rule_id);
 /* Removes a policy entry; -ENOENT when absent. */
 FLOWSDN_API int flowsdn_maps_policy_delete(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key);
-/* Reads a policy entry (exact key, not a longest-prefix match). */
+/* Reads a policy entry (exact key, not a longest-prefix match): its flags,
+ * rule id and the packets/bytes it matched.  Walks the map to make sure
+ * the exact key exists (O(entries): for reports, not per packet).
+ * -ENOENT when absent. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key,
 						     struct flowsdn_policy_value *ret);
 
@@ -192,7 +199,10 @@ FLOWSDN_API enum flowsdn_attach_mode flowsdn_datapath_attach_mode(const struct f
 /* Attaches the endpoint programs to the host-side veth @ifindex: tc
  * ingress (from the endpoint) and egress (to it).  Replaces an older
  * flowsdn attachment of the same interface.  TCX links are pinned as
- * <dir>/links/<ifindex>-ingress/-egress. */
+ * <dir>/links/<ifindex>-ingress/-egress.  In FLOWSDN_ATTACH_AUTO mode an
+ * interface whose TCX attach fails gets tc clsact filters instead.
+ * -ENODEV when the interface is gone, -FLOWSDN_E_BPF_ATTACH when the
+ * kernel refuses, -errno when pinning a link fails. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex);
 
 /* Removes the flowsdn programs from @ifindex (and the link pins).  0 also

@@ -84,7 +84,10 @@ struct flowsdn_veth_config {
 	const struct flowsdn_prefix *addrs;
 	size_t n_addrs;          /* 0..8 */
 	/* Also add host routes addr/32 and addr/128 via the host veth in the
-	 * caller's namespace (egress mode "stack"). */
+	 * caller's namespace.  Egress mode "stack" needs them for everything;
+	 * in mode "fib" same-node delivery does not, but the node itself and
+	 * traffic entering the node (replies from elsewhere) reach the
+	 * endpoint through them (and its to_container program). */
 	bool host_routes;
 };
 

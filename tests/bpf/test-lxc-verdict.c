@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <bpf/bpf.h>
 #include <flowsdn/datapath.h>
+#include <flowsdn/maps.h>
 
 #include "netns-helpers.h"
 
@@ -100,10 +101,13 @@ static uint16_t csum(const void *p, size_t len)
 	return (uint16_t)~s;
 }
 
+/* b sits 2 bytes past an 8-byte boundary, so that the IP header after the
+ * 14-byte Ethernet header is 4-byte aligned, as in an skb. */
 struct frame {
+	uint8_t pad[2];
 	uint8_t b[256];
 	size_t len;
-};
+} __attribute__((aligned(8)));
 
 /* Ethernet (to the sender's gateway MAC) + IPv4 + TCP/UDP/ICMP header. */
 static struct frame ip4(const char *src, const char *dst, uint8_t proto, uint16_t dport, uint8_t ttl)
@@ -367,3 +371,51 @@ Test(lxc, stack_mode_hands_everything_to_the_stack, .init = setup_stack, .fini =
 	f = ip4("10.0.0.1", "10.0.0.2", IPPROTO_TCP, 80, 64);
 	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "egress policy still applies");
 }
+
+Test(lxc, publish_refuses_taken_addresses, .init = setup_fib, .fini = teardown)
+{
+	struct flowsdn_endpoint c = ep_b;
+	struct flowsdn_endpoint_info info;
+
+	c.id = 9; /* B's addresses under another id */
+	ASSERT_ERR(flowsdn_maps_endpoint_publish(maps, &c), -EEXIST, "taken address");
+	ASSERT_OK(flowsdn_maps_endpoint_lookup(maps, &ep_b.addrs[0], &info), "lookup");
+	cr_assert(info.ep_id == 2, "B's entry untouched");
+	/* Removing under the wrong id leaves B alone; under its own, idempotent. */
+	ASSERT_OK(flowsdn_maps_endpoint_remove(maps, &c), "remove other id");
+	ASSERT_OK(flowsdn_maps_endpoint_lookup(maps, &ep_b.addrs[1], &info), "B still there");
+	ASSERT_OK(flowsdn_maps_endpoint_remove(maps, &ep_b), "remove");
+	ASSERT_OK(flowsdn_maps_endpoint_remove(maps, &ep_b), "remove again");
+	ASSERT_ERR(flowsdn_maps_endpoint_lookup(maps, &ep_b.addrs[0], &info), -ENOENT, "gone");
+	ASSERT_ERR(flowsdn_maps_endpoint_counters(maps, 2, &(struct flowsdn_endpoint_counters){ 0 }), -ENOENT,
+		   "counters gone");
+}
+
+/* A pin directory holding a map of another layout is refused, not reused;
+ * a directory without a datapath is reported as such. */
+Test(lxc, incompatible_pins_are_refused, .init = node_enter)
+{
+	struct flowsdn_datapath *d = NULL;
+	struct flowsdn_maps *m = NULL;
+	char dir[] = "/tmp/flowsdn-layout-XXXXXX", path[128];
+	int fd;
+
+	cr_assert(mkdtemp(dir));
+	cr_assert(mount("bpffs", dir, "bpf", 0, NULL) == 0, "mount bpffs: %s", strerror(errno));
+	ASSERT_ERR(flowsdn_maps_open(dir, &m), -FLOWSDN_E_BPF_NOT_LOADED, "empty directory");
+	/* flowsdn_ep with a 16-byte value (the contract says 32). */
+	fd = bpf_map_create(BPF_MAP_TYPE_HASH, "flowsdn_ep", sizeof(struct flowsdn_endpoint_key), 16, 16, NULL);
+	cr_assert(fd >= 0, "map: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/flowsdn_ep", dir);
+	cr_assert(bpf_obj_pin(fd, path) == 0);
+	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = dir, .no_mount = true);
+	ASSERT_ERR(flowsdn_datapath_open(&o, &d), -FLOWSDN_E_BPF_MAP_LAYOUT, "old layout");
+	cr_assert(d == NULL);
+	cr_assert(access(path, F_OK) == 0, "the foreign pin is left alone");
+	/* Without the mount the directory is refused when mounting is off. */
+	cr_assert(umount2(dir, MNT_DETACH) == 0);
+	ASSERT_ERR(flowsdn_datapath_open(&o, &d), -FLOWSDN_E_BPF_NO_BPFFS, "not bpffs");
+	close(fd);
+}
+
+SERIAL_TEST_MAIN()

@@ -73,7 +73,8 @@ static void make_endpoint(struct ep *ep, uint32_t id, const char *host, const ch
 	cr_assert(flowsdn_datapath_is_attached(dp, ep->veth.host_ifindex) == 1, "programs on %s", host);
 }
 
-static void node_up(enum flowsdn_egress_mode egress, enum flowsdn_attach_mode attach, bool no_peer)
+static void node_up_routes(enum flowsdn_egress_mode egress, enum flowsdn_attach_mode attach, bool no_peer,
+			   bool host_routes)
 {
 	struct flowsdn_nl_err err;
 
@@ -89,8 +90,13 @@ static void node_up(enum flowsdn_egress_mode egress, enum flowsdn_attach_mode at
 		     .no_redirect_peer = no_peer);
 	int r = flowsdn_datapath_open(&o, &dp);
 	cr_assert(r == 0, "datapath open: %s", flowsdn_strerror(r));
-	make_endpoint(&epa, 11, "fsdnA", A4, A6, 1001, egress == FLOWSDN_EGRESS_STACK);
-	make_endpoint(&epb, 12, "fsdnB", B4, B6, 1002, egress == FLOWSDN_EGRESS_STACK);
+	make_endpoint(&epa, 11, "fsdnA", A4, A6, 1001, host_routes);
+	make_endpoint(&epb, 12, "fsdnB", B4, B6, 1002, host_routes);
+}
+
+static void node_up(enum flowsdn_egress_mode egress, enum flowsdn_attach_mode attach, bool no_peer)
+{
+	node_up_routes(egress, attach, no_peer, egress == FLOWSDN_EGRESS_STACK);
 }
 
 static void node_down(void)
@@ -108,6 +114,7 @@ static void node_down(void)
 static void setup_fib_tcx(void) { node_up(FLOWSDN_EGRESS_FIB, FLOWSDN_ATTACH_TCX, false); }
 static void setup_fib_tc(void) { node_up(FLOWSDN_EGRESS_FIB, FLOWSDN_ATTACH_TC, true); }
 static void setup_stack(void) { node_up(FLOWSDN_EGRESS_STACK, FLOWSDN_ATTACH_AUTO, false); }
+static void setup_fib_routes(void) { node_up_routes(FLOWSDN_EGRESS_FIB, FLOWSDN_ATTACH_AUTO, false, true); }
 
 /* ICMP, TCP and UDP both ways over both families. */
 static void all_traffic_flows(void)
@@ -229,7 +236,7 @@ Test(datapath, default_deny_with_allow_entries, .init = setup_stack, .fini = nod
 
 /* The handle goes away without detaching and a new one adopts, while a
  * ping runs: no reply may be lost. */
-Test(datapath, restart_adopt_keeps_forwarding, .init = setup_fib_tcx, .fini = node_down, .timeout = 120)
+static void restart_adopt(void)
 {
 	int st;
 	pid_t ping = fork_in(epa.ns.path);
@@ -239,13 +246,15 @@ Test(datapath, restart_adopt_keeps_forwarding, .init = setup_fib_tcx, .fini = no
 		      (char *)NULL);
 		_exit(127);
 	}
+	enum flowsdn_attach_mode mode = flowsdn_datapath_attach_mode(dp);
+
 	usleep(300 * 1000);
 	flowsdn_datapath_free(dp); /* the agent "dies": nothing detached */
 	dp = NULL;
 	usleep(500 * 1000);
 	cr_assert(l4_echo(epb.ns.path, epa.ns.path, A4, 8080, SOCK_STREAM) == 0, "TCP while no agent runs");
 
-	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir);
+	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir, .attach_mode = mode);
 	ASSERT_OK(flowsdn_datapath_open(&o, &dp), "reopen");
 	/* The pinned maps kept their entries. */
 	struct flowsdn_endpoint_info info;
@@ -283,6 +292,16 @@ Test(datapath, restart_adopt_keeps_forwarding, .init = setup_fib_tcx, .fini = no
 	all_traffic_flows();
 }
 
+Test(datapath, restart_adopt_keeps_forwarding_tcx, .init = setup_fib_tcx, .fini = node_down, .timeout = 120)
+{
+	restart_adopt();
+}
+
+Test(datapath, restart_adopt_keeps_forwarding_tc, .init = setup_fib_tc, .fini = node_down, .timeout = 120)
+{
+	restart_adopt();
+}
+
 Test(datapath, detach_stops_forwarding, .init = setup_fib_tcx, .fini = node_down, .timeout = 120)
 {
 	char path[PATH_MAX];
@@ -316,3 +335,32 @@ Test(datapath, spoofed_source_dropped, .init = setup_fib_tcx, .fini = node_down,
 	ASSERT_STREQ(flowsdn_drop_reason_name(FLOWSDN_DROP_SPOOFED_SOURCE), "source address is not the endpoint's",
 		     "name");
 }
+
+/* Mode fib with host routes: the node itself reaches the endpoints through
+ * the stack and to_container, which polices and counts that traffic. */
+Test(datapath, host_to_endpoint_through_to_container, .init = setup_fib_routes, .fini = node_down, .timeout = 60)
+{
+	struct flowsdn_maps *m = flowsdn_datapath_maps(dp);
+	struct flowsdn_endpoint_counters c0, c1;
+	struct flowsdn_policy_key k;
+
+	/* The node's own address (the source of its pings). */
+	cr_assert(system("ip addr add 192.0.2.1/32 dev lo") == 0);
+	ASSERT_OK(flowsdn_maps_endpoint_counters(m, epb.e.id, &c0), "counters");
+	cr_assert(system("ping -q -c 2 -W 2 " B4 " >/dev/null") == 0, "host -> B");
+	ASSERT_OK(flowsdn_maps_endpoint_counters(m, epb.e.id, &c1), "counters");
+	cr_assert(c1.rx_packets >= c0.rx_packets + 2 && c1.allow_ingress >= c0.allow_ingress + 2,
+		  "to_container counted the host's packets (rx %llu -> %llu)", (unsigned long long)c0.rx_packets,
+		  (unsigned long long)c1.rx_packets);
+	/* The host is "world" here (no ipcache entry): deny world on B. */
+	ASSERT_OK(flowsdn_policy_key_make(epb.e.id, FLOWSDN_DIR_INGRESS, FLOWSDN_IDENTITY_WORLD, IPPROTO_ICMP, 0, 0, &k),
+		  "key");
+	ASSERT_OK(flowsdn_maps_policy_update(m, &k, FLOWSDN_POLICY_F_DENY, 3), "deny world");
+	cr_assert(system("ping -q -c 1 -W 1 " B4 " >/dev/null") != 0, "host -> B denied");
+	cr_assert(run_in(epa.ns.path, "ping -q -c 1 -W 2 " B4 " >/dev/null") == 0, "A -> B unaffected");
+	ASSERT_OK(flowsdn_maps_endpoint_counters(m, epb.e.id, &c1), "counters");
+	cr_assert(c1.deny_ingress >= 1, "deny counted");
+}
+
+/* One test at a time: they push real traffic and measure loss. */
+SERIAL_TEST_MAIN()

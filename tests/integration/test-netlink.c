@@ -175,3 +175,5 @@ Test(netlink, sysctl_and_link_state_in_netns, .init = setup, .fini = teardown, .
 		  !flowsdn_netlink_ifname_valid("..") && !flowsdn_netlink_ifname_valid("a b") &&
 		  !flowsdn_netlink_ifname_valid("0123456789abcdef"));
 }
+
+SERIAL_TEST_MAIN()

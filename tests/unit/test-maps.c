@@ -67,11 +67,11 @@ static const struct layout layouts[] = {
 
 Test(maps, btf_layout_matches_host)
 {
-	const char *top = getenv("top_builddir");
+	/* make check sets top_builddir; check-valgrind runs from the build dir. */
+	const char *top = getenv("top_builddir") ? getenv("top_builddir") : ".";
 	char path[4096];
 	struct btf *btf;
 
-	cr_assert(top, "top_builddir not set (run through make check)");
 	snprintf(path, sizeof(path), "%s/tests/unit/maps-btf.bpf.o", top);
 	btf = btf__parse_elf(path, NULL);
 	cr_assert(btf, "BTF of %s: %s", path, strerror(errno));
