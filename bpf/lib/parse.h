@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Packet parsing: Ethernet, IPv4/IPv6 and the L4 port used by policy. */
+#ifndef FLOWSDN_BPF_PARSE_H
+#define FLOWSDN_BPF_PARSE_H
+
+#include "common.h"
+
+#define ICMP_PROTO 1
+#define TCP_PROTO 6
+#define UDP_PROTO 17
+#define SCTP_PROTO 132
+
+/* Parse results besides 0 (an IPv4/IPv6 packet in *p). */
+#define PARSE_PASS 1      /* not IP, or IPv6 neighbour discovery / link-local: hand to the stack */
+#define PARSE_MALFORMED 2 /* truncated or inconsistent headers */
+
+/* The destination port of TCP/UDP/SCTP (the same offset in all three), or
+ * the ICMP/ICMPv6 type in the high byte. */
+static __always_inline int parse_l4(void *data, void *data_end, __u32 off, struct pkt *p)
+{
+	__u8 *l4 = (__u8 *)data + off;
+
+	p->dport = 0;
+	switch (p->protocol) {
+	case TCP_PROTO:
+	case UDP_PROTO:
+	case SCTP_PROTO:
+		if ((void *)(l4 + 4) > data_end)
+			return PARSE_MALFORMED;
+		p->dport = *(__be16 *)(l4 + 2);
+		return 0;
+	case ICMP_PROTO:
+	case IPPROTO_ICMPV6_:
+		if ((void *)(l4 + 1) > data_end)
+			return PARSE_MALFORMED;
+		p->dport = bpf_htons((__u16)l4[0] << 8);
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * Parses the frame.  ARP and other non-IP frames, IPv6 neighbour discovery
+ * (NS/NA/RS/RA/redirect) and IPv6 packets from or to link-local addresses
+ * are PARSE_PASS: they concern the link between the endpoint and its
+ * gateway and belong to the kernel.  IPv6 extension headers are not
+ * walked: the first next header counts as the protocol (ports unknown).
+ * Non-first IPv4 fragments carry no ports: dport stays 0, so only L3 and
+ * protocol-wide policy entries can match them.
+ */
+static __always_inline int parse_packet(struct __sk_buff *skb, struct pkt *p)
+{
+	/* Ethernet + the longest IPv4 header + the L4 bytes we read. */
+	const __u32 want = sizeof(struct ethhdr) + 60 + 4;
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct ethhdr *eth;
+
+	/* Headers outside the linear part (rare on veths): pull them in. */
+	if (data + want > data_end && skb->len > (__u32)(data_end - data)) {
+		bpf_skb_pull_data(skb, skb->len < want ? skb->len : want);
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+	}
+	eth = data;
+
+	if ((void *)(eth + 1) > data_end)
+		return PARSE_MALFORMED;
+	p->l3_off = sizeof(*eth);
+	p->len = skb->len;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+		__u32 ihl;
+
+		if ((void *)(ip + 1) > data_end)
+			return PARSE_MALFORMED;
+		ihl = ip->ihl * 4;
+		if (ip->version != 4 || ihl < sizeof(*ip))
+			return PARSE_MALFORMED;
+		p->family = AF_INET;
+		p->protocol = ip->protocol;
+		p->saddr[0] = ip->saddr;
+		p->daddr[0] = ip->daddr;
+		p->saddr[1] = p->saddr[2] = p->saddr[3] = 0;
+		p->daddr[1] = p->daddr[2] = p->daddr[3] = 0;
+		if (ip->frag_off & bpf_htons(0x1fff)) {
+			p->dport = 0;
+			return 0;
+		}
+		return parse_l4(data, data_end, sizeof(*eth) + ihl, p);
+	}
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+		if ((void *)(ip6 + 1) > data_end)
+			return PARSE_MALFORMED;
+		if (ip6->version != 6)
+			return PARSE_MALFORMED;
+		p->family = AF_INET6;
+		p->protocol = ip6->nexthdr;
+		__builtin_memcpy(p->saddr, &ip6->saddr, 16);
+		__builtin_memcpy(p->daddr, &ip6->daddr, 16);
+		/* fe80::/10 on either side: link-local traffic. */
+		if ((p->saddr[0] & bpf_htonl(0xffc00000)) == bpf_htonl(0xfe800000) ||
+		    (p->daddr[0] & bpf_htonl(0xffc00000)) == bpf_htonl(0xfe800000))
+			return PARSE_PASS;
+		/* ff00::/8: multicast (MLD, ND to solicited-node groups). */
+		if ((p->daddr[0] & bpf_htonl(0xff000000)) == bpf_htonl(0xff000000))
+			return PARSE_PASS;
+		if (parse_l4(data, data_end, sizeof(*eth) + sizeof(*ip6), p))
+			return PARSE_MALFORMED;
+		/* Neighbour discovery types 133..137 (the type is in dport's high byte). */
+		if (p->protocol == IPPROTO_ICMPV6_) {
+			__u8 type = bpf_ntohs(p->dport) >> 8;
+
+			if (type >= 133 && type <= 137)
+				return PARSE_PASS;
+		}
+		return 0;
+	}
+	return PARSE_PASS;
+}
+
+#endif

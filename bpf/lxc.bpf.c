@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The endpoint programs, attached to the host side of each endpoint's veth
+ * (tc/TCX ingress: from_container; egress: to_container).
+ *
+ * from_container (frames the endpoint sent):
+ *   - ARP, IPv6 ND, link-local and multicast IPv6: to the host stack;
+ *   - the source must be an address published for this very interface
+ *     (anti-spoofing), else drop;
+ *   - egress policy of the sender;
+ *   - destination is a local endpoint: its ingress policy, then (mode fib)
+ *     TTL decrement, MAC rewrite (gateway MAC -> endpoint MAC) and
+ *     bpf_redirect_peer() into its netns, or (mode stack) the host stack,
+ *     which routes it by the per-endpoint host route;
+ *   - other destinations: (mode fib) bpf_fib_lookup() and redirect to the
+ *     egress device (bpf_redirect_neigh() when the neighbour is not
+ *     resolved yet; anything the FIB does not forward goes to the stack so
+ *     that the kernel answers with the right ICMP); (mode stack) the stack.
+ *
+ * to_container (frames the host stack sends to the endpoint): ingress
+ * policy and counters; same-node frames delivered by from_container never
+ * pass here (redirect_peer bypasses the host veth; with plain redirect the
+ * delivered mark tells them apart).
+ */
+#include "lib/common.h"
+#include "lib/counters.h"
+#include "lib/l3.h"
+#include "lib/parse.h"
+#include "lib/policy.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+static __always_inline int deliver_local(struct __sk_buff *skb, const struct pkt *p,
+					 const struct flowsdn_endpoint_info *src,
+					 const struct flowsdn_endpoint_info *dst,
+					 struct flowsdn_endpoint_counters *sc)
+{
+	struct flowsdn_endpoint_counters *dc = ep_counters(dst->ep_id);
+	__u32 reason;
+
+	reason = policy_check(dst, FLOWSDN_DIR_INGRESS, src->identity, p, dc);
+	if (reason) {
+		/* The sender's counters see its frame dropped too. */
+		if (sc) {
+			sc->drop_packets++;
+			sc->drop_bytes += p->len;
+		}
+		return drop(reason, dc, p->len);
+	}
+	if (l3_dec_ttl(skb, p))
+		return drop(FLOWSDN_DROP_TTL_EXCEEDED, sc, p->len);
+	if (l2_rewrite(skb, dst->host_mac, dst->mac))
+		return drop(FLOWSDN_DROP_MALFORMED, sc, p->len);
+	count_rx(dc, p->len);
+	if (cfg_redirect_peer)
+		return bpf_redirect_peer(dst->ifindex, 0);
+	skb->mark = cfg_delivered_mark;
+	return bpf_redirect(dst->ifindex, 0);
+}
+
+static __always_inline int forward_fib(struct __sk_buff *skb, const struct pkt *p,
+				       struct flowsdn_endpoint_counters *sc)
+{
+	struct bpf_fib_lookup fib = {};
+	long rc;
+
+	fib.ifindex = skb->ifindex;
+	fib.l4_protocol = p->protocol;
+	/* A GSO packet is segmented to the MTU later: no MTU check for it. */
+	fib.tot_len = skb->gso_size ? 0 : p->len - sizeof(struct ethhdr);
+	if (p->family == AF_INET) {
+		fib.family = AF_INET;
+		fib.ipv4_src = p->saddr[0];
+		fib.ipv4_dst = p->daddr[0];
+	} else {
+		fib.family = AF_INET6;
+		__builtin_memcpy(fib.ipv6_src, p->saddr, 16);
+		__builtin_memcpy(fib.ipv6_dst, p->daddr, 16);
+	}
+	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
+	if (rc < 0)
+		return drop(FLOWSDN_DROP_FIB_FAILED, sc, p->len);
+	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
+		if (l3_dec_ttl(skb, p))
+			return drop(FLOWSDN_DROP_TTL_EXCEEDED, sc, p->len);
+		if (l2_rewrite(skb, fib.smac, fib.dmac))
+			return drop(FLOWSDN_DROP_MALFORMED, sc, p->len);
+		return bpf_redirect(fib.ifindex, 0);
+	}
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		struct bpf_redir_neigh nh = {};
+
+		if (l3_dec_ttl(skb, p))
+			return drop(FLOWSDN_DROP_TTL_EXCEEDED, sc, p->len);
+		if (p->family == AF_INET) {
+			nh.nh_family = AF_INET;
+			nh.ipv4_nh = fib.ipv4_dst;
+		} else {
+			nh.nh_family = AF_INET6;
+			__builtin_memcpy(nh.ipv6_nh, fib.ipv6_dst, 16);
+		}
+		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
+	}
+	/* Not forwarded by the FIB (local address, unreachable, needs
+	 * fragmentation, forwarding disabled...): the stack decides. */
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int from_container(struct __sk_buff *skb)
+{
+	struct flowsdn_endpoint_counters *sc;
+	struct flowsdn_endpoint_info *src, *dst;
+	struct pkt p = {};
+	__u32 reason;
+	int rc;
+
+	rc = parse_packet(skb, &p);
+	if (rc == PARSE_PASS)
+		return TC_ACT_OK;
+	if (rc)
+		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+
+	src = ep_lookup(p.family, p.saddr);
+	if (!src || src->ifindex != skb->ifindex)
+		return drop(FLOWSDN_DROP_SPOOFED_SOURCE, NULL, p.len);
+	sc = ep_counters(src->ep_id);
+	count_tx(sc, p.len);
+
+	dst = ep_lookup(p.family, p.daddr);
+	reason = policy_check(src, FLOWSDN_DIR_EGRESS,
+			      dst ? dst->identity : peer_identity(p.family, p.daddr), &p, sc);
+	if (reason)
+		return drop(reason, sc, p.len);
+
+	if (cfg_egress_mode == FLOWSDN_EGRESS_STACK)
+		return TC_ACT_OK;
+	if (dst)
+		return deliver_local(skb, &p, src, dst, sc);
+	return forward_fib(skb, &p, sc);
+}
+
+SEC("tc")
+int to_container(struct __sk_buff *skb)
+{
+	struct flowsdn_endpoint_counters *dc;
+	struct flowsdn_endpoint_info *dst;
+	struct pkt p = {};
+	__u32 reason;
+	int rc;
+
+	if (!cfg_redirect_peer && skb->mark == cfg_delivered_mark) {
+		/* Delivered (and counted) by from_container. */
+		skb->mark = 0;
+		return TC_ACT_OK;
+	}
+	rc = parse_packet(skb, &p);
+	if (rc == PARSE_PASS)
+		return TC_ACT_OK;
+	if (rc)
+		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+
+	dst = ep_lookup(p.family, p.daddr);
+	if (!dst || dst->ifindex != skb->ifindex)
+		return TC_ACT_OK; /* not addressed to this endpoint (the kernel's business) */
+	dc = ep_counters(dst->ep_id);
+	reason = policy_check(dst, FLOWSDN_DIR_INGRESS, peer_identity(p.family, p.saddr), &p, dc);
+	if (reason)
+		return drop(reason, dc, p.len);
+	count_rx(dc, p.len);
+	return TC_ACT_OK;
+}

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * <flowsdn/datapath.h> — the BPF loader and the pinned datapath maps.
+ *
+ * Two handles:
+ *
+ *  - struct flowsdn_maps: the pinned maps of a running datapath, opened by
+ *    path only.  Enough to publish and remove endpoints, write policy
+ *    entries and read counters; loads no program (the CNI plugin uses it).
+ *
+ *  - struct flowsdn_datapath: the loader (the agent).  flowsdn_datapath_open()
+ *    mounts bpffs when the directory is not on one, loads the embedded BPF
+ *    object once (reusing maps already pinned there, so endpoints and
+ *    policy survive a restart), pins maps and programs, and then attaches
+ *    the endpoint programs to host-side veths: TCX links where the kernel
+ *    has them (pinned, so forwarding survives the agent), else tc clsact
+ *    filters (which live as long as the interface).  Freeing the handle
+ *    detaches nothing: forwarding goes on while no agent runs.  A restarted
+ *    agent opens again and calls flowsdn_datapath_adopt() for each endpoint
+ *    it restores; that checks the interface still belongs to the endpoint
+ *    and switches its hooks to the newly loaded programs atomically.
+ *
+ * Pinned layout under the pin directory (default FLOWSDN_DATAPATH_PIN_DIR):
+ *   <dir>/flowsdn_ep, flowsdn_policy, ...     maps (names in <flowsdn/maps.h>)
+ *   <dir>/prog_from_container, prog_to_container   programs
+ *   <dir>/links/<ifindex>-ingress, -egress    TCX links of each endpoint
+ *
+ * Errors: -errno, or the negative codes of enum flowsdn_bpf_error; details
+ * go to the log callback (flowsdn_set_log()).  flowsdn_datapath_open()
+ * routes libbpf's messages (verifier logs included) to that callback too;
+ * libbpf's print function is process-wide, so a program that sets its own
+ * must set it again after opening the datapath.  Every function needs
+ * CAP_BPF/CAP_NET_ADMIN (CAP_SYS_ADMIN to mount bpffs) except
+ * flowsdn_drop_reason_name() and the pure helpers (policy key, port blocks).
+ */
+#ifndef FLOWSDN_DATAPATH_H
+#define FLOWSDN_DATAPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <flowsdn/addr.h>
+#include <flowsdn/common.h>
+#include <flowsdn/maps.h>
+#include <flowsdn/netlink.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FLOWSDN_DATAPATH_PIN_DIR "/sys/fs/bpf/flowsdn"
+
+/* Domain errors of the loader (block 4600). */
+enum flowsdn_bpf_error {
+	FLOWSDN_E_BPF_BASE = 4600,
+	FLOWSDN_E_BPF_NO_BPFFS = 4600,  /* pin directory not on bpffs and mounting failed */
+	FLOWSDN_E_BPF_NOT_LOADED,       /* no pinned datapath maps in the directory */
+	FLOWSDN_E_BPF_MAP_LAYOUT,       /* a pinned map's type/key/value size differs from <flowsdn/maps.h> */
+	FLOWSDN_E_BPF_LOAD,             /* the kernel refused a program (verifier log in the log callback) */
+	FLOWSDN_E_BPF_ATTACH,           /* attaching to the interface failed */
+	FLOWSDN_E_BPF_NO_TCX,           /* TCX asked for, the kernel has none */
+	FLOWSDN_E_BPF_IFACE_MISMATCH,   /* adoption refused: the interface is not the endpoint's any more */
+	FLOWSDN_E_BPF_OBJECT,           /* the embedded object is damaged or its hash is wrong */
+	FLOWSDN_E_BPF_MAX_,
+};
+
+/* Name of a drop reason ("policy denied"); "unknown" for a value out of
+ * range.  Static string, never NULL. */
+FLOWSDN_API const char *flowsdn_drop_reason_name(unsigned int reason);
+
+/* ------------------------------------------------------------ pinned maps */
+
+struct flowsdn_maps;
+
+/* Opens the maps pinned in @pin_dir (NULL: FLOWSDN_DATAPATH_PIN_DIR) and
+ * checks their types and key/value sizes against <flowsdn/maps.h>.
+ * -FLOWSDN_E_BPF_NOT_LOADED when the datapath was never loaded there,
+ * -FLOWSDN_E_BPF_MAP_LAYOUT when a pinned map does not match. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_open(const char *pin_dir, struct flowsdn_maps **ret);
+/* Closes the map fds (the maps stay pinned).  NULL is fine. */
+FLOWSDN_API void flowsdn_maps_free(struct flowsdn_maps *maps);
+
+/* Maximum addresses per endpoint (one IPv4 and one IPv6 address, plus room). */
+#define FLOWSDN_ENDPOINT_MAX_ADDRS 4
+
+/* An endpoint as published in the maps. */
+struct flowsdn_endpoint {
+	uint32_t id;          /* 1..UINT32_MAX, unique on the node */
+	uint32_t identity;    /* security identity (FLOWSDN_IDENTITY_INIT if not known yet) */
+	uint32_t flags;       /* FLOWSDN_EP_F_* (policy enforcement) */
+	int host_ifindex;     /* host-side veth */
+	uint8_t mac[6];       /* the endpoint's interface MAC */
+	uint8_t host_mac[6];  /* the host-side veth MAC */
+	size_t n_addrs;       /* 1..FLOWSDN_ENDPOINT_MAX_ADDRS */
+	struct flowsdn_addr addrs[FLOWSDN_ENDPOINT_MAX_ADDRS];
+};
+
+/* Writes one flowsdn_ep entry per address of @ep (replacing entries for the
+ * same addresses) and creates its counters entry when missing.  From then
+ * on the datapath delivers to @ep and accepts its traffic.  -EINVAL for an
+ * id of 0, no or too many addresses, an address that is not IPv4/IPv6 or
+ * an ifindex <= 0; -EEXIST when an address belongs to another endpoint id
+ * (nothing written). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_publish(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep);
+
+/* Removes the address entries of @ep (those still pointing at @ep->id; an
+ * address already gone is not an error), its counters and its policy
+ * entries (found by walking the policy map).  Only @ep->id and addrs are
+ * read.  Idempotent: 0 when nothing was there. */
+FLOWSDN_API int flowsdn_maps_endpoint_remove(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep);
+
+/* Looks @addr up in flowsdn_ep.  -ENOENT when no endpoint has it. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_lookup(struct flowsdn_maps *maps, const struct flowsdn_addr *addr,
+							  struct flowsdn_endpoint_info *ret_info);
+
+/* Counters of endpoint @ep_id, summed over the CPUs.  -ENOENT if unknown. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_counters(struct flowsdn_maps *maps, uint32_t ep_id,
+							    struct flowsdn_endpoint_counters *ret);
+
+/* Drop counters of @reason (< FLOWSDN_DROP_MAX_), summed over the CPUs. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_drop_counters(struct flowsdn_maps *maps, unsigned int reason,
+							struct flowsdn_drop_counters *ret);
+
+/* Fills a policy key: endpoint @ep_id, @direction, peer @identity
+ * (FLOWSDN_IDENTITY_ANY = any), @protocol (0 = any protocol, then ports
+ * must be 0) and the port block @port/@port_prefix_bits (0..16 bits of
+ * the port that must match; 0 = any port).  Pad bytes zeroed; bits of
+ * @port past the prefix must be zero.  -EINVAL on any inconsistency. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_policy_key_make(uint32_t ep_id, enum flowsdn_direction direction, uint32_t identity,
+						     uint8_t protocol, uint16_t port, unsigned int port_prefix_bits,
+						     struct flowsdn_policy_key *ret);
+
+/* Splits the inclusive port range [@first, @last] into the fewest aligned
+ * blocks (port, prefix bits).  Writes at most @max blocks and returns how
+ * many there are (at most 30 for any range); -EINVAL if first > last or
+ * first == 0, -ENOBUFS if @max is too small (nothing written). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_policy_port_blocks(uint16_t first, uint16_t last, uint16_t *ret_ports,
+							uint8_t *ret_bits, size_t max);
+
+/* Inserts or replaces a policy entry (its counters restart at zero).
+ * -EINVAL for a key with non-zero pad or out-of-range prefixlen, or
+ * unknown value flags. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_update(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key,
+							uint32_t flags, uint32_t rule_id);
+/* Removes a policy entry; -ENOENT when absent. */
+FLOWSDN_API int flowsdn_maps_policy_delete(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key);
+/* Reads a policy entry (exact key, not a longest-prefix match): its flags,
+ * rule id and the packets/bytes it matched.  Walks the map to make sure
+ * the exact key exists (O(entries): for reports, not per packet).
+ * -ENOENT when absent. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key,
+						     struct flowsdn_policy_value *ret);
+
+/* Maps the prefix @prefix to @identity in the ipcache (CIDR identities). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ipcache_update(struct flowsdn_maps *maps, const struct flowsdn_prefix *prefix,
+							 uint32_t identity);
+FLOWSDN_API int flowsdn_maps_ipcache_delete(struct flowsdn_maps *maps, const struct flowsdn_prefix *prefix);
+
+/* ------------------------------------------------------------ the loader */
+
+struct flowsdn_datapath;
+
+enum flowsdn_attach_mode {
+	FLOWSDN_ATTACH_AUTO = 0, /* TCX when the kernel has it, else tc clsact */
+	FLOWSDN_ATTACH_TCX = 1,  /* TCX only (-FLOWSDN_E_BPF_NO_TCX without it) */
+	FLOWSDN_ATTACH_TC = 2,   /* tc clsact filters only */
+};
+
+struct flowsdn_datapath_opts {
+	size_t sz;
+	/* bpffs directory for pins; NULL: FLOWSDN_DATAPATH_PIN_DIR.  Created
+	 * (with its parents) if missing; bpffs is mounted on it when it is
+	 * not on a bpffs. */
+	const char *pin_dir;
+	enum flowsdn_egress_mode egress_mode;
+	enum flowsdn_attach_mode attach_mode;
+	/* Same-node delivery with bpf_redirect() to the peer's host veth
+	 * instead of bpf_redirect_peer() into its namespace (slower; for
+	 * kernels or setups where redirect_peer does not apply). */
+	bool no_redirect_peer;
+	/* Do not mount bpffs; fail with -FLOWSDN_E_BPF_NO_BPFFS instead. */
+	bool no_mount;
+};
+
+/* Loads the embedded datapath (see the top of this file).  Outputs
+ * untouched on failure, and nothing already pinned is removed. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_open(const struct flowsdn_datapath_opts *opts, struct flowsdn_datapath **ret);
+
+/* Releases the handle.  Attachments, pinned programs, links and maps stay:
+ * the datapath keeps forwarding.  NULL is fine. */
+FLOWSDN_API void flowsdn_datapath_free(struct flowsdn_datapath *dp);
+
+/* The maps of @dp (owned by @dp, valid until flowsdn_datapath_free()). */
+FLOWSDN_API struct flowsdn_maps *flowsdn_datapath_maps(struct flowsdn_datapath *dp);
+
+/* The attach mode in use (never FLOWSDN_ATTACH_AUTO). */
+FLOWSDN_API enum flowsdn_attach_mode flowsdn_datapath_attach_mode(const struct flowsdn_datapath *dp);
+
+/* Attaches the endpoint programs to the host-side veth @ifindex: tc
+ * ingress (from the endpoint) and egress (to it).  Replaces an older
+ * flowsdn attachment of the same interface.  TCX links are pinned as
+ * <dir>/links/<ifindex>-ingress/-egress.  In FLOWSDN_ATTACH_AUTO mode an
+ * interface whose TCX attach fails gets tc clsact filters instead.
+ * -ENODEV when the interface is gone, -FLOWSDN_E_BPF_ATTACH when the
+ * kernel refuses, -errno when pinning a link fails. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex);
+
+/* Removes the flowsdn programs from @ifindex (and the link pins).  0 also
+ * when nothing was attached or the interface is gone (idempotent). */
+FLOWSDN_API int flowsdn_datapath_detach(struct flowsdn_datapath *dp, int ifindex);
+
+/* Whether @ifindex has the flowsdn programs on both hooks: 1 yes, 0 no. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_is_attached(struct flowsdn_datapath *dp, int ifindex);
+
+/* Adopts an endpoint after a restart: checks through netlink that
+ * @iface->host_ifindex still has that name and MAC, that the netns at
+ * netns_path is the same (inode) and holds @ifname with that MAC as the
+ * veth peer of host_ifindex; then (re)attaches the newly loaded programs
+ * (replacing the old ones atomically: bpf_link_update for pinned TCX
+ * links, tc filter replace otherwise).  -FLOWSDN_E_BPF_IFACE_MISMATCH
+ * (nothing changed) when a check fails. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_adopt(struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface);
+
+/* Whether the running kernel supports TCX links: 1 yes, 0 no. */
+FLOWSDN_API int flowsdn_datapath_probe_tcx(void);
+
+/* SHA-256 (hex) of the embedded BPF object, as recorded in bpf/bpf.lock. */
+FLOWSDN_API const char *flowsdn_datapath_object_hash(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

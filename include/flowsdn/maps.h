@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * <flowsdn/maps.h> — the map contract: every key and value struct of the
+ * flowsdn datapath, the map names, sizes and flags, and the drop reasons.
+ *
+ * This is the ONE definition.  It is included both by the eBPF programs in
+ * bpf/ (compiled with clang -target bpf) and by libflowsdn and its users;
+ * there is no second copy "to be kept in sync".  It therefore uses only the
+ * fixed-width kernel types of <linux/types.h> (__u8 ... __u64, __be16,
+ * __be32), every hole is a named pad member that writers must zero, and
+ * every size and offset is checked with a static assertion below.  A unit
+ * test (tests/unit/test-maps-btf.c) compiles this header for the BPF target
+ * with -g, reads the BTF and checks that each struct has the same size and
+ * member offsets as the host build.
+ *
+ * Byte order: addresses and ports are in network order (as they appear in
+ * packets); every other integer is in host order.
+ *
+ * Address families in keys are FLOWSDN_AF_INET (2) and FLOWSDN_AF_INET6
+ * (10), the Linux AF_* values (the same as <flowsdn/addr.h>).  An IPv4
+ * address occupies addr[0] of a __be32 addr[4]; addr[1..3] are zero.
+ *
+ * Maps (pinned by name under the bpffs directory of the datapath, by
+ * default /sys/fs/bpf/flowsdn/):
+ *
+ *   flowsdn_ep       hash     endpoint_key     -> endpoint_info
+ *                    local endpoints by address; one entry per address.
+ *   flowsdn_ipcache  LPM trie ipcache_key      -> ipcache_value
+ *                    remote prefix -> security identity (CIDR identities
+ *                    written by the policy compiler, remote endpoints).
+ *   flowsdn_policy   LPM trie policy_key       -> policy_value
+ *                    per-endpoint, per-direction rules.
+ *   flowsdn_epstat   per-CPU hash  __u32 endpoint id -> endpoint_counters
+ *   flowsdn_drops    per-CPU array __u32 drop reason -> drop_counters
+ *   flowsdn_svc      hash     service_key      -> service_value
+ *   flowsdn_backend  hash     __u32 backend id -> backend
+ *   flowsdn_maglev   hash     maglev_key       -> maglev_value
+ *
+ * Policy model.  An LPM trie can only treat the LAST varying field of a
+ * key as a prefix: every byte before it must match exactly.  So a key
+ * cannot carry both a CIDR prefix and a port range.  As in Cilium, the
+ * peer is therefore always a numeric security identity (exact) and the
+ * prefix is the destination port:
+ *
+ *   ep_id (32) | direction (8) | identity (32) | protocol (8) | dport (16)
+ *
+ *   prefixlen  72               any protocol, any port (L3 only)
+ *   prefixlen  80               this protocol, any port
+ *   prefixlen  80 + n (n<=16)   this protocol, ports sharing the top n bits
+ *                               (a port range is a handful of such blocks)
+ *
+ * Identity 0 (FLOWSDN_IDENTITY_ANY) in a key means "any peer"; the
+ * datapath looks up the peer's identity and then identity 0, and the
+ * verdict is: deny if either match says deny, else allow if either
+ * allows, else the endpoint's default (deny when the endpoint has
+ * FLOWSDN_EP_F_ENFORCE_INGRESS/EGRESS for that direction, else allow).
+ * Within one lookup the longest prefix wins, so a compiler that wants
+ * "deny wins" writes any more-specific allow that a deny covers as deny.
+ * CIDR peers: the compiler gives each CIDR of a policy a local identity
+ * (>= FLOWSDN_IDENTITY_LOCAL_BASE, as Cilium's CIDR identities) and
+ * writes prefix -> identity into flowsdn_ipcache; a packet's peer
+ * identity is the local endpoint's identity, else the longest ipcache
+ * match, else FLOWSDN_IDENTITY_WORLD.  A CIDR rule that must also cover
+ * longer prefixes present in the ipcache adds a rule for their identities
+ * too (the selector semantics of the compiler).
+ */
+#ifndef FLOWSDN_MAPS_H
+#define FLOWSDN_MAPS_H
+
+#include <linux/types.h>
+
+#ifndef __bpf__
+#include <stddef.h>
+#endif
+
+#ifdef __cplusplus
+#define FLOWSDN_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define FLOWSDN_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+#define FLOWSDN_CHECK_SIZE(type, size) \
+	FLOWSDN_STATIC_ASSERT(sizeof(struct type) == (size), #type " size")
+#define FLOWSDN_CHECK_OFF(type, member, off) \
+	FLOWSDN_STATIC_ASSERT(__builtin_offsetof(struct type, member) == (off), #type "." #member " offset")
+
+/* ------------------------------------------------------------ map names */
+#define FLOWSDN_MAP_ENDPOINTS "flowsdn_ep"
+#define FLOWSDN_MAP_IPCACHE "flowsdn_ipcache"
+#define FLOWSDN_MAP_POLICY "flowsdn_policy"
+#define FLOWSDN_MAP_EP_COUNTERS "flowsdn_epstat"
+#define FLOWSDN_MAP_DROPS "flowsdn_drops"
+#define FLOWSDN_MAP_SERVICES "flowsdn_svc"
+#define FLOWSDN_MAP_BACKENDS "flowsdn_backend"
+#define FLOWSDN_MAP_MAGLEV "flowsdn_maglev"
+
+/* Capacities (max_entries). */
+#define FLOWSDN_MAX_ENDPOINT_ADDRS 65536
+#define FLOWSDN_MAX_IPCACHE 65536
+#define FLOWSDN_MAX_POLICY 262144
+#define FLOWSDN_MAX_ENDPOINTS 16384
+#define FLOWSDN_MAX_SERVICES 65536
+#define FLOWSDN_MAX_BACKENDS 65536
+#define FLOWSDN_MAX_MAGLEV_SLOTS 4194304
+
+/* Security identities (Cilium's numbering of the reserved ones). */
+#define FLOWSDN_IDENTITY_ANY 0          /* policy key wildcard, never a packet's */
+#define FLOWSDN_IDENTITY_HOST 1
+#define FLOWSDN_IDENTITY_WORLD 2
+#define FLOWSDN_IDENTITY_UNMANAGED 3
+#define FLOWSDN_IDENTITY_HEALTH 4
+#define FLOWSDN_IDENTITY_INIT 5
+#define FLOWSDN_IDENTITY_REMOTE_NODE 6
+#define FLOWSDN_IDENTITY_LOCAL_BASE 0x01000000u /* node-local (CIDR) identities */
+
+/* ------------------------------------------------------------ endpoints */
+
+/* flowsdn_ep key: one address of a local endpoint. */
+struct flowsdn_endpoint_key {
+	__be32 addr[4];  /* IPv4 in addr[0], rest zero */
+	__u8 family;     /* FLOWSDN_AF_INET or FLOWSDN_AF_INET6 */
+	__u8 pad0[3];    /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_endpoint_key, 20);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_key, addr, 0);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_key, family, 16);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_key, pad0, 17);
+
+/* endpoint_info.flags */
+#define FLOWSDN_EP_F_ENFORCE_INGRESS (1u << 0) /* default deny for traffic to the endpoint */
+#define FLOWSDN_EP_F_ENFORCE_EGRESS (1u << 1)  /* default deny for traffic from the endpoint */
+#define FLOWSDN_EP_F_ALL (FLOWSDN_EP_F_ENFORCE_INGRESS | FLOWSDN_EP_F_ENFORCE_EGRESS)
+
+/* flowsdn_ep value: where the endpoint is and who it is. */
+struct flowsdn_endpoint_info {
+	__u32 ifindex;    /* host-side veth, in the node's namespace */
+	__u32 ep_id;      /* endpoint id (key of flowsdn_epstat and policy) */
+	__u32 identity;   /* security identity */
+	__u32 flags;      /* FLOWSDN_EP_F_* */
+	__u8 mac[6];      /* the endpoint's own MAC (inside its netns) */
+	__u8 host_mac[6]; /* MAC of the host-side veth (the gateway's MAC) */
+	__u8 pad0[4];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_endpoint_info, 32);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, ifindex, 0);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, ep_id, 4);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, identity, 8);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, flags, 12);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, mac, 16);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, host_mac, 22);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, pad0, 28);
+
+/* flowsdn_epstat value (per CPU; readers add the CPUs up).  "rx" is
+ * traffic delivered to the endpoint, "tx" traffic it sent. */
+struct flowsdn_endpoint_counters {
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 tx_packets;
+	__u64 tx_bytes;
+	__u64 drop_packets;   /* dropped, any reason, either direction */
+	__u64 drop_bytes;
+	__u64 allow_ingress;  /* policy verdicts (packets) */
+	__u64 deny_ingress;
+	__u64 allow_egress;
+	__u64 deny_egress;
+};
+FLOWSDN_CHECK_SIZE(flowsdn_endpoint_counters, 80);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, rx_packets, 0);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, rx_bytes, 8);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, tx_packets, 16);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, tx_bytes, 24);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, drop_packets, 32);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, drop_bytes, 40);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, allow_ingress, 48);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, deny_ingress, 56);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, allow_egress, 64);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_counters, deny_egress, 72);
+
+/* ------------------------------------------------------------ ipcache */
+
+/* flowsdn_ipcache key (LPM): prefixlen = 32 + the CIDR's length. */
+struct flowsdn_ipcache_key {
+	__u32 prefixlen;
+	__u8 family;     /* exact (part of the first 32 prefix bits) */
+	__u8 pad0[3];    /* zero */
+	__be32 addr[4];
+};
+FLOWSDN_CHECK_SIZE(flowsdn_ipcache_key, 24);
+FLOWSDN_CHECK_OFF(flowsdn_ipcache_key, prefixlen, 0);
+FLOWSDN_CHECK_OFF(flowsdn_ipcache_key, family, 4);
+FLOWSDN_CHECK_OFF(flowsdn_ipcache_key, pad0, 5);
+FLOWSDN_CHECK_OFF(flowsdn_ipcache_key, addr, 8);
+#define FLOWSDN_IPCACHE_PREFIX_BASE 32
+
+struct flowsdn_ipcache_value {
+	__u32 identity;
+	__u32 flags;     /* reserved, zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_ipcache_value, 8);
+FLOWSDN_CHECK_OFF(flowsdn_ipcache_value, identity, 0);
+FLOWSDN_CHECK_OFF(flowsdn_ipcache_value, flags, 4);
+
+/* ------------------------------------------------------------ policy */
+
+enum flowsdn_direction {
+	FLOWSDN_DIR_INGRESS = 0, /* to the endpoint */
+	FLOWSDN_DIR_EGRESS = 1,  /* from the endpoint */
+};
+
+/* flowsdn_policy key (LPM), see the policy model above.  The fields are
+ * in prefix order; prefixlen counts bits from ep_id on. */
+struct flowsdn_policy_key {
+	__u32 prefixlen;  /* FLOWSDN_POLICY_PREFIX_* + port bits */
+	__u32 ep_id;
+	__u8 direction;   /* enum flowsdn_direction */
+	__u8 pad0[3];     /* zero; part of the exact prefix */
+	__u32 identity;   /* peer identity, FLOWSDN_IDENTITY_ANY = any */
+	__u8 protocol;    /* IPPROTO_TCP/UDP/SCTP/ICMP/ICMPV6; 0 with prefix L3 */
+	__u8 pad1;        /* zero; part of the protocol prefix */
+	__be16 dport;     /* network order; ICMP: the type in the high byte */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_policy_key, 20);
+FLOWSDN_CHECK_OFF(flowsdn_policy_key, prefixlen, 0);
+FLOWSDN_CHECK_OFF(flowsdn_policy_key, ep_id, 4);
+FLOWSDN_CHECK_OFF(flowsdn_policy_key, direction, 8);
+FLOWSDN_CHECK_OFF(flowsdn_policy_key, pad0, 9);
+FLOWSDN_CHECK_OFF(flowsdn_policy_key, identity, 12);
+FLOWSDN_CHECK_OFF(flowsdn_policy_key, protocol, 16);
+FLOWSDN_CHECK_OFF(flowsdn_policy_key, pad1, 17);
+FLOWSDN_CHECK_OFF(flowsdn_policy_key, dport, 18);
+/* prefixlen for "any protocol and port" (ep_id, direction+pad, identity) */
+#define FLOWSDN_POLICY_PREFIX_L3 96
+/* prefixlen for "this protocol, any port" (+ protocol and pad1) */
+#define FLOWSDN_POLICY_PREFIX_PROTO 112
+/* prefixlen of an exact port; a port block of 2^k ports is FULL - k */
+#define FLOWSDN_POLICY_PREFIX_FULL 128
+
+/* policy_value.flags */
+#define FLOWSDN_POLICY_F_DENY (1u << 0) /* deny; without it the entry allows */
+
+struct flowsdn_policy_value {
+	__u32 flags;     /* FLOWSDN_POLICY_F_* */
+	__u32 rule_id;   /* the compiler's rule number, for reports */
+	__u64 packets;   /* packets that matched (updated by the datapath) */
+	__u64 bytes;
+};
+FLOWSDN_CHECK_SIZE(flowsdn_policy_value, 24);
+FLOWSDN_CHECK_OFF(flowsdn_policy_value, flags, 0);
+FLOWSDN_CHECK_OFF(flowsdn_policy_value, rule_id, 4);
+FLOWSDN_CHECK_OFF(flowsdn_policy_value, packets, 8);
+FLOWSDN_CHECK_OFF(flowsdn_policy_value, bytes, 16);
+
+/* ------------------------------------------------------------ services */
+
+/* flowsdn_svc key: a frontend (ClusterIP/externalIP/LB IP/NodePort). */
+struct flowsdn_service_key {
+	__be32 addr[4];
+	__be16 port;      /* network order */
+	__u8 protocol;    /* IPPROTO_TCP/UDP/SCTP */
+	__u8 family;
+	__u8 scope;       /* FLOWSDN_SVC_SCOPE_* (traffic policy Local view) */
+	__u8 pad0[3];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_service_key, 24);
+FLOWSDN_CHECK_OFF(flowsdn_service_key, addr, 0);
+FLOWSDN_CHECK_OFF(flowsdn_service_key, port, 16);
+FLOWSDN_CHECK_OFF(flowsdn_service_key, protocol, 18);
+FLOWSDN_CHECK_OFF(flowsdn_service_key, family, 19);
+FLOWSDN_CHECK_OFF(flowsdn_service_key, scope, 20);
+FLOWSDN_CHECK_OFF(flowsdn_service_key, pad0, 21);
+#define FLOWSDN_SVC_SCOPE_EXTERNAL 0
+#define FLOWSDN_SVC_SCOPE_INTERNAL 1
+
+/* service_value.flags */
+#define FLOWSDN_SVC_F_NODEPORT (1u << 0)
+#define FLOWSDN_SVC_F_EXTERNAL_IP (1u << 1)
+#define FLOWSDN_SVC_F_LOADBALANCER (1u << 2)
+#define FLOWSDN_SVC_F_LOCAL (1u << 3)      /* traffic policy Local */
+#define FLOWSDN_SVC_F_AFFINITY (1u << 4)   /* ClientIP session affinity */
+#define FLOWSDN_SVC_F_MAGLEV (1u << 5)     /* backend by Maglev, else random */
+
+struct flowsdn_service_value {
+	__u32 svc_id;        /* key of the Maglev slots, reverse NAT index */
+	__u32 backend_count; /* backends in backend_ids order; 0 = no backend */
+	__u32 flags;         /* FLOWSDN_SVC_F_* */
+	__u32 affinity_timeout; /* seconds */
+	__u32 maglev_size;   /* M, the table size, when FLOWSDN_SVC_F_MAGLEV */
+	__u32 pad0;          /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_service_value, 24);
+FLOWSDN_CHECK_OFF(flowsdn_service_value, svc_id, 0);
+FLOWSDN_CHECK_OFF(flowsdn_service_value, backend_count, 4);
+FLOWSDN_CHECK_OFF(flowsdn_service_value, flags, 8);
+FLOWSDN_CHECK_OFF(flowsdn_service_value, affinity_timeout, 12);
+FLOWSDN_CHECK_OFF(flowsdn_service_value, maglev_size, 16);
+FLOWSDN_CHECK_OFF(flowsdn_service_value, pad0, 20);
+
+/* backend.state */
+#define FLOWSDN_BACKEND_ACTIVE 0
+#define FLOWSDN_BACKEND_TERMINATING 1
+#define FLOWSDN_BACKEND_QUARANTINED 2
+
+/* flowsdn_backend value (key: __u32 backend id, 0 is never used). */
+struct flowsdn_backend {
+	__be32 addr[4];
+	__be16 port;      /* network order */
+	__u8 protocol;
+	__u8 family;
+	__u8 state;       /* FLOWSDN_BACKEND_* */
+	__u8 pad0[3];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_backend, 24);
+FLOWSDN_CHECK_OFF(flowsdn_backend, addr, 0);
+FLOWSDN_CHECK_OFF(flowsdn_backend, port, 16);
+FLOWSDN_CHECK_OFF(flowsdn_backend, protocol, 18);
+FLOWSDN_CHECK_OFF(flowsdn_backend, family, 19);
+FLOWSDN_CHECK_OFF(flowsdn_backend, state, 20);
+FLOWSDN_CHECK_OFF(flowsdn_backend, pad0, 21);
+
+/* flowsdn_maglev: slot @slot (0 .. maglev_size-1) of service @svc_id.
+ * One entry per slot so that a table change writes only the changed
+ * slots (the Maglev diff). */
+struct flowsdn_maglev_key {
+	__u32 svc_id;
+	__u32 slot;
+};
+FLOWSDN_CHECK_SIZE(flowsdn_maglev_key, 8);
+FLOWSDN_CHECK_OFF(flowsdn_maglev_key, svc_id, 0);
+FLOWSDN_CHECK_OFF(flowsdn_maglev_key, slot, 4);
+
+struct flowsdn_maglev_value {
+	__u32 backend_id;
+};
+FLOWSDN_CHECK_SIZE(flowsdn_maglev_value, 4);
+FLOWSDN_CHECK_OFF(flowsdn_maglev_value, backend_id, 0);
+
+/* ------------------------------------------------------------ drops */
+
+/*
+ * Drop reasons: one list, expanded into the enum here and into the string
+ * table of flowsdn_drop_reason_name() (<flowsdn/datapath.h>).  Values are
+ * stable: append only.  X(NAME, value, "text").
+ */
+#define FLOWSDN_DROP_REASONS(X)                                              \
+	X(NONE, 0, "none")                                                  \
+	X(POLICY_DENY, 1, "policy denied")                                  \
+	X(POLICY_DEFAULT, 2, "no policy entry allows (default deny)")       \
+	X(SPOOFED_SOURCE, 3, "source address is not the endpoint's")        \
+	X(MALFORMED, 4, "malformed or truncated packet")                    \
+	X(UNKNOWN_L3, 5, "unsupported ethertype")                           \
+	X(FIB_FAILED, 6, "FIB lookup failed")                               \
+	X(REDIRECT_FAILED, 7, "redirect failed")                            \
+	X(TTL_EXCEEDED, 8, "TTL or hop limit exhausted")
+
+enum flowsdn_drop_reason {
+#define FLOWSDN_X_ENUM(name, value, text) FLOWSDN_DROP_##name = value,
+	FLOWSDN_DROP_REASONS(FLOWSDN_X_ENUM)
+#undef FLOWSDN_X_ENUM
+	FLOWSDN_DROP_MAX_, /* number of reasons (flowsdn_drops max_entries) */
+};
+
+/* flowsdn_drops value (per CPU), indexed by enum flowsdn_drop_reason. */
+struct flowsdn_drop_counters {
+	__u64 packets;
+	__u64 bytes;
+};
+FLOWSDN_CHECK_SIZE(flowsdn_drop_counters, 16);
+FLOWSDN_CHECK_OFF(flowsdn_drop_counters, packets, 0);
+FLOWSDN_CHECK_OFF(flowsdn_drop_counters, bytes, 8);
+
+/* ------------------------------------------------------------ settings */
+
+/* Egress modes (the datapath's per-node setting). */
+enum flowsdn_egress_mode {
+	FLOWSDN_EGRESS_FIB = 0,   /* non-local traffic: bpf_fib_lookup + redirect */
+	FLOWSDN_EGRESS_STACK = 1, /* every frame from an endpoint goes to the host stack */
+};
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Private parts shared by maps.c and loader.c. */
+#ifndef FLOWSDN_DATAPATH_INTERNAL_H
+#define FLOWSDN_DATAPATH_INTERNAL_H
+
+#include <stddef.h>
+
+enum fsdn_map {
+	FSDN_MAP_EP,
+	FSDN_MAP_IPCACHE,
+	FSDN_MAP_POLICY,
+	FSDN_MAP_EPSTAT,
+	FSDN_MAP_DROPS,
+	FSDN_MAP_SVC,
+	FSDN_MAP_BACKEND,
+	FSDN_MAP_MAGLEV,
+	FSDN_MAP_COUNT_,
+};
+
+struct flowsdn_maps {
+	int fd[FSDN_MAP_COUNT_];
+	size_t ncpu; /* possible CPUs (per-CPU value arrays) */
+	char *pin_dir;
+};
+
+const char *flowsdn__map_name(enum fsdn_map m);
+/* "@dir/@name" into @buf; -ENAMETOOLONG if it does not fit. */
+int flowsdn__pin_path(const char *dir, const char *name, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Endpoint wiring through libnl (root): what flowsdn_netlink_veth_setup()
+ * builds inside and outside the netns, checked with ip(8); failures leave
+ * nothing behind; teardown is idempotent; the adoption check notices a
+ * changed interface.  Each test is its own node (netns-helpers.h).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <flowsdn/netlink.h>
+
+#include "netns-helpers.h"
+
+static struct test_ns ns;
+
+static void setup(void)
+{
+	node_enter();
+	ns_spawn(&ns);
+}
+
+static void teardown(void)
+{
+	ns_kill(&ns);
+}
+
+static struct flowsdn_prefix pfx(const char *text)
+{
+	struct flowsdn_prefix p;
+
+	cr_assert(flowsdn_prefix_parse(text, strlen(text), NULL, &p) == 0, "%s", text);
+	return p;
+}
+
+/* Output of a shell command in @path contains @needle. */
+static bool shows(const char *path, const char *cmd, const char *needle)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "%s | grep -q -- '%s'", cmd, needle);
+	return run_in(path, buf) == 0;
+}
+
+Test(netlink, veth_setup_builds_the_endpoint, .init = setup, .fini = teardown, .timeout = 60)
+{
+	struct flowsdn_prefix a[2] = { pfx("10.201.0.5/32"), pfx("fd00:201::5/128") };
+	struct flowsdn_veth v;
+	struct flowsdn_nl_err err = { "" };
+	char mac[32], cmd[128];
+	uint8_t m[6];
+	int idx;
+
+	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ns.path, .host_ifname = "fsdn5", .ifname = "eth0",
+		     .mtu = 1400, .has_mac = true, .mac = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 }, .addrs = a,
+		     .n_addrs = 2, .host_routes = true);
+	int r = flowsdn_netlink_veth_setup(&cfg, &v, &err);
+
+	cr_assert(r == 0, "setup: %s (%s)", flowsdn_strerror(r), err.msg);
+	cr_assert(v.host_ifindex > 0 && v.ifindex > 0);
+	ASSERT_STREQ(v.ifname, "eth0", "ifname");
+	cr_assert(memcmp(v.mac, cfg.mac, 6) == 0, "requested MAC");
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", v.host_mac[0], v.host_mac[1], v.host_mac[2],
+		 v.host_mac[3], v.host_mac[4], v.host_mac[5]);
+
+	cr_assert(shows(ns.path, "ip -o link show eth0", "mtu 1400"), "MTU inside");
+	cr_assert(shows(ns.path, "ip -o link show eth0", "02:11:22:33:44:55"), "MAC inside");
+	cr_assert(shows(ns.path, "ip -o link show eth0", "state UP"), "eth0 up");
+	cr_assert(shows(ns.path, "ip -o addr show dev eth0", "inet 10.201.0.5/32"), "IPv4 address");
+	cr_assert(shows(ns.path, "ip -o addr show dev eth0", "inet6 fd00:201::5/128"), "IPv6 address");
+	cr_assert(shows(ns.path, "ip route show", "default via 169.254.1.1 dev eth0"), "IPv4 default route");
+	cr_assert(shows(ns.path, "ip -6 route show", "default via fe80::1 dev eth0"), "IPv6 default route");
+	snprintf(cmd, sizeof(cmd), "169.254.1.1 dev eth0 lladdr %s PERMANENT", mac);
+	cr_assert(shows(ns.path, "ip neigh show", cmd), "IPv4 gateway neighbour: %s", cmd);
+	snprintf(cmd, sizeof(cmd), "fe80::1 dev eth0 lladdr %s PERMANENT", mac);
+	cr_assert(shows(ns.path, "ip -6 neigh show", cmd), "IPv6 gateway neighbour");
+	cr_assert(shows(ns.path, "cat /proc/sys/net/ipv6/conf/eth0/accept_ra", "0"), "accept_ra off");
+	/* Host side. */
+	cr_assert(system("ip -o link show fsdn5 | grep -q 'mtu 1400.*state UP'") == 0, "host side up, MTU");
+	cr_assert(system("ip route show 10.201.0.5 | grep -q 'dev fsdn5'") == 0, "host route IPv4");
+	cr_assert(system("ip -6 route show fd00:201::5 | grep -q 'dev fsdn5'") == 0, "host route IPv6");
+	ASSERT_OK(flowsdn_netlink_link_get(ns.path, "eth0", &idx, m), "link_get in netns");
+	cr_assert(idx == v.ifindex && memcmp(m, v.mac, 6) == 0);
+
+	/* The adoption check agrees, and notices changes. */
+	FLOWSDN_OPTS(flowsdn_endpoint_iface, f, .host_ifindex = v.host_ifindex, .host_ifname = "fsdn5",
+		     .netns_path = ns.path, .netns_ino = v.netns_ino, .ifname = "eth0");
+	memcpy(f.host_mac, v.host_mac, 6);
+	memcpy(f.mac, v.mac, 6);
+	ASSERT_OK(flowsdn_netlink_endpoint_check(&f, &err), "check");
+	f.netns_ino++;
+	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, &err), -FLOWSDN_E_NL_MISMATCH, "other netns inode");
+	cr_assert(strstr(err.msg, "another network namespace"), "message: %s", err.msg);
+	f.netns_ino--;
+	cr_assert(run_in(ns.path, "ip link set eth0 address 02:11:22:33:44:56") == 0);
+	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, &err), -FLOWSDN_E_NL_MISMATCH, "MAC changed");
+
+	/* Teardown removes the pair and the host routes; again: still 0. */
+	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn5", &a[0].addr, 1, &err), "teardown");
+	cr_assert(system("ip link show fsdn5 >/dev/null 2>&1") != 0, "host side gone");
+	cr_assert(run_in(ns.path, "ip link show eth0 >/dev/null 2>&1") != 0, "peer gone");
+	cr_assert(system("ip route show 10.201.0.5 | grep -q .") != 0, "host route gone");
+	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn5", &a[0].addr, 1, &err), "teardown again");
+	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, &err), -FLOWSDN_E_NL_NOT_FOUND, "gone");
+}
+
+Test(netlink, taken_names_and_bad_input_leave_nothing, .init = setup, .fini = teardown, .timeout = 60)
+{
+	struct flowsdn_prefix a[1] = { pfx("10.201.0.6/32") };
+	struct flowsdn_veth v;
+	struct flowsdn_nl_err err = { "" };
+
+	cr_assert(system("ip link add fsdnT type veth peer name fsdnT2") == 0);
+	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ns.path, .host_ifname = "fsdnT", .ifname = "eth0",
+		     .addrs = a, .n_addrs = 1);
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_EXISTS, "host name taken");
+	cr_assert(strstr(err.msg, "fsdnT is taken"), "message: %s", err.msg);
+	cr_assert(run_in(ns.path, "ip link show eth0 >/dev/null 2>&1") != 0, "no peer left");
+
+	/* Name taken inside the netns. */
+	cr_assert(run_in(ns.path, "ip link add eth0 type veth peer name eth0p") == 0);
+	cfg.host_ifname = "fsdnU";
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_EXISTS, "peer name taken");
+	cr_assert(strstr(err.msg, "in the netns"), "message: %s", err.msg);
+	cr_assert(system("ip link show fsdnU >/dev/null 2>&1") != 0, "no host side left");
+
+	/* A failure after the pair exists (the kernel refuses a multicast
+	 * interface address): the pair is removed again. */
+	struct flowsdn_prefix b[2] = { pfx("10.201.0.7/32"), pfx("ff02::5/128") };
+
+	cfg.ifname = "eth1";
+	cfg.addrs = b;
+	cfg.n_addrs = 2;
+	cfg.host_ifname = "fsdnV";
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_ADDR, "multicast address");
+	cr_assert(strstr(err.msg, "add address ff02::5/128 on eth1"), "message: %s", err.msg);
+	cr_assert(system("ip link show fsdnV >/dev/null 2>&1") != 0, "failed setup removed the host side");
+	cr_assert(run_in(ns.path, "ip link show eth1 >/dev/null 2>&1") != 0, "failed setup removed the peer");
+
+	/* Bad netns path, bad names, bad MTU. */
+	cfg.ifname = "eth2";
+	cfg.host_ifname = "fsdnW";
+	cfg.netns_path = "/var/run/netns/does-not-exist-flowsdn";
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_NETNS, "missing netns");
+	cr_assert(strstr(err.msg, "does-not-exist-flowsdn"), "message names the path: %s", err.msg);
+	cfg.netns_path = "/proc/self/ns/mnt";
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_NETNS, "not a netns");
+	cfg.netns_path = ns.path;
+	cfg.host_ifname = "this-name-is-too-long";
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_IFNAME, "long name");
+	cfg.host_ifname = "a/b";
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_IFNAME, "slash");
+	cfg.host_ifname = "fsdnW";
+	cfg.mtu = 40;
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -EINVAL, "MTU");
+	cr_assert(system("ip link show fsdnW >/dev/null 2>&1") != 0, "nothing made");
+}
+
+Test(netlink, sysctl_and_link_state_in_netns, .init = setup, .fini = teardown, .timeout = 60)
+{
+	struct flowsdn_nl_err err = { "" };
+
+	ASSERT_OK(flowsdn_netlink_sysctl_write(ns.path, "net.ipv4.ip_forward", "1", &err), "sysctl in netns");
+	cr_assert(shows(ns.path, "cat /proc/sys/net/ipv4/ip_forward", "1"), "set inside");
+	cr_assert(system("grep -q 0 /proc/sys/net/ipv4/ip_forward") == 0, "not set in the caller's netns");
+	ASSERT_ERR(flowsdn_netlink_sysctl_write(ns.path, "kernel.hostname", "x", &err), -EINVAL, "only net.");
+	ASSERT_ERR(flowsdn_netlink_sysctl_write(ns.path, "net/../kernel/hostname", "x", &err), -EINVAL, "no ..");
+	cr_assert(run_in(ns.path, "ip link add d0 type veth peer name d0p") == 0);
+	ASSERT_OK(flowsdn_netlink_link_set_up(ns.path, "d0", true, &err), "up");
+	cr_assert(shows(ns.path, "ip -o link show d0", "UP"), "d0 up");
+	ASSERT_OK(flowsdn_netlink_link_set_up(ns.path, "d0", false, &err), "down");
+	cr_assert(!shows(ns.path, "ip -o link show d0", ",UP"), "d0 down");
+	ASSERT_ERR(flowsdn_netlink_link_set_up(ns.path, "nope0", true, &err), -FLOWSDN_E_NL_NOT_FOUND, "missing link");
+	cr_assert(flowsdn_netlink_ifname_valid("eth0") && !flowsdn_netlink_ifname_valid("") &&
+		  !flowsdn_netlink_ifname_valid("..") && !flowsdn_netlink_ifname_valid("a b") &&
+		  !flowsdn_netlink_ifname_valid("0123456789abcdef"));
+}
+
+SERIAL_TEST_MAIN()

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* <flowsdn/maps.h> compiled for the BPF target with -g: one global of each
+ * struct puts every type into the BTF that tests/unit/test-maps.c reads. */
+#include <flowsdn/maps.h>
+
+struct flowsdn_endpoint_key btf_endpoint_key;
+struct flowsdn_endpoint_info btf_endpoint_info;
+struct flowsdn_endpoint_counters btf_endpoint_counters;
+struct flowsdn_ipcache_key btf_ipcache_key;
+struct flowsdn_ipcache_value btf_ipcache_value;
+struct flowsdn_policy_key btf_policy_key;
+struct flowsdn_policy_value btf_policy_value;
+struct flowsdn_service_key btf_service_key;
+struct flowsdn_service_value btf_service_value;
+struct flowsdn_backend btf_backend;
+struct flowsdn_maglev_key btf_maglev_key;
+struct flowsdn_maglev_value btf_maglev_value;
+struct flowsdn_drop_counters btf_drop_counters;
