@@ -381,6 +381,21 @@ static unsigned long long forwarded(void)
 	return v;
 }
 
+/* The same for IPv6 (Ip6OutForwDatagrams of /proc/net/snmp6). */
+static unsigned long long forwarded6(void)
+{
+	FILE *f = fopen("/proc/net/snmp6", "re");
+	char line[256];
+	unsigned long long v = 0;
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Ip6OutForwDatagrams %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
 /* Mode fib to a destination off the node: a "router" netns behind an
  * uplink veth.  The requests leave through bpf_fib_lookup() and a redirect
  * (bpf_redirect_neigh() while the neighbour is unresolved), never through
@@ -407,6 +422,18 @@ Test(datapath, fib_forwards_off_node_in_bpf, .init = setup_fib_routes, .fini = n
 	/* 3 replies forwarded by the stack; the 3 requests were not. */
 	cr_assert(after - before >= 3 && after - before < 6, "stack forwarded %llu datagrams", after - before);
 	cr_assert(l4_echo(epa.ns.path, r.path, "198.51.100.1", 9000, SOCK_STREAM) == 0, "TCP off node");
+
+	/* The same over IPv6. */
+	cr_assert(system("ip addr add fd00:dead::1/64 dev fsdnU nodad && "
+			 "ip route add 2001:db8:100::/64 via fd00:dead::2") == 0, "uplink IPv6");
+	cr_assert(run_in(r.path, "ip addr add fd00:dead::2/64 dev up0 nodad && ip addr add 2001:db8:100::1/128 dev lo && "
+				 "ip -6 route add default via fd00:dead::1") == 0,
+		  "router IPv6");
+	before = forwarded6();
+	cr_assert(run_in(epa.ns.path, "ping -6 -q -c 3 -W 2 2001:db8:100::1 >/dev/null") == 0, "A -> off-node IPv6");
+	after = forwarded6();
+	cr_assert(after - before >= 3 && after - before < 6, "stack forwarded %llu IPv6 datagrams", after - before);
+	cr_assert(l4_echo(epa.ns.path, r.path, "2001:db8:100::1", 9000, SOCK_DGRAM) == 0, "UDP off node (IPv6)");
 	ns_kill(&r);
 }
 
