@@ -412,6 +412,16 @@ static void position(const char *text, size_t offset, struct json_error *err)
 	err->column = col;
 }
 
+/* True when the @len bytes at @text (not NUL-terminated) are all JSON
+ * whitespace. */
+static bool only_whitespace(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r' && text[i] != '\n')
+			return false;
+	return true;
+}
+
 int json_parse(const char *text, size_t len, const struct json_limits *limits, struct json_value **ret_value,
 	       struct json_error *ret_error)
 {
@@ -474,7 +484,7 @@ int json_parse(const char *text, size_t len, const struct json_limits *limits, s
 				set_error(&b, JSON_ERR_EMPTY, "no JSON value");
 			else if (strstr(m, "UTF8"))
 				set_error(&b, JSON_ERR_UTF8, "invalid UTF-8 in a string");
-			else if (len == 0 || strspn(text, " \t\r\n") == len)
+			else if (only_whitespace(text, len))
 				set_error(&b, JSON_ERR_EMPTY, "no JSON value");
 			else
 				set_error(&b, JSON_ERR_SYNTAX, "%s", m[0] ? m : "parse error");

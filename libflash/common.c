@@ -5,6 +5,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flash/meter.h>
+#include <flash/policy.h>
+#include <flash/render.h>
+#include <flash/spec.h>
+
 #include "internal.h"
 
 static flash_log_fn log_fn;
@@ -38,7 +43,10 @@ struct strerror_block {
 
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
-	{ 0, 0, NULL },
+	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
+	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
+	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },
+	{ FLASH_E_METER_ID, FLASH_E_METER_MAX_, flash__meter_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)

@@ -5,6 +5,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flowsdn/identity.h>
+#include <flowsdn/ipam.h>
+#include <flowsdn/maglev.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/netlink.h>
 
@@ -41,6 +44,9 @@ struct strerror_block {
 
 static const struct strerror_block blocks[] = {
 	{ FLOWSDN_E_BASE, FLOWSDN_E_ADDR_MAX_, flowsdn__addr_strerror },
+	{ FLOWSDN_E_IPAM_BASE, FLOWSDN_E_IPAM_MAX_, flowsdn__ipam_strerror },
+	{ FLOWSDN_E_MAGLEV_BASE, FLOWSDN_E_MAGLEV_MAX_, flowsdn__maglev_strerror },
+	{ FLOWSDN_E_IDENTITY_BASE, FLOWSDN_E_IDENTITY_MAX_, flowsdn__identity_strerror },
 	{ FLOWSDN_E_BPF_BASE, FLOWSDN_E_BPF_MAX_, flowsdn__bpf_strerror },
 	{ FLOWSDN_E_NL_BASE, FLOWSDN_E_NL_MAX_, flowsdn__netlink_strerror },
 };

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * flashctl: the global options shared by every subcommand and one entry
+ * point per subcommand.  main.c parses the global options and dispatches;
+ * each subcommand lives in its own file (validate.c, token.c, render.c,
+ * ...) and adds one row to the table in main.c.
+ *
+ * A subcommand's entry point receives argv[0] = its own name and the
+ * arguments after it, and returns the process exit status:
+ *   0 success, 1 the subject was checked and found wrong (invalid spec,
+ *   bad signature, ...), 2 usage or I/O error.
+ */
+#ifndef FLASHCTL_H
+#define FLASHCTL_H
+
+#include <stddef.h>
+
+enum flashctl_exit {
+	FLASHCTL_EXIT_OK = 0,
+	FLASHCTL_EXIT_FAILURE = 1, /* the input was checked and refused */
+	FLASHCTL_EXIT_USAGE = 2,   /* bad arguments or I/O error */
+};
+
+enum flashctl_output {
+	FLASHCTL_OUTPUT_TABLE = 0, /* human-readable (the default) */
+	FLASHCTL_OUTPUT_JSON,
+	FLASHCTL_OUTPUT_YAML,
+};
+
+struct flashctl_globals {
+	const char *progname;        /* "flashctl" */
+	const char *organization_id; /* --organization-id, NULL when not given */
+	const char *token_file;      /* --token-file, NULL when not given */
+	/* Contents of --token-file, read once after checking that it is a
+	 * regular file of mode 0600 (or 0400) owned by the caller; NULL when
+	 * not given.  NUL-terminated, trailing newlines removed. */
+	const char *token;
+	size_t token_len;
+	enum flashctl_output output; /* -o */
+};
+
+/* One per subcommand (see the table in main.c). */
+int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g);
+int flashctl_validate_main(int argc, char **argv, const struct flashctl_globals *g);
+
+#endif

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * <flash/render.h> — Kubernetes rendering: a validated Flash spec and the
+ * operator's configuration become the objects flash-operator applies
+ * (Deployment, Service, NetworkPolicy, PersistentVolumeClaim), as JSON or
+ * YAML; the FlashService and FlashUsageRecord CRDs and the deploy/kubernetes
+ * manifests; public port assignment; and an OpenAPI v3 schema validator to
+ * check rendered objects against the Kubernetes API's published schemas.
+ *
+ * Rendering is deterministic: the same inputs give byte-identical output
+ * (keys in a fixed order, lists in spec order or sorted).
+ */
+#ifndef FLASH_RENDER_H
+#define FLASH_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <flash/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct flash_spec;
+
+/* Domain errors of the rendering module (block 4400). */
+enum flash_render_error {
+	FLASH_E_RENDER_BASE = 4400,
+	FLASH_E_RENDER_CONFIG = 4400,     /* operator configuration refused (details in the diag) */
+	FLASH_E_RENDER_PREVIOUS,          /* previous status / port assignment refused */
+	FLASH_E_RENDER_PORTS_EXHAUSTED,   /* no free public port left in the range */
+	FLASH_E_RENDER_DISK,              /* the image fills or exceeds the disk budget */
+	FLASH_E_RENDER_NAME,              /* object name, namespace or id not usable in Kubernetes */
+	FLASH_E_RENDER_BAD_DOCUMENT,      /* a schema document or object is not usable JSON */
+	FLASH_E_RENDER_NO_SCHEMA,         /* no schema for the object's apiVersion/kind */
+	FLASH_E_RENDER_INVALID,           /* the object breaks its schema (details in the diag) */
+	FLASH_E_RENDER_MAX_,              /* end of the block (not an error) */
+};
+
+/* Details of a refusal: where (a JSON path, "" for the whole document) and
+ * what. */
+struct flash_render_diag {
+	char path[256];
+	char message[256];
+};
+
+/* ------------------------------------------------------------ configuration */
+
+/* The operator configuration (flash-operator.conf(5)): immutable once
+ * parsed; share it freely between threads. */
+struct flash_operator_config;
+
+/* Parses the @len bytes of JSON at @json.  Every key is optional and
+ * unknown keys are refused; CIDRs go through flowsdn_prefix_parse().
+ * Returns 0 and *ret_config (free with flash_operator_config_free()),
+ * -FLASH_E_RENDER_CONFIG with @diag (if not NULL) naming the key and the
+ * rule, -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_operator_config_parse(const char *json, size_t len,
+						    struct flash_operator_config **ret_config,
+						    struct flash_render_diag *diag);
+
+/* The configuration with every default (the same as parsing "{}"). */
+FLASH_API FLASH_WUR int flash_operator_config_default(struct flash_operator_config **ret_config);
+
+FLASH_API void flash_operator_config_free(struct flash_operator_config *config);
+
+/* A few values operators and tests look at. */
+FLASH_API bool flash_operator_config_persistence(const struct flash_operator_config *config);
+FLASH_API void flash_operator_config_public_port_range(const struct flash_operator_config *config,
+						       uint16_t *ret_first, uint16_t *ret_last);
+
+/* ------------------------------------------------------------ public ports */
+
+/* One public port: the (protocol, name) pair of a spec port and the port
+ * the load balancer listens on. */
+struct flash_public_port {
+	char name[64];
+	char protocol[4];  /* "tcp" or "udp" */
+	uint16_t port;
+};
+
+/* Parses the previous assignment from a FlashService status or a whole
+ * FlashService object ({"status": {"publicPorts": [...]}} or
+ * {"publicPorts": [...]}, each {"name", "protocol", "port"}).  Returns 0
+ * and a new array *ret_ports of *ret_n entries (free(); NULL when none),
+ * -FLASH_E_RENDER_PREVIOUS with @diag, -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_public_ports_parse(const char *json, size_t len,
+						 struct flash_public_port **ret_ports, size_t *ret_n,
+						 struct flash_render_diag *diag);
+
+/* Assigns public ports to the ports of @spec when it is exposed publicly
+ * (an internal spec gets none): a (protocol, name) pair found in
+ * @previous keeps its port when the port is inside the configured range;
+ * every other pair gets the lowest port of the range that is neither kept
+ * nor in @taken (ports other services hold).  Pairs of @previous that the
+ * spec no longer has are dropped, which frees their ports.  Output is in
+ * spec port order.  Returns 0 and *ret_ports (free(); NULL when *ret_n is
+ * 0), -FLASH_E_RENDER_PORTS_EXHAUSTED, -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_public_ports_assign(const struct flash_operator_config *config,
+						  const struct flash_spec *spec,
+						  const struct flash_public_port *previous, size_t n_previous,
+						  const uint16_t *taken, size_t n_taken,
+						  struct flash_public_port **ret_ports, size_t *ret_n);
+
+/* ------------------------------------------------------------ rendering */
+
+struct flash_render_opts {
+	size_t sz;
+	const char *name;            /* FlashService name (DNS-1035 label, <= 52 chars); required */
+	const char *namespace_;      /* required */
+	const char *uid;             /* FlashService uid: ownerReferences; NULL: none written */
+	const char *organization_id; /* opaque tenant ids for labels; required */
+	const char *project_id;      /* optional */
+	const char *service_id;      /* service instance id (admin volume mounts, labels); optional */
+	/* "sha256:<64 hex>": the image is pinned to it (repository@digest);
+	 * NULL keeps the spec's reference. */
+	const char *image_digest;
+	/* Bytes the image charges against the disk budget (config plus
+	 * compressed layers); 0 when not known. */
+	uint64_t image_bytes;
+	/* The assignment from flash_public_ports_assign(). */
+	const struct flash_public_port *public_ports;
+	size_t n_public_ports;
+};
+
+/* The rendered objects of one service. */
+struct flash_render;
+
+/* Renders @spec with @config.  Objects, in apply order: the
+ * PersistentVolumeClaim (with persistence), the NetworkPolicy, the
+ * Deployment, then the Service (absent when the spec has no port).
+ * Returns 0 and *ret_render, -FLASH_E_RENDER_NAME (a name or id that
+ * cannot be a Kubernetes name or label value), -FLASH_E_RENDER_DISK,
+ * -FLASH_E_RENDER_PORTS_EXHAUSTED (a public port without an assignment in
+ * @opts), -EINVAL, -ENOMEM; @diag (optional) says what. */
+FLASH_API FLASH_WUR int flash_render(const struct flash_spec *spec, const struct flash_operator_config *config,
+				     const struct flash_render_opts *opts, struct flash_render **ret_render,
+				     struct flash_render_diag *diag);
+
+FLASH_API void flash_render_free(struct flash_render *render);
+
+/* Number of objects and the kind ("Deployment", ...) of object @i (NULL
+ * when out of range). */
+FLASH_API size_t flash_render_count(const struct flash_render *render);
+FLASH_API const char *flash_render_kind(const struct flash_render *render, size_t i);
+
+/* Object @i alone as JSON (new NUL-terminated buffer, free()).
+ * Returns 0, -EINVAL (out of range), -ENOMEM. */
+FLASH_API FLASH_WUR int flash_render_object_json(const struct flash_render *render, size_t i,
+						 char **ret_text, size_t *ret_len);
+
+enum flash_render_format {
+	FLASH_RENDER_YAML = 0, /* one YAML document per object ("---" before each) */
+	FLASH_RENDER_JSON = 1, /* one v1 List holding the objects */
+};
+
+/* Every object in @format (new NUL-terminated buffer, free()); the output
+ * is accepted by `kubectl apply -f`.  Returns 0, -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_render_print(const struct flash_render *render, enum flash_render_format format,
+					   char **ret_text, size_t *ret_len);
+
+/* ------------------------------------------------------------ CRDs, manifests */
+
+enum flash_crd {
+	FLASH_CRD_FLASHSERVICE = 0,
+	FLASH_CRD_FLASHUSAGERECORD = 1,
+};
+
+/* The CustomResourceDefinition (apiextensions.k8s.io/v1) of @crd in
+ * @format (YAML: one document; JSON: the object).  The FlashService
+ * openAPIV3Schema is generated from the spec's field table, the one the
+ * spec validator enforces.  Returns 0, -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_render_crd(enum flash_crd crd, enum flash_render_format format,
+					 char **ret_text, size_t *ret_len);
+
+/* The files of deploy/kubernetes/, in order. */
+enum flash_manifest {
+	FLASH_MANIFEST_CRD_FLASHSERVICE = 0,     /* crds/flashservices.yaml */
+	FLASH_MANIFEST_CRD_FLASHUSAGERECORD,     /* crds/flashusagerecords.yaml */
+	FLASH_MANIFEST_OPERATOR_RBAC,            /* operator-rbac.yaml */
+	FLASH_MANIFEST_OPERATOR,                 /* operator.yaml (ConfigMap + Deployment) */
+	FLASH_MANIFEST_AGENT,                    /* flowsdn-agent.yaml (RBAC + DaemonSet) */
+	FLASH_MANIFEST_COUNT_,
+};
+
+/* Relative path of manifest @m ("crds/flashservices.yaml"), NULL when out
+ * of range. */
+FLASH_API const char *flash_manifest_path(enum flash_manifest m);
+
+/* The YAML of manifest @m, for the operator configuration @config (NULL:
+ * defaults).  Returns 0, -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_manifest_render(enum flash_manifest m, const struct flash_operator_config *config,
+					      char **ret_text, size_t *ret_len);
+
+/* ------------------------------------------------------------ schema validation */
+
+/* A set of OpenAPI v3 schemas, indexed by Kubernetes group/version/kind.
+ * The validator understands $ref to "#/..." of the same document, type,
+ * properties, required, additionalProperties, items, enum, format (int32,
+ * int64, date-time), nullable, minimum/maximum, minLength/maxLength,
+ * pattern (POSIX ERE), minItems/maxItems, minProperties/maxProperties,
+ * x-kubernetes-list-type
+ * set/map uniqueness, x-kubernetes-int-or-string,
+ * x-kubernetes-preserve-unknown-fields, allOf, anyOf, oneOf and not;
+ * "default" is ignored (a server fills it).  Object schemas that list
+ * properties are closed: an unknown field is refused unless
+ * additionalProperties or x-kubernetes-preserve-unknown-fields allows it.
+ * Read-only once filled. */
+struct flash_schema_set;
+
+FLASH_API FLASH_WUR int flash_schema_set_new(struct flash_schema_set **ret_set);
+FLASH_API void flash_schema_set_free(struct flash_schema_set *set);
+
+/* Adds an OpenAPI v3 document (GET /openapi/v3/...): every schema of
+ * components.schemas with x-kubernetes-group-version-kind becomes the
+ * schema of those kinds.  Returns 0, -FLASH_E_RENDER_BAD_DOCUMENT with
+ * @diag, -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_schema_set_add_openapi(struct flash_schema_set *set, const char *text, size_t len,
+						     struct flash_render_diag *diag);
+
+/* Adds a CustomResourceDefinition (JSON): each version's
+ * schema.openAPIV3Schema becomes the schema of group/version/kind. */
+FLASH_API FLASH_WUR int flash_schema_set_add_crd(struct flash_schema_set *set, const char *text, size_t len,
+						 struct flash_render_diag *diag);
+
+/* Validates the JSON object at @text against the schema of its apiVersion
+ * and kind.  Returns 0, -FLASH_E_RENDER_INVALID (first violation in @diag:
+ * the JSON path and the rule), -FLASH_E_RENDER_NO_SCHEMA,
+ * -FLASH_E_RENDER_BAD_DOCUMENT (not JSON), -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_schema_validate_object(const struct flash_schema_set *set, const char *text, size_t len,
+						     struct flash_render_diag *diag);
+
+/* Validates @text against the components.schemas entry @schema_name
+ * ("io.k8s.api.core.v1.ServicePort") of the first document that has it. */
+FLASH_API FLASH_WUR int flash_schema_validate(const struct flash_schema_set *set, const char *schema_name,
+					      const char *text, size_t len, struct flash_render_diag *diag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Shared by the rendering sources of libflash (never installed). */
+#ifndef FLASH_RENDER_INTERNAL_H
+#define FLASH_RENDER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <flash/render.h>
+#include <flowsdn/addr.h>
+
+#include "kdoc.h"
+
+struct label {
+	char *key;
+	char *value;
+};
+
+struct prefix_list {
+	struct flowsdn_prefix *v;
+	size_t n;
+};
+
+struct admin_claim {
+	char *name;        /* volume name inside the pod */
+	char *claim_name;  /* the PersistentVolumeClaim */
+	bool read_only;
+};
+
+struct admin_mount {
+	char *service_instance_id;
+	char *claim;       /* struct admin_claim.name */
+	char *mount_path;
+	bool read_only;
+};
+
+struct flash_operator_config {
+	char *runtime_cpu;
+	char *runtime_gpu;
+	char *load_balancer_class;
+	char *gpu_node_label;
+	struct label *public_node_labels;
+	size_t n_public_node_labels;
+
+	char *dns_namespace;
+	struct label *dns_pod_labels;
+	size_t n_dns_pod_labels;
+	struct prefix_list dns_addresses;
+
+	struct prefix_list pod_cidrs;
+	struct prefix_list service_cidrs;
+	struct prefix_list lan_cidrs;
+	struct prefix_list heteronetwork_cidrs;
+	struct prefix_list infrastructure_cidrs;
+
+	bool persistence;
+	char *storage_class;   /* NULL: the cluster default */
+
+	struct admin_claim *admin_claims;
+	size_t n_admin_claims;
+	struct admin_mount *admin_mounts;
+	size_t n_admin_mounts;
+
+	uint16_t port_first;
+	uint16_t port_last;
+
+	char *operator_namespace;
+	char *operator_image;
+	char *agent_image;
+};
+
+/* The label every object carries and the selector label. */
+#define FLASH_LABEL_NAME "app.kubernetes.io/name"
+#define FLASH_LABEL_MANAGED_BY "app.kubernetes.io/managed-by"
+#define FLASH_LABEL_ORGANIZATION "flash.heterocloud.io/organization"
+#define FLASH_LABEL_PROJECT "flash.heterocloud.io/project"
+#define FLASH_LABEL_SERVICE "flash.heterocloud.io/service"
+#define FLASH_MANAGER "flash-operator"
+#define FLASH_GROUP "flash.heterocloud.io"
+#define FLASH_VERSION "v1alpha1"
+
+/* Kubernetes name rules (apimachinery validation). */
+bool k8s_dns_label(const char *s, size_t max);        /* RFC 1123 label */
+bool k8s_dns1035_label(const char *s, size_t max);    /* starts with a letter */
+bool k8s_dns_subdomain(const char *s);                /* RFC 1123 subdomain, <= 253 */
+bool k8s_label_value(const char *s);                  /* "" or <= 63 [A-Za-z0-9._-], alnum ends */
+bool k8s_qualified_name(const char *s);               /* [prefix/]name label key */
+
+/* Adds the prefixes of the lists as canonical text to @arr. */
+void kdoc_append_prefix(struct kdoc *arr, const struct flowsdn_prefix *p);
+
+/* The rendered objects of one service (render.c fills, render-output.c
+ * prints). */
+struct flash_render {
+	struct kdoc **objects;
+	size_t n;
+};
+
+/* Fills @diag (if not NULL) and returns @err. */
+int render_diag_fail(struct flash_render_diag *diag, int err, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* True when @p is the pair (@protocol, @name). */
+bool render_port_pair_equal(const struct flash_public_port *p, const char *protocol, const char *name);
+
+/* Prints @docs: YAML, one document each; JSON, one v1 List holding them
+ * (render.c). */
+int render_print_docs(struct kdoc *const *docs, size_t n, enum flash_render_format format, char **ret_text,
+		      size_t *ret_len);
+
+/* The CRD objects (render-crd.c). */
+struct kdoc *crd_flashservice(void);
+struct kdoc *crd_flashusagerecord(void);
+
+#endif

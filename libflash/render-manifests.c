@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * deploy/kubernetes/: the CRDs, the operator's least-privilege RBAC, the
+ * operator Deployment with its configuration, and the flowsdn-agent
+ * DaemonSet.  Generated (make deploy-manifests) and checked against the
+ * checked-in copies by a test.
+ */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "internal.h"
+#include "render-internal.h"
+
+static const char *const manifest_paths[FLASH_MANIFEST_COUNT_] = {
+	[FLASH_MANIFEST_CRD_FLASHSERVICE] = "crds/flashservices.yaml",
+	[FLASH_MANIFEST_CRD_FLASHUSAGERECORD] = "crds/flashusagerecords.yaml",
+	[FLASH_MANIFEST_OPERATOR_RBAC] = "operator-rbac.yaml",
+	[FLASH_MANIFEST_OPERATOR] = "operator.yaml",
+	[FLASH_MANIFEST_AGENT] = "flowsdn-agent.yaml",
+};
+
+#define AGENT_NAMESPACE "kube-system"
+#define OPERATOR_NAME "flash-operator"
+#define AGENT_NAME "flowsdn-agent"
+#define CONFIG_PATH "/etc/flash/flash-operator.conf"
+
+FLASH_API const char *flash_manifest_path(enum flash_manifest m)
+{
+	return (unsigned int)m < FLASH_MANIFEST_COUNT_ ? manifest_paths[m] : NULL;
+}
+
+static struct kdoc *object(const char *api_version, const char *kind, const char *name, const char *ns,
+			   const char *app)
+{
+	struct kdoc *o = kdoc_object();
+	struct kdoc *md;
+
+	kdoc_set_str(o, "apiVersion", api_version);
+	kdoc_set_str(o, "kind", kind);
+	md = kdoc_set_obj(o, "metadata");
+	kdoc_set_str(md, "name", name);
+	if (ns)
+		kdoc_set_str(md, "namespace", ns);
+	kdoc_set_str(kdoc_set_obj(md, "labels"), FLASH_LABEL_NAME, app);
+	kdoc_set_str(kdoc_get(md, "labels"), FLASH_LABEL_MANAGED_BY, "flash-deploy");
+	return o;
+}
+
+/* One RBAC rule: @verbs on @resources of @group (NULL-terminated lists);
+ * @names restricts by resourceNames. */
+static void rule(struct kdoc *rules, const char *group, const char *const *resources, const char *const *verbs,
+		 const char *const *names)
+{
+	struct kdoc *r = kdoc_append_obj(rules);
+	struct kdoc *l;
+
+	kdoc_append_str(kdoc_set_arr(r, "apiGroups"), group);
+	l = kdoc_set_arr(r, "resources");
+	for (size_t i = 0; resources[i]; i++)
+		kdoc_append_str(l, resources[i]);
+	if (names) {
+		l = kdoc_set_arr(r, "resourceNames");
+		for (size_t i = 0; names[i]; i++)
+			kdoc_append_str(l, names[i]);
+	}
+	l = kdoc_set_arr(r, "verbs");
+	for (size_t i = 0; verbs[i]; i++)
+		kdoc_append_str(l, verbs[i]);
+}
+
+#define L(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static struct kdoc *binding(const char *kind, const char *role_kind, const char *name, const char *ns,
+			    const char *sa, const char *sa_ns, const char *app)
+{
+	struct kdoc *b = object("rbac.authorization.k8s.io/v1", kind, name, ns, app);
+	struct kdoc *ref = kdoc_set_obj(b, "roleRef");
+	struct kdoc *subj;
+
+	kdoc_set_str(ref, "apiGroup", "rbac.authorization.k8s.io");
+	kdoc_set_str(ref, "kind", role_kind);
+	kdoc_set_str(ref, "name", name);
+	subj = kdoc_append_obj(kdoc_set_arr(b, "subjects"));
+	kdoc_set_str(subj, "kind", "ServiceAccount");
+	kdoc_set_str(subj, "name", sa);
+	kdoc_set_str(subj, "namespace", sa_ns);
+	return b;
+}
+
+/* The operator: exactly the verbs it uses.  Server-side apply is PATCH
+ * (it creates too); watches need list and watch; status goes through the
+ * status subresource; the CRDs are registered by the operator itself. */
+static int operator_rbac(const struct flash_operator_config *c, struct kdoc **docs, size_t *n)
+{
+	const char *ns = c->operator_namespace;
+	struct kdoc *role, *rules;
+
+	docs[(*n)++] = object("v1", "Namespace", ns, NULL, OPERATOR_NAME);
+	docs[*n] = object("v1", "ServiceAccount", OPERATOR_NAME, ns, OPERATOR_NAME);
+	kdoc_set_bool(docs[(*n)++], "automountServiceAccountToken", true);
+
+	role = object("rbac.authorization.k8s.io/v1", "ClusterRole", OPERATOR_NAME, NULL, OPERATOR_NAME);
+	rules = kdoc_set_arr(role, "rules");
+	rule(rules, "apiextensions.k8s.io", L("customresourcedefinitions"), L("create"), NULL);
+	rule(rules, "apiextensions.k8s.io", L("customresourcedefinitions"), L("get", "patch"),
+	     L("flashservices." FLASH_GROUP, "flashusagerecords." FLASH_GROUP));
+	rule(rules, FLASH_GROUP, L("flashservices"), L("get", "list", "watch", "patch"), NULL);
+	rule(rules, FLASH_GROUP, L("flashservices/status"), L("patch"), NULL);
+	rule(rules, FLASH_GROUP, L("flashusagerecords"), L("get", "list", "watch", "patch"), NULL);
+	rule(rules, FLASH_GROUP, L("flashusagerecords/status"), L("patch"), NULL);
+	rule(rules, "apps", L("deployments"), L("get", "list", "watch", "patch", "delete"), NULL);
+	rule(rules, "", L("services", "persistentvolumeclaims"), L("get", "list", "watch", "patch", "delete"), NULL);
+	rule(rules, "networking.k8s.io", L("networkpolicies"), L("get", "list", "watch", "patch", "delete"), NULL);
+	/* Readiness and terminal start-up failures; Web Shell exec. */
+	rule(rules, "", L("pods"), L("get", "list", "watch"), NULL);
+	rule(rules, "", L("pods/exec"), L("create"), NULL);
+	rule(rules, "", L("events"), L("create", "patch"), NULL);
+	docs[(*n)++] = role;
+	docs[(*n)++] = binding("ClusterRoleBinding", "ClusterRole", OPERATOR_NAME, NULL, OPERATOR_NAME, ns,
+			       OPERATOR_NAME);
+
+	/* Leader election, in its own namespace only. */
+	role = object("rbac.authorization.k8s.io/v1", "Role", OPERATOR_NAME, ns, OPERATOR_NAME);
+	rule(kdoc_set_arr(role, "rules"), "coordination.k8s.io", L("leases"), L("get", "create", "update"), NULL);
+	docs[(*n)++] = role;
+	docs[(*n)++] = binding("RoleBinding", "Role", OPERATOR_NAME, ns, OPERATOR_NAME, ns, OPERATOR_NAME);
+	return 0;
+}
+
+/* ------------------------------------------------------------ configuration as JSON */
+
+static void labels_obj(struct kdoc *o, const char *key, const struct label *l, size_t n)
+{
+	struct kdoc *m = kdoc_set_obj(o, key);
+
+	for (size_t i = 0; i < n; i++)
+		kdoc_set_str(m, l[i].key, l[i].value);
+}
+
+static void prefixes_arr(struct kdoc *o, const char *key, const struct prefix_list *l)
+{
+	struct kdoc *a = kdoc_set_arr(o, key);
+
+	for (size_t i = 0; i < l->n; i++)
+		kdoc_append_prefix(a, &l->v[i]);
+}
+
+/* The configuration as the JSON flash_operator_config_parse() reads. */
+static struct kdoc *config_doc(const struct flash_operator_config *c)
+{
+	struct kdoc *o = kdoc_object();
+	struct kdoc *x, *arr;
+
+	x = kdoc_set_obj(o, "runtimeClassNames");
+	kdoc_set_str(x, "cpu", c->runtime_cpu);
+	kdoc_set_str(x, "gpu", c->runtime_gpu);
+	kdoc_set_str(o, "loadBalancerClass", c->load_balancer_class);
+	kdoc_set_str(o, "gpuNodeLabel", c->gpu_node_label);
+	labels_obj(o, "publicNodeLabels", c->public_node_labels, c->n_public_node_labels);
+	x = kdoc_set_obj(o, "clusterDNS");
+	kdoc_set_str(x, "namespace", c->dns_namespace);
+	labels_obj(x, "podLabels", c->dns_pod_labels, c->n_dns_pod_labels);
+	prefixes_arr(x, "addresses", &c->dns_addresses);
+	prefixes_arr(o, "podCIDRs", &c->pod_cidrs);
+	prefixes_arr(o, "serviceCIDRs", &c->service_cidrs);
+	prefixes_arr(o, "lanCIDRs", &c->lan_cidrs);
+	prefixes_arr(o, "heteroNetworkCIDRs", &c->heteronetwork_cidrs);
+	prefixes_arr(o, "infrastructureCIDRs", &c->infrastructure_cidrs);
+	x = kdoc_set_obj(o, "persistence");
+	kdoc_set_bool(x, "enabled", c->persistence);
+	if (c->storage_class)
+		kdoc_set_str(x, "storageClass", c->storage_class);
+	arr = kdoc_set_arr(o, "adminVolumeClaims");
+	for (size_t i = 0; i < c->n_admin_claims; i++) {
+		x = kdoc_append_obj(arr);
+		kdoc_set_str(x, "name", c->admin_claims[i].name);
+		kdoc_set_str(x, "claimName", c->admin_claims[i].claim_name);
+		kdoc_set_bool(x, "readOnly", c->admin_claims[i].read_only);
+	}
+	arr = kdoc_set_arr(o, "adminVolumeMounts");
+	for (size_t i = 0; i < c->n_admin_mounts; i++) {
+		x = kdoc_append_obj(arr);
+		kdoc_set_str(x, "serviceInstanceId", c->admin_mounts[i].service_instance_id);
+		kdoc_set_str(x, "claim", c->admin_mounts[i].claim);
+		kdoc_set_str(x, "mountPath", c->admin_mounts[i].mount_path);
+		kdoc_set_bool(x, "readOnly", c->admin_mounts[i].read_only);
+	}
+	x = kdoc_set_obj(o, "publicPortRange");
+	kdoc_set_int(x, "first", c->port_first);
+	kdoc_set_int(x, "last", c->port_last);
+	x = kdoc_set_obj(o, "operator");
+	kdoc_set_str(x, "namespace", c->operator_namespace);
+	kdoc_set_str(x, "image", c->operator_image);
+	kdoc_set_str(x, "agentImage", c->agent_image);
+	return o;
+}
+
+/* A restricted container: non-root, read-only root, nothing kept. */
+static void restricted_security(struct kdoc *ctr)
+{
+	struct kdoc *sc = kdoc_set_obj(ctr, "securityContext");
+
+	kdoc_set_bool(sc, "runAsNonRoot", true);
+	kdoc_set_int(sc, "runAsUser", 65532);
+	kdoc_set_bool(sc, "allowPrivilegeEscalation", false);
+	kdoc_set_bool(sc, "readOnlyRootFilesystem", true);
+	kdoc_append_str(kdoc_set_arr(kdoc_set_obj(sc, "capabilities"), "drop"), "ALL");
+	kdoc_set_str(kdoc_set_obj(sc, "seccompProfile"), "type", "RuntimeDefault");
+}
+
+static void small_resources(struct kdoc *ctr, const char *cpu, const char *mem)
+{
+	struct kdoc *res = kdoc_set_obj(ctr, "resources");
+
+	kdoc_set_str(kdoc_set_obj(res, "requests"), "cpu", cpu);
+	kdoc_set_str(kdoc_get(res, "requests"), "memory", mem);
+	kdoc_set_str(kdoc_set_obj(res, "limits"), "memory", mem);
+}
+
+static int operator_deployment(const struct flash_operator_config *c, struct kdoc **docs, size_t *n)
+{
+	const char *ns = c->operator_namespace;
+	struct kdoc *cm, *dep, *sp, *pod, *ctr, *args, *v, *m, *text_doc, *strategy;
+	char *text = NULL;
+	size_t len;
+	int r;
+
+	cm = object("v1", "ConfigMap", OPERATOR_NAME "-config", ns, OPERATOR_NAME);
+	text_doc = config_doc(c);
+	r = kdoc_to_json(text_doc, &text, &len);
+	kdoc_free(text_doc);
+	if (r < 0) {
+		kdoc_free(cm);
+		return r;
+	}
+	kdoc_set_str(kdoc_set_obj(cm, "data"), "flash-operator.conf", text);
+	free(text);
+	docs[(*n)++] = cm;
+
+	dep = object("apps/v1", "Deployment", OPERATOR_NAME, ns, OPERATOR_NAME);
+	sp = kdoc_set_obj(dep, "spec");
+	kdoc_set_int(sp, "replicas", 1);
+	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(sp, "selector"), "matchLabels"), FLASH_LABEL_NAME, OPERATOR_NAME);
+	/* One leader at a time: the old Pod goes before the new one starts. */
+	strategy = kdoc_set_obj(sp, "strategy");
+	kdoc_set_str(strategy, "type", "Recreate");
+	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(kdoc_set_obj(sp, "template"), "metadata"), "labels"), FLASH_LABEL_NAME,
+		     OPERATOR_NAME);
+	pod = kdoc_set_obj(kdoc_get(sp, "template"), "spec");
+	kdoc_set_str(pod, "serviceAccountName", OPERATOR_NAME);
+	kdoc_set_bool(pod, "enableServiceLinks", false);
+	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(pod, "securityContext"), "seccompProfile"), "type", "RuntimeDefault");
+	ctr = kdoc_append_obj(kdoc_set_arr(pod, "containers"));
+	kdoc_set_str(ctr, "name", OPERATOR_NAME);
+	kdoc_set_str(ctr, "image", c->operator_image);
+	args = kdoc_set_arr(ctr, "args");
+	kdoc_append_str(args, "--config");
+	kdoc_append_str(args, CONFIG_PATH);
+	small_resources(ctr, "100m", "256Mi");
+	restricted_security(ctr);
+	m = kdoc_append_obj(kdoc_set_arr(ctr, "volumeMounts"));
+	kdoc_set_str(m, "name", "config");
+	kdoc_set_str(m, "mountPath", "/etc/flash");
+	kdoc_set_bool(m, "readOnly", true);
+	v = kdoc_append_obj(kdoc_set_arr(pod, "volumes"));
+	kdoc_set_str(v, "name", "config");
+	kdoc_set_str(kdoc_set_obj(v, "configMap"), "name", OPERATOR_NAME "-config");
+	docs[(*n)++] = dep;
+	return 0;
+}
+
+static void host_path(struct kdoc *vols, struct kdoc *mounts, const char *name, const char *path, const char *type,
+		      const char *mount_path)
+{
+	struct kdoc *v = kdoc_append_obj(vols);
+	struct kdoc *hp, *m;
+
+	kdoc_set_str(v, "name", name);
+	hp = kdoc_set_obj(v, "hostPath");
+	kdoc_set_str(hp, "path", path);
+	kdoc_set_str(hp, "type", type);
+	if (mounts) {
+		m = kdoc_append_obj(mounts);
+		kdoc_set_str(m, "name", name);
+		kdoc_set_str(m, "mountPath", mount_path ? mount_path : path);
+	}
+}
+
+/* The flowsdn agent: a privileged host-network DaemonSet (it is the CNI
+ * and loads BPF programs); its API token is a projected volume because
+ * the Pod does not automount one. */
+static int agent(const struct flash_operator_config *c, struct kdoc **docs, size_t *n)
+{
+	struct kdoc *role, *rules, *ds, *sp, *pod, *init, *ctr, *vols, *mounts, *init_mounts, *sc, *proj, *src, *tol;
+	struct kdoc *v, *srcs, *item, *cmd;
+
+	docs[*n] = object("v1", "ServiceAccount", AGENT_NAME, AGENT_NAMESPACE, AGENT_NAME);
+	kdoc_set_bool(docs[(*n)++], "automountServiceAccountToken", false);
+	role = object("rbac.authorization.k8s.io/v1", "ClusterRole", AGENT_NAME, NULL, AGENT_NAME);
+	rules = kdoc_set_arr(role, "rules");
+	rule(rules, "", L("nodes"), L("get", "list", "watch", "patch"), NULL);
+	rule(rules, "", L("nodes/status"), L("patch"), NULL);
+	rule(rules, "", L("pods"), L("get", "list", "watch", "patch"), NULL);
+	rule(rules, "", L("services"), L("get", "list", "watch"), NULL);
+	rule(rules, "discovery.k8s.io", L("endpointslices"), L("get", "list", "watch"), NULL);
+	rule(rules, "networking.k8s.io", L("networkpolicies"), L("get", "list", "watch"), NULL);
+	rule(rules, "", L("events"), L("create", "patch"), NULL);
+	rule(rules, "coordination.k8s.io", L("leases"), L("get", "create", "update"), NULL);
+	docs[(*n)++] = role;
+	docs[(*n)++] = binding("ClusterRoleBinding", "ClusterRole", AGENT_NAME, NULL, AGENT_NAME, AGENT_NAMESPACE,
+			       AGENT_NAME);
+
+	ds = object("apps/v1", "DaemonSet", AGENT_NAME, AGENT_NAMESPACE, AGENT_NAME);
+	sp = kdoc_set_obj(ds, "spec");
+	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(sp, "selector"), "matchLabels"), FLASH_LABEL_NAME, AGENT_NAME);
+	kdoc_set_str(kdoc_set_obj(sp, "updateStrategy"), "type", "RollingUpdate");
+	kdoc_set_int(kdoc_set_obj(kdoc_get(sp, "updateStrategy"), "rollingUpdate"), "maxUnavailable", 1);
+	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(kdoc_set_obj(sp, "template"), "metadata"), "labels"), FLASH_LABEL_NAME,
+		     AGENT_NAME);
+	pod = kdoc_set_obj(kdoc_get(sp, "template"), "spec");
+	kdoc_set_str(pod, "serviceAccountName", AGENT_NAME);
+	kdoc_set_bool(pod, "automountServiceAccountToken", false);
+	kdoc_set_bool(pod, "hostNetwork", true);
+	kdoc_set_str(pod, "dnsPolicy", "ClusterFirstWithHostNet");
+	kdoc_set_str(pod, "priorityClassName", "system-node-critical");
+	tol = kdoc_append_obj(kdoc_set_arr(pod, "tolerations"));
+	kdoc_set_str(tol, "operator", "Exists");
+
+	vols = kdoc_set_arr(pod, "volumes");
+	init_mounts = kdoc_array();
+	mounts = kdoc_array();
+	host_path(vols, init_mounts, "cni-bin", "/opt/cni/bin", "DirectoryOrCreate", "/host/opt/cni/bin");
+	host_path(vols, init_mounts, "cni-conf", "/etc/cni/net.d", "DirectoryOrCreate", "/host/etc/cni/net.d");
+	host_path(vols, mounts, "run", "/var/run/flowsdn", "DirectoryOrCreate", NULL);
+	host_path(vols, mounts, "state", "/var/lib/flowsdn", "DirectoryOrCreate", NULL);
+	host_path(vols, mounts, "bpffs", "/sys/fs/bpf", "DirectoryOrCreate", NULL);
+	{
+		struct kdoc *m = kdoc_append_obj(mounts);
+
+		kdoc_set_str(m, "name", "api-token");
+		kdoc_set_str(m, "mountPath", "/var/run/secrets/kubernetes.io/serviceaccount");
+		kdoc_set_bool(m, "readOnly", true);
+	}
+	v = kdoc_append_obj(vols);
+	kdoc_set_str(v, "name", "api-token");
+	proj = kdoc_set_obj(v, "projected");
+	kdoc_set_int(proj, "defaultMode", 0444);
+	srcs = kdoc_set_arr(proj, "sources");
+	src = kdoc_set_obj(kdoc_append_obj(srcs), "serviceAccountToken");
+	kdoc_set_str(src, "path", "token");
+	kdoc_set_int(src, "expirationSeconds", 3607);
+	src = kdoc_set_obj(kdoc_append_obj(srcs), "configMap");
+	kdoc_set_str(src, "name", "kube-root-ca.crt");
+	item = kdoc_append_obj(kdoc_set_arr(src, "items"));
+	kdoc_set_str(item, "key", "ca.crt");
+	kdoc_set_str(item, "path", "ca.crt");
+	src = kdoc_set_obj(kdoc_append_obj(srcs), "downwardAPI");
+	item = kdoc_append_obj(kdoc_set_arr(src, "items"));
+	kdoc_set_str(item, "path", "namespace");
+	kdoc_set_str(kdoc_set_obj(item, "fieldRef"), "apiVersion", "v1");
+	kdoc_set_str(kdoc_get(item, "fieldRef"), "fieldPath", "metadata.namespace");
+
+	/* The init container puts the CNI plugin and its configuration on
+	 * the host. */
+	init = kdoc_append_obj(kdoc_set_arr(pod, "initContainers"));
+	kdoc_set_str(init, "name", "install-cni");
+	kdoc_set_str(init, "image", c->agent_image);
+	cmd = kdoc_set_arr(init, "command");
+	kdoc_append_str(cmd, "flowsdn-cni");
+	kdoc_append_str(cmd, "install");
+	small_resources(init, "10m", "64Mi");
+	sc = kdoc_set_obj(init, "securityContext");
+	kdoc_set_int(sc, "runAsUser", 0);
+	kdoc_set_bool(sc, "allowPrivilegeEscalation", false);
+	kdoc_set(init, "volumeMounts", init_mounts);
+
+	ctr = kdoc_append_obj(kdoc_set_arr(pod, "containers"));
+	kdoc_set_str(ctr, "name", AGENT_NAME);
+	kdoc_set_str(ctr, "image", c->agent_image);
+	cmd = kdoc_set_arr(ctr, "command");
+	kdoc_append_str(cmd, "flowsdn-agent");
+	item = kdoc_append_obj(kdoc_set_arr(ctr, "env"));
+	kdoc_set_str(item, "name", "NODE_NAME");
+	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(item, "valueFrom"), "fieldRef"), "fieldPath", "spec.nodeName");
+	small_resources(ctr, "100m", "512Mi");
+	/* BPF programs, netlink and the host network: privileged. */
+	kdoc_set_bool(kdoc_set_obj(ctr, "securityContext"), "privileged", true);
+	kdoc_set(ctr, "volumeMounts", mounts);
+	docs[(*n)++] = ds;
+	return 0;
+}
+
+FLASH_API int flash_manifest_render(enum flash_manifest m, const struct flash_operator_config *config,
+				    char **ret_text, size_t *ret_len)
+{
+	struct flash_operator_config *defaults = NULL;
+	struct kdoc *docs[16] = { 0 };
+	size_t n = 0;
+	int r;
+
+	if ((unsigned int)m >= FLASH_MANIFEST_COUNT_ || !ret_text)
+		return -EINVAL;
+	if (!config) {
+		r = flash_operator_config_default(&defaults);
+		if (r < 0)
+			return r;
+		config = defaults;
+	}
+	switch (m) {
+	case FLASH_MANIFEST_CRD_FLASHSERVICE:
+		docs[n++] = crd_flashservice();
+		r = 0;
+		break;
+	case FLASH_MANIFEST_CRD_FLASHUSAGERECORD:
+		docs[n++] = crd_flashusagerecord();
+		r = 0;
+		break;
+	case FLASH_MANIFEST_OPERATOR_RBAC:
+		r = operator_rbac(config, docs, &n);
+		break;
+	case FLASH_MANIFEST_OPERATOR:
+		r = operator_deployment(config, docs, &n);
+		break;
+	case FLASH_MANIFEST_AGENT:
+		r = agent(config, docs, &n);
+		break;
+	default:
+		r = -EINVAL;
+	}
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (kdoc_failed(docs[i]))
+			r = -ENOMEM;
+	if (r == 0)
+		r = render_print_docs(docs, n, FLASH_RENDER_YAML, ret_text, ret_len);
+	for (size_t i = 0; i < n; i++)
+		kdoc_free(docs[i]);
+	flash_operator_config_free(defaults);
+	return r;
+}

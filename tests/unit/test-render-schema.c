@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The OpenAPI v3 validator against the real Kubernetes schemas: objects a
+ * real apiserver accepted pass; a wrong type, a missing required field, an
+ * unknown field, a bad enum value and an out-of-range int32 are each
+ * caught with their JSON path; the recorded FlashService CRD refuses what
+ * the server refused. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <flash/render.h>
+
+#include "helpers.h"
+#include "render-test.h"
+
+static struct flash_schema_set *set;
+
+static void setup(void)
+{
+	set = render_test_schema_set(true);
+}
+
+static void teardown(void)
+{
+	flash_schema_set_free(set);
+	set = NULL;
+}
+
+TestSuite(schema, .init = setup, .fini = teardown);
+
+static void expect_valid(const char *text, const char *what)
+{
+	struct flash_render_diag d = { 0 };
+	int r = flash_schema_validate_object(set, text, strlen(text), &d);
+
+	cr_assert(r == 0, "%s: refused (%d %s) at \"%s\": %s", what, r, flash_strerror(r), d.path, d.message);
+}
+
+static void expect_invalid(const char *text, const char *path, const char *msg_part, const char *what)
+{
+	struct flash_render_diag d = { 0 };
+	int r = flash_schema_validate_object(set, text, strlen(text), &d);
+
+	ASSERT_ERR(r, -FLASH_E_RENDER_INVALID, what);
+	ASSERT_STREQ(d.path, path, what);
+	cr_assert(strstr(d.message, msg_part), "%s: message \"%s\" lacks \"%s\"", what, d.message, msg_part);
+}
+
+/* Replaces the first @from in @text by @to (new string). */
+static char *replace(const char *text, const char *from, const char *to)
+{
+	const char *at = strstr(text, from);
+	char *out;
+
+	cr_assert(at, "\"%s\" not in the document", from);
+	cr_assert(asprintf(&out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from)) > 0);
+	return out;
+}
+
+Test(schema, recorded_objects_pass)
+{
+	static const char *const files[] = { "deployment", "service-lb", "networkpolicy", "pvc-rwx",
+					     "crd-flashservices" };
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[256];
+		char *text;
+
+		snprintf(path, sizeof(path), "k8s/recorded/%s.json", files[i]);
+		text = render_test_read(path, NULL);
+		expect_valid(text, files[i]);
+		free(text);
+	}
+}
+
+Test(schema, wrong_type)
+{
+	char *dep = render_test_read("k8s/recorded/deployment.json", NULL);
+	char *bad = replace(dep, "\"replicas\": 1", "\"replicas\": \"1\"");
+
+	expect_invalid(bad, "spec.replicas", "must be of type integer", "replicas as a string");
+	free(bad);
+	bad = replace(dep, "\"hostNetwork\": false", "\"hostNetwork\": 0");
+	expect_invalid(bad, "spec.template.spec.hostNetwork", "must be of type boolean", "hostNetwork as a number");
+	free(bad);
+	bad = replace(dep, "\"containerPort\": 8080", "\"containerPort\": 80.5");
+	expect_invalid(bad, "spec.template.spec.containers[0].ports[0].containerPort", "integer", "fractional port");
+	free(bad);
+	free(dep);
+}
+
+Test(schema, missing_required)
+{
+	char *dep = render_test_read("k8s/recorded/deployment.json", NULL);
+	/* containers[0].name is required by io.k8s.api.core.v1.Container. */
+	char *bad = replace(dep, "\"name\": \"app\",", "");
+
+	expect_invalid(bad, "spec.template.spec.containers[0]", "required field \"name\" is missing", "no container name");
+	free(bad);
+	free(dep);
+
+	dep = render_test_read("k8s/recorded/networkpolicy.json", NULL);
+	bad = replace(dep, "\"cidr\": \"0.0.0.0/0\",", "");
+	expect_invalid(bad, "spec.ingress[0].from[0].ipBlock", "required field \"cidr\"", "ipBlock without cidr");
+	free(bad);
+	free(dep);
+}
+
+Test(schema, unknown_field)
+{
+	char *svc = render_test_read("k8s/recorded/service-lb.json", NULL);
+	char *bad = replace(svc, "\"type\": \"LoadBalancer\",", "\"type\": \"LoadBalancer\", \"loadBalancerClas\": \"x\",");
+
+	expect_invalid(bad, "spec.loadBalancerClas", "unknown field \"loadBalancerClas\"", "misspelt field");
+	free(bad);
+	bad = replace(svc, "\"targetPort\": 8080", "\"targetPort\": 8080, \"hostPort\": 80");
+	expect_invalid(bad, "spec.ports[0].hostPort", "unknown field \"hostPort\"", "unknown field in a list item");
+	free(bad);
+	free(svc);
+}
+
+Test(schema, enum_and_ranges)
+{
+	char *svc = render_test_read("k8s/recorded/service-lb.json", NULL);
+	char *bad = replace(svc, "\"protocol\": \"UDP\"", "\"protocol\": \"udp\"");
+
+	expect_invalid(bad, "spec.ports[1].protocol", "not one of the allowed values", "lower-case protocol");
+	free(bad);
+	bad = replace(svc, "\"port\": 80,", "\"port\": 4294967296,");
+	expect_invalid(bad, "spec.ports[0].port", "32-bit", "port beyond int32");
+	free(bad);
+	/* int-or-string: a targetPort may be a name, not a boolean. */
+	bad = replace(svc, "\"targetPort\": 8080", "\"targetPort\": \"http\"");
+	expect_valid(bad, "named targetPort");
+	free(bad);
+	bad = replace(svc, "\"targetPort\": 8080", "\"targetPort\": true");
+	expect_invalid(bad, "spec.ports[0].targetPort", "oneOf", "boolean targetPort");
+	free(bad);
+	/* list-type map keyed by (port, protocol): a duplicate is refused. */
+	bad = replace(svc, "\"port\": 7777,", "\"port\": 80,");
+	expect_valid(bad, "same port number, other protocol");
+	free(bad);
+	free(svc);
+
+	svc = render_test_read("k8s/recorded/deployment.json", NULL);
+	bad = replace(svc, "\"protocol\": \"UDP\"", "\"protocol\": \"TCP\"");
+	free(svc);
+	svc = replace(bad, "\"containerPort\": 7777", "\"containerPort\": 8080");
+	expect_invalid(svc, "spec.template.spec.containers[0].ports[1]", "duplicates item 0", "duplicate port/protocol");
+	free(bad);
+	free(svc);
+}
+
+Test(schema, no_schema_for_kind)
+{
+	static const char obj[] = "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRole\"}";
+	struct flash_render_diag d = { 0 };
+
+	ASSERT_ERR(flash_schema_validate_object(set, obj, strlen(obj), &d), -FLASH_E_RENDER_NO_SCHEMA, "no rbac doc");
+	ASSERT_ERR(flash_schema_validate_object(set, "{", 1, &d), -FLASH_E_RENDER_BAD_DOCUMENT, "not JSON");
+	ASSERT_ERR(flash_schema_validate_object(NULL, obj, strlen(obj), &d), -EINVAL, "NULL set");
+}
+
+Test(schema, named_schema)
+{
+	static const char good[] = "{\"name\":\"x\",\"port\":53,\"protocol\":\"UDP\"}";
+	static const char bad[] = "{\"name\":\"x\"}";
+	struct flash_render_diag d = { 0 };
+
+	ASSERT_OK(flash_schema_validate(set, "io.k8s.api.core.v1.ServicePort", good, strlen(good), &d), "ServicePort");
+	ASSERT_ERR(flash_schema_validate(set, "io.k8s.api.core.v1.ServicePort", bad, strlen(bad), &d),
+		   -FLASH_E_RENDER_INVALID, "ServicePort without port");
+	ASSERT_ERR(flash_schema_validate(set, "io.k8s.api.core.v1.NoSuch", good, strlen(good), &d),
+		   -FLASH_E_RENDER_NO_SCHEMA, "unknown schema");
+}
+
+/* The recorded CRD, as a validator of FlashService objects, agrees with
+ * what the real server answered (03: 201, 04: 422, 05: 400 Strict). */
+Test(schema, recorded_crd_agrees_with_server)
+{
+	struct flash_schema_set *crd_set = NULL;
+	struct flash_render_diag d = { 0 };
+	char *crd = render_test_read("k8s/recorded/crd-flashservices.json", NULL);
+	char *valid = render_test_read("k8s/recorded/flashservice-valid.json", NULL);
+	char *invalid = render_test_read("k8s/recorded/flashservice-invalid.json", NULL);
+	char *unknown = render_test_read("k8s/recorded/flashservice-unknown-fields.json", NULL);
+	char *fixed;
+
+	ASSERT_OK(flash_schema_set_new(&crd_set), "new");
+	ASSERT_OK(flash_schema_set_add_crd(crd_set, crd, strlen(crd), &d), "add crd");
+	ASSERT_OK(flash_schema_validate_object(crd_set, valid, strlen(valid), &d), "03 valid");
+	ASSERT_ERR(flash_schema_validate_object(crd_set, invalid, strlen(invalid), &d), -FLASH_E_RENDER_INVALID, "04");
+	/* The first cause in document order: no image. */
+	ASSERT_STREQ(d.path, "spec", "04 path");
+	cr_assert(strstr(d.message, "\"image\""), "04: %s", d.message);
+	fixed = replace(invalid, "\"replicas\": -1,", "\"image\": \"x\", \"replicas\": -1,");
+	ASSERT_ERR(flash_schema_validate_object(crd_set, fixed, strlen(fixed), &d), -FLASH_E_RENDER_INVALID, "04b");
+	ASSERT_STREQ(d.path, "spec.replicas", "04 replicas");
+	free(fixed);
+	ASSERT_ERR(flash_schema_validate_object(crd_set, unknown, strlen(unknown), &d), -FLASH_E_RENDER_INVALID, "05");
+	ASSERT_STREQ(d.path, "spec.replica", "05 path");
+	cr_assert(strstr(d.message, "unknown field \"replica\""), "05: %s", d.message);
+	flash_schema_set_free(crd_set);
+	free(crd);
+	free(valid);
+	free(invalid);
+	free(unknown);
+}
