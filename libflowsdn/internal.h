@@ -16,10 +16,13 @@ void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...) _printf_(2
 
 /* Error strings of each module's block of domain codes (NULL: unknown). */
 const char *flowsdn__addr_strerror(int code);
+const char *flowsdn__agent_strerror(int code);
+const char *flowsdn__bpf_strerror(int code);
+const char *flowsdn__cni_strerror(int code);
+const char *flowsdn__identity_strerror(int code);
 const char *flowsdn__ipam_strerror(int code);
 const char *flowsdn__maglev_strerror(int code);
-const char *flowsdn__identity_strerror(int code);
-const char *flowsdn__bpf_strerror(int code);
 const char *flowsdn__netlink_strerror(int code);
+const char *flowsdn__policy_strerror(int code);
 
 #endif

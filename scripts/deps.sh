@@ -8,7 +8,7 @@ PACKAGES="
  libbpf-dev libelf-dev zlib1g-dev libsodium-dev libyajl-dev libcurl4-openssl-dev
  libnl-3-dev libnl-route-3-dev libmicrohttpd-dev libsqlite3-dev libarchive-dev
  libyaml-dev libcriterion-dev
- containernetworking-plugins iperf3 iputils-ping
+ containernetworking-plugins iperf3 jq iputils-ping
 "
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps.sh: run as root (apt-get install)" >&2

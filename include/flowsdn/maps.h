@@ -57,7 +57,7 @@
  * Within one lookup the longest prefix wins, so a compiler that wants
  * "deny wins" writes any more-specific allow that a deny covers as deny.
  * CIDR peers: the compiler gives each CIDR of a policy a local identity
- * (>= FLOWSDN_IDENTITY_CIDR_BASE, as Cilium's CIDR identities) and
+ * (>= FLOWSDN_IDENTITY_LOCAL_BASE, as Cilium's CIDR identities) and
  * writes prefix -> identity into flowsdn_ipcache; a packet's peer
  * identity is the local endpoint's identity, else the longest ipcache
  * match, else FLOWSDN_IDENTITY_WORLD (FLOWSDN_MAP_IDENTITY_WORLD).  A CIDR rule that must also cover
@@ -108,13 +108,13 @@
  * header includes outside BPF; the BPF programs need only these: */
 #define FLOWSDN_IDENTITY_ANY 0                /* policy key wildcard, never a packet's */
 #define FLOWSDN_MAP_IDENTITY_WORLD 2          /* = FLOWSDN_IDENTITY_WORLD: no better match */
-#define FLOWSDN_IDENTITY_CIDR_BASE 0x01000000u /* identities the policy compiler gives CIDRs */
+#define FLOWSDN_IDENTITY_LOCAL_BASE 0x01000000u /* identities the policy compiler gives CIDRs */
 
 #ifndef __bpf__
 #include <flowsdn/identity.h>
 FLOWSDN_STATIC_ASSERT(FLOWSDN_MAP_IDENTITY_WORLD == FLOWSDN_IDENTITY_WORLD, "world identity");
 FLOWSDN_STATIC_ASSERT(FLOWSDN_IDENTITY_ANY == FLOWSDN_IDENTITY_UNKNOWN, "wildcard identity");
-FLOWSDN_STATIC_ASSERT(FLOWSDN_IDENTITY_CIDR_BASE > FLOWSDN_IDENTITY_MAX_LOCAL, "CIDR identities");
+FLOWSDN_STATIC_ASSERT(FLOWSDN_IDENTITY_LOCAL_BASE > FLOWSDN_IDENTITY_MAX_LOCAL, "CIDR identities");
 #endif
 
 /* ------------------------------------------------------------ endpoints */

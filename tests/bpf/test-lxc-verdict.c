@@ -335,8 +335,8 @@ Test(lxc, to_container_polices_stack_traffic, .init = setup_fib, .fini = teardow
 	publish(&ep_c, 3, 5003, LO, mac_b, host_b, "10.0.0.3", "fd00::3", 0);
 	/* A CIDR identity for 192.0.2.0/24, denied on C's ingress. */
 	ASSERT_OK(flowsdn_prefix_parse("192.0.2.0/24", 12, NULL, &world), "prefix");
-	ASSERT_OK(flowsdn_maps_ipcache_update(maps, &world, FLOWSDN_IDENTITY_CIDR_BASE + 1), "ipcache");
-	deny(3, FLOWSDN_DIR_INGRESS, FLOWSDN_IDENTITY_CIDR_BASE + 1, 0, 0, 0, FLOWSDN_POLICY_F_DENY);
+	ASSERT_OK(flowsdn_maps_ipcache_update(maps, &world, FLOWSDN_IDENTITY_LOCAL_BASE + 1), "ipcache");
+	deny(3, FLOWSDN_DIR_INGRESS, FLOWSDN_IDENTITY_LOCAL_BASE + 1, 0, 0, 0, FLOWSDN_POLICY_F_DENY);
 	f = ip4("192.0.2.7", "10.0.0.3", IPPROTO_TCP, 80, 64);
 	cr_assert(run(prog_to, &f, LO) == TC_ACT_SHOT, "CIDR identity denied");
 	f = ip4("198.51.100.7", "10.0.0.3", IPPROTO_TCP, 80, 64);

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * <flowsdn/cni.h> — the Container Network Interface (CNI spec 1.1.0, with
+ * 0.4.0 and 1.0.0 accepted): network configurations and configuration
+ * lists, the CNI_* environment, results (interfaces, ips, routes, dns) in
+ * the versions runtimes accept, prevResult, and the error/VERSION JSON a
+ * plugin prints on stdout.
+ *
+ * Parsers are strict: a missing or wrong-typed field, a duplicate key or
+ * malformed JSON is refused with a domain code from enum
+ * flowsdn_cni_error; flowsdn_cni_code() maps any error of this module (or
+ * an errno) to the numeric code the spec defines, so that a plugin prints
+ * the right "code".  A parse failure also fills an optional struct
+ * flowsdn_cni_diag with a message naming the field.
+ *
+ * Versions.  A configuration may ask for 0.4.0, 1.0.0 or 1.1.0.  Earlier
+ * published versions (0.1.0 .. 0.3.1) are FLOWSDN_E_CNI_INCOMPATIBLE (CNI
+ * code 1); anything that is not a published CNI version is
+ * FLOWSDN_E_CNI_VERSION_UNKNOWN (CNI code 7).  A result is formatted in the
+ * configuration's own version: podman 4.3 and libcni 1.1.2 refuse a 1.1.0
+ * result, so a 1.0.0 configuration gets a 1.0.0 result.
+ */
+#ifndef FLOWSDN_CNI_H
+#define FLOWSDN_CNI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <flowsdn/addr.h>
+#include <flowsdn/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum flowsdn_cni_error {
+	FLOWSDN_E_CNI_BASE = 4500,
+	FLOWSDN_E_CNI_INCOMPATIBLE = 4500, /* a CNI version this plugin does not speak */
+	FLOWSDN_E_CNI_VERSION_UNKNOWN,     /* cniVersion is not a published CNI version */
+	FLOWSDN_E_CNI_DECODE,              /* not JSON, or not the expected JSON shape */
+	FLOWSDN_E_CNI_CONFIG,              /* a field is missing, of the wrong type or out of range */
+	FLOWSDN_E_CNI_ENV,                 /* a CNI_* environment variable is missing or invalid */
+	FLOWSDN_E_CNI_CONTAINER_ID,        /* CNI_CONTAINERID outside ^[A-Za-z0-9][A-Za-z0-9_.-]*$ */
+	FLOWSDN_E_CNI_IFNAME,              /* CNI_IFNAME is not a valid interface name */
+	FLOWSDN_E_CNI_ARGS,                /* CNI_ARGS malformed or with an unknown key (no IgnoreUnknown) */
+	FLOWSDN_E_CNI_RESULT,              /* a result (or prevResult) is malformed */
+	FLOWSDN_E_CNI_NOT_FOUND,           /* the container (netns, interface) does not exist */
+	FLOWSDN_E_CNI_TRY_AGAIN,           /* a transient condition: try again later */
+	FLOWSDN_E_CNI_NOT_READY,           /* the plugin cannot serve requests now */
+	FLOWSDN_E_CNI_MAX_,                /* end of the cni block (not an error) */
+};
+
+/* The numeric error codes of the CNI specification ("code" in the error
+ * JSON).  Codes from 100 up are plugin-specific. */
+enum flowsdn_cni_code {
+	FLOWSDN_CNI_CODE_INCOMPATIBLE_VERSION = 1,
+	FLOWSDN_CNI_CODE_UNSUPPORTED_FIELD = 2,
+	FLOWSDN_CNI_CODE_UNKNOWN_CONTAINER = 3,
+	FLOWSDN_CNI_CODE_INVALID_ENV = 4,
+	FLOWSDN_CNI_CODE_IO = 5,
+	FLOWSDN_CNI_CODE_DECODE = 6,
+	FLOWSDN_CNI_CODE_INVALID_CONFIG = 7,
+	FLOWSDN_CNI_CODE_TRY_AGAIN = 11,
+	FLOWSDN_CNI_CODE_NOT_AVAILABLE = 50,
+	FLOWSDN_CNI_CODE_NOT_AVAILABLE_DAMAGED = 51,
+	FLOWSDN_CNI_CODE_INTERNAL = 100, /* plugin-specific: an unexpected system error */
+};
+
+/* Maps a (negative or positive) errno or libflowsdn error to the CNI code
+ * a plugin reports for it (0 for 0). */
+FLOWSDN_API unsigned int flowsdn_cni_code(int err);
+
+/* Versions this library reads and writes, oldest first, and the newest. */
+#define FLOWSDN_CNI_VERSION_LATEST "1.1.0"
+FLOWSDN_API const char *const *flowsdn_cni_supported_versions(size_t *ret_count);
+
+/* 0 when @version is one this library speaks, -FLOWSDN_E_CNI_INCOMPATIBLE
+ * for an older published version, -FLOWSDN_E_CNI_VERSION_UNKNOWN for
+ * anything else, -EINVAL for NULL. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_version_check(const char *version);
+
+/* Details of a parse failure: a message naming the field and the fault
+ * (NUL-terminated, possibly truncated). */
+struct flowsdn_cni_diag {
+	char msg[256];
+};
+
+/* ------------------------------------------------------------ results */
+
+/* One interface of a result.  Strings are NUL-terminated; empty when
+ * absent. */
+struct flowsdn_cni_iface {
+	char name[16];     /* at most IFNAMSIZ-1 characters */
+	char mac[18];      /* "aa:bb:cc:dd:ee:ff" or "" */
+	char sandbox[256]; /* netns path for a container interface, "" on the host */
+	unsigned int mtu;  /* 0: absent (1.1.0 only) */
+};
+
+/* One address of a result: @addr with its prefix length (host bits kept,
+ * "10.1.0.5/16"); @iface indexes the interfaces, -1 when absent. */
+struct flowsdn_cni_ip {
+	struct flowsdn_addr addr;
+	unsigned int prefix_len;
+	bool has_gateway;
+	struct flowsdn_addr gateway;
+	int iface;
+};
+
+/* One route of a result. */
+struct flowsdn_cni_route {
+	struct flowsdn_prefix dst;
+	bool has_gw;
+	struct flowsdn_addr gw;
+};
+
+/* A result: built by a plugin, or parsed from prevResult. */
+struct flowsdn_cni_result;
+
+/* An empty result.  -ENOMEM.  Free with flowsdn_cni_result_free(). */
+FLOWSDN_API int flowsdn_cni_result_new(struct flowsdn_cni_result **ret);
+FLOWSDN_API void flowsdn_cni_result_free(struct flowsdn_cni_result *result);
+
+/* Appends an interface, an address, a route, a DNS name server or search
+ * domain (copied).  add_iface returns the new interface's index (>= 0).
+ * -EINVAL for a NULL or over-long argument, an address whose prefix length
+ * exceeds its family, or an @iface index that does not exist; -E2BIG past
+ * 64 entries of a kind; -ENOMEM. */
+FLOWSDN_API int flowsdn_cni_result_add_iface(struct flowsdn_cni_result *result, const struct flowsdn_cni_iface *iface);
+FLOWSDN_API int flowsdn_cni_result_add_ip(struct flowsdn_cni_result *result, const struct flowsdn_cni_ip *ip);
+FLOWSDN_API int flowsdn_cni_result_add_route(struct flowsdn_cni_result *result, const struct flowsdn_cni_route *route);
+FLOWSDN_API int flowsdn_cni_result_add_nameserver(struct flowsdn_cni_result *result, const char *nameserver);
+FLOWSDN_API int flowsdn_cni_result_add_search(struct flowsdn_cni_result *result, const char *domain);
+/* Sets the DNS domain ("" clears it). */
+FLOWSDN_API int flowsdn_cni_result_set_domain(struct flowsdn_cni_result *result, const char *domain);
+
+/* Counts and entries (pointers into @result, valid until it is freed or
+ * changed; NULL for an index out of range or a NULL @result). */
+FLOWSDN_API size_t flowsdn_cni_result_iface_count(const struct flowsdn_cni_result *result);
+FLOWSDN_API const struct flowsdn_cni_iface *flowsdn_cni_result_iface(const struct flowsdn_cni_result *result, size_t i);
+FLOWSDN_API size_t flowsdn_cni_result_ip_count(const struct flowsdn_cni_result *result);
+FLOWSDN_API const struct flowsdn_cni_ip *flowsdn_cni_result_ip(const struct flowsdn_cni_result *result, size_t i);
+FLOWSDN_API size_t flowsdn_cni_result_route_count(const struct flowsdn_cni_result *result);
+FLOWSDN_API const struct flowsdn_cni_route *flowsdn_cni_result_route(const struct flowsdn_cni_result *result, size_t i);
+FLOWSDN_API size_t flowsdn_cni_result_nameserver_count(const struct flowsdn_cni_result *result);
+FLOWSDN_API const char *flowsdn_cni_result_nameserver(const struct flowsdn_cni_result *result, size_t i);
+
+/* Formats @result as the JSON of CNI @version (0.4.0: "version" on every
+ * ip; 1.0.0: no "version"; 1.1.0: also interface "mtu").  *ret_json is
+ * NUL-terminated, freed by the caller.  -EINVAL, -FLOWSDN_E_CNI_INCOMPATIBLE
+ * / -FLOWSDN_E_CNI_VERSION_UNKNOWN for @version, -ENOMEM. */
+FLOWSDN_API int flowsdn_cni_result_format(const struct flowsdn_cni_result *result, const char *version,
+					  char **ret_json, size_t *ret_len);
+
+/* Parses a result object of any supported version (from a plugin's output
+ * or a configuration's prevResult), @len bytes at @json.  Errors:
+ * -EINVAL, -FLOWSDN_E_CNI_DECODE (not JSON / not an object),
+ * -FLOWSDN_E_CNI_RESULT (a field is wrong; @diag says which), version
+ * errors for its cniVersion, -ENOMEM. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_result_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
+						     struct flowsdn_cni_result **ret);
+
+/* ------------------------------------------------------- configuration */
+
+/* One plugin's network configuration, as a runtime passes it on stdin. */
+struct flowsdn_cni_conf;
+
+/* Parses the @len bytes at @json: an object with string "cniVersion" (a
+ * supported version), string "name" (starting with an alphanumeric, then
+ * [A-Za-z0-9_.-]) and string "type"; optional "prevResult" (a result),
+ * "dns" (nameservers/search/options arrays of strings, domain string),
+ * "args", "runtimeConfig", "capabilities" (objects),
+ * "cni.dev/valid-attachments" (array of {containerID, ifname} for GC) and
+ * "disableCheck"/"disableGC" (booleans); other keys are kept for the
+ * plugin (flowsdn_cni_conf_get_*).  Errors: -EINVAL,
+ * -FLOWSDN_E_CNI_DECODE (not JSON, duplicate key, too deep),
+ * -FLOWSDN_E_CNI_CONFIG (@diag names the field), version errors,
+ * -FLOWSDN_E_CNI_RESULT (prevResult), -ENOMEM.  Free with
+ * flowsdn_cni_conf_free(). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_conf_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
+						   struct flowsdn_cni_conf **ret);
+FLOWSDN_API void flowsdn_cni_conf_free(struct flowsdn_cni_conf *conf);
+
+/* The configuration's cniVersion, name and type (never NULL for a parsed
+ * configuration; owned by @conf). */
+FLOWSDN_API const char *flowsdn_cni_conf_version(const struct flowsdn_cni_conf *conf);
+FLOWSDN_API const char *flowsdn_cni_conf_name(const struct flowsdn_cni_conf *conf);
+FLOWSDN_API const char *flowsdn_cni_conf_type(const struct flowsdn_cni_conf *conf);
+
+/* prevResult, or NULL when the configuration has none (owned by @conf). */
+FLOWSDN_API const struct flowsdn_cni_result *flowsdn_cni_conf_prev_result(const struct flowsdn_cni_conf *conf);
+
+/* The configuration's "dns" as a result holding only DNS (NULL without
+ * "dns"; owned by @conf). */
+FLOWSDN_API const struct flowsdn_cni_result *flowsdn_cni_conf_dns(const struct flowsdn_cni_conf *conf);
+
+/* A plugin-specific top-level string key: 0 and *ret (owned by @conf),
+ * -ENOENT when absent, -FLOWSDN_E_CNI_CONFIG when not a string or an empty
+ * one, -EINVAL. */
+FLOWSDN_API int flowsdn_cni_conf_get_string(const struct flowsdn_cni_conf *conf, const char *key, const char **ret);
+
+/* A plugin-specific top-level integer key in [@min, @max]: 0 and *ret,
+ * -ENOENT when absent, -FLOWSDN_E_CNI_CONFIG when not an integer or out of
+ * range, -EINVAL. */
+FLOWSDN_API int flowsdn_cni_conf_get_uint(const struct flowsdn_cni_conf *conf, const char *key, unsigned long min,
+					  unsigned long max, unsigned long *ret);
+
+/* GC: whether the configuration carries "cni.dev/valid-attachments", how
+ * many, and the i-th (pointers owned by @conf; -ERANGE past the end). */
+FLOWSDN_API bool flowsdn_cni_conf_has_attachments(const struct flowsdn_cni_conf *conf);
+FLOWSDN_API size_t flowsdn_cni_conf_attachment_count(const struct flowsdn_cni_conf *conf);
+FLOWSDN_API int flowsdn_cni_conf_attachment(const struct flowsdn_cni_conf *conf, size_t i, const char **ret_container_id,
+					    const char **ret_ifname);
+
+/* A configuration list (a .conflist file). */
+struct flowsdn_cni_conflist;
+
+/* Parses a configuration list: string "cniVersion" (supported), optional
+ * "cniVersions" (array of version strings; the newest supported one wins
+ * over cniVersion, as libcni does), string "name", optional booleans
+ * "disableCheck"/"disableGC", and "plugins": a non-empty array of objects
+ * each with a string "type".  Errors as flowsdn_cni_conf_parse(). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_conflist_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
+						       struct flowsdn_cni_conflist **ret);
+FLOWSDN_API void flowsdn_cni_conflist_free(struct flowsdn_cni_conflist *list);
+/* The effective version, the name, disableCheck, the number of plugins. */
+FLOWSDN_API const char *flowsdn_cni_conflist_version(const struct flowsdn_cni_conflist *list);
+FLOWSDN_API const char *flowsdn_cni_conflist_name(const struct flowsdn_cni_conflist *list);
+FLOWSDN_API bool flowsdn_cni_conflist_disable_check(const struct flowsdn_cni_conflist *list);
+FLOWSDN_API size_t flowsdn_cni_conflist_plugin_count(const struct flowsdn_cni_conflist *list);
+/* The i-th plugin's configuration as a runtime would pass it: the plugin
+ * object with the list's "cniVersion" and "name" inserted, and
+ * @prev_result (a result JSON, may be NULL) as "prevResult".  *ret_json is
+ * freed by the caller.  -ERANGE past the end, -EINVAL, -ENOMEM. */
+FLOWSDN_API int flowsdn_cni_conflist_plugin_conf(const struct flowsdn_cni_conflist *list, size_t i,
+						 const char *prev_result, char **ret_json);
+
+/* --------------------------------------------------- environment, args */
+
+enum flowsdn_cni_command {
+	FLOWSDN_CNI_CMD_ADD = 1,
+	FLOWSDN_CNI_CMD_DEL,
+	FLOWSDN_CNI_CMD_CHECK,
+	FLOWSDN_CNI_CMD_STATUS,
+	FLOWSDN_CNI_CMD_VERSION,
+	FLOWSDN_CNI_CMD_GC,
+};
+
+/* The command named by CNI_COMMAND (exact upper-case name), or 0. */
+FLOWSDN_API enum flowsdn_cni_command flowsdn_cni_command_parse(const char *text);
+
+/* true when @id matches ^[A-Za-z0-9][A-Za-z0-9_.-]*$ and is at most 256
+ * characters. */
+FLOWSDN_API bool flowsdn_cni_container_id_valid(const char *id);
+
+/* true for a Linux interface name: 1..15 bytes, not "." or "..", no '/',
+ * ':' or white space. */
+FLOWSDN_API bool flowsdn_cni_ifname_valid(const char *name);
+
+/* The CNI_* variables of one invocation, validated for @command:
+ * ADD/DEL/CHECK need CNI_CONTAINERID (valid), CNI_IFNAME (valid) and, for
+ * ADD and CHECK, CNI_NETNS (non-empty); DEL tolerates an empty CNI_NETNS;
+ * GC, STATUS and VERSION need none.  Strings point into the environment
+ * the caller gave (or are NULL when absent). */
+struct flowsdn_cni_env {
+	enum flowsdn_cni_command command;
+	const char *container_id;
+	const char *netns;
+	const char *ifname;
+	const char *args;
+	const char *path;
+};
+
+/* Reads the CNI_* variables through @getenv_fn (getenv for a plugin; a
+ * table in tests).  Errors: -EINVAL (NULL arguments),
+ * -FLOWSDN_E_CNI_ENV (missing/unknown command, missing variable),
+ * -FLOWSDN_E_CNI_CONTAINER_ID, -FLOWSDN_E_CNI_IFNAME; @diag names the
+ * variable.  @ret is written only on success. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_env_read(const char *(*getenv_fn)(const char *name, void *userdata),
+						 void *userdata, struct flowsdn_cni_diag *diag,
+						 struct flowsdn_cni_env *ret);
+
+/* Parsed CNI_ARGS ("K=V;K=V"). */
+struct flowsdn_cni_args;
+
+/* Parses @text (NULL or "" is an empty set).  Each pair is KEY=VALUE with
+ * a non-empty KEY; a key outside @known (NULL-terminated list, may be
+ * NULL) is refused unless the pairs contain IgnoreUnknown=1/true (any
+ * case), as the reference plugins do.  Errors: -EINVAL,
+ * -FLOWSDN_E_CNI_ARGS (@diag names the pair), -E2BIG beyond 64 pairs or 4
+ * KiB, -ENOMEM. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_args_parse(const char *text, const char *const *known,
+						   struct flowsdn_cni_diag *diag, struct flowsdn_cni_args **ret);
+FLOWSDN_API void flowsdn_cni_args_free(struct flowsdn_cni_args *args);
+/* The value of @key (owned by @args) or NULL. */
+FLOWSDN_API const char *flowsdn_cni_args_get(const struct flowsdn_cni_args *args, const char *key);
+
+/* ----------------------------------------------------- plugin output */
+
+/* The error JSON a plugin prints on stdout:
+ * {"cniVersion":V,"code":C,"msg":M[,"details":D]}.  @version NULL or not
+ * supported -> the latest version; @details may be NULL.  *ret_json freed
+ * by the caller.  -EINVAL (NULL @msg, @code 0), -ENOMEM. */
+FLOWSDN_API int flowsdn_cni_error_format(const char *version, unsigned int code, const char *msg,
+					 const char *details, char **ret_json);
+
+/* The VERSION answer: {"cniVersion":V,"supportedVersions":[...]}, V being
+ * @version when supported, else the latest.  -ENOMEM. */
+FLOWSDN_API int flowsdn_cni_version_format(const char *version, char **ret_json);
+
+/* ----------------------------------------------------------- the plugin */
+
+/* A plugin-specific CNI code: the interface name is taken or the
+ * endpoint's state conflicts. */
+#define FLOWSDN_CNI_CODE_CONFLICT 101
+
+struct flowsdn_cni_plugin_opts {
+	size_t sz;
+	/* Defaults for the configuration keys "agentSocket", "queueDir",
+	 * "timeoutMs" (NULL/0: FLOWSDN_AGENT_SOCKET of <flowsdn/agent.h>,
+	 * /var/lib/flowsdn/cni-queue, 10000). */
+	const char *socket;
+	const char *queue_dir;
+	unsigned int timeout_ms;
+};
+
+/*
+ * Runs one invocation of flowsdn-cni: the primary veth plugin (any "type"
+ * but "loopback") or the loopback plugin ("type": "loopback").  @input is
+ * the configuration from stdin (@len bytes), the CNI_* variables come
+ * through @getenv_fn.  The primary plugin asks flowsdn-agent (over its
+ * socket, every request bounded by the timeout) to build, check and
+ * delete endpoints; a DEL the agent cannot take is queued on disk, and
+ * the host side of the pair removed at once.  Returns the process exit
+ * status (0 success, 1 error) and, in *ret_out, what to print on stdout
+ * (a result, the VERSION answer or the error JSON; "" when nothing is
+ * printed), freed by the caller.  -EINVAL / -ENOMEM only when even the
+ * output could not be made.
+ */
+FLOWSDN_API int flowsdn_cni_plugin_run(const char *input, size_t len,
+				       const char *(*getenv_fn)(const char *name, void *userdata), void *userdata,
+				       const struct flowsdn_cni_plugin_opts *opts, char **ret_out);
+
+struct flowsdn_cni_install_opts {
+	size_t sz;
+	const char *plugin_path; /* required: the flowsdn-cni executable to copy */
+	const char *bin_dir;     /* NULL: /opt/cni/bin */
+	const char *conf_dir;    /* NULL: /etc/cni/net.d */
+	const char *socket;      /* "agentSocket" written into the conflist (NULL: none, the default) */
+	const char *queue_dir;   /* "queueDir" written into the conflist (NULL: none) */
+};
+
+/*
+ * Installs the plugin on a node: copies @plugin_path to
+ * <bin_dir>/flowsdn-cni, and to <bin_dir>/loopback when there is no
+ * loopback plugin yet (each copy written to a temporary file, fsync'd and
+ * renamed, mode 0755), then atomically writes
+ * <conf_dir>/00-flowsdn.conflist (cniVersion 1.0.0, cniVersions 1.0.0 and
+ * 1.1.0, one plugin of type "flowsdn-cni").  Directories are created.
+ * Errors: -EINVAL, -errno of the file system (nothing half-written).
+ */
+FLOWSDN_API int flowsdn_cni_install(const struct flowsdn_cni_install_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

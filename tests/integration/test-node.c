@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A flowsdn node end to end: flowsdn-agent and flowsdn-cni as a runtime
+ * runs them, endpoints in their own namespaces, packets through the
+ * datapath.  Each test process is its own node (private network and mount
+ * namespace, a tmpfs for state and sockets, the agent's bpffs mounted
+ * inside it) and its endpoint namespaces are held by children that die
+ * with it: nothing outlives a test, also when it fails or crashes.
+ */
+#include <criterion/criterion.h>
+#include <sys/stat.h>
+#include <flowsdn/agent.h>
+#include <flowsdn/cni.h>
+#include <flowsdn/datapath.h>
+
+#include "netns-helpers.h"
+
+struct node {
+	char dir[64];
+	char sock[128];
+	char config[128];
+	char queue[128];
+	char agent_bin[512];
+	char plugin_bin[512];
+	pid_t agent;
+};
+
+static struct node node;
+
+static void agent_start(void)
+{
+	struct flowsdn_agent_client_opts o = { .sz = sizeof(o), .socket = node.sock, .timeout_ms = 500 };
+	char log[160];
+
+	snprintf(log, sizeof(log), "%s/agent.log", node.dir);
+	node.agent = fork();
+	cr_assert(node.agent >= 0);
+	if (node.agent == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (fd >= 0)
+			dup2(fd, 2);
+		execl(node.agent_bin, node.agent_bin, "--debug", "--config", node.config, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500; i++) {
+		if (flowsdn_agent_client_health(&o, NULL) == 0)
+			return;
+		usleep(20000);
+	}
+	cr_assert_fail("flowsdn-agent did not become healthy (see %s)", log);
+}
+
+static void agent_kill(int sig)
+{
+	if (node.agent > 0) {
+		kill(node.agent, sig);
+		waitpid(node.agent, NULL, 0);
+		node.agent = 0;
+	}
+}
+
+static void node_write_config(const char *extra)
+{
+	FILE *f = fopen(node.config, "w");
+
+	cr_assert(f);
+	fprintf(f, "{\"socket\":\"%s\",\"state-dir\":\"%s/state\",\"bpf-pin-dir\":\"%s/bpf\","
+		   "\"pools\":[\"10.77.0.0/24\",\"fd00:77::/120\"]%s}\n",
+		node.sock, node.dir, node.dir, extra ? extra : "");
+	fclose(f);
+}
+
+static void node_setup(void)
+{
+	const char *b = getenv("top_builddir");
+
+	node_enter();
+	snprintf(node.dir, sizeof(node.dir), "/tmp/test-node.XXXXXX");
+	cr_assert(mkdtemp(node.dir));
+	/* tmpfs in the private mount namespace: gone with the test. */
+	cr_assert(mount("tmpfs", node.dir, "tmpfs", 0, "mode=0700") == 0, "tmpfs: %s", strerror(errno));
+	snprintf(node.sock, sizeof(node.sock), "%s/run/flowsdn.sock", node.dir);
+	snprintf(node.config, sizeof(node.config), "%s/agent.json", node.dir);
+	snprintf(node.queue, sizeof(node.queue), "%s/state/cni-queue", node.dir);
+	snprintf(node.agent_bin, sizeof(node.agent_bin), "%s/bin/flowsdn-agent", b ? b : ".");
+	snprintf(node.plugin_bin, sizeof(node.plugin_bin), "%s/bin/flowsdn-cni", b ? b : ".");
+	if (access(node.agent_bin, X_OK) < 0)
+		cr_skip_test("%s not built", node.agent_bin);
+	node_write_config(NULL);
+	agent_start();
+}
+
+static void node_teardown(void)
+{
+	agent_kill(SIGTERM);
+	umount2(node.dir, MNT_DETACH);
+	rmdir(node.dir);
+}
+
+/* Runs flowsdn-cni like a runtime: @conf on stdin, CNI_* in the
+ * environment.  Returns the exit status; *out (if non-NULL) gets stdout. */
+static int cni(const char *cmd, const char *cid, const char *netns, const char *conf, char **out)
+{
+	int in[2], o[2], st;
+	char buf[65536];
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+
+	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(o, O_CLOEXEC) == 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		char e1[32], e2[300], e3[96];
+		char *envp[] = { e1, e2, e3, "CNI_IFNAME=eth0", "CNI_PATH=/nonexistent", NULL };
+
+		snprintf(e1, sizeof(e1), "CNI_COMMAND=%s", cmd);
+		snprintf(e2, sizeof(e2), "CNI_CONTAINERID=%s", cid ? cid : "");
+		snprintf(e3, sizeof(e3), "CNI_NETNS=%s", netns ? netns : "");
+		dup2(in[0], 0);
+		dup2(o[1], 1);
+		execle(node.plugin_bin, node.plugin_bin, (char *)NULL, envp);
+		_exit(127);
+	}
+	close(in[0]);
+	close(o[1]);
+	cr_assert(write(in[1], conf, strlen(conf)) == (ssize_t)strlen(conf));
+	close(in[1]);
+	while ((n = read(o[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(o[0]);
+	waitpid(pid, &st, 0);
+	if (out)
+		*out = strdup(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *plugin_conf(const char *version, const char *extra)
+{
+	char *c = NULL;
+
+	cr_assert(asprintf(&c, "{\"cniVersion\":\"%s\",\"name\":\"flowsdn\",\"type\":\"flowsdn-cni\","
+			       "\"agentSocket\":\"%s\",\"queueDir\":\"%s\",\"timeoutMs\":3000%s}",
+			   version, node.sock, node.queue, extra ? extra : "") > 0);
+	return c;
+}
+
+static unsigned int code_of(const char *out)
+{
+	const char *p = strstr(out, "\"code\":");
+
+	return p ? (unsigned int)strtoul(p + 7, NULL, 10) : 0;
+}
+
+/* An endpoint: its netns and addresses (text, IPv4 then IPv6). */
+struct ep {
+	struct test_ns ns;
+	char cid[32];
+	char v4[FLOWSDN_ADDR_STRLEN], v6[FLOWSDN_ADDR_STRLEN];
+	char *result;
+};
+
+static void ep_add(struct ep *e, const char *cid)
+{
+	struct flowsdn_cni_result *r = NULL;
+	char *conf = plugin_conf("1.0.0", NULL);
+	int st;
+
+	ns_spawn(&e->ns);
+	snprintf(e->cid, sizeof(e->cid), "%s", cid);
+	st = cni("ADD", cid, e->ns.path, conf, &e->result);
+	cr_assert_eq(st, 0, "ADD %s: %s", cid, e->result);
+	ASSERT_OK(flowsdn_cni_result_parse(e->result, strlen(e->result), NULL, &r), e->result);
+	cr_assert_eq(flowsdn_cni_result_ip_count(r), 2, "%s", e->result);
+	flowsdn_addr_format(&flowsdn_cni_result_ip(r, 0)->addr, e->v4, sizeof(e->v4));
+	flowsdn_addr_format(&flowsdn_cni_result_ip(r, 1)->addr, e->v6, sizeof(e->v6));
+	flowsdn_cni_result_free(r);
+	free(conf);
+}
+
+static char *api_get(const char *path, long *status)
+{
+	struct flowsdn_agent_client_opts o = { .sz = sizeof(o), .socket = node.sock, .timeout_ms = 3000 };
+	char *body = NULL;
+
+	ASSERT_OK(flowsdn_agent_client_get(&o, path, &body, status), path);
+	return body;
+}
+
+static int host_links_named_fsd(void)
+{
+	FILE *p = popen("ip -o link show | grep -c ': fsd'", "r");
+	int n = -1;
+
+	cr_assert(p);
+	if (fscanf(p, "%d", &n) != 1)
+		n = -1;
+	pclose(p);
+	return n;
+}
+
+static int ping(const char *from, const char *ip)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "ping -q -c 2 -i 0.2 -W 2 %s >/dev/null", ip);
+	return run_in(from, cmd);
+}
+
+TestSuite(node, .init = node_setup, .fini = node_teardown, .timeout = 120);
+
+Test(node, two_endpoints_reach_each_other)
+{
+	struct ep a, b;
+
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	cr_assert_eq(ping(a.ns.path, b.v4), 0, "ICMP %s -> %s", a.v4, b.v4);
+	cr_assert_eq(ping(b.ns.path, a.v6), 0, "ICMPv6 %s -> %s", b.v6, a.v6);
+	cr_assert_eq(l4_echo(a.ns.path, b.ns.path, b.v4, 5001, SOCK_STREAM), 0, "TCP v4");
+	cr_assert_eq(l4_echo(a.ns.path, b.ns.path, b.v6, 5002, SOCK_STREAM), 0, "TCP v6");
+	cr_assert_eq(l4_echo(b.ns.path, a.ns.path, a.v4, 5003, SOCK_DGRAM), 0, "UDP v4");
+	cr_assert_eq(l4_echo(b.ns.path, a.ns.path, a.v6, 5004, SOCK_DGRAM), 0, "UDP v6");
+	cr_assert(strcmp(a.v4, b.v4) != 0);
+}
+
+static void sigkill_during_ping(void)
+{
+	struct ep a, b;
+	char out[160], cmd[256], *body, line[256];
+	long status;
+	pid_t pinger;
+	int st;
+	FILE *f;
+	bool all = false;
+
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	snprintf(out, sizeof(out), "%s/ping.out", node.dir);
+	/* 300 echo requests, 10 ms apart: the agent is killed at 0.8 s and
+	 * back at 1.8 s; every one must be answered. */
+	snprintf(cmd, sizeof(cmd), "ping -n -c 300 -i 0.01 -W 1 %s > %s 2>&1", b.v4, out);
+	pinger = fork_in(a.ns.path);
+	if (pinger == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	usleep(800000);
+	agent_kill(SIGKILL);
+	usleep(1000000);
+	agent_start();
+	waitpid(pinger, &st, 0);
+	f = fopen(out, "r");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		all |= strstr(line, "300 packets transmitted, 300 received") != NULL;
+	fclose(f);
+	cr_assert(all && WIFEXITED(st) && WEXITSTATUS(st) == 0, "replies lost while the agent was down (see %s)", out);
+
+	body = api_get("/v1/healthz", &status);
+	cr_assert_eq(status, 200);
+	cr_assert(strstr(body, "\"restoredEndpoints\":2"), "the restarted agent adopted both: %s", body);
+	free(body);
+	body = api_get("/v1/endpoint", &status);
+	cr_assert(strstr(body, "\"containerID\":\"alpha\"") && strstr(body, "\"containerID\":\"beta\""), "%s", body);
+	free(body);
+	cr_assert_eq(ping(b.ns.path, a.v6), 0, "forwarding after adoption");
+}
+
+Test(node, sigkill_during_ping_loses_nothing_and_restart_adopts)
+{
+	sigkill_during_ping();
+}
+
+/* The same with pinned TCX links instead of tc filters. */
+Test(node, sigkill_during_ping_tcx)
+{
+	if (flowsdn_datapath_probe_tcx() != 1)
+		cr_skip_test("the kernel has no TCX links");
+	agent_kill(SIGTERM);
+	node_write_config(",\"attach-mode\":\"tcx\"");
+	agent_start();
+	sigkill_during_ping();
+}
+
+Test(node, del_is_idempotent)
+{
+	char *conf = plugin_conf("1.1.0", NULL), *out = NULL, *body;
+	struct ep a, b;
+	long status;
+
+	ep_add(&a, "alpha");
+	cr_assert_eq(cni("DEL", "alpha", a.ns.path, conf, &out), 0, "DEL: %s", out);
+	free(out);
+	cr_assert_eq(cni("DEL", "alpha", a.ns.path, conf, &out), 0, "DEL again: %s", out);
+	free(out);
+	cr_assert_eq(cni("DEL", "never-added", a.ns.path, conf, &out), 0, "DEL of an unknown container: %s", out);
+	free(out);
+
+	/* The netns is gone before DEL (runtime crashed / cleaned up first). */
+	ep_add(&b, "beta");
+	ns_kill(&b.ns);
+	cr_assert_eq(cni("DEL", "beta", b.ns.path, conf, &out), 0, "DEL with the netns gone: %s", out);
+	free(out);
+	cr_assert_eq(cni("DEL", "beta", "", conf, &out), 0, "DEL with no CNI_NETNS: %s", out);
+	free(out);
+
+	body = api_get("/v1/ipam", &status);
+	cr_assert(strstr(body, "\"allocations\":[]"), "every address released: %s", body);
+	free(body);
+	cr_assert_eq(host_links_named_fsd(), 0, "no host veth left");
+	free(conf);
+}
+
+Test(node, del_while_agent_down_is_replayed)
+{
+	char *conf = plugin_conf("1.0.0", NULL), *out = NULL, *body, path[256];
+	struct ep a, b;
+	long status;
+
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	agent_kill(SIGKILL);
+	cr_assert_eq(cni("DEL", "alpha", a.ns.path, conf, &out), 0, "DEL with the agent down: %s", out);
+	free(out);
+	snprintf(path, sizeof(path), "%s/alpha.eth0.json", node.queue);
+	cr_assert(access(path, F_OK) == 0, "DEL queued at %s", path);
+	cr_assert_eq(host_links_named_fsd(), 1, "alpha's veth removed at once, beta's kept");
+
+	agent_start();
+	cr_assert(access(path, F_OK) < 0, "queue entry replayed and removed");
+	body = api_get("/v1/endpoint", &status);
+	cr_assert(!strstr(body, "\"alpha\"") && strstr(body, "\"beta\""), "%s", body);
+	free(body);
+	body = api_get("/v1/ipam", &status);
+	cr_assert(!strstr(body, "\"alpha\"") && strstr(body, "\"beta\""), "alpha's addresses released: %s", body);
+	free(body);
+	body = api_get("/v1/healthz", &status);
+	cr_assert(strstr(body, "\"replayedDeletes\":1"), "%s", body);
+	free(body);
+	free(conf);
+}
+
+Test(node, fifty_parallel_adds)
+{
+	enum { N = 50 };
+	static struct test_ns ns[N];
+	char *conf = plugin_conf("1.0.0", NULL), addrs[N][FLOWSDN_ADDR_STRLEN];
+	int pipes[N][2];
+	pid_t pids[N];
+
+	for (int i = 0; i < N; i++)
+		ns_spawn(&ns[i]);
+	for (int i = 0; i < N; i++) {
+		cr_assert(pipe2(pipes[i], O_CLOEXEC) == 0);
+		pids[i] = fork();
+		cr_assert(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char cid[32], *out = NULL;
+			int st;
+
+			snprintf(cid, sizeof(cid), "par%02d", i);
+			st = cni("ADD", cid, ns[i].path, conf, &out);
+			if (write(pipes[i][1], out, strlen(out)) < 0)
+				_exit(99);
+			_exit(st);
+		}
+		close(pipes[i][1]);
+	}
+	for (int i = 0; i < N; i++) {
+		char buf[8192];
+		ssize_t n, len = 0;
+		struct flowsdn_cni_result *r = NULL;
+		int st;
+
+		while ((n = read(pipes[i][0], buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
+			len += n;
+		buf[len] = '\0';
+		close(pipes[i][0]);
+		waitpid(pids[i], &st, 0);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ADD %d: %s", i, buf);
+		ASSERT_OK(flowsdn_cni_result_parse(buf, (size_t)len, NULL, &r), buf);
+		flowsdn_addr_format(&flowsdn_cni_result_ip(r, 0)->addr, addrs[i], sizeof(addrs[i]));
+		flowsdn_cni_result_free(r);
+		for (int k = 0; k < i; k++)
+			cr_assert(strcmp(addrs[i], addrs[k]) != 0, "ADD %d and %d both got %s", i, k, addrs[i]);
+	}
+	cr_assert_eq(host_links_named_fsd(), N);
+	free(conf);
+}
+
+Test(node, status_version_gc_check)
+{
+	char *conf = plugin_conf("1.1.0", NULL), *out = NULL, *gc = NULL, *check = NULL, *body;
+	struct ep a, b;
+	long status;
+
+	cr_assert_eq(cni("STATUS", NULL, NULL, conf, &out), 0, "STATUS: %s", out);
+	ASSERT_STREQ(out, "", "STATUS prints nothing when ready");
+	free(out);
+	cr_assert_eq(cni("VERSION", NULL, NULL, "{\"cniVersion\":\"1.0.0\"}", &out), 0);
+	ASSERT_STREQ(out, "{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n", "VERSION");
+	free(out);
+
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	/* CHECK with the ADD result as prevResult. */
+	cr_assert(asprintf(&check, "{\"cniVersion\":\"1.0.0\",\"name\":\"flowsdn\",\"type\":\"flowsdn-cni\","
+				   "\"agentSocket\":\"%s\",\"prevResult\":%s}", node.sock, a.result) > 0);
+	cr_assert_eq(cni("CHECK", "alpha", a.ns.path, check, &out), 0, "CHECK: %s", out);
+	free(out);
+	cr_assert_eq(run_in(a.ns.path, "ip link del eth0"), 0);
+	cr_assert_eq(cni("CHECK", "alpha", a.ns.path, check, &out), 1, "CHECK after the interface went: %s", out);
+	free(out);
+	free(check);
+
+	/* GC keeps only beta. */
+	gc = plugin_conf("1.1.0", ",\"cni.dev/valid-attachments\":[{\"containerID\":\"beta\",\"ifname\":\"eth0\"}]");
+	cr_assert_eq(cni("GC", NULL, NULL, gc, &out), 0, "GC: %s", out);
+	free(out);
+	body = api_get("/v1/endpoint", &status);
+	cr_assert(!strstr(body, "\"alpha\"") && strstr(body, "\"beta\""), "%s", body);
+	free(body);
+	cr_assert_eq(host_links_named_fsd(), 1);
+
+	agent_kill(SIGKILL);
+	cr_assert_eq(cni("STATUS", NULL, NULL, conf, &out), 1);
+	cr_assert_eq(code_of(out), 50, "STATUS with the agent down: %s", out);
+	free(out);
+	cr_assert_eq(ping(b.ns.path, b.v4), 0);
+	free(gc);
+	free(conf);
+}
+
+Test(node, bad_input_leaves_nothing_behind)
+{
+	char *conf = plugin_conf("1.0.0", NULL), *out = NULL, *body;
+	struct test_ns ns;
+	long status;
+
+	ns_spawn(&ns);
+	/* The interface name is taken inside the netns. */
+	cr_assert_eq(run_in(ns.path, "ip link add eth0 type veth peer name eth0peer"), 0);
+	cr_assert_eq(cni("ADD", "taken", ns.path, conf, &out), 1);
+	cr_assert_eq(code_of(out), FLOWSDN_CNI_CODE_CONFLICT, "%s", out);
+	free(out);
+	body = api_get("/v1/ipam", &status);
+	cr_assert(strstr(body, "\"allocations\":[]"), "failed ADD released its addresses: %s", body);
+	free(body);
+	body = api_get("/v1/endpoint", &status);
+	ASSERT_STREQ(body, "{\"endpoints\":[]}", "no endpoint recorded");
+	free(body);
+	cr_assert_eq(host_links_named_fsd(), 0, "failed ADD removed its veth");
+
+	cr_assert_eq(cni("ADD", "gone", "/proc/999999999/ns/net", conf, &out), 1);
+	cr_assert_eq(code_of(out), 3, "netns that does not exist: %s", out);
+	free(out);
+	cr_assert_eq(cni("ADD", "-bad", ns.path, conf, &out), 1);
+	cr_assert_eq(code_of(out), 4, "bad CNI_CONTAINERID: %s", out);
+	free(out);
+	cr_assert_eq(cni("ADD", "ok", ns.path, "{\"cniVersion\":\"1.0.0\",\"name\":\"x\",\"type\":5}", &out), 1);
+	cr_assert_eq(code_of(out), 7, "wrong-typed field: %s", out);
+	free(out);
+	cr_assert_eq(cni("ADD", "ok", ns.path, "{\"cniVersion\":\"7.7.7\",\"name\":\"x\",\"type\":\"flowsdn-cni\"}", &out), 1);
+	cr_assert_eq(code_of(out), 7, "unknown cniVersion: %s", out);
+	free(out);
+	free(conf);
+}
+
+Test(node, api_socket_mode_and_read_only_listener)
+{
+	struct stat st;
+	char *body;
+	long status;
+	int r;
+
+	cr_assert(stat(node.sock, &st) == 0 && S_ISSOCK(st.st_mode));
+	cr_assert_eq(st.st_mode & 0777, 0600, "socket mode %o", st.st_mode & 0777);
+	body = api_get("/v1/health/modules", &status);
+	cr_assert_eq(status, 200);
+	cr_assert(strstr(body, "{\"name\":\"datapath\",\"status\":\"ok\""), "%s", body);
+	free(body);
+	body = api_get("/v1/nope", &status);
+	cr_assert_eq(status, 404, "%s", body);
+	free(body);
+	body = api_get("/v1/endpoint/12", &status);
+	cr_assert_eq(status, 404, "%s", body);
+	free(body);
+	body = api_get("/v1/endpoint/x1", &status);
+	cr_assert_eq(status, 400, "%s", body);
+	free(body);
+	body = api_get("/v1/cni/add", &status);
+	cr_assert_eq(status, 405, "GET on a POST route: %s", body);
+	free(body);
+	{
+		char cmd[512];
+
+		/* A body over max-request-bytes (64 KiB) is refused with 413. */
+		snprintf(cmd, sizeof(cmd),
+			 "head -c 70000 /dev/zero | tr '\\0' 'x' | curl -s -o /dev/null -w '%%{http_code}' "
+			 "--unix-socket %s -X POST --data-binary @- http://localhost/v1/cni/add | grep -qx 413", node.sock);
+		cr_assert_eq(system(cmd), 0, "oversized body: 413");
+	}
+	body = api_get("/v1/cni/timing", &status);
+	cr_assert(strstr(body, "\"add\":{\"count\":0"), "%s", body);
+	free(body);
+
+	agent_kill(SIGTERM);
+	node_write_config(",\"http-listen\":\"127.0.0.1:18321\"");
+	agent_start();
+	r = system("test \"$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:18321/v1/healthz)\" = 200");
+	cr_assert_eq(r, 0, "GET on the loopback listener");
+	r = system("test \"$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{}' http://127.0.0.1:18321/v1/cni/del)\" = 403");
+	cr_assert_eq(r, 0, "POST on the read-only listener is 403");
+
+	/* A non-loopback address is refused at start. */
+	agent_kill(SIGTERM);
+	node_write_config(",\"http-listen\":\"0.0.0.0:18322\"");
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "%s --config %s 2>/dev/null", node.agent_bin, node.config);
+		r = system(cmd);
+	}
+	cr_assert(WIFEXITED(r) && WEXITSTATUS(r) == 1, "agent refused 0.0.0.0 (status %d)", r);
+}

@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* flowsdn-cni's verbs against a fake agent on a Unix socket (answering
+ * canned replies, garbage, or nothing), the delete queue, install, and the
+ * agent configuration.  No privileges needed. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <flowsdn/agent.h>
+#include <flowsdn/cni.h>
+
+#include "helpers.h"
+
+static char dir[64];
+static char sock_path[128];
+
+/* The fake agent: answers every request with @reply (NULL: never
+ * answers), recording the last request. */
+struct fake {
+	int fd;
+	const char *reply;
+	char last[4096];
+	pthread_t thread;
+};
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+
+	for (;;) {
+		int c = accept(f->fd, NULL, NULL);
+		char buf[4096];
+		size_t len = 0;
+
+		if (c < 0)
+			return NULL;
+		/* Read the head and the body (Content-Length). */
+		for (;;) {
+			ssize_t n = read(c, buf + len, sizeof(buf) - 1 - len);
+			char *end, *cl;
+
+			if (n <= 0)
+				break;
+			len += (size_t)n;
+			buf[len] = '\0';
+			end = strstr(buf, "\r\n\r\n");
+			if (!end)
+				continue;
+			cl = strcasestr(buf, "Content-Length:");
+			if (!cl || len >= (size_t)(end + 4 - buf) + strtoul(cl + 15, NULL, 10))
+				break;
+		}
+		memcpy(f->last, buf, len + 1);
+		if (!f->reply) {
+			sleep(5);
+		} else {
+			ssize_t w = write(c, f->reply, strlen(f->reply));
+			(void)w;
+		}
+		close(c);
+	}
+}
+
+static struct fake *fake_start(const char *reply)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fake *f = calloc(1, sizeof(*f));
+
+	cr_assert(f);
+	f->reply = reply;
+	strcpy(sa.sun_path, sock_path);
+	f->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(f->fd >= 0);
+	cr_assert(bind(f->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", sock_path, strerror(errno));
+	cr_assert(listen(f->fd, 16) == 0);
+	cr_assert(pthread_create(&f->thread, NULL, fake_main, f) == 0);
+	return f;
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/test-cni-plugin.XXXXXX");
+	cr_assert(mkdtemp(dir));
+	snprintf(sock_path, sizeof(sock_path), "%s/agent.sock", dir);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert(system(cmd) == 0);
+}
+
+static const char *env_table(const char *name, void *userdata)
+{
+	const char *const *t = userdata;
+
+	for (size_t i = 0; t[i]; i += 2)
+		if (!strcmp(t[i], name))
+			return t[i + 1];
+	return NULL;
+}
+
+/* Runs the plugin: @cmd with container "c1"/eth0 in /proc/self/ns/net. */
+static int run(const char *cmd, const char *conf, char **out)
+{
+	const char *env[] = { "CNI_COMMAND", cmd, "CNI_CONTAINERID", "c1", "CNI_IFNAME", "eth0",
+			      "CNI_NETNS", "/proc/self/ns/net", "CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAME=p", NULL };
+
+	return flowsdn_cni_plugin_run(conf, strlen(conf), env_table, env, NULL, out);
+}
+
+static char *conf_for(const char *version, const char *extra)
+{
+	char *c = NULL;
+
+	cr_assert(asprintf(&c, "{\"cniVersion\":\"%s\",\"name\":\"flowsdn\",\"type\":\"flowsdn-cni\","
+			       "\"agentSocket\":\"%s\",\"queueDir\":\"%s/queue\",\"timeoutMs\":300%s}",
+			   version, sock_path, dir, extra ? extra : "") > 0);
+	return c;
+}
+
+static unsigned int code_of(const char *out)
+{
+	const char *p = strstr(out, "\"code\":");
+
+	return p ? (unsigned int)strtoul(p + 7, NULL, 10) : 0;
+}
+
+#define HTTP_OK(body) "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" body
+
+static const char endpoint_reply[] = HTTP_OK(
+	"{\"id\":3,\"containerID\":\"c1\",\"interface\":\"eth0\",\"netns\":\"/proc/self/ns/net\",\"netnsInode\":1,"
+	"\"hostInterface\":\"fsd0123456789ab\",\"hostIfindex\":7,\"mac\":\"0a:00:00:00:00:03\","
+	"\"hostMac\":\"0a:00:00:00:00:04\",\"mtu\":1450,\"created\":1,"
+	"\"addresses\":[{\"address\":\"10.244.0.3/32\",\"gateway\":\"169.254.1.1\"},"
+	"{\"address\":\"fd00:10:244::3/128\",\"gateway\":\"fe80::1\"}]}");
+
+Test(cni_plugin, add_result_from_agent, .init = setup, .fini = teardown)
+{
+	struct fake *f = fake_start(endpoint_reply);
+	struct flowsdn_cni_result *r = NULL;
+	char *conf = conf_for("1.0.0", ",\"dns\":{\"nameservers\":[\"10.96.0.10\"]}"), *out = NULL;
+
+	cr_assert_eq(run("ADD", conf, &out), 0, "%s", out);
+	cr_assert(strstr(f->last, "POST /v1/cni/add "), "%s", f->last);
+	cr_assert(strstr(f->last, "\"containerID\":\"c1\",\"ifname\":\"eth0\",\"netns\":\"/proc/self/ns/net\""), "%s",
+		  f->last);
+	ASSERT_OK(flowsdn_cni_result_parse(out, strlen(out), NULL, &r), out);
+	cr_assert(strstr(out, "\"cniVersion\":\"1.0.0\""), "a 1.0.0 config gets a 1.0.0 result: %s", out);
+	cr_assert_eq(flowsdn_cni_result_iface_count(r), 2);
+	ASSERT_STREQ(flowsdn_cni_result_iface(r, 0)->name, "fsd0123456789ab", "host side first");
+	ASSERT_STREQ(flowsdn_cni_result_iface(r, 1)->sandbox, "/proc/self/ns/net", "sandbox");
+	cr_assert_eq(flowsdn_cni_result_ip_count(r), 2);
+	cr_assert_eq(flowsdn_cni_result_ip(r, 0)->iface, 1);
+	cr_assert_eq(flowsdn_cni_result_route_count(r), 2, "a default route per family");
+	cr_assert(strstr(out, "\"routes\":[{\"dst\":\"0.0.0.0/0\",\"gw\":\"169.254.1.1\"},{\"dst\":\"::/0\",\"gw\":\"fe80::1\"}]"),
+		  "%s", out);
+	cr_assert(strstr(out, "\"nameservers\":[\"10.96.0.10\"]"), "%s", out);
+	flowsdn_cni_result_free(r);
+	free(out);
+	free(conf);
+
+	conf = conf_for("0.4.0", NULL);
+	cr_assert_eq(run("ADD", conf, &out), 0, "%s", out);
+	cr_assert(strstr(out, "\"version\":\"4\",\"address\":\"10.244.0.3/32\""), "%s", out);
+	free(out);
+	free(conf);
+}
+
+Test(cni_plugin, check_compares_prev_result, .init = setup, .fini = teardown)
+{
+	struct fake *f = fake_start(endpoint_reply);
+	char *conf, *out = NULL;
+
+	conf = conf_for("1.1.0", ",\"prevResult\":{\"cniVersion\":\"1.1.0\",\"ips\":[{\"address\":\"10.244.0.3/32\"},"
+				 "{\"address\":\"fd00:10:244::3/128\"}]}");
+	cr_assert_eq(run("CHECK", conf, &out), 0, "%s", out);
+	ASSERT_STREQ(out, "", "CHECK prints nothing on success");
+	cr_assert(strstr(f->last, "POST /v1/cni/check "), "%s", f->last);
+	free(out);
+	free(conf);
+
+	conf = conf_for("1.1.0", ",\"prevResult\":{\"cniVersion\":\"1.1.0\",\"ips\":[{\"address\":\"10.244.0.9/32\"}]}");
+	cr_assert_eq(run("CHECK", conf, &out), 1);
+	cr_assert_eq(code_of(out), FLOWSDN_CNI_CODE_CONFLICT, "%s", out);
+	free(out);
+	free(conf);
+
+	conf = conf_for("1.1.0", NULL);
+	cr_assert_eq(run("CHECK", conf, &out), 1);
+	cr_assert_eq(code_of(out), 7, "CHECK without prevResult: %s", out);
+	free(out);
+	free(conf);
+}
+
+Test(cni_plugin, agent_down, .init = setup, .fini = teardown)
+{
+	char *conf = conf_for("1.0.0", NULL), *out = NULL, *data = NULL, path[256];
+	size_t len;
+	FILE *fp;
+
+	cr_assert_eq(run("ADD", conf, &out), 1);
+	cr_assert_eq(code_of(out), 11, "ADD with no agent: try again later: %s", out);
+	free(out);
+	cr_assert_eq(run("STATUS", conf, &out), 1);
+	cr_assert_eq(code_of(out), 50, "STATUS with no agent: %s", out);
+	free(out);
+
+	/* DEL is queued and succeeds, twice. */
+	cr_assert_eq(run("DEL", conf, &out), 0, "%s", out);
+	free(out);
+	cr_assert_eq(run("DEL", conf, &out), 0, "%s", out);
+	free(out);
+	snprintf(path, sizeof(path), "%s/queue/c1.eth0.json", dir);
+	fp = fopen(path, "r");
+	cr_assert(fp, "queued DEL at %s", path);
+	data = calloc(1, 256);
+	len = fread(data, 1, 255, fp);
+	fclose(fp);
+	cr_assert(len > 0);
+	ASSERT_STREQ(data, "{\"containerID\":\"c1\",\"ifname\":\"eth0\"}", "queue entry");
+	free(data);
+	free(conf);
+}
+
+Test(cni_plugin, agent_garbage_and_hang, .init = setup, .fini = teardown)
+{
+	struct fake *f = fake_start("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n<html>not json</html>");
+	char *conf = conf_for("1.0.0", NULL), *out = NULL;
+	struct timespec t0, t1;
+
+	cr_assert_eq(run("ADD", conf, &out), 1);
+	cr_assert_eq(code_of(out), 100, "garbage: %s", out);
+	cr_assert(strstr(out, "unexpected"), "%s", out);
+	free(out);
+	cr_assert_eq(run("STATUS", conf, &out), 1);
+	cr_assert_eq(code_of(out), 51, "STATUS with a broken agent: %s", out);
+	free(out);
+
+	/* An agent that never answers: bounded by timeoutMs (300 ms). */
+	f->reply = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(run("ADD", conf, &out), 1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_eq(code_of(out), 11, "hang: %s", out);
+	cr_assert(t1.tv_sec - t0.tv_sec < 3, "ADD returned after %ld s", (long)(t1.tv_sec - t0.tv_sec));
+	free(out);
+	free(conf);
+}
+
+Test(cni_plugin, agent_errors_map_to_codes, .init = setup, .fini = teardown)
+{
+	struct fake *f = fake_start("HTTP/1.1 409 Conflict\r\nConnection: close\r\n\r\n"
+				    "{\"error\":{\"code\":\"name-taken\",\"message\":\"eth0 exists in the netns\"}}");
+	char *conf = conf_for("1.0.0", NULL), *out = NULL;
+
+	cr_assert_eq(run("ADD", conf, &out), 1);
+	cr_assert_eq(code_of(out), FLOWSDN_CNI_CODE_CONFLICT, "%s", out);
+	cr_assert(strstr(out, "eth0 exists in the netns"), "the agent's message is passed on: %s", out);
+	free(out);
+	f->reply = "HTTP/1.1 422 Unprocessable\r\nConnection: close\r\n\r\n"
+		   "{\"error\":{\"code\":\"bad-netns\",\"message\":\"not a netns\"}}";
+	cr_assert_eq(run("ADD", conf, &out), 1);
+	cr_assert_eq(code_of(out), 3, "%s", out);
+	free(out);
+	f->reply = HTTP_OK("{\"removed\":2}");
+	free(conf);
+	conf = conf_for("1.1.0", ",\"cni.dev/valid-attachments\":[{\"containerID\":\"keep\",\"ifname\":\"eth0\"}]");
+	cr_assert_eq(run("GC", conf, &out), 0, "%s", out);
+	cr_assert(strstr(f->last, "{\"validAttachments\":[{\"containerID\":\"keep\",\"ifname\":\"eth0\"}]}"), "%s",
+		  f->last);
+	free(out);
+	free(conf);
+}
+
+Test(cni_plugin, bad_input_codes, .init = setup, .fini = teardown)
+{
+	const char *bad_id[] = { "CNI_COMMAND", "ADD", "CNI_CONTAINERID", "a b", "CNI_IFNAME", "eth0", "CNI_NETNS",
+				 "/proc/self/ns/net", NULL };
+	const char *bad_args[] = { "CNI_COMMAND", "ADD", "CNI_CONTAINERID", "c1", "CNI_IFNAME", "eth0", "CNI_NETNS",
+				   "/proc/self/ns/net", "CNI_ARGS", "FOO=bar", NULL };
+	const char *no_netns[] = { "CNI_COMMAND", "ADD", "CNI_CONTAINERID", "c1", "CNI_IFNAME", "eth0", "CNI_NETNS",
+				   "/nonexistent/netns", NULL };
+	const char *version[] = { "CNI_COMMAND", "VERSION", NULL };
+	char *conf = conf_for("1.0.0", NULL), *out = NULL;
+
+	cr_assert_eq(flowsdn_cni_plugin_run(conf, strlen(conf), env_table, bad_id, NULL, &out), 1);
+	cr_assert_eq(code_of(out), 4, "%s", out);
+	cr_assert(strstr(out, "\"cniVersion\":\"1.0.0\""), "answered in the config's version: %s", out);
+	free(out);
+	cr_assert_eq(flowsdn_cni_plugin_run(conf, strlen(conf), env_table, bad_args, NULL, &out), 1);
+	cr_assert_eq(code_of(out), 4, "%s", out);
+	free(out);
+	cr_assert_eq(flowsdn_cni_plugin_run(conf, strlen(conf), env_table, no_netns, NULL, &out), 1);
+	cr_assert_eq(code_of(out), 3, "%s", out);
+	free(out);
+	cr_assert_eq(run("ADD", "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"flowsdn-cni\",\"mtu\":\"big\"}", &out), 1);
+	cr_assert_eq(code_of(out), 7, "%s", out);
+	free(out);
+	cr_assert_eq(run("ADD", "{\"cniVersion\":\"0.3.1\",\"name\":\"n\",\"type\":\"flowsdn-cni\"}", &out), 1);
+	cr_assert_eq(code_of(out), 1, "%s", out);
+	free(out);
+	cr_assert_eq(run("ADD", "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"flowsdn-cni\",\"agentSocket\":\"rel\"}", &out), 1);
+	cr_assert_eq(code_of(out), 7, "%s", out);
+	free(out);
+	cr_assert_eq(flowsdn_cni_plugin_run("{\"cniVersion\":\"0.4.0\"}", 22, env_table, version, NULL, &out), 0);
+	ASSERT_STREQ(out, "{\"cniVersion\":\"0.4.0\",\"supportedVersions\":[\"0.4.0\",\"1.0.0\",\"1.1.0\"]}", "VERSION");
+	free(out);
+	free(conf);
+}
+
+Test(cni_plugin, install_writes_conflist, .init = setup, .fini = teardown)
+{
+	char bin[128], confd[128], path[256], *data = NULL;
+	struct flowsdn_cni_conflist *l = NULL;
+	struct stat st;
+	size_t len;
+	FILE *fp;
+
+	snprintf(bin, sizeof(bin), "%s/opt/cni/bin", dir);
+	snprintf(confd, sizeof(confd), "%s/etc/cni/net.d", dir);
+	{
+		struct flowsdn_cni_install_opts o = { .sz = sizeof(o), .plugin_path = "/proc/self/exe",
+						      .bin_dir = bin, .conf_dir = confd, .socket = sock_path };
+
+		ASSERT_OK(flowsdn_cni_install(&o), "install");
+		ASSERT_OK(flowsdn_cni_install(&o), "install again");
+		o.socket = "relative";
+		ASSERT_ERR(flowsdn_cni_install(&o), -EINVAL, "relative socket");
+	}
+	snprintf(path, sizeof(path), "%s/flowsdn-cni", bin);
+	cr_assert(stat(path, &st) == 0 && (st.st_mode & 0777) == 0755, "%s mode %o", path, st.st_mode & 0777);
+	snprintf(path, sizeof(path), "%s/loopback", bin);
+	cr_assert(stat(path, &st) == 0, "loopback installed when absent");
+	snprintf(path, sizeof(path), "%s/00-flowsdn.conflist", confd);
+	fp = fopen(path, "r");
+	cr_assert(fp);
+	data = calloc(1, 4096);
+	len = fread(data, 1, 4095, fp);
+	fclose(fp);
+	ASSERT_OK(flowsdn_cni_conflist_parse(data, len, NULL, &l), data);
+	ASSERT_STREQ(flowsdn_cni_conflist_name(l), "flowsdn", "name");
+	ASSERT_STREQ(flowsdn_cni_conflist_version(l), "1.1.0", "newest of cniVersions");
+	cr_assert_eq(flowsdn_cni_conflist_plugin_count(l), 1);
+	cr_assert(strstr(data, "\"cniVersion\": \"1.0.0\""), "libcni 1.1.2 reads cniVersion 1.0.0: %s", data);
+	flowsdn_cni_conflist_free(l);
+	free(data);
+}
+
+Test(cni_plugin, queue_and_host_ifname, .init = setup, .fini = teardown)
+{
+	char q[128], a[16], b[16], c[16];
+
+	snprintf(q, sizeof(q), "%s/var/lib/flowsdn/cni-queue", dir);
+	ASSERT_OK(flowsdn_agent_queue_delete(q, "abc", "eth0"), "queue, parents made");
+	ASSERT_OK(flowsdn_agent_queue_delete(q, "abc", "eth0"), "queue again");
+	ASSERT_ERR(flowsdn_agent_queue_delete("relative", "abc", "eth0"), -EINVAL, "relative dir");
+	ASSERT_ERR(flowsdn_agent_queue_delete(q, "../x", "eth0"), -EINVAL, "bad id");
+	ASSERT_ERR(flowsdn_agent_queue_delete(q, "abc", "a/b"), -EINVAL, "bad ifname");
+	ASSERT_OK(flowsdn_agent_host_ifname("abc", "eth0", a, sizeof(a)), "name");
+	ASSERT_OK(flowsdn_agent_host_ifname("abc", "eth0", b, sizeof(b)), "name");
+	ASSERT_OK(flowsdn_agent_host_ifname("abce", "th0", c, sizeof(c)), "name");
+	ASSERT_STREQ(a, b, "deterministic");
+	cr_assert(strcmp(a, c) != 0, "owner boundaries matter");
+	cr_assert_eq(strlen(a), 15);
+	cr_assert(!strncmp(a, "fsd", 3));
+}
+
+Test(agent_config, defaults_parse_and_errors)
+{
+	struct flowsdn_agent_config *c = NULL;
+	struct flowsdn_agent_diag d = { { 0 } };
+	static const char good[] = "{\"socket\":\"/tmp/x.sock\",\"state-dir\":\"/tmp/st\",\"pools\":[\"10.1.0.0/24\"],"
+				   "\"datapath\":false,\"egress-mode\":\"stack\",\"http-listen\":\"127.0.0.1:9090\","
+				   "\"mtu\":9000,\"max-connections\":8}";
+	static const char *const bad[][2] = {
+		{ "{\"sockett\":\"/x\"}", "sockett: unknown key" },
+		{ "{\"socket\":\"relative\"}", "socket: must be an absolute path" },
+		{ "{\"pools\":[\"10.1.0.1/24\"]}", "pools[0]" },
+		{ "{\"pools\":[]}", "pools: must be" },
+		{ "{\"datapath\":\"yes\"}", "datapath: must be a boolean" },
+		{ "{\"egress-mode\":\"nat\"}", "egress-mode" },
+		{ "{\"http-listen\":\"0.0.0.0:80\"}", "not a loopback address" },
+		{ "{\"http-listen\":\"10.0.0.1:80\"}", "not a loopback address" },
+		{ "{\"http-listen\":\"127.0.0.1\"}", "not ADDRESS:PORT" },
+		{ "{\"mtu\":100}", "mtu: must be an integer" },
+		{ "{\"mtu\":1500.5}", "mtu: must be an integer" },
+		{ "{\"mtu\":1500,\"mtu\":1400}", "line 1" },
+	};
+	char *out = NULL;
+
+	ASSERT_OK(flowsdn_agent_config_new(&c), "defaults");
+	ASSERT_STREQ(flowsdn_agent_config_socket(c), "/var/run/flowsdn/flowsdn.sock", "default socket");
+	ASSERT_STREQ(flowsdn_agent_config_state_dir(c), "/var/lib/flowsdn", "default state");
+	ASSERT_OK(flowsdn_agent_config_format(c, &out), "format");
+	cr_assert(strstr(out, "\"pools\": [\n        \"10.244.0.0/16\",\n        \"fd00:10:244::/112\"\n    ]"), "%s", out);
+	cr_assert(strstr(out, "\"attach-mode\": \"tc\""), "%s", out);
+	free(out);
+	flowsdn_agent_config_free(c);
+
+	ASSERT_OK(flowsdn_agent_config_parse(good, strlen(good), &d, &c), d.msg);
+	ASSERT_STREQ(flowsdn_agent_config_socket(c), "/tmp/x.sock", "socket");
+	ASSERT_OK(flowsdn_agent_config_format(c, &out), "format");
+	cr_assert(strstr(out, "\"egress-mode\": \"stack\""), "%s", out);
+	cr_assert(strstr(out, "\"datapath\": false"), "%s", out);
+	cr_assert(strstr(out, "\"max-connections\": 8"), "%s", out);
+	free(out);
+	flowsdn_agent_config_free(c);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c = (struct flowsdn_agent_config *)0x1;
+		ASSERT_ERR(flowsdn_agent_config_parse(bad[i][0], strlen(bad[i][0]), &d, &c), -FLOWSDN_E_AGENT_CONFIG,
+			   bad[i][0]);
+		cr_assert(strstr(d.msg, bad[i][1]), "%s: \"%s\" lacks \"%s\"", bad[i][0], d.msg, bad[i][1]);
+		cr_assert_eq(c, (struct flowsdn_agent_config *)0x1);
+	}
+}
