@@ -5,13 +5,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-/* <flowsdn/identity.h> before <flowsdn/datapath.h>: maps.h #defines the
- * reserved identity numbers that identity.h declares as enumerators (same
- * values); the other order turns the enumerators into numbers. */
-#include <flowsdn/identity.h>
 #include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
 #include <flowsdn/datapath.h>
+#include <flowsdn/identity.h>
 #include <flowsdn/ipam.h>
 #include <flowsdn/maglev.h>
 #include <flowsdn/netlink.h>
