@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include <flash/auth.h>
 #include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
@@ -43,6 +44,7 @@ struct strerror_block {
 
 /* One row per module: { first code, end of block, its strerror }. */
 static const struct strerror_block blocks[] = {
+	{ FLASH_E_AUTH_MALFORMED, FLASH_E_AUTH_MAX_, flash__auth_strerror },
 	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
 	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
 	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },

@@ -15,6 +15,7 @@ void flash__log(enum flash_log_level level, const char *fmt, ...) _printf_(2, 3)
 
 /* Error strings of each module's block (NULL: unknown code).  A module
  * adds its function here and a row to the table in common.c. */
+const char *flash__auth_strerror(int code);
 const char *flash__spec_strerror(int code);
 const char *flash__policy_strerror(int code);
 const char *flash__render_strerror(int code);

@@ -42,5 +42,7 @@ struct flashctl_globals {
 /* One per subcommand (see the table in main.c). */
 int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g);
 int flashctl_validate_main(int argc, char **argv, const struct flashctl_globals *g);
+int flashctl_keygen_main(int argc, char **argv, const struct flashctl_globals *g);
+int flashctl_token_main(int argc, char **argv, const struct flashctl_globals *g);
 
 #endif

@@ -23,7 +23,9 @@ struct subcommand {
 
 /* Only subcommands that exist are listed: one row each, sorted by name. */
 static const struct subcommand subcommands[] = {
+	{ "keygen", flashctl_keygen_main, "create an Ed25519 key pair for provider command tokens" },
 	{ "render", flashctl_render_main, "print the Kubernetes objects of a spec (YAML or JSON)" },
+	{ "token", flashctl_token_main, "sign or verify a provider command token (EdDSA JWT)" },
 	{ "validate", flashctl_validate_main, "check Flash spec files (and an owner quota policy)" },
 };
 
