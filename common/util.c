@@ -21,6 +21,29 @@ bool util_opts_valid(const void *opts, size_t user_sz, size_t our_sz)
 	return true;
 }
 
+const char *util_strerror(const struct util_errblock *blocks, size_t n, int err, int domain_base,
+			  const char *unknown)
+{
+	int code = err < 0 ? -err : err;
+
+	if (code == 0)
+		return "success";
+	if (code < domain_base) {
+		const char *s = strerrordesc_np(code);
+
+		return s ? s : "unknown error";
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (blocks[i].fn && code >= blocks[i].lo && code < blocks[i].hi) {
+			const char *s = blocks[i].fn(code);
+
+			if (s)
+				return s;
+		}
+	}
+	return unknown;
+}
+
 int util_fsync_parent(const char *path)
 {
 	_cleanup_free_ char *copy = strdup(path);

@@ -59,6 +59,18 @@ int util_write_file_atomic(const char *path, const void *data, size_t size, unsi
  * failure. */
 int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size);
 
+/* The error spaces of both libraries: -errno below @domain_base, above it
+ * blocks of domain codes each described by its module's function (which
+ * returns NULL for a code it does not know). */
+struct util_errblock {
+	int lo, hi; /* [lo, hi) */
+	const char *(*fn)(int code);
+};
+/* Describes @err (either sign); never NULL: @unknown for an unknown
+ * domain code. */
+const char *util_strerror(const struct util_errblock *blocks, size_t n, int err, int domain_base,
+			  const char *unknown);
+
 /* fsync() of the directory holding @path. */
 int util_fsync_parent(const char *path);
 

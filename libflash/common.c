@@ -37,13 +37,8 @@ void flash__log(enum flash_log_level level, const char *fmt, ...)
 	log_fn(level, buf, log_userdata);
 }
 
-struct strerror_block {
-	int lo, hi;
-	const char *(*fn)(int code);
-};
-
 /* One row per module: { first code, end of block, its strerror }. */
-static const struct strerror_block blocks[] = {
+static const struct util_errblock blocks[] = {
 	{ FLASH_E_AUTH_MALFORMED, FLASH_E_AUTH_MAX_, flash__auth_strerror },
 	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
 	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
@@ -53,24 +48,7 @@ static const struct strerror_block blocks[] = {
 
 FLASH_API const char *flash_strerror(int err)
 {
-	int code = err < 0 ? -err : err;
-
-	if (code == 0)
-		return "success";
-	for (size_t i = 0; i < ARRAY_SIZE(blocks); i++) {
-		if (blocks[i].fn && code >= blocks[i].lo && code < blocks[i].hi) {
-			const char *s = blocks[i].fn(code);
-
-			if (s)
-				return s;
-		}
-	}
-	if (code < FLASH_E_BASE) {
-		const char *s = strerrordesc_np(code);
-
-		return s ? s : "unknown error";
-	}
-	return "unknown flash error";
+	return util_strerror(blocks, ARRAY_SIZE(blocks), err, FLASH_E_BASE, "unknown flash error");
 }
 
 FLASH_API const char *flash_version(void)

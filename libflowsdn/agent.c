@@ -251,8 +251,8 @@ static void endpoint_cleanup(struct flowsdn_agent *a, const struct agent_endpoin
 			pr_warn("agent: endpoint %u: detach: %s", e->id, flowsdn_strerror(err));
 	}
 	t[1] = mono_ms();
-	err = flowsdn_netlink_veth_teardown(e->host_ifname, a->cfg->egress_stack ? e->addrs : NULL,
-					    a->cfg->egress_stack ? e->n_addrs : 0, &nerr);
+	err = flowsdn_netlink_veth_teardown(e->host_ifname, e->addrs,
+					    e->n_addrs, &nerr);
 	if (err < 0)
 		pr_warn("agent: endpoint %u: teardown: %s", e->id, nerr.msg);
 	t[2] = mono_ms();
@@ -350,7 +350,9 @@ int flowsdn__agent_add_locked(struct flowsdn_agent *a, const char *container_id,
 	{
 		FLOWSDN_OPTS(flowsdn_veth_config, vc, .netns_path = netns, .host_ifname = e->host_ifname,
 			     .ifname = ifname, .mtu = e->mtu, .addrs = prefixes, .n_addrs = lease.n,
-			     .host_routes = a->cfg->egress_stack);
+			     /* Both modes: the node and traffic entering it reach
+			      * the endpoint through its host routes. */
+			     .host_routes = true);
 
 		err = flowsdn_netlink_veth_setup(&vc, &veth, &nerr);
 	}
@@ -408,8 +410,8 @@ out_detach:
 	if (a->dp)
 		(void)flowsdn_datapath_detach(a->dp, e->host_ifindex);
 out_teardown:
-	(void)flowsdn_netlink_veth_teardown(e->host_ifname, a->cfg->egress_stack ? e->addrs : NULL,
-					    a->cfg->egress_stack ? e->n_addrs : 0, NULL);
+	(void)flowsdn_netlink_veth_teardown(e->host_ifname, e->addrs,
+					    e->n_addrs, NULL);
 out_free:
 	free(e);
 out_release:

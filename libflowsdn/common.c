@@ -5,13 +5,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-/* <flowsdn/identity.h> before <flowsdn/datapath.h>: maps.h #defines the
- * reserved identity numbers that identity.h declares as enumerators (same
- * values); the other order turns the enumerators into numbers. */
-#include <flowsdn/identity.h>
 #include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
 #include <flowsdn/datapath.h>
+#include <flowsdn/identity.h>
 #include <flowsdn/ipam.h>
 #include <flowsdn/maglev.h>
 #include <flowsdn/netlink.h>
@@ -43,12 +40,7 @@ void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...)
 	log_fn(level, buf, log_userdata);
 }
 
-struct strerror_block {
-	int lo, hi;
-	const char *(*fn)(int code);
-};
-
-static const struct strerror_block blocks[] = {
+static const struct util_errblock blocks[] = {
 	{ FLOWSDN_E_BASE, FLOWSDN_E_ADDR_MAX_, flowsdn__addr_strerror },
 	{ FLOWSDN_E_AGENT_BASE, FLOWSDN_E_AGENT_MAX_, flowsdn__agent_strerror },
 	{ FLOWSDN_E_BPF_BASE, FLOWSDN_E_BPF_MAX_, flowsdn__bpf_strerror },
@@ -62,23 +54,7 @@ static const struct strerror_block blocks[] = {
 
 FLOWSDN_API const char *flowsdn_strerror(int err)
 {
-	int code = err < 0 ? -err : err;
-
-	if (code == 0)
-		return "success";
-	for (size_t i = 0; i < ARRAY_SIZE(blocks); i++) {
-		if (code >= blocks[i].lo && code < blocks[i].hi) {
-			const char *s = blocks[i].fn(code);
-			if (s)
-				return s;
-		}
-	}
-	if (code < FLOWSDN_E_BASE) {
-		const char *s = strerrordesc_np(code);
-
-		return s ? s : "unknown error";
-	}
-	return "unknown flowsdn error";
+	return util_strerror(blocks, ARRAY_SIZE(blocks), err, FLOWSDN_E_BASE, "unknown flowsdn error");
 }
 
 FLOWSDN_API const char *flowsdn_version(void)

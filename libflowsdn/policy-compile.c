@@ -22,8 +22,6 @@
 #include <flowsdn/policy.h>
 
 #include "policy-internal.h"
-/* after <flowsdn/identity.h> (in policy-internal.h): maps.h #defines the
- * reserved identity names that identity.h declares as enumerators */
 #include <flowsdn/datapath.h>
 
 _Static_assert((int)FLOWSDN_POLICY_INGRESS == (int)FLOWSDN_DIR_INGRESS && (int)FLOWSDN_POLICY_EGRESS == (int)FLOWSDN_DIR_EGRESS,

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,14 +32,45 @@
 /* Makes the calling process its own node: new netns, private mounts and
  * a private /tmp (a tmpfs seen only here: whatever a test leaves there,
  * even when it crashes, goes with the process). */
+/* The build and source trees may themselves live under /tmp (a CI clone):
+ * bind them back into the private /tmp at the same paths. */
+static inline void node_keep_visible(const char *const *dirs, size_t n)
+{
+	int fds[4];
+	char paths[4][PATH_MAX];
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < 4; i++) {
+		if (!dirs[i] || !realpath(dirs[i], paths[k]) || strncmp(paths[k], "/tmp/", 5) != 0)
+			continue;
+		fds[k] = open(paths[k], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		cr_assert(fds[k] >= 0, "open %s: %s", paths[k], strerror(errno));
+		k++;
+	}
+	cr_assert(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") == 0, "private /tmp: %s",
+		  strerror(errno));
+	for (size_t i = 0; i < k; i++) {
+		char cmd[PATH_MAX + 16], src[64];
+
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", paths[i]);
+		cr_assert(system(cmd) == 0, "%s", cmd);
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", fds[i]);
+		cr_assert(mount(src, paths[i], NULL, MS_BIND | MS_REC, NULL) == 0, "bind %s: %s", paths[i],
+			  strerror(errno));
+		close(fds[i]);
+	}
+}
+
 static inline void node_enter(void)
 {
+	char cwd[PATH_MAX];
+	const char *keep[3] = { getenv("top_builddir"), getenv("top_srcdir"), getcwd(cwd, sizeof(cwd)) };
+
 	REQUIRE_ROOT();
 	if (unshare(CLONE_NEWNET | CLONE_NEWNS) < 0)
 		cr_skip_test("unshare(CLONE_NEWNET|CLONE_NEWNS): %s", strerror(errno));
 	cr_assert(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "make / private: %s", strerror(errno));
-	cr_assert(mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") == 0, "private /tmp: %s",
-		  strerror(errno));
+	node_keep_visible(keep, 3);
 	cr_assert(system("ip link set lo up") == 0, "lo up");
 }
 

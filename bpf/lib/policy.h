@@ -29,7 +29,7 @@ static __always_inline __u32 peer_identity(__u8 family, const __be32 *addr)
 	k.addr[2] = addr[2];
 	k.addr[3] = addr[3];
 	v = bpf_map_lookup_elem(&flowsdn_ipcache, &k);
-	return v ? v->identity : FLOWSDN_IDENTITY_WORLD;
+	return v ? v->identity : FLOWSDN_MAP_IDENTITY_WORLD;
 }
 
 static __always_inline void policy_hit(struct flowsdn_policy_value *v, __u32 len)

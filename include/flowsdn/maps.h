@@ -60,7 +60,7 @@
  * (>= FLOWSDN_IDENTITY_LOCAL_BASE, as Cilium's CIDR identities) and
  * writes prefix -> identity into flowsdn_ipcache; a packet's peer
  * identity is the local endpoint's identity, else the longest ipcache
- * match, else FLOWSDN_IDENTITY_WORLD.  A CIDR rule that must also cover
+ * match, else FLOWSDN_IDENTITY_WORLD (FLOWSDN_MAP_IDENTITY_WORLD).  A CIDR rule that must also cover
  * longer prefixes present in the ipcache adds a rule for their identities
  * too (the selector semantics of the compiler).
  */
@@ -102,15 +102,20 @@
 #define FLOWSDN_MAX_BACKENDS 65536
 #define FLOWSDN_MAX_MAGLEV_SLOTS 4194304
 
-/* Security identities (Cilium's numbering of the reserved ones). */
-#define FLOWSDN_IDENTITY_ANY 0          /* policy key wildcard, never a packet's */
-#define FLOWSDN_IDENTITY_HOST 1
-#define FLOWSDN_IDENTITY_WORLD 2
-#define FLOWSDN_IDENTITY_UNMANAGED 3
-#define FLOWSDN_IDENTITY_HEALTH 4
-#define FLOWSDN_IDENTITY_INIT 5
-#define FLOWSDN_IDENTITY_REMOTE_NODE 6
-#define FLOWSDN_IDENTITY_LOCAL_BASE 0x01000000u /* node-local (CIDR) identities */
+/*
+ * Security identities.  The reserved ones (host 1, world 2, init 5, ...)
+ * are enum flowsdn_identity_reserved of <flowsdn/identity.h>, which this
+ * header includes outside BPF; the BPF programs need only these: */
+#define FLOWSDN_IDENTITY_ANY 0                /* policy key wildcard, never a packet's */
+#define FLOWSDN_MAP_IDENTITY_WORLD 2          /* = FLOWSDN_IDENTITY_WORLD: no better match */
+#define FLOWSDN_IDENTITY_LOCAL_BASE 0x01000000u /* identities the policy compiler gives CIDRs */
+
+#ifndef __bpf__
+#include <flowsdn/identity.h>
+FLOWSDN_STATIC_ASSERT(FLOWSDN_MAP_IDENTITY_WORLD == FLOWSDN_IDENTITY_WORLD, "world identity");
+FLOWSDN_STATIC_ASSERT(FLOWSDN_IDENTITY_ANY == FLOWSDN_IDENTITY_UNKNOWN, "wildcard identity");
+FLOWSDN_STATIC_ASSERT(FLOWSDN_IDENTITY_LOCAL_BASE > FLOWSDN_IDENTITY_MAX_LOCAL, "CIDR identities");
+#endif
 
 /* ------------------------------------------------------------ endpoints */
 

@@ -362,5 +362,80 @@ Test(datapath, host_to_endpoint_through_to_container, .init = setup_fib_routes, 
 	cr_assert(c1.deny_ingress >= 1, "deny counted");
 }
 
+/* IP datagrams the node's stack forwarded (Ip: ForwDatagrams of /proc/net/snmp). */
+static unsigned long long forwarded(void)
+{
+	FILE *f = fopen("/proc/net/snmp", "re");
+	char line[1024];
+	unsigned long long v = 0;
+
+	cr_assert(f);
+	/* The second "Ip:" line holds the values; ForwDatagrams is field 6. */
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "Ip: ", 4) == 0 && line[4] >= '0' && line[4] <= '9') {
+			cr_assert(sscanf(line, "Ip: %*u %*u %*u %*u %*u %llu", &v) == 1);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* The same for IPv6 (Ip6OutForwDatagrams of /proc/net/snmp6). */
+static unsigned long long forwarded6(void)
+{
+	FILE *f = fopen("/proc/net/snmp6", "re");
+	char line[256];
+	unsigned long long v = 0;
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Ip6OutForwDatagrams %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Mode fib to a destination off the node: a "router" netns behind an
+ * uplink veth.  The requests leave through bpf_fib_lookup() and a redirect
+ * (bpf_redirect_neigh() while the neighbour is unresolved), never through
+ * the node's IP forwarding; only the replies are forwarded by the stack
+ * (to the endpoint's host route).  In mode stack the count would be 6. */
+Test(datapath, fib_forwards_off_node_in_bpf, .init = setup_fib_routes, .fini = node_down, .timeout = 60)
+{
+	struct test_ns r;
+	char cmd[256];
+	unsigned long long before, after;
+
+	ns_spawn(&r);
+	snprintf(cmd, sizeof(cmd),
+		 "ip link add fsdnU type veth peer name up0 netns %d && ip addr add 192.0.2.1/24 dev fsdnU && "
+		 "ip link set fsdnU up && ip route add 198.51.100.0/24 via 192.0.2.2",
+		 (int)r.pid);
+	cr_assert(system(cmd) == 0, "uplink");
+	cr_assert(run_in(r.path, "ip addr add 192.0.2.2/24 dev up0 && ip link set up0 up && "
+				 "ip addr add 198.51.100.1/32 dev lo && ip route add default via 192.0.2.1") == 0,
+		  "router");
+	before = forwarded();
+	cr_assert(run_in(epa.ns.path, "ping -q -c 3 -W 2 198.51.100.1 >/dev/null") == 0, "A -> off-node address");
+	after = forwarded();
+	/* 3 replies forwarded by the stack; the 3 requests were not. */
+	cr_assert(after - before >= 3 && after - before < 6, "stack forwarded %llu datagrams", after - before);
+	cr_assert(l4_echo(epa.ns.path, r.path, "198.51.100.1", 9000, SOCK_STREAM) == 0, "TCP off node");
+
+	/* The same over IPv6. */
+	cr_assert(system("ip addr add fd00:dead::1/64 dev fsdnU nodad && "
+			 "ip route add 2001:db8:100::/64 via fd00:dead::2") == 0, "uplink IPv6");
+	cr_assert(run_in(r.path, "ip addr add fd00:dead::2/64 dev up0 nodad && ip addr add 2001:db8:100::1/128 dev lo && "
+				 "ip -6 route add default via fd00:dead::1") == 0,
+		  "router IPv6");
+	before = forwarded6();
+	cr_assert(run_in(epa.ns.path, "ping -6 -q -c 3 -W 2 2001:db8:100::1 >/dev/null") == 0, "A -> off-node IPv6");
+	after = forwarded6();
+	cr_assert(after - before >= 3 && after - before < 6, "stack forwarded %llu IPv6 datagrams", after - before);
+	cr_assert(l4_echo(epa.ns.path, r.path, "2001:db8:100::1", 9000, SOCK_DGRAM) == 0, "UDP off node (IPv6)");
+	ns_kill(&r);
+}
+
 /* One test at a time: they push real traffic and measure loss. */
 SERIAL_TEST_MAIN()
