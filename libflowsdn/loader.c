@@ -57,7 +57,8 @@ struct flowsdn_datapath {
 static __thread bool libbpf_quiet;
 
 /* libbpf's messages (verifier logs included) to our log callback. */
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+static int __attribute__((format(printf, 2, 0))) libbpf_print(enum libbpf_print_level level, const char *fmt,
+								va_list ap)
 {
 	char buf[1024];
 	size_t n;
