@@ -253,56 +253,55 @@ static char *vformat(const char *fmt, va_list ap)
 	return s;
 }
 
+/* The shared body of diag_add() and diag_add_text(): the offending value
+ * comes as a JSON node (@value) or as ready JSON text (@value_json). */
+static void diag_vadd(struct flash_diag *diag, enum flash_diag_severity sev, const char *path, const char *code,
+		      const struct json_value *value, const char *value_json, const char *fmt, va_list ap)
+	_printf_(7, 0);
+
+static void diag_vadd(struct flash_diag *diag, enum flash_diag_severity sev, const char *path, const char *code,
+		      const struct json_value *value, const char *value_json, const char *fmt, va_list ap)
+{
+	struct flash_diag_entry *e;
+	char *val = NULL;
+
+	e = entry_new(diag, sev);
+	if (!e)
+		return;
+	if (value)
+		val = render_value(value);
+	else if (value_json)
+		val = strdup(value_json);
+	if ((value || value_json) && !val) {
+		diag->oom = true;
+		diag->dropped++;
+		return;
+	}
+	entry_commit(diag, e, sev, path, code, val, vformat(fmt, ap));
+}
+
 void diag_add(struct flash_diag *diag, enum flash_diag_severity sev, const char *path, const char *code,
 	      const struct json_value *value, const char *fmt, ...)
 {
-	struct flash_diag_entry *e;
-	char *val = NULL, *msg;
 	va_list ap;
 
 	if (!diag)
 		return;
-	e = entry_new(diag, sev);
-	if (!e)
-		return;
-	if (value) {
-		val = render_value(value);
-		if (!val) {
-			diag->oom = true;
-			diag->dropped++;
-			return;
-		}
-	}
 	va_start(ap, fmt);
-	msg = vformat(fmt, ap);
+	diag_vadd(diag, sev, path, code, value, NULL, fmt, ap);
 	va_end(ap);
-	entry_commit(diag, e, sev, path, code, val, msg);
 }
 
 void diag_add_text(struct flash_diag *diag, enum flash_diag_severity sev, const char *path, const char *code,
 		   const char *value_json, const char *fmt, ...)
 {
-	struct flash_diag_entry *e;
-	char *val = NULL, *msg;
 	va_list ap;
 
 	if (!diag)
 		return;
-	e = entry_new(diag, sev);
-	if (!e)
-		return;
-	if (value_json) {
-		val = strdup(value_json);
-		if (!val) {
-			diag->oom = true;
-			diag->dropped++;
-			return;
-		}
-	}
 	va_start(ap, fmt);
-	msg = vformat(fmt, ap);
+	diag_vadd(diag, sev, path, code, NULL, value_json, fmt, ap);
 	va_end(ap);
-	entry_commit(diag, e, sev, path, code, val, msg);
 }
 
 void diag_add_json_error(struct flash_diag *diag, const struct json_error *err)

@@ -825,6 +825,23 @@ static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value
 	return 0;
 }
 
+/* The start of a configuration or a list: a JSON object with a string
+ * cniVersion.  *ret_root is set as soon as it is parsed (the caller's
+ * object owns it, also on a later failure). */
+static int parse_versioned_object(const char *json, size_t len, const char *what, struct flowsdn_cni_diag *diag,
+				  struct json_value **ret_root, const char **ret_version)
+{
+	int err = tree_parse(json, len, diag, ret_root);
+
+	if (err < 0)
+		return err;
+	if (!IS_OBJ(*ret_root)) {
+		diag_set(diag, "%s: not a JSON object", what);
+		return -FLOWSDN_E_CNI_CONFIG;
+	}
+	return req_str(*ret_root, "cniVersion", "", diag, ret_version);
+}
+
 FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
 				       struct flowsdn_cni_conf **ret)
 {
@@ -837,14 +854,7 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	err = tree_parse(json, len, diag, &c->root);
-	if (err < 0)
-		return err;
-	if (!IS_OBJ(c->root)) {
-		diag_set(diag, "network configuration: not a JSON object");
-		return -FLOWSDN_E_CNI_CONFIG;
-	}
-	err = req_str(c->root, "cniVersion", "", diag, &c->version);
+	err = parse_versioned_object(json, len, "network configuration", diag, &c->root, &c->version);
 	if (err < 0)
 		return err;
 	err = check_version(c->version, "", diag);
@@ -1004,14 +1014,7 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	err = tree_parse(json, len, diag, &l->root);
-	if (err < 0)
-		return err;
-	if (!IS_OBJ(l->root)) {
-		diag_set(diag, "configuration list: not a JSON object");
-		return -FLOWSDN_E_CNI_CONFIG;
-	}
-	err = req_str(l->root, "cniVersion", "", diag, &l->version);
+	err = parse_versioned_object(json, len, "configuration list", diag, &l->root, &l->version);
 	if (err < 0)
 		return err;
 	versions = json_get(l->root, "cniVersions");
