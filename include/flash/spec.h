@@ -33,10 +33,10 @@
 extern "C" {
 #endif
 
-/* Domain errors of the spec module (block 4000). */
+/* Domain errors of the spec module (block FLASH_E_BASE + 0 = 6000). */
 enum flash_spec_error {
-	FLASH_E_SPEC_BASE = 4000,
-	FLASH_E_SPEC_SYNTAX = 4000,   /* not acceptable JSON (syntax, UTF-8, depth, size,
+	FLASH_E_SPEC_BASE = FLASH_E_BASE + 0,
+	FLASH_E_SPEC_SYNTAX = FLASH_E_SPEC_BASE,   /* not acceptable JSON (syntax, UTF-8, depth, size,
 				       * duplicate key): one diagnostic with line/column */
 	FLASH_E_SPEC_INVALID,         /* valid JSON breaking one or more rules */
 	FLASH_E_SPEC_MAX_,            /* end of the block (not an error) */
