@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "json.h"
+#include "names.h"
 #include "render-internal.h"
 
 /* Reports a problem at the current path; returns JSON_READ_REPORTED. */
@@ -34,10 +35,10 @@ enum str_rule { STR_ANY, STR_DNS_LABEL, STR_DNS_SUBDOMAIN, STR_LABEL_KEY, STR_LA
 static bool string_ok(enum str_rule rule, const char *s)
 {
 	switch (rule) {
-	case STR_DNS_LABEL: return k8s_dns_label(s, 63);
-	case STR_DNS_SUBDOMAIN: return k8s_dns_subdomain(s);
-	case STR_LABEL_KEY: return k8s_qualified_name(s);
-	case STR_LABEL_VALUE: return k8s_label_value(s);
+	case STR_DNS_LABEL: return names_dns_label_valid(s);
+	case STR_DNS_SUBDOMAIN: return names_dns_subdomain_valid(s);
+	case STR_LABEL_KEY: return names_label_key_valid(s);
+	case STR_LABEL_VALUE: return names_label_value_valid(s);
 	case STR_PATH:
 		return s[0] == '/' && strlen(s) < 4096 && !strstr(s, "/../") && strcmp(s, "/") != 0 &&
 		       !(strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0) && strcmp(s, "/root") != 0;
@@ -140,7 +141,7 @@ static int read_labels(struct check_ctx *ctx, const struct json_value *v, void *
 		const struct json_member *m = &v->u.object.members[out.n];
 		size_t saved = json_path_push_key(&ctx->path, m->key);
 
-		if (!k8s_qualified_name(m->key))
+		if (!names_label_key_valid(m->key))
 			r = bad(ctx, "\"%s\" is not a label key", m->key);
 		else if (!(out.v[out.n].key = strdup(m->key)))
 			r = -ENOMEM;

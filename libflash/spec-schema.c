@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "names.h"
 #include "spec-internal.h"
 
 /* Specs and policies are small: these bounds keep memory use small for
@@ -287,12 +288,20 @@ static bool check_string(const struct spec_field *f, const struct json_value *v,
 		check_error(ctx, "max-length", v, "must be at most %zu bytes (is %zu)", f->max_length, len);
 		return false;
 	}
-	if (f->pattern && !spec_pattern_match(f->pattern, s, len)) {
+	if (f->format == SPEC_FMT_DNS_LABEL) {
+		/* the one DNS label rule; the pattern only describes it to the
+		 * API server */
+		if (!names_dns_label_valid(s)) {
+			check_error(ctx, "pattern", v, "must be %s", f->pattern_hint ? f->pattern_hint : f->pattern);
+			return false;
+		}
+	} else if (f->pattern && !spec_pattern_match(f->pattern, s, len)) {
 		check_error(ctx, "pattern", v, "must be %s", f->pattern_hint ? f->pattern_hint : f->pattern);
 		return false;
 	}
 	switch (f->format) {
 	case SPEC_FMT_NONE:
+	case SPEC_FMT_DNS_LABEL:
 		break;
 	case SPEC_FMT_OCI_REFERENCE: {
 		const char *problem = spec_oci_reference_problem(s);

@@ -247,12 +247,14 @@ enum flowsdn_cni_command {
 /* The command named by CNI_COMMAND (exact upper-case name), or 0. */
 FLOWSDN_API enum flowsdn_cni_command flowsdn_cni_command_parse(const char *text);
 
-/* true when @id matches ^[A-Za-z0-9][A-Za-z0-9_.-]*$ and is at most 256
- * characters. */
+/* true when @id is a container id as CNI defines it: 1..255 bytes of
+ * ^[A-Za-z0-9][A-Za-z0-9_.-]*$ (the limit of every flowsdn entry point:
+ * FLOWSDN_IPAM_CONTAINER_ID_MAX).  Network names follow the same rule. */
 FLOWSDN_API bool flowsdn_cni_container_id_valid(const char *id);
 
-/* true for a Linux interface name: 1..15 bytes, not "." or "..", no '/',
- * ':' or white space. */
+/* true for an interface name: 1..15 bytes, each a printable ASCII
+ * character other than space, '/' and ':' (0x21..0x7e), and not "." or
+ * "..".  The same rule as flowsdn_netlink_ifname_valid(). */
 FLOWSDN_API bool flowsdn_cni_ifname_valid(const char *name);
 
 /* The CNI_* variables of one invocation, validated for @command:

@@ -189,9 +189,10 @@ struct flowsdn_ipam_allocation {
 FLOWSDN_API int flowsdn_ipam_list(struct flowsdn_ipam *ipam, struct flowsdn_ipam_allocation **ret, size_t *ret_n);
 
 /* True when the owner (container id and interface name) is well formed:
- * id 1..FLOWSDN_IPAM_CONTAINER_ID_MAX bytes of [A-Za-z0-9_.-]; name
- * 1..FLOWSDN_IPAM_IFNAME_MAX bytes, not "." or "..", without '/', ':',
- * or whitespace or control characters. */
+ * flowsdn_cni_container_id_valid(@container_id) (1..
+ * FLOWSDN_IPAM_CONTAINER_ID_MAX bytes of ^[A-Za-z0-9][A-Za-z0-9_.-]*$)
+ * and flowsdn_netlink_ifname_valid(@ifname) (1..FLOWSDN_IPAM_IFNAME_MAX
+ * bytes of 0x21..0x7e other than '/' and ':', not "." or ".."). */
 FLOWSDN_API bool flowsdn_ipam_owner_valid(const char *container_id, const char *ifname);
 
 #ifdef __cplusplus

@@ -169,8 +169,11 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sysctl_write(const char *netns_path,
 /* Inode of the netns at @path (which must be a network namespace). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_netns_ino(const char *path, uint64_t *ret_ino);
 
-/* Whether @name is a valid interface name (1..15 bytes, no '/', ':',
- * whitespace, not "." or ".."). */
+/* Whether @name is a valid interface name: 1..15 bytes, each a printable
+ * ASCII character other than space, '/' and ':' (0x21..0x7e), and not "."
+ * or "..": the kernel's rule narrowed to printable ASCII.  The same rule
+ * as flowsdn_cni_ifname_valid() and the interface half of
+ * flowsdn_ipam_owner_valid(). */
 FLOWSDN_API bool flowsdn_netlink_ifname_valid(const char *name);
 
 #ifdef __cplusplus
