@@ -332,27 +332,26 @@ static int rec_cmp(enum flash_meter_scope s1, const char *id1, int64_t w1, const
 	return w1 < r->week ? -1 : w1 > r->week ? 1 : 0;
 }
 
+struct rec_key {
+	enum flash_meter_scope scope;
+	const char *id;
+	int64_t week;
+};
+
+static int rec_key_cmp(const void *key, const void *elem)
+{
+	const struct rec_key *k = key;
+
+	return rec_cmp(k->scope, k->id, k->week, *(struct record *const *)elem);
+}
+
 /* Index of the record, or of where it would go (*found false). */
 static size_t rec_search(const struct flash_meter *m, enum flash_meter_scope scope, const char *id,
 			 int64_t week, bool *found)
 {
-	size_t lo = 0, hi = m->n_recs;
+	const struct rec_key k = { scope, id, week };
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = rec_cmp(scope, id, week, m->recs[mid]);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	*found = false;
-	return lo;
+	return util_lower_bound(m->recs, m->n_recs, sizeof(*m->recs), &k, rec_key_cmp, found);
 }
 
 static struct record *rec_find(const struct flash_meter *m, enum flash_meter_scope scope, const char *id,
@@ -364,25 +363,14 @@ static struct record *rec_find(const struct flash_meter *m, enum flash_meter_sco
 	return found ? m->recs[i] : NULL;
 }
 
+static int svc_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, (*(struct service *const *)elem)->id);
+}
+
 static size_t svc_search(const struct flash_meter *m, const char *id, bool *found)
 {
-	size_t lo = 0, hi = m->n_svcs;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(id, m->svcs[mid]->id);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	*found = false;
-	return lo;
+	return util_lower_bound(m->svcs, m->n_svcs, sizeof(*m->svcs), id, svc_cmp, found);
 }
 
 static struct service *svc_find(const struct flash_meter *m, const char *id)
