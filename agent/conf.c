@@ -95,7 +95,7 @@ int agent_config_load(const char *path, struct agent_diag *diag,
 		return -EINVAL;
 	err = util_read_file(path, 1 << 20, &data, &len);
 	if (err < 0) {
-		agent_diag_set(diag, "%s: %s", path, strerror(-err));
+		agent_diag_set(diag, "%s: %s", path, util_read_strerror(err));
 		return err;
 	}
 	return agent_config_parse(data, len, diag, ret);

@@ -16,6 +16,7 @@
 
 #include "agent-api.h"
 #include "jsonutil.h"
+#include "names.h"
 #include "util.h"
 
 int64_t agent_api_now_ms(void)
@@ -351,7 +352,7 @@ char *agent_api_queue_entry_name(const char *container_id, const char *ifname)
 {
 	char *p = NULL;
 
-	if (!flowsdn_cni_container_id_valid(container_id) || !flowsdn_cni_ifname_valid(ifname))
+	if (!names_container_id_valid(container_id) || !names_ifname_valid(ifname))
 		return NULL;
 	if (asprintf(&p, "%s.%s.json", container_id, ifname) < 0)
 		return NULL;
@@ -362,7 +363,7 @@ int agent_api_queue_entry_parse(const struct json_value *root, const char **ret_
 {
 	const char *cid = jstr(json_get(root, "containerID")), *ifn = jstr(json_get(root, "ifname"));
 
-	if (!jis(root, JSON_OBJECT) || !flowsdn_cni_container_id_valid(cid) || !flowsdn_cni_ifname_valid(ifn))
+	if (!jis(root, JSON_OBJECT) || !names_container_id_valid(cid) || !names_ifname_valid(ifn))
 		return -EBADMSG;
 	*ret_container_id = cid;
 	*ret_ifname = ifn;

@@ -476,6 +476,14 @@ Test(agent_api, error_names_cover_every_code)
 			cr_assert(strcmp(agent_api_strerror(-code), "unknown flowsdn error") != 0, "code %d", code);
 		}
 	}
+	/* The node programs' own block: a distinct text for each code. */
+	for (int code = FLOWSDN_E_AGENT_BASE; code < FLOWSDN_E_AGENT_MAX_; code++)
+		for (int other = FLOWSDN_E_AGENT_BASE; other < code; other++)
+			cr_assert(strcmp(agent_api_strerror(-code), agent_api_strerror(-other)) != 0, "%d and %d", code,
+				  other);
+	cr_assert_eq(FLOWSDN_E_AGENT_BASE, FLOWSDN_E_BASE + 800, "a block of the flowsdn range");
+	cr_assert_eq(strcmp(flowsdn_strerror(-FLOWSDN_E_AGENT_STATE), "unknown flowsdn error"), 0,
+		     "no library function returns it");
 	ASSERT_STREQ(agent_api_error_name(-EINVAL), "EINVAL", "errno names");
 	cr_assert_null(agent_api_error_name(-4999));
 }
