@@ -1873,7 +1873,7 @@ FLASH_API int flash_meter_load(struct flash_meter *m, const char *path, struct f
 	if (r < 0) {
 		if (ret_err)
 			snprintf(ret_err->message, sizeof(ret_err->message), "cannot read %s: %s", path,
-				 strerror(-r));
+				 util_read_strerror(r));
 		return r;
 	}
 	r = flash_meter_from_json(m, data, size, ret_err);

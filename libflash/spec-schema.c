@@ -336,24 +336,6 @@ static bool check_string(const struct spec_field *f, const struct json_value *v,
 	return true;
 }
 
-static bool values_equal(const struct json_value *a, const struct json_value *b)
-{
-	if (a->type != b->type)
-		return false;
-	switch (a->type) {
-	case JSON_NULL:
-		return true;
-	case JSON_BOOL:
-		return a->u.boolean == b->u.boolean;
-	case JSON_NUMBER:
-		return a->u.number.len == b->u.number.len && memcmp(a->u.number.text, b->u.number.text, a->u.number.len) == 0;
-	case JSON_STRING:
-		return a->u.string.len == b->u.string.len && memcmp(a->u.string.ptr, b->u.string.ptr, a->u.string.len) == 0;
-	default:
-		return a == b; /* unique_items is only used on scalar lists */
-	}
-}
-
 static bool check_array(const struct spec_field *f, const struct json_value *v, struct check_ctx *ctx)
 {
 	size_t n = v->u.array.n;
@@ -372,7 +354,7 @@ static bool check_array(const struct spec_field *f, const struct json_value *v, 
 			ok = false;
 		else if (f->unique_items)
 			for (size_t j = 0; j < i; j++)
-				if (values_equal(v->u.array.items[j], item)) {
+				if (json_equal(v->u.array.items[j], item)) {
 					check_error(ctx, "duplicate", item, "duplicates item %zu", j);
 					ok = false;
 					break;

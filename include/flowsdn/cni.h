@@ -33,8 +33,8 @@ extern "C" {
 #endif
 
 enum flowsdn_cni_error {
-	FLOWSDN_E_CNI_BASE = 4500,
-	FLOWSDN_E_CNI_INCOMPATIBLE = 4500, /* a CNI version this plugin does not speak */
+	FLOWSDN_E_CNI_BASE = FLOWSDN_E_BASE + 500,
+	FLOWSDN_E_CNI_INCOMPATIBLE = FLOWSDN_E_CNI_BASE, /* a CNI version this plugin does not speak */
 	FLOWSDN_E_CNI_VERSION_UNKNOWN,     /* cniVersion is not a published CNI version */
 	FLOWSDN_E_CNI_DECODE,              /* not JSON, or not the expected JSON shape */
 	FLOWSDN_E_CNI_CONFIG,              /* a field is missing, of the wrong type or out of range */

@@ -52,8 +52,8 @@ extern "C" {
 
 /* Domain errors of the IPAM block (returned negated). */
 enum flowsdn_ipam_error {
-	FLOWSDN_E_IPAM_BASE = 4100,
-	FLOWSDN_E_IPAM_EXHAUSTED = 4100, /* every address of the pool is in use */
+	FLOWSDN_E_IPAM_BASE = FLOWSDN_E_BASE + 100,
+	FLOWSDN_E_IPAM_EXHAUSTED = FLOWSDN_E_IPAM_BASE, /* every address of the pool is in use */
 	FLOWSDN_E_IPAM_POOL_OVERLAP,     /* two configured pools overlap */
 	FLOWSDN_E_IPAM_POOL_TOO_SMALL,   /* pool has no usable address (/31, /32, /127, /128) */
 	FLOWSDN_E_IPAM_POOL_TOO_BIG,     /* pool larger than FLOWSDN_IPAM_MAX_POOL_ADDRS */

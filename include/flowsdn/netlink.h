@@ -47,8 +47,8 @@ extern "C" {
 
 /* Domain errors (block 4700). */
 enum flowsdn_nl_error {
-	FLOWSDN_E_NL_BASE = 4700,
-	FLOWSDN_E_NL_SOCKET = 4700, /* netlink socket could not be opened */
+	FLOWSDN_E_NL_BASE = FLOWSDN_E_BASE + 700,
+	FLOWSDN_E_NL_SOCKET = FLOWSDN_E_NL_BASE, /* netlink socket could not be opened */
 	FLOWSDN_E_NL_NETNS,         /* netns path missing, not a netns, or setns failed */
 	FLOWSDN_E_NL_IFNAME,        /* interface name invalid (empty, > 15 bytes, '/', ':', space) */
 	FLOWSDN_E_NL_EXISTS,        /* interface name already taken */
