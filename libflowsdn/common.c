@@ -99,6 +99,7 @@ static const char *const ipam_errors[] = {
 	[FLOWSDN_E_IPAM_STATE_CORRUPT - FLOWSDN_E_IPAM_BASE] = "IPAM state file is truncated or damaged",
 	[FLOWSDN_E_IPAM_STATE_VERSION - FLOWSDN_E_IPAM_BASE] = "IPAM state file has a newer format version",
 	[FLOWSDN_E_IPAM_ORPHAN - FLOWSDN_E_IPAM_BASE] = "IPAM state holds allocations outside the configured pools",
+	[FLOWSDN_E_IPAM_POOL_CLASS - FLOWSDN_E_IPAM_BASE] = "address pool holds addresses no pod can use",
 };
 
 static const char *ipam_strerror(int code)

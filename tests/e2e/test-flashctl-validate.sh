@@ -82,6 +82,12 @@ grep -q 'spec.json: cpu_millis: cpu_millis 5000 exceeds the per-workload limit 4
 echo '{"regions": []}' >"$tmp/policy.json"
 expect 2 "$flashctl" validate --policy "$tmp/policy.json" "$seed"
 grep -q 'workload_limits: is required' "$tmp/out" || { cat "$tmp/out"; fail "broken policy explained"; }
+# A policy problem is written as a spec problem is, "(value: V)" closed.
+sed 's/"regions": \["heteronet-global", "eu-central"\]/"regions": ["heteronet-global", "eu-central", "heteronet-global"]/' \
+	"$policy" >"$tmp/policy-dup.json"
+expect 2 "$flashctl" validate --policy "$tmp/policy-dup.json" "$seed"
+grep -qxF "$tmp/policy-dup.json: regions[2]: duplicates item 0 (value: \"heteronet-global\") [duplicate]" "$tmp/out" || {
+	cat "$tmp/out"; fail "policy duplicate-entry line"; }
 
 # --canonical prints the canonical form (the golden file).
 expect 0 "$flashctl" validate --canonical "$seed"
