@@ -115,7 +115,8 @@ int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_si
 
 	if (!path || !ret_data)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: opening a FIFO must not block (it is then refused). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)
