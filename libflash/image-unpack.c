@@ -336,7 +336,7 @@ static int pass_extract(struct unpack_job *j)
 			}
 			archive_entry_set_hardlink(e, link);
 		} else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-			diag_add_text(j->diag, FLASH_DIAG_WARNING, "image", "image-entry-skipped", NULL,
+			diag_add_text(flash__diag(j->diag), DIAG_WARNING, "image", "image-entry-skipped", NULL,
 				      "entry %.200s: device nodes, FIFOs and sockets are not extracted", path);
 			continue;
 		}
@@ -411,7 +411,7 @@ FLASH_API int flash_image_layer_unpack(const char *layer_path, const char *rootf
 	rc = j.rc;
 out:
 	if (rc < 0 && rc != -ENOMEM)
-		diag_add_text(diag, FLASH_DIAG_ERROR, "image",
+		diag_add_text(flash__diag(diag), DIAG_ERROR, "image",
 			      rc == -FLASH_E_IMAGE_UNSAFE_ENTRY ? "image-unsafe-entry"
 			      : rc == -FLASH_E_IMAGE_LAYOUT	? "image-layout"
 								: "image-unpack",

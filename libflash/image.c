@@ -84,7 +84,7 @@ static const char *diag_code(int rc)
 static int fail(struct flash_diag *diag, int rc, const char *why)
 {
 	if (rc != -ENOMEM)
-		diag_add_text(diag, FLASH_DIAG_ERROR, "image", diag_code(rc), NULL, "%s",
+		diag_add_text(flash__diag(diag), DIAG_ERROR, "image", diag_code(rc), NULL, "%s",
 			      why && why[0] ? why : flash_strerror(rc));
 	return rc;
 }
