@@ -131,4 +131,61 @@ size_t json_path_push_index(struct json_path *p, size_t index);
 void json_path_pop(struct json_path *p, size_t saved_len);
 const char *json_path_str(const struct json_path *p); /* "" for the root */
 
+/*
+ * Writing: one emitter for every JSON document the libraries and programs
+ * produce (built on yajl_gen, which escapes strings and refuses invalid
+ * UTF-8).  Errors are sticky so that emitting code stays linear: after the
+ * first failure every call does nothing, and json_writer_finish() reports
+ * it.  A NULL writer (json_writer_new() out of memory) is accepted
+ * everywhere and finishes with -ENOMEM.
+ */
+enum json_write_flags {
+	JSON_WRITE_PRETTY = 1u << 0,   /* indented by four spaces, one member a line */
+	JSON_WRITE_NEWLINE = 1u << 1,  /* end the text with one newline */
+};
+
+struct json_writer;
+
+struct json_writer *json_writer_new(unsigned int flags);
+/* Frees @w without taking its text (NULL is fine). */
+void json_writer_free(struct json_writer *w);
+/* Takes the text (NUL-terminated, *ret_len without the NUL; freed by the
+ * caller) and frees @w in every case.  Returns 0, -ENOMEM, or -EINVAL
+ * when a call failed (invalid UTF-8, a key where a value belongs) or the
+ * document is not complete. */
+int json_writer_finish(struct json_writer *w, char **ret, size_t *ret_len);
+/* The first error so far (0 when none). */
+int json_writer_error(const struct json_writer *w);
+
+void jw_object_open(struct json_writer *w);
+void jw_object_close(struct json_writer *w);
+void jw_array_open(struct json_writer *w);
+void jw_array_close(struct json_writer *w);
+/* A key (inside an object, before its value). */
+void jw_key(struct json_writer *w, const char *key);
+/* Values.  jw_string() of NULL writes null. */
+void jw_string(struct json_writer *w, const char *s);
+void jw_string_len(struct json_writer *w, const char *s, size_t len);
+void jw_int(struct json_writer *w, int64_t v);
+void jw_uint(struct json_writer *w, uint64_t v);
+void jw_bool(struct json_writer *w, bool v);
+void jw_null(struct json_writer *w);
+/* A number given as its JSON text (refused unless it is JSON number syntax). */
+void jw_number(struct json_writer *w, const char *text, size_t len);
+/* A parsed value, written back exactly (numbers keep their text). */
+void jw_value(struct json_writer *w, const struct json_value *v);
+/* Text that already is one JSON value, parsed strictly and written back. */
+void jw_raw(struct json_writer *w, const char *json, size_t len);
+/* key + value shorthands. */
+void jw_kv_string(struct json_writer *w, const char *key, const char *s);
+void jw_kv_int(struct json_writer *w, const char *key, int64_t v);
+void jw_kv_uint(struct json_writer *w, const char *key, uint64_t v);
+void jw_kv_bool(struct json_writer *w, const char *key, bool v);
+
+/* Equality of two parsed values as JSON Schema defines it (enum,
+ * uniqueItems): same type, numbers of equal value (1 and 1.0), strings
+ * byte for byte, arrays item by item, objects with the same members in any
+ * order. */
+bool json_equal(const struct json_value *a, const struct json_value *b);
+
 #endif

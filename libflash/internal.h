@@ -5,7 +5,12 @@
 
 #include <flash/common.h>
 
+#include "diag.h"
 #include "util.h"
+
+struct flash_diag;
+/* The engine behind a public diag (NULL stays NULL). */
+struct diag *flash__diag(struct flash_diag *diag);
 
 void flash__log(enum flash_log_level level, const char *fmt, ...) _printf_(2, 3);
 #define pr_err(...) flash__log(FLASH_LOG_ERR, __VA_ARGS__)

@@ -123,46 +123,6 @@ static const struct json_value *resolve_ref(const struct json_value *doc, const 
 	return cur;
 }
 
-static bool json_equal(const struct json_value *a, const struct json_value *b)
-{
-	if (a->type != b->type)
-		return false;
-	switch (a->type) {
-	case JSON_NULL:
-		return true;
-	case JSON_BOOL:
-		return a->u.boolean == b->u.boolean;
-	case JSON_NUMBER: {
-		double x, y;
-
-		if (a->u.number.len == b->u.number.len && memcmp(a->u.number.text, b->u.number.text, a->u.number.len) == 0)
-			return true;
-		return json_get_double(a, &x) == 0 && json_get_double(b, &y) == 0 && x == y;
-	}
-	case JSON_STRING:
-		return a->u.string.len == b->u.string.len &&
-		       memcmp(a->u.string.ptr, b->u.string.ptr, a->u.string.len) == 0;
-	case JSON_ARRAY:
-		if (a->u.array.n != b->u.array.n)
-			return false;
-		for (size_t i = 0; i < a->u.array.n; i++)
-			if (!json_equal(a->u.array.items[i], b->u.array.items[i]))
-				return false;
-		return true;
-	case JSON_OBJECT:
-		if (a->u.object.n != b->u.object.n)
-			return false;
-		for (size_t i = 0; i < a->u.object.n; i++) {
-			const struct json_value *o = json_get(b, a->u.object.members[i].key);
-
-			if (!o || !json_equal(a->u.object.members[i].value, o))
-				return false;
-		}
-		return true;
-	}
-	return false;
-}
-
 static bool schema_flag(const struct json_value *schema, const char *key)
 {
 	bool b = false;

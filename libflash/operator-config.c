@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "json.h"
+#include "names.h"
 #include "render-internal.h"
 
 struct pctx {
@@ -52,10 +53,10 @@ static int get_string(struct pctx *p, const struct json_value *v, enum str_rule 
 	if (json_get_string(v, &s) < 0)
 		return bad(p, "must be a string without NUL characters");
 	switch (rule) {
-	case STR_DNS_LABEL: ok = k8s_dns_label(s, 63); break;
-	case STR_DNS_SUBDOMAIN: ok = k8s_dns_subdomain(s); break;
-	case STR_LABEL_KEY: ok = k8s_qualified_name(s); break;
-	case STR_LABEL_VALUE: ok = k8s_label_value(s); break;
+	case STR_DNS_LABEL: ok = names_dns_label_valid(s); break;
+	case STR_DNS_SUBDOMAIN: ok = names_dns_subdomain_valid(s); break;
+	case STR_LABEL_KEY: ok = names_label_key_valid(s); break;
+	case STR_LABEL_VALUE: ok = names_label_value_valid(s); break;
 	case STR_PATH:
 		ok = s[0] == '/' && strlen(s) < 4096 && !strstr(s, "/../") && strcmp(s, "/") != 0 &&
 		     !(strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0) && strcmp(s, "/root") != 0;
@@ -147,7 +148,7 @@ static int get_labels(struct pctx *p, const struct json_value *v, struct label *
 		const struct json_member *m = &v->u.object.members[n];
 		size_t saved = json_path_push_key(&p->path, m->key);
 
-		if (!k8s_qualified_name(m->key))
+		if (!names_label_key_valid(m->key))
 			r = bad(p, "\"%s\" is not a label key", m->key);
 		else if ((r = set_string(&out[n].key, m->key)) == 0)
 			r = get_string(p, m->value, STR_LABEL_VALUE, &out[n].value);

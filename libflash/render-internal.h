@@ -79,14 +79,7 @@ struct flash_operator_config {
 #define FLASH_GROUP "flash.heterocloud.io"
 #define FLASH_VERSION "v1alpha1"
 
-/* Kubernetes name rules (apimachinery validation). */
-bool k8s_dns_label(const char *s, size_t max);        /* RFC 1123 label */
-bool k8s_dns1035_label(const char *s, size_t max);    /* starts with a letter */
-bool k8s_dns_subdomain(const char *s);                /* RFC 1123 subdomain, <= 253 */
-bool k8s_label_value(const char *s);                  /* "" or <= 63 [A-Za-z0-9._-], alnum ends */
-bool k8s_qualified_name(const char *s);               /* [prefix/]name label key */
-
-/* Adds the prefixes of the lists as canonical text to @arr. */
+/* Adds @p as canonical text to @arr (render.c). */
 void kdoc_append_prefix(struct kdoc *arr, const struct flowsdn_prefix *p);
 
 /* The rendered objects of one service (render.c fills, render-output.c

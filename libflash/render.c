@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "json.h"
+#include "names.h"
 #include "render-internal.h"
 
 #define GIB (UINT64_C(1) << 30)
@@ -91,6 +92,17 @@ out_free:
 }
 
 /* ------------------------------------------------------------ prefixes */
+
+void kdoc_append_prefix(struct kdoc *arr, const struct flowsdn_prefix *p)
+{
+	char buf[FLOWSDN_PREFIX_STRLEN];
+
+	if (flowsdn_prefix_format(p, buf, sizeof(buf)) < 0) {
+		kdoc_append(arr, NULL);
+		return;
+	}
+	kdoc_append_str(arr, buf);
+}
 
 struct plist {
 	struct flowsdn_prefix *v;
@@ -648,21 +660,21 @@ static int check_opts(const struct flash_render_opts *o, struct flash_render_dia
 {
 	const char *s;
 
-	if (!k8s_dns1035_label(o->name, 52))
+	if (!names_dns1035_label_valid(o->name) || strlen(o->name) > 52)
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "name",
 				 "\"%s\" is not a DNS-1035 label of at most 52 characters", o->name ? o->name : "");
-	if (!k8s_dns_label(o->namespace_, 63))
+	if (!names_dns_label_valid(o->namespace_))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "namespace", "\"%s\" is not a DNS label",
 				 o->namespace_ ? o->namespace_ : "");
-	if (!o->organization_id || !o->organization_id[0] || !k8s_label_value(o->organization_id))
+	if (!o->organization_id || !o->organization_id[0] || !names_label_value_valid(o->organization_id))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "organization_id",
 				 "\"%s\" is not usable as a label value (1-63 of A-Z a-z 0-9 . _ -)",
 				 o->organization_id ? o->organization_id : "");
 	s = OPTS_GET(o, project_id, NULL);
-	if (s && (!s[0] || !k8s_label_value(s)))
+	if (s && (!s[0] || !names_label_value_valid(s)))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "project_id", "\"%s\" is not usable as a label value", s);
 	s = OPTS_GET(o, service_id, NULL);
-	if (s && (!s[0] || !k8s_label_value(s)))
+	if (s && (!s[0] || !names_label_value_valid(s)))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "service_id", "\"%s\" is not usable as a label value", s);
 	s = OPTS_GET(o, uid, NULL);
 	if (s && (!s[0] || strlen(s) > 128 || strpbrk(s, " \t\n\"")))

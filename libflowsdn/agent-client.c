@@ -15,6 +15,7 @@
 #include "agent-internal.h"
 #include "internal.h"
 #include "jsonutil.h"
+#include "names.h"
 
 #define MAX_REPLY (1u << 20)
 
@@ -490,27 +491,12 @@ FLOWSDN_API char *flowsdn_agent_queue_dir(const char *state_dir)
 	return p;
 }
 
-static bool owner_valid(const char *container_id, const char *ifname)
-{
-	if (!container_id || !ifname || !container_id[0] || strlen(container_id) > 255 || !ifname[0] ||
-	    strlen(ifname) > 15 || !strcmp(ifname, ".") || !strcmp(ifname, ".."))
-		return false;
-	for (const char *p = container_id; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
-		      *p == '.' || *p == '-'))
-			return false;
-	for (const char *p = ifname; *p; p++)
-		if (*p == '/' || *p == ':' || *p <= ' ' || *p == 0x7f)
-			return false;
-	return true;
-}
-
 FLOWSDN_API int flowsdn_agent_queue_delete(const char *queue_dir, const char *container_id, const char *ifname)
 {
 	_cleanup_free_ char *path = NULL, *body = NULL, *dir = NULL;
 	int r;
 
-	if (!queue_dir || queue_dir[0] != '/' || !owner_valid(container_id, ifname))
+	if (!queue_dir || queue_dir[0] != '/' || !names_container_id_valid(container_id) || !names_ifname_valid(ifname))
 		return -EINVAL;
 	/* The agent may never have run here: make the state directory too. */
 	dir = strdup(queue_dir);

@@ -112,7 +112,7 @@ FLOWSDN_API int flowsdn_agent_config_load(const char *path, struct flowsdn_agent
 		return -EINVAL;
 	err = util_read_file(path, 1 << 20, &data, &len);
 	if (err < 0) {
-		diag_set(diag, "%s: %s", path, strerror(-err));
+		diag_set(diag, "%s: %s", path, util_read_strerror(err));
 		return err;
 	}
 	return flowsdn_agent_config_parse(data, len, diag, ret);

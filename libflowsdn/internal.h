@@ -5,7 +5,12 @@
 
 #include <flowsdn/common.h>
 
+#include "diag.h"
 #include "util.h"
+
+struct flowsdn_diag;
+/* The engine behind a public diag (NULL stays NULL). */
+struct diag *flowsdn__diag(struct flowsdn_diag *diag);
 
 /* Logging through the callback set with flowsdn_set_log(). */
 void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...) _printf_(2, 3);

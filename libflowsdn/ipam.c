@@ -37,6 +37,7 @@
 #include <flowsdn/ipam.h>
 
 #include "internal.h"
+#include "names.h"
 #include "statefile.h"
 
 #define IPAM_MAGIC "FSDNIPAM"
@@ -111,32 +112,12 @@ static int fail(struct flowsdn_ipam *ipam, int r, const char *fmt, ...)
 	return r;
 }
 
+_Static_assert(FLOWSDN_IPAM_CONTAINER_ID_MAX == NAMES_CONTAINER_ID_MAX, "one container id limit");
+_Static_assert(FLOWSDN_IPAM_IFNAME_MAX == NAMES_IFNAME_MAX, "one interface name limit");
+
 FLOWSDN_API bool flowsdn_ipam_owner_valid(const char *container_id, const char *ifname)
 {
-	size_t n;
-
-	if (!container_id || !ifname)
-		return false;
-	n = strnlen(container_id, FLOWSDN_IPAM_CONTAINER_ID_MAX + 1);
-	if (n == 0 || n > FLOWSDN_IPAM_CONTAINER_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = container_id[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-
-		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
-			return false;
-	}
-	n = strnlen(ifname, FLOWSDN_IPAM_IFNAME_MAX + 1);
-	if (n == 0 || n > FLOWSDN_IPAM_IFNAME_MAX || !strcmp(ifname, ".") || !strcmp(ifname, ".."))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)ifname[i];
-
-		if (c <= ' ' || c == 0x7f || c == '/' || c == ':')
-			return false;
-	}
-	return true;
+	return names_container_id_valid(container_id) && names_ifname_valid(ifname);
 }
 
 static void bit_set(uint64_t *bm, uint64_t i)

@@ -32,6 +32,7 @@
 #include <flowsdn/netlink.h>
 
 #include "internal.h"
+#include "names.h"
 
 #define MAX_ADDRS 8
 
@@ -82,22 +83,11 @@ static int nlerr(int e)
 	return -EIO;
 }
 
+_Static_assert(FLOWSDN_IFNAMSIZ == NAMES_IFNAME_MAX + 1, "one interface name limit");
+
 FLOWSDN_API bool flowsdn_netlink_ifname_valid(const char *name)
 {
-	size_t len;
-
-	if (!name)
-		return false;
-	len = strnlen(name, FLOWSDN_IFNAMSIZ);
-	if (len == 0 || len >= FLOWSDN_IFNAMSIZ || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c == '/' || c == ':' || c <= ' ' || c >= 0x7f)
-			return false;
-	}
-	return true;
+	return names_ifname_valid(name);
 }
 
 static struct nl_sock *nl_open(void)

@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 
 		r = util_read_file(config_path, 1 << 20, &text, &len);
 		if (r < 0) {
-			fprintf(stderr, "%s: %s: %s\n", argv[0], config_path, strerror(-r));
+			fprintf(stderr, "%s: %s: %s\n", argv[0], config_path, util_read_strerror(r));
 			return 2;
 		}
 		r = flash_operator_config_parse(text, len, &config, &d);

@@ -42,10 +42,8 @@ static int read_file(const char *progname, const char *what, const char *path, c
 
 	if (r == -EFBIG)
 		fprintf(stderr, "%s render: %s %s: larger than %u bytes\n", progname, what, path, READ_MAX);
-	else if (r == -EINVAL)
-		fprintf(stderr, "%s render: %s %s: not a regular file\n", progname, what, path);
 	else if (r < 0)
-		fprintf(stderr, "%s render: %s %s: %s\n", progname, what, path, strerror(-r));
+		fprintf(stderr, "%s render: %s %s: %s\n", progname, what, path, util_read_strerror(r));
 	return r;
 }
 

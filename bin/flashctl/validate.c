@@ -51,10 +51,8 @@ static int read_file(const char *progname, const char *path, char **ret, size_t 
 
 	if (r == -EFBIG)
 		fprintf(stderr, "%s validate: %s: larger than %u bytes\n", progname, path, READ_MAX);
-	else if (r == -EINVAL)
-		fprintf(stderr, "%s validate: %s: not a regular file\n", progname, path);
 	else if (r < 0)
-		fprintf(stderr, "%s validate: %s: %s\n", progname, path, strerror(-r));
+		fprintf(stderr, "%s validate: %s: %s\n", progname, path, util_read_strerror(r));
 	return r;
 }
 

@@ -16,7 +16,7 @@
  *   - derives the deterministic operation id, an RFC 9562 UUIDv8 from
  *     BLAKE2b (see libflash-auth(3) for the exact encoding);
  *   - signs tokens for clients and tests.
- * Every refusal has its own code in the 4200 block (enum
+ * Every refusal has its own code in the FLASH_E_BASE + 200 (6200) block (enum
  * flash_auth_error); flash_strerror() gives its text and
  * flash_auth_reason_name() a stable short name.
  */
@@ -35,7 +35,8 @@ extern "C" {
 
 /* Refusal reasons (returned negated). */
 enum flash_auth_error {
-	FLASH_E_AUTH_MALFORMED = 4200,  /* not three base64url parts joined by '.' */
+	FLASH_E_AUTH_BASE = FLASH_E_BASE + 200,
+	FLASH_E_AUTH_MALFORMED = FLASH_E_AUTH_BASE, /* not three base64url parts joined by '.' */
 	FLASH_E_AUTH_OVERSIZED,         /* token or one of its parts too large */
 	FLASH_E_AUTH_BASE64,            /* bad base64url ('=', foreign character, trailing bits) */
 	FLASH_E_AUTH_JSON,              /* header or claims not one strict JSON object */

@@ -24,10 +24,10 @@ extern "C" {
 
 struct flash_spec;
 
-/* Domain errors of the rendering module (block 4400). */
+/* Domain errors of the rendering module (block FLASH_E_BASE + 400 = 6400). */
 enum flash_render_error {
-	FLASH_E_RENDER_BASE = 4400,
-	FLASH_E_RENDER_CONFIG = 4400,     /* operator configuration refused (details in the diag) */
+	FLASH_E_RENDER_BASE = FLASH_E_BASE + 400,
+	FLASH_E_RENDER_CONFIG = FLASH_E_RENDER_BASE,    /* operator configuration refused (details in the diag) */
 	FLASH_E_RENDER_PREVIOUS,          /* previous status / port assignment refused */
 	FLASH_E_RENDER_PORTS_EXHAUSTED,   /* no free public port left in the range */
 	FLASH_E_RENDER_DISK,              /* the image fills or exceeds the disk budget */

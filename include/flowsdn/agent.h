@@ -45,8 +45,8 @@ extern "C" {
 #endif
 
 enum flowsdn_agent_error {
-	FLOWSDN_E_AGENT_BASE = 4800,
-	FLOWSDN_E_AGENT_CONFIG = 4800, /* configuration file invalid (diag names the key) */
+	FLOWSDN_E_AGENT_BASE = FLOWSDN_E_BASE + 800,
+	FLOWSDN_E_AGENT_CONFIG = FLOWSDN_E_AGENT_BASE, /* configuration file invalid (diag names the key) */
 	FLOWSDN_E_AGENT_LISTEN,        /* a listener could not be opened (or is not loopback) */
 	FLOWSDN_E_AGENT_STATE,         /* state file damaged */
 	FLOWSDN_E_AGENT_UNREACHABLE,   /* client: no agent on the socket */

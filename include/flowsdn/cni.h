@@ -33,8 +33,8 @@ extern "C" {
 #endif
 
 enum flowsdn_cni_error {
-	FLOWSDN_E_CNI_BASE = 4500,
-	FLOWSDN_E_CNI_INCOMPATIBLE = 4500, /* a CNI version this plugin does not speak */
+	FLOWSDN_E_CNI_BASE = FLOWSDN_E_BASE + 500,
+	FLOWSDN_E_CNI_INCOMPATIBLE = FLOWSDN_E_CNI_BASE, /* a CNI version this plugin does not speak */
 	FLOWSDN_E_CNI_VERSION_UNKNOWN,     /* cniVersion is not a published CNI version */
 	FLOWSDN_E_CNI_DECODE,              /* not JSON, or not the expected JSON shape */
 	FLOWSDN_E_CNI_CONFIG,              /* a field is missing, of the wrong type or out of range */
@@ -247,12 +247,14 @@ enum flowsdn_cni_command {
 /* The command named by CNI_COMMAND (exact upper-case name), or 0. */
 FLOWSDN_API enum flowsdn_cni_command flowsdn_cni_command_parse(const char *text);
 
-/* true when @id matches ^[A-Za-z0-9][A-Za-z0-9_.-]*$ and is at most 256
- * characters. */
+/* true when @id is a container id as CNI defines it: 1..255 bytes of
+ * ^[A-Za-z0-9][A-Za-z0-9_.-]*$ (the limit of every flowsdn entry point:
+ * FLOWSDN_IPAM_CONTAINER_ID_MAX).  Network names follow the same rule. */
 FLOWSDN_API bool flowsdn_cni_container_id_valid(const char *id);
 
-/* true for a Linux interface name: 1..15 bytes, not "." or "..", no '/',
- * ':' or white space. */
+/* true for an interface name: 1..15 bytes, each a printable ASCII
+ * character other than space, '/' and ':' (0x21..0x7e), and not "." or
+ * "..".  The same rule as flowsdn_netlink_ifname_valid(). */
 FLOWSDN_API bool flowsdn_cni_ifname_valid(const char *name);
 
 /* The CNI_* variables of one invocation, validated for @command:

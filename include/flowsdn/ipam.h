@@ -52,8 +52,8 @@ extern "C" {
 
 /* Domain errors of the IPAM block (returned negated). */
 enum flowsdn_ipam_error {
-	FLOWSDN_E_IPAM_BASE = 4100,
-	FLOWSDN_E_IPAM_EXHAUSTED = 4100, /* every address of the pool is in use */
+	FLOWSDN_E_IPAM_BASE = FLOWSDN_E_BASE + 100,
+	FLOWSDN_E_IPAM_EXHAUSTED = FLOWSDN_E_IPAM_BASE, /* every address of the pool is in use */
 	FLOWSDN_E_IPAM_POOL_OVERLAP,     /* two configured pools overlap */
 	FLOWSDN_E_IPAM_POOL_TOO_SMALL,   /* pool has no usable address (/31, /32, /127, /128) */
 	FLOWSDN_E_IPAM_POOL_TOO_BIG,     /* pool larger than FLOWSDN_IPAM_MAX_POOL_ADDRS */
@@ -189,9 +189,10 @@ struct flowsdn_ipam_allocation {
 FLOWSDN_API int flowsdn_ipam_list(struct flowsdn_ipam *ipam, struct flowsdn_ipam_allocation **ret, size_t *ret_n);
 
 /* True when the owner (container id and interface name) is well formed:
- * id 1..FLOWSDN_IPAM_CONTAINER_ID_MAX bytes of [A-Za-z0-9_.-]; name
- * 1..FLOWSDN_IPAM_IFNAME_MAX bytes, not "." or "..", without '/', ':',
- * or whitespace or control characters. */
+ * flowsdn_cni_container_id_valid(@container_id) (1..
+ * FLOWSDN_IPAM_CONTAINER_ID_MAX bytes of ^[A-Za-z0-9][A-Za-z0-9_.-]*$)
+ * and flowsdn_netlink_ifname_valid(@ifname) (1..FLOWSDN_IPAM_IFNAME_MAX
+ * bytes of 0x21..0x7e other than '/' and ':', not "." or ".."). */
 FLOWSDN_API bool flowsdn_ipam_owner_valid(const char *container_id, const char *ifname);
 
 #ifdef __cplusplus

@@ -78,6 +78,17 @@ expect 2 "mode 0600" "$F" $V --action update --now "$now" "$tok"
 chmod 600 old.jwks
 chmod 640 old.jwk
 expect 2 "mode 0600" "$F" token sign --key old.jwk --kid ops-2026-10 --claims '{}'
+# Exactly 0600 or 0400: write-only, setuid, setgid and sticky are refused too.
+for mode in 0200 04600 02600 01600; do
+	chmod "$mode" old.jwk
+	[ "$mode" = 0200 ] && [ "$(id -u)" != 0 ] && continue # unreadable anyway
+	expect 2 "mode 0600" "$F" token sign --key old.jwk --kid ops-2026-10 --claims '{}'
+done
+mkfifo key-fifo
+chmod 600 key-fifo
+expect 2 "not a regular file" timeout 10 "$F" token sign --key key-fifo --kid ops-2026-10 --claims '{}'
+chmod 400 old.jwk
+"$F" token sign --key old.jwk --kid ops-2026-10 --claims "$claims" >/dev/null || fail "0400 key refused"
 chmod 600 old.jwk
 expect 2 "not a key set" "$F" token verify --keys old.jwk --issuer mp --audience prov-eu --action update "$tok"
 
