@@ -4,8 +4,9 @@
  * libraries; built on yajl's callback parser).
  *
  * Strict means: RFC 8259 only (no comments, no trailing garbage, one value),
- * UTF-8 validated, duplicate object keys refused, nesting depth, string
- * length, container size and total node count bounded.  Numbers keep their
+ * UTF-8 validated, surrogate escapes only as pairs (a lone "\ud800" is
+ * refused, not turned into "?"), duplicate object keys refused, nesting
+ * depth, string length, container size and total node count bounded.  Numbers keep their
  * exact text; json_get_int64()/json_get_uint64() refuse fractions,
  * exponents, negative zero and out-of-range values instead of rounding.
  * A malformed document gives its line and column.

@@ -149,4 +149,8 @@ static inline int util_hexval(char c)
 /* fsync() of the directory holding @path. */
 int util_fsync_parent(const char *path);
 
+/* Creates the absolute directory @dir and its missing parents with @mode
+ * (an existing one is fine).  -EINVAL for a relative path, -errno. */
+int util_mkdir_p(const char *dir, unsigned int mode);
+
 #endif

@@ -7,11 +7,11 @@
 
 #include <flash/auth.h>
 #include <flash/common.h>
+#include <flash/image.h>
 #include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
 #include <flash/spec.h>
-#include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
 #include <flowsdn/common.h>
 #include <flowsdn/datapath.h>
@@ -40,7 +40,8 @@ static const struct block flowsdn_blocks[] = {
 	{ "cni", FLOWSDN_E_CNI_BASE, FLOWSDN_E_CNI_MAX_ },
 	{ "bpf", FLOWSDN_E_BPF_BASE, FLOWSDN_E_BPF_MAX_ },
 	{ "netlink", FLOWSDN_E_NL_BASE, FLOWSDN_E_NL_MAX_ },
-	{ "agent", FLOWSDN_E_AGENT_BASE, FLOWSDN_E_AGENT_MAX_ },
+	/* 4800 is flowsdn-agent's and flowsdn-cni's (common/agent-api.h),
+	 * checked by tests/unit/test-agent-core. */
 };
 
 static const struct block flash_blocks[] = {
@@ -49,6 +50,7 @@ static const struct block flash_blocks[] = {
 	{ "auth", FLASH_E_AUTH_BASE, FLASH_E_AUTH_MAX_ },
 	{ "meter", FLASH_E_METER_BASE, FLASH_E_METER_MAX_ },
 	{ "render", FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_ },
+	{ "image", FLASH_E_IMAGE_BASE, FLASH_E_IMAGE_MAX_ },
 };
 
 /* Each block sits on a multiple of 100 inside its library's range, holds

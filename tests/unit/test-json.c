@@ -101,6 +101,49 @@ Test(json, strictness)
 	bad("{\"a\\u0000b\":1}", 14, NULL, JSON_ERR_SYNTAX);
 }
 
+/* Surrogate escapes: a pair decodes to its code point; an unpaired one
+ * (which yajl turns into "?" or pairs with the next escape) is refused
+ * with its position, in values and keys. */
+Test(json, surrogate_escapes)
+{
+	static const struct {
+		const char *text;
+		unsigned int line, column;
+	} refused[] = {
+		{ "[\"\\ud800x\"]", 1, 3 },               /* lone high, then a character */
+		{ "[\"\\ud800\"]", 1, 3 },                /* lone high at the end */
+		{ "[\"ab\\uDBFF\\u0041\"]", 1, 5 },        /* high, then a non-surrogate escape */
+		{ "[\"\\ud800\\ud800\"]", 1, 3 },          /* high, then high */
+		{ "[\"\\udc00\"]", 1, 3 },                /* lone low */
+		{ "[\"\\ud83d\\ude00\\udc00\"]", 1, 15 },  /* a pair, then a lone low */
+		{ "[\"\\ud800\\n\"]", 1, 3 },             /* high, then another escape */
+		{ "{\"k\\ud800\":1}", 1, 4 },              /* in a key */
+		{ "{\"a\":\"\\\\\",\n \"b\":\"x\\udfff\"}", 2, 8 }, /* after an escaped backslash, line 2 */
+	};
+	struct json_value *v;
+	const char *str;
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct json_error e = bad(refused[i].text, strlen(refused[i].text), NULL, JSON_ERR_UTF8);
+
+		cr_assert(strstr(e.message, "surrogate"), "%s: message %s", refused[i].text, e.message);
+		cr_assert(e.line == refused[i].line && e.column == refused[i].column, "%s: at %u:%u, want %u:%u",
+			  refused[i].text, e.line, e.column, refused[i].line, refused[i].column);
+	}
+	/* U+1F600 as a pair, "\\ud800" as plain text after an escaped
+	 * backslash, and a literal "?" all stay what they are. */
+	v = ok("[\"\\ud83d\\ude00\", \"\\\\ud800\", \"?x\", \"\\u00e9\\uFFFF\"]");
+	ASSERT_OK(json_get_string(v->u.array.items[0], &str), "pair");
+	ASSERT_STREQ(str, "\xf0\x9f\x98\x80", "U+1F600");
+	ASSERT_OK(json_get_string(v->u.array.items[1], &str), "escaped backslash");
+	ASSERT_STREQ(str, "\\ud800", "text, not an escape");
+	ASSERT_OK(json_get_string(v->u.array.items[2], &str), "question mark");
+	ASSERT_STREQ(str, "?x", "literal");
+	ASSERT_OK(json_get_string(v->u.array.items[3], &str), "BMP escapes");
+	ASSERT_STREQ(str, "\xc3\xa9\xef\xbf\xbf", "U+00E9 U+FFFF");
+	json_free(v);
+}
+
 Test(json, nul_in_string)
 {
 	struct json_value *v = ok("[\"a\\u0000b\"]");
