@@ -61,6 +61,18 @@ unsigned int cni_plugin_code(int err)
 	}
 }
 
+/* A parse failure: the CNI error with the diag's first problem as its
+ * details. */
+static void fail_diag(struct outcome *o, const char *version, int err, const struct flowsdn_diag *diag)
+{
+	char details[512] = "";
+	const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(diag);
+
+	if (e && flowsdn_diag_entry_format(e, details, sizeof(details)) < 0)
+		details[0] = '\0';
+	fail(o, version, cni_plugin_code(err), flowsdn_strerror(err), details);
+}
+
 static void fail_err(struct outcome *o, const char *version, int err, const char *details)
 {
 	fail(o, version, cni_plugin_code(err), agent_api_strerror(err), details);
@@ -398,7 +410,7 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 {
 	static const char *const known_args[] = { "K8S_POD_NAME", "K8S_POD_NAMESPACE", "K8S_POD_INFRA_CONTAINER_ID",
 						  "K8S_POD_UID", NULL };
-	struct flowsdn_cni_diag diag = { { 0 } };
+	struct flowsdn_diag *diag = NULL;
 	struct flowsdn_cni_conf *conf = NULL;
 	struct flowsdn_cni_args *args = NULL;
 	struct flowsdn_cni_env env;
@@ -409,29 +421,32 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 
 	if (!getenv_fn || !ret_out || !ret_status)
 		return -EINVAL;
-	err = flowsdn_cni_env_read(getenv_fn, userdata, &diag, &env);
+	err = flowsdn_diag_new(&diag);
+	if (err < 0)
+		return err;
+	err = flowsdn_cni_env_read(getenv_fn, userdata, &env, diag);
 	if (err < 0) {
 		/* Answer in the configuration's version when it has one. */
-		if (input && flowsdn_cni_conf_parse(input, len, NULL, &conf) < 0)
+		if (input && flowsdn_cni_conf_parse(input, len, &conf, NULL) < 0)
 			conf = NULL;
-		fail(&o, flowsdn_cni_conf_version(conf), cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		fail_diag(&o, flowsdn_cni_conf_version(conf), err, diag);
 		goto out;
 	}
 	if (env.command == FLOWSDN_CNI_CMD_VERSION) {
 		version_verb(input, len, &o);
 		goto out;
 	}
-	err = input ? flowsdn_cni_conf_parse(input, len, &diag, &conf) : -FLOWSDN_E_CNI_DECODE;
+	err = input ? flowsdn_cni_conf_parse(input, len, &conf, diag) : -FLOWSDN_E_CNI_DECODE;
 	if (err < 0) {
-		fail(&o, NULL, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		fail_diag(&o, NULL, err, diag);
 		goto out;
 	}
 	c.conf = conf;
 	c.env = &env;
 	c.version = flowsdn_cni_conf_version(conf);
-	err = flowsdn_cni_args_parse(env.args, known_args, &diag, &args);
+	err = flowsdn_cni_args_parse(env.args, known_args, &args, diag);
 	if (err < 0) {
-		fail(&o, c.version, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		fail_diag(&o, c.version, err, diag);
 		goto out;
 	}
 	c.client.socket = opts ? opts->socket : NULL;
@@ -483,6 +498,7 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 out:
 	flowsdn_cni_args_free(args);
 	flowsdn_cni_conf_free(conf);
+	flowsdn_diag_free(diag);
 	if (!o.out) {
 		o.out = strdup("");
 		if (!o.out)

@@ -18,7 +18,10 @@
 #include <flowsdn/netlink.h>
 #include <flowsdn/policy.h>
 
+#include "diag-helpers.h"
 #include "helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
 #include "unit/ipam-helpers.h"
 
 enum rule { R_CID, R_IFNAME, R_LABEL, R_SUBDOMAIN, R_KEY, R_VALUE, N_RULES };
@@ -225,9 +228,9 @@ static bool cni_env(const char *cid, const char *ifname)
 {
 	struct env e = { cid, ifname };
 	struct flowsdn_cni_env out;
-	struct flowsdn_cni_diag d;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
-	return flowsdn_cni_env_read(env_get, &e, &d, &out) == 0;
+	return flowsdn_cni_env_read(env_get, &e, &out, d) == 0;
 }
 
 static bool ep_cni_env_cid(const char *s) { return cni_env(s, "eth0"); }
@@ -261,8 +264,8 @@ static bool ep_cni_network_name(const char *s)
 {
 	char *json = jwrap("{\"cniVersion\":\"1.0.0\",\"name\":", s, ",\"type\":\"flowsdn-cni\"}");
 	struct flowsdn_cni_conf *conf = NULL;
-	struct flowsdn_cni_diag d;
-	int r = flowsdn_cni_conf_parse(json, strlen(json), &d, &conf);
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
+	int r = flowsdn_cni_conf_parse(json, strlen(json), &conf, d);
 
 	flowsdn_cni_conf_free(conf);
 	free(json);
