@@ -37,14 +37,21 @@ static void fail(struct outcome *o, const char *version, unsigned int code, cons
 unsigned int cni_plugin_code(int err)
 {
 	switch (err < 0 ? -err : err) {
+	case FLOWSDN_E_CNI_VERSION_UNKNOWN:
+		/* As the reference plugins answer a version they do not know. */
+		return FLOWSDN_CNI_CODE_INCOMPATIBLE_VERSION;
+	case FLOWSDN_E_AGENT_HOST_NETNS:
+		return FLOWSDN_CNI_CODE_INVALID_ENV;
 	case FLOWSDN_E_AGENT_UNREACHABLE:
 	case FLOWSDN_E_AGENT_TIMEOUT:
+	case FLOWSDN_E_AGENT_DEADLINE:
 	case FLOWSDN_E_IPAM_EXHAUSTED:
 	case FLOWSDN_E_IPAM_NO_POOL:
 		return FLOWSDN_CNI_CODE_TRY_AGAIN;
 	case FLOWSDN_E_AGENT_NOT_FOUND:
 	case FLOWSDN_E_NL_NETNS:
 		return FLOWSDN_CNI_CODE_UNKNOWN_CONTAINER;
+	case FLOWSDN_E_AGENT_EXISTS:
 	case FLOWSDN_E_NL_EXISTS:
 	case FLOWSDN_E_NL_MISMATCH:
 	case FLOWSDN_E_BPF_ATTACH:
@@ -378,6 +385,20 @@ static void loopback(struct plugin_ctx *c, struct outcome *o)
 	}
 }
 
+/* The cniVersion a configuration asks for, also when the configuration is
+ * otherwise invalid (errors answer in it when it is one we speak); NULL
+ * when there is none.  Freed by the caller. */
+static char *requested_version(const char *input, size_t len)
+{
+	struct json_value *root = NULL;
+	char *v = NULL;
+
+	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0 && jstr(json_get(root, "cniVersion")))
+		v = strdup(jstr(json_get(root, "cniVersion")));
+	json_free(root);
+	return v;
+}
+
 /* VERSION: the input's cniVersion when readable (the input holds only
  * {"cniVersion": ...}), else the latest. */
 static void version_verb(const char *input, size_t len, struct outcome *o)
@@ -412,9 +433,10 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 	err = flowsdn_cni_env_read(getenv_fn, userdata, &diag, &env);
 	if (err < 0) {
 		/* Answer in the configuration's version when it has one. */
-		if (input && flowsdn_cni_conf_parse(input, len, NULL, &conf) < 0)
-			conf = NULL;
-		fail(&o, flowsdn_cni_conf_version(conf), cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		char *v = requested_version(input, len);
+
+		fail(&o, v, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		free(v);
 		goto out;
 	}
 	if (env.command == FLOWSDN_CNI_CMD_VERSION) {
@@ -423,7 +445,10 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 	}
 	err = input ? flowsdn_cni_conf_parse(input, len, &diag, &conf) : -FLOWSDN_E_CNI_DECODE;
 	if (err < 0) {
-		fail(&o, NULL, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		char *v = requested_version(input, len);
+
+		fail(&o, v, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		free(v);
 		goto out;
 	}
 	c.conf = conf;

@@ -37,6 +37,10 @@ enum agent_api_error {
 	FLOWSDN_E_AGENT_PROTOCOL,      /* client: the answer is not what the API defines */
 	FLOWSDN_E_AGENT_REFUSED,       /* the agent refused the request (bad field, wrong method) */
 	FLOWSDN_E_AGENT_NOT_FOUND,     /* endpoint or route unknown */
+	FLOWSDN_E_AGENT_DEADLINE,      /* the client's deadline passed before the operation started */
+	FLOWSDN_E_AGENT_EXISTS,        /* the owner (container id, ifname) already has an endpoint */
+	FLOWSDN_E_AGENT_HOST_NETNS,    /* the netns is the agent's own or the initial one */
+	FLOWSDN_E_AGENT_CONFLICT,      /* saved state contradicts itself or IPAM (endpoint refused) */
 	FLOWSDN_E_AGENT_MAX_,
 };
 
