@@ -44,6 +44,25 @@ const char *util_strerror(const struct util_errblock *blocks, size_t n, int err,
 	return unknown;
 }
 
+size_t util_lower_bound(const void *base, size_t n, size_t size, const void *key,
+			int (*cmp)(const void *key, const void *elem), bool *ret_found)
+{
+	const char *p = base;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cmp(key, p + mid * size) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (ret_found)
+		*ret_found = lo < n && cmp(key, p + lo * size) == 0;
+	return lo;
+}
+
 int util_fsync_parent(const char *path)
 {
 	_cleanup_free_ char *copy = strdup(path);
