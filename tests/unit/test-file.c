@@ -186,3 +186,46 @@ Test(file, read_fd_past_the_hint)
 	close(fd);
 	free(p);
 }
+
+/* Public key sets: any mode without group or other write, owned by the
+ * caller or root; the type and symlink rules of secret files. */
+Test(file, public_files_need_integrity_not_secrecy)
+{
+	static const mode_t ok_modes[] = { 0644, 0444, 0600, 0400, 0604, 0640 };
+	static const mode_t bad_modes[] = { 0664, 0666, 0646, 0622, 0602, 0620 };
+	char *p = make("keys", "{\"keys\":[]}", 0644), *link = NULL, *fifo = NULL;
+	char *data = (char *)0x1;
+	size_t len = 7;
+
+	for (size_t i = 0; i < sizeof(ok_modes) / sizeof(ok_modes[0]); i++) {
+		cr_assert(chmod(p, ok_modes[i]) == 0);
+		expect_read(flash_file_read_public(p, 0, &data, &len), &data, &len, "{\"keys\":[]}", "readable mode");
+	}
+	data = (char *)0x1;
+	len = 7;
+	for (size_t i = 0; i < sizeof(bad_modes) / sizeof(bad_modes[0]); i++) {
+		cr_assert(chmod(p, bad_modes[i]) == 0);
+		cr_assert(flash_file_read_public(p, 0, &data, &len) == -EPERM, "mode %04o accepted",
+			  (unsigned int)bad_modes[i]);
+		cr_assert(data == (char *)0x1 && len == 7, "outputs untouched on failure");
+	}
+	cr_assert(chmod(p, 0644) == 0);
+	cr_assert(asprintf(&link, "%s/link", dir) > 0 && asprintf(&fifo, "%s/fifo", dir) > 0);
+	cr_assert(symlink(p, link) == 0 && mkfifo(fifo, 0644) == 0);
+	ASSERT_ERR(flash_file_read_public(link, 0, &data, &len), -ELOOP, "symlink");
+	ASSERT_ERR(flash_file_read_public(fifo, 0, &data, &len), -EBADFD, "FIFO");
+	ASSERT_ERR(flash_file_read_public(dir, 0, &data, &len), -EBADFD, "directory");
+	ASSERT_ERR(flash_file_read_public(p, 3, &data, &len), -EFBIG, "larger than max");
+	ASSERT_ERR(flash_file_read_public(NULL, 0, &data, &len), -EINVAL, "NULL");
+	/* The secret rule still refuses the world-readable file. */
+	ASSERT_ERR(flash_file_read_secret(p, 0, &data, &len), -EPERM, "0644 secret");
+	if (geteuid() == 0) {
+		cr_assert(chown(p, 65534, 65534) == 0);
+		ASSERT_ERR(flash_file_read_public(p, 0, &data, &len), -EPERM, "owned by nobody");
+		cr_assert(chown(p, 0, 0) == 0);
+		expect_read(flash_file_read_public(p, 0, &data, &len), &data, &len, "{\"keys\":[]}", "owned by root");
+	}
+	free(p);
+	free(link);
+	free(fifo);
+}
