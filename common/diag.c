@@ -305,6 +305,13 @@ void diag_add_text(struct diag *diag, enum diag_severity sev, const char *path, 
 	va_end(ap);
 }
 
+void diag_add_textv(struct diag *diag, enum diag_severity sev, const char *path, const char *code,
+		    const char *value_json, const char *fmt, va_list ap)
+{
+	if (diag)
+		diag_vadd(diag, sev, path, code, NULL, value_json, fmt, ap);
+}
+
 void diag_add_json_error(struct diag *diag, const struct json_error *err)
 {
 	static const char *const codes[] = {

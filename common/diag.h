@@ -19,6 +19,7 @@
 #ifndef FLASH_COMMON_DIAG_H
 #define FLASH_COMMON_DIAG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -66,6 +67,8 @@ void diag_add(struct diag *diag, enum diag_severity sev, const char *path, const
 /* The same with the value given as text that is already JSON. */
 void diag_add_text(struct diag *diag, enum diag_severity sev, const char *path, const char *code,
 		   const char *value_json, const char *fmt, ...) _printf_(6, 7);
+void diag_add_textv(struct diag *diag, enum diag_severity sev, const char *path, const char *code,
+		    const char *value_json, const char *fmt, va_list ap) _printf_(6, 0);
 /* A JSON-level failure (json_parse() refused the input): code "json-*",
  * the parser's message, line and column. */
 void diag_add_json_error(struct diag *diag, const struct json_error *err);

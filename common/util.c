@@ -228,3 +228,27 @@ const char *util_read_strerror(int err)
 	s = strerrordesc_np(err < 0 ? -err : err);
 	return s ? s : "unknown error";
 }
+
+int util_mkdir_p(const char *dir, unsigned int mode)
+{
+	_cleanup_free_ char *copy = NULL;
+
+	if (!dir || dir[0] != '/')
+		return -EINVAL;
+	copy = strdup(dir);
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (copy[0] && mkdir(copy, (mode_t)mode) < 0 && errno != EEXIST)
+			return -errno;
+		if (!c)
+			break;
+		*p = c;
+	}
+	return 0;
+}

@@ -101,4 +101,8 @@ const char *util_strerror(const struct util_errblock *blocks, size_t n, int err,
 /* fsync() of the directory holding @path. */
 int util_fsync_parent(const char *path);
 
+/* Creates the absolute directory @dir and its missing parents with @mode
+ * (an existing one is fine).  -EINVAL for a relative path, -errno. */
+int util_mkdir_p(const char *dir, unsigned int mode);
+
 #endif

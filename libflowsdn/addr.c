@@ -12,30 +12,6 @@
 #define V4_TEXT_MAX 15  /* 255.255.255.255 */
 #define V6_TEXT_MAX 45  /* ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 */
 
-static const char *const addr_errors[] = {
-	[FLOWSDN_E_ADDR_EMPTY - FLOWSDN_E_BASE] = "address is empty",
-	[FLOWSDN_E_ADDR_TOO_LONG - FLOWSDN_E_BASE] = "address text is too long",
-	[FLOWSDN_E_ADDR_NUL - FLOWSDN_E_BASE] = "address contains a NUL byte",
-	[FLOWSDN_E_ADDR_SYNTAX - FLOWSDN_E_BASE] = "address syntax is invalid",
-	[FLOWSDN_E_ADDR_OCTET_RANGE - FLOWSDN_E_BASE] = "IPv4 octet is greater than 255",
-	[FLOWSDN_E_ADDR_LEADING_ZERO - FLOWSDN_E_BASE] = "IPv4 octet has a leading zero",
-	[FLOWSDN_E_ADDR_GROUP - FLOWSDN_E_BASE] = "IPv6 group has more than 4 hex digits",
-	[FLOWSDN_E_ADDR_GROUP_COUNT - FLOWSDN_E_BASE] = "IPv6 address has the wrong number of groups",
-	[FLOWSDN_E_ADDR_DOUBLE_COLON - FLOWSDN_E_BASE] = "IPv6 '::' appears more than once",
-	[FLOWSDN_E_ADDR_ZONE - FLOWSDN_E_BASE] = "IPv6 zone index is not accepted",
-	[FLOWSDN_E_ADDR_FAMILY - FLOWSDN_E_BASE] = "wrong address family",
-	[FLOWSDN_E_PREFIX_LENGTH - FLOWSDN_E_BASE] = "prefix length is missing, malformed or out of range",
-	[FLOWSDN_E_PREFIX_HOST_BITS - FLOWSDN_E_BASE] = "prefix has bits set past its length",
-	[FLOWSDN_E_ADDR_RANGE - FLOWSDN_E_BASE] = "address is outside the range",
-};
-
-const char *flowsdn__addr_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_BASE);
-
-	return i < ARRAY_SIZE(addr_errors) ? addr_errors[i] : NULL;
-}
-
 static bool family_ok(int family)
 {
 	return family == FLOWSDN_AF_INET || family == FLOWSDN_AF_INET6;

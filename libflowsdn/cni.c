@@ -39,28 +39,6 @@ DEFINE_FREEP(flowsdn_cni_conf, flowsdn_cni_conf_free)
 DEFINE_FREEP(flowsdn_cni_conflist, flowsdn_cni_conflist_free)
 DEFINE_FREEP(flowsdn_cni_args, flowsdn_cni_args_free)
 
-static const char *const cni_errors[] = {
-	[FLOWSDN_E_CNI_INCOMPATIBLE - FLOWSDN_E_CNI_BASE] = "incompatible CNI version",
-	[FLOWSDN_E_CNI_VERSION_UNKNOWN - FLOWSDN_E_CNI_BASE] = "unknown CNI version",
-	[FLOWSDN_E_CNI_DECODE - FLOWSDN_E_CNI_BASE] = "failed to decode JSON",
-	[FLOWSDN_E_CNI_CONFIG - FLOWSDN_E_CNI_BASE] = "invalid network configuration",
-	[FLOWSDN_E_CNI_ENV - FLOWSDN_E_CNI_BASE] = "invalid CNI environment variables",
-	[FLOWSDN_E_CNI_CONTAINER_ID - FLOWSDN_E_CNI_BASE] = "invalid CNI_CONTAINERID",
-	[FLOWSDN_E_CNI_IFNAME - FLOWSDN_E_CNI_BASE] = "invalid CNI_IFNAME",
-	[FLOWSDN_E_CNI_ARGS - FLOWSDN_E_CNI_BASE] = "invalid CNI_ARGS",
-	[FLOWSDN_E_CNI_RESULT - FLOWSDN_E_CNI_BASE] = "malformed CNI result",
-	[FLOWSDN_E_CNI_NOT_FOUND - FLOWSDN_E_CNI_BASE] = "container or interface does not exist",
-	[FLOWSDN_E_CNI_TRY_AGAIN - FLOWSDN_E_CNI_BASE] = "temporarily unavailable, try again later",
-	[FLOWSDN_E_CNI_NOT_READY - FLOWSDN_E_CNI_BASE] = "plugin is not available",
-};
-
-const char *flowsdn__cni_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_CNI_BASE);
-
-	return i < ARRAY_SIZE(cni_errors) ? cni_errors[i] : NULL;
-}
-
 FLOWSDN_API unsigned int flowsdn_cni_code(int err)
 {
 	int e = err < 0 ? -err : err;

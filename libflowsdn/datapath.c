@@ -500,25 +500,3 @@ FLOWSDN_API int flowsdn_datapath_adopt(struct flowsdn_datapath *dp, const struct
 	return flowsdn_datapath_attach(dp, iface->host_ifindex);
 }
 
-const char *flowsdn__bpf_strerror(int code)
-{
-	switch (code) {
-	case FLOWSDN_E_BPF_NO_BPFFS:
-		return "pin directory is not on a bpf filesystem and mounting one failed";
-	case FLOWSDN_E_BPF_NOT_LOADED:
-		return "no datapath maps pinned in the directory (datapath not loaded)";
-	case FLOWSDN_E_BPF_MAP_LAYOUT:
-		return "a pinned map does not match the map contract";
-	case FLOWSDN_E_BPF_LOAD:
-		return "the kernel refused a datapath program";
-	case FLOWSDN_E_BPF_ATTACH:
-		return "attaching the datapath programs to the interface failed";
-	case FLOWSDN_E_BPF_NO_TCX:
-		return "the kernel has no TCX links";
-	case FLOWSDN_E_BPF_IFACE_MISMATCH:
-		return "the interface no longer belongs to the endpoint";
-	case FLOWSDN_E_BPF_OBJECT:
-		return "the embedded BPF object is damaged";
-	}
-	return NULL;
-}

@@ -38,24 +38,6 @@
 /* prefix '/' name '=' value ',' for every label */
 #define CANONICAL_MAX (FLOWSDN_IDENTITY_MAX_LABELS * (NAMES_DNS_SUBDOMAIN_MAX + NAMES_LABEL_NAME_MAX + NAMES_LABEL_VALUE_MAX + 3))
 
-static const char *const identity_errors[] = {
-	[FLOWSDN_E_IDENTITY_LABEL_KEY - FLOWSDN_E_IDENTITY_BASE] = "label key is not a valid Kubernetes label key",
-	[FLOWSDN_E_IDENTITY_LABEL_VALUE - FLOWSDN_E_IDENTITY_BASE] = "label value is not a valid Kubernetes label value",
-	[FLOWSDN_E_IDENTITY_LABEL_DUPLICATE - FLOWSDN_E_IDENTITY_BASE] = "label key appears twice in the set",
-	[FLOWSDN_E_IDENTITY_LABELS_EMPTY - FLOWSDN_E_IDENTITY_BASE] = "label set is empty or has too many labels",
-	[FLOWSDN_E_IDENTITY_EXHAUSTED - FLOWSDN_E_IDENTITY_BASE] = "every local identity is in use",
-	[FLOWSDN_E_IDENTITY_RESERVED - FLOWSDN_E_IDENTITY_BASE] = "reserved identities cannot be released",
-	[FLOWSDN_E_IDENTITY_STATE_CORRUPT - FLOWSDN_E_IDENTITY_BASE] = "identity state file is truncated or damaged",
-	[FLOWSDN_E_IDENTITY_STATE_VERSION - FLOWSDN_E_IDENTITY_BASE] = "identity state file has a newer format version",
-};
-
-const char *flowsdn__identity_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_IDENTITY_BASE);
-
-	return i < ARRAY_SIZE(identity_errors) ? identity_errors[i] : NULL;
-}
-
 static const char *const reserved_names[] = {
 	[FLOWSDN_IDENTITY_HOST] = "host",
 	[FLOWSDN_IDENTITY_WORLD] = "world",

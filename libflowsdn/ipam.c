@@ -48,29 +48,6 @@
 /* Bound on the state file: every pool full with the longest ids. */
 #define IPAM_STATE_MAX ((size_t)256 << 20)
 
-static const char *const ipam_errors[] = {
-	[FLOWSDN_E_IPAM_EXHAUSTED - FLOWSDN_E_IPAM_BASE] = "address pool is exhausted",
-	[FLOWSDN_E_IPAM_POOL_OVERLAP - FLOWSDN_E_IPAM_BASE] = "address pools overlap",
-	[FLOWSDN_E_IPAM_POOL_TOO_SMALL - FLOWSDN_E_IPAM_BASE] = "address pool has no usable address",
-	[FLOWSDN_E_IPAM_POOL_TOO_BIG - FLOWSDN_E_IPAM_BASE] = "address pool is larger than 2^20 addresses",
-	[FLOWSDN_E_IPAM_NO_POOL - FLOWSDN_E_IPAM_BASE] = "no address pool for this family or address",
-	[FLOWSDN_E_IPAM_RESERVED - FLOWSDN_E_IPAM_BASE] = "address is reserved (network, gateway or broadcast)",
-	[FLOWSDN_E_IPAM_IN_USE - FLOWSDN_E_IPAM_BASE] = "address is allocated to another owner",
-	[FLOWSDN_E_IPAM_OWNER - FLOWSDN_E_IPAM_BASE] = "invalid container id or interface name",
-	[FLOWSDN_E_IPAM_OWNER_CONFLICT - FLOWSDN_E_IPAM_BASE] = "owner already holds another address of this family",
-	[FLOWSDN_E_IPAM_STATE_CORRUPT - FLOWSDN_E_IPAM_BASE] = "IPAM state file is truncated or damaged",
-	[FLOWSDN_E_IPAM_STATE_VERSION - FLOWSDN_E_IPAM_BASE] = "IPAM state file has a newer format version",
-	[FLOWSDN_E_IPAM_ORPHAN - FLOWSDN_E_IPAM_BASE] = "IPAM state holds allocations outside the configured pools",
-	[FLOWSDN_E_IPAM_POOL_CLASS - FLOWSDN_E_IPAM_BASE] = "address pool holds addresses no pod can use",
-};
-
-const char *flowsdn__ipam_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_IPAM_BASE);
-
-	return i < ARRAY_SIZE(ipam_errors) ? ipam_errors[i] : NULL;
-}
-
 struct pool {
 	struct flowsdn_prefix prefix;
 	uint64_t size;

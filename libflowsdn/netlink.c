@@ -950,31 +950,3 @@ FLOWSDN_API int flowsdn_netlink_endpoint_check(const struct flowsdn_endpoint_ifa
 	return run_in_netns(nsfd, check_inside, &a);
 }
 
-const char *flowsdn__netlink_strerror(int code)
-{
-	switch (code) {
-	case FLOWSDN_E_NL_SOCKET:
-		return "netlink socket could not be opened";
-	case FLOWSDN_E_NL_NETNS:
-		return "network namespace missing or not usable";
-	case FLOWSDN_E_NL_IFNAME:
-		return "invalid interface name";
-	case FLOWSDN_E_NL_EXISTS:
-		return "interface name already taken";
-	case FLOWSDN_E_NL_LINK:
-		return "creating or changing a link failed";
-	case FLOWSDN_E_NL_ADDR:
-		return "adding an address failed";
-	case FLOWSDN_E_NL_ROUTE:
-		return "adding or removing a route failed";
-	case FLOWSDN_E_NL_NEIGH:
-		return "adding a neighbour entry failed";
-	case FLOWSDN_E_NL_SYSCTL:
-		return "writing a sysctl failed";
-	case FLOWSDN_E_NL_NOT_FOUND:
-		return "no such interface";
-	case FLOWSDN_E_NL_MISMATCH:
-		return "the interface is not the expected one";
-	}
-	return NULL;
-}

@@ -1173,19 +1173,3 @@ FLOWSDN_API int flowsdn_policy_db_rule_name(const struct flowsdn_policy_db *db, 
 	return n >= 0 && (size_t)n < size ? n : -ENOSPC;
 }
 
-static const char *const policy_errors[] = {
-	[FLOWSDN_E_POLICY_JSON - FLOWSDN_E_POLICY_BASE] = "policy is not valid JSON",
-	[FLOWSDN_E_POLICY_INVALID - FLOWSDN_E_POLICY_BASE] = "policy is invalid",
-	[FLOWSDN_E_POLICY_CAPACITY - FLOWSDN_E_POLICY_BASE] = "endpoint needs more policy entries than the map holds",
-	[FLOWSDN_E_POLICY_NOT_FOUND - FLOWSDN_E_POLICY_BASE] = "no such namespace, pod, policy or endpoint",
-	[FLOWSDN_E_POLICY_ADDR_IN_USE - FLOWSDN_E_POLICY_BASE] = "address belongs to another pod",
-	[FLOWSDN_E_POLICY_IDENTITIES - FLOWSDN_E_POLICY_BASE] = "no identity left",
-	[FLOWSDN_E_POLICY_NOT_COMPILED - FLOWSDN_E_POLICY_BASE] = "endpoint has changes that are not compiled",
-};
-
-const char *flowsdn__policy_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_POLICY_BASE);
-
-	return i < ARRAY_SIZE(policy_errors) ? policy_errors[i] : NULL;
-}

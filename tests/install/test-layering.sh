@@ -13,9 +13,8 @@ set -eu
 : "${top_srcdir:?}" "${top_builddir:?}"
 status=0
 # Circles known and being removed elsewhere (directory.module); each one
-# still present is reported, not failed.  Issue 12 item 1 moves the agent
-# out of libflowsdn and splits its core from its HTTP layer.
-known_circles="libflowsdn.agent"
+# still present is reported, not failed.
+known_circles=""
 
 # ---------------------------------------------------------------- 1. headers
 for hdr in "$top_srcdir"/include/flowsdn/*.h "$top_srcdir"/include/flash/*.h; do

@@ -11,7 +11,6 @@
 #include <flash/policy.h>
 #include <flash/render.h>
 #include <flash/spec.h>
-#include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
 #include <flowsdn/common.h>
 #include <flowsdn/datapath.h>
@@ -40,7 +39,8 @@ static const struct block flowsdn_blocks[] = {
 	{ "cni", FLOWSDN_E_CNI_BASE, FLOWSDN_E_CNI_MAX_ },
 	{ "bpf", FLOWSDN_E_BPF_BASE, FLOWSDN_E_BPF_MAX_ },
 	{ "netlink", FLOWSDN_E_NL_BASE, FLOWSDN_E_NL_MAX_ },
-	{ "agent", FLOWSDN_E_AGENT_BASE, FLOWSDN_E_AGENT_MAX_ },
+	/* 4800 is flowsdn-agent's and flowsdn-cni's (common/agent-api.h),
+	 * checked by tests/unit/test-agent-core. */
 };
 
 static const struct block flash_blocks[] = {

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flowsdn-cni: the verbs of the primary veth plugin and of the loopback
- * plugin, on top of the CNI parsing (cni.c) and the agent client. */
+ * plugin, on top of libflowsdn's CNI codec and the agent client. */
 #include "config.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
-#include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
+#include <flowsdn/datapath.h>
+#include <flowsdn/ipam.h>
 #include <flowsdn/netlink.h>
 
-#include "internal.h"
+#include "agent-api.h"
+#include "client.h"
 #include "jsonutil.h"
+#include "plugin.h"
+#include "queue.h"
+#include "util.h"
 
-#define DEFAULT_QUEUE_DIR FLOWSDN_AGENT_STATE_DIR "/cni-queue"
+#define DEFAULT_QUEUE_DIR AGENT_API_STATE_DIR "/" AGENT_API_QUEUE_SUBDIR
 
 /* What one invocation produces. */
 struct outcome {
@@ -29,45 +34,45 @@ static void fail(struct outcome *o, const char *version, unsigned int code, cons
 		o->out = NULL;
 }
 
-static void fail_err(struct outcome *o, const char *version, int err, const char *details)
+unsigned int cni_plugin_code(int err)
 {
-	fail(o, version, flowsdn_cni_code(err), flowsdn_strerror(err), details);
-}
-
-/* The CNI code for a failed agent call. */
-static unsigned int agent_code(int err, const struct flowsdn_agent_reply_err *rerr)
-{
-	switch (-err) {
+	switch (err < 0 ? -err : err) {
 	case FLOWSDN_E_AGENT_UNREACHABLE:
 	case FLOWSDN_E_AGENT_TIMEOUT:
+	case FLOWSDN_E_IPAM_EXHAUSTED:
+	case FLOWSDN_E_IPAM_NO_POOL:
 		return FLOWSDN_CNI_CODE_TRY_AGAIN;
 	case FLOWSDN_E_AGENT_NOT_FOUND:
+	case FLOWSDN_E_NL_NETNS:
 		return FLOWSDN_CNI_CODE_UNKNOWN_CONTAINER;
+	case FLOWSDN_E_NL_EXISTS:
+	case FLOWSDN_E_NL_MISMATCH:
+	case FLOWSDN_E_BPF_ATTACH:
+	case FLOWSDN_E_BPF_IFACE_MISMATCH:
+		return CNI_PLUGIN_CODE_CONFLICT;
 	case FLOWSDN_E_AGENT_REFUSED:
-		switch (rerr->http_status) {
-		case 409:
-			return FLOWSDN_CNI_CODE_CONFLICT;
-		case 422:
-			return FLOWSDN_CNI_CODE_UNKNOWN_CONTAINER;
-		case 400:
-			return FLOWSDN_CNI_CODE_INVALID_CONFIG;
-		case 503:
-			return FLOWSDN_CNI_CODE_TRY_AGAIN;
-		default:
-			return FLOWSDN_CNI_CODE_INTERNAL;
-		}
+	case FLOWSDN_E_AGENT_CONFIG:
+	case EINVAL:
+		return FLOWSDN_CNI_CODE_INVALID_CONFIG;
+	case FLOWSDN_E_AGENT_PROTOCOL:
+		return FLOWSDN_CNI_CODE_INTERNAL;
 	default:
 		return flowsdn_cni_code(err);
 	}
 }
 
+static void fail_err(struct outcome *o, const char *version, int err, const char *details)
+{
+	fail(o, version, cni_plugin_code(err), agent_api_strerror(err), details);
+}
+
 static void fail_agent(struct outcome *o, const char *version, const char *what, int err,
-		       const struct flowsdn_agent_reply_err *rerr)
+		       const struct agent_client_err *rerr)
 {
 	char msg[192];
 
-	snprintf(msg, sizeof(msg), "%s: %s", what, flowsdn_strerror(err));
-	fail(o, version, agent_code(err, rerr), msg, rerr->message);
+	snprintf(msg, sizeof(msg), "%s: %s", what, agent_api_strerror(err));
+	fail(o, version, cni_plugin_code(err), msg, rerr->message);
 }
 
 static void emit_result(struct outcome *o, const struct flowsdn_cni_result *r, const char *version)
@@ -93,7 +98,7 @@ static int copy_dns(struct flowsdn_cni_result *r, const struct flowsdn_cni_conf 
 
 /* The result of the primary plugin for one endpoint: the host veth, the
  * container interface, its addresses with the gateway, default routes. */
-static int endpoint_result(const struct flowsdn_agent_endpoint *ep, const struct flowsdn_cni_conf *conf,
+static int endpoint_result(const struct agent_api_endpoint *ep, const struct flowsdn_cni_conf *conf,
 			   struct flowsdn_cni_result **ret)
 {
 	struct flowsdn_cni_result *r = NULL;
@@ -140,7 +145,7 @@ struct plugin_ctx {
 	const struct flowsdn_cni_conf *conf;
 	const struct flowsdn_cni_env *env;
 	const char *version;
-	struct flowsdn_agent_client_opts client;
+	struct agent_client_opts client;
 	const char *queue_dir;
 };
 
@@ -153,8 +158,8 @@ static bool netns_exists(const char *path)
 
 static void primary_add(struct plugin_ctx *c, struct outcome *o)
 {
-	struct flowsdn_agent_reply_err rerr = { 0 };
-	struct flowsdn_agent_endpoint ep;
+	struct agent_client_err rerr = { 0 };
+	struct agent_api_endpoint ep;
 	struct flowsdn_cni_result *r = NULL;
 	unsigned long mtu = 0;
 	char details[320];
@@ -171,7 +176,7 @@ static void primary_add(struct plugin_ctx *c, struct outcome *o)
 		fail(o, c->version, FLOWSDN_CNI_CODE_UNKNOWN_CONTAINER, "network namespace does not exist", details);
 		return;
 	}
-	err = flowsdn_agent_client_add(&c->client, c->env->container_id, c->env->ifname, c->env->netns,
+	err = agent_client_add(&c->client, c->env->container_id, c->env->ifname, c->env->netns,
 				       (unsigned int)mtu, &ep, &rerr);
 	if (err < 0) {
 		fail_agent(o, c->version, "ADD", err, &rerr);
@@ -179,12 +184,12 @@ static void primary_add(struct plugin_ctx *c, struct outcome *o)
 	}
 	err = endpoint_result(&ep, c->conf, &r);
 	if (err < 0) {
-		struct flowsdn_agent_reply_err derr = { 0 };
+		struct agent_client_err derr = { 0 };
 
 		/* Leave nothing behind on a failed ADD. */
-		if (flowsdn_agent_client_del(&c->client, c->env->container_id, c->env->ifname, &derr) < 0)
-			pr_warn("undoing ADD of %s: %s", c->env->container_id, derr.message);
-		fail_err(o, c->version, err, "building the result");
+		fail_err(o, c->version, err,
+			 agent_client_del(&c->client, c->env->container_id, c->env->ifname, &derr) < 0 ?
+			 "building the result (and undoing the ADD failed)" : "building the result");
 		return;
 	}
 	emit_result(o, r, c->version);
@@ -192,7 +197,7 @@ static void primary_add(struct plugin_ctx *c, struct outcome *o)
 }
 
 /* Every address of the endpoint must be in prevResult. */
-static int prev_matches(const struct flowsdn_cni_result *prev, const struct flowsdn_agent_endpoint *ep, char *msg,
+static int prev_matches(const struct flowsdn_cni_result *prev, const struct agent_api_endpoint *ep, char *msg,
 			size_t size)
 {
 	for (size_t i = 0; i < ep->n_addrs; i++) {
@@ -214,8 +219,8 @@ static int prev_matches(const struct flowsdn_cni_result *prev, const struct flow
 static void primary_check(struct plugin_ctx *c, struct outcome *o)
 {
 	const struct flowsdn_cni_result *prev = flowsdn_cni_conf_prev_result(c->conf);
-	struct flowsdn_agent_reply_err rerr = { 0 };
-	struct flowsdn_agent_endpoint ep;
+	struct agent_client_err rerr = { 0 };
+	struct agent_api_endpoint ep;
 	char msg[256];
 	int err;
 
@@ -229,13 +234,13 @@ static void primary_check(struct plugin_ctx *c, struct outcome *o)
 		     c->env->netns);
 		return;
 	}
-	err = flowsdn_agent_client_check(&c->client, c->env->container_id, c->env->ifname, c->env->netns, &ep, &rerr);
+	err = agent_client_check(&c->client, c->env->container_id, c->env->ifname, c->env->netns, &ep, &rerr);
 	if (err < 0) {
 		fail_agent(o, c->version, "CHECK", err, &rerr);
 		return;
 	}
 	if (prev_matches(prev, &ep, msg, sizeof(msg)) < 0) {
-		fail(o, c->version, FLOWSDN_CNI_CODE_CONFLICT, "endpoint differs from prevResult", msg);
+		fail(o, c->version, CNI_PLUGIN_CODE_CONFLICT, "endpoint differs from prevResult", msg);
 		return;
 	}
 	o->status = 0;
@@ -243,16 +248,16 @@ static void primary_check(struct plugin_ctx *c, struct outcome *o)
 
 static void primary_del(struct plugin_ctx *c, struct outcome *o)
 {
-	struct flowsdn_agent_reply_err rerr = { 0 };
+	struct agent_client_err rerr = { 0 };
 	int err;
 
-	err = flowsdn_agent_client_del(&c->client, c->env->container_id, c->env->ifname, &rerr);
+	err = agent_client_del(&c->client, c->env->container_id, c->env->ifname, &rerr);
 	if (err == -FLOWSDN_E_AGENT_UNREACHABLE || err == -FLOWSDN_E_AGENT_TIMEOUT) {
 		char host[16];
 
 		/* The agent replays the queue when it is back; the interface
 		 * goes now so that the container's name is free again. */
-		err = flowsdn_agent_queue_delete(c->queue_dir, c->env->container_id, c->env->ifname);
+		err = cni_queue_delete(c->queue_dir, c->env->container_id, c->env->ifname);
 		if (err < 0) {
 			char details[256];
 
@@ -261,7 +266,7 @@ static void primary_del(struct plugin_ctx *c, struct outcome *o)
 			     details);
 			return;
 		}
-		if (flowsdn_agent_host_ifname(c->env->container_id, c->env->ifname, host, sizeof(host)) == 0)
+		if (agent_api_host_ifname(c->env->container_id, c->env->ifname, host, sizeof(host)) == 0)
 			(void)flowsdn_netlink_veth_teardown(host, NULL, 0, NULL);
 		o->status = 0;
 		return;
@@ -275,8 +280,8 @@ static void primary_del(struct plugin_ctx *c, struct outcome *o)
 
 static void primary_status(struct plugin_ctx *c, struct outcome *o)
 {
-	struct flowsdn_agent_reply_err rerr = { 0 };
-	int err = flowsdn_agent_client_health(&c->client, &rerr);
+	struct agent_client_err rerr = { 0 };
+	int err = agent_client_health(&c->client, &rerr);
 
 	if (err == -FLOWSDN_E_AGENT_UNREACHABLE)
 		fail(o, c->version, FLOWSDN_CNI_CODE_NOT_AVAILABLE, "flowsdn-agent is not running", rerr.message);
@@ -291,7 +296,7 @@ static void primary_gc(struct plugin_ctx *c, struct outcome *o)
 {
 	size_t n = flowsdn_cni_conf_attachment_count(c->conf);
 	const char **ids = calloc(n + 1, sizeof(*ids)), **ifns = calloc(n + 1, sizeof(*ifns));
-	struct flowsdn_agent_reply_err rerr = { 0 };
+	struct agent_client_err rerr = { 0 };
 	int err = 0;
 
 	if (!ids || !ifns) {
@@ -306,7 +311,7 @@ static void primary_gc(struct plugin_ctx *c, struct outcome *o)
 	for (size_t i = 0; i < n && err == 0; i++)
 		err = flowsdn_cni_conf_attachment(c->conf, i, &ids[i], &ifns[i]);
 	if (err == 0)
-		err = flowsdn_agent_client_gc(&c->client, ids, ifns, n, NULL, &rerr);
+		err = agent_client_gc(&c->client, ids, ifns, n, NULL, &rerr);
 	if (err < 0)
 		fail_agent(o, c->version, "GC", err, &rerr);
 	else
@@ -331,8 +336,8 @@ static void loopback(struct plugin_ctx *c, struct outcome *o)
 	}
 	if (cmd == FLOWSDN_CNI_CMD_DEL) {
 		/* Best effort: the netns may be going away. */
-		if (netns_exists(c->env->netns) && flowsdn_netlink_link_set_up(c->env->netns, "lo", false, &nerr) < 0)
-			pr_debug("loopback DEL: %s", nerr.msg);
+		if (netns_exists(c->env->netns))
+			err = flowsdn_netlink_link_set_up(c->env->netns, "lo", false, &nerr);
 		o->status = 0;
 		return;
 	}
@@ -388,9 +393,8 @@ static void version_verb(const char *input, size_t len, struct outcome *o)
 	json_free(root);
 }
 
-FLOWSDN_API int flowsdn_cni_plugin_run(const char *input, size_t len,
-				       const char *(*getenv_fn)(const char *name, void *userdata), void *userdata,
-				       const struct flowsdn_cni_plugin_opts *opts, char **ret_out)
+int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const char *name, void *userdata),
+		   void *userdata, const struct cni_plugin_opts *opts, char **ret_out, int *ret_status)
 {
 	static const char *const known_args[] = { "K8S_POD_NAME", "K8S_POD_NAMESPACE", "K8S_POD_INFRA_CONTAINER_ID",
 						  "K8S_POD_UID", NULL };
@@ -403,14 +407,14 @@ FLOWSDN_API int flowsdn_cni_plugin_run(const char *input, size_t len,
 	unsigned long timeout = 0;
 	int err;
 
-	if (!getenv_fn || !ret_out || !OPTS_VALID(opts, flowsdn_cni_plugin_opts))
+	if (!getenv_fn || !ret_out || !ret_status)
 		return -EINVAL;
 	err = flowsdn_cni_env_read(getenv_fn, userdata, &diag, &env);
 	if (err < 0) {
 		/* Answer in the configuration's version when it has one. */
 		if (input && flowsdn_cni_conf_parse(input, len, NULL, &conf) < 0)
 			conf = NULL;
-		fail(&o, flowsdn_cni_conf_version(conf), flowsdn_cni_code(err), flowsdn_strerror(err), diag.msg);
+		fail(&o, flowsdn_cni_conf_version(conf), cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
 		goto out;
 	}
 	if (env.command == FLOWSDN_CNI_CMD_VERSION) {
@@ -419,7 +423,7 @@ FLOWSDN_API int flowsdn_cni_plugin_run(const char *input, size_t len,
 	}
 	err = input ? flowsdn_cni_conf_parse(input, len, &diag, &conf) : -FLOWSDN_E_CNI_DECODE;
 	if (err < 0) {
-		fail(&o, NULL, flowsdn_cni_code(err), flowsdn_strerror(err), diag.msg);
+		fail(&o, NULL, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
 		goto out;
 	}
 	c.conf = conf;
@@ -427,13 +431,12 @@ FLOWSDN_API int flowsdn_cni_plugin_run(const char *input, size_t len,
 	c.version = flowsdn_cni_conf_version(conf);
 	err = flowsdn_cni_args_parse(env.args, known_args, &diag, &args);
 	if (err < 0) {
-		fail(&o, c.version, flowsdn_cni_code(err), flowsdn_strerror(err), diag.msg);
+		fail(&o, c.version, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
 		goto out;
 	}
-	c.client.sz = sizeof(c.client);
-	c.client.socket = OPTS_GET(opts, socket, NULL);
-	c.queue_dir = OPTS_GET(opts, queue_dir, NULL);
-	c.client.timeout_ms = OPTS_GET(opts, timeout_ms, 0u);
+	c.client.socket = opts ? opts->socket : NULL;
+	c.queue_dir = opts ? opts->queue_dir : NULL;
+	c.client.timeout_ms = opts ? opts->timeout_ms : 0u;
 	if (!c.queue_dir)
 		c.queue_dir = DEFAULT_QUEUE_DIR;
 	err = flowsdn_cni_conf_get_string(conf, "agentSocket", &c.client.socket);
@@ -486,98 +489,6 @@ out:
 			return -ENOMEM;
 	}
 	*ret_out = o.out;
-	return o.status;
-}
-
-static int mkdir_parents(const char *dir)
-{
-	_cleanup_free_ char *copy = strdup(dir);
-
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-
-		*p = '\0';
-		if (mkdir(copy, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		if (!c)
-			break;
-		*p = c;
-	}
+	*ret_status = o.status;
 	return 0;
-}
-
-static int copy_executable(const char *src, const char *dir, const char *name)
-{
-	_cleanup_free_ char *data = NULL, *dst = NULL;
-	size_t len;
-	int err;
-
-	if (asprintf(&dst, "%s/%s", dir, name) < 0)
-		return -ENOMEM;
-	err = util_read_file(src, 256u << 20, &data, &len);
-	if (err < 0)
-		return err;
-	return util_write_file_atomic(dst, data, len, 0755);
-}
-
-FLOWSDN_API int flowsdn_cni_install(const struct flowsdn_cni_install_opts *opts)
-{
-	const char *bin = OPTS_GET(opts, bin_dir, NULL), *conf = OPTS_GET(opts, conf_dir, NULL);
-	const char *sock = OPTS_GET(opts, socket, NULL), *queue = OPTS_GET(opts, queue_dir, NULL);
-	const char *src = OPTS_GET(opts, plugin_path, NULL);
-	_cleanup_free_ char *lo = NULL, *conflist = NULL, *json = NULL;
-	yajl_gen g;
-	int err;
-
-	if (!opts || !OPTS_VALID(opts, flowsdn_cni_install_opts) || !src || (sock && sock[0] != '/') ||
-	    (queue && queue[0] != '/'))
-		return -EINVAL;
-	bin = bin ? bin : "/opt/cni/bin";
-	conf = conf ? conf : "/etc/cni/net.d";
-	err = mkdir_parents(bin);
-	if (err == 0)
-		err = mkdir_parents(conf);
-	if (err == 0)
-		err = copy_executable(src, bin, "flowsdn-cni");
-	if (err < 0)
-		return err;
-	if (asprintf(&lo, "%s/loopback", bin) < 0 || asprintf(&conflist, "%s/00-flowsdn.conflist", conf) < 0)
-		return -ENOMEM;
-	if (access(lo, X_OK) < 0) {
-		err = copy_executable(src, bin, "loopback");
-		if (err < 0)
-			return err;
-	}
-	g = jgen_new();
-	if (!g)
-		return -ENOMEM;
-	yajl_gen_config(g, yajl_gen_beautify, 1);
-	yajl_gen_map_open(g);
-	jgen_kv(g, "cniVersion", "1.0.0");
-	jgen_str(g, "cniVersions");
-	yajl_gen_array_open(g);
-	jgen_str(g, "1.0.0");
-	jgen_str(g, "1.1.0");
-	yajl_gen_array_close(g);
-	jgen_kv(g, "name", "flowsdn");
-	jgen_str(g, "plugins");
-	yajl_gen_array_open(g);
-	yajl_gen_map_open(g);
-	jgen_kv(g, "type", "flowsdn-cni");
-	if (sock)
-		jgen_kv(g, "agentSocket", sock);
-	if (queue)
-		jgen_kv(g, "queueDir", queue);
-	yajl_gen_map_close(g);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-	err = jgen_take(g, &json, NULL);
-	yajl_gen_free(g);
-	if (err < 0)
-		return err;
-	return util_write_file_atomic(conflist, json, strlen(json), 0644);
 }

@@ -3,31 +3,14 @@
 #include "config.h"
 
 #include <stdio.h>
-#include <flowsdn/agent.h>
+#include <flowsdn/common.h>
 
-#include "agent-internal.h"
-#include "internal.h"
+#include "agent-api.h"
+#include "conf.h"
 #include "jsonutil.h"
+#include "util.h"
 
-static const char *const agent_errors[] = {
-	[FLOWSDN_E_AGENT_CONFIG - FLOWSDN_E_AGENT_BASE] = "invalid agent configuration",
-	[FLOWSDN_E_AGENT_LISTEN - FLOWSDN_E_AGENT_BASE] = "cannot open the API listener",
-	[FLOWSDN_E_AGENT_STATE - FLOWSDN_E_AGENT_BASE] = "agent state is damaged",
-	[FLOWSDN_E_AGENT_UNREACHABLE - FLOWSDN_E_AGENT_BASE] = "flowsdn-agent is not reachable",
-	[FLOWSDN_E_AGENT_TIMEOUT - FLOWSDN_E_AGENT_BASE] = "flowsdn-agent did not answer in time",
-	[FLOWSDN_E_AGENT_PROTOCOL - FLOWSDN_E_AGENT_BASE] = "flowsdn-agent answered something unexpected",
-	[FLOWSDN_E_AGENT_REFUSED - FLOWSDN_E_AGENT_BASE] = "flowsdn-agent refused the request",
-	[FLOWSDN_E_AGENT_NOT_FOUND - FLOWSDN_E_AGENT_BASE] = "no such endpoint",
-};
-
-const char *flowsdn__agent_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_AGENT_BASE);
-
-	return i < ARRAY_SIZE(agent_errors) ? agent_errors[i] : NULL;
-}
-
-_printf_(2, 3) static void diag_set(struct flowsdn_agent_diag *diag, const char *fmt, ...)
+void agent_diag_set(struct agent_diag *diag, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -49,7 +32,7 @@ static int set_str(char **dst, const char *s)
 	return 0;
 }
 
-FLOWSDN_API void flowsdn_agent_config_free(struct flowsdn_agent_config *c)
+void agent_config_free(struct agent_config *c)
 {
 	if (!c)
 		return;
@@ -60,9 +43,9 @@ FLOWSDN_API void flowsdn_agent_config_free(struct flowsdn_agent_config *c)
 	free(c);
 }
 
-FLOWSDN_API int flowsdn_agent_config_new(struct flowsdn_agent_config **ret)
+int agent_config_new(struct agent_config **ret)
 {
-	struct flowsdn_agent_config *c;
+	struct agent_config *c;
 	int err = 0;
 
 	if (!ret)
@@ -70,20 +53,20 @@ FLOWSDN_API int flowsdn_agent_config_new(struct flowsdn_agent_config **ret)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	err = set_str(&c->socket, FLOWSDN_AGENT_SOCKET);
+	err = set_str(&c->socket, AGENT_API_SOCKET);
 	if (!err)
-		err = set_str(&c->state_dir, FLOWSDN_AGENT_STATE_DIR);
+		err = set_str(&c->state_dir, AGENT_API_STATE_DIR);
 	if (!err)
 		err = set_str(&c->pin_dir, "/sys/fs/bpf/flowsdn");
 	if (!err)
 		err = set_str(&c->http_listen, "");
 	if (err) {
-		flowsdn_agent_config_free(c);
+		agent_config_free(c);
 		return err;
 	}
 	if (flowsdn_prefix_parse("10.244.0.0/16", 13, NULL, &c->pools[0]) < 0 ||
 	    flowsdn_prefix_parse("fd00:10:244::/112", 17, NULL, &c->pools[1]) < 0) {
-		flowsdn_agent_config_free(c);
+		agent_config_free(c);
 		return -EINVAL;
 	}
 	c->n_pools = 2;
@@ -101,8 +84,8 @@ FLOWSDN_API int flowsdn_agent_config_new(struct flowsdn_agent_config **ret)
 	return 0;
 }
 
-FLOWSDN_API int flowsdn_agent_config_load(const char *path, struct flowsdn_agent_diag *diag,
-					  struct flowsdn_agent_config **ret)
+int agent_config_load(const char *path, struct agent_diag *diag,
+					  struct agent_config **ret)
 {
 	_cleanup_free_ char *data = NULL;
 	size_t len;
@@ -112,19 +95,19 @@ FLOWSDN_API int flowsdn_agent_config_load(const char *path, struct flowsdn_agent
 		return -EINVAL;
 	err = util_read_file(path, 1 << 20, &data, &len);
 	if (err < 0) {
-		diag_set(diag, "%s: %s", path, util_read_strerror(err));
+		agent_diag_set(diag, "%s: %s", path, util_read_strerror(err));
 		return err;
 	}
-	return flowsdn_agent_config_parse(data, len, diag, ret);
+	return agent_config_parse(data, len, diag, ret);
 }
 
 static int path_key(const struct json_value *v, const char *key, char **dst, bool may_be_empty,
-		    struct flowsdn_agent_diag *diag)
+		    struct agent_diag *diag)
 {
 	const char *s = jstr(v);
 
 	if (!s || (!may_be_empty && s[0] != '/') || strlen(s) >= 108) {
-		diag_set(diag, "%s: must be %s (at most 107 bytes)", key,
+		agent_diag_set(diag, "%s: must be %s (at most 107 bytes)", key,
 			 may_be_empty ? "a string" : "an absolute path");
 		return -FLOWSDN_E_AGENT_CONFIG;
 	}
@@ -132,12 +115,12 @@ static int path_key(const struct json_value *v, const char *key, char **dst, boo
 }
 
 static int uint_key(const struct json_value *v, const char *key, uint64_t min, uint64_t max, unsigned int *dst,
-		    struct flowsdn_agent_diag *diag)
+		    struct agent_diag *diag)
 {
 	uint64_t u;
 
 	if (json_get_uint64(v, &u) < 0 || u < min || u > max) {
-		diag_set(diag, "%s: must be an integer in [%llu, %llu]", key, (unsigned long long)min,
+		agent_diag_set(diag, "%s: must be an integer in [%llu, %llu]", key, (unsigned long long)min,
 			 (unsigned long long)max);
 		return -FLOWSDN_E_AGENT_CONFIG;
 	}
@@ -146,7 +129,7 @@ static int uint_key(const struct json_value *v, const char *key, uint64_t min, u
 }
 
 /* Checks "ADDR:PORT" / "[ADDR6]:PORT" on a loopback address. */
-int flowsdn__agent_parse_listen(const char *text, struct flowsdn_addr *ret_addr, uint16_t *ret_port)
+int agent_config_parse_listen(const char *text, struct flowsdn_addr *ret_addr, uint16_t *ret_port)
 {
 	const char *colon, *host;
 	size_t host_len;
@@ -184,10 +167,10 @@ int flowsdn__agent_parse_listen(const char *text, struct flowsdn_addr *ret_addr,
 	return 0;
 }
 
-FLOWSDN_API int flowsdn_agent_config_parse(const char *json, size_t len, struct flowsdn_agent_diag *diag,
-					   struct flowsdn_agent_config **ret)
+int agent_config_parse(const char *json, size_t len, struct agent_diag *diag,
+					   struct agent_config **ret)
 {
-	struct flowsdn_agent_config *c = NULL;
+	struct agent_config *c = NULL;
 	struct json_value *root = NULL;
 	struct json_error je = { 0 };
 	int err;
@@ -196,16 +179,16 @@ FLOWSDN_API int flowsdn_agent_config_parse(const char *json, size_t len, struct 
 		return -EINVAL;
 	err = json_parse(json, len, NULL, &root, &je);
 	if (err == -EBADMSG) {
-		diag_set(diag, "line %u column %u: %s", je.line, je.column, je.message);
+		agent_diag_set(diag, "line %u column %u: %s", je.line, je.column, je.message);
 		return -FLOWSDN_E_AGENT_CONFIG;
 	}
 	if (err < 0)
 		return err;
-	err = flowsdn_agent_config_new(&c);
+	err = agent_config_new(&c);
 	if (err < 0)
 		goto out;
 	if (!jis(root, JSON_OBJECT)) {
-		diag_set(diag, "configuration: not a JSON object");
+		agent_diag_set(diag, "configuration: not a JSON object");
 		err = -FLOWSDN_E_AGENT_CONFIG;
 		goto out;
 	}
@@ -225,18 +208,18 @@ FLOWSDN_API int flowsdn_agent_config_parse(const char *json, size_t len, struct 
 
 			err = path_key(v, k, &c->http_listen, true, diag);
 			if (!err && c->http_listen[0]) {
-				err = flowsdn__agent_parse_listen(c->http_listen, &a, &port);
+				err = agent_config_parse_listen(c->http_listen, &a, &port);
 				if (err == -EPERM) {
-					diag_set(diag, "http-listen: \"%s\" is not a loopback address", c->http_listen);
+					agent_diag_set(diag, "http-listen: \"%s\" is not a loopback address", c->http_listen);
 					err = -FLOWSDN_E_AGENT_CONFIG;
 				} else if (err < 0) {
-					diag_set(diag, "http-listen: \"%s\" is not ADDRESS:PORT", c->http_listen);
+					agent_diag_set(diag, "http-listen: \"%s\" is not ADDRESS:PORT", c->http_listen);
 					err = -FLOWSDN_E_AGENT_CONFIG;
 				}
 			}
 		} else if (!strcmp(k, "pools")) {
-			if (!jis(v, JSON_ARRAY) || v->u.array.n == 0 || v->u.array.n > FLOWSDN_AGENT_MAX_POOLS) {
-				diag_set(diag, "pools: must be an array of 1 to %d prefixes", FLOWSDN_AGENT_MAX_POOLS);
+			if (!jis(v, JSON_ARRAY) || v->u.array.n == 0 || v->u.array.n > AGENT_MAX_POOLS) {
+				agent_diag_set(diag, "pools: must be an array of 1 to %d prefixes", AGENT_MAX_POOLS);
 				err = -FLOWSDN_E_AGENT_CONFIG;
 				break;
 			}
@@ -244,7 +227,7 @@ FLOWSDN_API int flowsdn_agent_config_parse(const char *json, size_t len, struct 
 				const char *s = jstr(v->u.array.items[p]);
 
 				if (!s || flowsdn_prefix_parse(s, strlen(s), NULL, &c->pools[p]) < 0) {
-					diag_set(diag, "pools[%zu]: not a prefix with host bits clear", p);
+					agent_diag_set(diag, "pools[%zu]: not a prefix with host bits clear", p);
 					err = -FLOWSDN_E_AGENT_CONFIG;
 					break;
 				}
@@ -252,7 +235,7 @@ FLOWSDN_API int flowsdn_agent_config_parse(const char *json, size_t len, struct 
 			c->n_pools = v->u.array.n;
 		} else if (!strcmp(k, "datapath")) {
 			if (json_get_bool(v, &c->datapath) < 0) {
-				diag_set(diag, "datapath: must be a boolean");
+				agent_diag_set(diag, "datapath: must be a boolean");
 				err = -FLOWSDN_E_AGENT_CONFIG;
 			}
 		} else if (!strcmp(k, "egress-mode")) {
@@ -263,7 +246,7 @@ FLOWSDN_API int flowsdn_agent_config_parse(const char *json, size_t len, struct 
 			else if (s && !strcmp(s, "stack"))
 				c->egress_stack = true;
 			else {
-				diag_set(diag, "egress-mode: must be \"fib\" or \"stack\"");
+				agent_diag_set(diag, "egress-mode: must be \"fib\" or \"stack\"");
 				err = -FLOWSDN_E_AGENT_CONFIG;
 			}
 		} else if (!strcmp(k, "attach-mode")) {
@@ -276,7 +259,7 @@ FLOWSDN_API int flowsdn_agent_config_parse(const char *json, size_t len, struct 
 			else if (s && !strcmp(s, "tc"))
 				c->attach_mode = 2;
 			else {
-				diag_set(diag, "attach-mode: must be \"auto\", \"tcx\" or \"tc\"");
+				agent_diag_set(diag, "attach-mode: must be \"auto\", \"tcx\" or \"tc\"");
 				err = -FLOWSDN_E_AGENT_CONFIG;
 			}
 		} else if (!strcmp(k, "mtu")) {
@@ -288,20 +271,20 @@ FLOWSDN_API int flowsdn_agent_config_parse(const char *json, size_t len, struct 
 		} else if (!strcmp(k, "request-timeout-seconds")) {
 			err = uint_key(v, k, 1, 600, &c->request_timeout_s, diag);
 		} else {
-			diag_set(diag, "%s: unknown key", k);
+			agent_diag_set(diag, "%s: unknown key", k);
 			err = -FLOWSDN_E_AGENT_CONFIG;
 		}
 	}
 out:
 	json_free(root);
 	if (err < 0)
-		flowsdn_agent_config_free(c);
+		agent_config_free(c);
 	else
 		*ret = c;
 	return err;
 }
 
-FLOWSDN_API int flowsdn_agent_config_format(const struct flowsdn_agent_config *c, char **ret_json)
+int agent_config_format(const struct agent_config *c, char **ret_json)
 {
 	static const char *const attach[] = { "auto", "tcx", "tc" };
 	yajl_gen g;
@@ -341,23 +324,13 @@ FLOWSDN_API int flowsdn_agent_config_format(const struct flowsdn_agent_config *c
 	return err;
 }
 
-FLOWSDN_API const char *flowsdn_agent_config_socket(const struct flowsdn_agent_config *c)
-{
-	return c ? c->socket : NULL;
-}
-
-FLOWSDN_API const char *flowsdn_agent_config_state_dir(const struct flowsdn_agent_config *c)
-{
-	return c ? c->state_dir : NULL;
-}
-
 /* Copies @src into a new configuration. */
-int flowsdn__agent_config_dup(const struct flowsdn_agent_config *src, struct flowsdn_agent_config **ret)
+int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 {
-	struct flowsdn_agent_config *c;
+	struct agent_config *c;
 	int err;
 
-	err = flowsdn_agent_config_new(&c);
+	err = agent_config_new(&c);
 	if (err < 0)
 		return err;
 	err = set_str(&c->socket, src->socket);
@@ -368,7 +341,7 @@ int flowsdn__agent_config_dup(const struct flowsdn_agent_config *src, struct flo
 	if (!err)
 		err = set_str(&c->http_listen, src->http_listen);
 	if (err) {
-		flowsdn_agent_config_free(c);
+		agent_config_free(c);
 		return err;
 	}
 	memcpy(c->pools, src->pools, sizeof(c->pools));

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The plugin's side of the agent API: HTTP over the Unix socket
- * (bounded time and size), the delete queue, host interface names. */
+/* The plugin's side of the agent API: HTTP over the Unix socket,
+ * bounded in time and size. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -10,12 +10,11 @@
 #include <time.h>
 #include <stdio.h>
 #include <sys/stat.h>
-#include <flowsdn/agent.h>
+#include <flowsdn/common.h>
 
-#include "agent-internal.h"
-#include "internal.h"
+#include "client.h"
 #include "jsonutil.h"
-#include "names.h"
+#include "util.h"
 
 #define MAX_REPLY (1u << 20)
 
@@ -34,7 +33,7 @@ struct buf {
 	size_t len;
 };
 
-static void err_set(struct flowsdn_agent_reply_err *err, long status, const char *msg)
+static void err_set(struct agent_client_err *err, long status, const char *msg)
 {
 	if (!err)
 		return;
@@ -42,20 +41,12 @@ static void err_set(struct flowsdn_agent_reply_err *err, long status, const char
 	snprintf(err->message, sizeof(err->message), "%s", msg);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for @events on @fd until @deadline: 0, -ETIMEDOUT or -errno. */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = events };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - agent_api_now_ms();
 		int r;
 
 		if (left <= 0)
@@ -100,11 +91,11 @@ static int http_parse(struct buf *b, long *status)
 
 /* One request: @body NULL for GET.  Returns 0 with the reply body and
  * status, or a FLOWSDN_E_AGENT_* transport error. */
-static int request(const struct flowsdn_agent_client_opts *opts, const char *path, const char *body,
-		   struct buf *reply, long *status, struct flowsdn_agent_reply_err *err)
+static int request(const struct agent_client_opts *opts, const char *path, const char *body,
+		   struct buf *reply, long *status, struct agent_client_err *err)
 {
-	const char *sock = OPTS_GET(opts, socket, NULL);
-	unsigned int timeout = OPTS_GET(opts, timeout_ms, 0u);
+	const char *sock = opts ? opts->socket : NULL;
+	unsigned int timeout = opts ? opts->timeout_ms : 0u;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_free_ char *req = NULL;
 	_cleanup_close_ int fd = -1;
@@ -112,22 +103,25 @@ static int request(const struct flowsdn_agent_client_opts *opts, const char *pat
 	int64_t deadline;
 	int r, n;
 
-	if (!OPTS_VALID(opts, flowsdn_agent_client_opts) || timeout > 600000 || !path)
+	if (timeout > 600000 || !path)
 		return -EINVAL;
 	if (!sock)
-		sock = FLOWSDN_AGENT_SOCKET;
+		sock = AGENT_API_SOCKET;
 	if (!timeout)
 		timeout = 10000;
 	if (strlen(sock) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	deadline = agent_api_now_ms() + timeout;
+	/* The agent does not start what we will no longer wait for. */
 	n = body ? asprintf(&req, "POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-			    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", path, strlen(body), body)
-		 : asprintf(&req, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", path);
+			    AGENT_API_DEADLINE_HEADER ": %lld\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+			    path, (long long)deadline, strlen(body), body)
+		 : asprintf(&req, "GET %s HTTP/1.1\r\nHost: localhost\r\n" AGENT_API_DEADLINE_HEADER
+			    ": %lld\r\nConnection: close\r\n\r\n", path, (long long)deadline);
 	if (n < 0)
 		return -ENOMEM;
 	req_len = (size_t)n;
-	deadline = now_ms() + timeout;
 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -215,10 +209,8 @@ static int request(const struct flowsdn_agent_client_opts *opts, const char *pat
 }
 
 /* Interprets a JSON reply: 2xx parses into *ret_root; an error status
- * keeps the agent's message and gives -FLOWSDN_E_AGENT_REFUSED (or
- * NOT_FOUND for 404). */
-static int reply_parse(struct buf *reply, long status, struct json_value **ret_root,
-		       struct flowsdn_agent_reply_err *err)
+ * gives the domain code of the agent's error body (message in @err). */
+static int reply_parse(struct buf *reply, long status, struct json_value **ret_root, struct agent_client_err *err)
 {
 	struct json_value *root = NULL;
 	int r;
@@ -227,19 +219,17 @@ static int reply_parse(struct buf *reply, long status, struct json_value **ret_r
 	if (r == -ENOMEM)
 		return r;
 	if (status < 200 || status > 299) {
-		const char *msg = jstr(json_get(json_get(root, "error"), "message"));
+		char msg[256];
+		int code;
 
-		if (!msg && r == 0) {
-			err_set(err, status, "error reply without a message");
-		} else if (!msg) {
-			err_set(err, status, "error reply is not JSON");
-		} else {
-			err_set(err, status, msg);
-		}
-		json_free(root);
-		if (!msg)
+		if (r < 0 || agent_api_error_parse(root, &code, msg, sizeof(msg)) < 0) {
+			err_set(err, status, r < 0 ? "error reply is not JSON" : "error reply without code and message");
+			json_free(root);
 			return -FLOWSDN_E_AGENT_PROTOCOL;
-		return status == 404 ? -FLOWSDN_E_AGENT_NOT_FOUND : -FLOWSDN_E_AGENT_REFUSED;
+		}
+		err_set(err, status, msg);
+		json_free(root);
+		return code;
 	}
 	if (r < 0 || !jis(root, JSON_OBJECT)) {
 		err_set(err, status, "reply is not a JSON object");
@@ -250,8 +240,8 @@ static int reply_parse(struct buf *reply, long status, struct json_value **ret_r
 	return 0;
 }
 
-static int call(const struct flowsdn_agent_client_opts *opts, const char *path, const char *body,
-		struct json_value **ret_root, struct flowsdn_agent_reply_err *err)
+static int call(const struct agent_client_opts *opts, const char *path, const char *body,
+		struct json_value **ret_root, struct agent_client_err *err)
 {
 	struct buf reply = { 0 };
 	long status = 0;
@@ -264,121 +254,49 @@ static int call(const struct flowsdn_agent_client_opts *opts, const char *path, 
 	return r;
 }
 
-static int parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned int b[6];
-	char tail;
-
-	if (!s || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6 ||
-	    strlen(s) != 17)
-		return -1;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-	return 0;
-}
-
-/* Reads the endpoint object the agent returns for add/check. */
-int flowsdn__agent_endpoint_from_json(const struct json_value *o, struct flowsdn_agent_endpoint *ep)
-{
-	const struct json_value *addrs = json_get(o, "addresses");
-	const char *host = jstr(json_get(o, "hostInterface")), *ifn = jstr(json_get(o, "interface"));
-	uint64_t id, mtu;
-
-	memset(ep, 0, sizeof(*ep));
-	if (json_get_uint64(json_get(o, "id"), &id) < 0 || id == 0 || id > UINT32_MAX ||
-	    json_get_uint64(json_get(o, "mtu"), &mtu) < 0 || mtu > 65535 || !host || strlen(host) > 15 || !ifn ||
-	    strlen(ifn) > 15 || parse_mac(jstr(json_get(o, "mac")), ep->mac) < 0 ||
-	    parse_mac(jstr(json_get(o, "hostMac")), ep->host_mac) < 0 || !jstr(json_get(o, "netns")) ||
-	    strlen(jstr(json_get(o, "netns"))) >= sizeof(ep->netns) || !jis(addrs, JSON_ARRAY) ||
-	    addrs->u.array.n > 2)
-		return -FLOWSDN_E_AGENT_PROTOCOL;
-	ep->id = (uint32_t)id;
-	ep->mtu = (unsigned int)mtu;
-	memcpy(ep->host_ifname, host, strlen(host) + 1);
-	memcpy(ep->ifname, ifn, strlen(ifn) + 1);
-	memcpy(ep->netns, jstr(json_get(o, "netns")), strlen(jstr(json_get(o, "netns"))) + 1);
-	for (size_t i = 0; i < addrs->u.array.n; i++) {
-		FLOWSDN_OPTS(flowsdn_prefix_opts, po, .flags = FLOWSDN_PREFIX_NORMALIZE);
-		const struct json_value *a = addrs->u.array.items[i];
-		const char *cidr = jstr(json_get(a, "address")), *gw = jstr(json_get(a, "gateway")), *slash;
-		struct flowsdn_prefix p;
-
-		if (!cidr || !gw || !(slash = strchr(cidr, '/')) ||
-		    flowsdn_addr_parse(cidr, (size_t)(slash - cidr), &ep->addrs[i]) < 0 ||
-		    flowsdn_prefix_parse(cidr, strlen(cidr), &po, &p) < 0 ||
-		    flowsdn_addr_parse(gw, strlen(gw), &ep->gateway[i]) < 0 ||
-		    ep->gateway[i].family != ep->addrs[i].family)
-			return -FLOWSDN_E_AGENT_PROTOCOL;
-		ep->prefix_len[i] = p.len;
-		ep->n_addrs++;
-	}
-	return 0;
-}
-
-static int owner_body(const char *container_id, const char *ifname, const char *netns, unsigned int mtu,
-		      char **ret)
-{
-	yajl_gen g = jgen_new();
-	int r;
-
-	if (!g)
-		return -ENOMEM;
-	yajl_gen_map_open(g);
-	jgen_kv(g, "containerID", container_id);
-	jgen_kv(g, "ifname", ifname);
-	if (netns)
-		jgen_kv(g, "netns", netns);
-	if (mtu)
-		jgen_ki(g, "mtu", mtu);
-	yajl_gen_map_close(g);
-	r = jgen_take(g, ret, NULL);
-	yajl_gen_free(g);
-	return r;
-}
-
-static int endpoint_call(const struct flowsdn_agent_client_opts *opts, const char *path, const char *container_id,
-			 const char *ifname, const char *netns, unsigned int mtu, struct flowsdn_agent_endpoint *ret,
-			 struct flowsdn_agent_reply_err *err)
+static int endpoint_call(const struct agent_client_opts *opts, const char *path, const char *container_id,
+			 const char *ifname, const char *netns, unsigned int mtu, struct agent_api_endpoint *ret,
+			 struct agent_client_err *err)
 {
 	_cleanup_free_ char *body = NULL;
 	struct json_value *root = NULL;
-	struct flowsdn_agent_endpoint ep;
+	struct agent_api_endpoint ep;
 	int r;
 
 	if (!container_id || !ifname || !netns || !ret)
 		return -EINVAL;
-	r = owner_body(container_id, ifname, netns, mtu, &body);
+	r = agent_api_owner_body(container_id, ifname, netns, mtu, &body);
 	if (r < 0)
 		return r;
 	r = call(opts, path, body, &root, err);
 	if (r < 0)
 		return r;
-	r = flowsdn__agent_endpoint_from_json(root, &ep);
+	r = agent_api_endpoint_parse(root, &ep);
 	json_free(root);
 	if (r < 0) {
 		err_set(err, 200, "endpoint reply lacks fields");
-		return r;
+		return -FLOWSDN_E_AGENT_PROTOCOL;
 	}
 	*ret = ep;
 	return 0;
 }
 
-FLOWSDN_API int flowsdn_agent_client_add(const struct flowsdn_agent_client_opts *opts, const char *container_id,
+int agent_client_add(const struct agent_client_opts *opts, const char *container_id,
 					 const char *ifname, const char *netns, unsigned int mtu,
-					 struct flowsdn_agent_endpoint *ret, struct flowsdn_agent_reply_err *err)
+					 struct agent_api_endpoint *ret, struct agent_client_err *err)
 {
 	return endpoint_call(opts, "/v1/cni/add", container_id, ifname, netns, mtu, ret, err);
 }
 
-FLOWSDN_API int flowsdn_agent_client_check(const struct flowsdn_agent_client_opts *opts, const char *container_id,
-					   const char *ifname, const char *netns, struct flowsdn_agent_endpoint *ret,
-					   struct flowsdn_agent_reply_err *err)
+int agent_client_check(const struct agent_client_opts *opts, const char *container_id,
+					   const char *ifname, const char *netns, struct agent_api_endpoint *ret,
+					   struct agent_client_err *err)
 {
 	return endpoint_call(opts, "/v1/cni/check", container_id, ifname, netns, 0, ret, err);
 }
 
-FLOWSDN_API int flowsdn_agent_client_del(const struct flowsdn_agent_client_opts *opts, const char *container_id,
-					 const char *ifname, struct flowsdn_agent_reply_err *err)
+int agent_client_del(const struct agent_client_opts *opts, const char *container_id,
+					 const char *ifname, struct agent_client_err *err)
 {
 	_cleanup_free_ char *body = NULL;
 	struct json_value *root = NULL;
@@ -386,7 +304,7 @@ FLOWSDN_API int flowsdn_agent_client_del(const struct flowsdn_agent_client_opts 
 
 	if (!container_id || !ifname)
 		return -EINVAL;
-	r = owner_body(container_id, ifname, NULL, 0, &body);
+	r = agent_api_owner_body(container_id, ifname, NULL, 0, &body);
 	if (r < 0)
 		return r;
 	r = call(opts, "/v1/cni/del", body, &root, err);
@@ -394,9 +312,9 @@ FLOWSDN_API int flowsdn_agent_client_del(const struct flowsdn_agent_client_opts 
 	return r;
 }
 
-FLOWSDN_API int flowsdn_agent_client_gc(const struct flowsdn_agent_client_opts *opts, const char *const *ids,
+int agent_client_gc(const struct agent_client_opts *opts, const char *const *ids,
 					const char *const *ifnames, size_t n, unsigned int *ret_removed,
-					struct flowsdn_agent_reply_err *err)
+					struct agent_client_err *err)
 {
 	_cleanup_free_ char *body = NULL;
 	struct json_value *root = NULL;
@@ -437,8 +355,8 @@ FLOWSDN_API int flowsdn_agent_client_gc(const struct flowsdn_agent_client_opts *
 	return r;
 }
 
-FLOWSDN_API int flowsdn_agent_client_health(const struct flowsdn_agent_client_opts *opts,
-					    struct flowsdn_agent_reply_err *err)
+int agent_client_health(const struct agent_client_opts *opts,
+					    struct agent_client_err *err)
 {
 	struct json_value *root = NULL;
 	const char *status;
@@ -456,7 +374,7 @@ FLOWSDN_API int flowsdn_agent_client_health(const struct flowsdn_agent_client_op
 	return r;
 }
 
-FLOWSDN_API int flowsdn_agent_client_get(const struct flowsdn_agent_client_opts *opts, const char *path,
+int agent_client_get(const struct agent_client_opts *opts, const char *path,
 					 char **ret_body, long *ret_status)
 {
 	struct buf reply = { 0 };
@@ -477,66 +395,5 @@ FLOWSDN_API int flowsdn_agent_client_get(const struct flowsdn_agent_client_opts 
 	}
 	*ret_body = reply.data;
 	*ret_status = status;
-	return 0;
-}
-
-/* ------------------------------------------------------ delete queue */
-
-FLOWSDN_API char *flowsdn_agent_queue_dir(const char *state_dir)
-{
-	char *p = NULL;
-
-	if (!state_dir || asprintf(&p, "%s/cni-queue", state_dir) < 0)
-		return NULL;
-	return p;
-}
-
-FLOWSDN_API int flowsdn_agent_queue_delete(const char *queue_dir, const char *container_id, const char *ifname)
-{
-	_cleanup_free_ char *path = NULL, *body = NULL, *dir = NULL;
-	int r;
-
-	if (!queue_dir || queue_dir[0] != '/' || !names_container_id_valid(container_id) || !names_ifname_valid(ifname))
-		return -EINVAL;
-	/* The agent may never have run here: make the state directory too. */
-	dir = strdup(queue_dir);
-	if (!dir)
-		return -ENOMEM;
-	for (char *p = dir + 1;; p++) {
-		char c = *p;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		if (!c)
-			break;
-		*p = c;
-	}
-	if (asprintf(&path, "%s/%s.%s.json", queue_dir, container_id, ifname) < 0)
-		return -ENOMEM;
-	r = owner_body(container_id, ifname, NULL, 0, &body);
-	if (r < 0)
-		return r;
-	return util_write_file_atomic(path, body, strlen(body), 0600);
-}
-
-FLOWSDN_API int flowsdn_agent_host_ifname(const char *container_id, const char *ifname, char *buf, size_t size)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
-	const char *parts[2] = { container_id, ifname };
-
-	if (!container_id || !ifname || !buf || size < 16)
-		return -EINVAL;
-	for (int k = 0; k < 2; k++) {
-		for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++) {
-			h ^= *p;
-			h *= 0x100000001b3ULL;
-		}
-		h ^= 0xff; /* separator: ("ab","c") and ("a","bc") differ */
-		h *= 0x100000001b3ULL;
-	}
-	snprintf(buf, size, "fsd%012llx", (unsigned long long)(h & 0xffffffffffffULL));
 	return 0;
 }

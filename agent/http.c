@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The agent's HTTP API (libmicrohttpd): a mode-0600 Unix socket and an
  * optional read-only loopback listener; bounded bodies, connections and
- * time; JSON errors. */
+ * time; JSON errors with the domain code.  Only the core's API is used. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -13,18 +13,26 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
-#include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/ipam.h>
 #include <flowsdn/netlink.h>
 
-#include "agent-internal.h"
-#include "internal.h"
+#include "http.h"
 #include "jsonutil.h"
+#include "log.h"
+#include "util.h"
+
+struct agent_http {
+	struct agent_core *core;
+	const struct agent_config *cfg;
+	struct MHD_Daemon *unix_d, *tcp_d;
+	struct listener_ctx *ctx_unix, *ctx_tcp;
+	int unix_fd;
+};
 
 struct listener_ctx {
-	struct flowsdn_agent *agent;
+	struct agent_http *http;
 	bool read_only;
 };
 
@@ -50,82 +58,57 @@ static void reply_json(struct reply *r, unsigned int status, yajl_gen g)
 	yajl_gen_free(g);
 }
 
-_printf_(4, 5) static void reply_error(struct reply *r, unsigned int status, const char *code, const char *fmt, ...)
+/* A generator for a reply (500 already set when there is none). */
+static yajl_gen reply_gen(struct reply *r)
+{
+	yajl_gen g = jgen_new();
+
+	if (!g)
+		r->status = 500;
+	return g;
+}
+
+/* An error reply: the domain code @err (negative) with its name and
+ * number, the HTTP status that goes with it. */
+_printf_(4, 5) static void reply_error(struct reply *r, unsigned int status, int err, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
-	yajl_gen g = jgen_new();
+	yajl_gen g = reply_gen(r);
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (!g) {
-		r->status = 500;
+	if (!g)
 		return;
-	}
-	yajl_gen_map_open(g);
-	jgen_str(g, "error");
-	yajl_gen_map_open(g);
-	jgen_kv(g, "code", code);
-	jgen_kv(g, "message", msg);
-	yajl_gen_map_close(g);
-	yajl_gen_map_close(g);
+	agent_api_error_gen(g, err, msg);
 	reply_json(r, status, g);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void timing_add(struct agent_timing *t, double ms, bool ok)
-{
-	t->count++;
-	if (!ok)
-		t->errors++;
-	t->ms[t->pos] = ms;
-	t->pos = (t->pos + 1) % TIMING_SAMPLES;
-	if (t->n < TIMING_SAMPLES)
-		t->n++;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void timing_gen(yajl_gen g, const char *name, const struct agent_timing *t)
 {
-	double sorted[TIMING_SAMPLES];
 	char buf[32];
 
 	jgen_str(g, name);
 	yajl_gen_map_open(g);
 	jgen_ki(g, "count", (long long)t->count);
 	jgen_ki(g, "errors", (long long)t->errors);
-	jgen_ki(g, "samples", (long long)t->n);
-	if (t->n) {
-		memcpy(sorted, t->ms, t->n * sizeof(double));
-		qsort(sorted, t->n, sizeof(double), cmp_double);
-		snprintf(buf, sizeof(buf), "%.3f", sorted[t->n / 2]);
+	jgen_ki(g, "samples", (long long)t->samples);
+	if (t->samples) {
+		snprintf(buf, sizeof(buf), "%.3f", t->median_ms);
 		jgen_str(g, "medianMs");
 		yajl_gen_number(g, buf, strlen(buf));
-		snprintf(buf, sizeof(buf), "%.3f", sorted[(t->n * 95 - 1) / 100]);
+		snprintf(buf, sizeof(buf), "%.3f", t->p95_ms);
 		jgen_str(g, "p95Ms");
 		yajl_gen_number(g, buf, strlen(buf));
-		snprintf(buf, sizeof(buf), "%.3f", sorted[t->n - 1]);
+		snprintf(buf, sizeof(buf), "%.3f", t->max_ms);
 		jgen_str(g, "maxMs");
 		yajl_gen_number(g, buf, strlen(buf));
 	}
 	yajl_gen_map_close(g);
 }
 
-/* The owner fields of a request body; an error reply when invalid. */
+/* The request body as a JSON object; an error reply when it is not. */
 static struct json_value *parse_body(const struct request *req, struct reply *r)
 {
 	struct json_value *root = NULL;
@@ -134,15 +117,16 @@ static struct json_value *parse_body(const struct request *req, struct reply *r)
 
 	err = json_parse(req->body ? req->body : "", req->len, NULL, &root, &je);
 	if (err == -ENOMEM) {
-		reply_error(r, 500, "internal", "out of memory");
+		reply_error(r, 500, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	if (err < 0) {
-		reply_error(r, 400, "bad-json", "body: line %u column %u: %s", je.line, je.column, je.message);
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: line %u column %u: %s", je.line, je.column,
+			    je.message);
 		return NULL;
 	}
 	if (!jis(root, JSON_OBJECT)) {
-		reply_error(r, 400, "bad-request", "body: not a JSON object");
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: not a JSON object");
 		json_free(root);
 		return NULL;
 	}
@@ -156,156 +140,144 @@ static bool owner_fields(const struct json_value *root, bool need_netns, const c
 	*ifn = jstr(json_get(root, "ifname"));
 	*netns = jstr(json_get(root, "netns"));
 	if (!*cid || !flowsdn_cni_container_id_valid(*cid)) {
-		reply_error(r, 400, "bad-request", "containerID: missing or not ^[A-Za-z0-9][A-Za-z0-9_.-]*$");
+		reply_error(r, 400, -FLOWSDN_E_CNI_CONTAINER_ID,
+			    "containerID: missing or not ^[A-Za-z0-9][A-Za-z0-9_.-]*$");
 		return false;
 	}
 	if (!*ifn || !flowsdn_cni_ifname_valid(*ifn)) {
-		reply_error(r, 400, "bad-request", "ifname: missing or not an interface name");
+		reply_error(r, 400, -FLOWSDN_E_CNI_IFNAME, "ifname: missing or not an interface name");
 		return false;
 	}
 	if (need_netns && (!*netns || (*netns)[0] != '/' || strlen(*netns) >= 256)) {
-		reply_error(r, 400, "bad-request", "netns: missing or not an absolute path");
+		reply_error(r, 400, -FLOWSDN_E_NL_NETNS, "netns: missing or not an absolute path");
 		return false;
 	}
 	return true;
 }
 
-/* HTTP status and code for an ADD/CHECK failure. */
-static void reply_failure(struct reply *r, int err, const char *msg)
+/* The HTTP status of a failed call (the body carries the domain code). */
+static unsigned int status_of(int err)
 {
-	unsigned int status = 500;
-	const char *code = "internal";
-
 	switch (-err) {
 	case FLOWSDN_E_NL_EXISTS:
-		status = 409, code = "name-taken";
-		break;
-	case FLOWSDN_E_NL_NETNS:
-		status = 422, code = "bad-netns";
-		break;
-	case FLOWSDN_E_IPAM_EXHAUSTED:
-	case FLOWSDN_E_IPAM_NO_POOL:
-		status = 503, code = "no-address";
-		break;
-	case FLOWSDN_E_AGENT_NOT_FOUND:
-	case FLOWSDN_E_NL_NOT_FOUND:
-		status = 404, code = "not-found";
-		break;
 	case FLOWSDN_E_NL_MISMATCH:
 	case FLOWSDN_E_BPF_ATTACH:
 	case FLOWSDN_E_BPF_IFACE_MISMATCH:
-		status = 409, code = "check-failed";
-		break;
+		return 409;
+	case FLOWSDN_E_NL_NETNS:
+		return 422;
+	case FLOWSDN_E_IPAM_EXHAUSTED:
+	case FLOWSDN_E_IPAM_NO_POOL:
+		return 503;
+	case FLOWSDN_E_AGENT_NOT_FOUND:
+	case FLOWSDN_E_NL_NOT_FOUND:
+		return 404;
 	case EINVAL:
-		status = 400, code = "bad-request";
-		break;
+	case FLOWSDN_E_AGENT_REFUSED:
+		return 400;
+	default:
+		return 500;
 	}
-	reply_error(r, status, code, "%s", msg[0] ? msg : flowsdn_strerror(err));
 }
 
-static void endpoint_reply(struct reply *r, const struct agent_endpoint *e)
+static void reply_failure(struct reply *r, int err, const struct agent_diag *diag)
 {
-	yajl_gen g = jgen_new();
+	reply_error(r, status_of(err), err, "%s", diag->msg[0] ? diag->msg : agent_api_strerror(err));
+}
 
-	if (!g) {
-		r->status = 500;
+static void endpoint_reply(struct reply *r, const struct agent_api_endpoint *e)
+{
+	yajl_gen g = reply_gen(r);
+
+	if (!g)
 		return;
-	}
-	flowsdn__agent_endpoint_gen(g, e);
+	agent_api_endpoint_gen(g, e);
 	reply_json(r, 200, g);
 }
 
-static void route_add_check(struct flowsdn_agent *a, const struct request *req, bool add, struct reply *r)
+static void count_reply(struct reply *r, const char *key, int n)
+{
+	yajl_gen g = reply_gen(r);
+
+	if (!g)
+		return;
+	yajl_gen_map_open(g);
+	jgen_ki(g, key, n);
+	yajl_gen_map_close(g);
+	reply_json(r, 200, g);
+}
+
+static void route_add_check(struct agent_core *core, const struct request *req, bool add, struct reply *r)
 {
 	struct json_value *root = parse_body(req, r);
-	const struct agent_endpoint *e = NULL;
-	const char *cid, *ifn, *netns;
-	char msg[384] = "";
+	struct agent_api_endpoint e;
+	struct agent_diag diag = { "" };
+	struct agent_request rq;
 	uint64_t mtu = 0;
-	double t0 = now_ms();
 	int err;
 
 	if (!root)
 		return;
-	if (!owner_fields(root, true, &cid, &ifn, &netns, r))
+	if (!owner_fields(root, true, &rq.container_id, &rq.ifname, &rq.netns, r))
 		goto out;
 	if (json_get(root, "mtu") && (json_get_uint64(json_get(root, "mtu"), &mtu) < 0 || mtu < 1280 || mtu > 65535)) {
-		reply_error(r, 400, "bad-request", "mtu: must be an integer in [1280, 65535]");
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "mtu: must be an integer in [1280, 65535]");
 		goto out;
 	}
-	pthread_mutex_lock(&a->lock);
-	if (add)
-		err = flowsdn__agent_add_locked(a, cid, ifn, netns, (unsigned int)mtu, &e, msg, sizeof(msg));
-	else
-		err = flowsdn__agent_check_locked(a, cid, ifn, netns, &e, msg, sizeof(msg));
+	rq.mtu = (unsigned int)mtu;
+	err = add ? agent_core_add(core, &rq, &e, &diag) : agent_core_check(core, &rq, &e, &diag);
 	if (err == 0)
-		endpoint_reply(r, e);
+		endpoint_reply(r, &e);
 	else
-		reply_failure(r, err, msg);
-	if (add)
-		timing_add(&a->t_add, now_ms() - t0, err == 0);
-	pthread_mutex_unlock(&a->lock);
+		reply_failure(r, err, &diag);
 out:
 	json_free(root);
 }
 
-static void route_del(struct flowsdn_agent *a, const struct request *req, struct reply *r)
+static void route_del(struct agent_core *core, const struct request *req, struct reply *r)
 {
 	struct json_value *root = parse_body(req, r);
+	struct agent_diag diag = { "" };
 	const char *cid, *ifn, *netns;
-	double t0 = now_ms();
-	yajl_gen g;
 	int err;
 
 	if (!root)
 		return;
 	if (!owner_fields(root, false, &cid, &ifn, &netns, r))
 		goto out;
-	pthread_mutex_lock(&a->lock);
-	err = flowsdn__agent_delete_locked(a, cid, ifn);
-	timing_add(&a->t_del, now_ms() - t0, err >= 0);
-	pthread_mutex_unlock(&a->lock);
+	err = agent_core_del(core, cid, ifn, &diag);
 	/* A DEL queued while this agent was starting is picked up now. */
 	if (err >= 0)
-		(void)flowsdn_agent_replay_queue(a);
-	if (err < 0) {
-		reply_error(r, 500, "internal", "deleting %s/%s: %s", cid, ifn, flowsdn_strerror(err));
-		goto out;
-	}
-	g = jgen_new();
-	if (!g) {
-		r->status = 500;
-		goto out;
-	}
-	yajl_gen_map_open(g);
-	jgen_ki(g, "removed", err);
-	yajl_gen_map_close(g);
-	reply_json(r, 200, g);
+		(void)agent_core_replay_queue(core);
+	if (err < 0)
+		reply_failure(r, err, &diag);
+	else
+		count_reply(r, "removed", err);
 out:
 	json_free(root);
 }
 
-static void route_gc(struct flowsdn_agent *a, const struct request *req, struct reply *r)
+static void route_gc(struct agent_core *core, const struct request *req, struct reply *r)
 {
 	struct json_value *root = parse_body(req, r);
+	struct agent_diag diag = { "" };
 	const struct json_value *list;
 	const char **ids = NULL, **ifns = NULL;
 	size_t n;
-	yajl_gen g;
 	int removed;
 
 	if (!root)
 		return;
 	list = json_get(root, "validAttachments");
 	if (!jis(list, JSON_ARRAY)) {
-		reply_error(r, 400, "bad-request", "validAttachments: must be an array");
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "validAttachments: must be an array");
 		goto out;
 	}
 	n = list->u.array.n;
 	ids = calloc(n + 1, sizeof(*ids));
 	ifns = calloc(n + 1, sizeof(*ifns));
 	if (!ids || !ifns) {
-		reply_error(r, 500, "internal", "out of memory");
+		reply_error(r, 500, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -314,46 +286,33 @@ static void route_gc(struct flowsdn_agent *a, const struct request *req, struct 
 		if (!owner_fields(list->u.array.items[i], false, &ids[i], &ifns[i], &netns, r))
 			goto out;
 	}
-	pthread_mutex_lock(&a->lock);
-	removed = flowsdn__agent_gc_locked(a, ids, ifns, n);
-	pthread_mutex_unlock(&a->lock);
-	if (removed < 0) {
-		reply_error(r, 500, "internal", "gc: %s", flowsdn_strerror(removed));
-		goto out;
-	}
-	g = jgen_new();
-	if (!g) {
-		r->status = 500;
-		goto out;
-	}
-	yajl_gen_map_open(g);
-	jgen_ki(g, "removed", removed);
-	yajl_gen_map_close(g);
-	reply_json(r, 200, g);
+	removed = agent_core_gc(core, ids, ifns, n, &diag);
+	if (removed < 0)
+		reply_failure(r, removed, &diag);
+	else
+		count_reply(r, "removed", removed);
 out:
 	free(ids);
 	free(ifns);
 	json_free(root);
 }
 
-static void route_healthz(struct flowsdn_agent *a, struct reply *r)
+static void route_healthz(struct agent_core *core, struct reply *r)
 {
-	yajl_gen g = jgen_new();
+	yajl_gen g = reply_gen(r);
+	struct agent_status st;
 
-	if (!g) {
-		r->status = 500;
+	if (!g)
 		return;
-	}
-	pthread_mutex_lock(&a->lock);
+	agent_core_status(core, &st);
 	yajl_gen_map_open(g);
 	jgen_kv(g, "status", "ok");
 	jgen_kv(g, "version", flowsdn_version());
-	jgen_ki(g, "uptimeSeconds", (long long)(time(NULL) - a->started));
-	jgen_ki(g, "endpoints", (long long)a->n_eps);
-	jgen_ki(g, "restoredEndpoints", a->restored);
-	jgen_ki(g, "replayedDeletes", a->replayed);
+	jgen_ki(g, "uptimeSeconds", (long long)(time(NULL) - st.started));
+	jgen_ki(g, "endpoints", (long long)st.endpoints);
+	jgen_ki(g, "restoredEndpoints", st.restored);
+	jgen_ki(g, "replayedDeletes", st.replayed);
 	yajl_gen_map_close(g);
-	pthread_mutex_unlock(&a->lock);
 	reply_json(r, 200, g);
 }
 
@@ -367,41 +326,36 @@ static void module_gen(yajl_gen g, const char *name, const char *status, const c
 	yajl_gen_map_close(g);
 }
 
-static void route_modules(struct flowsdn_agent *a, struct reply *r)
+static void route_modules(struct agent_core *core, struct reply *r)
 {
-	struct flowsdn_ipam_pool_summary s[FLOWSDN_AGENT_MAX_POOLS];
-	yajl_gen g = jgen_new();
-	size_t n = 0;
-	int err;
+	yajl_gen g = reply_gen(r);
+	struct agent_status st;
 
-	if (!g) {
-		r->status = 500;
+	if (!g)
 		return;
-	}
-	pthread_mutex_lock(&a->lock);
-	err = flowsdn_ipam_summary(a->ipam, s, FLOWSDN_AGENT_MAX_POOLS, &n);
+	agent_core_status(core, &st);
 	yajl_gen_map_open(g);
 	jgen_str(g, "modules");
 	yajl_gen_array_open(g);
 	module_gen(g, "api", "ok", NULL);
-	module_gen(g, "ipam", err < 0 ? "degraded" : "ok", err < 0 ? flowsdn_strerror(err) : NULL);
-	if (!a->dp)
+	module_gen(g, "ipam", st.ipam_err < 0 ? "degraded" : "ok", st.ipam_err < 0 ? flowsdn_strerror(st.ipam_err) : NULL);
+	if (!st.datapath)
 		module_gen(g, "datapath", "disabled", "\"datapath\": false in the configuration");
 	else
-		module_gen(g, "datapath", "ok",
-			   flowsdn_datapath_attach_mode(a->dp) == FLOWSDN_ATTACH_TCX ? "tcx" : "tc clsact");
-	module_gen(g, "state", access(a->state_path, R_OK) == 0 || a->n_eps == 0 ? "ok" : "degraded", NULL);
+		module_gen(g, "datapath", "ok", st.datapath_mode);
+	module_gen(g, "state", st.state_ok ? "ok" : "degraded", NULL);
 	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
-	pthread_mutex_unlock(&a->lock);
 	reply_json(r, 200, g);
 }
 
-static void route_endpoints(struct flowsdn_agent *a, const char *id_text, struct reply *r)
+static void route_endpoints(struct agent_core *core, const char *id_text, struct reply *r)
 {
-	yajl_gen g;
+	struct agent_api_endpoint *eps = NULL, one;
 	unsigned long id = 0;
-	bool found = false;
+	size_t n = 0;
+	yajl_gen g;
+	int err;
 
 	if (id_text) {
 		char *end;
@@ -409,37 +363,35 @@ static void route_endpoints(struct flowsdn_agent *a, const char *id_text, struct
 		errno = 0;
 		id = strtoul(id_text, &end, 10);
 		if (errno || *end || !id_text[0] || id_text[0] < '1' || id_text[0] > '9' || id > UINT32_MAX) {
-			reply_error(r, 400, "bad-request", "endpoint id \"%.32s\" is not a number", id_text);
+			reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "endpoint id \"%.32s\" is not a number", id_text);
 			return;
 		}
+		err = agent_core_endpoint(core, (uint32_t)id, &one);
+		if (err < 0) {
+			reply_error(r, status_of(err), err, "no endpoint %lu", id);
+			return;
+		}
+		endpoint_reply(r, &one);
+		return;
 	}
-	g = jgen_new();
+	err = agent_core_endpoints(core, &eps, &n);
+	if (err < 0) {
+		reply_error(r, 500, err, "listing endpoints");
+		return;
+	}
+	g = reply_gen(r);
 	if (!g) {
-		r->status = 500;
+		free(eps);
 		return;
 	}
-	pthread_mutex_lock(&a->lock);
-	if (!id_text) {
-		yajl_gen_map_open(g);
-		jgen_str(g, "endpoints");
-		yajl_gen_array_open(g);
-	}
-	for (size_t i = 0; i < a->n_eps; i++) {
-		if (id_text && a->eps[i]->id != id)
-			continue;
-		flowsdn__agent_endpoint_gen(g, a->eps[i]);
-		found = true;
-	}
-	if (!id_text) {
-		yajl_gen_array_close(g);
-		yajl_gen_map_close(g);
-	}
-	pthread_mutex_unlock(&a->lock);
-	if (id_text && !found) {
-		yajl_gen_free(g);
-		reply_error(r, 404, "not-found", "no endpoint %lu", id);
-		return;
-	}
+	yajl_gen_map_open(g);
+	jgen_str(g, "endpoints");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < n; i++)
+		agent_api_endpoint_gen(g, &eps[i]);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	free(eps);
 	reply_json(r, 200, g);
 }
 
@@ -451,33 +403,28 @@ static void gen_prefix(yajl_gen g, const char *key, const struct flowsdn_prefix 
 		jgen_kv(g, key, buf);
 }
 
-static void route_ipam(struct flowsdn_agent *a, struct reply *r)
+static void route_ipam(struct agent_core *core, struct reply *r)
 {
-	struct flowsdn_ipam_pool_summary s[FLOWSDN_AGENT_MAX_POOLS];
+	struct flowsdn_ipam_pool_summary s[AGENT_MAX_POOLS];
 	struct flowsdn_ipam_allocation *alloc = NULL;
 	size_t n = 0, n_alloc = 0;
 	yajl_gen g;
 	int err;
 
-	pthread_mutex_lock(&a->lock);
-	err = flowsdn_ipam_summary(a->ipam, s, FLOWSDN_AGENT_MAX_POOLS, &n);
-	if (err == 0)
-		err = flowsdn_ipam_list(a->ipam, &alloc, &n_alloc);
-	pthread_mutex_unlock(&a->lock);
+	err = agent_core_ipam(core, s, AGENT_MAX_POOLS, &n, &alloc, &n_alloc);
 	if (err < 0) {
-		reply_error(r, 500, "internal", "ipam: %s", flowsdn_strerror(err));
+		reply_error(r, 500, err, "ipam: %s", flowsdn_strerror(err));
 		return;
 	}
-	g = jgen_new();
+	g = reply_gen(r);
 	if (!g) {
 		free(alloc);
-		r->status = 500;
 		return;
 	}
 	yajl_gen_map_open(g);
 	jgen_str(g, "pools");
 	yajl_gen_array_open(g);
-	for (size_t i = 0; i < n && i < FLOWSDN_AGENT_MAX_POOLS; i++) {
+	for (size_t i = 0; i < n && i < AGENT_MAX_POOLS; i++) {
 		char gw[FLOWSDN_ADDR_STRLEN];
 
 		yajl_gen_map_open(g);
@@ -510,25 +457,24 @@ static void route_ipam(struct flowsdn_agent *a, struct reply *r)
 	reply_json(r, 200, g);
 }
 
-static void route_timing(struct flowsdn_agent *a, struct reply *r)
+static void route_timing(struct agent_core *core, struct reply *r)
 {
-	yajl_gen g = jgen_new();
+	yajl_gen g = reply_gen(r);
+	struct agent_timing add, del;
 
-	if (!g) {
-		r->status = 500;
+	if (!g)
 		return;
-	}
-	pthread_mutex_lock(&a->lock);
+	agent_core_timing(core, AGENT_VERB_ADD, &add);
+	agent_core_timing(core, AGENT_VERB_DEL, &del);
 	yajl_gen_map_open(g);
-	timing_gen(g, "add", &a->t_add);
-	timing_gen(g, "del", &a->t_del);
+	timing_gen(g, "add", &add);
+	timing_gen(g, "del", &del);
 	yajl_gen_map_close(g);
-	pthread_mutex_unlock(&a->lock);
 	reply_json(r, 200, g);
 }
 
 /* Routes a complete request. */
-static void agent_route(struct flowsdn_agent *a, bool read_only, const char *method, const char *url,
+static void agent_route(struct agent_http *h, bool read_only, const char *method, const char *url,
 			const struct request *req, struct reply *r)
 {
 	static const char *const posts[] = { "/v1/cni/add", "/v1/cni/check", "/v1/cni/del", "/v1/cni/gc" };
@@ -537,6 +483,7 @@ static void agent_route(struct flowsdn_agent *a, bool read_only, const char *met
 	bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	bool is_post = !strcmp(method, "POST");
 	bool known_post = false, known_get = false;
+	struct agent_core *core = h->core;
 
 	for (size_t i = 0; i < ARRAY_SIZE(posts); i++)
 		known_post |= !strcmp(url, posts[i]);
@@ -545,41 +492,42 @@ static void agent_route(struct flowsdn_agent *a, bool read_only, const char *met
 	known_get |= !strncmp(url, "/v1/endpoint/", 13);
 
 	if (read_only && !is_get) {
-		reply_error(r, 403, "read-only", "this listener is read-only: %s is not allowed", method);
+		reply_error(r, 403, -FLOWSDN_E_AGENT_REFUSED, "this listener is read-only: %s is not allowed", method);
 		return;
 	}
 	if (!known_post && !known_get) {
-		reply_error(r, 404, "not-found", "no route %.128s", url);
+		reply_error(r, 404, -FLOWSDN_E_AGENT_NOT_FOUND, "no route %.128s", url);
 		return;
 	}
 	if ((known_post && !is_post) || (known_get && !is_get)) {
-		reply_error(r, 405, "method-not-allowed", "%s is not allowed on %.128s", method, url);
+		reply_error(r, 405, -FLOWSDN_E_AGENT_REFUSED, "%s is not allowed on %.128s", method, url);
 		return;
 	}
 	if (req->too_big) {
-		reply_error(r, 413, "too-large", "request body larger than %u bytes", a->cfg->max_request_bytes);
+		reply_error(r, 413, -FLOWSDN_E_AGENT_REFUSED, "request body larger than %u bytes",
+			    h->cfg->max_request_bytes);
 		return;
 	}
 	if (!strcmp(url, "/v1/healthz"))
-		route_healthz(a, r);
+		route_healthz(core, r);
 	else if (!strcmp(url, "/v1/health/modules"))
-		route_modules(a, r);
+		route_modules(core, r);
 	else if (!strcmp(url, "/v1/endpoint"))
-		route_endpoints(a, NULL, r);
+		route_endpoints(core, NULL, r);
 	else if (!strncmp(url, "/v1/endpoint/", 13))
-		route_endpoints(a, url + 13, r);
+		route_endpoints(core, url + 13, r);
 	else if (!strcmp(url, "/v1/ipam"))
-		route_ipam(a, r);
+		route_ipam(core, r);
 	else if (!strcmp(url, "/v1/cni/timing"))
-		route_timing(a, r);
+		route_timing(core, r);
 	else if (!strcmp(url, "/v1/cni/add"))
-		route_add_check(a, req, true, r);
+		route_add_check(core, req, true, r);
 	else if (!strcmp(url, "/v1/cni/check"))
-		route_add_check(a, req, false, r);
+		route_add_check(core, req, false, r);
 	else if (!strcmp(url, "/v1/cni/del"))
-		route_del(a, req, r);
+		route_del(core, req, r);
 	else
-		route_gc(a, req, r);
+		route_gc(core, req, r);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -602,7 +550,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
-		if (!req->too_big && req->len + *upload_data_size <= ctx->agent->cfg->max_request_bytes) {
+		if (!req->too_big && req->len + *upload_data_size <= ctx->http->cfg->max_request_bytes) {
 			char *p = realloc(req->body, req->len + *upload_data_size + 1);
 
 			if (!p)
@@ -617,7 +565,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	agent_route(ctx->agent, ctx->read_only, method, url, req, &r);
+	agent_route(ctx->http, ctx->read_only, method, url, req, &r);
 	if (r.body)
 		resp = MHD_create_response_from_buffer(strlen(r.body), r.body, MHD_RESPMEM_MUST_FREE);
 	else
@@ -646,12 +594,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 }
 
-static struct listener_ctx *ctx_new(struct flowsdn_agent *a, bool ro)
+static struct listener_ctx *ctx_new(struct agent_http *h, bool ro)
 {
 	struct listener_ctx *c = calloc(1, sizeof(*c));
 
 	if (c) {
-		c->agent = a;
+		c->http = h;
 		c->read_only = ro;
 	}
 	return c;
@@ -690,58 +638,81 @@ static int unix_listen(const char *path)
 	return fd;
 }
 
-void flowsdn__agent_http_stop(struct flowsdn_agent *a)
+/* The directory of the socket @path, created when missing. */
+static int mkdir_parent(const char *path)
 {
-	if (a->unix_d) {
-		MHD_stop_daemon(a->unix_d);
-		a->unix_d = NULL;
-		unlink(a->cfg->socket);
-	}
-	if (a->unix_fd >= 0) {
-		close(a->unix_fd);
-		a->unix_fd = -1;
-	}
-	if (a->tcp_d) {
-		MHD_stop_daemon(a->tcp_d);
-		a->tcp_d = NULL;
-	}
-	free(a->ctx_unix);
-	free(a->ctx_tcp);
-	a->ctx_unix = a->ctx_tcp = NULL;
+	_cleanup_free_ char *dir = strdup(path);
+	char *slash;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	return util_mkdir_p(dir, 0755);
 }
 
-int flowsdn__agent_http_start(struct flowsdn_agent *a)
+void agent_http_stop(struct agent_http *h)
 {
-	const unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
-	int fd;
+	if (!h)
+		return;
+	if (h->unix_d) {
+		MHD_stop_daemon(h->unix_d);
+		h->unix_d = NULL;
+		unlink(h->cfg->socket);
+	}
+	if (h->unix_fd >= 0) {
+		close(h->unix_fd);
+		h->unix_fd = -1;
+	}
+	if (h->tcp_d) {
+		MHD_stop_daemon(h->tcp_d);
+		h->tcp_d = NULL;
+	}
+	free(h->ctx_unix);
+	free(h->ctx_tcp);
+	free(h);
+}
 
-	a->ctx_unix = ctx_new(a, false);
-	if (!a->ctx_unix)
+static int http_start(struct agent_http *h)
+{
+	const struct agent_config *cfg = h->cfg;
+	const unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+	int fd, err;
+
+	h->ctx_unix = ctx_new(h, false);
+	if (!h->ctx_unix)
 		return -ENOMEM;
-	fd = unix_listen(a->cfg->socket);
-	if (fd < 0) {
-		pr_err("agent: listening on %s: %s", a->cfg->socket, strerror(-fd));
+	err = mkdir_parent(cfg->socket);
+	if (err < 0) {
+		pr_err("agent: creating the directory of %s: %s", cfg->socket, strerror(-err));
 		return -FLOWSDN_E_AGENT_LISTEN;
 	}
-	a->unix_fd = fd;
-	a->unix_d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a->ctx_unix, MHD_OPTION_LISTEN_SOCKET, fd,
-				     MHD_OPTION_CONNECTION_LIMIT, a->cfg->max_connections,
-				     MHD_OPTION_CONNECTION_TIMEOUT, a->cfg->request_timeout_s,
+	fd = unix_listen(cfg->socket);
+	if (fd < 0) {
+		pr_err("agent: listening on %s: %s", cfg->socket, strerror(-fd));
+		return -FLOWSDN_E_AGENT_LISTEN;
+	}
+	h->unix_fd = fd;
+	h->unix_d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h->ctx_unix, MHD_OPTION_LISTEN_SOCKET, fd,
+				     MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+				     MHD_OPTION_CONNECTION_TIMEOUT, cfg->request_timeout_s,
 				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
 				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-	if (!a->unix_d) {
-		pr_err("agent: libmicrohttpd refused the socket %s", a->cfg->socket);
+	if (!h->unix_d) {
+		pr_err("agent: libmicrohttpd refused the socket %s", cfg->socket);
 		return -FLOWSDN_E_AGENT_LISTEN;
 	}
-	a->unix_fd = -1; /* owned by the daemon now */
-	if (a->cfg->http_listen[0]) {
+	h->unix_fd = -1; /* owned by the daemon now */
+	if (cfg->http_listen[0]) {
 		struct sockaddr_storage ss = { 0 };
 		struct flowsdn_addr addr;
 		uint16_t port;
 		unsigned int f = flags;
 
-		if (flowsdn__agent_parse_listen(a->cfg->http_listen, &addr, &port) < 0) {
-			pr_err("agent: http-listen %s is not a loopback ADDRESS:PORT", a->cfg->http_listen);
+		if (agent_config_parse_listen(cfg->http_listen, &addr, &port) < 0) {
+			pr_err("agent: http-listen %s is not a loopback ADDRESS:PORT", cfg->http_listen);
 			return -FLOWSDN_E_AGENT_LISTEN;
 		}
 		if (addr.family == FLOWSDN_AF_INET) {
@@ -758,18 +729,40 @@ int flowsdn__agent_http_start(struct flowsdn_agent *a)
 			memcpy(&sin6->sin6_addr, addr.bytes, 16);
 			f |= MHD_USE_IPv6;
 		}
-		a->ctx_tcp = ctx_new(a, true);
-		if (!a->ctx_tcp)
+		h->ctx_tcp = ctx_new(h, true);
+		if (!h->ctx_tcp)
 			return -ENOMEM;
-		a->tcp_d = MHD_start_daemon(f, port, NULL, NULL, on_request, a->ctx_tcp, MHD_OPTION_SOCK_ADDR, &ss,
-					    MHD_OPTION_CONNECTION_LIMIT, a->cfg->max_connections,
-					    MHD_OPTION_CONNECTION_TIMEOUT, a->cfg->request_timeout_s,
+		h->tcp_d = MHD_start_daemon(f, port, NULL, NULL, on_request, h->ctx_tcp, MHD_OPTION_SOCK_ADDR, &ss,
+					    MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+					    MHD_OPTION_CONNECTION_TIMEOUT, cfg->request_timeout_s,
 					    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
 					    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-		if (!a->tcp_d) {
-			pr_err("agent: cannot listen on %s", a->cfg->http_listen);
+		if (!h->tcp_d) {
+			pr_err("agent: cannot listen on %s", cfg->http_listen);
 			return -FLOWSDN_E_AGENT_LISTEN;
 		}
 	}
+	return 0;
+}
+
+int agent_http_start(struct agent_core *core, struct agent_http **ret)
+{
+	struct agent_http *h;
+	int err;
+
+	if (!core || !ret)
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->core = core;
+	h->cfg = agent_core_config(core);
+	h->unix_fd = -1;
+	err = http_start(h);
+	if (err < 0) {
+		agent_http_stop(h);
+		return err;
+	}
+	*ret = h;
 	return 0;
 }
