@@ -147,6 +147,7 @@ struct plugin_ctx {
 	const char *version;
 	struct agent_client_opts client;
 	const char *queue_dir;
+	bool queue_dir_configured; /* named by the network configuration */
 };
 
 static bool netns_exists(const char *path)
@@ -253,17 +254,15 @@ static void primary_del(struct plugin_ctx *c, struct outcome *o)
 
 	err = agent_client_del(&c->client, c->env->container_id, c->env->ifname, &rerr);
 	if (err == -FLOWSDN_E_AGENT_UNREACHABLE || err == -FLOWSDN_E_AGENT_TIMEOUT) {
-		char host[16];
+		char host[16], why[384];
 
 		/* The agent replays the queue when it is back; the interface
 		 * goes now so that the container's name is free again. */
-		err = cni_queue_delete(c->queue_dir, c->env->container_id, c->env->ifname);
+		err = cni_queue_delete(c->queue_dir, c->queue_dir_configured, c->env->container_id, c->env->ifname,
+				       why, sizeof(why));
 		if (err < 0) {
-			char details[256];
-
-			snprintf(details, sizeof(details), "queueing the DEL in %s: %s", c->queue_dir, strerror(-err));
 			fail(o, c->version, FLOWSDN_CNI_CODE_IO, "flowsdn-agent is down and the DEL cannot be queued",
-			     details);
+			     why);
 			return;
 		}
 		if (agent_api_host_ifname(c->env->container_id, c->env->ifname, host, sizeof(host)) == 0)
@@ -440,8 +439,13 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 	if (!c.queue_dir)
 		c.queue_dir = DEFAULT_QUEUE_DIR;
 	err = flowsdn_cni_conf_get_string(conf, "agentSocket", &c.client.socket);
-	if (err == 0)
+	if (err == 0 || err == -ENOENT) {
+		const char *trusted = c.queue_dir;
+
 		err = flowsdn_cni_conf_get_string(conf, "queueDir", &c.queue_dir);
+		/* Naming the default (the agent's) again is no configuration. */
+		c.queue_dir_configured = err == 0 && strcmp(c.queue_dir, trusted) != 0;
+	}
 	if (err == 0 || err == -ENOENT)
 		err = flowsdn_cni_conf_get_uint(conf, "timeoutMs", 1, 600000, &timeout);
 	if (err == 0)
