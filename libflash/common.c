@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <flash/auth.h>
+#include <flash/image.h>
 #include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
@@ -46,6 +47,7 @@ static const struct util_errblock blocks[] = {
 	{ FLASH_E_AUTH_BASE, FLASH_E_AUTH_MAX_, flash__auth_strerror },
 	{ FLASH_E_METER_BASE, FLASH_E_METER_MAX_, flash__meter_strerror },
 	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },
+	{ FLASH_E_IMAGE_BASE, FLASH_E_IMAGE_MAX_, flash__image_strerror },
 	{ FLOWSDN_E_BASE, FLOWSDN_E_END, flowsdn_strerror },
 };
 
