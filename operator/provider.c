@@ -861,6 +861,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	sv.project = (char *)c->project;
 	sv.name = stored ? stored->name : (char *)c->name;
 	sv.generation = c->gen;
+	sv.created_generation = stored && !stored->deleted ? stored->created_generation : c->gen;
 	memcpy(sv.operation_id, c->opid_text, sizeof(sv.operation_id));
 	sv.spec = c->canonical;
 	memcpy(sv.spec_digest, c->digest_hex, sizeof(sv.spec_digest));
@@ -880,8 +881,10 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	}
 
 	/* The meter learns of the service (no replica is ready: no runtime). */
+	char meter_id[OP_METER_ID_STRLEN];
+	op_service_meter_id(&sv, meter_id);
 	struct flash_meter_observation obs = {
-		.sz = sizeof(obs), .service_id = c->id, .organization = c->org, .time = now, .ready_replicas = 0,
+		.sz = sizeof(obs), .service_id = meter_id, .organization = c->org, .time = now, .ready_replicas = 0,
 		.cpu_millis = flash_spec_cpu_millis(c->spec), .memory_mib = flash_spec_memory_mib(c->spec),
 		.gpu_count = flash_spec_gpu_count(c->spec),
 	};
@@ -1046,7 +1049,10 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			set_static_500(ret);
 			goto del_out;
 		}
-		r = flash_meter_delete_service(p->meter, c->id, now);
+		char meter_id[OP_METER_ID_STRLEN];
+
+		op_service_meter_id(stored, meter_id);
+		r = flash_meter_delete_service(p->meter, meter_id, now);
 		if (r < 0 && r != -FLASH_E_METER_UNKNOWN_SERVICE && r != -ERANGE) {
 			answer_error(ret, 500, "meter", "metering failed: %s", flash_strerror(r));
 			meter_reload(p);
@@ -1190,17 +1196,21 @@ static void handle_usage(struct op_provider *p, const struct op_request *req, st
 		if (flash_meter_record_get(p->meter, i, &rec) < 0 || rec.scope != FLASH_METER_SCOPE_SERVICE ||
 		    strcmp(rec.organization, c->org) != 0 || rec.week_start != ws)
 			continue;
+		/* "ID:gN": the service id and its incarnation. */
+		char sid[OP_SERVICE_ID_STRLEN];
+		snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(rec.service_id, ":"), rec.service_id);
 		/* Per-project tokens see their project's services only. */
 		if (c->project[0]) {
 			struct op_service *s = NULL;
-			bool mine = op_store_service_get(p->o.store, rec.service_id, &s) == 0 && owned(s, c);
+			bool mine = op_store_service_get(p->o.store, sid, &s) == 0 && owned(s, c);
 
 			op_service_free(s);
 			if (!mine)
 				continue;
 		}
 		o_open(&o);
-		o_kstr(&o, "service_id", rec.service_id);
+		o_kstr(&o, "service_id", sid);
+		o_kstr(&o, "meter_id", rec.service_id);
 		o_usage(&o, "usage", &rec.usage);
 		o_kbool(&o, "deleted", rec.service_deleted);
 		o_close(&o);

@@ -1,0 +1,109 @@
+#!/bin/sh
+# flash-operator on a Unix socket in a temporary directory, driven by
+# flashctl as a user drives it: minted and fixed tokens, list, get, usage,
+# refusals with their exit codes (flashctl(1)), /metrics and /healthz, a
+# restart that keeps the store, and SIGTERM.
+#
+# Until libflash's image module exists the operator refuses every create
+# ("image admission not built", exit 1); the admitted path is covered by
+# tests/unit/test-operator and test-operator-crash through the image seam.
+set -eu
+: "${top_builddir:?}" "${top_srcdir:?}"
+F="$top_builddir/bin/flashctl/flashctl"
+OP="$top_builddir/bin/flash-operator"
+tmp=$(mktemp -d)
+pid=
+cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+cd "$tmp"
+fail() { echo "FAIL: $*"; cat op.log 2>/dev/null || true; exit 1; }
+
+expect() {
+	want=$1 pattern=$2
+	shift 2
+	set +e
+	"$@" >out 2>err
+	got=$?
+	set -e
+	[ "$got" = "$want" ] || { cat out err; fail "$* exited $got, expected $want"; }
+	[ -z "$pattern" ] || grep -q -- "$pattern" out err || { cat out err; fail "$*: output lacks '$pattern'"; }
+}
+
+start() {
+	before=$(grep -c "listening on" op.log 2>/dev/null || true)
+	"$OP" --keys "$tmp/pk.jwks" --issuer mp.e2e --audience prov.e2e --socket "$tmp/op.sock" \
+		--state-dir "$tmp/state" --config "$tmp/op.conf" 2>>op.log &
+	pid=$!
+	i=0
+	while [ ! -S "$tmp/op.sock" ] || [ "$(grep -c "listening on" op.log)" -le "${before:-0}" ]; do
+		i=$((i + 1)); [ $i -lt 200 ] || fail "flash-operator did not start"
+		kill -0 "$pid" 2>/dev/null || fail "flash-operator exited"
+		sleep 0.05
+	done
+}
+
+"$F" keygen --secret sk.jwk --public pk.jwks --kid e2e >/dev/null
+echo '{"publicPortRange": {"first": 31000, "last": 31099}}' >op.conf
+
+# Usage errors of the daemon itself.
+expect 2 "Usage" "$OP" --issuer x
+expect 1 "no-such.jwks" "$OP" --keys no-such.jwks --issuer a --audience b --socket "$tmp/x.sock" --state-dir "$tmp/s0"
+expect 0 "provider/v1" "$OP" --help
+
+start
+grep -q "listening on unix:$tmp/op.sock" op.log || fail "no listening line"
+[ "$(stat -c %a op.sock)" = 600 ] || fail "socket mode is $(stat -c %a op.sock), expected 600"
+[ "$(stat -c %a state/flash.db)" = 600 ] || fail "store mode is not 600"
+
+C="$F --endpoint unix:$tmp/op.sock --organization-id org-e2e --project-id p1 --token-file sk.jwk --issuer mp.e2e --audience prov.e2e"
+expect 0 "NAME" $C list
+expect 0 '"services":\[\]' $C -o json list
+expect 0 "organization" $C usage
+expect 0 '"week"' $C -o json usage
+expect 3 "no such service" $C get nothing-here
+expect 3 "not-found" $C get fs-0123456789abcdef0123456789abcdef
+expect 3 "not-found" $C delete fs-0123456789abcdef0123456789abcdef
+# The spec is checked by the operator, paths and all.
+sed 's/"container_port": 7777/"container_port": 0/' "$top_srcdir/examples/udp-echo.json" >bad.json
+expect 1 "ports\[0\].container_port" $C create --name echo --spec bad.json
+expect 1 "image-admission-not-built" $C create --name echo --spec "$top_srcdir/examples/udp-echo.json"
+expect 1 "bad-request" $C create --name Not_A_Name --spec "$top_srcdir/examples/udp-echo.json"
+expect 2 "" $C create --spec "$top_srcdir/examples/udp-echo.json"
+
+# Tokens: wrong issuer (401), a fixed token for another action (403),
+# a token file readable by others (refused before use).
+expect 4 "unauthorized" "$F" --endpoint "unix:$tmp/op.sock" --organization-id org-e2e --token-file sk.jwk \
+	--issuer someone-else --audience prov.e2e list
+now=$(date +%s)
+"$F" token sign --key sk.jwk --kid e2e \
+	--claims "{\"iss\":\"mp.e2e\",\"aud\":\"prov.e2e\",\"action\":\"get\",\"org\":\"org-e2e\",\"project\":\"p1\",\"iat\":$now,\"exp\":$((now + 60))}" >get.tok
+chmod 600 get.tok
+expect 4 "wrong-action" "$F" --endpoint "unix:$tmp/op.sock" --token-file get.tok list
+expect 3 "not-found" "$F" --endpoint "unix:$tmp/op.sock" --token-file get.tok get fs-0123456789abcdef0123456789abcdef
+chmod 644 get.tok
+expect 2 "mode 0600" "$F" --endpoint "unix:$tmp/op.sock" --token-file get.tok list
+
+# Observability without a token.
+curl -sf --unix-socket op.sock http://localhost/healthz | grep -q '"ok"' || fail "healthz"
+curl -sf --unix-socket op.sock http://localhost/metrics >metrics || fail "metrics"
+# list, list -o json, and get NAME (resolved through list)
+grep -q '^flash_operator_requests_total{route="list",code="200"} 3$' metrics || { cat metrics; fail "list counter"; }
+grep -q '^flash_operator_requests_total{route="create",code="422"} 1$' metrics || fail "create 422 counter"
+grep -q '^flash_operator_admissions_refused_total{reason="image"} 1$' metrics || fail "image refusal counter"
+grep -q '^flash_operator_admissions_refused_total{reason="invalid-spec"} 1$' metrics || fail "spec refusal counter"
+# A body over the limit is refused early.
+head -c 2000000 /dev/zero | tr '\0' ' ' >big.json
+code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket op.sock -X POST --data-binary @big.json http://localhost/provider/v1/services)
+[ "$code" = 413 ] || fail "2 MB body answered $code, expected 413"
+
+# The operator unreachable: exit 5.
+kill "$pid"; wait "$pid" || fail "SIGTERM is a clean exit"
+pid=
+[ ! -e op.sock ] || fail "the socket is removed on exit"
+expect 5 "cannot reach the operator" $C list
+# A restart keeps the store (schema and all).
+start
+expect 0 "NAME" $C list
+kill "$pid"; wait "$pid" || true
+pid=
+echo "flash-operator e2e: ok"
