@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * flowsdn-agent — the node agent: loads the datapath, owns the node's
- * endpoints and serves the API the CNI plugin uses.  Argument parsing and
- * signal handling only; the agent is flowsdn_agent_new() in libflowsdn.
- * See flowsdn-agent(8) and flowsdn-agent.conf(5).
+ * endpoints and serves the API the CNI plugin uses.  Argument parsing,
+ * wiring (the core of agent/core.h served by agent/http.h) and signal
+ * handling only.  See flowsdn-agent(8) and flowsdn-agent.conf(5).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,17 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <flowsdn/agent.h>
+#include <flowsdn/common.h>
 
-static void log_stderr(enum flowsdn_log_level level, const char *msg, void *userdata)
-{
-	static const char *const names[] = { [FLOWSDN_LOG_ERR] = "error", [FLOWSDN_LOG_WARNING] = "warning",
-					     [FLOWSDN_LOG_INFO] = "info", [FLOWSDN_LOG_DEBUG] = "debug" };
-
-	(void)userdata;
-	fprintf(stderr, "flowsdn-agent: %s: %s\n", level <= FLOWSDN_LOG_DEBUG && names[level] ? names[level] : "log",
-		msg);
-}
+#include "agent-api.h"
+#include "conf.h"
+#include "core.h"
+#include "http.h"
+#include "log.h"
 
 static void usage(FILE *f)
 {
@@ -48,9 +44,10 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	struct flowsdn_agent_config *cfg = NULL;
-	struct flowsdn_agent_diag diag = { { 0 } };
-	struct flowsdn_agent *agent = NULL;
+	struct agent_config *cfg = NULL;
+	struct agent_diag diag = { { 0 } };
+	struct agent_core *core = NULL;
+	struct agent_http *http = NULL;
 	const char *config = NULL;
 	bool print = false, debug = false;
 	sigset_t set;
@@ -70,21 +67,22 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	flowsdn_set_log(log_stderr, debug ? FLOWSDN_LOG_DEBUG : FLOWSDN_LOG_INFO, NULL);
-	err = config ? flowsdn_agent_config_load(config, &diag, &cfg) : flowsdn_agent_config_new(&cfg);
+	agent_log_set_level(debug ? FLOWSDN_LOG_DEBUG : FLOWSDN_LOG_INFO);
+	flowsdn_set_log(agent_log_library, debug ? FLOWSDN_LOG_DEBUG : FLOWSDN_LOG_INFO, NULL);
+	err = config ? agent_config_load(config, &diag, &cfg) : agent_config_new(&cfg);
 	if (err < 0) {
 		fprintf(stderr, "flowsdn-agent: %s: %s\n", config ? config : "defaults",
-			diag.msg[0] ? diag.msg : flowsdn_strerror(err));
+			diag.msg[0] ? diag.msg : agent_api_strerror(err));
 		return 1;
 	}
 	if (print) {
 		char *json = NULL;
 
-		err = flowsdn_agent_config_format(cfg, &json);
+		err = agent_config_format(cfg, &json);
 		if (err == 0)
 			puts(json);
 		free(json);
-		flowsdn_agent_config_free(cfg);
+		agent_config_free(cfg);
 		return err < 0 ? 1 : 0;
 	}
 	/* Block the stop signals before the library's threads start, so
@@ -95,26 +93,34 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	err = flowsdn_agent_new(cfg, &agent);
+	err = agent_core_new(cfg, NULL, NULL, &core);
+	if (err == 0) {
+		err = agent_http_start(core, &http);
+		/* DELs queued while we started, before the socket answered. */
+		if (err == 0)
+			(void)agent_core_replay_queue(core);
+	}
 	if (err < 0) {
-		fprintf(stderr, "flowsdn-agent: cannot start: %s\n", flowsdn_strerror(err));
-		flowsdn_agent_config_free(cfg);
+		fprintf(stderr, "flowsdn-agent: cannot start: %s\n", agent_api_strerror(err));
+		agent_core_free(core);
+		agent_config_free(cfg);
 		return 1;
 	}
-	fprintf(stderr, "flowsdn-agent: ready: %zu endpoints, API on %s\n", flowsdn_agent_endpoint_count(agent),
-		flowsdn_agent_config_socket(cfg));
+	fprintf(stderr, "flowsdn-agent: ready: %zu endpoints, API on %s\n", agent_core_endpoint_count(core),
+		cfg->socket);
 	for (;;) {
 		if (sigwait(&set, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
 			/* Replays DELs a plugin queued; nothing else reloads. */
-			flowsdn_agent_replay_queue(agent);
+			(void)agent_core_replay_queue(core);
 			continue;
 		}
 		break;
 	}
 	fprintf(stderr, "flowsdn-agent: stopping (endpoints and datapath stay)\n");
-	flowsdn_agent_free(agent);
-	flowsdn_agent_config_free(cfg);
+	agent_http_stop(http);
+	agent_core_free(core);
+	agent_config_free(cfg);
 	return 0;
 }

@@ -3,8 +3,8 @@
  * flowsdn-cni — the CNI plugin (primary veth and loopback, by "type").
  * Run by a container runtime with CNI_* in the environment and the
  * configuration on stdin; `flowsdn-cni install` puts it on a node.
- * Everything is decided in libflowsdn (flowsdn_cni_plugin_run(),
- * flowsdn_cni_install()); see flowsdn-cni(8).
+ * Everything is decided in cni/ (cni_plugin_run(), cni_install()); see
+ * flowsdn-cni(8).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <flowsdn/cni.h>
+
+#include "agent-api.h"
+#include "install.h"
+#include "plugin.h"
 
 #define MAX_STDIN (1u << 20)
 
@@ -41,7 +45,7 @@ static int install(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct flowsdn_cni_install_opts o = { .sz = sizeof(o), .plugin_path = "/proc/self/exe" };
+	struct cni_install_opts o = { .plugin_path = "/proc/self/exe" };
 	int c, err;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -58,9 +62,9 @@ static int install(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	err = flowsdn_cni_install(&o);
+	err = cni_install(&o);
 	if (err < 0) {
-		fprintf(stderr, "flowsdn-cni install: %s\n", flowsdn_strerror(err));
+		fprintf(stderr, "flowsdn-cni install: %s\n", agent_api_strerror(err));
 		return 1;
 	}
 	printf("installed flowsdn-cni in %s and 00-flowsdn.conflist in %s\n", o.bin_dir ? o.bin_dir : "/opt/cni/bin",
@@ -72,7 +76,7 @@ int main(int argc, char **argv)
 {
 	char *in = NULL, *out = NULL;
 	size_t len = 0;
-	int status;
+	int status, err;
 
 	if (argc > 1 && !strcmp(argv[1], "install"))
 		return install(argc - 1, argv + 1);
@@ -103,9 +107,9 @@ int main(int argc, char **argv)
 			break;
 		len += (size_t)n;
 	}
-	status = flowsdn_cni_plugin_run(in, len, env_get, NULL, NULL, &out);
-	if (status < 0) {
-		fprintf(stderr, "flowsdn-cni: %s\n", flowsdn_strerror(status));
+	err = cni_plugin_run(in, len, env_get, NULL, NULL, &out, &status);
+	if (err < 0) {
+		fprintf(stderr, "flowsdn-cni: %s\n", agent_api_strerror(err));
 		status = 1;
 	} else if (out[0]) {
 		fputs(out, stdout);

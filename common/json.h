@@ -4,8 +4,9 @@
  * libraries; built on yajl's callback parser).
  *
  * Strict means: RFC 8259 only (no comments, no trailing garbage, one value),
- * UTF-8 validated, duplicate object keys refused, nesting depth, string
- * length, container size and total node count bounded.  Numbers keep their
+ * UTF-8 validated, surrogate escapes only as pairs (a lone "\ud800" is
+ * refused, not turned into "?"), duplicate object keys refused, nesting
+ * depth, string length, container size and total node count bounded.  Numbers keep their
  * exact text; json_get_int64()/json_get_uint64() refuse fractions,
  * exponents, negative zero and out-of-range values instead of rounding.
  * A malformed document gives its line and column.
@@ -13,6 +14,7 @@
 #ifndef FLASH_COMMON_JSON_H
 #define FLASH_COMMON_JSON_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -130,5 +132,134 @@ size_t json_path_push_key(struct json_path *p, const char *key);
 size_t json_path_push_index(struct json_path *p, size_t index);
 void json_path_pop(struct json_path *p, size_t saved_len);
 const char *json_path_str(const struct json_path *p); /* "" for the root */
+
+/*
+ * Reading with diagnostics.  A struct check_ctx (diag.h) carries the diag
+ * and the JSON path of the value being read; every problem is reported
+ * there with its full path ("ports[1].name") and a rule code, and the
+ * reader carries on so that one pass reports every problem.  Readers
+ * return 0, JSON_READ_REPORTED when they reported a problem (the caller
+ * maps it to its own domain code), or a negative errno that stops the
+ * read (-ENOMEM).
+ */
+#define JSON_READ_REPORTED (-EBADMSG)
+
+struct check_ctx;
+
+/* The value at @path below @root: member names joined by '.', array
+ * indexes in brackets ("spec.ports[0].port"; "" is @root).  NULL when a
+ * step is missing or of the wrong kind. */
+const struct json_value *json_at(const struct json_value *root, const char *path);
+
+/* Typed getters by path, reporting at ctx->path + @path.  Absent: 0 with
+ * *ret untouched unless @required (then "required").  Wrong type: "type".
+ * Integers out of [@min, @max]: "range".  Strings with a NUL: "nul". */
+int json_read_value_at(struct check_ctx *ctx, const struct json_value *root, const char *path,
+		       enum json_type type, bool required, const struct json_value **ret);
+int json_read_string_at(struct check_ctx *ctx, const struct json_value *root, const char *path, bool required,
+			const char **ret);
+int json_read_int_at(struct check_ctx *ctx, const struct json_value *root, const char *path, bool required,
+		     int64_t min, int64_t max, int64_t *ret);
+int json_read_bool_at(struct check_ctx *ctx, const struct json_value *root, const char *path, bool required,
+		      bool *ret);
+
+/*
+ * Table-driven reading of a closed object: a format that is a list of
+ * fields is described as a table, and json_read_object() checks the
+ * object against it — unknown keys refused ("unknown-field"), required
+ * fields present ("required"), each value of its field's type ("type") —
+ * then calls each present field's reader with the path pushed.
+ */
+struct json_field {
+	const char *name;
+	enum json_type type;     /* the type the value must have */
+	bool required;
+	/* Stores the value at (char *)target + offset; NULL: nothing to store. */
+	int (*read)(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+	size_t offset;
+	const void *arg;         /* the reader's parameter (bounds, a nested table) */
+};
+
+/* A nested table, as the arg of json_read_nested. */
+struct json_table {
+	const struct json_field *fields;
+	size_t n;
+};
+
+/* Bounds for json_read_int64/_uint16/_uint32 (NULL: the type's range). */
+struct json_int_range {
+	int64_t min, max;
+};
+
+int json_read_object(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields, size_t n,
+		     void *target);
+
+/* Readers for struct json_field.read.  Strings: _string copies into a
+ * char * (the old value freed), _strref points into the tree. */
+int json_read_string(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_strref(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_bool(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_int64(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_uint16(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_uint32(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+/* A nested closed object into the same target (arg: struct json_table). */
+int json_read_nested(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+
+/*
+ * Writing: one emitter for every JSON document the libraries and programs
+ * produce (built on yajl_gen, which escapes strings and refuses invalid
+ * UTF-8).  Errors are sticky so that emitting code stays linear: after the
+ * first failure every call does nothing, and json_writer_finish() reports
+ * it.  A NULL writer (json_writer_new() out of memory) is accepted
+ * everywhere and finishes with -ENOMEM.
+ */
+enum json_write_flags {
+	JSON_WRITE_PRETTY = 1u << 0,   /* indented by four spaces, one member a line */
+	JSON_WRITE_NEWLINE = 1u << 1,  /* end the text with one newline */
+};
+
+struct json_writer;
+
+struct json_writer *json_writer_new(unsigned int flags);
+/* Frees @w without taking its text (NULL is fine). */
+void json_writer_free(struct json_writer *w);
+/* Takes the text (NUL-terminated, *ret_len without the NUL; freed by the
+ * caller) and frees @w in every case.  Returns 0, -ENOMEM, or -EINVAL
+ * when a call failed (invalid UTF-8, a key where a value belongs) or the
+ * document is not complete. */
+int json_writer_finish(struct json_writer *w, char **ret, size_t *ret_len);
+/* The first error so far (0 when none). */
+int json_writer_error(const struct json_writer *w);
+
+void jw_object_open(struct json_writer *w);
+void jw_object_close(struct json_writer *w);
+void jw_array_open(struct json_writer *w);
+void jw_array_close(struct json_writer *w);
+/* A key (inside an object, before its value). */
+void jw_key(struct json_writer *w, const char *key);
+/* Values.  jw_string() of NULL writes null. */
+void jw_string(struct json_writer *w, const char *s);
+void jw_string_len(struct json_writer *w, const char *s, size_t len);
+void jw_int(struct json_writer *w, int64_t v);
+void jw_uint(struct json_writer *w, uint64_t v);
+void jw_bool(struct json_writer *w, bool v);
+void jw_null(struct json_writer *w);
+/* A number given as its JSON text (refused unless it is JSON number syntax). */
+void jw_number(struct json_writer *w, const char *text, size_t len);
+/* A parsed value, written back exactly (numbers keep their text). */
+void jw_value(struct json_writer *w, const struct json_value *v);
+/* Text that already is one JSON value, parsed strictly and written back. */
+void jw_raw(struct json_writer *w, const char *json, size_t len);
+/* key + value shorthands. */
+void jw_kv_string(struct json_writer *w, const char *key, const char *s);
+void jw_kv_int(struct json_writer *w, const char *key, int64_t v);
+void jw_kv_uint(struct json_writer *w, const char *key, uint64_t v);
+void jw_kv_bool(struct json_writer *w, const char *key, bool v);
+
+/* Equality of two parsed values as JSON Schema defines it (enum,
+ * uniqueItems): same type, numbers of equal value (1 and 1.0), strings
+ * byte for byte, arrays item by item, objects with the same members in any
+ * order. */
+bool json_equal(const struct json_value *a, const struct json_value *b);
 
 #endif

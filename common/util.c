@@ -106,26 +106,42 @@ out_unlink:
 	return r;
 }
 
-int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size)
+int util_open_regular(const char *path, int flags, struct stat *ret_st)
 {
 	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
 	struct stat st;
-	size_t len = 0, cap;
 
-	if (!path || !ret_data)
+	if (!path || !ret_st)
 		return -EINVAL;
-	/* O_NONBLOCK: opening a FIFO must not block (it is then refused). */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
+		return -EBADFD;
+	*ret_st = st;
+	return TAKE_FD(fd);
+}
+
+static void wipe_free(char *buf, size_t len, bool wipe)
+{
+	if (buf && wipe)
+		explicit_bzero(buf, len);
+	free(buf);
+}
+
+int util_read_fd(int fd, size_t hint, size_t max, bool wipe, char **ret_data, size_t *ret_size)
+{
+	char *buf;
+	size_t len = 0, cap;
+	int r;
+
+	if (fd < 0 || !ret_data || max == SIZE_MAX)
 		return -EINVAL;
-	if ((uint64_t)st.st_size > max)
+	if (hint > max)
 		return -EFBIG;
-	cap = (size_t)st.st_size + 1;
+	cap = hint + 1;
 	buf = malloc(cap);
 	if (!buf)
 		return -ENOMEM;
@@ -133,30 +149,106 @@ int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_si
 		ssize_t n;
 
 		if (len + 1 == cap) {
-			/* The file grew while we read it: allow up to max. */
-			char *nb;
+			/* Full: one byte more tells the end from a longer file
+			 * (one that grew) without growing the buffer first. */
+			char probe, *nb;
 
-			if (cap > max)
-				return -EFBIG;
-			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			nb = realloc(buf, cap);
-			if (!nb)
-				return -ENOMEM;
+			n = read(fd, &probe, 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				r = -errno;
+				goto out_free;
+			}
+			if (n == 0)
+				break;
+			if (len >= max) {
+				r = -EFBIG;
+				goto out_free;
+			}
+			cap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
+			nb = malloc(cap);
+			if (!nb) {
+				r = -ENOMEM;
+				goto out_free;
+			}
+			memcpy(nb, buf, len);
+			wipe_free(buf, len, wipe);
 			buf = nb;
+			buf[len++] = probe;
+			if (wipe)
+				explicit_bzero(&probe, sizeof(probe));
+			continue;
 		}
 		n = read(fd, buf + len, cap - 1 - len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			r = -errno;
+			goto out_free;
 		}
 		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
 	buf[len] = '\0';
-	*ret_data = TAKE_PTR(buf);
+	*ret_data = buf;
 	if (ret_size)
 		*ret_size = len;
+	return 0;
+
+out_free:
+	wipe_free(buf, len, wipe);
+	return r;
+}
+
+int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (!path || !ret_data)
+		return -EINVAL;
+	fd = util_open_regular(path, 0, &st);
+	if (fd < 0)
+		return fd;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	return util_read_fd(fd, (size_t)st.st_size, max, false, ret_data, ret_size);
+}
+
+const char *util_read_strerror(int err)
+{
+	const char *s;
+
+	if (err == -EBADFD)
+		return "not a regular file";
+	if (err == -ELOOP)
+		return "a symbolic link";
+	s = strerrordesc_np(err < 0 ? -err : err);
+	return s ? s : "unknown error";
+}
+
+int util_mkdir_p(const char *dir, unsigned int mode)
+{
+	_cleanup_free_ char *copy = NULL;
+
+	if (!dir || dir[0] != '/')
+		return -EINVAL;
+	copy = strdup(dir);
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (copy[0] && mkdir(copy, (mode_t)mode) < 0 && errno != EEXIST)
+			return -errno;
+		if (!c)
+			break;
+		*p = c;
+	}
 	return 0;
 }

@@ -53,11 +53,38 @@ bool util_opts_valid(const void *opts, size_t user_sz, size_t our_sz);
  * the new file's mode.  Returns 0 or -errno; @path is untouched on failure. */
 int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode);
 
-/* Reads a whole regular file of at most @max bytes into a NUL-terminated
- * buffer (*ret_data, freed by the caller; *ret_size without the NUL).
- * -EFBIG when larger than @max, -errno otherwise; outputs untouched on
+/*
+ * Files named from outside.  The one rule for opening them: open without
+ * blocking (O_NONBLOCK, so a FIFO with no writer or a device cannot stall
+ * the caller; O_NOCTTY, O_CLOEXEC), then check on the descriptor, not the
+ * name, that it is a regular file.
+ */
+struct stat;
+
+/* Opens @path read-only by the rule above; @flags adds open flags (such as
+ * O_NOFOLLOW).  Returns the descriptor and fills *ret_st, or -errno:
+ * -EBADFD when @path is not a regular file, -ELOOP for a final symlink
+ * under O_NOFOLLOW. */
+int util_open_regular(const char *path, int flags, struct stat *ret_st);
+
+/* Reads @fd to its end, at most @max bytes (@hint, the size expected, only
+ * sizes the first buffer), into a NUL-terminated buffer (*ret_data, freed
+ * by the caller; *ret_size without the NUL, may be NULL).  With @wipe the
+ * bytes read are cleared before a failure frees them.  -EFBIG when longer
+ * than @max, -errno otherwise; outputs untouched on failure. */
+int util_read_fd(int fd, size_t hint, size_t max, bool wipe, char **ret_data, size_t *ret_size);
+
+/* Reads a whole regular file of at most @max bytes, opened by the rule
+ * above, into a NUL-terminated buffer as util_read_fd() does.
+ * -EBADFD when @path is not a regular file, -EFBIG when larger than @max,
+ * -EINVAL for a NULL argument, -errno otherwise; outputs untouched on
  * failure. */
 int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size);
+
+/* What a util_read_file() error means, for a message after the path:
+ * "not a regular file" for -EBADFD, "a symbolic link" for -ELOOP, the
+ * errno text otherwise. */
+const char *util_read_strerror(int err);
 
 /* The error spaces of both libraries: -errno below @domain_base, above it
  * blocks of domain codes each described by its module's function (which
@@ -73,5 +100,9 @@ const char *util_strerror(const struct util_errblock *blocks, size_t n, int err,
 
 /* fsync() of the directory holding @path. */
 int util_fsync_parent(const char *path);
+
+/* Creates the absolute directory @dir and its missing parents with @mode
+ * (an existing one is fine).  -EINVAL for a relative path, -errno. */
+int util_mkdir_p(const char *dir, unsigned int mode);
 
 #endif

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Private interface between jws.c, keyset.c and auth.c. */
+/* Private interface of the auth module: auth.c (claims, commands),
+ * auth-jws.c (JWS, signers), auth-keyset.c (key sets) and their shared
+ * leaf auth-util.c (base64url, kid syntax, details). */
 #ifndef FLASH_AUTH_PRIVATE_H
 #define FLASH_AUTH_PRIVATE_H
 
@@ -16,6 +18,9 @@
  * *ret_bad) or -ENOSPC. */
 int auth__b64url_decode(const char *text, size_t len, unsigned char *out, size_t size,
 			size_t *ret_len, size_t *ret_bad);
+
+/* True when @c is one of the 64 characters of the base64url alphabet. */
+bool auth__b64url_is_alphabet(unsigned char c);
 
 /* True when @kid (@len bytes) is 1..FLASH_AUTH_KID_MAX of [A-Za-z0-9._:-]. */
 bool auth__kid_valid(const char *kid, size_t len);

@@ -6,10 +6,12 @@
 #include <stdio.h>
 
 #include <flash/auth.h>
+#include <flash/image.h>
 #include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
 #include <flash/spec.h>
+#include <flowsdn/common.h>
 
 #include "internal.h"
 
@@ -37,18 +39,23 @@ void flash__log(enum flash_log_level level, const char *fmt, ...)
 	log_fn(level, buf, log_userdata);
 }
 
-/* One row per module: { first code, end of block, its strerror }. */
+/* One row per module: { first code, end of block, its strerror }; the
+ * last row passes libflowsdn's range on to flowsdn_strerror(). */
 static const struct util_errblock blocks[] = {
-	{ FLASH_E_AUTH_MALFORMED, FLASH_E_AUTH_MAX_, flash__auth_strerror },
 	{ FLASH_E_SPEC_BASE, FLASH_E_SPEC_MAX_, flash__spec_strerror },
 	{ FLASH_E_POLICY_BASE, FLASH_E_POLICY_MAX_, flash__policy_strerror },
+	{ FLASH_E_AUTH_BASE, FLASH_E_AUTH_MAX_, flash__auth_strerror },
+	{ FLASH_E_METER_BASE, FLASH_E_METER_MAX_, flash__meter_strerror },
 	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },
-	{ FLASH_E_METER_ID, FLASH_E_METER_MAX_, flash__meter_strerror },
+	{ FLASH_E_IMAGE_BASE, FLASH_E_IMAGE_MAX_, flash__image_strerror },
+	{ FLOWSDN_E_BASE, FLOWSDN_E_END, flowsdn_strerror },
 };
 
 FLASH_API const char *flash_strerror(int err)
 {
-	return util_strerror(blocks, ARRAY_SIZE(blocks), err, FLASH_E_BASE, "unknown flash error");
+	/* errno values end below libflowsdn's range, the lowest domain code
+	 * libflash can return. */
+	return util_strerror(blocks, ARRAY_SIZE(blocks), err, FLOWSDN_E_BASE, "unknown flash error");
 }
 
 FLASH_API const char *flash_version(void)

@@ -5,7 +5,12 @@
 
 #include <flash/common.h>
 
+#include "diag.h"
 #include "util.h"
+
+struct flash_diag;
+/* The engine behind a public diag (NULL stays NULL). */
+struct diag *flash__diag(struct flash_diag *diag);
 
 void flash__log(enum flash_log_level level, const char *fmt, ...) _printf_(2, 3);
 #define pr_err(...) flash__log(FLASH_LOG_ERR, __VA_ARGS__)
@@ -20,5 +25,6 @@ const char *flash__spec_strerror(int code);
 const char *flash__policy_strerror(int code);
 const char *flash__render_strerror(int code);
 const char *flash__meter_strerror(int code);
+const char *flash__image_strerror(int code);
 
 #endif

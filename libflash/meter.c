@@ -26,6 +26,7 @@
 
 #include "internal.h"
 #include "json.h"
+#include "names.h"
 
 #define DAY INT64_C(86400)
 #define WEEK FLASH_METER_WEEK
@@ -266,21 +267,7 @@ struct flash_meter {
 
 static bool id_ok(const char *s)
 {
-	size_t n;
-
-	if (!s)
-		return false;
-	n = strnlen(s, FLASH_METER_ID_MAX + 1);
-	if (n == 0 || n > FLASH_METER_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == ':' || c == '-'))
-			return false;
-	}
-	return true;
+	return s && names_opaque_id_valid(s, strnlen(s, FLASH_METER_ID_MAX + 1), FLASH_METER_ID_MAX);
 }
 
 static bool values_equal(const struct values *a, const struct values *b)
@@ -1886,7 +1873,7 @@ FLASH_API int flash_meter_load(struct flash_meter *m, const char *path, struct f
 	if (r < 0) {
 		if (ret_err)
 			snprintf(ret_err->message, sizeof(ret_err->message), "cannot read %s: %s", path,
-				 strerror(-r));
+				 util_read_strerror(r));
 		return r;
 	}
 	r = flash_meter_from_json(m, data, size, ret_err);

@@ -128,8 +128,9 @@ static int build(const struct json_value *doc, struct flash_policy *p)
 }
 
 FLASH_API int flash_policy_parse(const char *json, size_t len, struct flash_policy **ret_policy,
-				 struct flash_diag *diag)
+				 struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
 	struct json_error jerr = { 0 };
 	struct flash_policy *p;
@@ -209,10 +210,10 @@ static const char *const resource_paths[FLASH_POLICY_RESOURCE_COUNT_] = {
 	[FLASH_POLICY_PORTS] = "ports",
 };
 
-static void add_error(struct flash_diag *diag, size_t *errors, const char *path, const char *code,
+static void add_error(struct diag *diag, size_t *errors, const char *path, const char *code,
 		      const char *value, const char *fmt, ...) _printf_(6, 7);
 
-static void add_error(struct flash_diag *diag, size_t *errors, const char *path, const char *code,
+static void add_error(struct diag *diag, size_t *errors, const char *path, const char *code,
 		      const char *value, const char *fmt, ...)
 {
 	char msg[512];
@@ -222,7 +223,7 @@ static void add_error(struct flash_diag *diag, size_t *errors, const char *path,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	diag_add_text(diag, FLASH_DIAG_ERROR, path, code, value, "%s", msg);
+	diag_add_text(diag, DIAG_ERROR, path, code, value, "%s", msg);
 }
 
 static void quote(char *buf, size_t size, const char *s)
@@ -232,7 +233,7 @@ static void quote(char *buf, size_t size, const char *s)
 	snprintf(buf, size, "\"%s\"", s);
 }
 
-static void check_protected(const struct flash_policy *policy, const struct flash_spec *spec, struct flash_diag *diag,
+static void check_protected(const struct flash_policy *policy, const struct flash_spec *spec, struct diag *diag,
 			    size_t *errors)
 {
 	static const struct {
@@ -268,8 +269,9 @@ static void check_protected(const struct flash_policy *policy, const struct flas
 }
 
 FLASH_API int flash_policy_check_spec(const struct flash_policy *policy, const struct flash_spec *spec,
-				      struct flash_diag *diag)
+				      struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	uint64_t per_replica[FLASH_POLICY_RESOURCE_COUNT_];
 	char value[96];
 	size_t errors = 0;
@@ -312,8 +314,9 @@ FLASH_API int flash_policy_check_spec(const struct flash_policy *policy, const s
 }
 
 FLASH_API int flash_policy_check_organization(const struct flash_policy *policy, const struct flash_policy_usage *current,
-					      const struct flash_spec *spec, struct flash_diag *diag)
+					      const struct flash_spec *spec, struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct flash_policy_usage add = { .sz = sizeof(add) };
 	size_t errors = 0;
 	int r;

@@ -13,6 +13,7 @@
 
 #include "internal.h"
 #include "json.h"
+#include "names.h"
 #include "render-internal.h"
 
 #define GIB (UINT64_C(1) << 30)
@@ -91,6 +92,17 @@ out_free:
 }
 
 /* ------------------------------------------------------------ prefixes */
+
+void kdoc_append_prefix(struct kdoc *arr, const struct flowsdn_prefix *p)
+{
+	char buf[FLOWSDN_PREFIX_STRLEN];
+
+	if (flowsdn_prefix_format(p, buf, sizeof(buf)) < 0) {
+		kdoc_append(arr, NULL);
+		return;
+	}
+	kdoc_append_str(arr, buf);
+}
 
 struct plist {
 	struct flowsdn_prefix *v;
@@ -303,14 +315,14 @@ static void node_selector_into(struct kdoc *pod, const struct flash_spec *spec, 
 		      flash_spec_traffic_mode(spec) == FLASH_SPEC_TRAFFIC_DIRECT;
 	struct kdoc *sel;
 
-	if (!gpu && !(direct && c->n_public_node_labels))
+	if (!gpu && !(direct && c->public_node_labels.n))
 		return;
 	sel = kdoc_set_obj(pod, "nodeSelector");
 	if (gpu)
 		kdoc_set_str(sel, c->gpu_node_label, flash_spec_gpu_type(spec));
 	if (direct)
-		for (size_t i = 0; i < c->n_public_node_labels; i++)
-			kdoc_set_str(sel, c->public_node_labels[i].key, c->public_node_labels[i].value);
+		for (size_t i = 0; i < c->public_node_labels.n; i++)
+			kdoc_set_str(sel, c->public_node_labels.v[i].key, c->public_node_labels.v[i].value);
 }
 
 static struct kdoc *render_deployment(const struct flash_spec *spec, const struct flash_operator_config *c,
@@ -439,7 +451,7 @@ static struct kdoc *render_deployment(const struct flash_spec *spec, const struc
 }
 
 static struct kdoc *render_service(const struct flash_spec *spec, const struct flash_operator_config *c,
-				   const struct flash_render_opts *o, struct flash_render_diag *diag, int *ret_err)
+				   const struct flash_render_opts *o, struct diag *diag, int *ret_err)
 {
 	struct kdoc *sp = NULL;
 	struct kdoc *svc = object_new("v1", "Service", o->name, o, &sp);
@@ -585,8 +597,8 @@ static struct kdoc *render_network_policy(const struct flash_spec *spec, const s
 	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(p, "namespaceSelector"), "matchLabels"), "kubernetes.io/metadata.name",
 		     c->dns_namespace);
 	dns = kdoc_set_obj(kdoc_set_obj(p, "podSelector"), "matchLabels");
-	for (size_t i = 0; i < c->n_dns_pod_labels; i++)
-		kdoc_set_str(dns, c->dns_pod_labels[i].key, c->dns_pod_labels[i].value);
+	for (size_t i = 0; i < c->dns_pod_labels.n; i++)
+		kdoc_set_str(dns, c->dns_pod_labels.v[i].key, c->dns_pod_labels.v[i].value);
 	for (size_t i = 0; i < c->dns_addresses.n; i++)
 		kdoc_set(kdoc_set_obj(kdoc_append_obj(peers), "ipBlock"), "cidr", prefix_string(&c->dns_addresses.v[i]));
 	p = kdoc_append_obj(egress);
@@ -644,25 +656,25 @@ static struct kdoc *render_pvc(const struct flash_operator_config *c, const stru
 	return pvc;
 }
 
-static int check_opts(const struct flash_render_opts *o, struct flash_render_diag *diag)
+static int check_opts(const struct flash_render_opts *o, struct diag *diag)
 {
 	const char *s;
 
-	if (!k8s_dns1035_label(o->name, 52))
+	if (!names_dns1035_label_valid(o->name) || strlen(o->name) > 52)
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "name",
 				 "\"%s\" is not a DNS-1035 label of at most 52 characters", o->name ? o->name : "");
-	if (!k8s_dns_label(o->namespace_, 63))
+	if (!names_dns_label_valid(o->namespace_))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "namespace", "\"%s\" is not a DNS label",
 				 o->namespace_ ? o->namespace_ : "");
-	if (!o->organization_id || !o->organization_id[0] || !k8s_label_value(o->organization_id))
+	if (!o->organization_id || !o->organization_id[0] || !names_label_value_valid(o->organization_id))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "organization_id",
 				 "\"%s\" is not usable as a label value (1-63 of A-Z a-z 0-9 . _ -)",
 				 o->organization_id ? o->organization_id : "");
 	s = OPTS_GET(o, project_id, NULL);
-	if (s && (!s[0] || !k8s_label_value(s)))
+	if (s && (!s[0] || !names_label_value_valid(s)))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "project_id", "\"%s\" is not usable as a label value", s);
 	s = OPTS_GET(o, service_id, NULL);
-	if (s && (!s[0] || !k8s_label_value(s)))
+	if (s && (!s[0] || !names_label_value_valid(s)))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "service_id", "\"%s\" is not usable as a label value", s);
 	s = OPTS_GET(o, uid, NULL);
 	if (s && (!s[0] || strlen(s) > 128 || strpbrk(s, " \t\n\"")))
@@ -697,8 +709,9 @@ static int add_object(struct flash_render *rd, struct kdoc *obj)
 
 FLASH_API int flash_render(const struct flash_spec *spec, const struct flash_operator_config *config,
 			   const struct flash_render_opts *opts, struct flash_render **ret_render,
-			   struct flash_render_diag *diag)
+			   struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct flash_render *rd = NULL;
 	_cleanup_free_ char *image = NULL;
 	_cleanup_free_ char *claim = NULL;
@@ -709,6 +722,7 @@ FLASH_API int flash_render(const struct flash_spec *spec, const struct flash_ope
 
 	if (!spec || !config || !opts || !ret_render || !OPTS_VALID(opts, flash_render_opts))
 		return -EINVAL;
+	diag_begin(diag, 0);
 	r = check_opts(opts, diag);
 	if (r < 0)
 		return r;

@@ -10,7 +10,9 @@
 
 #include "spec-fields.h"
 
-/* A DNS label (RFC 1123), lower case. */
+/* A DNS label (RFC 1123), lower case: the CRD's pattern; libflash checks
+ * these fields with names_dns_label_valid() (SPEC_FMT_DNS_LABEL), and
+ * tests/unit/test-names.c proves the two agree. */
 #define DNS_LABEL "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 #define RE_DNS_LABEL "^" DNS_LABEL "$"
 
@@ -88,6 +90,7 @@ static const struct spec_field port_fields[] = {
 		.min_length = 1,
 		.max_length = 15,
 		.pattern = RE_DNS_LABEL,
+		.format = SPEC_FMT_DNS_LABEL,
 		.pattern_hint = HINT_DNS_LABEL,
 	},
 	{
@@ -242,6 +245,7 @@ static const struct spec_field domain_fields[] = {
 		.min_length = 1,
 		.max_length = 15,
 		.pattern = RE_DNS_LABEL,
+		.format = SPEC_FMT_DNS_LABEL,
 		.pattern_hint = HINT_DNS_LABEL,
 	},
 };
@@ -334,6 +338,7 @@ static const struct spec_field spec_fields[] = {
 		.min_length = 1,
 		.max_length = 63,
 		.pattern = RE_DNS_LABEL,
+		.format = SPEC_FMT_DNS_LABEL,
 		.pattern_hint = HINT_DNS_LABEL,
 	},
 	{
@@ -380,6 +385,7 @@ static const struct spec_field spec_fields[] = {
 		.min_length = 1,
 		.max_length = 63,
 		.pattern = RE_DNS_LABEL,
+		.format = SPEC_FMT_DNS_LABEL,
 		.pattern_hint = HINT_DNS_LABEL,
 	},
 	{
@@ -444,6 +450,7 @@ static const struct spec_field region_item = {
 	.min_length = 1,
 	.max_length = 63,
 	.pattern = RE_DNS_LABEL,
+	.format = SPEC_FMT_DNS_LABEL,
 	.pattern_hint = HINT_DNS_LABEL,
 };
 
@@ -453,6 +460,7 @@ static const struct spec_field gpu_item = {
 	.min_length = 1,
 	.max_length = 63,
 	.pattern = RE_DNS_LABEL,
+	.format = SPEC_FMT_DNS_LABEL,
 	.pattern_hint = HINT_DNS_LABEL,
 };
 

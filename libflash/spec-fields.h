@@ -45,6 +45,8 @@ enum spec_format {
 	SPEC_FMT_NONE = 0,
 	SPEC_FMT_OCI_REFERENCE, /* distribution reference: name[:tag][@sha256:hex] */
 	SPEC_FMT_CIDR,          /* IPv4/IPv6 address or CIDR (flowsdn_prefix_parse) */
+	SPEC_FMT_DNS_LABEL,     /* DNS-1123 label: names_dns_label_valid() instead of
+				 * the pattern, which is kept for the CRD schema */
 };
 
 struct spec_field {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "names.h"
 #include "spec-internal.h"
 
 /* Specs and policies are small: these bounds keep memory use small for
@@ -287,12 +288,20 @@ static bool check_string(const struct spec_field *f, const struct json_value *v,
 		check_error(ctx, "max-length", v, "must be at most %zu bytes (is %zu)", f->max_length, len);
 		return false;
 	}
-	if (f->pattern && !spec_pattern_match(f->pattern, s, len)) {
+	if (f->format == SPEC_FMT_DNS_LABEL) {
+		/* the one DNS label rule; the pattern only describes it to the
+		 * API server */
+		if (!names_dns_label_valid(s)) {
+			check_error(ctx, "pattern", v, "must be %s", f->pattern_hint ? f->pattern_hint : f->pattern);
+			return false;
+		}
+	} else if (f->pattern && !spec_pattern_match(f->pattern, s, len)) {
 		check_error(ctx, "pattern", v, "must be %s", f->pattern_hint ? f->pattern_hint : f->pattern);
 		return false;
 	}
 	switch (f->format) {
 	case SPEC_FMT_NONE:
+	case SPEC_FMT_DNS_LABEL:
 		break;
 	case SPEC_FMT_OCI_REFERENCE: {
 		const char *problem = spec_oci_reference_problem(s);
@@ -327,24 +336,6 @@ static bool check_string(const struct spec_field *f, const struct json_value *v,
 	return true;
 }
 
-static bool values_equal(const struct json_value *a, const struct json_value *b)
-{
-	if (a->type != b->type)
-		return false;
-	switch (a->type) {
-	case JSON_NULL:
-		return true;
-	case JSON_BOOL:
-		return a->u.boolean == b->u.boolean;
-	case JSON_NUMBER:
-		return a->u.number.len == b->u.number.len && memcmp(a->u.number.text, b->u.number.text, a->u.number.len) == 0;
-	case JSON_STRING:
-		return a->u.string.len == b->u.string.len && memcmp(a->u.string.ptr, b->u.string.ptr, a->u.string.len) == 0;
-	default:
-		return a == b; /* unique_items is only used on scalar lists */
-	}
-}
-
 static bool check_array(const struct spec_field *f, const struct json_value *v, struct check_ctx *ctx)
 {
 	size_t n = v->u.array.n;
@@ -363,7 +354,7 @@ static bool check_array(const struct spec_field *f, const struct json_value *v, 
 			ok = false;
 		else if (f->unique_items)
 			for (size_t j = 0; j < i; j++)
-				if (values_equal(v->u.array.items[j], item)) {
+				if (json_equal(v->u.array.items[j], item)) {
 					check_error(ctx, "duplicate", item, "duplicates item %zu", j);
 					ok = false;
 					break;

@@ -976,8 +976,9 @@ static int canonicalize(struct flash_spec *s)
 /* ---------------------------------------------------------------- parse */
 
 FLASH_API int flash_spec_parse(const char *json, size_t len, const struct flash_spec_parse_opts *opts,
-			       struct flash_spec **ret_spec, struct flash_diag *diag)
+			       struct flash_spec **ret_spec, struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
 	struct json_error jerr = { 0 };
 	struct flash_spec *spec = NULL;

@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "jsonutil.h"
+#include "names.h"
 
 #define IS_OBJ(v) jis((v), JSON_OBJECT)
 #define IS_ARR(v) jis((v), JSON_ARRAY)
@@ -30,7 +31,6 @@ static int int_in(const struct json_value *v, long long lo, long long hi, long l
 #define MAX_CONF_SIZE (1u << 20)
 #define MAX_ARGS_SIZE 4096
 #define MAX_ARGS 64
-#define MAX_CONTAINER_ID 256
 
 #define DEFINE_FREEP(type, fn) \
 	static inline void fn##p(struct type **p) { fn(*p); }
@@ -38,28 +38,6 @@ DEFINE_FREEP(flowsdn_cni_result, flowsdn_cni_result_free)
 DEFINE_FREEP(flowsdn_cni_conf, flowsdn_cni_conf_free)
 DEFINE_FREEP(flowsdn_cni_conflist, flowsdn_cni_conflist_free)
 DEFINE_FREEP(flowsdn_cni_args, flowsdn_cni_args_free)
-
-static const char *const cni_errors[] = {
-	[FLOWSDN_E_CNI_INCOMPATIBLE - FLOWSDN_E_CNI_BASE] = "incompatible CNI version",
-	[FLOWSDN_E_CNI_VERSION_UNKNOWN - FLOWSDN_E_CNI_BASE] = "unknown CNI version",
-	[FLOWSDN_E_CNI_DECODE - FLOWSDN_E_CNI_BASE] = "failed to decode JSON",
-	[FLOWSDN_E_CNI_CONFIG - FLOWSDN_E_CNI_BASE] = "invalid network configuration",
-	[FLOWSDN_E_CNI_ENV - FLOWSDN_E_CNI_BASE] = "invalid CNI environment variables",
-	[FLOWSDN_E_CNI_CONTAINER_ID - FLOWSDN_E_CNI_BASE] = "invalid CNI_CONTAINERID",
-	[FLOWSDN_E_CNI_IFNAME - FLOWSDN_E_CNI_BASE] = "invalid CNI_IFNAME",
-	[FLOWSDN_E_CNI_ARGS - FLOWSDN_E_CNI_BASE] = "invalid CNI_ARGS",
-	[FLOWSDN_E_CNI_RESULT - FLOWSDN_E_CNI_BASE] = "malformed CNI result",
-	[FLOWSDN_E_CNI_NOT_FOUND - FLOWSDN_E_CNI_BASE] = "container or interface does not exist",
-	[FLOWSDN_E_CNI_TRY_AGAIN - FLOWSDN_E_CNI_BASE] = "temporarily unavailable, try again later",
-	[FLOWSDN_E_CNI_NOT_READY - FLOWSDN_E_CNI_BASE] = "plugin is not available",
-};
-
-const char *flowsdn__cni_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_CNI_BASE);
-
-	return i < ARRAY_SIZE(cni_errors) ? cni_errors[i] : NULL;
-}
 
 FLOWSDN_API unsigned int flowsdn_cni_code(int err)
 {
@@ -726,16 +704,6 @@ struct flowsdn_cni_conf {
 	struct attachment *att;
 };
 
-static bool name_valid(const char *s)
-{
-	if (!s || !isalnum((unsigned char)s[0]))
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-')
-			return false;
-	return strlen(s) <= 256;
-}
-
 FLOWSDN_API void flowsdn_cni_conf_free(struct flowsdn_cni_conf *c)
 {
 	if (!c)
@@ -863,7 +831,7 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 	err = req_str(c->root, "name", "", diag, &c->name);
 	if (err < 0)
 		return err;
-	if (!name_valid(c->name)) {
+	if (!names_container_id_valid(c->name)) {
 		diag_set(diag, "name: \"%.64s\" must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$", c->name);
 		return -FLOWSDN_E_CNI_CONFIG;
 	}
@@ -1048,7 +1016,7 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 	err = req_str(l->root, "name", "", diag, &l->name);
 	if (err < 0)
 		return err;
-	if (!name_valid(l->name)) {
+	if (!names_container_id_valid(l->name)) {
 		diag_set(diag, "name: \"%.64s\" must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$", l->name);
 		return -FLOWSDN_E_CNI_CONFIG;
 	}
@@ -1170,28 +1138,12 @@ FLOWSDN_API enum flowsdn_cni_command flowsdn_cni_command_parse(const char *text)
 
 FLOWSDN_API bool flowsdn_cni_container_id_valid(const char *id)
 {
-	if (!id || !isalnum((unsigned char)id[0]) || strnlen(id, MAX_CONTAINER_ID + 1) > MAX_CONTAINER_ID)
-		return false;
-	for (const char *p = id; *p; p++)
-		if (!isascii((unsigned char)*p) ||
-		    (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-'))
-			return false;
-	return true;
+	return names_container_id_valid(id);
 }
 
 FLOWSDN_API bool flowsdn_cni_ifname_valid(const char *name)
 {
-	size_t n;
-
-	if (!name)
-		return false;
-	n = strnlen(name, 16);
-	if (n == 0 || n > 15 || !strcmp(name, ".") || !strcmp(name, ".."))
-		return false;
-	for (const char *p = name; *p; p++)
-		if (*p == '/' || *p == ':' || isspace((unsigned char)*p) || !isprint((unsigned char)*p))
-			return false;
-	return true;
+	return names_ifname_valid(name);
 }
 
 FLOWSDN_API int flowsdn_cni_env_read(const char *(*getenv_fn)(const char *name, void *userdata), void *userdata,
@@ -1224,7 +1176,7 @@ FLOWSDN_API int flowsdn_cni_env_read(const char *(*getenv_fn)(const char *name, 
 			return -FLOWSDN_E_CNI_ENV;
 		}
 		if (!flowsdn_cni_container_id_valid(e.container_id)) {
-			diag_set(diag, "CNI_CONTAINERID \"%.64s\" must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+			diag_set(diag, "CNI_CONTAINERID \"%.64s\" must be 1..255 bytes matching ^[A-Za-z0-9][A-Za-z0-9_.-]*$",
 				 e.container_id);
 			return -FLOWSDN_E_CNI_CONTAINER_ID;
 		}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Private parts shared by maps.c and loader.c. */
+/* Private parts shared by datapath.c (the loader) and datapath-maps.c. */
 #ifndef FLOWSDN_DATAPATH_INTERNAL_H
 #define FLOWSDN_DATAPATH_INTERNAL_H
 

@@ -27,6 +27,7 @@
 #include <flowsdn/identity.h>
 
 #include "internal.h"
+#include "names.h"
 #include "statefile.h"
 
 #define IDENTITY_MAGIC "FSDNIDNT"
@@ -34,28 +35,8 @@
 #define IDENTITY_STATE_FILE "identity.state"
 #define IDENTITY_LOCK_FILE "identity.lock"
 #define IDENTITY_STATE_MAX ((size_t)64 << 20)
-#define LABEL_NAME_MAX 63
-#define LABEL_PREFIX_MAX 253
 /* prefix '/' name '=' value ',' for every label */
-#define CANONICAL_MAX (FLOWSDN_IDENTITY_MAX_LABELS * (LABEL_PREFIX_MAX + LABEL_NAME_MAX * 2 + 3))
-
-static const char *const identity_errors[] = {
-	[FLOWSDN_E_IDENTITY_LABEL_KEY - FLOWSDN_E_IDENTITY_BASE] = "label key is not a valid Kubernetes label key",
-	[FLOWSDN_E_IDENTITY_LABEL_VALUE - FLOWSDN_E_IDENTITY_BASE] = "label value is not a valid Kubernetes label value",
-	[FLOWSDN_E_IDENTITY_LABEL_DUPLICATE - FLOWSDN_E_IDENTITY_BASE] = "label key appears twice in the set",
-	[FLOWSDN_E_IDENTITY_LABELS_EMPTY - FLOWSDN_E_IDENTITY_BASE] = "label set is empty or has too many labels",
-	[FLOWSDN_E_IDENTITY_EXHAUSTED - FLOWSDN_E_IDENTITY_BASE] = "every local identity is in use",
-	[FLOWSDN_E_IDENTITY_RESERVED - FLOWSDN_E_IDENTITY_BASE] = "reserved identities cannot be released",
-	[FLOWSDN_E_IDENTITY_STATE_CORRUPT - FLOWSDN_E_IDENTITY_BASE] = "identity state file is truncated or damaged",
-	[FLOWSDN_E_IDENTITY_STATE_VERSION - FLOWSDN_E_IDENTITY_BASE] = "identity state file has a newer format version",
-};
-
-const char *flowsdn__identity_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_IDENTITY_BASE);
-
-	return i < ARRAY_SIZE(identity_errors) ? identity_errors[i] : NULL;
-}
+#define CANONICAL_MAX (FLOWSDN_IDENTITY_MAX_LABELS * (NAMES_DNS_SUBDOMAIN_MAX + NAMES_LABEL_NAME_MAX + NAMES_LABEL_VALUE_MAX + 3))
 
 static const char *const reserved_names[] = {
 	[FLOWSDN_IDENTITY_HOST] = "host",
@@ -85,66 +66,6 @@ FLOWSDN_API int flowsdn_identity_reserved_id(const char *name)
 	return -ENOENT;
 }
 
-static bool is_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-/* Kubernetes "qualified name" part and label value: 1..63 of
- * [A-Za-z0-9._-], alphanumeric at both ends. */
-static bool name_valid(const char *s, size_t n)
-{
-	if (n == 0 || n > LABEL_NAME_MAX || !is_alnum(s[0]) || !is_alnum(s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-			return false;
-	return true;
-}
-
-/* RFC 1123 subdomain as Kubernetes checks it: lower-case labels of
- * [a-z0-9-] beginning and ending alphanumeric, joined by dots. */
-static bool subdomain_valid(const char *s, size_t n)
-{
-	size_t start = 0;
-
-	if (n == 0 || n > LABEL_PREFIX_MAX)
-		return false;
-	for (size_t i = 0; i <= n; i++) {
-		if (i < n && s[i] != '.') {
-			char c = s[i];
-
-			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-				return false;
-			continue;
-		}
-		if (i == start || s[start] == '-' || s[i - 1] == '-')
-			return false;
-		start = i + 1;
-	}
-	return true;
-}
-
-static bool key_valid(const char *key)
-{
-	size_t n = strnlen(key, LABEL_PREFIX_MAX + LABEL_NAME_MAX + 2);
-	const char *slash = memchr(key, '/', n);
-
-	if (n > LABEL_PREFIX_MAX + LABEL_NAME_MAX + 1)
-		return false;
-	if (!slash)
-		return name_valid(key, n);
-	return subdomain_valid(key, (size_t)(slash - key)) &&
-	       name_valid(slash + 1, n - (size_t)(slash - key) - 1);
-}
-
-static bool value_valid(const char *v)
-{
-	size_t n = strnlen(v, LABEL_NAME_MAX + 1);
-
-	return n == 0 || name_valid(v, n);
-}
-
 static int label_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct flowsdn_label *)a)->key, ((const struct flowsdn_label *)b)->key);
@@ -162,9 +83,9 @@ FLOWSDN_API int flowsdn_identity_labels_canonical(const struct flowsdn_label *la
 	for (size_t i = 0; i < n; i++) {
 		if (!labels[i].key || !labels[i].value)
 			return -EINVAL;
-		if (!key_valid(labels[i].key))
+		if (!names_label_key_valid(labels[i].key))
 			return -FLOWSDN_E_IDENTITY_LABEL_KEY;
-		if (!value_valid(labels[i].value))
+		if (!names_label_value_valid(labels[i].value))
 			return -FLOWSDN_E_IDENTITY_LABEL_VALUE;
 		sorted[i] = labels[i];
 	}

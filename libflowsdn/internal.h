@@ -5,7 +5,12 @@
 
 #include <flowsdn/common.h>
 
+#include "diag.h"
 #include "util.h"
+
+struct flowsdn_diag;
+/* The engine behind a public diag (NULL stays NULL). */
+struct diag *flowsdn__diag(struct flowsdn_diag *diag);
 
 /* Logging through the callback set with flowsdn_set_log(). */
 void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...) _printf_(2, 3);
@@ -13,16 +18,5 @@ void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...) _printf_(2
 #define pr_warn(...) flowsdn__log(FLOWSDN_LOG_WARNING, __VA_ARGS__)
 #define pr_info(...) flowsdn__log(FLOWSDN_LOG_INFO, __VA_ARGS__)
 #define pr_debug(...) flowsdn__log(FLOWSDN_LOG_DEBUG, __VA_ARGS__)
-
-/* Error strings of each module's block of domain codes (NULL: unknown). */
-const char *flowsdn__addr_strerror(int code);
-const char *flowsdn__agent_strerror(int code);
-const char *flowsdn__bpf_strerror(int code);
-const char *flowsdn__cni_strerror(int code);
-const char *flowsdn__identity_strerror(int code);
-const char *flowsdn__ipam_strerror(int code);
-const char *flowsdn__maglev_strerror(int code);
-const char *flowsdn__netlink_strerror(int code);
-const char *flowsdn__policy_strerror(int code);
 
 #endif

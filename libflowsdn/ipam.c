@@ -35,8 +35,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <flowsdn/ipam.h>
+#include <flowsdn/netlink.h>
 
 #include "internal.h"
+#include "names.h"
 #include "statefile.h"
 
 #define IPAM_MAGIC "FSDNIPAM"
@@ -45,28 +47,6 @@
 #define IPAM_LOCK_FILE "ipam.lock"
 /* Bound on the state file: every pool full with the longest ids. */
 #define IPAM_STATE_MAX ((size_t)256 << 20)
-
-static const char *const ipam_errors[] = {
-	[FLOWSDN_E_IPAM_EXHAUSTED - FLOWSDN_E_IPAM_BASE] = "address pool is exhausted",
-	[FLOWSDN_E_IPAM_POOL_OVERLAP - FLOWSDN_E_IPAM_BASE] = "address pools overlap",
-	[FLOWSDN_E_IPAM_POOL_TOO_SMALL - FLOWSDN_E_IPAM_BASE] = "address pool has no usable address",
-	[FLOWSDN_E_IPAM_POOL_TOO_BIG - FLOWSDN_E_IPAM_BASE] = "address pool is larger than 2^20 addresses",
-	[FLOWSDN_E_IPAM_NO_POOL - FLOWSDN_E_IPAM_BASE] = "no address pool for this family or address",
-	[FLOWSDN_E_IPAM_RESERVED - FLOWSDN_E_IPAM_BASE] = "address is reserved (network, gateway or broadcast)",
-	[FLOWSDN_E_IPAM_IN_USE - FLOWSDN_E_IPAM_BASE] = "address is allocated to another owner",
-	[FLOWSDN_E_IPAM_OWNER - FLOWSDN_E_IPAM_BASE] = "invalid container id or interface name",
-	[FLOWSDN_E_IPAM_OWNER_CONFLICT - FLOWSDN_E_IPAM_BASE] = "owner already holds another address of this family",
-	[FLOWSDN_E_IPAM_STATE_CORRUPT - FLOWSDN_E_IPAM_BASE] = "IPAM state file is truncated or damaged",
-	[FLOWSDN_E_IPAM_STATE_VERSION - FLOWSDN_E_IPAM_BASE] = "IPAM state file has a newer format version",
-	[FLOWSDN_E_IPAM_ORPHAN - FLOWSDN_E_IPAM_BASE] = "IPAM state holds allocations outside the configured pools",
-};
-
-const char *flowsdn__ipam_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_IPAM_BASE);
-
-	return i < ARRAY_SIZE(ipam_errors) ? ipam_errors[i] : NULL;
-}
 
 struct pool {
 	struct flowsdn_prefix prefix;
@@ -111,32 +91,12 @@ static int fail(struct flowsdn_ipam *ipam, int r, const char *fmt, ...)
 	return r;
 }
 
+_Static_assert(FLOWSDN_IPAM_CONTAINER_ID_MAX == NAMES_CONTAINER_ID_MAX, "one container id limit");
+_Static_assert(FLOWSDN_IPAM_IFNAME_MAX == NAMES_IFNAME_MAX, "one interface name limit");
+
 FLOWSDN_API bool flowsdn_ipam_owner_valid(const char *container_id, const char *ifname)
 {
-	size_t n;
-
-	if (!container_id || !ifname)
-		return false;
-	n = strnlen(container_id, FLOWSDN_IPAM_CONTAINER_ID_MAX + 1);
-	if (n == 0 || n > FLOWSDN_IPAM_CONTAINER_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = container_id[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-
-		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
-			return false;
-	}
-	n = strnlen(ifname, FLOWSDN_IPAM_IFNAME_MAX + 1);
-	if (n == 0 || n > FLOWSDN_IPAM_IFNAME_MAX || !strcmp(ifname, ".") || !strcmp(ifname, ".."))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)ifname[i];
-
-		if (c <= ' ' || c == 0x7f || c == '/' || c == ':')
-			return false;
-	}
-	return true;
+	return names_container_id_valid(container_id) && names_ifname_valid(ifname);
 }
 
 static void bit_set(uint64_t *bm, uint64_t i)
@@ -513,9 +473,40 @@ static void end(struct flowsdn_ipam *ipam)
 	statefile_unlock(ipam->lock_fd);
 }
 
+/* Address classes a pod address can never be in: not unicast (multicast,
+ * broadcast, unspecified), never routed off the host or link (loopback,
+ * link-local, where the endpoints' gateway lives, and "this network"),
+ * the cloud metadata service a pod must not impersonate, and the IPv6
+ * forms of IPv4 addresses that the stack treats as IPv4 (mapped) or as
+ * automatic tunnels (compatible). */
+#define POOL_REFUSED_CLASSES                                                                       \
+	(FLOWSDN_ADDR_LOOPBACK | FLOWSDN_ADDR_LINK_LOCAL | FLOWSDN_ADDR_METADATA | FLOWSDN_ADDR_MULTICAST | \
+	 FLOWSDN_ADDR_UNSPECIFIED | FLOWSDN_ADDR_BROADCAST | FLOWSDN_ADDR_THIS_NETWORK |                   \
+	 FLOWSDN_ADDR_V4_MAPPED | FLOWSDN_ADDR_V4_COMPAT)
+
+/* Refuses a pool that cannot work as a pod pool, saying why. */
+static int check_pool_class(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *p, const char *text)
+{
+	const char *gw_text = p->addr.family == FLOWSDN_AF_INET ? FLOWSDN_GATEWAY_V4 : FLOWSDN_GATEWAY_V6;
+	unsigned int refused = flowsdn_prefix_classify(p) & POOL_REFUSED_CLASSES;
+	struct flowsdn_addr gw;
+
+	if (flowsdn_addr_parse(gw_text, strlen(gw_text), &gw) == 0 && flowsdn_prefix_contains_addr(p, &gw))
+		return fail(ipam, -FLOWSDN_E_IPAM_POOL_CLASS,
+			    "pool %s holds %s, the gateway address every endpoint routes through", text, gw_text);
+	for (unsigned int bit = 1; refused; bit <<= 1) {
+		if (refused & bit)
+			return fail(ipam, -FLOWSDN_E_IPAM_POOL_CLASS,
+				    "pool %s holds %s addresses, which no pod can use", text,
+				    flowsdn_addr_class_name(bit));
+	}
+	return 0;
+}
+
 static int check_pools(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *pools, size_t n)
 {
 	char a[FLOWSDN_PREFIX_STRLEN], b[FLOWSDN_PREFIX_STRLEN];
+	int r;
 
 	if (n == 0 || n > FLOWSDN_IPAM_MAX_POOLS)
 		return fail(ipam, -EINVAL, "between 1 and %d pools are needed, got %zu",
@@ -536,6 +527,9 @@ static int check_pools(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *p
 		if (bits - p->len > 20)
 			return fail(ipam, -FLOWSDN_E_IPAM_POOL_TOO_BIG,
 				    "pool %s is larger than the 2^20 addresses supported (IPv4 /12, IPv6 /108 at most)", a);
+		r = check_pool_class(ipam, p, a);
+		if (r < 0)
+			return r;
 		for (size_t k = 0; k < i; k++) {
 			if (flowsdn_prefix_overlaps(&pools[k], p)) {
 				flowsdn_prefix_format(&pools[k], b, sizeof(b));

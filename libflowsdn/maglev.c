@@ -22,22 +22,6 @@
 #include "internal.h"
 #include "siphash.h"
 
-static const char *const maglev_errors[] = {
-	[FLOWSDN_E_MAGLEV_SIZE - FLOWSDN_E_MAGLEV_BASE] = "Maglev table size is not a supported prime",
-	[FLOWSDN_E_MAGLEV_NO_BACKEND - FLOWSDN_E_MAGLEV_BASE] = "no Maglev backend has a weight above 0",
-	[FLOWSDN_E_MAGLEV_DUPLICATE - FLOWSDN_E_MAGLEV_BASE] = "two Maglev backends have the same key",
-	[FLOWSDN_E_MAGLEV_KEY - FLOWSDN_E_MAGLEV_BASE] = "Maglev backend key is empty or too long",
-	[FLOWSDN_E_MAGLEV_TOO_MANY - FLOWSDN_E_MAGLEV_BASE] = "more Maglev backends than table slots",
-	[FLOWSDN_E_MAGLEV_PERMUTATION - FLOWSDN_E_MAGLEV_BASE] = "Maglev offset or skip out of range",
-};
-
-const char *flowsdn__maglev_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_MAGLEV_BASE);
-
-	return i < ARRAY_SIZE(maglev_errors) ? maglev_errors[i] : NULL;
-}
-
 static const uint32_t supported_sizes[] = {
 	251, 509, 1021, 2039, 4093, 8191, 16381, 32749, 65521, 65537, 131071, 655373,
 };

@@ -32,6 +32,7 @@
 #include <flowsdn/netlink.h>
 
 #include "internal.h"
+#include "names.h"
 
 #define MAX_ADDRS 8
 
@@ -82,22 +83,11 @@ static int nlerr(int e)
 	return -EIO;
 }
 
+_Static_assert(FLOWSDN_IFNAMSIZ == NAMES_IFNAME_MAX + 1, "one interface name limit");
+
 FLOWSDN_API bool flowsdn_netlink_ifname_valid(const char *name)
 {
-	size_t len;
-
-	if (!name)
-		return false;
-	len = strnlen(name, FLOWSDN_IFNAMSIZ);
-	if (len == 0 || len >= FLOWSDN_IFNAMSIZ || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c == '/' || c == ':' || c <= ' ' || c >= 0x7f)
-			return false;
-	}
-	return true;
+	return names_ifname_valid(name);
 }
 
 static struct nl_sock *nl_open(void)
@@ -960,31 +950,3 @@ FLOWSDN_API int flowsdn_netlink_endpoint_check(const struct flowsdn_endpoint_ifa
 	return run_in_netns(nsfd, check_inside, &a);
 }
 
-const char *flowsdn__netlink_strerror(int code)
-{
-	switch (code) {
-	case FLOWSDN_E_NL_SOCKET:
-		return "netlink socket could not be opened";
-	case FLOWSDN_E_NL_NETNS:
-		return "network namespace missing or not usable";
-	case FLOWSDN_E_NL_IFNAME:
-		return "invalid interface name";
-	case FLOWSDN_E_NL_EXISTS:
-		return "interface name already taken";
-	case FLOWSDN_E_NL_LINK:
-		return "creating or changing a link failed";
-	case FLOWSDN_E_NL_ADDR:
-		return "adding an address failed";
-	case FLOWSDN_E_NL_ROUTE:
-		return "adding or removing a route failed";
-	case FLOWSDN_E_NL_NEIGH:
-		return "adding a neighbour entry failed";
-	case FLOWSDN_E_NL_SYSCTL:
-		return "writing a sysctl failed";
-	case FLOWSDN_E_NL_NOT_FOUND:
-		return "no such interface";
-	case FLOWSDN_E_NL_MISMATCH:
-		return "the interface is not the expected one";
-	}
-	return NULL;
-}

@@ -45,6 +45,7 @@ void *pmap_del(struct pmap *m, const void *key, size_t len);
 void pmap_free(struct pmap *m);
 
 /* ------------------------------------------------------------ labels, selectors */
+/* policy-util.c, the module's leaf: every other policy file may call it. */
 
 struct plabel {
 	char *key;
@@ -227,13 +228,5 @@ struct ppod *pdb_pod_by_addr(const struct flowsdn_policy_db *db, const struct fl
 
 /* policy-parse.c */
 void ppolicy_free_rules(struct flowsdn_policy *p);
-bool pvalid_label_key(const char *key);
-bool pvalid_label_value(const char *value);
-bool pvalid_port_name(const char *name);
-bool pvalid_dns_label(const char *name);
-
-/* policy-compile.c */
-int pdb_cidr_init(struct flowsdn_policy_db *db);
-int pdb_cidr_ref(struct flowsdn_policy_db *db, const struct flowsdn_policy *p, int delta);
 
 #endif

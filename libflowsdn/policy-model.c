@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The policy database: namespaces, pods, identities and policies, and
- * the bookkeeping of which endpoints a change makes dirty.
+ * The policy database: namespaces, pods, identities, CIDR identities and
+ * policies, and the bookkeeping of which endpoints a change makes dirty.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <flowsdn/policy.h>
 
+#include "names.h"
 #include "policy-internal.h"
 
 /* ------------------------------------------------------------ hash map */
@@ -121,105 +122,6 @@ void pmap_free(struct pmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* ------------------------------------------------------------ labels, selectors */
-
-static int label_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct plabel *)a)->key, ((const struct plabel *)b)->key);
-}
-
-int plabels_sort(struct plabels *l)
-{
-	if (l->n > 1)
-		qsort(l->v, l->n, sizeof(*l->v), label_cmp);
-	for (size_t i = 1; i < l->n; i++)
-		if (strcmp(l->v[i - 1].key, l->v[i].key) == 0)
-			return -EEXIST;
-	return 0;
-}
-
-const char *plabels_get(const struct plabels *l, const char *key)
-{
-	size_t lo = 0, hi = l->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(l->v[mid].key, key);
-
-		if (c == 0)
-			return l->v[mid].value;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-int plabels_copy(struct plabels *dst, const struct plabels *src)
-{
-	struct plabels d = { 0 };
-
-	d.v = calloc(src->n ? src->n : 1, sizeof(*d.v));
-	if (!d.v)
-		return -ENOMEM;
-	for (size_t i = 0; i < src->n; i++) {
-		d.v[i].key = strdup(src->v[i].key);
-		d.v[i].value = strdup(src->v[i].value);
-		d.n++;
-		if (!d.v[i].key || !d.v[i].value) {
-			plabels_free(&d);
-			return -ENOMEM;
-		}
-	}
-	*dst = d;
-	return 0;
-}
-
-/* Label selector semantics (metav1.LabelSelectorAsSelector): every
- * matchLabels pair and every requirement must hold; an empty selector
- * matches everything. */
-bool psel_matches(const struct psel *sel, const struct plabels *labels)
-{
-	for (size_t i = 0; i < sel->match.n; i++) {
-		const char *v = plabels_get(labels, sel->match.v[i].key);
-
-		if (!v || strcmp(v, sel->match.v[i].value) != 0)
-			return false;
-	}
-	for (size_t i = 0; i < sel->n_reqs; i++) {
-		const struct preq *r = &sel->reqs[i];
-		const char *v = plabels_get(labels, r->key);
-		bool in = false;
-
-		if (v)
-			for (size_t j = 0; j < r->n_values; j++)
-				if (strcmp(v, r->values[j]) == 0)
-					in = true;
-		switch (r->op) {
-		case SEL_IN:
-			if (!in)
-				return false;
-			break;
-		case SEL_NOT_IN:
-			if (in)
-				return false;
-			break;
-		case SEL_EXISTS:
-			if (!v)
-				return false;
-			break;
-		case SEL_DOES_NOT_EXIST:
-			if (v)
-				return false;
-			break;
-		default:
-			return false;
-		}
-	}
-	return true;
-}
-
 /* Copies and validates caller labels. */
 static int labels_from_user(const struct flowsdn_policy_label *labels, size_t n, struct plabels *out)
 {
@@ -232,8 +134,8 @@ static int labels_from_user(const struct flowsdn_policy_label *labels, size_t n,
 	if (!l.v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		if (!labels[i].key || !labels[i].value || !pvalid_label_key(labels[i].key) ||
-		    !pvalid_label_value(labels[i].value)) {
+		if (!labels[i].key || !labels[i].value || !names_label_key_valid(labels[i].key) ||
+		    !names_label_value_valid(labels[i].value)) {
 			plabels_free(&l);
 			return -EINVAL;
 		}
@@ -251,6 +153,171 @@ static int labels_from_user(const struct flowsdn_policy_label *labels, size_t n,
 		return -EINVAL;
 	}
 	*out = l;
+	return 0;
+}
+
+/* ------------------------------------------------------------ CIDR identities */
+
+#define CIDR_PINNED ((size_t)1 << 40)
+
+static size_t cidr_find(const struct flowsdn_policy_db *db, const struct flowsdn_prefix *p, bool *found)
+{
+	size_t lo = 0, hi = db->n_cidrs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = flowsdn_prefix_compare(&db->cidrs[mid].prefix, p);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static uint32_t cidr_new_id(struct flowsdn_policy_db *db)
+{
+	/* room reserved by cidr_reserve() */
+	if (db->n_cidr_free)
+		return db->cidr_free[--db->n_cidr_free];
+	return POLICY_IDENTITY_LOCAL_BASE + db->cidr_next++;
+}
+
+static bool policy_uses_universe(const struct flowsdn_policy *p)
+{
+	if (p->tier == FLOWSDN_POLICY_TIER_ALLOW)
+		return false;
+	for (int d = 0; d < 2; d++)
+		for (size_t i = 0; i < p->n_rules[d]; i++)
+			if (p->rules[d][i].n_peers == 0)
+				return true;
+	return false;
+}
+
+/* A CIDR identity appeared or disappeared: recompute the endpoints whose
+ * rules cover it. */
+static void cidr_changed(struct flowsdn_policy_db *db, const struct flowsdn_prefix *pfx)
+{
+	db->gen++;
+	db->ipcache_valid = false;
+	if (db->n_clean == 0)
+		return; /* every endpoint is dirty already */
+	for (size_t i = 0; i < db->n_policies; i++) {
+		struct flowsdn_policy *p = db->policies[i];
+		bool hit = policy_uses_universe(p);
+
+		for (int d = 0; d < 2 && !hit; d++)
+			for (size_t j = 0; j < p->n_rules[d] && !hit; j++)
+				for (size_t k = 0; k < p->rules[d][j].n_peers && !hit; k++) {
+					const struct ppeer *pe = &p->rules[d][j].peers[k];
+
+					if (pe->kind == PEER_IPBLOCK && flowsdn_prefix_contains(&pe->cidr, pfx))
+						hit = true;
+				}
+		if (hit)
+			pdb_mark_policy(db, p);
+	}
+}
+
+static int cidr_reserve(struct flowsdn_policy_db *db, size_t more)
+{
+	struct pcidr *n = realloc(db->cidrs, (db->n_cidrs + more + 1) * sizeof(*n));
+	uint32_t *f;
+
+	if (!n)
+		return -ENOMEM;
+	db->cidrs = n;
+	/* the free list can hold every id ever handed out */
+	f = realloc(db->cidr_free, (db->cidr_next + more + 1) * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	db->cidr_free = f;
+	return 0;
+}
+
+static void cidr_insert(struct flowsdn_policy_db *db, const struct flowsdn_prefix *p, size_t refs)
+{
+	bool found;
+	size_t at = cidr_find(db, p, &found);
+
+	if (found) {
+		db->cidrs[at].refs += refs;
+		return;
+	}
+	/* capacity reserved by the caller */
+	memmove(&db->cidrs[at + 1], &db->cidrs[at], (db->n_cidrs - at) * sizeof(*db->cidrs));
+	db->cidrs[at] = (struct pcidr){ .prefix = *p, .id = cidr_new_id(db), .refs = refs };
+	db->n_cidrs++;
+	cidr_changed(db, p);
+}
+
+static int pdb_cidr_init(struct flowsdn_policy_db *db)
+{
+	struct flowsdn_prefix all4 = { .addr = { .family = FLOWSDN_AF_INET }, .len = 0 };
+	struct flowsdn_prefix all6 = { .addr = { .family = FLOWSDN_AF_INET6 }, .len = 0 };
+	int r = cidr_reserve(db, 2);
+
+	if (r < 0)
+		return r;
+	cidr_insert(db, &all4, CIDR_PINNED);
+	cidr_insert(db, &all6, CIDR_PINNED);
+	return 0;
+}
+
+static void cidr_unref(struct flowsdn_policy_db *db, const struct flowsdn_prefix *p)
+{
+	bool found;
+	size_t at = cidr_find(db, p, &found);
+	struct flowsdn_prefix gone;
+
+	if (!found || --db->cidrs[at].refs > 0)
+		return;
+	gone = db->cidrs[at].prefix;
+	db->cidr_free[db->n_cidr_free++] = db->cidrs[at].id;
+	memmove(&db->cidrs[at], &db->cidrs[at + 1], (db->n_cidrs - at - 1) * sizeof(*db->cidrs));
+	db->n_cidrs--;
+	cidr_changed(db, &gone);
+}
+
+static int pdb_cidr_ref(struct flowsdn_policy_db *db, const struct flowsdn_policy *p, int delta)
+{
+	size_t n = 0;
+
+	for (int d = 0; d < 2; d++)
+		for (size_t i = 0; i < p->n_rules[d]; i++)
+			for (size_t j = 0; j < p->rules[d][i].n_peers; j++)
+				if (p->rules[d][i].peers[j].kind == PEER_IPBLOCK)
+					n += 1 + p->rules[d][i].peers[j].n_except;
+	if (n == 0)
+		return 0;
+	if (delta > 0) {
+		int r = cidr_reserve(db, n);
+
+		if (r < 0)
+			return r;
+	}
+	for (int d = 0; d < 2; d++)
+		for (size_t i = 0; i < p->n_rules[d]; i++)
+			for (size_t j = 0; j < p->rules[d][i].n_peers; j++) {
+				const struct ppeer *pe = &p->rules[d][i].peers[j];
+
+				if (pe->kind != PEER_IPBLOCK)
+					continue;
+				for (size_t k = 0; k <= pe->n_except; k++) {
+					const struct flowsdn_prefix *x = k == 0 ? &pe->cidr : &pe->except[k - 1];
+
+					if (delta > 0)
+						cidr_insert(db, x, 1);
+					else
+						cidr_unref(db, x);
+				}
+			}
 	return 0;
 }
 
@@ -654,7 +721,7 @@ FLOWSDN_API int flowsdn_policy_db_set_namespace(struct flowsdn_policy_db *db, co
 	struct pns *ns;
 	int r;
 
-	if (!db || !name || !pvalid_dns_label(name))
+	if (!db || !name || !names_dns_label_valid(name))
 		return -EINVAL;
 	r = labels_from_user(labels, n_labels, &l);
 	if (r < 0)
@@ -733,7 +800,7 @@ static int pod_fill(struct ppod *pod, const struct flowsdn_policy_pod *d)
 	for (size_t i = 0; i < d->n_ports; i++) {
 		const struct flowsdn_policy_named_port *np = &d->ports[i];
 
-		if (!np->name || !pvalid_port_name(np->name) || np->port == 0 ||
+		if (!np->name || !names_port_name_valid(np->name) || np->port == 0 ||
 		    (np->protocol != PROTO_TCP && np->protocol != PROTO_UDP && np->protocol != PROTO_SCTP))
 			return -EINVAL;
 		for (size_t j = 0; j < i; j++)
@@ -805,7 +872,7 @@ FLOWSDN_API int flowsdn_policy_db_set_pod(struct flowsdn_policy_db *db,
 	int r;
 
 	if (!db || !pod || !OPTS_VALID(pod, flowsdn_policy_pod) || !pod->namespace_name || !pod->name ||
-	    !pvalid_dns_label(pod->namespace_name) || !*pod->name || strchr(pod->name, '/'))
+	    !names_dns_label_valid(pod->namespace_name) || !*pod->name || strchr(pod->name, '/'))
 		return -EINVAL;
 	np = calloc(1, sizeof(*np));
 	if (!np)
@@ -1106,19 +1173,3 @@ FLOWSDN_API int flowsdn_policy_db_rule_name(const struct flowsdn_policy_db *db, 
 	return n >= 0 && (size_t)n < size ? n : -ENOSPC;
 }
 
-static const char *const policy_errors[] = {
-	[FLOWSDN_E_POLICY_JSON - FLOWSDN_E_POLICY_BASE] = "policy is not valid JSON",
-	[FLOWSDN_E_POLICY_INVALID - FLOWSDN_E_POLICY_BASE] = "policy is invalid",
-	[FLOWSDN_E_POLICY_CAPACITY - FLOWSDN_E_POLICY_BASE] = "endpoint needs more policy entries than the map holds",
-	[FLOWSDN_E_POLICY_NOT_FOUND - FLOWSDN_E_POLICY_BASE] = "no such namespace, pod, policy or endpoint",
-	[FLOWSDN_E_POLICY_ADDR_IN_USE - FLOWSDN_E_POLICY_BASE] = "address belongs to another pod",
-	[FLOWSDN_E_POLICY_IDENTITIES - FLOWSDN_E_POLICY_BASE] = "no identity left",
-	[FLOWSDN_E_POLICY_NOT_COMPILED - FLOWSDN_E_POLICY_BASE] = "endpoint has changes that are not compiled",
-};
-
-const char *flowsdn__policy_strerror(int code)
-{
-	size_t i = (size_t)(code - FLOWSDN_E_POLICY_BASE);
-
-	return i < ARRAY_SIZE(policy_errors) ? policy_errors[i] : NULL;
-}

@@ -17,6 +17,7 @@
 #include <flowsdn/policy.h>
 
 #include "json.h"
+#include "names.h"
 #include "policy-internal.h"
 
 #define MAX_CAUSES 64
@@ -185,216 +186,6 @@ static char *xstrdup(struct pctx *c, const char *s)
 	return d;
 }
 
-/* ------------------------------------------------------------ Kubernetes name rules */
-
-static const char qualified_name_msg[] =
-	"must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-static const char qualified_name_fmt[] = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-static const char label_value_msg[] =
-	"a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-static const char label_value_fmt[] = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-static const char dns1123_subdomain_msg[] =
-	"a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-static const char dns1123_subdomain_fmt[] = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-static const char dns1123_label_msg[] =
-	"a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-static const char dns1123_label_fmt[] = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-
-/* apimachinery's RegexError(): "MSG (e.g. 'A',  or 'B', regex used for
- * validation is 'FMT')" (the double space is theirs). */
-static void regex_error(char *buf, size_t size, const char *msg, const char *fmt, const char *const *examples)
-{
-	size_t o = (size_t)snprintf(buf, size, "%s (e.g. ", msg);
-
-	for (size_t i = 0; examples[i] && o < size; i++)
-		o += (size_t)snprintf(buf + o, size - o, "%s'%s', ", i ? " or " : "", examples[i]);
-	if (o < size)
-		snprintf(buf + o, size - o, "regex used for validation is '%s')", fmt);
-}
-
-static bool alnum(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-}
-
-/* ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9] */
-static bool match_qualified(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || !alnum(s[0]) || !alnum(s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-			return false;
-	return true;
-}
-
-static bool lower_alnum(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
-}
-
-static bool match_dns_label(const char *s, size_t n)
-{
-	if (n == 0 || !lower_alnum(s[0]) || !lower_alnum(s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!lower_alnum(s[i]) && s[i] != '-')
-			return false;
-	return true;
-}
-
-static bool match_dns_subdomain(const char *s)
-{
-	const char *p = s;
-
-	for (;;) {
-		const char *dot = strchr(p, '.');
-		size_t n = dot ? (size_t)(dot - p) : strlen(p);
-
-		if (!match_dns_label(p, n))
-			return false;
-		if (!dot)
-			return true;
-		p = dot + 1;
-	}
-}
-
-typedef void (*msg_fn)(void *ud, const char *msg);
-
-/* IsDNS1123Subdomain */
-static void check_dns_subdomain(const char *s, const char *prefix, msg_fn fn, void *ud)
-{
-	static const char *const ex[] = { "example.com", NULL };
-	char m[512], r[400];
-
-	if (strlen(s) > 253) {
-		snprintf(m, sizeof(m), "%smust be no more than 253 characters", prefix);
-		fn(ud, m);
-	}
-	if (!match_dns_subdomain(s)) {
-		regex_error(r, sizeof(r), dns1123_subdomain_msg, dns1123_subdomain_fmt, ex);
-		snprintf(m, sizeof(m), "%s%s", prefix, r);
-		fn(ud, m);
-	}
-}
-
-/* IsQualifiedName */
-static void check_qualified_name(const char *s, msg_fn fn, void *ud)
-{
-	static const char *const ex[] = { "MyName", "my.name", "123-abc", NULL };
-	const char *slash = strchr(s, '/');
-	const char *name = s;
-	char m[512], r[400];
-
-	if (slash && strchr(slash + 1, '/')) {
-		regex_error(r, sizeof(r), qualified_name_msg, qualified_name_fmt, ex);
-		snprintf(m, sizeof(m), "a qualified name %s with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')", r);
-		fn(ud, m);
-		return;
-	}
-	if (slash) {
-		size_t plen = (size_t)(slash - s);
-		char prefix[300];
-
-		name = slash + 1;
-		if (plen == 0) {
-			fn(ud, "prefix part must be non-empty");
-		} else if (plen >= sizeof(prefix)) {
-			fn(ud, "prefix part must be no more than 253 characters");
-		} else {
-			memcpy(prefix, s, plen);
-			prefix[plen] = '\0';
-			check_dns_subdomain(prefix, "prefix part ", fn, ud);
-		}
-	}
-	if (*name == '\0') {
-		fn(ud, "name part must be non-empty");
-	} else {
-		if (strlen(name) > 63)
-			fn(ud, "name part must be no more than 63 characters");
-		if (!match_qualified(name)) {
-			regex_error(r, sizeof(r), qualified_name_msg, qualified_name_fmt, ex);
-			snprintf(m, sizeof(m), "name part %s", r);
-			fn(ud, m);
-		}
-	}
-}
-
-/* IsValidLabelValue */
-static void check_label_value(const char *s, msg_fn fn, void *ud)
-{
-	static const char *const ex[] = { "MyValue", "my_value", "12345", NULL };
-	char r[400];
-
-	if (strlen(s) > 63)
-		fn(ud, "must be no more than 63 characters");
-	if (*s && !match_qualified(s)) {
-		regex_error(r, sizeof(r), label_value_msg, label_value_fmt, ex);
-		fn(ud, r);
-	}
-}
-
-/* IsValidPortName */
-static void check_port_name(const char *s, msg_fn fn, void *ud)
-{
-	size_t n = strlen(s);
-	bool charset = n > 0, letter = false;
-
-	if (n > 15)
-		fn(ud, "must be no more than 15 characters");
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] >= 'a' && s[i] <= 'z')
-			letter = true;
-		else if (!(s[i] >= '0' && s[i] <= '9') && s[i] != '-')
-			charset = false;
-	}
-	if (!charset)
-		fn(ud, "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
-	if (!letter)
-		fn(ud, "must contain at least one letter (a-z)");
-	if (strstr(s, "--"))
-		fn(ud, "must not contain consecutive hyphens");
-	if (n > 0 && (s[0] == '-' || s[n - 1] == '-'))
-		fn(ud, "must not begin or end with a hyphen");
-}
-
-static void count_msg(void *ud, const char *msg)
-{
-	(void)msg;
-	(*(size_t *)ud)++;
-}
-
-bool pvalid_label_key(const char *key)
-{
-	size_t n = 0;
-
-	check_qualified_name(key, count_msg, &n);
-	return n == 0;
-}
-
-bool pvalid_label_value(const char *value)
-{
-	size_t n = 0;
-
-	check_label_value(value, count_msg, &n);
-	return n == 0;
-}
-
-bool pvalid_port_name(const char *name)
-{
-	size_t n = 0;
-
-	check_port_name(name, count_msg, &n);
-	return n == 0;
-}
-
-bool pvalid_dns_label(const char *name)
-{
-	return strlen(name) <= 63 && match_dns_label(name, strlen(name));
-}
-
 struct str_ud {
 	struct pctx *c;
 	const char *value;
@@ -408,33 +199,6 @@ static void invalid_str_cb(void *ud, const char *msg)
 }
 
 /* ------------------------------------------------------------ labels and selectors */
-
-void plabels_free(struct plabels *l)
-{
-	for (size_t i = 0; i < l->n; i++) {
-		free(l->v[i].key);
-		free(l->v[i].value);
-	}
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
-void psel_free(struct psel *sel)
-{
-	if (!sel)
-		return;
-	plabels_free(&sel->match);
-	for (size_t i = 0; i < sel->n_reqs; i++) {
-		free(sel->reqs[i].key);
-		for (size_t j = 0; j < sel->reqs[i].n_values; j++)
-			free(sel->reqs[i].values[j]);
-		free(sel->reqs[i].values);
-	}
-	free(sel->reqs);
-	sel->reqs = NULL;
-	sel->n_reqs = 0;
-}
 
 /* ValidateLabels(labels, path): key and value errors both at @path. */
 static void parse_labels(struct pctx *c, const struct json_value *v, struct plabels *out)
@@ -457,9 +221,9 @@ static void parse_labels(struct pctx *c, const struct json_value *v, struct plab
 		json_path_pop(&c->path, s);
 		if (!val)
 			continue;
-		check_qualified_name(m->key, invalid_str_cb, &u);
+		names_label_key_check(m->key, invalid_str_cb, &u);
 		u.value = val;
-		check_label_value(val, invalid_str_cb, &u);
+		names_label_value_check(val, invalid_str_cb, &u);
 		out->v[out->n].key = xstrdup(c, m->key);
 		out->v[out->n].value = xstrdup(c, val);
 		out->n++;
@@ -539,7 +303,7 @@ static void parse_requirement(struct pctx *c, const struct json_value *v, struct
 	{
 		struct str_ud u = { c, key };
 
-		check_qualified_name(key, invalid_str_cb, &u);
+		names_label_key_check(key, invalid_str_cb, &u);
 	}
 	json_path_pop(&c->path, s);
 	s = json_path_push_key(&c->path, "values");
@@ -548,7 +312,7 @@ static void parse_requirement(struct pctx *c, const struct json_value *v, struct
 		struct str_ud u = { c, r->values[i] };
 
 		if (r->values[i])
-			check_label_value(r->values[i], invalid_str_cb, &u);
+			names_label_value_check(r->values[i], invalid_str_cb, &u);
 		json_path_pop(&c->path, s2);
 	}
 	json_path_pop(&c->path, s);
@@ -699,7 +463,7 @@ static void parse_port(struct pctx *c, const struct json_value *v, struct pport 
 			json_path_pop(&c->path, s);
 		}
 		s = json_path_push_key(&c->path, "port");
-		check_port_name(portname, invalid_str_cb, &u);
+		names_port_name_check(portname, invalid_str_cb, &u);
 		json_path_pop(&c->path, s);
 		p->has_port = true;
 		p->name = xstrdup(c, portname);
@@ -1063,7 +827,7 @@ static void parse_metadata(struct pctx *c, const struct json_value *meta, const 
 		if (*names == '\0')
 			required(c, "name or generateName is required");
 		else
-			check_dns_subdomain(names, "", invalid_str_cb, &u);
+			names_dns_subdomain_check(names, NULL, invalid_str_cb, &u);
 		json_path_pop(&c->path, s2);
 		p->name = xstrdup(c, names);
 	}
@@ -1074,15 +838,8 @@ static void parse_metadata(struct pctx *c, const struct json_value *meta, const 
 			required(c, "");
 		} else {
 			struct str_ud u = { c, nss };
-			static const char *const ex[] = { "my-name", "123-abc", NULL };
-			char r[400];
 
-			if (strlen(nss) > 63)
-				invalid_str(c, nss, "must be no more than 63 characters");
-			if (!match_dns_label(nss, strlen(nss))) {
-				regex_error(r, sizeof(r), dns1123_label_msg, dns1123_label_fmt, ex);
-				invalid_str_cb(&u, r);
-			}
+			names_dns_label_check(nss, invalid_str_cb, &u);
 			p->ns = xstrdup(c, nss);
 		}
 		json_path_pop(&c->path, s2);

@@ -14,9 +14,9 @@
  *   - decides what to do with a command's generation (apply, duplicate,
  *     stale);
  *   - derives the deterministic operation id, an RFC 9562 UUIDv8 from
- *     BLAKE2b (see libflash-auth(3) for the exact encoding);
+ *     BLAKE2b (see flash_auth(3) for the exact encoding);
  *   - signs tokens for clients and tests.
- * Every refusal has its own code in the 4200 block (enum
+ * Every refusal has its own code in the FLASH_E_BASE + 200 (6200) block (enum
  * flash_auth_error); flash_strerror() gives its text and
  * flash_auth_reason_name() a stable short name.
  */
@@ -35,7 +35,8 @@ extern "C" {
 
 /* Refusal reasons (returned negated). */
 enum flash_auth_error {
-	FLASH_E_AUTH_MALFORMED = 4200,  /* not three base64url parts joined by '.' */
+	FLASH_E_AUTH_BASE = FLASH_E_BASE + 200,
+	FLASH_E_AUTH_MALFORMED = FLASH_E_AUTH_BASE, /* not three base64url parts joined by '.' */
 	FLASH_E_AUTH_OVERSIZED,         /* token or one of its parts too large */
 	FLASH_E_AUTH_BASE64,            /* bad base64url ('=', foreign character, trailing bits) */
 	FLASH_E_AUTH_JSON,              /* header or claims not one strict JSON object */
@@ -313,7 +314,7 @@ struct flash_auth_operation {
 /* Derives the operation id of @op: BLAKE2b-128 over a length-prefixed
  * encoding of (org, project, service, action, generation, spec digest),
  * with the UUID version (8) and variant (10) bits set.  The encoding is
- * given in libflash-auth(3).  Returns 0, or -EINVAL (NULL, a string too
+ * given in flash_auth(3).  Returns 0, or -EINVAL (NULL, a string too
  * long, no action, digest too long). */
 FLASH_API FLASH_WUR int flash_auth_operation_id(const struct flash_auth_operation *op,
 						struct flash_auth_opid *ret_id);

@@ -3,7 +3,8 @@
  * <flash/common.h> — conventions shared by every libflash module: the
  * export macro, the error space and the log callback.  They mirror
  * <flowsdn/common.h>: int functions return 0 or a negative errno or the
- * negation of a domain code (enum flash_error, >= FLASH_E_BASE); options
+ * negation of a domain code (enum flash_error, 6000..6999) or of a
+ * libflowsdn code it passes on (4000..4999); options
  * structs begin with "size_t sz" and are declared with FLASH_OPTS().
  */
 #ifndef FLASH_COMMON_H
@@ -33,18 +34,25 @@ extern "C" {
 	})
 
 /*
- * Domain errors.  Each module owns a fixed block of 100 codes:
- *   4000 spec, 4100 owner policy, 4200 auth (JWT/keys), 4300 metering,
- *   4400 rendering, 4500 image/OCI, 4600 runtime, 4700 store,
- *   4800 provider API, 4900 sandbox sessions.
- * Each module header defines its own codes inside its block.
+ * Domain errors.  libflash's codes are 6000..6999 (FLASH_E_BASE to
+ * FLASH_E_END - 1), disjoint from libflowsdn's 4000..4999: libflash links
+ * libflowsdn and passes its codes on unchanged, so a bare int names one
+ * library's code and flash_strerror() describes both ranges.  Each module
+ * owns a fixed block of 100 codes, written FLASH_E_BASE + offset:
+ *   +0 spec, +100 owner policy, +200 auth (JWT/keys), +300 metering,
+ *   +400 rendering, +500 image/OCI, +600 runtime, +700 store,
+ *   +800 provider API, +900 sandbox sessions.
+ * Each module header defines its block's base (FLASH_E_SPEC_BASE, ...)
+ * and its codes inside the block.
  */
 enum flash_error {
-	FLASH_E_BASE = 4000,
+	FLASH_E_BASE = 6000,
+	FLASH_E_END = 7000,   /* one past the last libflash code */
 };
 
-/* Describes @err (negative or positive errno or flash_error code).  Never
- * NULL; the string is static. */
+/* Describes @err: a negative or positive errno, libflash code
+ * (6000..6999) or libflowsdn code (4000..4999, the text of
+ * flowsdn_strerror()).  Never NULL; the string is static. */
 FLASH_API const char *flash_strerror(int err);
 
 enum flash_log_level {

@@ -35,9 +35,10 @@
 extern "C" {
 #endif
 
-/* Domain errors of the metering module (block 4300). */
+/* Domain errors of the metering module (block FLASH_E_BASE + 300 = 6300). */
 enum {
-	FLASH_E_METER_ID = 4300,        /* service or organization id malformed */
+	FLASH_E_METER_BASE = FLASH_E_BASE + 300,
+	FLASH_E_METER_ID = FLASH_E_METER_BASE,       /* service or organization id malformed */
 	FLASH_E_METER_TIME,             /* time outside [0, FLASH_METER_TIME_MAX] */
 	FLASH_E_METER_ORG_MISMATCH,     /* service observed under another organization */
 	FLASH_E_METER_UNKNOWN_SERVICE,  /* no live service with that id */

@@ -24,10 +24,10 @@
 extern "C" {
 #endif
 
-/* Domain errors of the policy module (block 4100). */
+/* Domain errors of the policy module (block FLASH_E_BASE + 100 = 6100). */
 enum flash_policy_error {
-	FLASH_E_POLICY_BASE = 4100,
-	FLASH_E_POLICY_SYNTAX = 4100, /* the policy file is not acceptable JSON */
+	FLASH_E_POLICY_BASE = FLASH_E_BASE + 100,
+	FLASH_E_POLICY_SYNTAX = FLASH_E_POLICY_BASE, /* the policy file is not acceptable JSON */
 	FLASH_E_POLICY_INVALID,       /* the policy file breaks its own rules */
 	FLASH_E_POLICY_VIOLATION,     /* a spec exceeds the policy */
 	FLASH_E_POLICY_MAX_,          /* end of the block (not an error) */

@@ -27,74 +27,21 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <flash/common.h>
+#include <flash/diag.h>
 #include <flowsdn/addr.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Domain errors of the spec module (block 4000). */
+/* Domain errors of the spec module (block FLASH_E_BASE + 0 = 6000). */
 enum flash_spec_error {
-	FLASH_E_SPEC_BASE = 4000,
-	FLASH_E_SPEC_SYNTAX = 4000,   /* not acceptable JSON (syntax, UTF-8, depth, size,
+	FLASH_E_SPEC_BASE = FLASH_E_BASE + 0,
+	FLASH_E_SPEC_SYNTAX = FLASH_E_SPEC_BASE,   /* not acceptable JSON (syntax, UTF-8, depth, size,
 				       * duplicate key): one diagnostic with line/column */
 	FLASH_E_SPEC_INVALID,         /* valid JSON breaking one or more rules */
 	FLASH_E_SPEC_MAX_,            /* end of the block (not an error) */
 };
-
-/* ------------------------------------------------------------------ diagnostics */
-
-/* At most this many problems are kept; later ones are counted as dropped. */
-#define FLASH_DIAG_MAX 64
-
-enum flash_diag_severity {
-	FLASH_DIAG_ERROR = 0,
-	FLASH_DIAG_WARNING = 1,
-};
-
-/* One problem.  Strings are owned by the struct flash_diag and live until it
- * is reset (by the next parse/check into it) or freed. */
-struct flash_diag_entry {
-	enum flash_diag_severity severity;
-	const char *path;     /* JSON path ("ports[1].name"); "" for the document */
-	const char *code;     /* stable rule code ("minimum", "cidr-class", ...) */
-	const char *message;  /* what is wrong, for humans */
-	const char *value;    /* the offending value as (possibly shortened) JSON
-			       * text; NULL when there is none (e.g. a missing field) */
-	unsigned int line;    /* JSON-level problems (codes "json-*"): 1-based */
-	unsigned int column;  /* position of the fault (column in bytes); else 0 */
-};
-
-/* A list of problems, reused across calls. */
-struct flash_diag;
-
-/* Allocates an empty list.  Returns 0, -EINVAL, -ENOMEM. */
-FLASH_API int flash_diag_new(struct flash_diag **ret_diag);
-/* Frees @diag (NULL is fine). */
-FLASH_API void flash_diag_free(struct flash_diag *diag);
-/* Empties @diag (NULL is fine). */
-FLASH_API void flash_diag_reset(struct flash_diag *diag);
-
-/* Number of entries kept (errors and warnings, in the order found). */
-FLASH_API size_t flash_diag_count(const struct flash_diag *diag);
-/* Entry @i, or NULL when out of range. */
-FLASH_API const struct flash_diag_entry *flash_diag_get(const struct flash_diag *diag, size_t i);
-/* Errors and warnings found, including dropped ones. */
-FLASH_API size_t flash_diag_errors(const struct flash_diag *diag);
-FLASH_API size_t flash_diag_warnings(const struct flash_diag *diag);
-/* Problems found but not kept because FLASH_DIAG_MAX were already kept. */
-FLASH_API size_t flash_diag_dropped(const struct flash_diag *diag);
-
-/* Writes @diag as one JSON object (no trailing newline) into a new
- * NUL-terminated buffer (*ret_json, freed by the caller):
- *   {"source":SOURCE,"valid":BOOL,"errors":N,"warnings":N,"dropped":N,
- *    "problems":[{"severity":"error","path":...,"code":...,"message":...,
- *                 "value":...,"line":N,"column":N},...]}
- * "value" is omitted when there is none, "line"/"column" when 0, "source"
- * when @source is NULL.
- * Returns 0, -EINVAL, -ENOMEM. */
-FLASH_API FLASH_WUR int flash_diag_to_json(const struct flash_diag *diag, const char *source,
-					   char **ret_json, size_t *ret_len);
 
 /* ------------------------------------------------------------------ spec */
 

@@ -33,8 +33,8 @@ extern "C" {
 #endif
 
 enum flowsdn_cni_error {
-	FLOWSDN_E_CNI_BASE = 4500,
-	FLOWSDN_E_CNI_INCOMPATIBLE = 4500, /* a CNI version this plugin does not speak */
+	FLOWSDN_E_CNI_BASE = FLOWSDN_E_BASE + 500,
+	FLOWSDN_E_CNI_INCOMPATIBLE = FLOWSDN_E_CNI_BASE, /* a CNI version this plugin does not speak */
 	FLOWSDN_E_CNI_VERSION_UNKNOWN,     /* cniVersion is not a published CNI version */
 	FLOWSDN_E_CNI_DECODE,              /* not JSON, or not the expected JSON shape */
 	FLOWSDN_E_CNI_CONFIG,              /* a field is missing, of the wrong type or out of range */
@@ -247,12 +247,14 @@ enum flowsdn_cni_command {
 /* The command named by CNI_COMMAND (exact upper-case name), or 0. */
 FLOWSDN_API enum flowsdn_cni_command flowsdn_cni_command_parse(const char *text);
 
-/* true when @id matches ^[A-Za-z0-9][A-Za-z0-9_.-]*$ and is at most 256
- * characters. */
+/* true when @id is a container id as CNI defines it: 1..255 bytes of
+ * ^[A-Za-z0-9][A-Za-z0-9_.-]*$ (the limit of every flowsdn entry point:
+ * FLOWSDN_IPAM_CONTAINER_ID_MAX).  Network names follow the same rule. */
 FLOWSDN_API bool flowsdn_cni_container_id_valid(const char *id);
 
-/* true for a Linux interface name: 1..15 bytes, not "." or "..", no '/',
- * ':' or white space. */
+/* true for an interface name: 1..15 bytes, each a printable ASCII
+ * character other than space, '/' and ':' (0x21..0x7e), and not "." or
+ * "..".  The same rule as flowsdn_netlink_ifname_valid(). */
 FLOWSDN_API bool flowsdn_cni_ifname_valid(const char *name);
 
 /* The CNI_* variables of one invocation, validated for @command:
@@ -305,59 +307,6 @@ FLOWSDN_API int flowsdn_cni_error_format(const char *version, unsigned int code,
 /* The VERSION answer: {"cniVersion":V,"supportedVersions":[...]}, V being
  * @version when supported, else the latest.  -ENOMEM. */
 FLOWSDN_API int flowsdn_cni_version_format(const char *version, char **ret_json);
-
-/* ----------------------------------------------------------- the plugin */
-
-/* A plugin-specific CNI code: the interface name is taken or the
- * endpoint's state conflicts. */
-#define FLOWSDN_CNI_CODE_CONFLICT 101
-
-struct flowsdn_cni_plugin_opts {
-	size_t sz;
-	/* Defaults for the configuration keys "agentSocket", "queueDir",
-	 * "timeoutMs" (NULL/0: FLOWSDN_AGENT_SOCKET of <flowsdn/agent.h>,
-	 * /var/lib/flowsdn/cni-queue, 10000). */
-	const char *socket;
-	const char *queue_dir;
-	unsigned int timeout_ms;
-};
-
-/*
- * Runs one invocation of flowsdn-cni: the primary veth plugin (any "type"
- * but "loopback") or the loopback plugin ("type": "loopback").  @input is
- * the configuration from stdin (@len bytes), the CNI_* variables come
- * through @getenv_fn.  The primary plugin asks flowsdn-agent (over its
- * socket, every request bounded by the timeout) to build, check and
- * delete endpoints; a DEL the agent cannot take is queued on disk, and
- * the host side of the pair removed at once.  Returns the process exit
- * status (0 success, 1 error) and, in *ret_out, what to print on stdout
- * (a result, the VERSION answer or the error JSON; "" when nothing is
- * printed), freed by the caller.  -EINVAL / -ENOMEM only when even the
- * output could not be made.
- */
-FLOWSDN_API int flowsdn_cni_plugin_run(const char *input, size_t len,
-				       const char *(*getenv_fn)(const char *name, void *userdata), void *userdata,
-				       const struct flowsdn_cni_plugin_opts *opts, char **ret_out);
-
-struct flowsdn_cni_install_opts {
-	size_t sz;
-	const char *plugin_path; /* required: the flowsdn-cni executable to copy */
-	const char *bin_dir;     /* NULL: /opt/cni/bin */
-	const char *conf_dir;    /* NULL: /etc/cni/net.d */
-	const char *socket;      /* "agentSocket" written into the conflist (NULL: none, the default) */
-	const char *queue_dir;   /* "queueDir" written into the conflist (NULL: none) */
-};
-
-/*
- * Installs the plugin on a node: copies @plugin_path to
- * <bin_dir>/flowsdn-cni, and to <bin_dir>/loopback when there is no
- * loopback plugin yet (each copy written to a temporary file, fsync'd and
- * renamed, mode 0755), then atomically writes
- * <conf_dir>/00-flowsdn.conflist (cniVersion 1.0.0, cniVersions 1.0.0 and
- * 1.1.0, one plugin of type "flowsdn-cni").  Directories are created.
- * Errors: -EINVAL, -errno of the file system (nothing half-written).
- */
-FLOWSDN_API int flowsdn_cni_install(const struct flowsdn_cni_install_opts *opts);
 
 #ifdef __cplusplus
 }

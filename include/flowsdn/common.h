@@ -48,16 +48,20 @@ extern "C" {
 	})
 
 /*
- * Domain errors.  Each module owns a block of 100 codes; the blocks are
- * fixed so that a code keeps its number across releases.
- *   4000 addr, 4100 ipam, 4200 maglev, 4300 identity, 4400 policy,
- *   4500 cni, 4600 bpf loader, 4700 netlink, 4800 agent/config.
+ * Domain errors.  libflowsdn's codes are 4000..4999 (FLOWSDN_E_BASE to
+ * FLOWSDN_E_END - 1); libflash's are 6000..6999, so the ranges never
+ * overlap.  Each module owns a block of 100 codes, written
+ * FLOWSDN_E_BASE + offset; the blocks are fixed so that a code keeps its
+ * number across releases.
+ *   +0 addr, +100 ipam, +200 maglev, +300 identity, +400 policy,
+ *   +500 cni, +600 bpf loader, +700 netlink, +800 agent/config.
  * Module headers define their codes; the address codes are here because
  * every module parses addresses.
  */
 enum flowsdn_error {
 	FLOWSDN_E_BASE = 4000,
-	FLOWSDN_E_ADDR_EMPTY = 4000,      /* empty text */
+	FLOWSDN_E_END = 5000,             /* one past the last libflowsdn code */
+	FLOWSDN_E_ADDR_EMPTY = FLOWSDN_E_BASE,     /* empty text */
 	FLOWSDN_E_ADDR_TOO_LONG,          /* longer than any valid form */
 	FLOWSDN_E_ADDR_NUL,               /* NUL byte inside the given length */
 	FLOWSDN_E_ADDR_SYNTAX,            /* character or structure not allowed */

@@ -52,8 +52,8 @@ extern "C" {
 
 /* Domain errors of the loader (block 4600). */
 enum flowsdn_bpf_error {
-	FLOWSDN_E_BPF_BASE = 4600,
-	FLOWSDN_E_BPF_NO_BPFFS = 4600,  /* pin directory not on bpffs and mounting failed */
+	FLOWSDN_E_BPF_BASE = FLOWSDN_E_BASE + 600,
+	FLOWSDN_E_BPF_NO_BPFFS = FLOWSDN_E_BPF_BASE,  /* pin directory not on bpffs and mounting failed */
 	FLOWSDN_E_BPF_NOT_LOADED,       /* no pinned datapath maps in the directory */
 	FLOWSDN_E_BPF_MAP_LAYOUT,       /* a pinned map's type/key/value size differs from <flowsdn/maps.h> */
 	FLOWSDN_E_BPF_LOAD,             /* the kernel refused a program (verifier log in the log callback) */

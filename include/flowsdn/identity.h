@@ -58,8 +58,8 @@ enum flowsdn_identity_reserved {
 #define FLOWSDN_IDENTITY_MAX_LABELS 64
 
 enum flowsdn_identity_error {
-	FLOWSDN_E_IDENTITY_BASE = 4300,
-	FLOWSDN_E_IDENTITY_LABEL_KEY = 4300, /* label key is not a valid Kubernetes key */
+	FLOWSDN_E_IDENTITY_BASE = FLOWSDN_E_BASE + 300,
+	FLOWSDN_E_IDENTITY_LABEL_KEY = FLOWSDN_E_IDENTITY_BASE, /* label key is not a valid Kubernetes key */
 	FLOWSDN_E_IDENTITY_LABEL_VALUE,      /* label value is not a valid Kubernetes value */
 	FLOWSDN_E_IDENTITY_LABEL_DUPLICATE,  /* the same key twice in one set */
 	FLOWSDN_E_IDENTITY_LABELS_EMPTY,     /* no label, or more than FLOWSDN_IDENTITY_MAX_LABELS */

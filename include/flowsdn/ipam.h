@@ -15,6 +15,13 @@
  * FLOWSDN_IPAM_MAX_POOL_ADDRS addresses (one bit each in memory): IPv4 /12
  * and IPv6 /108 are the largest.
  *
+ * A pool must hold only addresses a pod can use: one that reaches into a
+ * loopback, link-local (which holds the endpoints' gateway,
+ * FLOWSDN_GATEWAY_V4 and FLOWSDN_GATEWAY_V6 of <flowsdn/netlink.h>), cloud
+ * metadata, multicast, unspecified, "this network", broadcast,
+ * IPv4-mapped or IPv4-compatible range (classes of <flowsdn/addr.h>) is
+ * refused, naming the range.
+ *
  * Several processes (the CNI plugin and the agent) may open the same state
  * directory at once.  Every call takes a lock on "<dir>/ipam.lock",
  * re-reads the state when another process changed it, applies the
@@ -52,8 +59,8 @@ extern "C" {
 
 /* Domain errors of the IPAM block (returned negated). */
 enum flowsdn_ipam_error {
-	FLOWSDN_E_IPAM_BASE = 4100,
-	FLOWSDN_E_IPAM_EXHAUSTED = 4100, /* every address of the pool is in use */
+	FLOWSDN_E_IPAM_BASE = FLOWSDN_E_BASE + 100,
+	FLOWSDN_E_IPAM_EXHAUSTED = FLOWSDN_E_IPAM_BASE, /* every address of the pool is in use */
 	FLOWSDN_E_IPAM_POOL_OVERLAP,     /* two configured pools overlap */
 	FLOWSDN_E_IPAM_POOL_TOO_SMALL,   /* pool has no usable address (/31, /32, /127, /128) */
 	FLOWSDN_E_IPAM_POOL_TOO_BIG,     /* pool larger than FLOWSDN_IPAM_MAX_POOL_ADDRS */
@@ -65,6 +72,7 @@ enum flowsdn_ipam_error {
 	FLOWSDN_E_IPAM_STATE_CORRUPT,    /* state file truncated, damaged or inconsistent */
 	FLOWSDN_E_IPAM_STATE_VERSION,    /* state file written by a newer format version */
 	FLOWSDN_E_IPAM_ORPHAN,           /* state holds allocations outside every configured pool */
+	FLOWSDN_E_IPAM_POOL_CLASS,       /* pool holds addresses no pod can use (loopback, link-local, the gateway, ...) */
 	FLOWSDN_E_IPAM_MAX_,             /* end of the block (not an error) */
 };
 
@@ -88,7 +96,7 @@ struct flowsdn_ipam_opts {
  * crashed.  The pools are copied.  @opts may be NULL.
  * Errors: -EINVAL, -ENOMEM, -errno of the file system,
  * -FLOWSDN_E_IPAM_POOL_OVERLAP, _POOL_TOO_SMALL, _POOL_TOO_BIG,
- * _STATE_CORRUPT, _STATE_VERSION, _ORPHAN.  A state file that cannot be
+ * _POOL_CLASS, _STATE_CORRUPT, _STATE_VERSION, _ORPHAN.  A state file that cannot be
  * read is never overwritten.  *ret is written only on success; free it
  * with flowsdn_ipam_free(). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_prefix *pools,
@@ -189,9 +197,10 @@ struct flowsdn_ipam_allocation {
 FLOWSDN_API int flowsdn_ipam_list(struct flowsdn_ipam *ipam, struct flowsdn_ipam_allocation **ret, size_t *ret_n);
 
 /* True when the owner (container id and interface name) is well formed:
- * id 1..FLOWSDN_IPAM_CONTAINER_ID_MAX bytes of [A-Za-z0-9_.-]; name
- * 1..FLOWSDN_IPAM_IFNAME_MAX bytes, not "." or "..", without '/', ':',
- * or whitespace or control characters. */
+ * flowsdn_cni_container_id_valid(@container_id) (1..
+ * FLOWSDN_IPAM_CONTAINER_ID_MAX bytes of ^[A-Za-z0-9][A-Za-z0-9_.-]*$)
+ * and flowsdn_netlink_ifname_valid(@ifname) (1..FLOWSDN_IPAM_IFNAME_MAX
+ * bytes of 0x21..0x7e other than '/' and ':', not "." or ".."). */
 FLOWSDN_API bool flowsdn_ipam_owner_valid(const char *container_id, const char *ifname);
 
 #ifdef __cplusplus

@@ -52,8 +52,8 @@ extern "C" {
 #define FLOWSDN_MAGLEV_NONE UINT32_MAX
 
 enum flowsdn_maglev_error {
-	FLOWSDN_E_MAGLEV_BASE = 4200,
-	FLOWSDN_E_MAGLEV_SIZE = 4200,  /* table size is not a supported prime */
+	FLOWSDN_E_MAGLEV_BASE = FLOWSDN_E_BASE + 200,
+	FLOWSDN_E_MAGLEV_SIZE = FLOWSDN_E_MAGLEV_BASE,  /* table size is not a supported prime */
 	FLOWSDN_E_MAGLEV_NO_BACKEND,   /* no backend with a weight above 0 */
 	FLOWSDN_E_MAGLEV_DUPLICATE,    /* two backends with the same key */
 	FLOWSDN_E_MAGLEV_KEY,          /* empty key or longer than FLOWSDN_MAGLEV_MAX_KEY */

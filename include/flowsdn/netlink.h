@@ -47,8 +47,8 @@ extern "C" {
 
 /* Domain errors (block 4700). */
 enum flowsdn_nl_error {
-	FLOWSDN_E_NL_BASE = 4700,
-	FLOWSDN_E_NL_SOCKET = 4700, /* netlink socket could not be opened */
+	FLOWSDN_E_NL_BASE = FLOWSDN_E_BASE + 700,
+	FLOWSDN_E_NL_SOCKET = FLOWSDN_E_NL_BASE, /* netlink socket could not be opened */
 	FLOWSDN_E_NL_NETNS,         /* netns path missing, not a netns, or setns failed */
 	FLOWSDN_E_NL_IFNAME,        /* interface name invalid (empty, > 15 bytes, '/', ':', space) */
 	FLOWSDN_E_NL_EXISTS,        /* interface name already taken */
@@ -169,8 +169,11 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sysctl_write(const char *netns_path,
 /* Inode of the netns at @path (which must be a network namespace). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_netns_ino(const char *path, uint64_t *ret_ino);
 
-/* Whether @name is a valid interface name (1..15 bytes, no '/', ':',
- * whitespace, not "." or ".."). */
+/* Whether @name is a valid interface name: 1..15 bytes, each a printable
+ * ASCII character other than space, '/' and ':' (0x21..0x7e), and not "."
+ * or "..": the kernel's rule narrowed to printable ASCII.  The same rule
+ * as flowsdn_cni_ifname_valid() and the interface half of
+ * flowsdn_ipam_owner_valid(). */
 FLOWSDN_API bool flowsdn_netlink_ifname_valid(const char *name);
 
 #ifdef __cplusplus

@@ -100,8 +100,8 @@ extern "C" {
 
 /* Domain errors of the policy module (block 4400). */
 enum flowsdn_policy_error {
-	FLOWSDN_E_POLICY_BASE = 4400,
-	FLOWSDN_E_POLICY_JSON = 4400,    /* not (strict) JSON, or over the JSON limits */
+	FLOWSDN_E_POLICY_BASE = FLOWSDN_E_BASE + 400,
+	FLOWSDN_E_POLICY_JSON = FLOWSDN_E_POLICY_BASE,    /* not (strict) JSON, or over the JSON limits */
 	FLOWSDN_E_POLICY_INVALID,        /* the object fails validation (see the diag) */
 	FLOWSDN_E_POLICY_CAPACITY,       /* an endpoint needs more entries than the map holds */
 	FLOWSDN_E_POLICY_NOT_FOUND,      /* no such namespace, pod, policy or endpoint */

@@ -30,6 +30,14 @@ expect 2 "$flashctl" -o xml validate "$seed"
 expect 2 "$flashctl" validate
 expect 2 "$flashctl" validate "$tmp/does-not-exist.json"
 grep -q "does-not-exist.json: No such file" "$tmp/out" || fail "missing file not named"
+# A FIFO with no writer is refused at once (timeout exits 124 if it blocks).
+mkfifo "$tmp/fifo.json"
+expect 2 timeout 10 "$flashctl" validate "$tmp/fifo.json"
+grep -q "validate: $tmp/fifo.json: not a regular file" "$tmp/out" || { cat "$tmp/out"; fail "FIFO not named"; }
+expect 2 timeout 10 "$flashctl" validate --policy "$tmp/fifo.json" "$seed"
+grep -q "$tmp/fifo.json: not a regular file" "$tmp/out" || { cat "$tmp/out"; fail "FIFO policy not named"; }
+expect 2 "$flashctl" validate "$tmp"
+grep -q "validate: $tmp: not a regular file" "$tmp/out" || { cat "$tmp/out"; fail "directory not named"; }
 expect 0 "$flashctl" --help
 grep -q '^  validate ' "$tmp/out" || fail "--help does not list validate"
 # Subcommands that do not exist yet are not advertised; those that do are.
@@ -77,6 +85,12 @@ grep -q 'spec.json: cpu_millis: cpu_millis 5000 exceeds the per-workload limit 4
 echo '{"regions": []}' >"$tmp/policy.json"
 expect 2 "$flashctl" validate --policy "$tmp/policy.json" "$seed"
 grep -q 'workload_limits: is required' "$tmp/out" || { cat "$tmp/out"; fail "broken policy explained"; }
+# A policy problem is written as a spec problem is, "(value: V)" closed.
+sed 's/"regions": \["heteronet-global", "eu-central"\]/"regions": ["heteronet-global", "eu-central", "heteronet-global"]/' \
+	"$policy" >"$tmp/policy-dup.json"
+expect 2 "$flashctl" validate --policy "$tmp/policy-dup.json" "$seed"
+grep -qxF "$tmp/policy-dup.json: regions[2]: duplicates item 0 (value: \"heteronet-global\") [duplicate]" "$tmp/out" || {
+	cat "$tmp/out"; fail "policy duplicate-entry line"; }
 
 # --canonical prints the canonical form (the golden file).
 expect 0 "$flashctl" validate --canonical "$seed"
@@ -87,6 +101,20 @@ printf 'token\n' >"$tmp/token"
 chmod 0644 "$tmp/token"
 expect 2 "$flashctl" --organization-id org-1 --token-file "$tmp/token" validate "$seed"
 grep -q 'refused: it must be owned by you and have mode 0600' "$tmp/out" || { cat "$tmp/out"; fail "0644 token accepted"; }
+# Only exactly 0600 or 0400: no write-only, setuid, setgid or sticky bit.
+for mode in 0200 04600 02600 01600 0700; do
+	chmod "$mode" "$tmp/token"
+	expect 2 "$flashctl" --organization-id org-1 --token-file "$tmp/token" validate "$seed"
+	# (Without root a write-only file already fails to open.)
+	[ "$mode" = 0200 ] && [ "$(id -u)" != 0 ] && continue
+	grep -q 'refused: it must be owned by you and have mode 0600' "$tmp/out" || { cat "$tmp/out"; fail "$mode token accepted"; }
+done
+mkfifo "$tmp/token-fifo"
+chmod 0600 "$tmp/token-fifo"
+expect 2 timeout 10 "$flashctl" --token-file "$tmp/token-fifo" validate "$seed"
+grep -q 'token-fifo: not a regular file' "$tmp/out" || { cat "$tmp/out"; fail "FIFO token"; }
+chmod 0400 "$tmp/token"
+expect 0 "$flashctl" --organization-id org-1 --token-file "$tmp/token" validate "$seed"
 chmod 0600 "$tmp/token"
 expect 0 "$flashctl" --organization-id org-1 --token-file "$tmp/token" validate "$seed"
 ln -s "$tmp/token" "$tmp/token-link"

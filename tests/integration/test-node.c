@@ -9,11 +9,12 @@
  */
 #include <criterion/criterion.h>
 #include <sys/stat.h>
-#include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
 #include <flowsdn/datapath.h>
 
+#include "client.h"
 #include "netns-helpers.h"
+#include "plugin.h"
 
 struct node {
 	char dir[64];
@@ -29,7 +30,7 @@ static struct node node;
 
 static void agent_start(void)
 {
-	struct flowsdn_agent_client_opts o = { .sz = sizeof(o), .socket = node.sock, .timeout_ms = 500 };
+	struct agent_client_opts o = { .socket = node.sock, .timeout_ms = 500 };
 	char log[160];
 
 	snprintf(log, sizeof(log), "%s/agent.log", node.dir);
@@ -45,7 +46,7 @@ static void agent_start(void)
 		_exit(127);
 	}
 	for (int i = 0; i < 500; i++) {
-		if (flowsdn_agent_client_health(&o, NULL) == 0)
+		if (agent_client_health(&o, NULL) == 0)
 			return;
 		usleep(20000);
 	}
@@ -183,10 +184,10 @@ static void ep_add(struct ep *e, const char *cid)
 
 static char *api_get(const char *path, long *status)
 {
-	struct flowsdn_agent_client_opts o = { .sz = sizeof(o), .socket = node.sock, .timeout_ms = 3000 };
+	struct agent_client_opts o = { .socket = node.sock, .timeout_ms = 3000 };
 	char *body = NULL;
 
-	ASSERT_OK(flowsdn_agent_client_get(&o, path, &body, status), path);
+	ASSERT_OK(agent_client_get(&o, path, &body, status), path);
 	return body;
 }
 
@@ -445,7 +446,7 @@ Test(node, bad_input_leaves_nothing_behind)
 	/* The interface name is taken inside the netns. */
 	cr_assert_eq(run_in(ns.path, "ip link add eth0 type veth peer name eth0peer"), 0);
 	cr_assert_eq(cni("ADD", "taken", ns.path, conf, &out), 1);
-	cr_assert_eq(code_of(out), FLOWSDN_CNI_CODE_CONFLICT, "%s", out);
+	cr_assert_eq(code_of(out), CNI_PLUGIN_CODE_CONFLICT, "%s", out);
 	free(out);
 	body = api_get("/v1/ipam", &status);
 	cr_assert(strstr(body, "\"allocations\":[]"), "failed ADD released its addresses: %s", body);

@@ -8,7 +8,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <flash/diag.h>
 #include <flash/render.h>
+
+/* A diag freed when it goes out of scope, and its first error's path and
+ * message ("" when there is none) for assertions. */
+static inline void render_test_diag_freep(struct flash_diag **d)
+{
+	flash_diag_free(*d);
+}
+#define _cleanup_diag_ __attribute__((cleanup(render_test_diag_freep)))
+static inline struct flash_diag *render_test_diag(void)
+{
+	struct flash_diag *d = NULL;
+
+	cr_assert(flash_diag_new(&d) == 0, "flash_diag_new");
+	return d;
+}
+static inline const char *diag_path(const struct flash_diag *d)
+{
+	const struct flash_diag_entry *e = flash_diag_first_error(d);
+
+	return e ? e->path : "";
+}
+static inline const char *diag_message(const struct flash_diag *d)
+{
+	const struct flash_diag_entry *e = flash_diag_first_error(d);
+
+	return e ? e->message : "";
+}
 
 /* Reads tests/data/@rel (NUL-terminated, free()); fails the test when it
  * cannot. */
@@ -53,15 +81,15 @@ static inline struct flash_schema_set *render_test_schema_set(bool with_builtin)
 	cr_assert(flash_schema_set_new(&set) == 0);
 	for (size_t i = 0; with_builtin && i < sizeof(docs) / sizeof(docs[0]); i++) {
 		char rel[128];
-		struct flash_render_diag d = { 0 };
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
 		size_t len;
 		char *text;
 		int r;
 
 		snprintf(rel, sizeof(rel), "k8s/openapi/%s.json", docs[i]);
 		text = render_test_read(rel, &len);
-		r = flash_schema_set_add_openapi(set, text, len, &d);
-		cr_assert(r == 0, "%s: %d %s: %s %s", rel, r, flash_strerror(r), d.path, d.message);
+		r = flash_schema_set_add_openapi(set, text, len, d);
+		cr_assert(r == 0, "%s: %d %s: %s %s", rel, r, flash_strerror(r), diag_path(d), diag_message(d));
 		free(text);
 	}
 	return set;

@@ -10,10 +10,14 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
-#include <flowsdn/agent.h>
 #include <flowsdn/cni.h>
 
+#include "agent-api.h"
+#include "conf.h"
 #include "helpers.h"
+#include "install.h"
+#include "plugin.h"
+#include "queue.h"
 
 static char dir[64];
 static char sock_path[128];
@@ -96,6 +100,16 @@ static void teardown(void)
 	cr_assert(system(cmd) == 0);
 }
 
+/* One invocation: the exit status (the call itself must succeed). */
+static int plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const char *, void *), void *userdata,
+		      const struct cni_plugin_opts *opts, char **out)
+{
+	int status = -1;
+
+	cr_assert_eq(cni_plugin_run(input, len, getenv_fn, userdata, opts, out, &status), 0);
+	return status;
+}
+
 static const char *env_table(const char *name, void *userdata)
 {
 	const char *const *t = userdata;
@@ -112,7 +126,7 @@ static int run(const char *cmd, const char *conf, char **out)
 	const char *env[] = { "CNI_COMMAND", cmd, "CNI_CONTAINERID", "c1", "CNI_IFNAME", "eth0",
 			      "CNI_NETNS", "/proc/self/ns/net", "CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAME=p", NULL };
 
-	return flowsdn_cni_plugin_run(conf, strlen(conf), env_table, env, NULL, out);
+	return plugin_run(conf, strlen(conf), env_table, env, NULL, out);
 }
 
 static char *conf_for(const char *version, const char *extra)
@@ -188,7 +202,7 @@ Test(cni_plugin, check_compares_prev_result, .init = setup, .fini = teardown)
 
 	conf = conf_for("1.1.0", ",\"prevResult\":{\"cniVersion\":\"1.1.0\",\"ips\":[{\"address\":\"10.244.0.9/32\"}]}");
 	cr_assert_eq(run("CHECK", conf, &out), 1);
-	cr_assert_eq(code_of(out), FLOWSDN_CNI_CODE_CONFLICT, "%s", out);
+	cr_assert_eq(code_of(out), CNI_PLUGIN_CODE_CONFLICT, "%s", out);
 	free(out);
 	free(conf);
 
@@ -256,18 +270,33 @@ Test(cni_plugin, agent_garbage_and_hang, .init = setup, .fini = teardown)
 
 Test(cni_plugin, agent_errors_map_to_codes, .init = setup, .fini = teardown)
 {
+	/* The agent's error body carries the domain code; the plugin maps
+	 * it (not the HTTP status) to the CNI code. */
 	struct fake *f = fake_start("HTTP/1.1 409 Conflict\r\nConnection: close\r\n\r\n"
-				    "{\"error\":{\"code\":\"name-taken\",\"message\":\"eth0 exists in the netns\"}}");
+				    "{\"error\":{\"code\":\"FLOWSDN_E_NL_EXISTS\",\"number\":4703,"
+				    "\"message\":\"eth0 exists in the netns\"}}");
 	char *conf = conf_for("1.0.0", NULL), *out = NULL;
 
 	cr_assert_eq(run("ADD", conf, &out), 1);
-	cr_assert_eq(code_of(out), FLOWSDN_CNI_CODE_CONFLICT, "%s", out);
+	cr_assert_eq(code_of(out), CNI_PLUGIN_CODE_CONFLICT, "%s", out);
 	cr_assert(strstr(out, "eth0 exists in the netns"), "the agent's message is passed on: %s", out);
 	free(out);
 	f->reply = "HTTP/1.1 422 Unprocessable\r\nConnection: close\r\n\r\n"
-		   "{\"error\":{\"code\":\"bad-netns\",\"message\":\"not a netns\"}}";
+		   "{\"error\":{\"code\":\"FLOWSDN_E_NL_NETNS\",\"number\":4701,\"message\":\"not a netns\"}}";
 	cr_assert_eq(run("ADD", conf, &out), 1);
 	cr_assert_eq(code_of(out), 3, "%s", out);
+	free(out);
+	/* Same status, another domain code: the code decides. */
+	f->reply = "HTTP/1.1 409 Conflict\r\nConnection: close\r\n\r\n"
+		   "{\"error\":{\"code\":\"FLOWSDN_E_IPAM_EXHAUSTED\",\"number\":4100,\"message\":\"full\"}}";
+	cr_assert_eq(run("ADD", conf, &out), 1);
+	cr_assert_eq(code_of(out), 11, "%s", out);
+	free(out);
+	/* An error body without the domain code is not the agent's. */
+	f->reply = "HTTP/1.1 409 Conflict\r\nConnection: close\r\n\r\n"
+		   "{\"error\":{\"code\":\"name-taken\",\"message\":\"eth0 exists\"}}";
+	cr_assert_eq(run("ADD", conf, &out), 1);
+	cr_assert_eq(code_of(out), 100, "%s", out);
 	free(out);
 	f->reply = HTTP_OK("{\"removed\":2}");
 	free(conf);
@@ -290,14 +319,14 @@ Test(cni_plugin, bad_input_codes, .init = setup, .fini = teardown)
 	const char *version[] = { "CNI_COMMAND", "VERSION", NULL };
 	char *conf = conf_for("1.0.0", NULL), *out = NULL;
 
-	cr_assert_eq(flowsdn_cni_plugin_run(conf, strlen(conf), env_table, bad_id, NULL, &out), 1);
+	cr_assert_eq(plugin_run(conf, strlen(conf), env_table, bad_id, NULL, &out), 1);
 	cr_assert_eq(code_of(out), 4, "%s", out);
 	cr_assert(strstr(out, "\"cniVersion\":\"1.0.0\""), "answered in the config's version: %s", out);
 	free(out);
-	cr_assert_eq(flowsdn_cni_plugin_run(conf, strlen(conf), env_table, bad_args, NULL, &out), 1);
+	cr_assert_eq(plugin_run(conf, strlen(conf), env_table, bad_args, NULL, &out), 1);
 	cr_assert_eq(code_of(out), 4, "%s", out);
 	free(out);
-	cr_assert_eq(flowsdn_cni_plugin_run(conf, strlen(conf), env_table, no_netns, NULL, &out), 1);
+	cr_assert_eq(plugin_run(conf, strlen(conf), env_table, no_netns, NULL, &out), 1);
 	cr_assert_eq(code_of(out), 3, "%s", out);
 	free(out);
 	cr_assert_eq(run("ADD", "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"flowsdn-cni\",\"mtu\":\"big\"}", &out), 1);
@@ -309,7 +338,7 @@ Test(cni_plugin, bad_input_codes, .init = setup, .fini = teardown)
 	cr_assert_eq(run("ADD", "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"flowsdn-cni\",\"agentSocket\":\"rel\"}", &out), 1);
 	cr_assert_eq(code_of(out), 7, "%s", out);
 	free(out);
-	cr_assert_eq(flowsdn_cni_plugin_run("{\"cniVersion\":\"0.4.0\"}", 22, env_table, version, NULL, &out), 0);
+	cr_assert_eq(plugin_run("{\"cniVersion\":\"0.4.0\"}", 22, env_table, version, NULL, &out), 0);
 	ASSERT_STREQ(out, "{\"cniVersion\":\"0.4.0\",\"supportedVersions\":[\"0.4.0\",\"1.0.0\",\"1.1.0\"]}", "VERSION");
 	free(out);
 	free(conf);
@@ -326,13 +355,13 @@ Test(cni_plugin, install_writes_conflist, .init = setup, .fini = teardown)
 	snprintf(bin, sizeof(bin), "%s/opt/cni/bin", dir);
 	snprintf(confd, sizeof(confd), "%s/etc/cni/net.d", dir);
 	{
-		struct flowsdn_cni_install_opts o = { .sz = sizeof(o), .plugin_path = "/proc/self/exe",
-						      .bin_dir = bin, .conf_dir = confd, .socket = sock_path };
+		struct cni_install_opts o = { .plugin_path = "/proc/self/exe",
+					      .bin_dir = bin, .conf_dir = confd, .socket = sock_path };
 
-		ASSERT_OK(flowsdn_cni_install(&o), "install");
-		ASSERT_OK(flowsdn_cni_install(&o), "install again");
+		ASSERT_OK(cni_install(&o), "install");
+		ASSERT_OK(cni_install(&o), "install again");
 		o.socket = "relative";
-		ASSERT_ERR(flowsdn_cni_install(&o), -EINVAL, "relative socket");
+		ASSERT_ERR(cni_install(&o), -EINVAL, "relative socket");
 	}
 	snprintf(path, sizeof(path), "%s/flowsdn-cni", bin);
 	cr_assert(stat(path, &st) == 0 && (st.st_mode & 0777) == 0755, "%s mode %o", path, st.st_mode & 0777);
@@ -358,14 +387,14 @@ Test(cni_plugin, queue_and_host_ifname, .init = setup, .fini = teardown)
 	char q[128], a[16], b[16], c[16];
 
 	snprintf(q, sizeof(q), "%s/var/lib/flowsdn/cni-queue", dir);
-	ASSERT_OK(flowsdn_agent_queue_delete(q, "abc", "eth0"), "queue, parents made");
-	ASSERT_OK(flowsdn_agent_queue_delete(q, "abc", "eth0"), "queue again");
-	ASSERT_ERR(flowsdn_agent_queue_delete("relative", "abc", "eth0"), -EINVAL, "relative dir");
-	ASSERT_ERR(flowsdn_agent_queue_delete(q, "../x", "eth0"), -EINVAL, "bad id");
-	ASSERT_ERR(flowsdn_agent_queue_delete(q, "abc", "a/b"), -EINVAL, "bad ifname");
-	ASSERT_OK(flowsdn_agent_host_ifname("abc", "eth0", a, sizeof(a)), "name");
-	ASSERT_OK(flowsdn_agent_host_ifname("abc", "eth0", b, sizeof(b)), "name");
-	ASSERT_OK(flowsdn_agent_host_ifname("abce", "th0", c, sizeof(c)), "name");
+	ASSERT_OK(cni_queue_delete(q, "abc", "eth0"), "queue, parents made");
+	ASSERT_OK(cni_queue_delete(q, "abc", "eth0"), "queue again");
+	ASSERT_ERR(cni_queue_delete("relative", "abc", "eth0"), -EINVAL, "relative dir");
+	ASSERT_ERR(cni_queue_delete(q, "../x", "eth0"), -EINVAL, "bad id");
+	ASSERT_ERR(cni_queue_delete(q, "abc", "a/b"), -EINVAL, "bad ifname");
+	ASSERT_OK(agent_api_host_ifname("abc", "eth0", a, sizeof(a)), "name");
+	ASSERT_OK(agent_api_host_ifname("abc", "eth0", b, sizeof(b)), "name");
+	ASSERT_OK(agent_api_host_ifname("abce", "th0", c, sizeof(c)), "name");
 	ASSERT_STREQ(a, b, "deterministic");
 	cr_assert(strcmp(a, c) != 0, "owner boundaries matter");
 	cr_assert_eq(strlen(a), 15);
@@ -374,8 +403,8 @@ Test(cni_plugin, queue_and_host_ifname, .init = setup, .fini = teardown)
 
 Test(agent_config, defaults_parse_and_errors)
 {
-	struct flowsdn_agent_config *c = NULL;
-	struct flowsdn_agent_diag d = { { 0 } };
+	struct agent_config *c = NULL;
+	struct agent_diag d = { { 0 } };
 	static const char good[] = "{\"socket\":\"/tmp/x.sock\",\"state-dir\":\"/tmp/st\",\"pools\":[\"10.1.0.0/24\"],"
 				   "\"datapath\":false,\"egress-mode\":\"stack\",\"http-listen\":\"127.0.0.1:9090\","
 				   "\"mtu\":9000,\"max-connections\":8}";
@@ -395,29 +424,29 @@ Test(agent_config, defaults_parse_and_errors)
 	};
 	char *out = NULL;
 
-	ASSERT_OK(flowsdn_agent_config_new(&c), "defaults");
-	ASSERT_STREQ(flowsdn_agent_config_socket(c), "/var/run/flowsdn/flowsdn.sock", "default socket");
-	ASSERT_STREQ(flowsdn_agent_config_state_dir(c), "/var/lib/flowsdn", "default state");
-	ASSERT_OK(flowsdn_agent_config_format(c, &out), "format");
+	ASSERT_OK(agent_config_new(&c), "defaults");
+	ASSERT_STREQ(c->socket, "/var/run/flowsdn/flowsdn.sock", "default socket");
+	ASSERT_STREQ(c->state_dir, "/var/lib/flowsdn", "default state");
+	ASSERT_OK(agent_config_format(c, &out), "format");
 	cr_assert(strstr(out, "\"pools\": [\n        \"10.244.0.0/16\",\n        \"fd00:10:244::/112\"\n    ]"), "%s", out);
 	cr_assert(strstr(out, "\"attach-mode\": \"tc\""), "%s", out);
 	free(out);
-	flowsdn_agent_config_free(c);
+	agent_config_free(c);
 
-	ASSERT_OK(flowsdn_agent_config_parse(good, strlen(good), &d, &c), d.msg);
-	ASSERT_STREQ(flowsdn_agent_config_socket(c), "/tmp/x.sock", "socket");
-	ASSERT_OK(flowsdn_agent_config_format(c, &out), "format");
+	ASSERT_OK(agent_config_parse(good, strlen(good), &d, &c), d.msg);
+	ASSERT_STREQ(c->socket, "/tmp/x.sock", "socket");
+	ASSERT_OK(agent_config_format(c, &out), "format");
 	cr_assert(strstr(out, "\"egress-mode\": \"stack\""), "%s", out);
 	cr_assert(strstr(out, "\"datapath\": false"), "%s", out);
 	cr_assert(strstr(out, "\"max-connections\": 8"), "%s", out);
 	free(out);
-	flowsdn_agent_config_free(c);
+	agent_config_free(c);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		c = (struct flowsdn_agent_config *)0x1;
-		ASSERT_ERR(flowsdn_agent_config_parse(bad[i][0], strlen(bad[i][0]), &d, &c), -FLOWSDN_E_AGENT_CONFIG,
+		c = (struct agent_config *)0x1;
+		ASSERT_ERR(agent_config_parse(bad[i][0], strlen(bad[i][0]), &d, &c), -FLOWSDN_E_AGENT_CONFIG,
 			   bad[i][0]);
 		cr_assert(strstr(d.msg, bad[i][1]), "%s: \"%s\" lacks \"%s\"", bad[i][0], d.msg, bad[i][1]);
-		cr_assert_eq(c, (struct flowsdn_agent_config *)0x1);
+		cr_assert_eq(c, (struct agent_config *)0x1);
 	}
 }

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * flowsdn-agent's configuration (flowsdn-agent.conf(5)): defaults,
+ * strict JSON parsing, output with every key.  Private to agent/.
+ */
+#ifndef FLOWSDN_AGENT_CONF_H
+#define FLOWSDN_AGENT_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <flowsdn/addr.h>
+
+#define AGENT_MAX_POOLS 16
+
+/* A failure's explanation, naming the key or the object at fault. */
+struct agent_diag {
+	char msg[384];
+};
+/* Sets @diag's message (@diag may be NULL). */
+void agent_diag_set(struct agent_diag *diag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct agent_config {
+	char *socket;
+	char *state_dir;
+	char *pin_dir;
+	char *http_listen; /* "" for none */
+	struct flowsdn_prefix pools[AGENT_MAX_POOLS];
+	size_t n_pools;
+	bool datapath;
+	bool egress_stack;
+	unsigned int attach_mode; /* enum flowsdn_attach_mode */
+	unsigned int mtu;
+	unsigned int max_connections;
+	unsigned int max_request_bytes;
+	unsigned int request_timeout_s;
+};
+
+/* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */
+int agent_config_new(struct agent_config **ret);
+/* Parses a JSON configuration (@len bytes); keys absent keep their
+ * defaults, unknown keys and wrong types are refused.  Errors: -EINVAL,
+ * -FLOWSDN_E_AGENT_CONFIG (@diag names the key), -ENOMEM.  *ret is
+ * written only on success. */
+int agent_config_parse(const char *json, size_t len, struct agent_diag *diag, struct agent_config **ret);
+/* Reads and parses the file @path (at most 1 MiB). */
+int agent_config_load(const char *path, struct agent_diag *diag, struct agent_config **ret);
+void agent_config_free(struct agent_config *cfg);
+/* The configuration as JSON with every key (freed by the caller). */
+int agent_config_format(const struct agent_config *cfg, char **ret_json);
+/* A copy of @src. */
+int agent_config_dup(const struct agent_config *src, struct agent_config **ret);
+/* "ADDR:PORT" or "[ADDR6]:PORT": -EINVAL malformed, -EPERM not loopback. */
+int agent_config_parse_listen(const char *text, struct flowsdn_addr *ret_addr, uint16_t *ret_port);
+
+#endif

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The agent core: the node's endpoints (IPAM + veth + datapath), their
+ * persisted state, restore and adoption after a restart, the delete
+ * queue.  It locks internally (every function may be called from any
+ * thread) and knows nothing of HTTP: agent/http.c serves it.  Kernel
+ * calls go through struct agent_ops (agent/ops.h).  Private to agent/.
+ *
+ * Errors are -errno or negative domain codes (libflowsdn's and
+ * FLOWSDN_E_AGENT_* of common/agent-api.h), with an explanation in the
+ * optional struct agent_diag.
+ */
+#ifndef FLOWSDN_AGENT_CORE_H
+#define FLOWSDN_AGENT_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <flowsdn/ipam.h>
+
+#include "agent-api.h"
+#include "conf.h"
+#include "ops.h"
+
+struct agent_core;
+
+/* Starts the core: creates the state directory, opens IPAM, loads the
+ * datapath through @ops (unless "datapath" is false), restores the saved
+ * endpoints (adopting their interfaces; an endpoint whose interface is
+ * gone is cleaned up) and replays the delete queue.  @ops NULL is
+ * agent_ops_kernel; @ctx is passed to every op.  @cfg is copied.
+ * Errors: -FLOWSDN_E_AGENT_STATE, errors of IPAM and the loader, -errno. */
+int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, void *ctx,
+		   struct agent_core **ret);
+/* Releases the core; endpoints, pinned programs and state stay
+ * (forwarding goes on).  NULL is fine. */
+void agent_core_free(struct agent_core *core);
+
+/* The configuration the core runs with (owned by the core). */
+const struct agent_config *agent_core_config(const struct agent_core *core);
+
+/* One ADD or CHECK. */
+struct agent_request {
+	const char *container_id;
+	const char *ifname;
+	const char *netns;   /* ADD, CHECK */
+	unsigned int mtu;    /* ADD; 0: the configured one */
+};
+
+/* ADD: builds the endpoint (or returns the live one again) into *ret.
+ * Errors: -EINVAL, -FLOWSDN_E_NL_NETNS, IPAM, netlink and datapath
+ * errors. */
+int agent_core_add(struct agent_core *core, const struct agent_request *rq, struct agent_api_endpoint *ret,
+		   struct agent_diag *diag);
+/* CHECK: 0 and the endpoint, -FLOWSDN_E_AGENT_NOT_FOUND, or the failed
+ * check. */
+int agent_core_check(struct agent_core *core, const struct agent_request *rq, struct agent_api_endpoint *ret,
+		     struct agent_diag *diag);
+/* DEL of one owner: 1 when an endpoint was removed, 0 when there was none
+ * (its addresses and a leftover host interface are still released),
+ * -errno when the state could not be saved. */
+int agent_core_del(struct agent_core *core, const char *container_id, const char *ifname, struct agent_diag *diag);
+/* GC: removes every endpoint and allocation whose owner is not among the
+ * @n valid ones.  Returns the number removed. */
+int agent_core_gc(struct agent_core *core, const char *const *ids, const char *const *ifnames, size_t n,
+		  struct agent_diag *diag);
+/* Replays the delete queue; returns the number of entries replayed. */
+int agent_core_replay_queue(struct agent_core *core);
+
+/* Snapshots (copies; *ret freed by the caller). */
+size_t agent_core_endpoint_count(struct agent_core *core);
+int agent_core_endpoints(struct agent_core *core, struct agent_api_endpoint **ret, size_t *ret_n);
+/* One endpoint by id: 0, -FLOWSDN_E_AGENT_NOT_FOUND. */
+int agent_core_endpoint(struct agent_core *core, uint32_t id, struct agent_api_endpoint *ret);
+/* IPAM: the pools (at most @max) and every allocation. */
+int agent_core_ipam(struct agent_core *core, struct flowsdn_ipam_pool_summary *pools, size_t max, size_t *ret_n_pools,
+		    struct flowsdn_ipam_allocation **ret_allocs, size_t *ret_n_allocs);
+
+struct agent_status {
+	time_t started;
+	size_t endpoints;
+	unsigned int restored, replayed;
+	bool datapath;              /* loaded ("datapath": true) */
+	const char *datapath_mode;  /* "tcx", "tc clsact"; static */
+	int ipam_err;               /* 0 or the IPAM summary's error */
+	bool state_ok;              /* the state file is readable (or no endpoint yet) */
+};
+void agent_core_status(struct agent_core *core, struct agent_status *ret);
+
+/* Agent-side latency of the ADD and DEL verbs. */
+enum agent_verb { AGENT_VERB_ADD, AGENT_VERB_DEL, AGENT_VERB_MAX_ };
+struct agent_timing {
+	uint64_t count, errors;
+	size_t samples;
+	double median_ms, p95_ms, max_ms; /* over the last samples */
+};
+void agent_core_timing(struct agent_core *core, enum agent_verb verb, struct agent_timing *ret);
+
+#endif

@@ -1,0 +1,768 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The agent's HTTP API (libmicrohttpd): a mode-0600 Unix socket and an
+ * optional read-only loopback listener; bounded bodies, connections and
+ * time; JSON errors with the domain code.  Only the core's API is used. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <flowsdn/cni.h>
+#include <flowsdn/datapath.h>
+#include <flowsdn/ipam.h>
+#include <flowsdn/netlink.h>
+
+#include "http.h"
+#include "jsonutil.h"
+#include "log.h"
+#include "util.h"
+
+struct agent_http {
+	struct agent_core *core;
+	const struct agent_config *cfg;
+	struct MHD_Daemon *unix_d, *tcp_d;
+	struct listener_ctx *ctx_unix, *ctx_tcp;
+	int unix_fd;
+};
+
+struct listener_ctx {
+	struct agent_http *http;
+	bool read_only;
+};
+
+/* One request's body, accumulated up to the configured bound. */
+struct request {
+	char *body;
+	size_t len;
+	bool too_big;
+};
+
+struct reply {
+	unsigned int status;
+	char *body; /* JSON, owned */
+};
+
+static void reply_json(struct reply *r, unsigned int status, yajl_gen g)
+{
+	r->status = status;
+	if (jgen_take(g, &r->body, NULL) < 0) {
+		r->status = 500;
+		r->body = NULL;
+	}
+	yajl_gen_free(g);
+}
+
+/* A generator for a reply (500 already set when there is none). */
+static yajl_gen reply_gen(struct reply *r)
+{
+	yajl_gen g = jgen_new();
+
+	if (!g)
+		r->status = 500;
+	return g;
+}
+
+/* An error reply: the domain code @err (negative) with its name and
+ * number, the HTTP status that goes with it. */
+_printf_(4, 5) static void reply_error(struct reply *r, unsigned int status, int err, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	yajl_gen g = reply_gen(r);
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!g)
+		return;
+	agent_api_error_gen(g, err, msg);
+	reply_json(r, status, g);
+}
+
+static void timing_gen(yajl_gen g, const char *name, const struct agent_timing *t)
+{
+	char buf[32];
+
+	jgen_str(g, name);
+	yajl_gen_map_open(g);
+	jgen_ki(g, "count", (long long)t->count);
+	jgen_ki(g, "errors", (long long)t->errors);
+	jgen_ki(g, "samples", (long long)t->samples);
+	if (t->samples) {
+		snprintf(buf, sizeof(buf), "%.3f", t->median_ms);
+		jgen_str(g, "medianMs");
+		yajl_gen_number(g, buf, strlen(buf));
+		snprintf(buf, sizeof(buf), "%.3f", t->p95_ms);
+		jgen_str(g, "p95Ms");
+		yajl_gen_number(g, buf, strlen(buf));
+		snprintf(buf, sizeof(buf), "%.3f", t->max_ms);
+		jgen_str(g, "maxMs");
+		yajl_gen_number(g, buf, strlen(buf));
+	}
+	yajl_gen_map_close(g);
+}
+
+/* The request body as a JSON object; an error reply when it is not. */
+static struct json_value *parse_body(const struct request *req, struct reply *r)
+{
+	struct json_value *root = NULL;
+	struct json_error je = { 0 };
+	int err;
+
+	err = json_parse(req->body ? req->body : "", req->len, NULL, &root, &je);
+	if (err == -ENOMEM) {
+		reply_error(r, 500, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (err < 0) {
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: line %u column %u: %s", je.line, je.column,
+			    je.message);
+		return NULL;
+	}
+	if (!jis(root, JSON_OBJECT)) {
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: not a JSON object");
+		json_free(root);
+		return NULL;
+	}
+	return root;
+}
+
+static bool owner_fields(const struct json_value *root, bool need_netns, const char **cid, const char **ifn,
+			 const char **netns, struct reply *r)
+{
+	*cid = jstr(json_get(root, "containerID"));
+	*ifn = jstr(json_get(root, "ifname"));
+	*netns = jstr(json_get(root, "netns"));
+	if (!*cid || !flowsdn_cni_container_id_valid(*cid)) {
+		reply_error(r, 400, -FLOWSDN_E_CNI_CONTAINER_ID,
+			    "containerID: missing or not ^[A-Za-z0-9][A-Za-z0-9_.-]*$");
+		return false;
+	}
+	if (!*ifn || !flowsdn_cni_ifname_valid(*ifn)) {
+		reply_error(r, 400, -FLOWSDN_E_CNI_IFNAME, "ifname: missing or not an interface name");
+		return false;
+	}
+	if (need_netns && (!*netns || (*netns)[0] != '/' || strlen(*netns) >= 256)) {
+		reply_error(r, 400, -FLOWSDN_E_NL_NETNS, "netns: missing or not an absolute path");
+		return false;
+	}
+	return true;
+}
+
+/* The HTTP status of a failed call (the body carries the domain code). */
+static unsigned int status_of(int err)
+{
+	switch (-err) {
+	case FLOWSDN_E_NL_EXISTS:
+	case FLOWSDN_E_NL_MISMATCH:
+	case FLOWSDN_E_BPF_ATTACH:
+	case FLOWSDN_E_BPF_IFACE_MISMATCH:
+		return 409;
+	case FLOWSDN_E_NL_NETNS:
+		return 422;
+	case FLOWSDN_E_IPAM_EXHAUSTED:
+	case FLOWSDN_E_IPAM_NO_POOL:
+		return 503;
+	case FLOWSDN_E_AGENT_NOT_FOUND:
+	case FLOWSDN_E_NL_NOT_FOUND:
+		return 404;
+	case EINVAL:
+	case FLOWSDN_E_AGENT_REFUSED:
+		return 400;
+	default:
+		return 500;
+	}
+}
+
+static void reply_failure(struct reply *r, int err, const struct agent_diag *diag)
+{
+	reply_error(r, status_of(err), err, "%s", diag->msg[0] ? diag->msg : agent_api_strerror(err));
+}
+
+static void endpoint_reply(struct reply *r, const struct agent_api_endpoint *e)
+{
+	yajl_gen g = reply_gen(r);
+
+	if (!g)
+		return;
+	agent_api_endpoint_gen(g, e);
+	reply_json(r, 200, g);
+}
+
+static void count_reply(struct reply *r, const char *key, int n)
+{
+	yajl_gen g = reply_gen(r);
+
+	if (!g)
+		return;
+	yajl_gen_map_open(g);
+	jgen_ki(g, key, n);
+	yajl_gen_map_close(g);
+	reply_json(r, 200, g);
+}
+
+static void route_add_check(struct agent_core *core, const struct request *req, bool add, struct reply *r)
+{
+	struct json_value *root = parse_body(req, r);
+	struct agent_api_endpoint e;
+	struct agent_diag diag = { "" };
+	struct agent_request rq;
+	uint64_t mtu = 0;
+	int err;
+
+	if (!root)
+		return;
+	if (!owner_fields(root, true, &rq.container_id, &rq.ifname, &rq.netns, r))
+		goto out;
+	if (json_get(root, "mtu") && (json_get_uint64(json_get(root, "mtu"), &mtu) < 0 || mtu < 1280 || mtu > 65535)) {
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "mtu: must be an integer in [1280, 65535]");
+		goto out;
+	}
+	rq.mtu = (unsigned int)mtu;
+	err = add ? agent_core_add(core, &rq, &e, &diag) : agent_core_check(core, &rq, &e, &diag);
+	if (err == 0)
+		endpoint_reply(r, &e);
+	else
+		reply_failure(r, err, &diag);
+out:
+	json_free(root);
+}
+
+static void route_del(struct agent_core *core, const struct request *req, struct reply *r)
+{
+	struct json_value *root = parse_body(req, r);
+	struct agent_diag diag = { "" };
+	const char *cid, *ifn, *netns;
+	int err;
+
+	if (!root)
+		return;
+	if (!owner_fields(root, false, &cid, &ifn, &netns, r))
+		goto out;
+	err = agent_core_del(core, cid, ifn, &diag);
+	/* A DEL queued while this agent was starting is picked up now. */
+	if (err >= 0)
+		(void)agent_core_replay_queue(core);
+	if (err < 0)
+		reply_failure(r, err, &diag);
+	else
+		count_reply(r, "removed", err);
+out:
+	json_free(root);
+}
+
+static void route_gc(struct agent_core *core, const struct request *req, struct reply *r)
+{
+	struct json_value *root = parse_body(req, r);
+	struct agent_diag diag = { "" };
+	const struct json_value *list;
+	const char **ids = NULL, **ifns = NULL;
+	size_t n;
+	int removed;
+
+	if (!root)
+		return;
+	list = json_get(root, "validAttachments");
+	if (!jis(list, JSON_ARRAY)) {
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "validAttachments: must be an array");
+		goto out;
+	}
+	n = list->u.array.n;
+	ids = calloc(n + 1, sizeof(*ids));
+	ifns = calloc(n + 1, sizeof(*ifns));
+	if (!ids || !ifns) {
+		reply_error(r, 500, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *netns;
+
+		if (!owner_fields(list->u.array.items[i], false, &ids[i], &ifns[i], &netns, r))
+			goto out;
+	}
+	removed = agent_core_gc(core, ids, ifns, n, &diag);
+	if (removed < 0)
+		reply_failure(r, removed, &diag);
+	else
+		count_reply(r, "removed", removed);
+out:
+	free(ids);
+	free(ifns);
+	json_free(root);
+}
+
+static void route_healthz(struct agent_core *core, struct reply *r)
+{
+	yajl_gen g = reply_gen(r);
+	struct agent_status st;
+
+	if (!g)
+		return;
+	agent_core_status(core, &st);
+	yajl_gen_map_open(g);
+	jgen_kv(g, "status", "ok");
+	jgen_kv(g, "version", flowsdn_version());
+	jgen_ki(g, "uptimeSeconds", (long long)(time(NULL) - st.started));
+	jgen_ki(g, "endpoints", (long long)st.endpoints);
+	jgen_ki(g, "restoredEndpoints", st.restored);
+	jgen_ki(g, "replayedDeletes", st.replayed);
+	yajl_gen_map_close(g);
+	reply_json(r, 200, g);
+}
+
+static void module_gen(yajl_gen g, const char *name, const char *status, const char *detail)
+{
+	yajl_gen_map_open(g);
+	jgen_kv(g, "name", name);
+	jgen_kv(g, "status", status);
+	if (detail)
+		jgen_kv(g, "detail", detail);
+	yajl_gen_map_close(g);
+}
+
+static void route_modules(struct agent_core *core, struct reply *r)
+{
+	yajl_gen g = reply_gen(r);
+	struct agent_status st;
+
+	if (!g)
+		return;
+	agent_core_status(core, &st);
+	yajl_gen_map_open(g);
+	jgen_str(g, "modules");
+	yajl_gen_array_open(g);
+	module_gen(g, "api", "ok", NULL);
+	module_gen(g, "ipam", st.ipam_err < 0 ? "degraded" : "ok", st.ipam_err < 0 ? flowsdn_strerror(st.ipam_err) : NULL);
+	if (!st.datapath)
+		module_gen(g, "datapath", "disabled", "\"datapath\": false in the configuration");
+	else
+		module_gen(g, "datapath", "ok", st.datapath_mode);
+	module_gen(g, "state", st.state_ok ? "ok" : "degraded", NULL);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	reply_json(r, 200, g);
+}
+
+static void route_endpoints(struct agent_core *core, const char *id_text, struct reply *r)
+{
+	struct agent_api_endpoint *eps = NULL, one;
+	unsigned long id = 0;
+	size_t n = 0;
+	yajl_gen g;
+	int err;
+
+	if (id_text) {
+		char *end;
+
+		errno = 0;
+		id = strtoul(id_text, &end, 10);
+		if (errno || *end || !id_text[0] || id_text[0] < '1' || id_text[0] > '9' || id > UINT32_MAX) {
+			reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "endpoint id \"%.32s\" is not a number", id_text);
+			return;
+		}
+		err = agent_core_endpoint(core, (uint32_t)id, &one);
+		if (err < 0) {
+			reply_error(r, status_of(err), err, "no endpoint %lu", id);
+			return;
+		}
+		endpoint_reply(r, &one);
+		return;
+	}
+	err = agent_core_endpoints(core, &eps, &n);
+	if (err < 0) {
+		reply_error(r, 500, err, "listing endpoints");
+		return;
+	}
+	g = reply_gen(r);
+	if (!g) {
+		free(eps);
+		return;
+	}
+	yajl_gen_map_open(g);
+	jgen_str(g, "endpoints");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < n; i++)
+		agent_api_endpoint_gen(g, &eps[i]);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	free(eps);
+	reply_json(r, 200, g);
+}
+
+static void gen_prefix(yajl_gen g, const char *key, const struct flowsdn_prefix *p)
+{
+	char buf[FLOWSDN_PREFIX_STRLEN];
+
+	if (flowsdn_prefix_format(p, buf, sizeof(buf)) >= 0)
+		jgen_kv(g, key, buf);
+}
+
+static void route_ipam(struct agent_core *core, struct reply *r)
+{
+	struct flowsdn_ipam_pool_summary s[AGENT_MAX_POOLS];
+	struct flowsdn_ipam_allocation *alloc = NULL;
+	size_t n = 0, n_alloc = 0;
+	yajl_gen g;
+	int err;
+
+	err = agent_core_ipam(core, s, AGENT_MAX_POOLS, &n, &alloc, &n_alloc);
+	if (err < 0) {
+		reply_error(r, 500, err, "ipam: %s", flowsdn_strerror(err));
+		return;
+	}
+	g = reply_gen(r);
+	if (!g) {
+		free(alloc);
+		return;
+	}
+	yajl_gen_map_open(g);
+	jgen_str(g, "pools");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < n && i < AGENT_MAX_POOLS; i++) {
+		char gw[FLOWSDN_ADDR_STRLEN];
+
+		yajl_gen_map_open(g);
+		gen_prefix(g, "cidr", &s[i].pool);
+		if (flowsdn_addr_format(&s[i].gateway, gw, sizeof(gw)) >= 0)
+			jgen_kv(g, "gateway", gw);
+		jgen_ki(g, "size", (long long)s[i].size);
+		jgen_ki(g, "reserved", (long long)s[i].reserved);
+		jgen_ki(g, "used", (long long)s[i].used);
+		jgen_ki(g, "free", (long long)s[i].free);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	jgen_str(g, "allocations");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < n_alloc; i++) {
+		char buf[FLOWSDN_ADDR_STRLEN];
+
+		yajl_gen_map_open(g);
+		if (flowsdn_addr_format(&alloc[i].addr, buf, sizeof(buf)) >= 0)
+			jgen_kv(g, "address", buf);
+		jgen_kv(g, "containerID", alloc[i].container_id);
+		jgen_kv(g, "ifname", alloc[i].ifname);
+		gen_prefix(g, "pool", &alloc[i].pool);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	free(alloc);
+	reply_json(r, 200, g);
+}
+
+static void route_timing(struct agent_core *core, struct reply *r)
+{
+	yajl_gen g = reply_gen(r);
+	struct agent_timing add, del;
+
+	if (!g)
+		return;
+	agent_core_timing(core, AGENT_VERB_ADD, &add);
+	agent_core_timing(core, AGENT_VERB_DEL, &del);
+	yajl_gen_map_open(g);
+	timing_gen(g, "add", &add);
+	timing_gen(g, "del", &del);
+	yajl_gen_map_close(g);
+	reply_json(r, 200, g);
+}
+
+/* Routes a complete request. */
+static void agent_route(struct agent_http *h, bool read_only, const char *method, const char *url,
+			const struct request *req, struct reply *r)
+{
+	static const char *const posts[] = { "/v1/cni/add", "/v1/cni/check", "/v1/cni/del", "/v1/cni/gc" };
+	static const char *const gets[] = { "/v1/healthz", "/v1/health/modules", "/v1/endpoint", "/v1/ipam",
+					    "/v1/cni/timing" };
+	bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	bool is_post = !strcmp(method, "POST");
+	bool known_post = false, known_get = false;
+	struct agent_core *core = h->core;
+
+	for (size_t i = 0; i < ARRAY_SIZE(posts); i++)
+		known_post |= !strcmp(url, posts[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(gets); i++)
+		known_get |= !strcmp(url, gets[i]);
+	known_get |= !strncmp(url, "/v1/endpoint/", 13);
+
+	if (read_only && !is_get) {
+		reply_error(r, 403, -FLOWSDN_E_AGENT_REFUSED, "this listener is read-only: %s is not allowed", method);
+		return;
+	}
+	if (!known_post && !known_get) {
+		reply_error(r, 404, -FLOWSDN_E_AGENT_NOT_FOUND, "no route %.128s", url);
+		return;
+	}
+	if ((known_post && !is_post) || (known_get && !is_get)) {
+		reply_error(r, 405, -FLOWSDN_E_AGENT_REFUSED, "%s is not allowed on %.128s", method, url);
+		return;
+	}
+	if (req->too_big) {
+		reply_error(r, 413, -FLOWSDN_E_AGENT_REFUSED, "request body larger than %u bytes",
+			    h->cfg->max_request_bytes);
+		return;
+	}
+	if (!strcmp(url, "/v1/healthz"))
+		route_healthz(core, r);
+	else if (!strcmp(url, "/v1/health/modules"))
+		route_modules(core, r);
+	else if (!strcmp(url, "/v1/endpoint"))
+		route_endpoints(core, NULL, r);
+	else if (!strncmp(url, "/v1/endpoint/", 13))
+		route_endpoints(core, url + 13, r);
+	else if (!strcmp(url, "/v1/ipam"))
+		route_ipam(core, r);
+	else if (!strcmp(url, "/v1/cni/timing"))
+		route_timing(core, r);
+	else if (!strcmp(url, "/v1/cni/add"))
+		route_add_check(core, req, true, r);
+	else if (!strcmp(url, "/v1/cni/check"))
+		route_add_check(core, req, false, r);
+	else if (!strcmp(url, "/v1/cni/del"))
+		route_del(core, req, r);
+	else
+		route_gc(core, req, r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct listener_ctx *ctx = cls;
+	struct request *req = *con_cls;
+	struct reply r = { 0 };
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	static const char fallback[] = "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}";
+
+	(void)version;
+	if (!req) {
+		req = calloc(1, sizeof(*req));
+		if (!req)
+			return MHD_NO;
+		*con_cls = req;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (!req->too_big && req->len + *upload_data_size <= ctx->http->cfg->max_request_bytes) {
+			char *p = realloc(req->body, req->len + *upload_data_size + 1);
+
+			if (!p)
+				return MHD_NO;
+			memcpy(p + req->len, upload_data, *upload_data_size);
+			req->len += *upload_data_size;
+			p[req->len] = '\0';
+			req->body = p;
+		} else {
+			req->too_big = true;
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	agent_route(ctx->http, ctx->read_only, method, url, req, &r);
+	if (r.body)
+		resp = MHD_create_response_from_buffer(strlen(r.body), r.body, MHD_RESPMEM_MUST_FREE);
+	else
+		resp = MHD_create_response_from_buffer(sizeof(fallback) - 1, (void *)fallback, MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		free(r.body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, r.status ? r.status : 500, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct request *req = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (req) {
+		free(req->body);
+		free(req);
+		*con_cls = NULL;
+	}
+}
+
+static struct listener_ctx *ctx_new(struct agent_http *h, bool ro)
+{
+	struct listener_ctx *c = calloc(1, sizeof(*c));
+
+	if (c) {
+		c->http = h;
+		c->read_only = ro;
+	}
+	return c;
+}
+
+/* Binds the Unix socket under a temporary name, sets mode 0600, then
+ * renames it over the configured path: the socket never exists with a
+ * wider mode, and a stale socket is replaced. */
+static int unix_listen(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char tmp[sizeof(sa.sun_path)];
+	struct stat st;
+	int fd;
+
+	if (strlen(path) + 16 >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		pr_err("agent: %s exists and is not a socket", path);
+		return -EEXIST;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	memcpy(sa.sun_path, tmp, strlen(tmp) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(tmp);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(tmp, 0600) < 0 || listen(fd, 128) < 0 ||
+	    rename(tmp, path) < 0) {
+		int err = -errno;
+
+		unlink(tmp);
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* The directory of the socket @path, created when missing. */
+static int mkdir_parent(const char *path)
+{
+	_cleanup_free_ char *dir = strdup(path);
+	char *slash;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	return util_mkdir_p(dir, 0755);
+}
+
+void agent_http_stop(struct agent_http *h)
+{
+	if (!h)
+		return;
+	if (h->unix_d) {
+		MHD_stop_daemon(h->unix_d);
+		h->unix_d = NULL;
+		unlink(h->cfg->socket);
+	}
+	if (h->unix_fd >= 0) {
+		close(h->unix_fd);
+		h->unix_fd = -1;
+	}
+	if (h->tcp_d) {
+		MHD_stop_daemon(h->tcp_d);
+		h->tcp_d = NULL;
+	}
+	free(h->ctx_unix);
+	free(h->ctx_tcp);
+	free(h);
+}
+
+static int http_start(struct agent_http *h)
+{
+	const struct agent_config *cfg = h->cfg;
+	const unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+	int fd, err;
+
+	h->ctx_unix = ctx_new(h, false);
+	if (!h->ctx_unix)
+		return -ENOMEM;
+	err = mkdir_parent(cfg->socket);
+	if (err < 0) {
+		pr_err("agent: creating the directory of %s: %s", cfg->socket, strerror(-err));
+		return -FLOWSDN_E_AGENT_LISTEN;
+	}
+	fd = unix_listen(cfg->socket);
+	if (fd < 0) {
+		pr_err("agent: listening on %s: %s", cfg->socket, strerror(-fd));
+		return -FLOWSDN_E_AGENT_LISTEN;
+	}
+	h->unix_fd = fd;
+	h->unix_d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h->ctx_unix, MHD_OPTION_LISTEN_SOCKET, fd,
+				     MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+				     MHD_OPTION_CONNECTION_TIMEOUT, cfg->request_timeout_s,
+				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
+				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+	if (!h->unix_d) {
+		pr_err("agent: libmicrohttpd refused the socket %s", cfg->socket);
+		return -FLOWSDN_E_AGENT_LISTEN;
+	}
+	h->unix_fd = -1; /* owned by the daemon now */
+	if (cfg->http_listen[0]) {
+		struct sockaddr_storage ss = { 0 };
+		struct flowsdn_addr addr;
+		uint16_t port;
+		unsigned int f = flags;
+
+		if (agent_config_parse_listen(cfg->http_listen, &addr, &port) < 0) {
+			pr_err("agent: http-listen %s is not a loopback ADDRESS:PORT", cfg->http_listen);
+			return -FLOWSDN_E_AGENT_LISTEN;
+		}
+		if (addr.family == FLOWSDN_AF_INET) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons(port);
+			memcpy(&sin->sin_addr, addr.bytes, 4);
+		} else {
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons(port);
+			memcpy(&sin6->sin6_addr, addr.bytes, 16);
+			f |= MHD_USE_IPv6;
+		}
+		h->ctx_tcp = ctx_new(h, true);
+		if (!h->ctx_tcp)
+			return -ENOMEM;
+		h->tcp_d = MHD_start_daemon(f, port, NULL, NULL, on_request, h->ctx_tcp, MHD_OPTION_SOCK_ADDR, &ss,
+					    MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+					    MHD_OPTION_CONNECTION_TIMEOUT, cfg->request_timeout_s,
+					    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
+					    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+		if (!h->tcp_d) {
+			pr_err("agent: cannot listen on %s", cfg->http_listen);
+			return -FLOWSDN_E_AGENT_LISTEN;
+		}
+	}
+	return 0;
+}
+
+int agent_http_start(struct agent_core *core, struct agent_http **ret)
+{
+	struct agent_http *h;
+	int err;
+
+	if (!core || !ret)
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->core = core;
+	h->cfg = agent_core_config(core);
+	h->unix_fd = -1;
+	err = http_start(h);
+	if (err < 0) {
+		agent_http_stop(h);
+		return err;
+	}
+	*ret = h;
+	return 0;
+}

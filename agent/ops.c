@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The real kernel operations of the agent core: libflowsdn's netlink and
+ * datapath modules. */
+#include "config.h"
+
+#include "ops.h"
+
+static int k_netns_ino(void *ctx, const char *path, uint64_t *ret_ino)
+{
+	(void)ctx;
+	return flowsdn_netlink_netns_ino(path, ret_ino);
+}
+
+static int k_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
+			struct flowsdn_nl_err *err)
+{
+	(void)ctx;
+	return flowsdn_netlink_veth_setup(cfg, ret, err);
+}
+
+static int k_veth_teardown(void *ctx, const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
+			   struct flowsdn_nl_err *err)
+{
+	(void)ctx;
+	return flowsdn_netlink_veth_teardown(host_ifname, addrs, n_addrs, err);
+}
+
+static int k_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+{
+	(void)ctx;
+	return flowsdn_netlink_endpoint_check(iface, err);
+}
+
+static int k_dp_open(void *ctx, const struct flowsdn_datapath_opts *opts, struct flowsdn_datapath **ret)
+{
+	(void)ctx;
+	return flowsdn_datapath_open(opts, ret);
+}
+
+static void k_dp_free(void *ctx, struct flowsdn_datapath *dp)
+{
+	(void)ctx;
+	flowsdn_datapath_free(dp);
+}
+
+static const char *k_dp_mode(void *ctx, struct flowsdn_datapath *dp)
+{
+	(void)ctx;
+	return flowsdn_datapath_attach_mode(dp) == FLOWSDN_ATTACH_TCX ? "tcx" : "tc clsact";
+}
+
+static int k_dp_attach(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+{
+	(void)ctx;
+	return flowsdn_datapath_attach(dp, ifindex);
+}
+
+static int k_dp_detach(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+{
+	(void)ctx;
+	return flowsdn_datapath_detach(dp, ifindex);
+}
+
+static int k_dp_is_attached(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+{
+	(void)ctx;
+	return flowsdn_datapath_is_attached(dp, ifindex);
+}
+
+static int k_dp_adopt(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface)
+{
+	(void)ctx;
+	return flowsdn_datapath_adopt(dp, iface);
+}
+
+static int k_dp_publish(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
+{
+	(void)ctx;
+	return flowsdn_maps_endpoint_publish(flowsdn_datapath_maps(dp), ep);
+}
+
+static int k_dp_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
+{
+	(void)ctx;
+	return flowsdn_maps_endpoint_remove(flowsdn_datapath_maps(dp), ep);
+}
+
+const struct agent_ops agent_ops_kernel = {
+	.netns_ino = k_netns_ino,
+	.veth_setup = k_veth_setup,
+	.veth_teardown = k_veth_teardown,
+	.endpoint_check = k_endpoint_check,
+	.dp_open = k_dp_open,
+	.dp_free = k_dp_free,
+	.dp_mode = k_dp_mode,
+	.dp_attach = k_dp_attach,
+	.dp_detach = k_dp_detach,
+	.dp_is_attached = k_dp_is_attached,
+	.dp_adopt = k_dp_adopt,
+	.dp_publish = k_dp_publish,
+	.dp_remove = k_dp_remove,
+};

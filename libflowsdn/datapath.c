@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The BPF loader (<flowsdn/datapath.h>): loads the embedded endpoint
+ * programs (bpf/lxc.bpf.c, embedded by bpftool gen skeleton) once per
+ * handle, pins maps and programs, attaches to host veths with TCX links or
+ * tc clsact filters, detaches, and adopts endpoints after a restart.
+ *
+ * libbpf 1.1 knows neither TCX attach types nor bpf_program__attach_tcx():
+ * the links are made with the raw bpf_link_create() and the attach types
+ * BPF_TCX_INGRESS/EGRESS by value (the kernel's uapi numbers, stable ABI).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <flowsdn/datapath.h>
+
+#include "datapath-internal.h"
+#include "internal.h"
+#include "lxc.hash.h"
+#include "lxc.skel.h"
+
+/* uapi values (include/uapi/linux/bpf.h of Linux >= 6.6). */
+#define FSDN_BPF_TCX_INGRESS 46
+#define FSDN_BPF_TCX_EGRESS 47
+#define FSDN_BPF_LINK_TYPE_TCX 11
+
+/* tc filter identity of our programs (when TCX is not used). */
+#define FSDN_TC_HANDLE 0xf5d
+#define FSDN_TC_PRIORITY 1
+
+#define PROG_FROM "from_container"
+#define PROG_TO "to_container"
+
+struct flowsdn_datapath {
+	struct flowsdn_lxc *skel;
+	struct flowsdn_maps *maps;
+	char *pin_dir;
+	enum flowsdn_attach_mode mode;
+	bool auto_mode; /* mode chosen by probing: an interface TCX refuses gets tc */
+};
+
+/* Set around calls whose failures are expected (probing a missing clsact
+ * qdisc, creating one that exists): libbpf's warnings become debug. */
+static __thread bool libbpf_quiet;
+
+/* libbpf's messages (verifier logs included) to our log callback. */
+static int __attribute__((format(printf, 2, 0))) libbpf_print(enum libbpf_print_level level, const char *fmt,
+								va_list ap)
+{
+	char buf[1024];
+	size_t n;
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	while (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	if (level == LIBBPF_WARN && !libbpf_quiet)
+		pr_warn("libbpf: %s", buf);
+	else
+		pr_debug("libbpf: %s", buf);
+	return 0;
+}
+
+FLOWSDN_API const char *flowsdn_datapath_object_hash(void)
+{
+	return FLOWSDN_LXC_SHA256;
+}
+
+/* mkdir -p @path (mode 0700 for what is created). */
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static bool on_bpffs(const char *path)
+{
+	struct statfs st;
+
+	return statfs(path, &st) == 0 && (unsigned long)st.f_type == (unsigned long)BPF_FS_MAGIC;
+}
+
+/* Makes @dir exist on a bpffs: mounts one on it when it is not. */
+static int ensure_bpffs(const char *dir, bool no_mount)
+{
+	int r = mkdir_p(dir);
+
+	if (r < 0) {
+		pr_warn("bpf pin directory %s: %s", dir, strerror(-r));
+		return r;
+	}
+	if (on_bpffs(dir))
+		return 0;
+	if (no_mount) {
+		pr_warn("%s is not on a bpf filesystem", dir);
+		return -FLOWSDN_E_BPF_NO_BPFFS;
+	}
+	if (mount("bpffs", dir, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0) {
+		pr_warn("mount bpffs on %s: %s", dir, strerror(errno));
+		return -FLOWSDN_E_BPF_NO_BPFFS;
+	}
+	pr_info("mounted bpffs on %s", dir);
+	return 0;
+}
+
+/* Pins @prog as @dir/@name, replacing an older pin. */
+static int pin_prog(struct bpf_program *prog, const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	int r = flowsdn__pin_path(dir, name, path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	r = bpf_program__pin(prog, path);
+	if (r < 0)
+		pr_warn("pin %s: %s", path, strerror(-r));
+	return r;
+}
+
+FLOWSDN_API int flowsdn_datapath_probe_tcx(void)
+{
+	__u32 cnt = 0;
+	int r;
+
+	/* A TCX query on loopback: kernels without TCX refuse the type. */
+	r = bpf_prog_query(1, (enum bpf_attach_type)FSDN_BPF_TCX_INGRESS, 0, NULL, NULL, &cnt);
+	return r == 0 ? 1 : 0;
+}
+
+FLOWSDN_API void flowsdn_datapath_free(struct flowsdn_datapath *dp)
+{
+	if (!dp)
+		return;
+	flowsdn_maps_free(dp->maps);
+	/* Destroying the skeleton closes fds only: pins and links stay. */
+	flowsdn_lxc__destroy(dp->skel);
+	free(dp->pin_dir);
+	free(dp);
+}
+
+FLOWSDN_API int flowsdn_datapath_open(const struct flowsdn_datapath_opts *opts, struct flowsdn_datapath **ret)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	struct flowsdn_datapath *dp;
+	const char *dir;
+	enum flowsdn_egress_mode egress;
+	enum flowsdn_attach_mode mode;
+	int r;
+
+	if (!ret || !OPTS_VALID(opts, flowsdn_datapath_opts))
+		return -EINVAL;
+	dir = OPTS_GET(opts, pin_dir, NULL);
+	if (!dir)
+		dir = FLOWSDN_DATAPATH_PIN_DIR;
+	egress = OPTS_GET(opts, egress_mode, FLOWSDN_EGRESS_FIB);
+	mode = OPTS_GET(opts, attach_mode, FLOWSDN_ATTACH_AUTO);
+	if (dir[0] != '/' || strlen(dir) >= PATH_MAX - 64 ||
+	    (egress != FLOWSDN_EGRESS_FIB && egress != FLOWSDN_EGRESS_STACK) ||
+	    (mode != FLOWSDN_ATTACH_AUTO && mode != FLOWSDN_ATTACH_TCX && mode != FLOWSDN_ATTACH_TC))
+		return -EINVAL;
+
+	if (mode == FLOWSDN_ATTACH_AUTO)
+		mode = flowsdn_datapath_probe_tcx() ? FLOWSDN_ATTACH_TCX : FLOWSDN_ATTACH_TC;
+	else if (mode == FLOWSDN_ATTACH_TCX && !flowsdn_datapath_probe_tcx())
+		return -FLOWSDN_E_BPF_NO_TCX;
+
+	r = ensure_bpffs(dir, OPTS_GET(opts, no_mount, false));
+	if (r < 0)
+		return r;
+
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return -ENOMEM;
+	dp->mode = mode;
+	dp->auto_mode = OPTS_GET(opts, attach_mode, FLOWSDN_ATTACH_AUTO) == FLOWSDN_ATTACH_AUTO;
+	dp->pin_dir = strdup(dir);
+	if (!dp->pin_dir) {
+		r = -ENOMEM;
+		goto out_free;
+	}
+	libbpf_set_print(libbpf_print);
+	/* Maps with LIBBPF_PIN_BY_NAME are reused from (or pinned in) dir. */
+	oo.pin_root_path = dir;
+	dp->skel = flowsdn_lxc__open_opts(&oo);
+	if (!dp->skel) {
+		r = -errno;
+		pr_warn("open embedded BPF object: %s", strerror(errno));
+		r = r == -ENOMEM ? r : -FLOWSDN_E_BPF_OBJECT;
+		goto out_free;
+	}
+	dp->skel->rodata->cfg_egress_mode = (__u32)egress;
+	dp->skel->rodata->cfg_redirect_peer = OPTS_GET(opts, no_redirect_peer, false) ? 0 : 1;
+	r = flowsdn_lxc__load(dp->skel);
+	if (r < 0) {
+		pr_warn("load BPF datapath (pins in %s): %s", dir, strerror(-r));
+		/* libbpf says -EINVAL when a pinned map does not match. */
+		r = r == -EINVAL ? -FLOWSDN_E_BPF_MAP_LAYOUT : r == -ENOMEM ? r : -FLOWSDN_E_BPF_LOAD;
+		goto out_free;
+	}
+	r = pin_prog(dp->skel->progs.from_container, dir, "prog_" PROG_FROM);
+	if (r < 0)
+		goto out_free;
+	r = pin_prog(dp->skel->progs.to_container, dir, "prog_" PROG_TO);
+	if (r < 0)
+		goto out_free;
+	r = flowsdn_maps_open(dir, &dp->maps);
+	if (r < 0)
+		goto out_free;
+	pr_debug("datapath loaded (%s, egress %s, pins in %s)", mode == FLOWSDN_ATTACH_TCX ? "tcx" : "tc",
+		 egress == FLOWSDN_EGRESS_FIB ? "fib" : "stack", dir);
+	*ret = dp;
+	return 0;
+
+out_free:
+	flowsdn_datapath_free(dp);
+	return r;
+}
+
+FLOWSDN_API struct flowsdn_maps *flowsdn_datapath_maps(struct flowsdn_datapath *dp)
+{
+	return dp ? dp->maps : NULL;
+}
+
+FLOWSDN_API enum flowsdn_attach_mode flowsdn_datapath_attach_mode(const struct flowsdn_datapath *dp)
+{
+	return dp ? dp->mode : FLOWSDN_ATTACH_AUTO;
+}
+
+static int link_pin_path(const struct flowsdn_datapath *dp, int ifindex, bool ingress, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/links/%d-%s", dp->pin_dir, ifindex, ingress ? "ingress" : "egress");
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* Reads the interface and attach type of a TCX link.  libbpf 1.1's
+ * struct bpf_link_info predates TCX; the kernel writes {ifindex,
+ * attach_type} at the start of the union, where the netns member sits. */
+static int tcx_link_target(int link_fd, __u32 *ret_ifindex, __u32 *ret_type)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info), tail[2];
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(link_fd, &info, &len) < 0)
+		return -errno;
+	if (info.type != FSDN_BPF_LINK_TYPE_TCX)
+		return -EINVAL;
+	memcpy(tail, (const char *)&info + offsetof(struct bpf_link_info, netns), sizeof(tail));
+	*ret_ifindex = tail[0];
+	*ret_type = tail[1];
+	return 0;
+}
+
+/* TCX: updates the pinned link of (ifindex, direction) to @prog_fd, or
+ * creates and pins a new one. */
+static int tcx_attach_one(struct flowsdn_datapath *dp, int ifindex, bool ingress, int prog_fd)
+{
+	__u32 type = ingress ? FSDN_BPF_TCX_INGRESS : FSDN_BPF_TCX_EGRESS;
+	char path[PATH_MAX];
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	r = link_pin_path(dp, ifindex, ingress, path, sizeof(path));
+	if (r < 0)
+		return r;
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		__u32 lif = 0, ltype = 0;
+
+		if (tcx_link_target(fd, &lif, &ltype) == 0 && lif == (__u32)ifindex && ltype == type) {
+			if (bpf_link_update(fd, prog_fd, NULL) == 0)
+				return 0;
+			pr_warn("update TCX link %s: %s", path, strerror(errno));
+		}
+		/* Stale pin (interface gone, index reused, or a defunct link). */
+		close(TAKE_FD(fd));
+		unlink(path);
+	}
+	fd = bpf_link_create(prog_fd, ifindex, (enum bpf_attach_type)type, NULL);
+	if (fd < 0) {
+		r = -errno;
+		pr_warn("TCX %s link on ifindex %d: %s", ingress ? "ingress" : "egress", ifindex, strerror(errno));
+		return r == -ENODEV ? r : -FLOWSDN_E_BPF_ATTACH;
+	}
+	if (bpf_obj_pin(fd, path) < 0) {
+		r = -errno;
+		pr_warn("pin TCX link %s: %s", path, strerror(errno));
+		bpf_link_detach(fd);
+		return r;
+	}
+	return 0;
+}
+
+static int tc_attach_one(int ifindex, bool ingress, int prog_fd)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY, .prog_fd = prog_fd,
+		    .flags = BPF_TC_F_REPLACE);
+	int r;
+
+	libbpf_quiet = true;
+	r = bpf_tc_hook_create(&hook);
+	libbpf_quiet = false;
+	if (r < 0 && r != -EEXIST) {
+		pr_warn("tc clsact on ifindex %d: %s", ifindex, strerror(-r));
+		return r == -ENODEV ? r : -FLOWSDN_E_BPF_ATTACH;
+	}
+	r = bpf_tc_attach(&hook, &o);
+	if (r < 0) {
+		pr_warn("tc %s filter on ifindex %d: %s", ingress ? "ingress" : "egress", ifindex, strerror(-r));
+		return r == -ENODEV ? r : -FLOWSDN_E_BPF_ATTACH;
+	}
+	return 0;
+}
+
+static int tc_detach_one(int ifindex, bool ingress)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY);
+	int r;
+
+	libbpf_quiet = true;
+	r = bpf_tc_detach(&hook, &o);
+	libbpf_quiet = false;
+	return r == -ENOENT || r == -ENODEV || r == -EINVAL ? 0 : r;
+}
+
+static int tcx_detach_one(struct flowsdn_datapath *dp, int ifindex, bool ingress)
+{
+	char path[PATH_MAX];
+	_cleanup_close_ int fd = -1;
+	int r = link_pin_path(dp, ifindex, ingress, path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	/* A link whose interface is gone is already detached (-ENOLINK etc.). */
+	bpf_link_detach(fd);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+static int ensure_links_dir(struct flowsdn_datapath *dp)
+{
+	char path[PATH_MAX];
+	int r = flowsdn__pin_path(dp->pin_dir, "links", path, sizeof(path));
+
+	if (r < 0)
+		return r;
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex)
+{
+	int from, to, r;
+
+	if (!dp || ifindex <= 0)
+		return -EINVAL;
+	from = bpf_program__fd(dp->skel->progs.from_container);
+	to = bpf_program__fd(dp->skel->progs.to_container);
+	if (dp->mode == FLOWSDN_ATTACH_TCX) {
+		r = ensure_links_dir(dp);
+		if (r < 0)
+			return r;
+		r = tcx_attach_one(dp, ifindex, true, from);
+		if (r == 0)
+			r = tcx_attach_one(dp, ifindex, false, to);
+		if (r < 0) {
+			tcx_detach_one(dp, ifindex, true);
+			tcx_detach_one(dp, ifindex, false);
+			if (!dp->auto_mode || r == -ENODEV)
+				return r;
+			pr_info("ifindex %d: TCX refused, attaching with tc clsact", ifindex);
+			goto tc;
+		}
+		/* An older tc attachment of ours would run the old programs too. */
+		tc_detach_one(ifindex, true);
+		tc_detach_one(ifindex, false);
+		return 0;
+	}
+tc:
+	r = tc_attach_one(ifindex, true, from);
+	if (r == 0)
+		r = tc_attach_one(ifindex, false, to);
+	if (r < 0) {
+		tc_detach_one(ifindex, true);
+		tc_detach_one(ifindex, false);
+	}
+	return r;
+}
+
+FLOWSDN_API int flowsdn_datapath_detach(struct flowsdn_datapath *dp, int ifindex)
+{
+	int r = 0, t;
+
+	if (!dp || ifindex <= 0)
+		return -EINVAL;
+	/* Both kinds: an endpoint may have been attached by an agent in the
+	 * other mode. */
+	t = tcx_detach_one(dp, ifindex, true);
+	r = r ? r : t;
+	t = tcx_detach_one(dp, ifindex, false);
+	r = r ? r : t;
+	t = tc_detach_one(ifindex, true);
+	r = r ? r : t;
+	t = tc_detach_one(ifindex, false);
+	r = r ? r : t;
+	return r;
+}
+
+/* Whether program @id is named @name. */
+static bool prog_is(__u32 id, const char *name)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	_cleanup_close_ int fd = bpf_prog_get_fd_by_id(id);
+
+	if (fd < 0)
+		return false;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+		return false;
+	return strncmp(info.name, name, sizeof(info.name)) == 0;
+}
+
+static int hook_has(int ifindex, bool ingress, const char *name)
+{
+	__u32 ids[16], cnt = ARRAY_SIZE(ids);
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY);
+	int r;
+
+	if (bpf_prog_query(ifindex, (enum bpf_attach_type)(ingress ? FSDN_BPF_TCX_INGRESS : FSDN_BPF_TCX_EGRESS), 0,
+			   NULL, ids, &cnt) == 0) {
+		for (__u32 i = 0; i < cnt && i < ARRAY_SIZE(ids); i++)
+			if (prog_is(ids[i], name))
+				return 1;
+	}
+	libbpf_quiet = true;
+	r = bpf_tc_query(&hook, &o);
+	libbpf_quiet = false;
+	return r == 0 && prog_is(o.prog_id, name);
+}
+
+FLOWSDN_API int flowsdn_datapath_is_attached(struct flowsdn_datapath *dp, int ifindex)
+{
+	if (!dp || ifindex <= 0)
+		return -EINVAL;
+	return hook_has(ifindex, true, PROG_FROM) && hook_has(ifindex, false, PROG_TO);
+}
+
+FLOWSDN_API int flowsdn_datapath_adopt(struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface)
+{
+	struct flowsdn_nl_err err = { "" };
+	int r;
+
+	if (!dp || !iface || iface->host_ifindex <= 0)
+		return -EINVAL;
+	r = flowsdn_netlink_endpoint_check(iface, &err);
+	if (r < 0) {
+		pr_warn("adopt ifindex %d: %s", iface->host_ifindex, err.msg[0] ? err.msg : flowsdn_strerror(r));
+		return r == -EINVAL ? r : -FLOWSDN_E_BPF_IFACE_MISMATCH;
+	}
+	return flowsdn_datapath_attach(dp, iface->host_ifindex);
+}
+

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The policy module's shared leaf: label sets and label selectors (sorted
+ * labels, lookup, copy, free; metav1 selector semantics).  policy-parse.c,
+ * policy-model.c and policy-compile.c call these; this file calls none of
+ * them.  (policy-sim.c keeps its own selector reading on purpose.)
+ */
+#include "config.h"
+
+#include <flowsdn/policy.h>
+
+#include "policy-internal.h"
+
+void plabels_free(struct plabels *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].key);
+		free(l->v[i].value);
+	}
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+void psel_free(struct psel *sel)
+{
+	if (!sel)
+		return;
+	plabels_free(&sel->match);
+	for (size_t i = 0; i < sel->n_reqs; i++) {
+		free(sel->reqs[i].key);
+		for (size_t j = 0; j < sel->reqs[i].n_values; j++)
+			free(sel->reqs[i].values[j]);
+		free(sel->reqs[i].values);
+	}
+	free(sel->reqs);
+	sel->reqs = NULL;
+	sel->n_reqs = 0;
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct plabel *)a)->key, ((const struct plabel *)b)->key);
+}
+
+int plabels_sort(struct plabels *l)
+{
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), label_cmp);
+	for (size_t i = 1; i < l->n; i++)
+		if (strcmp(l->v[i - 1].key, l->v[i].key) == 0)
+			return -EEXIST;
+	return 0;
+}
+
+const char *plabels_get(const struct plabels *l, const char *key)
+{
+	size_t lo = 0, hi = l->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(l->v[mid].key, key);
+
+		if (c == 0)
+			return l->v[mid].value;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int plabels_copy(struct plabels *dst, const struct plabels *src)
+{
+	struct plabels d = { 0 };
+
+	d.v = calloc(src->n ? src->n : 1, sizeof(*d.v));
+	if (!d.v)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->n; i++) {
+		d.v[i].key = strdup(src->v[i].key);
+		d.v[i].value = strdup(src->v[i].value);
+		d.n++;
+		if (!d.v[i].key || !d.v[i].value) {
+			plabels_free(&d);
+			return -ENOMEM;
+		}
+	}
+	*dst = d;
+	return 0;
+}
+
+/* Label selector semantics (metav1.LabelSelectorAsSelector): every
+ * matchLabels pair and every requirement must hold; an empty selector
+ * matches everything. */
+bool psel_matches(const struct psel *sel, const struct plabels *labels)
+{
+	for (size_t i = 0; i < sel->match.n; i++) {
+		const char *v = plabels_get(labels, sel->match.v[i].key);
+
+		if (!v || strcmp(v, sel->match.v[i].value) != 0)
+			return false;
+	}
+	for (size_t i = 0; i < sel->n_reqs; i++) {
+		const struct preq *r = &sel->reqs[i];
+		const char *v = plabels_get(labels, r->key);
+		bool in = false;
+
+		if (v)
+			for (size_t j = 0; j < r->n_values; j++)
+				if (strcmp(v, r->values[j]) == 0)
+					in = true;
+		switch (r->op) {
+		case SEL_IN:
+			if (!in)
+				return false;
+			break;
+		case SEL_NOT_IN:
+			if (in)
+				return false;
+			break;
+		case SEL_EXISTS:
+			if (!v)
+				return false;
+			break;
+		case SEL_DOES_NOT_EXIST:
+			if (v)
+				return false;
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
