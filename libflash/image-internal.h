@@ -159,6 +159,10 @@ uint64_t image_now_ms(void);
 
 /* ---------------------------------------------------------------- unpack */
 
+struct diag;
+/* flash_image_layer_unpack() adding to @diag (not refilling it). */
+int image_layer_unpack(const char *layer_path, const char *rootfs, struct diag *diag);
+
 /* Removes @path below @dirfd, recursively, never following a symlink. */
 int image_remove_tree_at(int dirfd, const char *name);
 

@@ -20,7 +20,6 @@
 
 #include "image-internal.h"
 #include "internal.h"
-#include "spec-internal.h"
 
 #define WHITEOUT ".wh."
 #define OPAQUE ".wh..wh..opq"
@@ -31,7 +30,7 @@
 struct unpack_job {
 	int layer_fd;
 	int root_fd;
-	struct flash_diag *diag;
+	struct diag *diag;
 	int rc;
 	char why[512];
 };
@@ -336,7 +335,7 @@ static int pass_extract(struct unpack_job *j)
 			}
 			archive_entry_set_hardlink(e, link);
 		} else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-			diag_add_text(j->diag, FLASH_DIAG_WARNING, "image", "image-entry-skipped", NULL,
+			diag_add_text(j->diag, DIAG_WARNING, "image", "image-entry-skipped", NULL,
 				      "entry %.200s: device nodes, FIFOs and sockets are not extracted", path);
 			continue;
 		}
@@ -378,7 +377,7 @@ static void *unpack_thread(void *arg)
 	return NULL;
 }
 
-FLASH_API int flash_image_layer_unpack(const char *layer_path, const char *rootfs, struct flash_diag *diag)
+int image_layer_unpack(const char *layer_path, const char *rootfs, struct diag *diag)
 {
 	struct unpack_job j = { .layer_fd = -1, .root_fd = -1, .diag = diag };
 	struct stat st;
@@ -411,7 +410,7 @@ FLASH_API int flash_image_layer_unpack(const char *layer_path, const char *rootf
 	rc = j.rc;
 out:
 	if (rc < 0 && rc != -ENOMEM)
-		diag_add_text(diag, FLASH_DIAG_ERROR, "image",
+		diag_add_text(diag, DIAG_ERROR, "image",
 			      rc == -FLASH_E_IMAGE_UNSAFE_ENTRY ? "image-unsafe-entry"
 			      : rc == -FLASH_E_IMAGE_LAYOUT	? "image-layout"
 								: "image-unpack",
@@ -421,4 +420,10 @@ out:
 	if (j.root_fd >= 0)
 		close(j.root_fd);
 	return rc;
+}
+
+FLASH_API int flash_image_layer_unpack(const char *layer_path, const char *rootfs, struct flash_diag *diag)
+{
+	diag_begin(flash__diag(diag), 0);
+	return image_layer_unpack(layer_path, rootfs, flash__diag(diag));
 }

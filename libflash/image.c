@@ -15,7 +15,6 @@
 #include "image-internal.h"
 #include "image-store.h"
 #include "internal.h"
-#include "spec-internal.h"
 
 #define WHY_SIZE 512
 #define DEFAULT_TIMEOUT_MS 30000u
@@ -84,7 +83,7 @@ static const char *diag_code(int rc)
 static int fail(struct flash_diag *diag, int rc, const char *why)
 {
 	if (rc != -ENOMEM)
-		diag_add_text(diag, FLASH_DIAG_ERROR, "image", diag_code(rc), NULL, "%s",
+		diag_add_text(flash__diag(diag), DIAG_ERROR, "image", diag_code(rc), NULL, "%s",
 			      why && why[0] ? why : flash_strerror(rc));
 	return rc;
 }
@@ -453,6 +452,7 @@ FLASH_API int flash_image_resolve(const char *reference, const struct flash_imag
 	struct flash_image *img;
 	int rc;
 
+	diag_begin(flash__diag(diag), 0);
 	if (!reference || !ret || !OPTS_VALID(opts, flash_image_opts))
 		return -EINVAL;
 	if (!platform)
@@ -541,6 +541,7 @@ FLASH_API int flash_image_check_disk(const struct flash_image *img, uint64_t lim
 {
 	char why[WHY_SIZE];
 
+	diag_begin(flash__diag(diag), 0);
 	if (!img)
 		return -EINVAL;
 	if (img->charged < limit_bytes)
@@ -556,6 +557,7 @@ FLASH_API int flash_image_pull(struct flash_image *img, struct flash_diag *diag)
 	char why[WHY_SIZE] = "";
 	int rc = 0;
 
+	diag_begin(flash__diag(diag), 0);
 	if (!img || img->store_fd < 0)
 		return -EINVAL;
 	img->deadline = image_now_ms() + img->timeout_ms;
@@ -585,6 +587,7 @@ FLASH_API int flash_image_unpack(const struct flash_image *img, const char *root
 	struct stat st;
 	int rc = 0;
 
+	diag_begin(flash__diag(diag), 0);
 	if (!img || !rootfs || img->store_fd < 0)
 		return -EINVAL;
 	if (lstat(rootfs, &st) == 0) {
@@ -619,7 +622,7 @@ FLASH_API int flash_image_unpack(const struct flash_image *img, const char *root
 			char path[64];
 
 			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-			rc = flash_image_layer_unpack(path, tmp, diag);
+			rc = image_layer_unpack(path, tmp, flash__diag(diag));
 		}
 		close(fd);
 	}

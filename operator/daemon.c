@@ -95,19 +95,31 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		flash_diag_free(diag);
 	}
 	if (opts->config_file) {
-		struct flash_render_diag rd = { 0 };
+		struct flash_diag *rd = NULL;
 
 		r = read_input(opts->config_file, &text, &len, err, err_size);
 		if (r < 0)
 			goto fail;
-		r = flash_operator_config_parse(text, len, &d->config, &rd);
+		r = flash_diag_new(&rd);
+		if (r < 0) {
+			snprintf(err, err_size, "%s: %s", opts->config_file, flash_strerror(r));
+			goto fail;
+		}
+		r = flash_operator_config_parse(text, len, &d->config, rd);
 		free(text);
 		text = NULL;
 		if (r < 0) {
-			snprintf(err, err_size, "%s: %s%s%s", opts->config_file, rd.path, rd.path[0] ? ": " : "",
-				 rd.message[0] ? rd.message : flash_strerror(r));
+			char what[512];
+
+			if (flash_diag_count(rd) > 0)
+				first_problem(rd, what, sizeof(what));
+			else
+				snprintf(what, sizeof(what), "%s", flash_strerror(r));
+			snprintf(err, err_size, "%s: %s", opts->config_file, what);
+			flash_diag_free(rd);
 			goto fail;
 		}
+		flash_diag_free(rd);
 	}
 	if (mkdir(opts->state_dir, 0700) < 0 && errno != EEXIST) {
 		r = -errno;

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <flash/common.h>
-#include <flash/spec.h>
+#include <flash/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,8 +89,9 @@ struct flash_image;
  * @opts may be NULL (defaults); its strings are copied.  On success returns
  * 0 and *ret (free with flash_image_free()).  Errors: -EINVAL, -ENOMEM,
  * -ETIMEDOUT, -FLASH_E_IMAGE_*, -errno of the layout or store; @diag (may
- * be NULL) gets one entry at path "image" naming what is wrong (entries are
- * added; @diag is not emptied first).  *ret untouched on failure.
+ * be NULL) is refilled: on failure one entry at path "image" naming what is
+ * wrong.  *ret untouched on failure.  Every function below that takes a
+ * diag refills it the same way.
  */
 FLASH_API FLASH_WUR int flash_image_resolve(const char *reference, const struct flash_image_opts *opts,
 					    struct flash_image **ret, struct flash_diag *diag);

@@ -368,14 +368,13 @@ static bool render_with(const char *ns, const char *org)
 	static const char json[] = "{\"region\":\"r1\",\"image\":\"nginx:1\",\"cpu_millis\":100,\"memory_mib\":64}";
 	struct flash_spec *spec = NULL;
 	struct flash_render *rd = NULL;
-	struct flash_render_diag d = { 0 };
 	struct flash_diag *diag = NULL;
 	FLASH_OPTS(flash_render_opts, opts, .name = "fs-a", .namespace_ = ns, .organization_id = org);
 	int r;
 
 	ASSERT_OK(flash_diag_new(&diag), "diag");
 	ASSERT_OK(flash_spec_parse(json, strlen(json), NULL, &spec, diag), "spec");
-	r = flash_render(spec, config, &opts, &rd, &d);
+	r = flash_render(spec, config, &opts, &rd, diag);
 	cr_assert(r == 0 || r == -FLASH_E_RENDER_NAME, "render: unexpected %d", r);
 	flash_render_free(rd);
 	flash_spec_free(spec);
@@ -392,11 +391,15 @@ static bool operator_config(const char *pre, const char *s, const char *post)
 {
 	char *json = jwrap(pre, s, post);
 	struct flash_operator_config *c = NULL;
-	struct flash_render_diag d = { 0 };
-	int r = flash_operator_config_parse(json, strlen(json), &c, &d);
+	struct flash_diag *d = NULL;
+	int r;
 
+	ASSERT_OK(flash_diag_new(&d), "diag");
+	r = flash_operator_config_parse(json, strlen(json), &c, d);
 	cr_assert(r == 0 || r == -FLASH_E_RENDER_CONFIG, "operator config: unexpected %d for %s", r, json);
+	cr_assert(r == 0 || flash_diag_errors(d) > 0, "operator config: refused without a diagnostic for %s", json);
 	flash_operator_config_free(c);
+	flash_diag_free(d);
 	free(json);
 	return r == 0;
 }
@@ -506,8 +509,13 @@ Test(names, crd_pattern_agrees_with_the_rule)
 		char *obj = jwrap("{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashService\","
 				  "\"metadata\":{\"name\":\"fs-a\"},\"spec\":{\"region\":",
 				  s, ",\"image\":\"nginx:1\",\"cpu_millis\":100,\"memory_mib\":64}}");
-		struct flash_render_diag d = { 0 };
-		bool schema_ok = flash_schema_validate_object(set, obj, strlen(obj), &d) == 0;
+		struct flash_diag *d = NULL;
+		bool schema_ok;
+
+		ASSERT_OK(flash_diag_new(&d), "diag");
+		schema_ok = flash_schema_validate_object(set, obj, strlen(obj), d) == 0;
+		cr_expect(schema_ok || flash_diag_errors(d) > 0, "\"%s\": refused without a diagnostic", show(s));
+		flash_diag_free(d);
 
 		cr_expect(schema_ok == ep_spec_region(s), "\"%s\": CRD schema says %s, flash_spec_parse says %s",
 			  show(s), schema_ok ? "valid" : "invalid", schema_ok ? "invalid" : "valid");
