@@ -960,23 +960,20 @@ static enum verdict precheck(struct op_provider *p, const struct command *c, str
 static bool admit_image(struct op_provider *p, struct command *c, struct op_response *ret)
 {
 	char err[1024] = "";
-	uint64_t limit;
-	int r = p->image->resolve(p->image->ctx, flash_spec_image(c->spec), &c->image, err, sizeof(err));
+	uint64_t limit = op_admission_disk_limit(c->spec, p->o.policy);
+	int r = p->image->admit(p->image->ctx, flash_spec_image(c->spec), limit, &c->image, err, sizeof(err));
 
+	if (r == -FLASH_E_IMAGE_TOO_LARGE) {
+		op_metrics_refused(p->o.metrics, OP_REFUSED_IMAGE_TOO_LARGE);
+		answer_error_extra(ret, 422, "image-too-large", extra_path, "ephemeral_storage_gib", "%s", err);
+		return false;
+	}
 	if (r < 0) {
 		op_metrics_refused(p->o.metrics, OP_REFUSED_IMAGE);
 		if (op_image_error_transient(r))
 			answer_transient(p, ret, err);
-		else if (r == -ENOSYS)
-			answer_error_extra(ret, 501, "image-admission-not-built", extra_path, "image", "%s", err);
 		else
 			answer_error_extra(ret, 422, "image", extra_path, "image", "image: %s", err[0] ? err : flash_strerror(r));
-		return false;
-	}
-	limit = op_admission_disk_limit(c->spec, p->o.policy);
-	if (op_admission_check_disk(c->image.charged_bytes, limit, err, sizeof(err)) < 0) {
-		op_metrics_refused(p->o.metrics, OP_REFUSED_IMAGE_TOO_LARGE);
-		answer_error_extra(ret, 422, "image-too-large", extra_path, "ephemeral_storage_gib", "%s", err);
 		return false;
 	}
 	return true;

@@ -5,10 +5,12 @@
  *
  * The image seam resolves references of the form "test.invalid/NAME:BYTES"
  * to an image charging BYTES bytes, pinned to a digest derived from the
- * reference; "test.invalid/unreachable:..." fails as a registry that
+ * reference (refused as flash_image_check_disk() does when BYTES fill
+ * the limit); "test.invalid/unreachable:..." fails as a registry that
  * refuses connections (transient) and "test.invalid/missing:..." as an
- * unknown manifest.  It stands in for libflash's OCI resolver, which the
- * image admission work provides (and whose registry tests cover it).
+ * unknown manifest.  It keeps these tests off the network; the real
+ * resolver is used by flash-operator itself, the e2e test (a local OCI
+ * layout) and tests/integration/test-operator-registry.
  */
 #ifndef FLASH_TESTS_OPERATOR_HELPERS_H
 #define FLASH_TESTS_OPERATOR_HELPERS_H
@@ -27,7 +29,8 @@
 #define TEST_ISSUER "mp.test"
 #define TEST_AUDIENCE "provider.test"
 
-static inline int test_image_resolve(void *ctx, const char *ref, struct op_image_info *ret, char *err, size_t err_size)
+static inline int test_image_admit(void *ctx, const char *ref, uint64_t limit, struct op_image_info *ret, char *err,
+				   size_t err_size)
 {
 	unsigned char h[32];
 	const char *colon = strrchr(ref, ':');
@@ -41,17 +44,22 @@ static inline int test_image_resolve(void *ctx, const char *ref, struct op_image
 	}
 	if (strncmp(ref + 13, "unreachable:", 12) == 0) {
 		snprintf(err, err_size, "test.invalid: connection refused");
-		return -ECONNREFUSED;
+		return -FLASH_E_IMAGE_TRANSPORT;
 	}
 	if (strncmp(ref + 13, "missing:", 8) == 0) {
 		snprintf(err, err_size, "%s: manifest unknown", ref);
-		return -ENOENT;
+		return -FLASH_E_IMAGE_NOT_FOUND;
 	}
 	errno = 0;
 	bytes = strtoull(colon + 1, &end, 10);
 	if (errno || *end) {
 		snprintf(err, err_size, "%s: tag is not a size", ref);
 		return -ENOENT;
+	}
+	/* The rule of flash_image_check_disk(): filling the limit is refusing. */
+	if (bytes >= limit) {
+		snprintf(err, err_size, "image %s needs %llu bytes, the disk limit is %" PRIu64 " bytes", ref, bytes, limit);
+		return -FLASH_E_IMAGE_TOO_LARGE;
 	}
 	crypto_hash_sha256(h, (const unsigned char *)ref, strlen(ref));
 	memcpy(ret->digest, "sha256:", 7);
@@ -61,7 +69,7 @@ static inline int test_image_resolve(void *ctx, const char *ref, struct op_image
 	return 0;
 }
 
-static const struct op_image_ops test_image_ops = { .resolve = test_image_resolve };
+static const struct op_image_ops test_image_ops = { .admit = test_image_admit };
 
 /* A token for (@org, @project or NULL) and @action, generation @gen when
  * @gen is not UINT64_MAX. */

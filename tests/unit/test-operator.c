@@ -38,7 +38,6 @@ static void start(const char *config_json, const char *policy_json)
 {
 	char path[128];
 	unsigned char pk[32];
-	struct flash_render_diag rd;
 
 	strcpy(dir, "/tmp/test-operator-XXXXXX");
 	cr_assert(mkdtemp(dir));
@@ -50,7 +49,7 @@ static void start(const char *config_json, const char *policy_json)
 	ASSERT_OK(flash_auth_keyset_new(&keys), "keyset");
 	ASSERT_OK(flash_auth_keyset_add(keys, "k1", pk), "add");
 	if (config_json)
-		ASSERT_OK(flash_operator_config_parse(config_json, strlen(config_json), &config, &rd), "config");
+		ASSERT_OK(flash_operator_config_parse(config_json, strlen(config_json), &config, NULL), "config");
 	if (policy_json)
 		ASSERT_OK(flash_policy_parse(policy_json, strlen(policy_json), &policy, NULL), "policy");
 	struct op_provider_opts o = {
@@ -449,7 +448,8 @@ Test(operator, image_admission)
 	b = create_body("fills", fills);
 	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
 	expect_error(&r, 422, "image-too-large");
-	cr_assert(strstr(r.body, "1073741824 bytes") && strstr(r.body, "fills"), "sizes in the error: %s", r.body);
+	cr_assert(strstr(r.body, "needs 1073741824 bytes") && strstr(r.body, "limit is 1073741824 bytes"),
+		  "sizes in the error: %s", r.body);
 	op_response_clear(&r);
 	free(b);
 	b = create_body("over", over);
@@ -502,8 +502,6 @@ Test(operator, admission_decisions)
 
 	ASSERT_OK(flash_spec_parse(s, strlen(s), NULL, &cpu, NULL), "spec");
 	cr_assert_eq(op_admission_disk_limit(cpu, NULL), 3 * GIB);
-	ASSERT_ERR(op_admission_check_disk(3 * GIB, 3 * GIB, msg, sizeof(msg)), -EFBIG, "fills");
-	ASSERT_OK(op_admission_check_disk(3 * GIB - 1, 3 * GIB, msg, sizeof(msg)), "fits");
 	ASSERT_OK(op_admission_check_suspension(&d, cpu, msg, sizeof(msg)), "GPU suspension spares CPU workloads");
 	d.suspend_all = true;
 	d.cpu_reached = true;
@@ -511,13 +509,15 @@ Test(operator, admission_decisions)
 	cr_assert(strstr(msg, "CPU") && strstr(msg, "2025-12-08T00:00:00Z"), "%s", msg);
 	flash_spec_free(cpu);
 	free(s);
-	cr_assert(op_image_error_transient(-ECONNREFUSED) && op_image_error_transient(-ETIMEDOUT));
-	cr_assert(!op_image_error_transient(-ENOENT) && !op_image_error_transient(-ENOSYS));
-	/* The default resolver is the "not built" refusal until <flash/image.h> exists. */
+	cr_assert(op_image_error_transient(-FLASH_E_IMAGE_TRANSPORT) && op_image_error_transient(-ETIMEDOUT));
+	cr_assert(!op_image_error_transient(-FLASH_E_IMAGE_NOT_FOUND) && !op_image_error_transient(-FLASH_E_IMAGE_TOO_LARGE));
+	/* The default ops are libflash's resolver: a missing local layout is
+	 * refused (not transient) and said. */
 	struct op_image_info info;
 	char err[256] = "";
-	ASSERT_ERR(op_image_default_ops.resolve(NULL, "ghcr.io/x/y:1", &info, err, sizeof(err)), -ENOSYS, "default");
-	cr_assert(strstr(err, "image admission not built"), "%s", err);
+	int r = op_image_default_ops.admit(NULL, "oci:/nonexistent/layout", 3 * GIB, &info, err, sizeof(err));
+	cr_assert(r < 0 && !op_image_error_transient(r), "missing layout: %d", r);
+	cr_assert(err[0], "the refusal is said");
 }
 
 static uint16_t port_of(const struct json_value *svc, const char *name)
