@@ -53,13 +53,27 @@ bool util_opts_valid(const void *opts, size_t user_sz, size_t our_sz);
  * the new file's mode.  Returns 0 or -errno; @path is untouched on failure. */
 int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode);
 
+struct stat;
+
+/* The same for the file @name (no '/') in the directory open at @dfd: the
+ * temporary file is created with openat(O_CREAT | O_EXCL | O_NOFOLLOW)
+ * under a fresh random name, and renameat() replaces whatever @name is
+ * (a symlink included) without following it.  Returns 0 or -errno. */
+int util_write_file_atomic_at(int dfd, const char *name, const void *data, size_t size, unsigned int mode);
+
+/* Opens the directory @path to write into it, if it is private to us:
+ * O_DIRECTORY | O_NOFOLLOW (a final symlink is -ELOOP), owned by the
+ * effective user (root for a privileged program), no write permission for
+ * group or others (-EPERM otherwise).  Returns the descriptor (O_CLOEXEC)
+ * and fills *ret_st, or -errno (-ENOENT, -ENOTDIR, ...). */
+int util_open_dir_private(const char *path, struct stat *ret_st);
+
 /*
  * Files named from outside.  The one rule for opening them: open without
  * blocking (O_NONBLOCK, so a FIFO with no writer or a device cannot stall
  * the caller; O_NOCTTY, O_CLOEXEC), then check on the descriptor, not the
  * name, that it is a regular file.
  */
-struct stat;
 
 /* Opens @path read-only by the rule above; @flags adds open flags (such as
  * O_NOFOLLOW).  Returns the descriptor and fills *ret_st, or -errno:
