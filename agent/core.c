@@ -361,10 +361,31 @@ static void endpoint_unpublish(struct agent_core *a, const struct agent_api_endp
 		pr_warn("agent: endpoint %u: removing map entries: %s", e->id, flowsdn_strerror(err));
 }
 
+/* The netlink step that failed, for the endpoint calls' messages: a diag
+ * per call (NULL when out of memory: then only the code is told). */
+static struct flowsdn_diag *nl_diag(void)
+{
+	struct flowsdn_diag *d = NULL;
+
+	return flowsdn_diag_new(&d) == 0 ? d : NULL;
+}
+
+static void nl_diag_freep(struct flowsdn_diag **d)
+{
+	flowsdn_diag_free(*d);
+}
+
+static const char *nl_message(const struct flowsdn_diag *d, int err)
+{
+	const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(d);
+
+	return e ? e->message : flowsdn_strerror(err);
+}
+
 /* Removes an unpublished endpoint's hooks and veth pair (no lock held). */
 static void endpoint_teardown(struct agent_core *a, const struct agent_api_endpoint *e)
 {
-	struct flowsdn_nl_err nerr = { { 0 } };
+	_cleanup_(nl_diag_freep) struct flowsdn_diag *nerr = nl_diag();
 	int err;
 
 	if (a->dp) {
@@ -372,9 +393,9 @@ static void endpoint_teardown(struct agent_core *a, const struct agent_api_endpo
 		if (err < 0)
 			pr_warn("agent: endpoint %u: detach: %s", e->id, flowsdn_strerror(err));
 	}
-	err = a->ops->veth_teardown(a->ctx, e->host_ifname, e->addrs, e->n_addrs, &nerr);
+	err = a->ops->veth_teardown(a->ctx, e->host_ifname, e->addrs, e->n_addrs, nerr);
 	if (err < 0)
-		pr_warn("agent: endpoint %u: teardown: %s", e->id, nerr.msg);
+		pr_warn("agent: endpoint %u: teardown: %s", e->id, nl_message(nerr, err));
 }
 
 /* The background deleter: removes each queued endpoint's veth, then
@@ -457,11 +478,11 @@ static int del_owned(struct agent_core *a, const char *cid, const char *ifn, boo
 		(void)flowsdn_ipam_release(a->ipam, cid, ifn);
 		pthread_mutex_unlock(&a->lock);
 		{
-			struct flowsdn_nl_err nerr = { { 0 } };
+			_cleanup_(nl_diag_freep) struct flowsdn_diag *nerr = nl_diag();
 			char host[16];
 
 			if (agent_api_host_ifname(cid, ifn, host, sizeof(host)) == 0)
-				(void)a->ops->veth_teardown(a->ctx, host, NULL, 0, &nerr);
+				(void)a->ops->veth_teardown(a->ctx, host, NULL, 0, nerr);
 		}
 		return 0;
 	}
@@ -549,7 +570,7 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 {
 	struct flowsdn_ipam_result lease;
 	struct flowsdn_prefix prefixes[AGENT_API_MAX_ADDRS];
-	struct flowsdn_nl_err nerr = { { 0 } };
+	_cleanup_(nl_diag_freep) struct flowsdn_diag *nerr = nl_diag();
 	struct flowsdn_veth veth;
 	struct ep *ep = NULL;
 	struct agent_api_endpoint *e;
@@ -636,10 +657,10 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 			      * the endpoint through its host routes. */
 			     .host_routes = true);
 
-		err = a->ops->veth_setup(a->ctx, &vc, &veth, &nerr);
+		err = a->ops->veth_setup(a->ctx, &vc, &veth, nerr);
 	}
 	if (err < 0) {
-		agent_diag_set(diag, "%s", nerr.msg[0] ? nerr.msg : flowsdn_strerror(err));
+		agent_diag_set(diag, "%s", nl_message(nerr, err));
 		goto out_release;
 	}
 	t[2] = mono_ms();
@@ -741,7 +762,7 @@ int agent_core_check(struct agent_core *a, const struct agent_request *rq, struc
 {
 	struct agent_api_endpoint e;
 	struct flowsdn_endpoint_iface f;
-	struct flowsdn_nl_err nerr = { { 0 } };
+	_cleanup_(nl_diag_freep) struct flowsdn_diag *nerr = nl_diag();
 	bool found;
 	ssize_t i;
 	int err = 0;
@@ -765,9 +786,9 @@ int agent_core_check(struct agent_core *a, const struct agent_request *rq, struc
 		return -FLOWSDN_E_NL_MISMATCH;
 	}
 	endpoint_to_iface(&e, &f);
-	err = a->ops->endpoint_check(a->ctx, &f, &nerr);
+	err = a->ops->endpoint_check(a->ctx, &f, nerr);
 	if (err < 0) {
-		agent_diag_set(diag, "%s", nerr.msg[0] ? nerr.msg : flowsdn_strerror(err));
+		agent_diag_set(diag, "%s", nl_message(nerr, err));
 		return err;
 	}
 	if (a->dp) {
@@ -956,7 +977,7 @@ static int restore(struct agent_core *a)
 	for (size_t i = 0; i < eps->u.array.n; i++) {
 		struct ep *ep = calloc(1, sizeof(*ep));
 		struct flowsdn_endpoint_iface f;
-		struct flowsdn_nl_err nerr = { { 0 } };
+		_cleanup_(nl_diag_freep) struct flowsdn_diag *nerr = nl_diag();
 		char why[256];
 
 		if (!ep) {
@@ -983,7 +1004,7 @@ static int restore(struct agent_core *a)
 			continue;
 		}
 		endpoint_to_iface(&ep->e, &f);
-		err = a->dp ? a->ops->dp_adopt(a->ctx, a->dp, &f) : a->ops->endpoint_check(a->ctx, &f, &nerr);
+		err = a->dp ? a->ops->dp_adopt(a->ctx, a->dp, &f) : a->ops->endpoint_check(a->ctx, &f, nerr);
 		if (err == -FLOWSDN_E_BPF_IFACE_MISMATCH || err == -FLOWSDN_E_NL_MISMATCH ||
 		    err == -FLOWSDN_E_NL_NOT_FOUND || err == -FLOWSDN_E_NL_NETNS) {
 			pr_warn("agent: endpoint %u (%s/%s) is gone: cleaning up", ep->e.id, ep->e.container_id,

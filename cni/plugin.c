@@ -374,7 +374,7 @@ out:
 static void loopback(struct plugin_ctx *c, struct outcome *o)
 {
 	const struct flowsdn_cni_result *prev = flowsdn_cni_conf_prev_result(c->conf);
-	struct flowsdn_nl_err nerr = { { 0 } };
+	struct flowsdn_diag *nerr = NULL;
 	enum flowsdn_cni_command cmd = c->env->command;
 	int err, ifindex;
 
@@ -385,7 +385,7 @@ static void loopback(struct plugin_ctx *c, struct outcome *o)
 	if (cmd == FLOWSDN_CNI_CMD_DEL) {
 		/* Best effort: the netns may be going away. */
 		if (netns_exists(c->env->netns))
-			err = flowsdn_netlink_link_set_up(c->env->netns, "lo", false, &nerr);
+			err = flowsdn_netlink_link_set_up(c->env->netns, "lo", false, NULL);
 		o->status = 0;
 		return;
 	}
@@ -402,11 +402,17 @@ static void loopback(struct plugin_ctx *c, struct outcome *o)
 			o->status = 0;
 		return;
 	}
-	err = flowsdn_netlink_link_set_up(c->env->netns, "lo", true, &nerr);
+	err = flowsdn_diag_new(&nerr);
+	if (err == 0)
+		err = flowsdn_netlink_link_set_up(c->env->netns, "lo", true, nerr);
 	if (err < 0) {
-		fail_err(o, c->version, err, nerr.msg);
+		const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(nerr);
+
+		fail_err(o, c->version, err, e ? e->message : "lo");
+		flowsdn_diag_free(nerr);
 		return;
 	}
+	flowsdn_diag_free(nerr);
 	if (prev) {
 		emit_result(o, prev, c->version);
 	} else {
