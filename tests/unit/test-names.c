@@ -185,7 +185,7 @@ static void setup(void)
 	cr_assert(mkdtemp(state_top));
 	snprintf(dir, sizeof(dir), "%s/ipam", state_top);
 	ASSERT_OK(flowsdn_prefix_parse("10.9.0.0/24", strlen("10.9.0.0/24"), NULL, &pool), "pool");
-	ASSERT_OK(flowsdn_ipam_new(dir, &pool, 1, NULL, &ipam), "ipam");
+	ASSERT_OK(flowsdn_ipam_new(dir, &pool, 1, NULL, &ipam, NULL), "ipam");
 	snprintf(dir, sizeof(dir), "%s/identity", state_top);
 	ASSERT_OK(flowsdn_identity_new(dir, NULL, &ids), "identity store");
 	{
@@ -247,10 +247,10 @@ static bool ep_ipam_owner_ifname(const char *s) { return flowsdn_ipam_owner_vali
 static bool ipam_alloc(const char *cid, const char *ifname)
 {
 	struct flowsdn_ipam_result res;
-	int r = flowsdn_ipam_allocate(ipam, cid, ifname, NULL, &res);
+	int r = flowsdn_ipam_allocate(ipam, cid, ifname, NULL, &res, NULL);
 
 	if (r == 0) {
-		ASSERT_OK(flowsdn_ipam_release(ipam, cid, ifname), "release");
+		ASSERT_OK(flowsdn_ipam_release(ipam, cid, ifname, NULL), "release");
 		return true;
 	}
 	cr_assert(r == -FLOWSDN_E_IPAM_OWNER, "IPAM refused (%s, %s) with %d, not the owner error", show(cid), ifname, r);
