@@ -18,6 +18,7 @@
 #include "agent-api.h"
 #include "core.h"
 #include "diag.h"
+#include "diag-helpers.h"
 #include "helpers.h"
 #include "http.h"
 #include "log.h"
@@ -345,12 +346,12 @@ static const struct agent_ops fake_ops = {
 static struct agent_config *config(const char *pools)
 {
 	struct agent_config *c = NULL;
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	char *json = NULL;
 
 	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":%s}", dir, dir,
 			   pools ? pools : "[\"10.9.0.0/29\",\"fd00:9::/125\"]") > 0);
-	ASSERT_OK(agent_config_parse(json, strlen(json), &d, &c), d.msg);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
 	free(json);
 	return c;
 }
