@@ -10,6 +10,13 @@
 #include "diag.h"
 #include "json.h"
 
+const char *json_string_value(const struct json_value *v)
+{
+	const char *s;
+
+	return v && json_get_string(v, &s) == 0 ? s : NULL;
+}
+
 const struct json_value *json_at(const struct json_value *root, const char *path)
 {
 	const struct json_value *cur = root;

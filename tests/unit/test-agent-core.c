@@ -636,19 +636,14 @@ Test(agent_api, error_body_round_trip)
 {
 	struct json_value *root = NULL;
 	char *json = NULL, msg[64];
-	yajl_gen g = yajl_gen_alloc(NULL);
+	struct json_writer *g = json_writer_new(0);
 	size_t len;
 	int err = 0;
 
 	cr_assert(g);
 	agent_api_error_gen(g, -FLOWSDN_E_IPAM_EXHAUSTED, "pool 10.0.0.0/30 is full");
-	{
-		const unsigned char *buf;
-
-		cr_assert_eq(yajl_gen_get_buf(g, &buf, &len), yajl_gen_status_ok);
-		json = strndup((const char *)buf, len);
-	}
-	yajl_gen_free(g);
+	ASSERT_OK(json_writer_finish(g, &json, &len), "finish");
+	cr_assert_eq(len, strlen(json));
 	ASSERT_STREQ(json, "{\"error\":{\"code\":\"FLOWSDN_E_IPAM_EXHAUSTED\",\"number\":4100,"
 			   "\"message\":\"pool 10.0.0.0/30 is full\"}}", "body");
 	ASSERT_OK(json_parse(json, strlen(json), NULL, &root, NULL), json);
