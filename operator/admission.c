@@ -9,22 +9,54 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <flash/image.h>
+
 #include "admission.h"
 
-/* Until libflash has <flash/image.h> (issue 16 item 4), an image cannot
- * be inspected, so nothing is admitted: refusing is the only answer that
- * keeps "an image that fills the disk never starts" true. */
-static int resolve_not_built(void *ctx, const char *reference, struct op_image_info *ret, char *err, size_t err_size)
+/* libflash's resolver (<flash/image.h>): the manifest's digest, the
+ * pinned reference and the charged bytes; no layer is pulled. */
+int op_image_libflash_resolve(void *ctx, const char *reference, struct op_image_info *ret, char *err,
+			      size_t err_size)
 {
-	(void)ctx;
-	(void)ret;
-	snprintf(err, err_size, "image admission not built: libflash has no OCI resolver, %s cannot be inspected",
-		 reference);
-	return -ENOSYS;
+	const struct op_image_config *cfg = ctx;
+	FLASH_OPTS(flash_image_opts, o);
+	struct flash_image *img = NULL;
+	struct flash_diag *diag = NULL;
+	int r;
+
+	if (cfg) {
+		o.content_store = cfg->content_store;
+		o.ca_file = cfg->ca_file;
+		o.username = cfg->username;
+		o.password = cfg->password;
+		o.plain_http = cfg->plain_http;
+		o.timeout_ms = cfg->timeout_ms;
+	}
+	r = flash_diag_new(&diag);
+	if (r < 0)
+		return r;
+	r = flash_image_resolve(reference, &o, &img, diag);
+	if (r < 0) {
+		const struct flash_diag_entry *e = flash_diag_get(diag, 0);
+
+		snprintf(err, err_size, "%s", e ? e->message : flash_strerror(r));
+	} else if (strlen(flash_image_digest(img)) >= sizeof(ret->digest) ||
+		   strlen(flash_image_pinned(img)) >= sizeof(ret->pinned)) {
+		snprintf(err, err_size, "%s: the pinned reference is longer than %zu bytes", reference,
+			 sizeof(ret->pinned) - 1);
+		r = -ENAMETOOLONG;
+	} else {
+		snprintf(ret->digest, sizeof(ret->digest), "%s", flash_image_digest(img));
+		snprintf(ret->pinned, sizeof(ret->pinned), "%s", flash_image_pinned(img));
+		ret->charged_bytes = flash_image_charged_bytes(img);
+	}
+	flash_image_free(img);
+	flash_diag_free(diag);
+	return r;
 }
 
 const struct op_image_ops op_image_default_ops = {
-	.resolve = resolve_not_built,
+	.resolve = op_image_libflash_resolve,
 };
 
 bool op_image_error_transient(int err)
@@ -37,6 +69,7 @@ bool op_image_error_transient(int err)
 	case ENETUNREACH:
 	case ECONNRESET:
 	case EBUSY:
+	case FLASH_E_IMAGE_TRANSPORT: /* the registry is unreachable for now */
 		return true;
 	default:
 		return false;
@@ -57,13 +90,16 @@ uint64_t op_admission_disk_limit(const struct flash_spec *spec, const struct fla
 
 int op_admission_check_disk(uint64_t charged, uint64_t limit, char *msg, size_t msg_size)
 {
-	if (charged < limit)
-		return 0;
-	snprintf(msg, msg_size,
-		 "the image charges %" PRIu64 " bytes (config and compressed layers), which %s the disk limit of %" PRIu64
-		 " bytes",
-		 charged, charged == limit ? "fills" : "exceeds", limit);
-	return -EFBIG;
+	struct flash_diag *diag = NULL;
+	int r = flash_diag_new(&diag);
+
+	if (r < 0)
+		return r;
+	r = flash_image_check_disk(charged, limit, diag);
+	if (r < 0)
+		snprintf(msg, msg_size, "%s", flash_diag_get(diag, 0) ? flash_diag_get(diag, 0)->message : flash_strerror(r));
+	flash_diag_free(diag);
+	return r;
 }
 
 int op_admission_check_suspension(const struct flash_meter_decision *d, const struct flash_spec *spec, char *msg,

@@ -4,9 +4,9 @@
  * image seam and the decisions taken before anything is stored.
  *
  * Image admission goes through an ops table so that tests can use local
- * OCI layouts; the default is libflash's image module (<flash/image.h>)
- * once it is built — until then it refuses every reference with
- * -ENOSYS ("image admission not built").  After resolving, the image's
+ * OCI layouts; the default is libflash's image module (<flash/image.h>):
+ * op_image_libflash_resolve() with the defaults (HTTPS with the system
+ * CAs, anonymous, nothing pulled).  After resolving, the image's
  * charged bytes (config plus compressed layers) must stay below the
  * workload's disk limit (ephemeral_storage_gib of the spec, or the owner
  * policy's per-workload limit when the spec has none): an image that fills
@@ -38,7 +38,23 @@ struct op_image_ops {
 	void *ctx;
 };
 
-/* The default ops: libflash's resolver, or the "not built" refusal. */
+/* Registry options of op_image_libflash_resolve() (its ctx; NULL: the
+ * defaults of <flash/image.h>). */
+struct op_image_config {
+	const char *content_store; /* NULL: nothing kept */
+	const char *ca_file;       /* NULL: system CAs */
+	const char *username;      /* NULL: anonymous */
+	const char *password;
+	bool plain_http;           /* loopback test registries only */
+	unsigned int timeout_ms;   /* 0: 30000 */
+};
+
+/* libflash's resolver (flash_image_resolve()); @ctx is a struct
+ * op_image_config or NULL.  @err gets the diag's message. */
+int op_image_libflash_resolve(void *ctx, const char *reference, struct op_image_info *ret, char *err,
+			      size_t err_size);
+
+/* The default ops: op_image_libflash_resolve() with ctx NULL. */
 extern const struct op_image_ops op_image_default_ops;
 
 /* True for the failures of resolve that are worth a retry (503). */
@@ -49,8 +65,9 @@ bool op_image_error_transient(int err);
  * unlimited one: UINT64_MAX). */
 uint64_t op_admission_disk_limit(const struct flash_spec *spec, const struct flash_policy *policy);
 
-/* Refuses an image of @charged bytes that fills or exceeds @limit bytes:
- * 0, or -EFBIG with @msg naming both sizes. */
+/* Refuses an image of @charged bytes that fills or exceeds @limit bytes
+ * (the rule of flash_image_check_disk()): 0, or -FLASH_E_IMAGE_TOO_LARGE
+ * with @msg naming both sizes. */
 int op_admission_check_disk(uint64_t charged, uint64_t limit, char *msg, size_t msg_size);
 
 /* Suspension at admission: with the organization's weekly usage at its
