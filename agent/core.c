@@ -1209,6 +1209,14 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 		pr_err("agent: creating %s: %s", cfg->state_dir, strerror(-err));
 		goto out;
 	}
+	/* The plugin queues into a configured queueDir only when it bears
+	 * this mark (common/agent-api.h). */
+	err = agent_api_queue_dir_mark(a->queue_dir);
+	if (err < 0) {
+		pr_err("agent: marking the delete queue %s: %s", a->queue_dir,
+		       err == -EPERM ? "not private (owned by another user, or writable by group or others)" : strerror(-err));
+		goto out;
+	}
 	/* Addresses live in the endpoint state (one write per ADD): IPAM is
 	 * rebuilt from it at each start. */
 	{

@@ -154,6 +154,7 @@ struct plugin_ctx {
 	const char *version;
 	struct agent_client_opts client;
 	const char *queue_dir;
+	bool queue_dir_configured; /* named by the network configuration */
 };
 
 static bool netns_exists(const char *path)
@@ -253,6 +254,37 @@ static void primary_check(struct plugin_ctx *c, struct outcome *o)
 	o->status = 0;
 }
 
+/* True when @netns is the plugin's own network namespace or the initial
+ * one: never a container's (the endpoint's interface cannot be there). */
+static bool netns_is_the_nodes(const char *netns)
+{
+	static const char *const nodes[] = { "/proc/self/ns/net", "/proc/1/ns/net" };
+	uint64_t ino, node_ino;
+
+	if (flowsdn_netlink_netns_ino(netns, &ino) < 0)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++)
+		if (flowsdn_netlink_netns_ino(nodes[i], &node_ino) == 0 && node_ino == ino)
+			return true;
+	return false;
+}
+
+/*
+ * With the agent down, the endpoint goes at once from the container's
+ * side: deleting CNI_IFNAME inside CNI_NETNS removes the veth pair,
+ * whichever netns the plugin runs in (the host side lives in the agent's,
+ * which need not be ours).  Nothing is deleted in the node's own netns,
+ * nor anything but a veth.  Without a netns (gone, or empty) there is
+ * nothing to do: a pair dies with its namespace.  Best effort: the queued
+ * DEL does the rest when the agent is back.
+ */
+static void delete_container_side(const struct plugin_ctx *c)
+{
+	if (!c->env->netns || !c->env->netns[0] || netns_is_the_nodes(c->env->netns))
+		return;
+	(void)flowsdn_netlink_veth_delete(c->env->netns, c->env->ifname, NULL);
+}
+
 static void primary_del(struct plugin_ctx *c, struct outcome *o)
 {
 	struct agent_client_err rerr = { 0 };
@@ -260,21 +292,18 @@ static void primary_del(struct plugin_ctx *c, struct outcome *o)
 
 	err = agent_client_del(&c->client, c->env->container_id, c->env->ifname, &rerr);
 	if (err == -FLOWSDN_E_AGENT_UNREACHABLE || err == -FLOWSDN_E_AGENT_TIMEOUT) {
-		char host[16];
+		char why[384];
 
 		/* The agent replays the queue when it is back; the interface
 		 * goes now so that the container's name is free again. */
-		err = cni_queue_delete(c->queue_dir, c->env->container_id, c->env->ifname);
+		err = cni_queue_delete(c->queue_dir, c->queue_dir_configured, c->env->container_id, c->env->ifname,
+				       why, sizeof(why));
 		if (err < 0) {
-			char details[256];
-
-			snprintf(details, sizeof(details), "queueing the DEL in %s: %s", c->queue_dir, strerror(-err));
 			fail(o, c->version, FLOWSDN_CNI_CODE_IO, "flowsdn-agent is down and the DEL cannot be queued",
-			     details);
+			     why);
 			return;
 		}
-		if (agent_api_host_ifname(c->env->container_id, c->env->ifname, host, sizeof(host)) == 0)
-			(void)flowsdn_netlink_veth_teardown(host, NULL, 0, NULL);
+		delete_container_side(c);
 		o->status = 0;
 		return;
 	}
@@ -465,8 +494,13 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 	if (!c.queue_dir)
 		c.queue_dir = DEFAULT_QUEUE_DIR;
 	err = flowsdn_cni_conf_get_string(conf, "agentSocket", &c.client.socket);
-	if (err == 0)
+	if (err == 0 || err == -ENOENT) {
+		const char *trusted = c.queue_dir;
+
 		err = flowsdn_cni_conf_get_string(conf, "queueDir", &c.queue_dir);
+		/* Naming the default (the agent's) again is no configuration. */
+		c.queue_dir_configured = err == 0 && strcmp(c.queue_dir, trusted) != 0;
+	}
 	if (err == 0 || err == -ENOENT)
 		err = flowsdn_cni_conf_get_uint(conf, "timeoutMs", 1, 600000, &timeout);
 	if (err == 0)

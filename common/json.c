@@ -32,6 +32,13 @@ struct builder {
 	size_t nodes;
 	struct json_error err;
 	bool failed;
+	/* The raw text, for what yajl's decoded strings no longer show. */
+	yajl_handle h;
+	const char *text;
+	size_t len;
+	size_t scanned;         /* raw text before this offset is checked */
+	size_t fault;           /* where the fault is, when has_fault */
+	bool has_fault;
 };
 
 static void set_error(struct builder *b, enum json_error_kind kind, const char *fmt, ...) _printf_(3, 4);
@@ -244,10 +251,81 @@ static bool utf8_valid(const unsigned char *s, size_t len)
 	return true;
 }
 
+static int hex4(const char *s, size_t avail)
+{
+	int v = 0;
+
+	if (avail < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+
+		if (d < 0)
+			return -1;
+		v = v << 4 | d;
+	}
+	return v;
+}
+
+/*
+ * Checks the \u escapes of the string token yajl just read.  yajl decodes
+ * a high surrogate escape that no low one follows into "?" ("\ud800x"
+ * reads as "?x") and pairs a high surrogate with any \u escape that comes
+ * next ("\ud800\u0041" reads as U+10041), so its output cannot show
+ * either fault: the raw text is looked at instead.  RFC 8259 section 8.2:
+ * a string with an unpaired surrogate has no Unicode meaning; we refuse it,
+ * and a lone low surrogate too.
+ *
+ * The token ends where yajl stopped (the byte after its closing quote);
+ * it starts at the first quote after the previous string token, since no
+ * other token holds a quote.
+ */
+static bool escapes_valid(struct builder *b)
+{
+	size_t end = yajl_get_bytes_consumed(b->h), i = b->scanned;
+
+	if (end > b->len || end == 0 || b->text[end - 1] != '"')
+		return true; /* not positioned on a string token: yajl reports the fault */
+	while (i < end && b->text[i] != '"')
+		i++;
+	b->scanned = end;
+	for (i++; i + 1 < end; i++) {
+		int cu, lo;
+
+		if (b->text[i] != '\\')
+			continue;
+		if (b->text[i + 1] != 'u') {
+			i++; /* a one-character escape, possibly \\ */
+			continue;
+		}
+		cu = hex4(b->text + i + 2, end - (i + 2));
+		if (cu < 0xd800 || cu > 0xdfff) {
+			i += 5;
+			continue;
+		}
+		lo = cu <= 0xdbff && i + 7 < end && b->text[i + 6] == '\\' && b->text[i + 7] == 'u'
+			     ? hex4(b->text + i + 8, end - (i + 8))
+			     : -1;
+		if (lo < 0xdc00 || lo > 0xdfff) {
+			set_error(b, JSON_ERR_UTF8, "%s surrogate \\u%.4s in a string: \\uD800-\\uDBFF must be followed by \\uDC00-\\uDFFF",
+				  cu <= 0xdbff ? "unpaired high" : "unpaired low", b->text + i + 2);
+			b->fault = i;
+			b->has_fault = true;
+			return false;
+		}
+		i += 11;
+	}
+	return true;
+}
+
 static int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
 	struct builder *b = ctx;
 	struct json_value *v;
+
+	if (!escapes_valid(b))
+		return 0;
 
 	if (len > b->lim.max_string) {
 		set_error(b, JSON_ERR_STRING_SIZE, "string longer than %zu bytes", b->lim.max_string);
@@ -301,6 +379,8 @@ static int cb_map_key(void *ctx, const unsigned char *key, size_t len)
 	struct builder *b = ctx;
 	struct frame *f = &b->stack[b->depth - 1];
 
+	if (!escapes_valid(b))
+		return 0;
 	if (len > b->lim.max_string) {
 		set_error(b, JSON_ERR_STRING_SIZE, "object key longer than %zu bytes", b->lim.max_string);
 		return 0;
@@ -460,6 +540,9 @@ int json_parse(const char *text, size_t len, const struct json_limits *limits, s
 		r = -ENOMEM;
 		goto out;
 	}
+	b.h = h;
+	b.text = text;
+	b.len = len;
 	/* Defaults are strict (no comments, no trailing garbage, one value,
 	 * UTF-8 validated); set them explicitly all the same. */
 	yajl_config(h, yajl_allow_comments, 0);
@@ -493,7 +576,7 @@ int json_parse(const char *text, size_t len, const struct json_limits *limits, s
 			/* yajl messages end with a newline. */
 			b.err.message[strcspn(b.err.message, "\n")] = '\0';
 		}
-		position(text, consumed < len ? consumed : len, &b.err);
+		position(text, b.has_fault ? b.fault : consumed < len ? consumed : len, &b.err);
 		r = -EBADMSG;
 		goto out;
 	}

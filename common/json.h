@@ -4,8 +4,9 @@
  * libraries; built on yajl's callback parser).
  *
  * Strict means: RFC 8259 only (no comments, no trailing garbage, one value),
- * UTF-8 validated, duplicate object keys refused, nesting depth, string
- * length, container size and total node count bounded.  Numbers keep their
+ * UTF-8 validated, surrogate escapes only as pairs (a lone "\ud800" is
+ * refused, not turned into "?"), duplicate object keys refused, nesting
+ * depth, string length, container size and total node count bounded.  Numbers keep their
  * exact text; json_get_int64()/json_get_uint64() refuse fractions,
  * exponents, negative zero and out-of-range values instead of rounding.
  * A malformed document gives its line and column.
@@ -13,6 +14,7 @@
 #ifndef FLASH_COMMON_JSON_H
 #define FLASH_COMMON_JSON_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -130,6 +132,78 @@ size_t json_path_push_key(struct json_path *p, const char *key);
 size_t json_path_push_index(struct json_path *p, size_t index);
 void json_path_pop(struct json_path *p, size_t saved_len);
 const char *json_path_str(const struct json_path *p); /* "" for the root */
+
+/*
+ * Reading with diagnostics.  A struct check_ctx (diag.h) carries the diag
+ * and the JSON path of the value being read; every problem is reported
+ * there with its full path ("ports[1].name") and a rule code, and the
+ * reader carries on so that one pass reports every problem.  Readers
+ * return 0, JSON_READ_REPORTED when they reported a problem (the caller
+ * maps it to its own domain code), or a negative errno that stops the
+ * read (-ENOMEM).
+ */
+#define JSON_READ_REPORTED (-EBADMSG)
+
+struct check_ctx;
+
+/* The value at @path below @root: member names joined by '.', array
+ * indexes in brackets ("spec.ports[0].port"; "" is @root).  NULL when a
+ * step is missing or of the wrong kind. */
+const struct json_value *json_at(const struct json_value *root, const char *path);
+
+/* Typed getters by path, reporting at ctx->path + @path.  Absent: 0 with
+ * *ret untouched unless @required (then "required").  Wrong type: "type".
+ * Integers out of [@min, @max]: "range".  Strings with a NUL: "nul". */
+int json_read_value_at(struct check_ctx *ctx, const struct json_value *root, const char *path,
+		       enum json_type type, bool required, const struct json_value **ret);
+int json_read_string_at(struct check_ctx *ctx, const struct json_value *root, const char *path, bool required,
+			const char **ret);
+int json_read_int_at(struct check_ctx *ctx, const struct json_value *root, const char *path, bool required,
+		     int64_t min, int64_t max, int64_t *ret);
+int json_read_bool_at(struct check_ctx *ctx, const struct json_value *root, const char *path, bool required,
+		      bool *ret);
+
+/*
+ * Table-driven reading of a closed object: a format that is a list of
+ * fields is described as a table, and json_read_object() checks the
+ * object against it — unknown keys refused ("unknown-field"), required
+ * fields present ("required"), each value of its field's type ("type") —
+ * then calls each present field's reader with the path pushed.
+ */
+struct json_field {
+	const char *name;
+	enum json_type type;     /* the type the value must have */
+	bool required;
+	/* Stores the value at (char *)target + offset; NULL: nothing to store. */
+	int (*read)(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+	size_t offset;
+	const void *arg;         /* the reader's parameter (bounds, a nested table) */
+};
+
+/* A nested table, as the arg of json_read_nested. */
+struct json_table {
+	const struct json_field *fields;
+	size_t n;
+};
+
+/* Bounds for json_read_int64/_uint16/_uint32 (NULL: the type's range). */
+struct json_int_range {
+	int64_t min, max;
+};
+
+int json_read_object(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields, size_t n,
+		     void *target);
+
+/* Readers for struct json_field.read.  Strings: _string copies into a
+ * char * (the old value freed), _strref points into the tree. */
+int json_read_string(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_strref(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_bool(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_int64(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_uint16(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+int json_read_uint32(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+/* A nested closed object into the same target (arg: struct json_table). */
+int json_read_nested(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
 
 /*
  * Writing: one emitter for every JSON document the libraries and programs

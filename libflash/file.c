@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Secret files: type, mode and owner checked on the open
+/* Secret and public key files: type, mode and owner checked on the open
  * descriptor (common/util.c opens it without blocking), then read. */
 #include "config.h"
 
@@ -40,7 +40,19 @@ static bool secret_ok(const struct stat *st)
 	return (mode == 0600 || mode == 0400) && st->st_uid == geteuid();
 }
 
+/* Anyone may read it, nobody else may change it: owned by the caller or
+ * root, no write bit for group or others. */
+static bool public_ok(const struct stat *st)
+{
+	return (st->st_mode & 0022) == 0 && (st->st_uid == geteuid() || st->st_uid == 0);
+}
+
 FLASH_API int flash_file_read_secret(const char *path, size_t max, char **ret_data, size_t *ret_size)
 {
 	return read_checked(path, max, secret_ok, true, ret_data, ret_size);
+}
+
+FLASH_API int flash_file_read_public(const char *path, size_t max, char **ret_data, size_t *ret_size)
+{
+	return read_checked(path, max, public_ok, false, ret_data, ret_size);
 }

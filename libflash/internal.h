@@ -25,5 +25,6 @@ const char *flash__spec_strerror(int code);
 const char *flash__policy_strerror(int code);
 const char *flash__render_strerror(int code);
 const char *flash__meter_strerror(int code);
+const char *flash__image_strerror(int code);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "internal.h"
 #include "json.h"
+#include "render-internal.h"
 
 #define MAX_SCHEMA_DEPTH 128
 
@@ -40,33 +41,20 @@ struct flash_schema_set {
 struct vctx {
 	const struct json_value *doc;
 	struct json_path path;
-	struct flash_render_diag *diag;
+	struct diag *diag;
 	unsigned int quiet;   /* > 0 while trying anyOf/oneOf branches */
 	unsigned int depth;
 };
 
-static void diag_set(struct flash_render_diag *diag, const char *path, const char *fmt, ...) _printf_(3, 4);
-static void diag_set(struct flash_render_diag *diag, const char *path, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!diag)
-		return;
-	snprintf(diag->path, sizeof(diag->path), "%s", path ? path : "");
-	va_start(ap, fmt);
-	vsnprintf(diag->message, sizeof(diag->message), fmt, ap);
-	va_end(ap);
-}
-
+/* The first violation (none while trying anyOf/oneOf branches). */
 static int fail(struct vctx *c, const char *fmt, ...) _printf_(2, 3);
 static int fail(struct vctx *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->diag && !c->quiet) {
-		snprintf(c->diag->path, sizeof(c->diag->path), "%s", json_path_str(&c->path));
+	if (!c->quiet) {
 		va_start(ap, fmt);
-		vsnprintf(c->diag->message, sizeof(c->diag->message), fmt, ap);
+		diag_add_textv(c->diag, DIAG_ERROR, json_path_str(&c->path), "schema", NULL, fmt, ap);
 		va_end(ap);
 	}
 	return -FLASH_E_RENDER_INVALID;
@@ -497,17 +485,15 @@ FLASH_API void flash_schema_set_free(struct flash_schema_set *set)
 	free(set);
 }
 
-static int parse_text(const char *text, size_t len, struct json_value **ret, struct flash_render_diag *diag)
+static int parse_text(const char *text, size_t len, struct json_value **ret, struct diag *diag)
 {
 	/* OpenAPI documents are a few MB with wide component maps. */
 	struct json_limits lim = { .max_members = 100000, .max_input = 32u << 20, .max_nodes = 4000000 };
 	struct json_error err = { 0 };
 	int r = json_parse(text, len, &lim, ret, &err);
 
-	if (r == -EBADMSG) {
-		diag_set(diag, "", "line %u column %u: %s", err.line, err.column, err.message);
-		return -FLASH_E_RENDER_BAD_DOCUMENT;
-	}
+	if (r == -EBADMSG)
+		return render_diag_json(diag, -FLASH_E_RENDER_BAD_DOCUMENT, &err);
 	return r;
 }
 
@@ -547,8 +533,9 @@ static int keep_doc(struct flash_schema_set *set, struct json_value *doc)
 }
 
 FLASH_API int flash_schema_set_add_openapi(struct flash_schema_set *set, const char *text, size_t len,
-					   struct flash_render_diag *diag)
+					   struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
 	const struct json_value *schemas;
 	size_t n_before;
@@ -556,13 +543,14 @@ FLASH_API int flash_schema_set_add_openapi(struct flash_schema_set *set, const c
 
 	if (!set || !text)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	r = parse_text(text, len, &doc, diag);
 	if (r < 0)
 		return r;
 	schemas = json_get(json_get(doc, "components"), "schemas");
 	if (!schemas || schemas->type != JSON_OBJECT) {
-		diag_set(diag, "components.schemas", "not an OpenAPI v3 document: no components.schemas object");
-		r = -FLASH_E_RENDER_BAD_DOCUMENT;
+		r = render_diag_fail(diag, -FLASH_E_RENDER_BAD_DOCUMENT, "components.schemas",
+				     "not an OpenAPI v3 document: no components.schemas object");
 		goto out_doc;
 	}
 	n_before = set->n_gvks;
@@ -579,9 +567,8 @@ FLASH_API int flash_schema_set_add_openapi(struct flash_schema_set *set, const c
 			if (json_get_string(json_get(g, "group"), &group) < 0 ||
 			    json_get_string(json_get(g, "version"), &version) < 0 ||
 			    json_get_string(json_get(g, "kind"), &kind) < 0) {
-				diag_set(diag, schemas->u.object.members[i].key,
+				r = render_diag_fail(diag, -FLASH_E_RENDER_BAD_DOCUMENT, schemas->u.object.members[i].key,
 					 "x-kubernetes-group-version-kind entry without group, version and kind");
-				r = -FLASH_E_RENDER_BAD_DOCUMENT;
 				goto out_gvks;
 			}
 			if ((r = add_gvk(set, group, version, kind, sch, doc)) < 0)
@@ -605,8 +592,9 @@ out_doc:
 }
 
 FLASH_API int flash_schema_set_add_crd(struct flash_schema_set *set, const char *text, size_t len,
-				       struct flash_render_diag *diag)
+				       struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
 	const struct json_value *spec, *versions;
 	const char *group, *kind, *api_version, *crd_kind;
@@ -615,6 +603,7 @@ FLASH_API int flash_schema_set_add_crd(struct flash_schema_set *set, const char 
 
 	if (!set || !text)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	r = parse_text(text, len, &doc, diag);
 	if (r < 0)
 		return r;
@@ -626,8 +615,8 @@ FLASH_API int flash_schema_set_add_crd(struct flash_schema_set *set, const char 
 	    json_get_string(json_get(spec, "group"), &group) < 0 ||
 	    json_get_string(json_get(json_get(spec, "names"), "kind"), &kind) < 0 ||
 	    !versions || versions->type != JSON_ARRAY) {
-		diag_set(diag, "", "not an apiextensions.k8s.io/v1 CustomResourceDefinition with group, names.kind and versions");
-		r = -FLASH_E_RENDER_BAD_DOCUMENT;
+		r = render_diag_fail(diag, -FLASH_E_RENDER_BAD_DOCUMENT, "",
+				     "not an apiextensions.k8s.io/v1 CustomResourceDefinition with group, names.kind and versions");
 		goto out_doc;
 	}
 	n_before = set->n_gvks;
@@ -637,8 +626,8 @@ FLASH_API int flash_schema_set_add_crd(struct flash_schema_set *set, const char 
 		const char *name;
 
 		if (json_get_string(json_get(v, "name"), &name) < 0 || !schema || schema->type != JSON_OBJECT) {
-			diag_set(diag, "spec.versions", "version %zu has no name or no schema.openAPIV3Schema", i);
-			r = -FLASH_E_RENDER_BAD_DOCUMENT;
+			r = render_diag_fail(diag, -FLASH_E_RENDER_BAD_DOCUMENT, "spec.versions",
+					     "version %zu has no name or no schema.openAPIV3Schema", i);
 			goto out_gvks;
 		}
 		if ((r = add_gvk(set, group, name, kind, schema, doc)) < 0)
@@ -677,8 +666,9 @@ static const struct gvk_entry *find_gvk(const struct flash_schema_set *set, cons
 }
 
 FLASH_API int flash_schema_validate_object(const struct flash_schema_set *set, const char *text, size_t len,
-					   struct flash_render_diag *diag)
+					   struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct json_value *inst = NULL;
 	const char *api_version, *kind;
 	const struct gvk_entry *g;
@@ -687,19 +677,18 @@ FLASH_API int flash_schema_validate_object(const struct flash_schema_set *set, c
 
 	if (!set || !text)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	r = parse_text(text, len, &inst, diag);
 	if (r < 0)
 		return r;
 	if (json_get_string(json_get(inst, "apiVersion"), &api_version) < 0 ||
 	    json_get_string(json_get(inst, "kind"), &kind) < 0) {
-		diag_set(diag, "", "the object has no string apiVersion and kind");
-		r = -FLASH_E_RENDER_INVALID;
+		r = render_diag_fail(diag, -FLASH_E_RENDER_INVALID, "", "the object has no string apiVersion and kind");
 		goto out_inst;
 	}
 	g = find_gvk(set, api_version, kind);
 	if (!g) {
-		diag_set(diag, "", "no schema for %s %s", api_version, kind);
-		r = -FLASH_E_RENDER_NO_SCHEMA;
+		r = render_diag_fail(diag, -FLASH_E_RENDER_NO_SCHEMA, "", "no schema for %s %s", api_version, kind);
 		goto out_inst;
 	}
 	json_path_init(&c.path);
@@ -711,8 +700,9 @@ out_inst:
 }
 
 FLASH_API int flash_schema_validate(const struct flash_schema_set *set, const char *schema_name, const char *text,
-				    size_t len, struct flash_render_diag *diag)
+				    size_t len, struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct json_value *inst = NULL;
 	const struct json_value *schema = NULL;
 	struct vctx c = { .diag = diag };
@@ -720,13 +710,13 @@ FLASH_API int flash_schema_validate(const struct flash_schema_set *set, const ch
 
 	if (!set || !schema_name || !text)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	for (size_t i = 0; i < set->n_docs && !schema; i++) {
 		schema = json_get(json_get(json_get(set->docs[i], "components"), "schemas"), schema_name);
 		c.doc = set->docs[i];
 	}
 	if (!schema) {
-		diag_set(diag, "", "no schema named %s", schema_name);
-		return -FLASH_E_RENDER_NO_SCHEMA;
+		return render_diag_fail(diag, -FLASH_E_RENDER_NO_SCHEMA, "", "no schema named %s", schema_name);
 	}
 	r = parse_text(text, len, &inst, diag);
 	if (r < 0)

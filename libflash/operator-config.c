@@ -2,10 +2,13 @@
 /*
  * The operator configuration (flash-operator.conf(5)): JSON, every key
  * optional, unknown keys refused, every CIDR through <flowsdn/addr.h>.
+ * The format is a set of field tables read by json_read_object(); each
+ * problem is reported with its path, and one pass reports them all.
  */
 #include "config.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "internal.h"
@@ -13,257 +16,254 @@
 #include "names.h"
 #include "render-internal.h"
 
-struct pctx {
-	struct flash_render_diag *diag;
-	struct json_path path;
-};
-
-static int bad(struct pctx *p, const char *fmt, ...) _printf_(2, 3);
-static int bad(struct pctx *p, const char *fmt, ...)
+/* Reports a problem at the current path; returns JSON_READ_REPORTED. */
+static int bad(struct check_ctx *ctx, const char *fmt, ...) _printf_(2, 3);
+static int bad(struct check_ctx *ctx, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
-	if (p->diag) {
-		snprintf(p->diag->path, sizeof(p->diag->path), "%s", json_path_str(&p->path));
-		va_start(ap, fmt);
-		vsnprintf(p->diag->message, sizeof(p->diag->message), fmt, ap);
-		va_end(ap);
-	}
-	return -FLASH_E_RENDER_CONFIG;
-}
-
-static int set_string(char **dst, const char *s)
-{
-	char *c = strdup(s);
-
-	if (!c)
-		return -ENOMEM;
-	free(*dst);
-	*dst = c;
-	return 0;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	check_error(ctx, "config", NULL, "%s", msg);
+	return JSON_READ_REPORTED;
 }
 
 enum str_rule { STR_ANY, STR_DNS_LABEL, STR_DNS_SUBDOMAIN, STR_LABEL_KEY, STR_LABEL_VALUE, STR_PATH, STR_IMAGE };
 
-static int get_string(struct pctx *p, const struct json_value *v, enum str_rule rule, char **dst)
+static bool string_ok(enum str_rule rule, const char *s)
 {
-	const char *s;
-	bool ok;
-
-	if (json_get_string(v, &s) < 0)
-		return bad(p, "must be a string without NUL characters");
 	switch (rule) {
-	case STR_DNS_LABEL: ok = names_dns_label_valid(s); break;
-	case STR_DNS_SUBDOMAIN: ok = names_dns_subdomain_valid(s); break;
-	case STR_LABEL_KEY: ok = names_label_key_valid(s); break;
-	case STR_LABEL_VALUE: ok = names_label_value_valid(s); break;
+	case STR_DNS_LABEL: return names_dns_label_valid(s);
+	case STR_DNS_SUBDOMAIN: return names_dns_subdomain_valid(s);
+	case STR_LABEL_KEY: return names_label_key_valid(s);
+	case STR_LABEL_VALUE: return names_label_value_valid(s);
 	case STR_PATH:
-		ok = s[0] == '/' && strlen(s) < 4096 && !strstr(s, "/../") && strcmp(s, "/") != 0 &&
-		     !(strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0) && strcmp(s, "/root") != 0;
-		break;
-	case STR_IMAGE: ok = s[0] && strlen(s) <= 512 && !strpbrk(s, " \t\n"); break;
-	default: ok = s[0] != '\0' && strlen(s) <= 253; break;
+		return s[0] == '/' && strlen(s) < 4096 && !strstr(s, "/../") && strcmp(s, "/") != 0 &&
+		       !(strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0) && strcmp(s, "/root") != 0;
+	case STR_IMAGE: return s[0] && strlen(s) <= 512 && !strpbrk(s, " \t\n");
+	case STR_ANY: break;
 	}
-	if (!ok) {
-		static const char *const what[] = {
-			[STR_ANY] = "a non-empty string of at most 253 bytes",
-			[STR_DNS_LABEL] = "a DNS label (RFC 1123: a-z, 0-9, '-', at most 63)",
-			[STR_DNS_SUBDOMAIN] = "a DNS subdomain (RFC 1123, at most 253)",
-			[STR_LABEL_KEY] = "a label key ([prefix/]name)",
-			[STR_LABEL_VALUE] = "a label value (at most 63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends)",
-			[STR_PATH] = "an absolute path without \"..\" other than / and /root",
-			[STR_IMAGE] = "an image reference without spaces",
-		};
-		return bad(p, "\"%s\" is not %s", s, what[rule]);
-	}
-	return set_string(dst, s);
+	return s[0] != '\0' && strlen(s) <= 253;
 }
 
-static int get_bool(struct pctx *p, const struct json_value *v, bool *dst)
+/* A string of the rule in @arg (an enum str_rule cast to a pointer's
+ * worth of rules below), copied into the char * at @dst. */
+static const enum str_rule rules[] = { STR_ANY, STR_DNS_LABEL, STR_DNS_SUBDOMAIN, STR_LABEL_KEY,
+				       STR_LABEL_VALUE, STR_PATH, STR_IMAGE };
+#define RULE(r) (&rules[r])
+
+static int read_name(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
-	if (json_get_bool(v, dst) < 0)
-		return bad(p, "must be true or false");
-	return 0;
+	static const char *const what[] = {
+		[STR_ANY] = "a non-empty string of at most 253 bytes",
+		[STR_DNS_LABEL] = "a DNS label (RFC 1123: a-z, 0-9, '-', at most 63)",
+		[STR_DNS_SUBDOMAIN] = "a DNS subdomain (RFC 1123, at most 253)",
+		[STR_LABEL_KEY] = "a label key ([prefix/]name)",
+		[STR_LABEL_VALUE] = "a label value (at most 63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends)",
+		[STR_PATH] = "an absolute path without \"..\" other than / and /root",
+		[STR_IMAGE] = "an image reference without spaces",
+	};
+	enum str_rule rule = *(const enum str_rule *)arg;
+	const char *s;
+	int r = json_read_strref(ctx, v, &s, NULL);
+
+	if (r < 0)
+		return r;
+	if (!string_ok(rule, s))
+		return bad(ctx, "\"%s\" is not %s", s, what[rule]);
+	return json_read_string(ctx, v, dst, NULL);
 }
 
-static int get_prefixes(struct pctx *p, const struct json_value *v, struct prefix_list *dst, size_t max)
+/* An array of at most *(size_t *)arg CIDRs into the struct prefix_list at @dst. */
+static int read_prefixes(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
+	struct prefix_list *list = dst;
+	size_t max = *(const size_t *)arg, errors = ctx->errors;
 	struct flowsdn_prefix *out;
 	FLOWSDN_OPTS(flowsdn_prefix_opts, popts, .flags = FLOWSDN_PREFIX_ALLOW_HOST);
 
-	if (!v || v->type != JSON_ARRAY)
-		return bad(p, "must be an array of CIDRs");
 	if (v->u.array.n > max)
-		return bad(p, "has %zu entries, at most %zu allowed", v->u.array.n, max);
+		return bad(ctx, "has %zu entries, at most %zu allowed", v->u.array.n, max);
 	out = calloc(v->u.array.n ? v->u.array.n : 1, sizeof(*out));
 	if (!out)
 		return -ENOMEM;
 	for (size_t i = 0; i < v->u.array.n; i++) {
 		const char *s;
-		size_t saved = json_path_push_index(&p->path, i);
+		size_t saved = json_path_push_index(&ctx->path, i);
 		int r;
 
 		if (json_get_string(v->u.array.items[i], &s) < 0) {
-			r = bad(p, "must be a CIDR string");
+			bad(ctx, "must be a CIDR string");
 		} else {
 			r = flowsdn_prefix_parse(s, strlen(s), &popts, &out[i]);
 			if (r < 0)
-				r = bad(p, "\"%s\" is not a CIDR: %s", s, flowsdn_strerror(r));
+				bad(ctx, "\"%s\" is not a CIDR: %s", s, flowsdn_strerror(r));
 		}
-		json_path_pop(&p->path, saved);
-		if (r < 0) {
-			free(out);
-			return r;
-		}
+		json_path_pop(&ctx->path, saved);
 	}
-	free(dst->v);
-	dst->v = out;
-	dst->n = v->u.array.n;
+	if (ctx->errors > errors) {
+		free(out);
+		return JSON_READ_REPORTED;
+	}
+	free(list->v);
+	list->v = out;
+	list->n = v->u.array.n;
 	return 0;
 }
 
-static void free_labels(struct label *l, size_t n)
+static void free_labels(struct label_list *l)
 {
-	for (size_t i = 0; i < n; i++) {
-		free(l[i].key);
-		free(l[i].value);
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].key);
+		free(l->v[i].value);
 	}
-	free(l);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
 }
 
-static int get_labels(struct pctx *p, const struct json_value *v, struct label **dst, size_t *dst_n)
+/* An object of at most 16 label keys to values into the struct label_list at @dst. */
+static int read_labels(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
-	struct label *out;
-	size_t n = 0;
+	struct label_list out = { NULL, 0 };
+	size_t errors = ctx->errors;
 	int r = 0;
 
-	if (!v || v->type != JSON_OBJECT)
-		return bad(p, "must be an object of label keys to values");
+	(void)arg;
 	if (v->u.object.n > 16)
-		return bad(p, "has %zu labels, at most 16 allowed", v->u.object.n);
-	out = calloc(v->u.object.n ? v->u.object.n : 1, sizeof(*out));
-	if (!out)
+		return bad(ctx, "has %zu labels, at most 16 allowed", v->u.object.n);
+	out.v = calloc(v->u.object.n ? v->u.object.n : 1, sizeof(*out.v));
+	if (!out.v)
 		return -ENOMEM;
-	for (; n < v->u.object.n; n++) {
-		const struct json_member *m = &v->u.object.members[n];
-		size_t saved = json_path_push_key(&p->path, m->key);
+	for (; out.n < v->u.object.n && (r >= 0 || r == JSON_READ_REPORTED); out.n++) {
+		const struct json_member *m = &v->u.object.members[out.n];
+		size_t saved = json_path_push_key(&ctx->path, m->key);
 
 		if (!names_label_key_valid(m->key))
-			r = bad(p, "\"%s\" is not a label key", m->key);
-		else if ((r = set_string(&out[n].key, m->key)) == 0)
-			r = get_string(p, m->value, STR_LABEL_VALUE, &out[n].value);
-		json_path_pop(&p->path, saved);
-		if (r < 0) {
-			free_labels(out, n + 1);
-			return r;
-		}
+			r = bad(ctx, "\"%s\" is not a label key", m->key);
+		else if (!(out.v[out.n].key = strdup(m->key)))
+			r = -ENOMEM;
+		else
+			r = read_name(ctx, m->value, &out.v[out.n].value, RULE(STR_LABEL_VALUE));
+		json_path_pop(&ctx->path, saved);
 	}
-	free_labels(*dst, *dst_n);
-	*dst = out;
-	*dst_n = n;
+	if ((r < 0 && r != JSON_READ_REPORTED) || ctx->errors > errors) {
+		free_labels(&out);
+		return r < 0 && r != JSON_READ_REPORTED ? r : JSON_READ_REPORTED;
+	}
+	free_labels(dst);
+	*(struct label_list *)dst = out;
 	return 0;
 }
 
-static int get_port(struct pctx *p, const struct json_value *v, uint16_t *dst)
-{
-	uint64_t u;
+static const struct json_int_range port_range = { 1, 65535 };
 
-	if (json_get_uint64(v, &u) < 0 || u < 1 || u > 65535)
-		return bad(p, "must be an integer 1..65535");
-	*dst = (uint16_t)u;
-	return 0;
+/* The tables: one row per key of flash-operator.conf(5). */
+#define F(name, type, fn, field, arg) { name, type, false, fn, offsetof(struct flash_operator_config, field), arg }
+
+static const struct json_field runtime_fields[] = {
+	F("cpu", JSON_STRING, read_name, runtime_cpu, RULE(STR_DNS_SUBDOMAIN)),
+	F("gpu", JSON_STRING, read_name, runtime_gpu, RULE(STR_DNS_SUBDOMAIN)),
+};
+static const size_t max8 = 8, max64 = 64, max256 = 256;
+static const struct json_field dns_fields[] = {
+	F("addresses", JSON_ARRAY, read_prefixes, dns_addresses, &max8),
+	F("namespace", JSON_STRING, read_name, dns_namespace, RULE(STR_DNS_LABEL)),
+	F("podLabels", JSON_OBJECT, read_labels, dns_pod_labels, NULL),
+};
+static const struct json_field persistence_fields[] = {
+	F("enabled", JSON_BOOL, json_read_bool, persistence, NULL),
+	F("storageClass", JSON_STRING, read_name, storage_class, RULE(STR_DNS_SUBDOMAIN)),
+};
+static const struct json_field port_range_fields[] = {
+	F("first", JSON_NUMBER, json_read_uint16, port_first, &port_range),
+	F("last", JSON_NUMBER, json_read_uint16, port_last, &port_range),
+};
+static const struct json_field operator_fields[] = {
+	F("agentImage", JSON_STRING, read_name, agent_image, RULE(STR_IMAGE)),
+	F("image", JSON_STRING, read_name, operator_image, RULE(STR_IMAGE)),
+	F("namespace", JSON_STRING, read_name, operator_namespace, RULE(STR_DNS_LABEL)),
+};
+#undef F
+
+#define CLAIM(name, type, fn, field, arg) { name, type, false, fn, offsetof(struct admin_claim, field), arg }
+static const struct json_field claim_fields[] = {
+	CLAIM("claimName", JSON_STRING, read_name, claim_name, RULE(STR_DNS_SUBDOMAIN)),
+	CLAIM("name", JSON_STRING, read_name, name, RULE(STR_DNS_LABEL)),
+	CLAIM("readOnly", JSON_BOOL, json_read_bool, read_only, NULL),
+};
+#undef CLAIM
+#define MOUNT(name, type, fn, field, arg) { name, type, false, fn, offsetof(struct admin_mount, field), arg }
+static const struct json_field mount_fields[] = {
+	MOUNT("claim", JSON_STRING, read_name, claim, RULE(STR_DNS_LABEL)),
+	MOUNT("mountPath", JSON_STRING, read_name, mount_path, RULE(STR_PATH)),
+	MOUNT("readOnly", JSON_BOOL, json_read_bool, read_only, NULL),
+	MOUNT("serviceInstanceId", JSON_STRING, read_name, service_instance_id, RULE(STR_LABEL_VALUE)),
+};
+#undef MOUNT
+
+/* A nested table whose cross-field rule follows in @check. */
+static int read_section(struct check_ctx *ctx, const struct json_value *v, void *target, const struct json_field *fields,
+			size_t n, int (*check)(struct check_ctx *ctx, void *target))
+{
+	int r = json_read_object(ctx, v, fields, n, target);
+
+	return r == 0 && check ? check(ctx, target) : r;
 }
 
-/* Calls @fn for each member of object @v, with the path pushed. */
-#define FOR_MEMBERS(p, v, m, body)                                                      \
-	do {                                                                            \
-		if (!(v) || (v)->type != JSON_OBJECT)                                   \
-			return bad((p), "must be an object");                            \
-		for (size_t _i = 0; _i < (v)->u.object.n; _i++) {                       \
-			const struct json_member *m = &(v)->u.object.members[_i];       \
-			size_t _saved = json_path_push_key(&(p)->path, m->key);         \
-			int _r;                                                         \
-			_r = ({ body; });                                               \
-			json_path_pop(&(p)->path, _saved);                              \
-			if (_r < 0)                                                     \
-				return _r;                                              \
-		}                                                                       \
-	} while (0)
-
-#define KEY(name) (strcmp(m->key, (name)) == 0)
-#define UNKNOWN() bad(p, "unknown key")
-
-static int parse_runtime_classes(struct pctx *p, struct flash_operator_config *c, const struct json_value *v)
+static int check_dns(struct check_ctx *ctx, void *target)
 {
-	FOR_MEMBERS(p, v, m,
-		    KEY("cpu") ? get_string(p, m->value, STR_DNS_SUBDOMAIN, &c->runtime_cpu) :
-		    KEY("gpu") ? get_string(p, m->value, STR_DNS_SUBDOMAIN, &c->runtime_gpu) : UNKNOWN());
-	return 0;
-}
+	struct flash_operator_config *c = target;
 
-static int parse_dns(struct pctx *p, struct flash_operator_config *c, const struct json_value *v)
-{
-	FOR_MEMBERS(p, v, m,
-		    KEY("namespace") ? get_string(p, m->value, STR_DNS_LABEL, &c->dns_namespace) :
-		    KEY("podLabels") ? get_labels(p, m->value, &c->dns_pod_labels, &c->n_dns_pod_labels) :
-		    KEY("addresses") ? get_prefixes(p, m->value, &c->dns_addresses, 8) : UNKNOWN());
 	for (size_t i = 0; i < c->dns_addresses.n; i++)
 		if (c->dns_addresses.v[i].len != flowsdn_addr_bits(&c->dns_addresses.v[i].addr))
-			return bad(p, "clusterDNS.addresses must be addresses, not networks");
+			return bad(ctx, "clusterDNS.addresses must be addresses, not networks");
 	return 0;
 }
 
-static int parse_persistence(struct pctx *p, struct flash_operator_config *c, const struct json_value *v)
+static int check_port_range(struct check_ctx *ctx, void *target)
 {
-	FOR_MEMBERS(p, v, m,
-		    KEY("enabled") ? get_bool(p, m->value, &c->persistence) :
-		    KEY("storageClass") ? get_string(p, m->value, STR_DNS_SUBDOMAIN, &c->storage_class) : UNKNOWN());
-	return 0;
-}
+	struct flash_operator_config *c = target;
 
-static int parse_port_range(struct pctx *p, struct flash_operator_config *c, const struct json_value *v)
-{
-	FOR_MEMBERS(p, v, m,
-		    KEY("first") ? get_port(p, m->value, &c->port_first) :
-		    KEY("last") ? get_port(p, m->value, &c->port_last) : UNKNOWN());
 	if (c->port_first > c->port_last)
-		return bad(p, "first (%u) is after last (%u)", c->port_first, c->port_last);
+		return bad(ctx, "first (%u) is after last (%u)", c->port_first, c->port_last);
 	return 0;
 }
 
-static int parse_operator(struct pctx *p, struct flash_operator_config *c, const struct json_value *v)
+static int check_claim(struct check_ctx *ctx, void *target)
 {
-	FOR_MEMBERS(p, v, m,
-		    KEY("namespace") ? get_string(p, m->value, STR_DNS_LABEL, &c->operator_namespace) :
-		    KEY("image") ? get_string(p, m->value, STR_IMAGE, &c->operator_image) :
-		    KEY("agentImage") ? get_string(p, m->value, STR_IMAGE, &c->agent_image) : UNKNOWN());
-	return 0;
-}
+	struct admin_claim *a = target;
 
-static int parse_claim(struct pctx *p, struct admin_claim *a, const struct json_value *v)
-{
-	FOR_MEMBERS(p, v, m,
-		    KEY("name") ? get_string(p, m->value, STR_DNS_LABEL, &a->name) :
-		    KEY("claimName") ? get_string(p, m->value, STR_DNS_SUBDOMAIN, &a->claim_name) :
-		    KEY("readOnly") ? get_bool(p, m->value, &a->read_only) : UNKNOWN());
 	if (!a->name || !a->claim_name)
-		return bad(p, "needs name and claimName");
+		return bad(ctx, "needs name and claimName");
 	if (strcmp(a->name, "root") == 0)
-		return bad(p, "name \"root\" is reserved for the /root volume");
+		return bad(ctx, "name \"root\" is reserved for the /root volume");
 	return 0;
 }
 
-static int parse_mount(struct pctx *p, struct admin_mount *a, const struct json_value *v)
+static int check_mount(struct check_ctx *ctx, void *target)
 {
-	FOR_MEMBERS(p, v, m,
-		    KEY("serviceInstanceId") ? get_string(p, m->value, STR_LABEL_VALUE, &a->service_instance_id) :
-		    KEY("claim") ? get_string(p, m->value, STR_DNS_LABEL, &a->claim) :
-		    KEY("mountPath") ? get_string(p, m->value, STR_PATH, &a->mount_path) :
-		    KEY("readOnly") ? get_bool(p, m->value, &a->read_only) : UNKNOWN());
+	struct admin_mount *a = target;
+
 	if (!a->service_instance_id || !a->service_instance_id[0] || !a->claim || !a->mount_path)
-		return bad(p, "needs serviceInstanceId, claim and mountPath");
+		return bad(ctx, "needs serviceInstanceId, claim and mountPath");
 	return 0;
 }
+
+#define SECTION(fn, fields, check)                                                                \
+	static int fn(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg) \
+	{                                                                                         \
+		(void)arg;                                                                        \
+		return read_section(ctx, v, dst, fields, ARRAY_SIZE(fields), check);             \
+	}
+SECTION(read_runtime, runtime_fields, NULL)
+SECTION(read_dns, dns_fields, check_dns)
+SECTION(read_persistence, persistence_fields, NULL)
+SECTION(read_port_range, port_range_fields, check_port_range)
+SECTION(read_operator, operator_fields, NULL)
+#undef SECTION
 
 static void free_claims(struct admin_claim *a, size_t n)
 {
@@ -284,71 +284,92 @@ static void free_mounts(struct admin_mount *a, size_t n)
 	free(a);
 }
 
-static int parse_claims(struct pctx *p, struct flash_operator_config *c, const struct json_value *v)
+static int read_claims(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
-	if (!v || v->type != JSON_ARRAY || v->u.array.n > 64)
-		return bad(p, "must be an array of at most 64 claims");
+	struct flash_operator_config *c = dst;
+	size_t errors = ctx->errors;
+
+	(void)arg;
+	if (v->u.array.n > 64)
+		return bad(ctx, "must be an array of at most 64 claims");
 	free_claims(c->admin_claims, c->n_admin_claims);
 	c->n_admin_claims = 0;
 	c->admin_claims = calloc(v->u.array.n ? v->u.array.n : 1, sizeof(*c->admin_claims));
 	if (!c->admin_claims)
 		return -ENOMEM;
 	for (size_t i = 0; i < v->u.array.n; i++) {
-		size_t saved = json_path_push_index(&p->path, i);
+		size_t saved = json_path_push_index(&ctx->path, i);
 		int r;
 
 		c->n_admin_claims = i + 1;
-		r = parse_claim(p, &c->admin_claims[i], v->u.array.items[i]);
+		r = read_section(ctx, v->u.array.items[i], &c->admin_claims[i], claim_fields, ARRAY_SIZE(claim_fields),
+				 check_claim);
 		for (size_t j = 0; r == 0 && j < i; j++)
-			if (strcmp(c->admin_claims[j].name, c->admin_claims[i].name) == 0)
-				r = bad(p, "name \"%s\" is used twice", c->admin_claims[i].name);
-		json_path_pop(&p->path, saved);
-		if (r < 0)
+			if (c->admin_claims[j].name && strcmp(c->admin_claims[j].name, c->admin_claims[i].name) == 0)
+				r = bad(ctx, "name \"%s\" is used twice", c->admin_claims[i].name);
+		json_path_pop(&ctx->path, saved);
+		if (r < 0 && r != JSON_READ_REPORTED)
 			return r;
 	}
-	return 0;
+	return ctx->errors > errors ? JSON_READ_REPORTED : 0;
 }
 
-static int parse_mounts(struct pctx *p, struct flash_operator_config *c, const struct json_value *v)
+static int read_mounts(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
-	if (!v || v->type != JSON_ARRAY || v->u.array.n > 1024)
-		return bad(p, "must be an array of at most 1024 mounts");
+	struct flash_operator_config *c = dst;
+	size_t errors = ctx->errors;
+
+	(void)arg;
+	if (v->u.array.n > 1024)
+		return bad(ctx, "must be an array of at most 1024 mounts");
 	free_mounts(c->admin_mounts, c->n_admin_mounts);
 	c->n_admin_mounts = 0;
 	c->admin_mounts = calloc(v->u.array.n ? v->u.array.n : 1, sizeof(*c->admin_mounts));
 	if (!c->admin_mounts)
 		return -ENOMEM;
 	for (size_t i = 0; i < v->u.array.n; i++) {
-		size_t saved = json_path_push_index(&p->path, i);
+		size_t saved = json_path_push_index(&ctx->path, i);
 		int r;
 
 		c->n_admin_mounts = i + 1;
-		r = parse_mount(p, &c->admin_mounts[i], v->u.array.items[i]);
-		json_path_pop(&p->path, saved);
-		if (r < 0)
+		r = read_section(ctx, v->u.array.items[i], &c->admin_mounts[i], mount_fields, ARRAY_SIZE(mount_fields),
+				 check_mount);
+		json_path_pop(&ctx->path, saved);
+		if (r < 0 && r != JSON_READ_REPORTED)
 			return r;
 	}
-	return 0;
+	return ctx->errors > errors ? JSON_READ_REPORTED : 0;
 }
 
-static int parse_root(struct pctx *p, struct flash_operator_config *c, const struct json_value *v)
+#define F(name, type, fn, field, arg) { name, type, false, fn, offsetof(struct flash_operator_config, field), arg }
+/* Whole-config readers get the config itself (offset 0). */
+#define W(name, type, fn) { name, type, false, fn, 0, NULL }
+static const struct json_field root_fields[] = {
+	W("adminVolumeClaims", JSON_ARRAY, read_claims),
+	W("adminVolumeMounts", JSON_ARRAY, read_mounts),
+	W("clusterDNS", JSON_OBJECT, read_dns),
+	F("gpuNodeLabel", JSON_STRING, read_name, gpu_node_label, RULE(STR_LABEL_KEY)),
+	F("heteroNetworkCIDRs", JSON_ARRAY, read_prefixes, heteronetwork_cidrs, &max64),
+	F("infrastructureCIDRs", JSON_ARRAY, read_prefixes, infrastructure_cidrs, &max256),
+	F("lanCIDRs", JSON_ARRAY, read_prefixes, lan_cidrs, &max64),
+	F("loadBalancerClass", JSON_STRING, read_name, load_balancer_class, RULE(STR_LABEL_KEY)),
+	W("operator", JSON_OBJECT, read_operator),
+	W("persistence", JSON_OBJECT, read_persistence),
+	F("podCIDRs", JSON_ARRAY, read_prefixes, pod_cidrs, &max64),
+	F("publicNodeLabels", JSON_OBJECT, read_labels, public_node_labels, NULL),
+	W("publicPortRange", JSON_OBJECT, read_port_range),
+	W("runtimeClassNames", JSON_OBJECT, read_runtime),
+	F("serviceCIDRs", JSON_ARRAY, read_prefixes, service_cidrs, &max64),
+};
+#undef W
+#undef F
+
+static int read_root(struct check_ctx *ctx, struct flash_operator_config *c, const struct json_value *v)
 {
-	FOR_MEMBERS(p, v, m,
-		    KEY("runtimeClassNames") ? parse_runtime_classes(p, c, m->value) :
-		    KEY("loadBalancerClass") ? get_string(p, m->value, STR_LABEL_KEY, &c->load_balancer_class) :
-		    KEY("gpuNodeLabel") ? get_string(p, m->value, STR_LABEL_KEY, &c->gpu_node_label) :
-		    KEY("publicNodeLabels") ? get_labels(p, m->value, &c->public_node_labels, &c->n_public_node_labels) :
-		    KEY("clusterDNS") ? parse_dns(p, c, m->value) :
-		    KEY("podCIDRs") ? get_prefixes(p, m->value, &c->pod_cidrs, 64) :
-		    KEY("serviceCIDRs") ? get_prefixes(p, m->value, &c->service_cidrs, 64) :
-		    KEY("lanCIDRs") ? get_prefixes(p, m->value, &c->lan_cidrs, 64) :
-		    KEY("heteroNetworkCIDRs") ? get_prefixes(p, m->value, &c->heteronetwork_cidrs, 64) :
-		    KEY("infrastructureCIDRs") ? get_prefixes(p, m->value, &c->infrastructure_cidrs, 256) :
-		    KEY("persistence") ? parse_persistence(p, c, m->value) :
-		    KEY("adminVolumeClaims") ? parse_claims(p, c, m->value) :
-		    KEY("adminVolumeMounts") ? parse_mounts(p, c, m->value) :
-		    KEY("publicPortRange") ? parse_port_range(p, c, m->value) :
-		    KEY("operator") ? parse_operator(p, c, m->value) : UNKNOWN());
+	int r = json_read_object(ctx, v, root_fields, ARRAY_SIZE(root_fields), c);
+
+	if (r < 0)
+		return r;
 	/* Every mount names a declared claim. */
 	for (size_t i = 0; i < c->n_admin_mounts; i++) {
 		bool found = false;
@@ -356,13 +377,12 @@ static int parse_root(struct pctx *p, struct flash_operator_config *c, const str
 		for (size_t j = 0; j < c->n_admin_claims && !found; j++)
 			found = strcmp(c->admin_mounts[i].claim, c->admin_claims[j].name) == 0;
 		if (!found) {
-			size_t saved = json_path_push_key(&p->path, "adminVolumeMounts");
-			int r;
+			size_t saved = json_path_push_key(&ctx->path, "adminVolumeMounts");
 
-			json_path_push_index(&p->path, i);
-			r = bad(p, "claim \"%s\" is not in adminVolumeClaims", c->admin_mounts[i].claim);
-			json_path_pop(&p->path, saved);
-			return r;
+			json_path_push_index(&ctx->path, i);
+			bad(ctx, "claim \"%s\" is not in adminVolumeClaims", c->admin_mounts[i].claim);
+			json_path_pop(&ctx->path, saved);
+			return JSON_READ_REPORTED;
 		}
 	}
 	return 0;
@@ -376,9 +396,9 @@ FLASH_API void flash_operator_config_free(struct flash_operator_config *c)
 	free(c->runtime_gpu);
 	free(c->load_balancer_class);
 	free(c->gpu_node_label);
-	free_labels(c->public_node_labels, c->n_public_node_labels);
+	free_labels(&c->public_node_labels);
 	free(c->dns_namespace);
-	free_labels(c->dns_pod_labels, c->n_dns_pod_labels);
+	free_labels(&c->dns_pod_labels);
 	free(c->dns_addresses.v);
 	free(c->pod_cidrs.v);
 	free(c->service_cidrs.v);
@@ -418,38 +438,38 @@ static const char default_config[] =
 	"\"agentImage\":\"ghcr.io/heterocloud/flowsdn-agent:" PACKAGE_VERSION "\"}"
 	"}";
 
-static int parse_into(struct flash_operator_config *c, const char *json, size_t len, struct flash_render_diag *diag)
+static int parse_into(struct flash_operator_config *c, const char *json, size_t len, struct diag *diag)
 {
 	struct json_value *v = NULL;
 	struct json_error err = { 0 };
-	struct pctx p = { .diag = diag };
+	struct check_ctx ctx;
 	int r;
 
-	json_path_init(&p.path);
 	r = json_parse(json, len, NULL, &v, &err);
 	if (r == -EBADMSG) {
-		if (diag) {
-			diag->path[0] = '\0';
-			snprintf(diag->message, sizeof(diag->message), "line %u column %u: %s", err.line, err.column,
-				 err.message);
-		}
+		diag_add_json_error(diag, &err);
 		return -FLASH_E_RENDER_CONFIG;
 	}
 	if (r < 0)
 		return r;
-	r = parse_root(&p, c, v);
+	check_ctx_init(&ctx, diag);
+	r = read_root(&ctx, c, v);
 	json_free(v);
-	return r;
+	if (ctx.oom || diag_oom(diag))
+		return -ENOMEM;
+	return r == JSON_READ_REPORTED ? -FLASH_E_RENDER_CONFIG : r;
 }
 
 FLASH_API int flash_operator_config_parse(const char *json, size_t len, struct flash_operator_config **ret_config,
-					  struct flash_render_diag *diag)
+					  struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct flash_operator_config *c;
 	int r;
 
 	if (!json || !ret_config)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;

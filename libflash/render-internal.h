@@ -16,6 +16,11 @@ struct label {
 	char *value;
 };
 
+struct label_list {
+	struct label *v;
+	size_t n;
+};
+
 struct prefix_list {
 	struct flowsdn_prefix *v;
 	size_t n;
@@ -39,12 +44,10 @@ struct flash_operator_config {
 	char *runtime_gpu;
 	char *load_balancer_class;
 	char *gpu_node_label;
-	struct label *public_node_labels;
-	size_t n_public_node_labels;
+	struct label_list public_node_labels;
 
 	char *dns_namespace;
-	struct label *dns_pod_labels;
-	size_t n_dns_pod_labels;
+	struct label_list dns_pod_labels;
 	struct prefix_list dns_addresses;
 
 	struct prefix_list pod_cidrs;
@@ -89,9 +92,12 @@ struct flash_render {
 	size_t n;
 };
 
-/* Fills @diag (if not NULL) and returns @err. */
-int render_diag_fail(struct flash_render_diag *diag, int err, const char *path, const char *fmt, ...)
+/* Adds the refusal @err (negative) at @path to @diag (if not NULL, with
+ * the block's rule code) and returns @err. */
+int render_diag_fail(struct diag *diag, int err, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* The same for a document json_parse() refused (line and column). */
+int render_diag_json(struct diag *diag, int err, const struct json_error *jerr);
 
 /* True when @p is the pair (@protocol, @name). */
 bool render_port_pair_equal(const struct flash_public_port *p, const char *protocol, const char *name);

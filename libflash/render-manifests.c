@@ -157,10 +157,10 @@ static struct kdoc *config_doc(const struct flash_operator_config *c)
 	kdoc_set_str(x, "gpu", c->runtime_gpu);
 	kdoc_set_str(o, "loadBalancerClass", c->load_balancer_class);
 	kdoc_set_str(o, "gpuNodeLabel", c->gpu_node_label);
-	labels_obj(o, "publicNodeLabels", c->public_node_labels, c->n_public_node_labels);
+	labels_obj(o, "publicNodeLabels", c->public_node_labels.v, c->public_node_labels.n);
 	x = kdoc_set_obj(o, "clusterDNS");
 	kdoc_set_str(x, "namespace", c->dns_namespace);
-	labels_obj(x, "podLabels", c->dns_pod_labels, c->n_dns_pod_labels);
+	labels_obj(x, "podLabels", c->dns_pod_labels.v, c->dns_pod_labels.n);
 	prefixes_arr(x, "addresses", &c->dns_addresses);
 	prefixes_arr(o, "podCIDRs", &c->pod_cidrs);
 	prefixes_arr(o, "serviceCIDRs", &c->service_cidrs);

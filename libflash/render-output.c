@@ -12,16 +12,37 @@
 #include "json.h"
 #include "render-internal.h"
 
-int render_diag_fail(struct flash_render_diag *diag, int err, const char *path, const char *fmt, ...)
+/* The rule code of each refusal of the block. */
+static const char *render_code(int err)
+{
+	static const char *const codes[] = {
+		[FLASH_E_RENDER_CONFIG - FLASH_E_RENDER_BASE] = "config",
+		[FLASH_E_RENDER_PREVIOUS - FLASH_E_RENDER_BASE] = "previous",
+		[FLASH_E_RENDER_PORTS_EXHAUSTED - FLASH_E_RENDER_BASE] = "ports-exhausted",
+		[FLASH_E_RENDER_DISK - FLASH_E_RENDER_BASE] = "disk",
+		[FLASH_E_RENDER_NAME - FLASH_E_RENDER_BASE] = "name",
+		[FLASH_E_RENDER_BAD_DOCUMENT - FLASH_E_RENDER_BASE] = "bad-document",
+		[FLASH_E_RENDER_NO_SCHEMA - FLASH_E_RENDER_BASE] = "no-schema",
+		[FLASH_E_RENDER_INVALID - FLASH_E_RENDER_BASE] = "schema",
+	};
+	size_t i = (size_t)(-err - FLASH_E_RENDER_BASE);
+
+	return -err >= FLASH_E_RENDER_BASE && i < ARRAY_SIZE(codes) && codes[i] ? codes[i] : "render";
+}
+
+int render_diag_fail(struct diag *diag, int err, const char *path, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (diag) {
-		snprintf(diag->path, sizeof(diag->path), "%s", path);
-		va_start(ap, fmt);
-		vsnprintf(diag->message, sizeof(diag->message), fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	diag_add_textv(diag, DIAG_ERROR, path, render_code(err), NULL, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int render_diag_json(struct diag *diag, int err, const struct json_error *jerr)
+{
+	diag_add_json_error(diag, jerr);
 	return err;
 }
 
@@ -33,8 +54,9 @@ bool render_port_pair_equal(const struct flash_public_port *p, const char *proto
 }
 
 FLASH_API int flash_public_ports_parse(const char *json, size_t len, struct flash_public_port **ret_ports,
-				       size_t *ret_n, struct flash_render_diag *diag)
+				       size_t *ret_n, struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
 	struct json_error err = { 0 };
 	const struct json_value *list, *status;
@@ -43,10 +65,10 @@ FLASH_API int flash_public_ports_parse(const char *json, size_t len, struct flas
 
 	if (!json || !ret_ports || !ret_n)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	r = json_parse(json, len, NULL, &doc, &err);
 	if (r == -EBADMSG)
-		return render_diag_fail(diag, -FLASH_E_RENDER_PREVIOUS, "", "line %u column %u: %s", err.line, err.column,
-				 err.message);
+		return render_diag_json(diag, -FLASH_E_RENDER_PREVIOUS, &err);
 	if (r < 0)
 		return r;
 	status = json_get(doc, "status");

@@ -315,14 +315,14 @@ static void node_selector_into(struct kdoc *pod, const struct flash_spec *spec, 
 		      flash_spec_traffic_mode(spec) == FLASH_SPEC_TRAFFIC_DIRECT;
 	struct kdoc *sel;
 
-	if (!gpu && !(direct && c->n_public_node_labels))
+	if (!gpu && !(direct && c->public_node_labels.n))
 		return;
 	sel = kdoc_set_obj(pod, "nodeSelector");
 	if (gpu)
 		kdoc_set_str(sel, c->gpu_node_label, flash_spec_gpu_type(spec));
 	if (direct)
-		for (size_t i = 0; i < c->n_public_node_labels; i++)
-			kdoc_set_str(sel, c->public_node_labels[i].key, c->public_node_labels[i].value);
+		for (size_t i = 0; i < c->public_node_labels.n; i++)
+			kdoc_set_str(sel, c->public_node_labels.v[i].key, c->public_node_labels.v[i].value);
 }
 
 static struct kdoc *render_deployment(const struct flash_spec *spec, const struct flash_operator_config *c,
@@ -451,7 +451,7 @@ static struct kdoc *render_deployment(const struct flash_spec *spec, const struc
 }
 
 static struct kdoc *render_service(const struct flash_spec *spec, const struct flash_operator_config *c,
-				   const struct flash_render_opts *o, struct flash_render_diag *diag, int *ret_err)
+				   const struct flash_render_opts *o, struct diag *diag, int *ret_err)
 {
 	struct kdoc *sp = NULL;
 	struct kdoc *svc = object_new("v1", "Service", o->name, o, &sp);
@@ -597,8 +597,8 @@ static struct kdoc *render_network_policy(const struct flash_spec *spec, const s
 	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(p, "namespaceSelector"), "matchLabels"), "kubernetes.io/metadata.name",
 		     c->dns_namespace);
 	dns = kdoc_set_obj(kdoc_set_obj(p, "podSelector"), "matchLabels");
-	for (size_t i = 0; i < c->n_dns_pod_labels; i++)
-		kdoc_set_str(dns, c->dns_pod_labels[i].key, c->dns_pod_labels[i].value);
+	for (size_t i = 0; i < c->dns_pod_labels.n; i++)
+		kdoc_set_str(dns, c->dns_pod_labels.v[i].key, c->dns_pod_labels.v[i].value);
 	for (size_t i = 0; i < c->dns_addresses.n; i++)
 		kdoc_set(kdoc_set_obj(kdoc_append_obj(peers), "ipBlock"), "cidr", prefix_string(&c->dns_addresses.v[i]));
 	p = kdoc_append_obj(egress);
@@ -656,7 +656,7 @@ static struct kdoc *render_pvc(const struct flash_operator_config *c, const stru
 	return pvc;
 }
 
-static int check_opts(const struct flash_render_opts *o, struct flash_render_diag *diag)
+static int check_opts(const struct flash_render_opts *o, struct diag *diag)
 {
 	const char *s;
 
@@ -709,8 +709,9 @@ static int add_object(struct flash_render *rd, struct kdoc *obj)
 
 FLASH_API int flash_render(const struct flash_spec *spec, const struct flash_operator_config *config,
 			   const struct flash_render_opts *opts, struct flash_render **ret_render,
-			   struct flash_render_diag *diag)
+			   struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
 	struct flash_render *rd = NULL;
 	_cleanup_free_ char *image = NULL;
 	_cleanup_free_ char *claim = NULL;
@@ -721,6 +722,7 @@ FLASH_API int flash_render(const struct flash_spec *spec, const struct flash_ope
 
 	if (!spec || !config || !opts || !ret_render || !OPTS_VALID(opts, flash_render_opts))
 		return -EINVAL;
+	diag_begin(diag, 0);
 	r = check_opts(opts, diag);
 	if (r < 0)
 		return r;

@@ -63,17 +63,6 @@ static int parse_v4(const char *s, size_t len, uint8_t out[4])
 	return i == len ? 0 : -FLOWSDN_E_ADDR_SYNTAX;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int parse_v6(const char *s, size_t len, uint8_t out[16])
 {
 	uint16_t groups[8] = { 0 };
@@ -94,8 +83,8 @@ static int parse_v6(const char *s, size_t len, uint8_t out[16])
 
 		if (ngroups == 8)
 			return -FLOWSDN_E_ADDR_GROUP_COUNT;
-		while (i < len && hexval(s[i]) >= 0) {
-			v = (v << 4) | (unsigned int)hexval(s[i]);
+		while (i < len && util_hexval(s[i]) >= 0) {
+			v = (v << 4) | (unsigned int)util_hexval(s[i]);
 			n++;
 			i++;
 			if (n > 4 && (i >= len || s[i] != '.'))
@@ -568,8 +557,27 @@ FLOWSDN_API bool flowsdn_prefix_iter_next(struct flowsdn_prefix_iter *it, struct
 /*
  * The classifier table: the IANA IPv4 and IPv6 Special-Purpose Address
  * Registries (RFC 6890 and updates, as of 2025), plus multicast, the
- * deprecated IPv4-compatible block and the cloud metadata endpoints.
- * Columns: source, destination, forwardable, globally reachable.
+ * deprecated IPv4-compatible block, the returned 6bone block and the cloud
+ * metadata endpoints.  Columns: source, destination, forwardable, globally
+ * reachable.
+ *
+ * IPv6 needs one more registry.  The special-purpose registry lists
+ * exceptions inside space that is otherwise in use; it does not say that
+ * most of the IPv6 space is not in use at all.  The IANA "Internet
+ * Protocol Version 6 Address Space" registry (RFC 4291 section 2.4) does:
+ * only 2000::/3 is Global Unicast; fc00::/7 (unique-local), fe80::/10
+ * (link-local) and ff00::/8 (multicast) have their own entries below;
+ * fec0::/10 was site-local until RFC 3879 deprecated it; every other block
+ * is "Reserved by IETF", with no address assigned to anyone, so none of it
+ * is publicly routable (4000::1, c000::1, fe00::1).  Those blocks are the
+ * "space" rows: an address takes their class (RESERVED) and attributes
+ * only when no special-purpose entry holds it, so ::1 stays loopback and
+ * 64:ff9b::/96 (in ::/8) keeps its registry attributes.
+ *
+ * Inside 2000::/3, 3ffe::/16 was the 6bone's test block; RFC 3701 phased
+ * it out and returned it to IANA in 2006, and it has not been allocated
+ * since, so it is not routable either (3ffe::1).  What remains public in
+ * IPv6 is global unicast (2000::/3) that no entry excludes.
  */
 struct special {
 	const char *text;
@@ -577,6 +585,7 @@ struct special {
 	const char *name;
 	const char *rfc;
 	bool src, dst, fwd, global;
+	bool space; /* an IPv6 Address Space block, not a special-purpose entry */
 };
 
 #define C(x) FLOWSDN_ADDR_##x
@@ -632,12 +641,31 @@ static const struct special specials[] = {
 	{ "2001:db8::/32", C(DOCUMENTATION), "Documentation", "RFC 3849", false, false, false, false },
 	{ "2002::/16", C(TRANSLATION), "6to4", "RFC 3056", true, true, true, false },
 	{ "2620:4f:8000::/48", 0, "Direct Delegation AS112 Service", "RFC 7534", true, true, true, true },
+	{ "3ffe::/16", C(RESERVED), "Deprecated (6bone)", "RFC 3701", false, false, false, false },
 	{ "3fff::/20", C(DOCUMENTATION), "Documentation", "RFC 9637", false, false, false, false },
 	{ "5f00::/16", C(RESERVED), "Segment Routing (SRv6) SIDs", "RFC 9602", true, true, true, false },
 	{ "fc00::/7", C(PRIVATE), "Unique-Local", "RFC 4193", true, true, true, false },
 	{ "fd00:ec2::254/128", C(PRIVATE) | C(METADATA), "Cloud metadata service", "", true, true, true, false },
 	{ "fe80::/10", C(LINK_LOCAL), "Link-Local Unicast", "RFC 4291", true, true, false, false },
 	{ "ff00::/8", C(MULTICAST), "Multicast", "RFC 4291", false, true, true, false },
+	/* IPv6 Address Space registry: the blocks outside 2000::/3 that are no
+	 * special-purpose entry's. */
+	{ "::/8", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "100::/8", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "200::/7", C(RESERVED), "Reserved by IETF", "RFC 4048", false, false, false, false, true },
+	{ "400::/6", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "800::/5", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "1000::/4", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "4000::/3", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "6000::/3", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "8000::/3", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "a000::/3", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "c000::/3", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "e000::/4", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "f000::/5", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "f800::/6", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "fe00::/9", C(RESERVED), "Reserved by IETF", "RFC 4291", false, false, false, false, true },
+	{ "fec0::/10", C(RESERVED), "Deprecated (Site-Local)", "RFC 3879", false, false, false, false, true },
 };
 #undef C
 
@@ -666,11 +694,15 @@ static int special_lookup(const struct flowsdn_addr *addr, unsigned int *ret_cla
 	for (size_t i = 0; i < ARRAY_SIZE(specials); i++) {
 		if (!flowsdn_prefix_contains_addr(&special_prefix[i], addr))
 			continue;
-		classes |= specials[i].classes;
+		if (!specials[i].space)
+			classes |= specials[i].classes;
 		/* IPv4-compatible ::/96 does not cover :: and ::1 (their own entries). */
 		if (best < 0 || special_prefix[i].len > special_prefix[best].len)
 			best = (int)i;
 	}
+	/* A space block counts only where no special-purpose entry does. */
+	if (best >= 0 && specials[best].space)
+		classes |= specials[best].classes;
 	if (classes & FLOWSDN_ADDR_V4_COMPAT && best >= 0 &&
 	    (specials[best].classes & (FLOWSDN_ADDR_UNSPECIFIED | FLOWSDN_ADDR_LOOPBACK)))
 		classes &= ~(unsigned int)FLOWSDN_ADDR_V4_COMPAT;
@@ -718,9 +750,10 @@ FLOWSDN_API bool flowsdn_addr_is_public(const struct flowsdn_addr *addr)
 	return flowsdn_addr_classify(addr) == FLOWSDN_ADDR_PUBLIC;
 }
 
-/* Whether some address of @p is globally reachable: walk down the prefix
- * tree only where a table entry lies strictly inside it. */
-static bool prefix_has_public(const struct flowsdn_prefix *p)
+/* Whether some address of @p has a most specific entry (-1: none) that
+ * @pred accepts: walk down the prefix tree only where a table entry lies
+ * strictly inside it. */
+static bool prefix_any(const struct flowsdn_prefix *p, bool (*pred)(int best, int arg), int arg)
 {
 	int governing = -1;
 	bool split = false;
@@ -742,9 +775,19 @@ static bool prefix_has_public(const struct flowsdn_prefix *p)
 		lo.len = (uint8_t)(p->len + 1);
 		hi = lo;
 		hi.addr.bytes[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
-		return prefix_has_public(&lo) || prefix_has_public(&hi);
+		return prefix_any(&lo, pred, arg) || prefix_any(&hi, pred, arg);
 	}
-	return governing < 0 || specials[governing].global;
+	return pred(governing, arg);
+}
+
+static bool best_is_global(int best, int arg _unused_)
+{
+	return best < 0 || specials[best].global;
+}
+
+static bool best_is(int best, int arg)
+{
+	return best == arg;
 }
 
 FLOWSDN_API unsigned int flowsdn_prefix_classify(const struct flowsdn_prefix *prefix)
@@ -753,14 +796,21 @@ FLOWSDN_API unsigned int flowsdn_prefix_classify(const struct flowsdn_prefix *pr
 
 	if (!prefix || !family_ok(prefix->addr.family))
 		return 0;
-	pthread_once(&special_once, special_init);
-	for (size_t i = 0; i < ARRAY_SIZE(specials); i++) {
-		if (flowsdn_prefix_overlaps(&special_prefix[i], prefix))
-			classes |= specials[i].classes;
-	}
 	if (prefix->len == flowsdn_addr_bits(&prefix->addr))
 		return flowsdn_addr_classify(&prefix->addr);
-	if (prefix_has_public(prefix))
+	pthread_once(&special_once, special_init);
+	for (size_t i = 0; i < ARRAY_SIZE(specials); i++) {
+		const struct flowsdn_prefix *e = &special_prefix[i];
+
+		if (!flowsdn_prefix_overlaps(e, prefix))
+			continue;
+		/* A space block: only if some of its addresses in @prefix are
+		 * no special-purpose entry's (overlapping prefixes nest, so the
+		 * longer one is the overlap). */
+		if (!specials[i].space || prefix_any(e->len > prefix->len ? e : prefix, best_is, (int)i))
+			classes |= specials[i].classes;
+	}
+	if (prefix_any(prefix, best_is_global, 0))
 		classes |= FLOWSDN_ADDR_PUBLIC;
 	return classes;
 }

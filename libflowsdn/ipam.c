@@ -35,6 +35,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <flowsdn/ipam.h>
+#include <flowsdn/netlink.h>
 
 #include "internal.h"
 #include "names.h"
@@ -478,9 +479,40 @@ static void end(struct flowsdn_ipam *ipam)
 		statefile_unlock(ipam->lock_fd);
 }
 
+/* Address classes a pod address can never be in: not unicast (multicast,
+ * broadcast, unspecified), never routed off the host or link (loopback,
+ * link-local, where the endpoints' gateway lives, and "this network"),
+ * the cloud metadata service a pod must not impersonate, and the IPv6
+ * forms of IPv4 addresses that the stack treats as IPv4 (mapped) or as
+ * automatic tunnels (compatible). */
+#define POOL_REFUSED_CLASSES                                                                       \
+	(FLOWSDN_ADDR_LOOPBACK | FLOWSDN_ADDR_LINK_LOCAL | FLOWSDN_ADDR_METADATA | FLOWSDN_ADDR_MULTICAST | \
+	 FLOWSDN_ADDR_UNSPECIFIED | FLOWSDN_ADDR_BROADCAST | FLOWSDN_ADDR_THIS_NETWORK |                   \
+	 FLOWSDN_ADDR_V4_MAPPED | FLOWSDN_ADDR_V4_COMPAT)
+
+/* Refuses a pool that cannot work as a pod pool, saying why. */
+static int check_pool_class(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *p, const char *text)
+{
+	const char *gw_text = p->addr.family == FLOWSDN_AF_INET ? FLOWSDN_GATEWAY_V4 : FLOWSDN_GATEWAY_V6;
+	unsigned int refused = flowsdn_prefix_classify(p) & POOL_REFUSED_CLASSES;
+	struct flowsdn_addr gw;
+
+	if (flowsdn_addr_parse(gw_text, strlen(gw_text), &gw) == 0 && flowsdn_prefix_contains_addr(p, &gw))
+		return fail(ipam, -FLOWSDN_E_IPAM_POOL_CLASS,
+			    "pool %s holds %s, the gateway address every endpoint routes through", text, gw_text);
+	for (unsigned int bit = 1; refused; bit <<= 1) {
+		if (refused & bit)
+			return fail(ipam, -FLOWSDN_E_IPAM_POOL_CLASS,
+				    "pool %s holds %s addresses, which no pod can use", text,
+				    flowsdn_addr_class_name(bit));
+	}
+	return 0;
+}
+
 static int check_pools(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *pools, size_t n)
 {
 	char a[FLOWSDN_PREFIX_STRLEN], b[FLOWSDN_PREFIX_STRLEN];
+	int r;
 
 	if (n == 0 || n > FLOWSDN_IPAM_MAX_POOLS)
 		return fail(ipam, -EINVAL, "between 1 and %d pools are needed, got %zu",
@@ -501,6 +533,9 @@ static int check_pools(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *p
 		if (bits - p->len > 20)
 			return fail(ipam, -FLOWSDN_E_IPAM_POOL_TOO_BIG,
 				    "pool %s is larger than the 2^20 addresses supported (IPv4 /12, IPv6 /108 at most)", a);
+		r = check_pool_class(ipam, p, a);
+		if (r < 0)
+			return r;
 		for (size_t k = 0; k < i; k++) {
 			if (flowsdn_prefix_overlaps(&pools[k], p)) {
 				flowsdn_prefix_format(&pools[k], b, sizeof(b));

@@ -206,6 +206,18 @@ static int run_in_netns(int netns_fd, int (*fn)(void *), void *arg)
 	return c.result;
 }
 
+/* run_in_netns() for the netns at @path (checked by netns_open()). */
+static int run_in_netns_at(const char *path, struct flowsdn_nl_err *err, int (*fn)(void *), void *arg)
+{
+	int fd = netns_open(path, err), r;
+
+	if (fd < 0)
+		return fd;
+	r = run_in_netns(fd, fn, arg);
+	close(fd);
+	return r;
+}
+
 /* ------------------------------------------------------------ sysctl */
 
 /* Writes @value into /proc/sys/@key of the calling thread's netns. */
@@ -272,18 +284,12 @@ FLOWSDN_API int flowsdn_netlink_sysctl_write(const char *netns_path, const char 
 					     struct flowsdn_nl_err *err)
 {
 	struct sysctl_args a = { key, value, err };
-	int fd, r;
 
 	if (!sysctl_key_valid(key) || !value || strlen(value) > 64)
 		return -EINVAL;
 	if (!netns_path)
 		return sysctl_write_here(key, value, err);
-	fd = netns_open(netns_path, err);
-	if (fd < 0)
-		return fd;
-	r = run_in_netns(fd, sysctl_cb, &a);
-	close(fd);
-	return r;
+	return run_in_netns_at(netns_path, err, sysctl_cb, &a);
 }
 
 /* ------------------------------------------------------------ links */
@@ -355,18 +361,12 @@ FLOWSDN_API int flowsdn_netlink_link_set_up(const char *netns_path, const char *
 					    struct flowsdn_nl_err *err)
 {
 	struct link_up_args a = { ifname, up, err };
-	int fd, r;
 
 	if (!flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
 	if (!netns_path)
 		return link_up_cb(&a);
-	fd = netns_open(netns_path, err);
-	if (fd < 0)
-		return fd;
-	r = run_in_netns(fd, link_up_cb, &a);
-	close(fd);
-	return r;
+	return run_in_netns_at(netns_path, err, link_up_cb, &a);
 }
 
 struct link_get_args {
@@ -397,19 +397,11 @@ FLOWSDN_API int flowsdn_netlink_link_get(const char *netns_path, const char *ifn
 					 uint8_t ret_mac[6])
 {
 	struct link_get_args a = { .ifname = ifname };
-	int fd, r;
+	int r;
 
 	if (!flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
-	if (!netns_path) {
-		r = link_get_cb(&a);
-	} else {
-		fd = netns_open(netns_path, NULL);
-		if (fd < 0)
-			return fd;
-		r = run_in_netns(fd, link_get_cb, &a);
-		close(fd);
-	}
+	r = netns_path ? run_in_netns_at(netns_path, NULL, link_get_cb, &a) : link_get_cb(&a);
 	if (r < 0)
 		return r;
 	if (ret_ifindex)
@@ -842,6 +834,57 @@ out:
 	if (veth)
 		rtnl_link_put(veth);
 	return r;
+}
+
+struct veth_delete_args {
+	const char *ifname;
+	struct flowsdn_nl_err *err;
+};
+
+/* Deletes the veth @a->ifname of the calling thread's netns. */
+static int veth_delete_cb(void *p)
+{
+	struct veth_delete_args *a = p;
+	_cleanup_nl_ struct nl_sock *sk = nl_open();
+	struct rtnl_link *l = NULL;
+	const char *type;
+	int r;
+
+	if (!sk) {
+		set_err(a->err, "netlink socket: %s", strerror(errno));
+		return -FLOWSDN_E_NL_SOCKET;
+	}
+	r = link_get(sk, 0, a->ifname, &l);
+	if (r == -ENODEV || r == -ENOENT)
+		return 0; /* already gone, and the pair with it */
+	if (r < 0) {
+		set_err(a->err, "interface %s: %s", a->ifname, strerror(-r));
+		return r;
+	}
+	type = rtnl_link_get_type(l);
+	if (!type || strcmp(type, "veth") != 0) {
+		set_err(a->err, "interface %s is not a veth (%s): left alone", a->ifname, type ? type : "no type");
+		r = -FLOWSDN_E_NL_MISMATCH;
+	} else {
+		r = nlerr(rtnl_link_delete(sk, l));
+		if (r == -ENODEV || r == -ENOENT)
+			r = 0;
+		if (r < 0) {
+			set_err(a->err, "delete %s: %s", a->ifname, strerror(-r));
+			r = -FLOWSDN_E_NL_LINK;
+		}
+	}
+	rtnl_link_put(l);
+	return r;
+}
+
+FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *ifname, struct flowsdn_nl_err *err)
+{
+	struct veth_delete_args a = { ifname, err };
+
+	if (!netns_path || !flowsdn_netlink_ifname_valid(ifname))
+		return -EINVAL;
+	return run_in_netns_at(netns_path, err, veth_delete_cb, &a);
 }
 
 FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,

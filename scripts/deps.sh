@@ -9,6 +9,7 @@ PACKAGES="
  libnl-3-dev libnl-route-3-dev libmicrohttpd-dev libsqlite3-dev libarchive-dev
  libyaml-dev libcriterion-dev
  containernetworking-plugins iperf3 jq iputils-ping
+ docker-registry skopeo umoci busybox-static apache2-utils openssl
 "
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps.sh: run as root (apt-get install)" >&2

@@ -45,7 +45,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (config_path) {
-		struct flash_render_diag d = { 0 };
+		struct flash_diag *d = NULL;
+		const struct flash_diag_entry *e;
 		char *text = NULL;
 		size_t len = 0;
 
@@ -54,12 +55,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s: %s\n", argv[0], config_path, util_read_strerror(r));
 			return 2;
 		}
-		r = flash_operator_config_parse(text, len, &config, &d);
-		free(text);
-		if (r < 0) {
-			fprintf(stderr, "%s: %s: %s: %s\n", argv[0], config_path, d.path, d.message);
+		if (flash_diag_new(&d) < 0) {
+			free(text);
 			return 1;
 		}
+		r = flash_operator_config_parse(text, len, &config, d);
+		free(text);
+		e = flash_diag_first_error(d);
+		if (r < 0) {
+			fprintf(stderr, "%s: %s: %s: %s\n", argv[0], config_path, e ? e->path : "",
+				e ? e->message : flash_strerror(r));
+			flash_diag_free(d);
+			return 1;
+		}
+		flash_diag_free(d);
 	}
 	for (int m = 0; m < FLASH_MANIFEST_COUNT_; m++) {
 		char path[4096], dir[4096];

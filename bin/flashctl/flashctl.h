@@ -37,6 +37,12 @@ struct flashctl_globals {
 	const char *token;
 	size_t token_len;
 	enum flashctl_output output; /* -o */
+	/* provider/v1 commands (service.c) */
+	const char *project_id;      /* --project-id */
+	const char *endpoint;        /* --endpoint */
+	const char *ca_file;         /* --ca-file */
+	const char *issuer;          /* --issuer, for minted tokens */
+	const char *audience;        /* --audience, for minted tokens */
 };
 
 /* One per subcommand (see the table in main.c). */
@@ -44,5 +50,7 @@ int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g
 int flashctl_validate_main(int argc, char **argv, const struct flashctl_globals *g);
 int flashctl_keygen_main(int argc, char **argv, const struct flashctl_globals *g);
 int flashctl_token_main(int argc, char **argv, const struct flashctl_globals *g);
+/* create, update, delete, get, list, usage (argv[0] says which). */
+int flashctl_service_main(int argc, char **argv, const struct flashctl_globals *g);
 
 #endif

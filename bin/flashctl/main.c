@@ -23,20 +23,27 @@ struct subcommand {
 
 /* Only subcommands that exist are listed: one row each, sorted by name. */
 static const struct subcommand subcommands[] = {
+	{ "create", flashctl_service_main, "create a service (--name NAME --spec FILE)" },
+	{ "delete", flashctl_service_main, "delete a service" },
+	{ "get", flashctl_service_main, "show a service, its status and last events" },
 	{ "keygen", flashctl_keygen_main, "create an Ed25519 key pair for provider command tokens" },
+	{ "list", flashctl_service_main, "list the services of the organization or project" },
 	{ "render", flashctl_render_main, "print the Kubernetes objects of a spec (YAML or JSON)" },
 	{ "token", flashctl_token_main, "sign or verify a provider command token (EdDSA JWT)" },
+	{ "update", flashctl_service_main, "replace the spec of a service" },
+	{ "usage", flashctl_service_main, "this week's metered usage of the organization" },
 	{ "validate", flashctl_validate_main, "check Flash spec files (and an owner quota policy)" },
 };
 
 static void usage(FILE *out, const char *progname)
 {
 	fprintf(out,
-		"Usage: %s [--organization-id ID] [--token-file FILE] [-o json|yaml|table]\n"
+		"Usage: %s [--organization-id ID] [--project-id ID] [--token-file FILE] [-o json|yaml|table]\n"
+		"       %*s [--endpoint URL|unix:PATH] [--ca-file FILE] [--issuer ISS] [--audience AUD]\n"
 		"       %*s COMMAND [ARGS...]\n"
 		"       %s --help | --version\n"
 		"\nCommands:\n",
-		progname, (int)strlen(progname), "", progname);
+		progname, (int)strlen(progname), "", (int)strlen(progname), "", progname);
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
 	fprintf(out, "\nRun '%s COMMAND --help' for a command's options; see flashctl(1).\n", progname);
@@ -88,6 +95,11 @@ int main(int argc, char **argv)
 		{ "organization-id", required_argument, NULL, 'O' },
 		{ "token-file", required_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "project-id", required_argument, NULL, 'P' },
+		{ "endpoint", required_argument, NULL, 'E' },
+		{ "ca-file", required_argument, NULL, 'A' },
+		{ "issuer", required_argument, NULL, 'I' },
+		{ "audience", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -110,6 +122,17 @@ int main(int argc, char **argv)
 		case 'T':
 			g.token_file = optarg;
 			break;
+		case 'P':
+			if (optarg[0] == '\0') {
+				fprintf(stderr, "%s: --project-id must not be empty\n", g.progname);
+				return FLASHCTL_EXIT_USAGE;
+			}
+			g.project_id = optarg;
+			break;
+		case 'E': g.endpoint = optarg; break;
+		case 'A': g.ca_file = optarg; break;
+		case 'I': g.issuer = optarg; break;
+		case 'U': g.audience = optarg; break;
 		case 'o':
 			if (parse_output(optarg, &g.output) < 0) {
 				fprintf(stderr, "%s: -o %s: expected json, yaml or table\n", g.progname, optarg);

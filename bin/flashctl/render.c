@@ -47,6 +47,23 @@ static int read_file(const char *progname, const char *what, const char *path, c
 	return r;
 }
 
+/* Every error of @diag, one line each: FILE:LINE:COLUMN or FILE: PATH. */
+static void print_errors(const char *file, const struct flash_diag *diag)
+{
+	for (size_t i = 0; i < flash_diag_count(diag); i++) {
+		const struct flash_diag_entry *e = flash_diag_get(diag, i);
+
+		if (e->severity != FLASH_DIAG_ERROR)
+			continue;
+		if (e->line)
+			fprintf(stderr, "%s:%u:%u: %s [%s]\n", file, e->line, e->column, e->message, e->code);
+		else if (e->path[0])
+			fprintf(stderr, "%s: %s: %s [%s]\n", file, e->path, e->message, e->code);
+		else
+			fprintf(stderr, "%s: %s [%s]\n", file, e->message, e->code);
+	}
+}
+
 static struct flash_spec *load_spec(const char *progname, const char *path, int *ret_status)
 {
 	_cleanup_free_ char *text = NULL;
@@ -64,16 +81,7 @@ static struct flash_spec *load_spec(const char *progname, const char *path, int 
 	}
 	r = flash_spec_parse(text, len, NULL, &spec, diag);
 	if (r == -FLASH_E_SPEC_SYNTAX || r == -FLASH_E_SPEC_INVALID) {
-		for (size_t i = 0; i < flash_diag_count(diag); i++) {
-			const struct flash_diag_entry *e = flash_diag_get(diag, i);
-
-			if (e->severity != FLASH_DIAG_ERROR)
-				continue;
-			if (e->line)
-				fprintf(stderr, "%s:%u:%u: %s [%s]\n", path, e->line, e->column, e->message, e->code);
-			else
-				fprintf(stderr, "%s: %s: %s [%s]\n", path, e->path, e->message, e->code);
-		}
+		print_errors(path, diag);
 		*ret_status = FLASHCTL_EXIT_FAILURE;
 	} else if (r < 0) {
 		fprintf(stderr, "%s render: %s: %s\n", progname, path, flash_strerror(r));
@@ -126,7 +134,7 @@ int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g
 	struct flash_public_port *previous = NULL, *ports = NULL;
 	size_t n_previous = 0, n_ports = 0;
 	struct flash_render *rd = NULL;
-	struct flash_render_diag d = { 0 };
+	struct flash_diag *d = NULL;
 	char default_name[32];
 	char *out = NULL;
 	size_t out_len = 0;
@@ -176,16 +184,22 @@ int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g
 	if (!spec)
 		goto out;
 	status = FLASHCTL_EXIT_USAGE;
+	if (flash_diag_new(&d) < 0) {
+		fprintf(stderr, "%s render: out of memory\n", progname);
+		goto out;
+	}
 	if (config_path) {
 		_cleanup_free_ char *text = NULL;
 		size_t len = 0;
 
 		if (read_file(progname, "--config", config_path, &text, &len) < 0)
 			goto out;
-		r = flash_operator_config_parse(text, len, &config, &d);
-		if (r < 0) {
-			fprintf(stderr, "%s render: --config %s: %s%s%s\n", progname, config_path, d.path,
-				d.path[0] ? ": " : "", r == -FLASH_E_RENDER_CONFIG ? d.message : flash_strerror(r));
+		r = flash_operator_config_parse(text, len, &config, d);
+		if (r == -FLASH_E_RENDER_CONFIG) {
+			print_errors(config_path, d);
+			goto out;
+		} else if (r < 0) {
+			fprintf(stderr, "%s render: --config %s: %s\n", progname, config_path, flash_strerror(r));
 			goto out;
 		}
 	} else if ((r = flash_operator_config_default(&config)) < 0) {
@@ -198,10 +212,12 @@ int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g
 
 		if (read_file(progname, "--previous", previous_path, &text, &len) < 0)
 			goto out;
-		r = flash_public_ports_parse(text, len, &previous, &n_previous, &d);
-		if (r < 0) {
-			fprintf(stderr, "%s render: --previous %s: %s%s%s\n", progname, previous_path, d.path,
-				d.path[0] ? ": " : "", r == -FLASH_E_RENDER_PREVIOUS ? d.message : flash_strerror(r));
+		r = flash_public_ports_parse(text, len, &previous, &n_previous, d);
+		if (r == -FLASH_E_RENDER_PREVIOUS) {
+			print_errors(previous_path, d);
+			goto out;
+		} else if (r < 0) {
+			fprintf(stderr, "%s render: --previous %s: %s\n", progname, previous_path, flash_strerror(r));
 			goto out;
 		}
 	}
@@ -226,13 +242,13 @@ int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g
 			   .project_id = project, .service_id = service, .image_digest = digest,
 			   .image_bytes = image_bytes, .public_ports = ports, .n_public_ports = n_ports);
 
-		r = flash_render(spec, config, &opts, &rd, &d);
+		r = flash_render(spec, config, &opts, &rd, d);
 	}
 	if (r < 0) {
-		if (r == -ENOMEM || r == -EINVAL)
-			fprintf(stderr, "%s render: %s\n", progname, flash_strerror(r));
+		if (flash_diag_errors(d))
+			print_errors(spec_path, d);
 		else
-			fprintf(stderr, "%s render: %s: %s: %s\n", progname, spec_path, d.path, d.message);
+			fprintf(stderr, "%s render: %s\n", progname, flash_strerror(r));
 		goto out;
 	}
 	r = flash_render_print(rd, format, &out, &out_len);
@@ -253,5 +269,6 @@ out:
 	free(previous);
 	flash_operator_config_free(config);
 	flash_spec_free(spec);
+	flash_diag_free(d);
 	return status;
 }

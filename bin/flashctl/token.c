@@ -5,8 +5,10 @@
  * flashctl token verify --keys FILE --issuer ISS --audience AUD --action ACTION
  *                       [--now UNIX_SECONDS] [--skew SECONDS] [TOKEN | -]
  * Ed25519 key pairs and provider command tokens (EdDSA JWS); every check
- * is libflash's (<flash/auth.h>).  Key files are read only when they are
- * regular files of mode 0600 (or 0400) owned by the caller.
+ * is libflash's (<flash/auth.h>).  A secret key file is read only when it
+ * is a regular file of mode 0600 (or 0400) owned by the caller; a public
+ * key set (--keys) only when nobody but its owner (the caller or root) can
+ * write it.
  */
 #include "config.h"
 
@@ -25,21 +27,26 @@
 /* Largest accepted --now: 9999-12-31T23:59:59Z. */
 #define NOW_MAX INT64_C(253402300799)
 
-/* Reads a key file through the secret-file checks, saying what is wrong. */
-static int read_key_file(const char *progname, const char *cmd, const char *option, const char *path, char **ret,
-			 size_t *ret_len)
+/* Reads a key file through <flash/file.h>'s checks, saying what is wrong:
+ * the secret-file rule for a private key, the public-file rule for a key
+ * set of public keys. */
+static int read_key_file(const char *progname, const char *cmd, const char *option, const char *path, bool secret,
+			 char **ret, size_t *ret_len)
 {
 	char who[64];
-	int r = flash_file_read_secret(path, 0, ret, ret_len);
+	int r = secret ? flash_file_read_secret(path, 0, ret, ret_len) : flash_file_read_public(path, 0, ret, ret_len);
 
 	snprintf(who, sizeof(who), "%s %s", progname, cmd);
-	if (r == -EPERM)
+	if (r == -EPERM && secret)
 		fprintf(stderr, "%s: %s %s: refused: a key file must be owned by you and have mode 0600 (chmod 600 %s)\n",
 			who, option, path, path);
-	else if (r == -EBADFD)
-		fprintf(stderr, "%s: %s %s: refused: not a regular file\n", who, option, path);
-	else if (r == -ELOOP)
-		fprintf(stderr, "%s: %s %s: refused: a symbolic link\n", who, option, path);
+	else if (r == -EPERM)
+		fprintf(stderr,
+			"%s: %s %s: refused: a key set must be owned by you or root and not be writable by group or others "
+			"(chmod go-w %s)\n",
+			who, option, path, path);
+	else if (r == -EBADFD || r == -ELOOP)
+		fprintf(stderr, "%s: %s %s: refused: %s\n", who, option, path, util_read_strerror(r));
 	else if (r == -EFBIG)
 		fprintf(stderr, "%s: %s %s: larger than %d bytes\n", who, option, path, FLASH_SECRET_FILE_MAX);
 	else if (r < 0)
@@ -209,7 +216,7 @@ static int token_sign(int argc, char **argv, const struct flashctl_globals *g)
 		token_usage(stderr, g->progname);
 		return FLASHCTL_EXIT_USAGE;
 	}
-	if (read_key_file(g->progname, "token sign", "--key", key, &text, &len) < 0)
+	if (read_key_file(g->progname, "token sign", "--key", key, true, &text, &len) < 0)
 		return FLASHCTL_EXIT_USAGE;
 	r = flash_auth_signer_parse(text, len, &signer, detail, sizeof(detail));
 	if (r < 0) {
@@ -352,7 +359,7 @@ static int token_verify(int argc, char **argv, const struct flashctl_globals *g)
 		token_len = g->token_len;
 	}
 
-	if (read_key_file(g->progname, "token verify", "--keys", keys, &text, &len) < 0)
+	if (read_key_file(g->progname, "token verify", "--keys", keys, false, &text, &len) < 0)
 		return FLASHCTL_EXIT_USAGE;
 	r = flash_auth_keyset_parse(text, len, &ks, detail, sizeof(detail));
 	if (r < 0) {

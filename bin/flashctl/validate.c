@@ -21,28 +21,29 @@
  * above its own (smaller) input limit with a diagnostic. */
 #define READ_MAX (16u * 1024 * 1024)
 
-static void print_problem(const char *file, const struct flash_diag_entry *e)
+/* One problem, compiler-style: the one formatter for specs and policies. */
+static void print_problem(FILE *out, const char *file, const struct flash_diag_entry *e)
 {
 	if (e->line)
-		printf("%s:%u:%u: ", file, e->line, e->column);
+		fprintf(out, "%s:%u:%u: ", file, e->line, e->column);
 	else if (e->path[0])
-		printf("%s: %s: ", file, e->path);
+		fprintf(out, "%s: %s: ", file, e->path);
 	else
-		printf("%s: ", file);
+		fprintf(out, "%s: ", file);
 	if (e->severity == FLASH_DIAG_WARNING)
-		printf("warning: ");
-	printf("%s", e->message);
+		fprintf(out, "warning: ");
+	fprintf(out, "%s", e->message);
 	if (e->value)
-		printf(" (value: %s)", e->value);
-	printf(" [%s]\n", e->code);
+		fprintf(out, " (value: %s)", e->value);
+	fprintf(out, " [%s]\n", e->code);
 }
 
-static void print_table(const char *file, const struct flash_diag *diag)
+static void print_table(FILE *out, const char *file, const struct flash_diag *diag)
 {
 	for (size_t i = 0; i < flash_diag_count(diag); i++)
-		print_problem(file, flash_diag_get(diag, i));
+		print_problem(out, file, flash_diag_get(diag, i));
 	if (flash_diag_dropped(diag))
-		printf("%s: %zu more problems not shown\n", file, flash_diag_dropped(diag));
+		fprintf(out, "%s: %zu more problems not shown\n", file, flash_diag_dropped(diag));
 }
 
 static int read_file(const char *progname, const char *path, char **ret, size_t *ret_len)
@@ -115,15 +116,7 @@ static struct flash_policy *load_policy(const char *progname, const char *path, 
 		/* A broken policy is a configuration error, not an invalid spec. */
 		fprintf(stderr, "%s validate: --policy %s: %s\n", progname, path, flash_strerror(r));
 		if (output == FLASHCTL_OUTPUT_TABLE) {
-			for (size_t i = 0; i < flash_diag_count(diag); i++) {
-				const struct flash_diag_entry *e = flash_diag_get(diag, i);
-
-				if (e->line)
-					fprintf(stderr, "%s:%u:%u: %s [%s]\n", path, e->line, e->column, e->message, e->code);
-				else
-					fprintf(stderr, "%s: %s: %s%s%s [%s]\n", path, e->path, e->message,
-						e->value ? " (value: " : "", e->value ? e->value : "", e->code);
-			}
+			print_table(stderr, path, diag);
 		} else {
 			char *json = NULL;
 
@@ -205,7 +198,7 @@ int flashctl_validate_main(int argc, char **argv, const struct flashctl_globals 
 		if (one > status)
 			status = one;
 		if (g->output == FLASHCTL_OUTPUT_TABLE) {
-			print_table(argv[i], diag);
+			print_table(stdout, argv[i], diag);
 			if (one == FLASHCTL_EXIT_OK)
 				printf("%s: valid (%zu warning%s)\n", argv[i], flash_diag_warnings(diag),
 				       flash_diag_warnings(diag) == 1 ? "" : "s");

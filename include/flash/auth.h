@@ -14,7 +14,7 @@
  *   - decides what to do with a command's generation (apply, duplicate,
  *     stale);
  *   - derives the deterministic operation id, an RFC 9562 UUIDv8 from
- *     BLAKE2b (see libflash-auth(3) for the exact encoding);
+ *     BLAKE2b (see flash_auth(3) for the exact encoding);
  *   - signs tokens for clients and tests.
  * Every refusal has its own code in the FLASH_E_BASE + 200 (6200) block (enum
  * flash_auth_error); flash_strerror() gives its text and
@@ -314,7 +314,7 @@ struct flash_auth_operation {
 /* Derives the operation id of @op: BLAKE2b-128 over a length-prefixed
  * encoding of (org, project, service, action, generation, spec digest),
  * with the UUID version (8) and variant (10) bits set.  The encoding is
- * given in libflash-auth(3).  Returns 0, or -EINVAL (NULL, a string too
+ * given in flash_auth(3).  Returns 0, or -EINVAL (NULL, a string too
  * long, no action, digest too long). */
 FLASH_API FLASH_WUR int flash_auth_operation_id(const struct flash_auth_operation *op,
 						struct flash_auth_opid *ret_id);

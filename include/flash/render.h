@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <flash/common.h>
+#include <flash/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,13 +39,6 @@ enum flash_render_error {
 	FLASH_E_RENDER_MAX_,              /* end of the block (not an error) */
 };
 
-/* Details of a refusal: where (a JSON path, "" for the whole document) and
- * what. */
-struct flash_render_diag {
-	char path[256];
-	char message[256];
-};
-
 /* ------------------------------------------------------------ configuration */
 
 /* The operator configuration (flash-operator.conf(5)): immutable once
@@ -58,7 +52,7 @@ struct flash_operator_config;
  * rule, -EINVAL, -ENOMEM. */
 FLASH_API FLASH_WUR int flash_operator_config_parse(const char *json, size_t len,
 						    struct flash_operator_config **ret_config,
-						    struct flash_render_diag *diag);
+						    struct flash_diag *diag);
 
 /* The configuration with every default (the same as parsing "{}"). */
 FLASH_API FLASH_WUR int flash_operator_config_default(struct flash_operator_config **ret_config);
@@ -87,7 +81,7 @@ struct flash_public_port {
  * -FLASH_E_RENDER_PREVIOUS with @diag, -EINVAL, -ENOMEM. */
 FLASH_API FLASH_WUR int flash_public_ports_parse(const char *json, size_t len,
 						 struct flash_public_port **ret_ports, size_t *ret_n,
-						 struct flash_render_diag *diag);
+						 struct flash_diag *diag);
 
 /* Assigns public ports to the ports of @spec when it is exposed publicly
  * (an internal spec gets none): a (protocol, name) pair found in
@@ -136,7 +130,7 @@ struct flash_render;
  * @opts), -EINVAL, -ENOMEM; @diag (optional) says what. */
 FLASH_API FLASH_WUR int flash_render(const struct flash_spec *spec, const struct flash_operator_config *config,
 				     const struct flash_render_opts *opts, struct flash_render **ret_render,
-				     struct flash_render_diag *diag);
+				     struct flash_diag *diag);
 
 FLASH_API void flash_render_free(struct flash_render *render);
 
@@ -217,24 +211,24 @@ FLASH_API void flash_schema_set_free(struct flash_schema_set *set);
  * schema of those kinds.  Returns 0, -FLASH_E_RENDER_BAD_DOCUMENT with
  * @diag, -EINVAL, -ENOMEM. */
 FLASH_API FLASH_WUR int flash_schema_set_add_openapi(struct flash_schema_set *set, const char *text, size_t len,
-						     struct flash_render_diag *diag);
+						     struct flash_diag *diag);
 
 /* Adds a CustomResourceDefinition (JSON): each version's
  * schema.openAPIV3Schema becomes the schema of group/version/kind. */
 FLASH_API FLASH_WUR int flash_schema_set_add_crd(struct flash_schema_set *set, const char *text, size_t len,
-						 struct flash_render_diag *diag);
+						 struct flash_diag *diag);
 
 /* Validates the JSON object at @text against the schema of its apiVersion
  * and kind.  Returns 0, -FLASH_E_RENDER_INVALID (first violation in @diag:
  * the JSON path and the rule), -FLASH_E_RENDER_NO_SCHEMA,
  * -FLASH_E_RENDER_BAD_DOCUMENT (not JSON), -EINVAL, -ENOMEM. */
 FLASH_API FLASH_WUR int flash_schema_validate_object(const struct flash_schema_set *set, const char *text, size_t len,
-						     struct flash_render_diag *diag);
+						     struct flash_diag *diag);
 
 /* Validates @text against the components.schemas entry @schema_name
  * ("io.k8s.api.core.v1.ServicePort") of the first document that has it. */
 FLASH_API FLASH_WUR int flash_schema_validate(const struct flash_schema_set *set, const char *schema_name,
-					      const char *text, size_t len, struct flash_render_diag *diag);
+					      const char *text, size_t len, struct flash_diag *diag);
 
 #ifdef __cplusplus
 }

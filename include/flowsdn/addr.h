@@ -6,7 +6,10 @@
  * strictly and formatted canonically (RFC 5952 for IPv6).  The classifier
  * follows the IANA IPv4 and IPv6 Special-Purpose Address Registries
  * (RFC 6890 and its updates) plus the ranges a cloud node cares about
- * (multicast, cloud metadata endpoints).
+ * (multicast, cloud metadata endpoints), and for IPv6 the IANA IPv6
+ * Address Space registry: only global unicast (2000::/3) can be public;
+ * the other blocks are reserved (fec0::/10 deprecated site-local), as is
+ * the returned 6bone block 3ffe::/16.
  */
 #ifndef FLOWSDN_ADDR_H
 #define FLOWSDN_ADDR_H
@@ -152,7 +155,7 @@ FLOWSDN_API bool flowsdn_prefix_iter_next(struct flowsdn_prefix_iter *it, struct
  * link-local and cloud metadata; fd00:ec2::254 is unique-local and
  * metadata). */
 enum flowsdn_addr_class {
-	FLOWSDN_ADDR_PUBLIC        = 1u << 0,  /* in no special-purpose range, or one that is globally reachable */
+	FLOWSDN_ADDR_PUBLIC        = 1u << 0,  /* in no entry (IPv6: inside 2000::/3), or one that is globally reachable */
 	FLOWSDN_ADDR_PRIVATE       = 1u << 1,  /* RFC 1918, and IPv6 unique-local fc00::/7 */
 	FLOWSDN_ADDR_LOOPBACK      = 1u << 2,  /* 127/8, ::1 */
 	FLOWSDN_ADDR_LINK_LOCAL    = 1u << 3,  /* 169.254/16, fe80::/10 */
@@ -165,14 +168,17 @@ enum flowsdn_addr_class {
 	FLOWSDN_ADDR_UNSPECIFIED   = 1u << 10, /* 0.0.0.0, :: */
 	FLOWSDN_ADDR_BROADCAST     = 1u << 11, /* 255.255.255.255 */
 	FLOWSDN_ADDR_THIS_NETWORK  = 1u << 12, /* 0/8 */
-	FLOWSDN_ADDR_RESERVED      = 1u << 13, /* 240/4, IETF protocol assignments and other non-global special ranges */
+	FLOWSDN_ADDR_RESERVED      = 1u << 13, /* 240/4, IETF protocol assignments, other non-global special ranges,
+						* IPv6 outside 2000::/3 in no other entry, 3ffe::/16 */
 	FLOWSDN_ADDR_BENCHMARK     = 1u << 14, /* 198.18/15, 2001:2::/48 */
 	FLOWSDN_ADDR_TRANSLATION   = 1u << 15, /* 64:ff9b::/96, 64:ff9b:1::/48, 6to4, Teredo */
 	FLOWSDN_ADDR_DISCARD       = 1u << 16, /* 100::/64 */
 };
 
-/* IANA registry attributes of the most specific special-purpose entry
- * holding an address.  For an address in no entry every flag is true. */
+/* IANA registry attributes of the most specific entry holding an address
+ * (special-purpose entries, and for IPv6 outside 2000::/3 the Address
+ * Space block, "Reserved by IETF" with every flag false).  For an address
+ * in no entry every flag is true. */
 struct flowsdn_addr_info {
 	unsigned int classes;     /* enum flowsdn_addr_class bits */
 	const char *name;         /* registry name of the entry, "" when none */

@@ -15,6 +15,13 @@
  * FLOWSDN_IPAM_MAX_POOL_ADDRS addresses (one bit each in memory): IPv4 /12
  * and IPv6 /108 are the largest.
  *
+ * A pool must hold only addresses a pod can use: one that reaches into a
+ * loopback, link-local (which holds the endpoints' gateway,
+ * FLOWSDN_GATEWAY_V4 and FLOWSDN_GATEWAY_V6 of <flowsdn/netlink.h>), cloud
+ * metadata, multicast, unspecified, "this network", broadcast,
+ * IPv4-mapped or IPv4-compatible range (classes of <flowsdn/addr.h>) is
+ * refused, naming the range.
+ *
  * Several processes (the CNI plugin and the agent) may open the same state
  * directory at once.  Every call takes a lock on "<dir>/ipam.lock",
  * re-reads the state when another process changed it, applies the
@@ -65,6 +72,7 @@ enum flowsdn_ipam_error {
 	FLOWSDN_E_IPAM_STATE_CORRUPT,    /* state file truncated, damaged or inconsistent */
 	FLOWSDN_E_IPAM_STATE_VERSION,    /* state file written by a newer format version */
 	FLOWSDN_E_IPAM_ORPHAN,           /* state holds allocations outside every configured pool */
+	FLOWSDN_E_IPAM_POOL_CLASS,       /* pool holds addresses no pod can use (loopback, link-local, the gateway, ...) */
 	FLOWSDN_E_IPAM_MAX_,             /* end of the block (not an error) */
 };
 
@@ -90,7 +98,7 @@ struct flowsdn_ipam_opts {
  * crashed.  The pools are copied.  @opts may be NULL.
  * Errors: -EINVAL, -ENOMEM, -errno of the file system,
  * -FLOWSDN_E_IPAM_POOL_OVERLAP, _POOL_TOO_SMALL, _POOL_TOO_BIG,
- * _STATE_CORRUPT, _STATE_VERSION, _ORPHAN.  A state file that cannot be
+ * _POOL_CLASS, _STATE_CORRUPT, _STATE_VERSION, _ORPHAN.  A state file that cannot be
  * read is never overwritten.  *ret is written only on success; free it
  * with flowsdn_ipam_free(). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_prefix *pools,

@@ -122,6 +122,15 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_veth_setup(const struct flowsdn_veth
 FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
 					      struct flowsdn_nl_err *err);
 
+/* Deletes the veth @ifname inside the netns at @netns_path (entered by a
+ * helper thread, the caller's netns untouched): the pair goes with it, so
+ * this removes an endpoint from the container's side, whichever netns the
+ * caller and the host side are in.  Idempotent: 0 when @ifname is not
+ * there.  -EINVAL, -FLOWSDN_E_NL_NETNS (not a network namespace),
+ * -FLOWSDN_E_NL_MISMATCH (@ifname is not a veth: it is left alone),
+ * -FLOWSDN_E_NL_LINK. */
+FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *ifname, struct flowsdn_nl_err *err);
+
 /* What an endpoint's host interface must still be (adoption after a
  * restart; used by flowsdn_datapath_adopt()). */
 struct flowsdn_endpoint_iface {

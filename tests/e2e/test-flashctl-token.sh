@@ -1,7 +1,8 @@
 #!/bin/sh
-# flashctl keygen / token sign / token verify as a user runs them: key
-# files of mode 0600 only, valid and refused tokens with their exit codes
-# and reasons, stdin and --token-file input, key rotation with a JWKS.
+# flashctl keygen / token sign / token verify as a user runs them: secret
+# key files of mode 0600 only, public key sets readable by all but writable
+# by their owner only, valid and refused tokens with their exit codes and
+# reasons, stdin and --token-file input, key rotation with a JWKS.
 set -eu
 : "${top_builddir:?}"
 F="$top_builddir/bin/flashctl/flashctl"
@@ -72,10 +73,25 @@ expect 1 "refused: missing-generation" "$F" $V --action delete --now "$now" "$no
 expect 2 "the key file is for kid" "$F" token sign --key old.jwk --kid other --claims '{}'
 expect 1 "repeat a member" "$F" token sign --key old.jwk --kid ops-2026-10 --claims '{"a":1,"a":2}'
 
-# Key files that are not mode 0600 are refused, saying so.
-chmod 644 old.jwks
-expect 2 "mode 0600" "$F" $V --action update --now "$now" "$tok"
+# A public key set needs no secret mode: world-readable is accepted.  But
+# whoever can write it can add a key: group- or world-writable is refused.
+for mode in 644 444 604 640; do
+	chmod "$mode" old.jwks
+	expect 0 "" "$F" $V --action update --now $((now + 5)) "$tok"
+done
+for mode in 664 646 666 622; do
+	chmod "$mode" old.jwks
+	expect 2 "a key set must be owned by you or root and not be writable by group or others" \
+		"$F" $V --action update --now "$now" "$tok"
+done
 chmod 600 old.jwks
+ln -s old.jwks link.jwks
+expect 2 "refused: a symbolic link" "$F" token verify --keys link.jwks --issuer mp --audience prov-eu \
+	--action update --now "$now" "$tok"
+mkfifo keys-fifo
+expect 2 "refused: not a regular file" timeout 10 "$F" token verify --keys keys-fifo --issuer mp \
+	--audience prov-eu --action update --now "$now" "$tok"
+# Secret key files that are not mode 0600 are refused, saying so.
 chmod 640 old.jwk
 expect 2 "mode 0600" "$F" token sign --key old.jwk --kid ops-2026-10 --claims '{}'
 # Exactly 0600 or 0400: write-only, setuid, setgid and sticky are refused too.

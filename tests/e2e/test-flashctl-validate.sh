@@ -40,8 +40,12 @@ expect 2 "$flashctl" validate "$tmp"
 grep -q "validate: $tmp: not a regular file" "$tmp/out" || { cat "$tmp/out"; fail "directory not named"; }
 expect 0 "$flashctl" --help
 grep -q '^  validate ' "$tmp/out" || fail "--help does not list validate"
-# Subcommands that do not exist yet are not advertised.
-if grep -Eq '^  (create|list|get|update|delete|exec|usage) ' "$tmp/out"; then fail "--help lists a missing command"; fi
+# The provider client's commands are advertised; those that do not exist
+# yet are not.
+for c in create list get update delete usage; do
+	grep -q "^  $c " "$tmp/out" || fail "--help does not list $c"
+done
+if grep -Eq '^  (exec|logs) ' "$tmp/out"; then fail "--help lists a missing command"; fi
 expect 0 "$flashctl" --version
 
 # The seed example validates unchanged.
@@ -82,6 +86,12 @@ grep -q 'spec.json: cpu_millis: cpu_millis 5000 exceeds the per-workload limit 4
 echo '{"regions": []}' >"$tmp/policy.json"
 expect 2 "$flashctl" validate --policy "$tmp/policy.json" "$seed"
 grep -q 'workload_limits: is required' "$tmp/out" || { cat "$tmp/out"; fail "broken policy explained"; }
+# A policy problem is written as a spec problem is, "(value: V)" closed.
+sed 's/"regions": \["heteronet-global", "eu-central"\]/"regions": ["heteronet-global", "eu-central", "heteronet-global"]/' \
+	"$policy" >"$tmp/policy-dup.json"
+expect 2 "$flashctl" validate --policy "$tmp/policy-dup.json" "$seed"
+grep -qxF "$tmp/policy-dup.json: regions[2]: duplicates item 0 (value: \"heteronet-global\") [duplicate]" "$tmp/out" || {
+	cat "$tmp/out"; fail "policy duplicate-entry line"; }
 
 # --canonical prints the canonical form (the golden file).
 expect 0 "$flashctl" validate --canonical "$seed"

@@ -28,4 +28,12 @@ echo "$out" | grep -q '^169.254.169.254 .*metadata' || { echo "wrong output for 
 echo "$out" | grep -q 'bits set past its length' || { echo "8.8.8.8/24 not refused"; exit 1; }
 # The installed man page is there.
 test -f "$(find "$tmp/root" -name libflowsdn.3 | head -n 1)" || { echo "libflowsdn.3 not installed"; exit 1; }
+# Every exported function has its link page to its module's page.
+man3=$(dirname "$(find "$tmp/root" -name libflowsdn.3 | head -n 1)")
+grep -qx '.so man3/libflowsdn.3' "$man3/flowsdn_strerror.3" || { echo "flowsdn_strerror(3) link missing"; exit 1; }
+grep -qx '.so man3/libflash.3' "$man3/flash_strerror.3" || { echo "flash_strerror(3) link missing"; exit 1; }
+grep -qx '.so man3/flowsdn_ipam.3' "$man3/flowsdn_ipam_allocate.3" || { echo "flowsdn_ipam_allocate(3) link missing"; exit 1; }
+n_links=$(grep -l '^\.so man3/' "$man3"/*.3 | wc -l)
+n_fns=$(sh "$top_srcdir/man/man3-links.sh" "$top_srcdir" | wc -l)
+test "$n_links" -eq "$n_fns" || { echo "$n_links man3 link pages installed, $n_fns functions"; exit 1; }
 echo "example built and ran against the installed .pc files"

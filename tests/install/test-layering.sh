@@ -4,17 +4,15 @@
 # 1. Every public header <lib/x.h> is implemented by libx/x.c or libx/x-*.c
 #    (a header that declares no function, such as <flowsdn/maps.h>, needs
 #    no file, and then no file may carry its name).
-# 2. Inside a module (the files of one directory that share the name before
-#    the first '-': policy.c, policy-parse.c, policy-model.c, ...), the
+# 2. Inside a module (in a library, the files that share the name before
+#    the first '-': policy.c, policy-parse.c, policy-model.c, ...; a private
+#    folder such as common/ or agent/ is one module as a whole), the
 #    "calls" relation between files, read from the objects with nm (A calls
 #    B when A refers to a symbol that B defines), has no cycle: the shared
 #    helpers of a module sit in leaf files that the others call.
 set -eu
 : "${top_srcdir:?}" "${top_builddir:?}"
 status=0
-# Circles known and being removed elsewhere (directory.module); each one
-# still present is reported, not failed.
-known_circles=""
 
 # ---------------------------------------------------------------- 1. headers
 for hdr in "$top_srcdir"/include/flowsdn/*.h "$top_srcdir"/include/flash/*.h; do
@@ -49,7 +47,12 @@ for dir in common libflowsdn libflash agent cni operator; do
 		src=$(basename "$o" .o | sed 's/^.*_la-//')
 		# an object left behind by a renamed source is not the tree's
 		[ -f "$top_srcdir/$dir/$src.c" ] || continue
-		mod=${src%%-*}
+		# A library's module is a name prefix; a private folder (common/,
+		# a program's own folder) is one module.
+		case $dir in
+		libflowsdn | libflash) mod=${src%%-*} ;;
+		*) mod=all ;;
+		esac
 		echo "$dir $mod $src $o"
 	done
 done | sort -u >"$tmp/objects"
@@ -71,12 +74,9 @@ for defs in "$tmp"/*.defs; do
 	[ -s "$tmp/$key.edges" ] || continue
 	# tsort reports a cycle on stderr; it is a circle of calling files.
 	if ! tsort "$tmp/$key.edges" >/dev/null 2>"$tmp/$key.tsort"; then
-		case " $known_circles " in
-		*" $key "*)
-			echo "${key%%.*}/: the ${key#*.} module still has its known circle (issue 12 item 1)"
-			continue ;;
-		esac
-		echo "${key%%.*}/: the ${key#*.} module's files call each other in a circle:"
+		what="the ${key#*.} module's files"
+		[ "${key#*.}" = all ] && what="its files"
+		echo "${key%%.*}/: $what call each other in a circle:"
 		sed -n 's/^tsort: \([^ ]*\)$/  \1/p' "$tmp/$key.tsort"
 		# Name the symbols on each mutual pair, to say what to move.
 		awk '{e[$1 " " $2] = 1} END {for (k in e) {split(k, p, " "); if ((p[2] " " p[1]) in e && p[1] < p[2]) print "  " p[1] " <-> " p[2]}}' \

@@ -101,8 +101,10 @@ static void node_teardown(void)
 }
 
 /* Runs flowsdn-cni like a runtime: @conf on stdin, CNI_* in the
- * environment.  Returns the exit status; *out (if non-NULL) gets stdout. */
-static int cni(const char *cmd, const char *cid, const char *netns, const char *conf, char **out)
+ * environment, from the netns @from (NULL: the agent's, ours).  Returns
+ * the exit status; *out (if non-NULL) gets stdout. */
+static int cni_from(const char *from, const char *cmd, const char *cid, const char *netns, const char *conf,
+		    char **out)
 {
 	int in[2], o[2], st;
 	char buf[65536];
@@ -120,6 +122,12 @@ static int cni(const char *cmd, const char *cid, const char *netns, const char *
 		snprintf(e1, sizeof(e1), "CNI_COMMAND=%s", cmd);
 		snprintf(e2, sizeof(e2), "CNI_CONTAINERID=%s", cid ? cid : "");
 		snprintf(e3, sizeof(e3), "CNI_NETNS=%s", netns ? netns : "");
+		if (from) {
+			int fd = open(from, O_RDONLY | O_CLOEXEC);
+
+			if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
+				_exit(126);
+		}
 		dup2(in[0], 0);
 		dup2(o[1], 1);
 		execle(node.plugin_bin, node.plugin_bin, (char *)NULL, envp);
@@ -137,6 +145,11 @@ static int cni(const char *cmd, const char *cid, const char *netns, const char *
 	if (out)
 		*out = strdup(buf);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int cni(const char *cmd, const char *cid, const char *netns, const char *conf, char **out)
+{
+	return cni_from(NULL, cmd, cid, netns, conf, out);
 }
 
 static char *plugin_conf(const char *version, const char *extra)
@@ -360,6 +373,45 @@ Test(node, del_while_agent_down_is_replayed)
 	body = api_get("/v1/healthz", &status);
 	cr_assert(strstr(body, "\"replayedDeletes\":1"), "%s", body);
 	free(body);
+	free(conf);
+}
+
+/* issue 13 item 14: with the agent down, the plugin deleted the host-side
+ * veth by name in its own netns, which is only right when it runs in the
+ * agent's.  Run from another netns, it must remove the pair from inside
+ * CNI_NETNS, and touch nothing of its own netns (not even interfaces named
+ * like the endpoint's two sides). */
+Test(node, offline_del_from_another_netns_removes_the_pair)
+{
+	char *conf = plugin_conf("1.0.0", NULL), *out = NULL, host[16], cmd[160];
+	struct test_ns plugin_ns;
+	struct ep a, b;
+
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	agent_kill(SIGKILL);
+	ns_spawn(&plugin_ns);
+	cr_assert_eq(agent_api_host_ifname("alpha", "eth0", host, sizeof(host)), 0);
+	/* A veth pair there named like alpha's two sides. */
+	snprintf(cmd, sizeof(cmd), "ip link add eth0 type veth peer name %s", host);
+	cr_assert_eq(run_in(plugin_ns.path, cmd), 0, "%s", cmd);
+
+	cr_assert_eq(cni_from(plugin_ns.path, "DEL", "alpha", a.ns.path, conf, &out), 0, "DEL: %s", out);
+	free(out);
+	cr_assert_neq(run_in(a.ns.path, "ip link show eth0 >/dev/null 2>&1"), 0, "alpha's eth0 is gone");
+	cr_assert_eq(host_links_named_fsd(), 1, "alpha's host side went with it, beta's kept");
+	cr_assert_eq(run_in(b.ns.path, "ip link show eth0 >/dev/null 2>&1"), 0, "beta's eth0 kept");
+	snprintf(cmd, sizeof(cmd), "ip link show %s >/dev/null 2>&1 && ip link show eth0 >/dev/null 2>&1", host);
+	cr_assert_eq(run_in(plugin_ns.path, cmd), 0, "the plugin's own netns was touched");
+
+	/* CNI_NETNS naming the plugin's own netns deletes nothing there. */
+	cr_assert_eq(cni_from(plugin_ns.path, "DEL", "gamma", plugin_ns.path, conf, &out), 0, "DEL: %s", out);
+	free(out);
+	cr_assert_eq(run_in(plugin_ns.path, "ip link show eth0 >/dev/null 2>&1"), 0, "its own eth0 deleted");
+
+	agent_start();
+	cr_assert_eq(host_links_named_fsd(), 1, "after the replay");
+	ns_kill(&plugin_ns);
 	free(conf);
 }
 

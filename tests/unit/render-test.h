@@ -8,7 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <flash/diag.h>
 #include <flash/render.h>
+
+#include "diag-helpers.h"
+
+DIAG_TEST_HELPERS(flash)
+#define _cleanup_diag_ _cleanup_flash_diag_
+#define render_test_diag flash_test_diag
+#define diag_path flash_test_path
+#define diag_message flash_test_message
 
 /* Reads tests/data/@rel (NUL-terminated, free()); fails the test when it
  * cannot. */
@@ -53,15 +62,15 @@ static inline struct flash_schema_set *render_test_schema_set(bool with_builtin)
 	cr_assert(flash_schema_set_new(&set) == 0);
 	for (size_t i = 0; with_builtin && i < sizeof(docs) / sizeof(docs[0]); i++) {
 		char rel[128];
-		struct flash_render_diag d = { 0 };
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
 		size_t len;
 		char *text;
 		int r;
 
 		snprintf(rel, sizeof(rel), "k8s/openapi/%s.json", docs[i]);
 		text = render_test_read(rel, &len);
-		r = flash_schema_set_add_openapi(set, text, len, &d);
-		cr_assert(r == 0, "%s: %d %s: %s %s", rel, r, flash_strerror(r), d.path, d.message);
+		r = flash_schema_set_add_openapi(set, text, len, d);
+		cr_assert(r == 0, "%s: %d %s: %s %s", rel, r, flash_strerror(r), diag_path(d), diag_message(d));
 		free(text);
 	}
 	return set;

@@ -493,6 +493,33 @@ static const struct reg registry[] = {
 	{ "ff02::1", C(MULTICAST), "Multicast", false, true, true, false },
 	{ "2606:4700::1111", C(PUBLIC), "", true, true, true, true },
 	{ "2001:200::1", C(PUBLIC), "", true, true, true, true },
+	{ "2c0f:f248::1", C(PUBLIC), "", true, true, true, true },
+	/* The IPv6 Address Space registry: only 2000::/3 is Global Unicast,
+	 * the rest is reserved (or deprecated: site-local fec0::/10); and the
+	 * 6bone's 3ffe::/16, returned to IANA (RFC 3701). */
+	{ "fec0::1", C(RESERVED), "Deprecated (Site-Local)", false, false, false, false },
+	{ "feff:ffff::1", C(RESERVED), "Deprecated (Site-Local)", false, false, false, false },
+	{ "4000::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "c000::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "fe00::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "3ffe::1", C(RESERVED), "Deprecated (6bone)", false, false, false, false },
+	{ "3ffe:ffff::1", C(RESERVED), "Deprecated (6bone)", false, false, false, false },
+	{ "::2:0:0:1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "1::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "101::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "200::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "400::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "800::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "1fff:ffff::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "6000::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "8000::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "a000::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "e000::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "f000::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "f800::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "fbff:ffff::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "fe7f:ffff::1", C(RESERVED), "Reserved by IETF", false, false, false, false },
+	{ "3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", C(PUBLIC), "", true, true, true, true },
 };
 #undef C
 
@@ -544,6 +571,38 @@ Test(classify, prefixes)
 	cr_assert(c & FLOWSDN_ADDR_PUBLIC && c & FLOWSDN_ADDR_DOCUMENTATION);
 	p = P("8.0.0.0/7");
 	cr_assert(flowsdn_prefix_classify(&p) == FLOWSDN_ADDR_PUBLIC);
+
+	/* IPv6 outside 2000::/3 is reserved space, never public. */
+	static const char *const reserved6[] = { "fec0::/10", "4000::/2", "c000::/3", "fe00::/9", "3ffe::/16",
+						 "1000::/4", "e000::/4" };
+	for (size_t i = 0; i < sizeof(reserved6) / sizeof(reserved6[0]); i++) {
+		p = P(reserved6[i]);
+		c = flowsdn_prefix_classify(&p);
+		cr_assert(c == FLOWSDN_ADDR_RESERVED, "%s: 0x%x", reserved6[i], c);
+	}
+	/* A space block's class only where no special-purpose entry is:
+	 * 64:ff9b::/96 and ::1/128 lie in ::/8 but are not "reserved". */
+	p = P("64:ff9b::/96");
+	cr_assert(flowsdn_prefix_classify(&p) == (FLOWSDN_ADDR_PUBLIC | FLOWSDN_ADDR_TRANSLATION), "0x%x",
+		  flowsdn_prefix_classify(&p));
+	p = P("::ffff:0:0/96");
+	cr_assert(flowsdn_prefix_classify(&p) == FLOWSDN_ADDR_V4_MAPPED);
+	p = P("fe80::/10");
+	cr_assert(flowsdn_prefix_classify(&p) == FLOWSDN_ADDR_LINK_LOCAL);
+	p = P("fe80::/9");
+	cr_assert(flowsdn_prefix_classify(&p) == (FLOWSDN_ADDR_LINK_LOCAL | FLOWSDN_ADDR_RESERVED));
+	p = P("::/8");
+	c = flowsdn_prefix_classify(&p);
+	cr_assert(c & FLOWSDN_ADDR_RESERVED && c & FLOWSDN_ADDR_LOOPBACK && c & FLOWSDN_ADDR_V4_MAPPED, "0x%x", c);
+	p = P("::/0");
+	c = flowsdn_prefix_classify(&p);
+	cr_assert(c & FLOWSDN_ADDR_PUBLIC && c & FLOWSDN_ADDR_RESERVED && c & FLOWSDN_ADDR_PRIVATE, "0x%x", c);
+	/* 2000::/3 less its exceptions is public; 3ffe::/16 is one of them. */
+	p = P("2400::/12");
+	cr_assert(flowsdn_prefix_classify(&p) == FLOWSDN_ADDR_PUBLIC);
+	p = P("3ff0::/12");
+	c = flowsdn_prefix_classify(&p);
+	cr_assert(c == (FLOWSDN_ADDR_PUBLIC | FLOWSDN_ADDR_RESERVED | FLOWSDN_ADDR_DOCUMENTATION), "0x%x", c);
 }
 
 Test(classify, class_names)

@@ -652,7 +652,7 @@ Test(negative, every_reason_has_its_name_and_text)
 	ASSERT_STREQ(flash_auth_reason_name(FLASH_E_AUTH_MAX_), "unknown", "past the end");
 }
 
-/* The codes are an interface (libflash-auth(3) lists them): they never move. */
+/* The codes are an interface (flash_auth(3) lists them): they never move. */
 Test(negative, reason_codes_are_stable)
 {
 	static const char *const names[] = {
@@ -860,7 +860,7 @@ Test(opid, deterministic_and_sensitive_to_every_field)
 	}
 }
 
-/* Recomputes the id from the encoding documented in libflash-auth(3). */
+/* Recomputes the id from the encoding documented in flash_auth(3). */
 Test(opid, matches_the_documented_encoding)
 {
 	static const char *const fields[] = { "flash.operation-id.v1", "org-1", "proj-1", "web", "update" };

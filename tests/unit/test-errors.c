@@ -7,6 +7,7 @@
 
 #include <flash/auth.h>
 #include <flash/common.h>
+#include <flash/image.h>
 #include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
@@ -49,6 +50,7 @@ static const struct block flash_blocks[] = {
 	{ "auth", FLASH_E_AUTH_BASE, FLASH_E_AUTH_MAX_ },
 	{ "meter", FLASH_E_METER_BASE, FLASH_E_METER_MAX_ },
 	{ "render", FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_ },
+	{ "image", FLASH_E_IMAGE_BASE, FLASH_E_IMAGE_MAX_ },
 };
 
 /* Each block sits on a multiple of 100 inside its library's range, holds

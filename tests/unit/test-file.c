@@ -186,3 +186,83 @@ Test(file, read_fd_past_the_hint)
 	close(fd);
 	free(p);
 }
+
+/* Public key sets: any mode without group or other write, owned by the
+ * caller or root; the type and symlink rules of secret files. */
+Test(file, public_files_need_integrity_not_secrecy)
+{
+	static const mode_t ok_modes[] = { 0644, 0444, 0600, 0400, 0604, 0640 };
+	static const mode_t bad_modes[] = { 0664, 0666, 0646, 0622, 0602, 0620 };
+	char *p = make("keys", "{\"keys\":[]}", 0644), *link = NULL, *fifo = NULL;
+	char *data = (char *)0x1;
+	size_t len = 7;
+
+	for (size_t i = 0; i < sizeof(ok_modes) / sizeof(ok_modes[0]); i++) {
+		cr_assert(chmod(p, ok_modes[i]) == 0);
+		expect_read(flash_file_read_public(p, 0, &data, &len), &data, &len, "{\"keys\":[]}", "readable mode");
+	}
+	data = (char *)0x1;
+	len = 7;
+	for (size_t i = 0; i < sizeof(bad_modes) / sizeof(bad_modes[0]); i++) {
+		cr_assert(chmod(p, bad_modes[i]) == 0);
+		cr_assert(flash_file_read_public(p, 0, &data, &len) == -EPERM, "mode %04o accepted",
+			  (unsigned int)bad_modes[i]);
+		cr_assert(data == (char *)0x1 && len == 7, "outputs untouched on failure");
+	}
+	cr_assert(chmod(p, 0644) == 0);
+	cr_assert(asprintf(&link, "%s/link", dir) > 0 && asprintf(&fifo, "%s/fifo", dir) > 0);
+	cr_assert(symlink(p, link) == 0 && mkfifo(fifo, 0644) == 0);
+	ASSERT_ERR(flash_file_read_public(link, 0, &data, &len), -ELOOP, "symlink");
+	ASSERT_ERR(flash_file_read_public(fifo, 0, &data, &len), -EBADFD, "FIFO");
+	ASSERT_ERR(flash_file_read_public(dir, 0, &data, &len), -EBADFD, "directory");
+	ASSERT_ERR(flash_file_read_public(p, 3, &data, &len), -EFBIG, "larger than max");
+	ASSERT_ERR(flash_file_read_public(NULL, 0, &data, &len), -EINVAL, "NULL");
+	/* The secret rule still refuses the world-readable file. */
+	ASSERT_ERR(flash_file_read_secret(p, 0, &data, &len), -EPERM, "0644 secret");
+	if (geteuid() == 0) {
+		cr_assert(chown(p, 65534, 65534) == 0);
+		ASSERT_ERR(flash_file_read_public(p, 0, &data, &len), -EPERM, "owned by nobody");
+		cr_assert(chown(p, 0, 0) == 0);
+		expect_read(flash_file_read_public(p, 0, &data, &len), &data, &len, "{\"keys\":[]}", "owned by root");
+	}
+	free(p);
+	free(link);
+	free(fifo);
+}
+
+/* Writing into a directory: only a private one, reached without a
+ * symlink; the file itself is never written through a symlink. */
+Test(file, private_dir_and_atomic_write_at)
+{
+	char *sub = NULL, *link = NULL, *file = make("plain", "x", 0600), *target = NULL, *entry = NULL;
+	char *data = NULL;
+	size_t len = 0;
+	struct stat st;
+	int dfd;
+
+	cr_assert(asprintf(&sub, "%s/sub", dir) > 0 && asprintf(&link, "%s/link", dir) > 0);
+	cr_assert(asprintf(&target, "%s/target", dir) > 0 && asprintf(&entry, "%s/sub/entry", dir) > 0);
+	cr_assert(mkdir(sub, 0700) == 0 && symlink(sub, link) == 0);
+	ASSERT_ERR(util_open_dir_private(link, &st), -ELOOP, "symlink to a directory");
+	ASSERT_ERR(util_open_dir_private(file, &st), -ENOTDIR, "a file");
+	cr_assert(chmod(sub, 0770) == 0);
+	ASSERT_ERR(util_open_dir_private(sub, &st), -EPERM, "group-writable");
+	cr_assert(chmod(sub, 0702) == 0);
+	ASSERT_ERR(util_open_dir_private(sub, &st), -EPERM, "world-writable");
+	cr_assert(chmod(sub, 0755) == 0);
+	dfd = util_open_dir_private(sub, &st);
+	cr_assert(dfd >= 0, "private directory: %d", dfd);
+	cr_assert(symlink(target, entry) == 0);
+	ASSERT_OK(util_write_file_atomic_at(dfd, "entry", "hello", 5, 0640), "write over a symlink");
+	cr_assert(access(target, F_OK) < 0, "the symlink was followed");
+	cr_assert(lstat(entry, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0640, "mode 0%o",
+		  (unsigned int)st.st_mode);
+	expect_read(util_read_file(entry, 100, &data, &len), &data, &len, "hello", "content");
+	ASSERT_ERR(util_write_file_atomic_at(dfd, "a/b", "x", 1, 0600), -EINVAL, "a name with a slash");
+	close(dfd);
+	free(sub);
+	free(link);
+	free(file);
+	free(target);
+	free(entry);
+}

@@ -303,6 +303,57 @@ Test(ipam, bad_pools)
 	cr_assert_null(ipam);
 }
 
+/* Pools that cannot work: refused with the reason, and nothing written to
+ * the state directory.  Documentation, benchmarking, CGNAT, private and
+ * public ranges remain fine. */
+Test(ipam, unusable_pools_are_refused_with_the_reason)
+{
+	static const struct {
+		const char *pool, *needle;
+	} bad[] = {
+		{ "127.0.0.0/24", "pool 127.0.0.0/24 holds loopback addresses" },
+		{ "127.255.255.0/30", "loopback" },
+		{ "169.254.1.0/24", "pool 169.254.1.0/24 holds 169.254.1.1, the gateway address" },
+		{ "169.254.0.0/22", "169.254.1.1, the gateway" },
+		{ "169.254.200.0/24", "holds link-local addresses" },
+		{ "169.254.169.0/24", "link-local" },
+		{ "224.0.0.0/24", "holds multicast addresses" },
+		{ "239.255.0.0/16", "multicast" },
+		{ "0.0.0.0/24", "holds unspecified addresses" },
+		{ "0.1.0.0/24", "holds this-network addresses" },
+		{ "255.255.255.0/24", "holds broadcast addresses" },
+		{ "::/126", "pool ::/126 holds loopback addresses" },
+		{ "fe80::/120", "holds fe80::1, the gateway address" },
+		{ "fe80::100/120", "holds link-local addresses" },
+		{ "::ffff:10.0.0.0/120", "holds ipv4-mapped addresses" },
+		{ "::ffff:0:0/108", "ipv4-mapped" },
+		{ "::a00:0/120", "holds ipv4-compatible addresses" },
+		{ "ff02::/120", "holds multicast addresses" },
+		{ "fd00:ec2::200/120", "holds metadata addresses" },
+	};
+	static const char *const fine[] = { "192.0.2.0/24", "198.18.0.0/24", "100.64.0.0/24", "172.16.0.0/24",
+					    "8.8.8.0/24", "2001:db8::/120", "2606:4700::/120", "fd00:ec2::/120",
+					    "169.253.255.0/24", "126.255.255.0/24" };
+	struct flowsdn_ipam *ipam;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *one[] = { bad[i].pool };
+		const char *two[] = { "10.9.0.0/24", bad[i].pool };
+
+		expect_bad_pools(one, 1, -FLOWSDN_E_IPAM_POOL_CLASS, bad[i].needle);
+		expect_bad_pools(two, 2, -FLOWSDN_E_IPAM_POOL_CLASS, bad[i].needle);
+	}
+	cr_assert(access(dir, F_OK) < 0 || rmdir(dir) == 0, "a refused pool left state behind in %s", dir);
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		const char *one[] = { fine[i] };
+
+		ipam = open_pools(one, 1);
+		flowsdn_ipam_free(ipam);
+	}
+	ASSERT_STREQ(flowsdn_strerror(-FLOWSDN_E_IPAM_POOL_CLASS), "address pool holds addresses no pod can use",
+		     "strerror");
+}
+
 Test(ipam, bad_owner)
 {
 	struct flowsdn_ipam *ipam = open_default();

@@ -101,6 +101,49 @@ Test(json, strictness)
 	bad("{\"a\\u0000b\":1}", 14, NULL, JSON_ERR_SYNTAX);
 }
 
+/* Surrogate escapes: a pair decodes to its code point; an unpaired one
+ * (which yajl turns into "?" or pairs with the next escape) is refused
+ * with its position, in values and keys. */
+Test(json, surrogate_escapes)
+{
+	static const struct {
+		const char *text;
+		unsigned int line, column;
+	} refused[] = {
+		{ "[\"\\ud800x\"]", 1, 3 },               /* lone high, then a character */
+		{ "[\"\\ud800\"]", 1, 3 },                /* lone high at the end */
+		{ "[\"ab\\uDBFF\\u0041\"]", 1, 5 },        /* high, then a non-surrogate escape */
+		{ "[\"\\ud800\\ud800\"]", 1, 3 },          /* high, then high */
+		{ "[\"\\udc00\"]", 1, 3 },                /* lone low */
+		{ "[\"\\ud83d\\ude00\\udc00\"]", 1, 15 },  /* a pair, then a lone low */
+		{ "[\"\\ud800\\n\"]", 1, 3 },             /* high, then another escape */
+		{ "{\"k\\ud800\":1}", 1, 4 },              /* in a key */
+		{ "{\"a\":\"\\\\\",\n \"b\":\"x\\udfff\"}", 2, 8 }, /* after an escaped backslash, line 2 */
+	};
+	struct json_value *v;
+	const char *str;
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct json_error e = bad(refused[i].text, strlen(refused[i].text), NULL, JSON_ERR_UTF8);
+
+		cr_assert(strstr(e.message, "surrogate"), "%s: message %s", refused[i].text, e.message);
+		cr_assert(e.line == refused[i].line && e.column == refused[i].column, "%s: at %u:%u, want %u:%u",
+			  refused[i].text, e.line, e.column, refused[i].line, refused[i].column);
+	}
+	/* U+1F600 as a pair, "\\ud800" as plain text after an escaped
+	 * backslash, and a literal "?" all stay what they are. */
+	v = ok("[\"\\ud83d\\ude00\", \"\\\\ud800\", \"?x\", \"\\u00e9\\uFFFF\"]");
+	ASSERT_OK(json_get_string(v->u.array.items[0], &str), "pair");
+	ASSERT_STREQ(str, "\xf0\x9f\x98\x80", "U+1F600");
+	ASSERT_OK(json_get_string(v->u.array.items[1], &str), "escaped backslash");
+	ASSERT_STREQ(str, "\\ud800", "text, not an escape");
+	ASSERT_OK(json_get_string(v->u.array.items[2], &str), "question mark");
+	ASSERT_STREQ(str, "?x", "literal");
+	ASSERT_OK(json_get_string(v->u.array.items[3], &str), "BMP escapes");
+	ASSERT_STREQ(str, "\xc3\xa9\xef\xbf\xbf", "U+00E9 U+FFFF");
+	json_free(v);
+}
+
 Test(json, nul_in_string)
 {
 	struct json_value *v = ok("[\"a\\u0000b\"]");
@@ -187,4 +230,149 @@ Test(json, paths)
 	json_path_push_key(&p, "metadata");
 	json_path_push_key(&p, "a.b \"c\"");
 	ASSERT_STREQ(json_path_str(&p), "metadata[\"a.b \\\"c\\\"\"]", "quoted key");
+}
+
+/* ---------------------------------------------------------------- emitter */
+
+static char *emit_done(struct json_writer *w)
+{
+	char *out = NULL;
+	size_t len = 0;
+	int r = json_writer_finish(w, &out, &len);
+
+	cr_assert(r == 0, "json_writer_finish = %d", r);
+	cr_assert_eq(strlen(out), len, "length");
+	return out;
+}
+
+Test(json_write, escaping_and_types)
+{
+	struct json_writer *w = json_writer_new(0);
+	char *out;
+
+	jw_object_open(w);
+	jw_kv_string(w, "s", "a\"b\\c\n\t\x01/\xc3\xa9");
+	jw_kv_int(w, "neg", INT64_MIN);
+	jw_kv_uint(w, "big", UINT64_MAX);
+	jw_kv_bool(w, "t", true);
+	jw_key(w, "n");
+	jw_null(w);
+	jw_key(w, "nul");
+	jw_string(w, NULL);
+	jw_key(w, "x");
+	jw_number(w, "-1.5e3", 6);
+	jw_key(w, "a");
+	jw_array_open(w);
+	jw_string_len(w, "z\0y", 3);
+	jw_array_close(w);
+	jw_object_close(w);
+	out = emit_done(w);
+	ASSERT_STREQ(out,
+		     "{\"s\":\"a\\\"b\\\\c\\n\\t\\u0001/\xc3\xa9\",\"neg\":-9223372036854775808,"
+		     "\"big\":18446744073709551615,\"t\":true,\"n\":null,\"nul\":null,\"x\":-1.5e3,"
+		     "\"a\":[\"z\\u0000y\"]}",
+		     "emitted");
+	free(out);
+}
+
+Test(json_write, round_trip_keeps_numbers_and_order)
+{
+	static const char *const docs[] = {
+		"{\"b\":1,\"a\":[1.50,-0.0,1e400,\"\\u00e9\\u0000\"],\"c\":{\"\":null}}",
+		"[]",
+		"\"x\"",
+		"18446744073709551616",
+	};
+
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		struct json_value *v = ok(docs[i]), *v2;
+		struct json_writer *w = json_writer_new(0);
+		char *out;
+
+		jw_value(w, v);
+		out = emit_done(w);
+		v2 = ok(out);
+		cr_assert(json_equal(v, v2), "round trip of %s gave %s", docs[i], out);
+		/* Numbers keep their exact text. */
+		if (i == 0)
+			cr_assert(strstr(out, "1.50") && strstr(out, "1e400"), "number text: %s", out);
+		json_free(v);
+		json_free(v2);
+		free(out);
+	}
+}
+
+Test(json_write, errors_are_sticky_and_reported)
+{
+	struct json_writer *w;
+	char *out = (char *)0x1;
+
+	/* Invalid UTF-8 is refused, and everything after it is ignored. */
+	w = json_writer_new(0);
+	jw_array_open(w);
+	jw_string(w, "\xff");
+	cr_assert_eq(json_writer_error(w), -EINVAL);
+	jw_string(w, "fine");
+	jw_array_close(w);
+	cr_assert_eq(json_writer_finish(w, &out, NULL), -EINVAL);
+	cr_assert(out == (char *)0x1, "ret written on failure");
+
+	/* An incomplete document. */
+	w = json_writer_new(0);
+	jw_array_open(w);
+	jw_int(w, 1);
+	cr_assert_eq(json_writer_finish(w, &out, NULL), -EINVAL);
+
+	/* A number that is not JSON, and a value where a key belongs. */
+	w = json_writer_new(0);
+	jw_number(w, "01", 2);
+	cr_assert_eq(json_writer_finish(w, &out, NULL), -EINVAL);
+	w = json_writer_new(0);
+	jw_object_open(w);
+	jw_int(w, 1);
+	cr_assert_eq(json_writer_finish(w, &out, NULL), -EINVAL);
+
+	/* Nothing at all; and a NULL writer. */
+	cr_assert_eq(json_writer_finish(json_writer_new(0), &out, NULL), -EINVAL);
+	jw_object_open(NULL);
+	cr_assert_eq(json_writer_finish(NULL, &out, NULL), -ENOMEM);
+	cr_assert(out == (char *)0x1, "ret written on failure");
+}
+
+Test(json_write, pretty_and_newline)
+{
+	struct json_writer *w = json_writer_new(JSON_WRITE_PRETTY | JSON_WRITE_NEWLINE);
+	char *out;
+
+	jw_object_open(w);
+	jw_kv_int(w, "a", 1);
+	jw_object_close(w);
+	out = emit_done(w);
+	ASSERT_STREQ(out, "{\n    \"a\": 1\n}\n", "pretty");
+	free(out);
+	w = json_writer_new(JSON_WRITE_NEWLINE);
+	jw_raw(w, " [ 1 , {\"k\" : true} ] ", 22);
+	out = emit_done(w);
+	ASSERT_STREQ(out, "[1,{\"k\":true}]\n", "raw, compact, newline");
+	free(out);
+	w = json_writer_new(0);
+	jw_raw(w, "[1,", 3);
+	cr_assert_eq(json_writer_finish(w, &out, NULL), -EINVAL, "raw text that is not JSON");
+}
+
+Test(json, equal)
+{
+	struct json_value *a = ok("{\"x\":[1,\"s\",null,true],\"y\":{\"z\":1.0}}");
+	struct json_value *b = ok("{\"y\":{\"z\":1},\"x\":[1.0,\"s\",null,true]}");
+	struct json_value *c = ok("{\"x\":[1,\"s\",null,false],\"y\":{\"z\":1}}");
+	struct json_value *d = ok("{\"x\":[1,\"s\",null,true]}");
+
+	cr_assert(json_equal(a, b), "same members in another order, 1 == 1.0");
+	cr_assert(!json_equal(a, c), "a different bool");
+	cr_assert(!json_equal(a, d), "a member missing");
+	cr_assert(!json_equal(a, NULL));
+	json_free(a);
+	json_free(b);
+	json_free(c);
+	json_free(d);
 }

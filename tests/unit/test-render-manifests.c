@@ -53,16 +53,16 @@ Test(manifests, every_object_matches_the_kubernetes_schemas)
 		n = render_test_yaml_to_json(yaml, &docs);
 		cr_assert(n > 0, "%s has no document", flash_manifest_path(m));
 		for (size_t i = 0; i < n; i++) {
-			struct flash_render_diag d = { 0 };
+			_cleanup_diag_ struct flash_diag *d = render_test_diag();
 			int r;
 
 			if (is_rbac(docs[i])) {
 				rbac++;
 				continue;
 			}
-			r = flash_schema_validate_object(set, docs[i], strlen(docs[i]), &d);
+			r = flash_schema_validate_object(set, docs[i], strlen(docs[i]), d);
 			cr_assert(r == 0, "%s document %zu: %s at %s: %s\n%s", flash_manifest_path(m), i, flash_strerror(r),
-				  d.path, d.message, docs[i]);
+				  diag_path(d), diag_message(d), docs[i]);
 			checked++;
 		}
 		render_test_free_docs(docs, n);
@@ -90,7 +90,7 @@ Test(manifests, operator_rbac_is_least_privilege)
 static struct flash_schema_set *crd_set(void)
 {
 	struct flash_schema_set *set = NULL;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 
 	ASSERT_OK(flash_schema_set_new(&set), "set");
 	for (int c = FLASH_CRD_FLASHSERVICE; c <= FLASH_CRD_FLASHUSAGERECORD; c++) {
@@ -99,8 +99,8 @@ static struct flash_schema_set *crd_set(void)
 		int r;
 
 		ASSERT_OK(flash_render_crd(c, FLASH_RENDER_JSON, &json, &len), "crd json");
-		r = flash_schema_set_add_crd(set, json, len, &d);
-		cr_assert(r == 0, "add crd %d: %s %s", c, d.path, d.message);
+		r = flash_schema_set_add_crd(set, json, len, d);
+		cr_assert(r == 0, "add crd %d: %s %s", c, diag_path(d), diag_message(d));
 		free(json);
 	}
 	return set;
@@ -110,7 +110,7 @@ static const char flashservice_head[] =
 	"{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashService\","
 	"\"metadata\":{\"name\":\"fs-web\",\"namespace\":\"flash-demo\"},\"spec\":";
 
-static int validate_spec(struct flash_schema_set *set, const char *spec, struct flash_render_diag *d)
+static int validate_spec(struct flash_schema_set *set, const char *spec, struct flash_diag *d)
 {
 	char *obj = NULL;
 	int r;
@@ -124,7 +124,7 @@ static int validate_spec(struct flash_schema_set *set, const char *spec, struct 
 Test(manifests, flashservice_crd_validates_specs)
 {
 	struct flash_schema_set *set = crd_set();
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	static const struct {
 		const char *spec, *path, *what;
 	} bad[] = {
@@ -157,11 +157,11 @@ Test(manifests, flashservice_crd_validates_specs)
 				"\"allowed_destination_cidrs\":[\"198.51.100.10/32\"],\"denied_destination_cidrs\":[]},"
 				"\"env\":{\"FLASH_ECHO_LISTEN\":\"0.0.0.0:7777\"},"
 				"\"command\":[\"/usr/local/bin/flash-udp-echo\"],\"args\":[],\"metadata\":{}}",
-				&d),
+				d),
 		  "the seed's spec");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ASSERT_ERR(validate_spec(set, bad[i].spec, &d), -FLASH_E_RENDER_INVALID, bad[i].what);
-		ASSERT_STREQ(d.path, bad[i].path, bad[i].what);
+		ASSERT_ERR(validate_spec(set, bad[i].spec, d), -FLASH_E_RENDER_INVALID, bad[i].what);
+		ASSERT_STREQ(diag_path(d), bad[i].path, bad[i].what);
 	}
 	flash_schema_set_free(set);
 }
@@ -169,7 +169,7 @@ Test(manifests, flashservice_crd_validates_specs)
 Test(manifests, usage_record_crd)
 {
 	struct flash_schema_set *set = crd_set();
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	static const char good[] =
 		"{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashUsageRecord\","
 		"\"metadata\":{\"name\":\"org-1234-2026-w48\"},"
@@ -179,16 +179,16 @@ Test(manifests, usage_record_crd)
 		"\"accruedUntil\":\"2026-11-29T10:00:00Z\"}}";
 	char *bad;
 
-	ASSERT_OK(flash_schema_validate_object(set, good, strlen(good), &d), "usage record");
+	ASSERT_OK(flash_schema_validate_object(set, good, strlen(good), d), "usage record");
 	bad = strdup(good);
 	memcpy(strstr(bad, "2026-W48"), "2026-48W", 8);
-	ASSERT_ERR(flash_schema_validate_object(set, bad, strlen(bad), &d), -FLASH_E_RENDER_INVALID, "week pattern");
-	ASSERT_STREQ(d.path, "status.week", "week path");
+	ASSERT_ERR(flash_schema_validate_object(set, bad, strlen(bad), d), -FLASH_E_RENDER_INVALID, "week pattern");
+	ASSERT_STREQ(diag_path(d), "status.week", "week path");
 	free(bad);
 	bad = strdup(good);
 	memcpy(strstr(bad, "2026-11-29T10:00:00Z"), "2026-11-29 10:00:00Z", 20);
-	ASSERT_ERR(flash_schema_validate_object(set, bad, strlen(bad), &d), -FLASH_E_RENDER_INVALID, "date-time");
-	ASSERT_STREQ(d.path, "status.accruedUntil", "date-time path");
+	ASSERT_ERR(flash_schema_validate_object(set, bad, strlen(bad), d), -FLASH_E_RENDER_INVALID, "date-time");
+	ASSERT_STREQ(diag_path(d), "status.accruedUntil", "date-time path");
 	free(bad);
 	flash_schema_set_free(set);
 }
@@ -200,7 +200,7 @@ Test(manifests, crd_yaml_and_json_agree)
 		char **docs;
 		size_t n;
 		struct flash_schema_set *a = NULL, *b = NULL;
-		struct flash_render_diag d = { 0 };
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
 
 		ASSERT_OK(flash_render_crd(c, FLASH_RENDER_YAML, &yaml, NULL), "yaml");
 		ASSERT_OK(flash_render_crd(c, FLASH_RENDER_JSON, &json, NULL), "json");
@@ -209,8 +209,8 @@ Test(manifests, crd_yaml_and_json_agree)
 		/* Both forms load as the same CRD. */
 		ASSERT_OK(flash_schema_set_new(&a), "a");
 		ASSERT_OK(flash_schema_set_new(&b), "b");
-		ASSERT_OK(flash_schema_set_add_crd(a, docs[0], strlen(docs[0]), &d), "yaml crd");
-		ASSERT_OK(flash_schema_set_add_crd(b, json, strlen(json), &d), "json crd");
+		ASSERT_OK(flash_schema_set_add_crd(a, docs[0], strlen(docs[0]), d), "yaml crd");
+		ASSERT_OK(flash_schema_set_add_crd(b, json, strlen(json), d), "json crd");
 		flash_schema_set_free(a);
 		flash_schema_set_free(b);
 		render_test_free_docs(docs, n);
@@ -270,7 +270,7 @@ Test(manifests, crd_refuses_structural_cases_of_the_spec_corpus)
 		char paths[16][256];
 		size_t n_paths = 0;
 		bool any_structural = false, json_level = false, matched = false;
-		struct flash_render_diag d = { 0 };
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
 		int r;
 
 		snprintf(rel, sizeof(rel), "spec/invalid/%s.expected", names[f]);
@@ -310,12 +310,12 @@ Test(manifests, crd_refuses_structural_cases_of_the_spec_corpus)
 		}
 		snprintf(rel, sizeof(rel), "spec/invalid/%s.json", names[f]);
 		spec = render_test_read(rel, NULL);
-		r = validate_spec(set, spec, &d);
+		r = validate_spec(set, spec, d);
 		cr_assert(r == -FLASH_E_RENDER_INVALID, "%s: the CRD accepts a spec with a structural error (%d)", rel, r);
 		for (size_t i = 0; i < n_paths && !matched; i++)
-			matched = strcmp(paths[i], d.path) == 0;
+			matched = strcmp(paths[i], diag_path(d)) == 0;
 		cr_assert(matched, "%s: the CRD refused at %s (%s), not where the spec validator did (%s...)", rel,
-			  d.path, d.message, paths[0]);
+			  diag_path(d), diag_message(d), paths[0]);
 		refused++;
 		free(spec);
 	}
@@ -335,7 +335,7 @@ Test(manifests, operator_configmap_round_trips)
 	yaml_event_t ev;
 	bool next_is_value = false, done = false;
 	struct flash_operator_config *c = NULL;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	uint16_t first = 0, last = 0;
 
 	ASSERT_OK(flash_manifest_render(FLASH_MANIFEST_OPERATOR, NULL, &yaml, NULL), "operator");
@@ -353,7 +353,7 @@ Test(manifests, operator_configmap_round_trips)
 	}
 	yaml_parser_delete(&parser);
 	cr_assert_not_null(conf, "no flash-operator.conf in the ConfigMap");
-	ASSERT_OK(flash_operator_config_parse(conf, strlen(conf), &c, &d), "parse the ConfigMap's configuration");
+	ASSERT_OK(flash_operator_config_parse(conf, strlen(conf), &c, d), "parse the ConfigMap's configuration");
 	flash_operator_config_public_port_range(c, &first, &last);
 	cr_assert(first == 30000 && last == 32767);
 	cr_assert(!flash_operator_config_persistence(c));
@@ -390,7 +390,7 @@ Test(manifests, crd_accepts_the_valid_corpus)
 		cr_assert(dir, "cannot open %s", dirpath);
 		while ((de = readdir(dir))) {
 			char rel[512];
-			struct flash_render_diag d = { 0 };
+			_cleanup_diag_ struct flash_diag *d = render_test_diag();
 			size_t len = strlen(de->d_name);
 			char *spec;
 			int r;
@@ -404,8 +404,8 @@ Test(manifests, crd_accepts_the_valid_corpus)
 			else
 				snprintf(rel, sizeof(rel), "%s/%s/spec.json", dirs[k], de->d_name);
 			spec = render_test_read(rel, NULL);
-			r = validate_spec(set, spec, &d);
-			cr_assert(r == 0, "%s: refused by the CRD at %s: %s", rel, d.path, d.message);
+			r = validate_spec(set, spec, d);
+			cr_assert(r == 0, "%s: refused by the CRD at %s: %s", rel, diag_path(d), diag_message(d));
 			accepted++;
 			free(spec);
 		}
@@ -429,15 +429,15 @@ Test(manifests, usage_record_crd_matches_the_meter)
 	};
 
 	for (size_t i = 0; i < sizeof(records) / sizeof(records[0]); i++) {
-		struct flash_render_diag d = { 0 };
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
 		char *status = NULL, *obj = NULL;
 		int r;
 
 		ASSERT_OK(flash_meter_record_to_json(&records[i], &status, NULL), "record json");
 		cr_assert(asprintf(&obj, "{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashUsageRecord\","
 				   "\"metadata\":{\"name\":\"r\"},\"status\":%s}", status) > 0);
-		r = flash_schema_validate_object(set, obj, strlen(obj), &d);
-		cr_assert(r == 0, "record %zu refused at %s: %s\n%s", i, d.path, d.message, obj);
+		r = flash_schema_validate_object(set, obj, strlen(obj), d);
+		cr_assert(r == 0, "record %zu refused at %s: %s\n%s", i, diag_path(d), diag_message(d), obj);
 		free(status);
 		free(obj);
 	}

@@ -29,20 +29,20 @@ TestSuite(schema, .init = setup, .fini = teardown);
 
 static void expect_valid(const char *text, const char *what)
 {
-	struct flash_render_diag d = { 0 };
-	int r = flash_schema_validate_object(set, text, strlen(text), &d);
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
+	int r = flash_schema_validate_object(set, text, strlen(text), d);
 
-	cr_assert(r == 0, "%s: refused (%d %s) at \"%s\": %s", what, r, flash_strerror(r), d.path, d.message);
+	cr_assert(r == 0, "%s: refused (%d %s) at \"%s\": %s", what, r, flash_strerror(r), diag_path(d), diag_message(d));
 }
 
 static void expect_invalid(const char *text, const char *path, const char *msg_part, const char *what)
 {
-	struct flash_render_diag d = { 0 };
-	int r = flash_schema_validate_object(set, text, strlen(text), &d);
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
+	int r = flash_schema_validate_object(set, text, strlen(text), d);
 
 	ASSERT_ERR(r, -FLASH_E_RENDER_INVALID, what);
-	ASSERT_STREQ(d.path, path, what);
-	cr_assert(strstr(d.message, msg_part), "%s: message \"%s\" lacks \"%s\"", what, d.message, msg_part);
+	ASSERT_STREQ(diag_path(d), path, what);
+	cr_assert(strstr(diag_message(d), msg_part), "%s: message \"%s\" lacks \"%s\"", what, diag_message(d), msg_part);
 }
 
 /* Replaces the first @from in @text by @to (new string). */
@@ -153,23 +153,23 @@ Test(schema, enum_and_ranges)
 Test(schema, no_schema_for_kind)
 {
 	static const char obj[] = "{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"ClusterRole\"}";
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 
-	ASSERT_ERR(flash_schema_validate_object(set, obj, strlen(obj), &d), -FLASH_E_RENDER_NO_SCHEMA, "no rbac doc");
-	ASSERT_ERR(flash_schema_validate_object(set, "{", 1, &d), -FLASH_E_RENDER_BAD_DOCUMENT, "not JSON");
-	ASSERT_ERR(flash_schema_validate_object(NULL, obj, strlen(obj), &d), -EINVAL, "NULL set");
+	ASSERT_ERR(flash_schema_validate_object(set, obj, strlen(obj), d), -FLASH_E_RENDER_NO_SCHEMA, "no rbac doc");
+	ASSERT_ERR(flash_schema_validate_object(set, "{", 1, d), -FLASH_E_RENDER_BAD_DOCUMENT, "not JSON");
+	ASSERT_ERR(flash_schema_validate_object(NULL, obj, strlen(obj), d), -EINVAL, "NULL set");
 }
 
 Test(schema, named_schema)
 {
 	static const char good[] = "{\"name\":\"x\",\"port\":53,\"protocol\":\"UDP\"}";
 	static const char bad[] = "{\"name\":\"x\"}";
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 
-	ASSERT_OK(flash_schema_validate(set, "io.k8s.api.core.v1.ServicePort", good, strlen(good), &d), "ServicePort");
-	ASSERT_ERR(flash_schema_validate(set, "io.k8s.api.core.v1.ServicePort", bad, strlen(bad), &d),
+	ASSERT_OK(flash_schema_validate(set, "io.k8s.api.core.v1.ServicePort", good, strlen(good), d), "ServicePort");
+	ASSERT_ERR(flash_schema_validate(set, "io.k8s.api.core.v1.ServicePort", bad, strlen(bad), d),
 		   -FLASH_E_RENDER_INVALID, "ServicePort without port");
-	ASSERT_ERR(flash_schema_validate(set, "io.k8s.api.core.v1.NoSuch", good, strlen(good), &d),
+	ASSERT_ERR(flash_schema_validate(set, "io.k8s.api.core.v1.NoSuch", good, strlen(good), d),
 		   -FLASH_E_RENDER_NO_SCHEMA, "unknown schema");
 }
 
@@ -178,7 +178,7 @@ Test(schema, named_schema)
 Test(schema, recorded_crd_agrees_with_server)
 {
 	struct flash_schema_set *crd_set = NULL;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	char *crd = render_test_read("k8s/recorded/crd-flashservices.json", NULL);
 	char *valid = render_test_read("k8s/recorded/flashservice-valid.json", NULL);
 	char *invalid = render_test_read("k8s/recorded/flashservice-invalid.json", NULL);
@@ -186,19 +186,19 @@ Test(schema, recorded_crd_agrees_with_server)
 	char *fixed;
 
 	ASSERT_OK(flash_schema_set_new(&crd_set), "new");
-	ASSERT_OK(flash_schema_set_add_crd(crd_set, crd, strlen(crd), &d), "add crd");
-	ASSERT_OK(flash_schema_validate_object(crd_set, valid, strlen(valid), &d), "03 valid");
-	ASSERT_ERR(flash_schema_validate_object(crd_set, invalid, strlen(invalid), &d), -FLASH_E_RENDER_INVALID, "04");
+	ASSERT_OK(flash_schema_set_add_crd(crd_set, crd, strlen(crd), d), "add crd");
+	ASSERT_OK(flash_schema_validate_object(crd_set, valid, strlen(valid), d), "03 valid");
+	ASSERT_ERR(flash_schema_validate_object(crd_set, invalid, strlen(invalid), d), -FLASH_E_RENDER_INVALID, "04");
 	/* The first cause in document order: no image. */
-	ASSERT_STREQ(d.path, "spec", "04 path");
-	cr_assert(strstr(d.message, "\"image\""), "04: %s", d.message);
+	ASSERT_STREQ(diag_path(d), "spec", "04 path");
+	cr_assert(strstr(diag_message(d), "\"image\""), "04: %s", diag_message(d));
 	fixed = replace(invalid, "\"replicas\": -1,", "\"image\": \"x\", \"replicas\": -1,");
-	ASSERT_ERR(flash_schema_validate_object(crd_set, fixed, strlen(fixed), &d), -FLASH_E_RENDER_INVALID, "04b");
-	ASSERT_STREQ(d.path, "spec.replicas", "04 replicas");
+	ASSERT_ERR(flash_schema_validate_object(crd_set, fixed, strlen(fixed), d), -FLASH_E_RENDER_INVALID, "04b");
+	ASSERT_STREQ(diag_path(d), "spec.replicas", "04 replicas");
 	free(fixed);
-	ASSERT_ERR(flash_schema_validate_object(crd_set, unknown, strlen(unknown), &d), -FLASH_E_RENDER_INVALID, "05");
-	ASSERT_STREQ(d.path, "spec.replica", "05 path");
-	cr_assert(strstr(d.message, "unknown field \"replica\""), "05: %s", d.message);
+	ASSERT_ERR(flash_schema_validate_object(crd_set, unknown, strlen(unknown), d), -FLASH_E_RENDER_INVALID, "05");
+	ASSERT_STREQ(diag_path(d), "spec.replica", "05 path");
+	cr_assert(strstr(diag_message(d), "unknown field \"replica\""), "05: %s", diag_message(d));
 	flash_schema_set_free(crd_set);
 	free(crd);
 	free(valid);

@@ -82,7 +82,7 @@ static struct flash_spec *load_spec(const char *dir)
 static struct flash_operator_config *load_config(const char *dir)
 {
 	struct flash_operator_config *c = NULL;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	char rel[256];
 	size_t len;
 	char *text;
@@ -94,8 +94,8 @@ static struct flash_operator_config *load_config(const char *dir)
 		ASSERT_OK(flash_operator_config_default(&c), "default config");
 		return c;
 	}
-	r = flash_operator_config_parse(text, len, &c, &d);
-	cr_assert(r == 0, "%s: config refused: %s: %s", dir, d.path, d.message);
+	r = flash_operator_config_parse(text, len, &c, d);
+	cr_assert(r == 0, "%s: config refused: %s: %s", dir, diag_path(d), diag_message(d));
 	free(text);
 	return c;
 }
@@ -107,7 +107,7 @@ static struct flash_render *render_case(const struct golden_case *gc, struct fla
 	struct flash_operator_config *config = load_config(gc->dir);
 	struct flash_public_port *prev = NULL, *ports = NULL;
 	size_t n_prev = 0, n_ports = 0, n_taken = 0;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	struct flash_render *rd = NULL;
 	char rel[256];
 	char *text;
@@ -117,8 +117,8 @@ static struct flash_render *render_case(const struct golden_case *gc, struct fla
 	snprintf(rel, sizeof(rel), "render/%s/previous.json", gc->dir);
 	text = read_optional(rel, &len);
 	if (text) {
-		r = flash_public_ports_parse(text, len, &prev, &n_prev, &d);
-		cr_assert(r == 0, "%s: previous: %s %s", gc->dir, d.path, d.message);
+		r = flash_public_ports_parse(text, len, &prev, &n_prev, d);
+		cr_assert(r == 0, "%s: previous: %s %s", gc->dir, diag_path(d), diag_message(d));
 		free(text);
 	}
 	while (n_taken < 4 && gc->taken[n_taken])
@@ -128,8 +128,8 @@ static struct flash_render *render_case(const struct golden_case *gc, struct fla
 		   .organization_id = "org-1234", .project_id = "proj-web", .service_id = gc->service_id,
 		   .image_digest = gc->digest, .image_bytes = gc->image_bytes, .public_ports = ports,
 		   .n_public_ports = n_ports);
-	r = flash_render(spec, config, &opts, &rd, &d);
-	cr_assert(r == 0, "%s: render: %s: %s %s", gc->dir, flash_strerror(r), d.path, d.message);
+	r = flash_render(spec, config, &opts, &rd, d);
+	cr_assert(r == 0, "%s: render: %s: %s %s", gc->dir, flash_strerror(r), diag_path(d), diag_message(d));
 	free(prev);
 	free(ports);
 	flash_operator_config_free(config);
@@ -181,18 +181,18 @@ Test(render, golden_files_and_schemas)
 		cr_assert(n_docs == flash_render_count(rd), "%s: %zu YAML documents for %zu objects", cases[c].dir,
 			  n_docs, flash_render_count(rd));
 		for (size_t i = 0; i < flash_render_count(rd); i++) {
-			struct flash_render_diag d = { 0 };
+			_cleanup_diag_ struct flash_diag *d = render_test_diag();
 			char *obj = NULL;
 			size_t len = 0;
 			int r;
 
 			ASSERT_OK(flash_render_object_json(rd, i, &obj, &len), "object json");
-			r = flash_schema_validate_object(set, obj, len, &d);
+			r = flash_schema_validate_object(set, obj, len, d);
 			cr_assert(r == 0, "%s %s: %s at %s: %s\n%s", cases[c].dir, flash_render_kind(rd, i),
-				  flash_strerror(r), d.path, d.message, obj);
-			r = flash_schema_validate_object(set, docs[i], strlen(docs[i]), &d);
+				  flash_strerror(r), diag_path(d), diag_message(d), obj);
+			r = flash_schema_validate_object(set, docs[i], strlen(docs[i]), d);
 			cr_assert(r == 0, "%s %s (from YAML): %s at %s: %s\n%s", cases[c].dir, flash_render_kind(rd, i),
-				  flash_strerror(r), d.path, d.message, docs[i]);
+				  flash_strerror(r), diag_path(d), diag_message(d), docs[i]);
 			free(obj);
 		}
 		render_test_free_docs(docs, n_docs);
@@ -395,16 +395,16 @@ Test(render, disk_budget_refused)
 	struct flash_spec *spec = load_spec("internal-tcp"); /* 4 GiB */
 	struct flash_operator_config *config = NULL;
 	struct flash_render *rd = NULL;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	FLASH_OPTS(flash_render_opts, opts, .name = "fs-api", .namespace_ = "flash-demo", .organization_id = "org-1",
 		   .image_bytes = UINT64_C(4) << 30);
 
 	ASSERT_OK(flash_operator_config_default(&config), "config");
-	ASSERT_ERR(flash_render(spec, config, &opts, &rd, &d), -FLASH_E_RENDER_DISK, "image fills the budget");
-	ASSERT_STREQ(d.path, "ephemeral_storage_gib", "path");
+	ASSERT_ERR(flash_render(spec, config, &opts, &rd, d), -FLASH_E_RENDER_DISK, "image fills the budget");
+	ASSERT_STREQ(diag_path(d), "ephemeral_storage_gib", "path");
 	cr_assert_null(rd);
 	opts.image_bytes = (UINT64_C(4) << 30) - 1;
-	ASSERT_OK(flash_render(spec, config, &opts, &rd, &d), "image one byte smaller");
+	ASSERT_OK(flash_render(spec, config, &opts, &rd, d), "image one byte smaller");
 	flash_render_free(rd);
 	flash_operator_config_free(config);
 	flash_spec_free(spec);
@@ -415,7 +415,7 @@ Test(render, bad_names_refused)
 	struct flash_spec *spec = load_spec("internal-tcp");
 	struct flash_operator_config *config = NULL;
 	struct flash_render *rd = NULL;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	static const struct {
 		const char *name, *ns, *org, *digest, *path;
 	} bad[] = {
@@ -432,10 +432,10 @@ Test(render, bad_names_refused)
 		FLASH_OPTS(flash_render_opts, opts, .name = bad[i].name, .namespace_ = bad[i].ns,
 			   .organization_id = bad[i].org, .image_digest = bad[i].digest);
 
-		ASSERT_ERR(flash_render(spec, config, &opts, &rd, &d), -FLASH_E_RENDER_NAME, bad[i].path);
-		ASSERT_STREQ(d.path, bad[i].path, "diag path");
+		ASSERT_ERR(flash_render(spec, config, &opts, &rd, d), -FLASH_E_RENDER_NAME, bad[i].path);
+		ASSERT_STREQ(diag_path(d), bad[i].path, "diag path");
 	}
-	ASSERT_ERR(flash_render(NULL, config, NULL, &rd, &d), -EINVAL, "NULL");
+	ASSERT_ERR(flash_render(NULL, config, NULL, &rd, d), -EINVAL, "NULL");
 	flash_operator_config_free(config);
 	flash_spec_free(spec);
 }
@@ -485,13 +485,13 @@ Test(render, public_ports_exhausted)
 {
 	struct flash_spec *spec = load_spec("public-direct"); /* three ports */
 	struct flash_operator_config *config = NULL;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	struct flash_public_port *ports = NULL;
 	size_t n = 0;
 	static const char cfg[] = "{\"publicPortRange\":{\"first\":31000,\"last\":31002}}";
 	static const uint16_t taken[] = { 31001 };
 
-	ASSERT_OK(flash_operator_config_parse(cfg, strlen(cfg), &config, &d), "config");
+	ASSERT_OK(flash_operator_config_parse(cfg, strlen(cfg), &config, d), "config");
 	ASSERT_ERR(flash_public_ports_assign(config, spec, NULL, 0, taken, 1, &ports, &n),
 		   -FLASH_E_RENDER_PORTS_EXHAUSTED, "two free ports for three");
 	cr_assert_null(ports);
@@ -525,21 +525,21 @@ Test(render, previous_status_refused)
 	};
 	struct flash_public_port *ports = NULL;
 	size_t n = 0;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ASSERT_ERR(flash_public_ports_parse(bad[i], strlen(bad[i]), &ports, &n, &d), -FLASH_E_RENDER_PREVIOUS,
+		ASSERT_ERR(flash_public_ports_parse(bad[i], strlen(bad[i]), &ports, &n, d), -FLASH_E_RENDER_PREVIOUS,
 			   bad[i]);
 		cr_assert_null(ports);
 	}
-	ASSERT_OK(flash_public_ports_parse("{}", 2, &ports, &n, &d), "no ports yet");
+	ASSERT_OK(flash_public_ports_parse("{}", 2, &ports, &n, d), "no ports yet");
 	cr_assert(n == 0);
 }
 
 Test(render, operator_config)
 {
 	struct flash_operator_config *c = NULL;
-	struct flash_render_diag d = { 0 };
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	uint16_t first = 0, last = 0;
 	static const struct {
 		const char *json, *path;
@@ -571,9 +571,9 @@ Test(render, operator_config)
 	flash_operator_config_free(c);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		c = NULL;
-		ASSERT_ERR(flash_operator_config_parse(bad[i].json, strlen(bad[i].json), &c, &d), -FLASH_E_RENDER_CONFIG,
+		ASSERT_ERR(flash_operator_config_parse(bad[i].json, strlen(bad[i].json), &c, d), -FLASH_E_RENDER_CONFIG,
 			   bad[i].json);
-		ASSERT_STREQ(d.path, bad[i].path, bad[i].json);
+		ASSERT_STREQ(diag_path(d), bad[i].path, bad[i].json);
 		cr_assert_null(c);
 	}
 	ASSERT_STREQ(flash_strerror(-FLASH_E_RENDER_CONFIG), "operator configuration refused", "strerror");

@@ -481,6 +481,29 @@ Test(spec, hostile_input)
 		}
 	}
 
+	/* Escaped surrogates that are not a pair: "\ud800x" was "?x" and
+	 * valid; refused with the escape's line and column. */
+	{
+		static const char *const bad[] = {
+			"{\"region\":\"\\ud800x\"}",
+			"{\"region\":\"\\udc00\"}",
+			"{\"region\":\"\\ud800\\u0041\"}",
+			"{\"env\":{\"A\\ud800\":\"x\"}}",
+		};
+		static const unsigned int column[] = { 12, 12, 12, 11 };
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			const struct flash_diag_entry *e;
+
+			ASSERT_ERR(parse_status(bad[i], strlen(bad[i]), diag), -FLASH_E_SPEC_SYNTAX, bad[i]);
+			ASSERT_STREQ(first_code(diag), "json-utf8", bad[i]);
+			e = flash_diag_get(diag, 0);
+			cr_assert(e->line == 1 && e->column == column[i], "%s: at %u:%u, want 1:%u", bad[i], e->line,
+				  e->column, column[i]);
+			cr_assert(strstr(e->message, "surrogate"), "%s: message %s", bad[i], e->message);
+		}
+	}
+
 	/* Duplicate keys, nested. */
 	{
 		const char *t = "{\"region\":\"r\",\"env\":{\"A\":\"1\",\"A\":\"2\"}}";

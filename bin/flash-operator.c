@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * flash-operator: arguments and signals; everything else is in operator/
+ * (see flash-operator(8)).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <flash/common.h>
+
+#include "daemon.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: flash-operator --keys FILE --issuer ISS --audience AUD\n"
+		"                      (--socket PATH | --listen ADDRESS:PORT [--tls-cert FILE --tls-key FILE])\n"
+		"                      [--state-dir DIR] [--policy FILE] [--config FILE]\n"
+		"                      [--max-connections N] [--per-ip-connections N] [--timeout SECONDS]\n"
+		"                      [--max-body BYTES] [--threads N] [--registry-ca FILE] [--registry-plain-http]\n"
+		"       flash-operator --help | --version\n"
+		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || !*s || *end || s[0] == '-' || v == 0 || v > max) {
+		fprintf(stderr, "flash-operator: %s %s: expected an integer 1..%lu\n", opt, s, max);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "keys", required_argument, NULL, 'k' },
+		{ "issuer", required_argument, NULL, 'i' },
+		{ "audience", required_argument, NULL, 'a' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "max-connections", required_argument, NULL, 'm' },
+		{ "per-ip-connections", required_argument, NULL, 'P' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "max-body", required_argument, NULL, 'b' },
+		{ "threads", required_argument, NULL, 'T' },
+		{ "registry-ca", required_argument, NULL, 'R' },
+		{ "registry-plain-http", no_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = "/var/lib/flash" };
+	struct op_daemon *d = NULL;
+	char err[1024] = "";
+	unsigned long v;
+	sigset_t set;
+	int c, sig, r;
+
+	o.http.sz = sizeof(o.http);
+	while ((c = getopt_long(argc, argv, "hV", options, NULL)) != -1) {
+		switch (c) {
+		case 'k': o.keys_file = optarg; break;
+		case 'i': o.issuer = optarg; break;
+		case 'a': o.audience = optarg; break;
+		case 's': o.http.unix_path = optarg; break;
+		case 'l': o.http.listen = optarg; break;
+		case 'C': o.http.tls_cert_file = optarg; break;
+		case 'K': o.http.tls_key_file = optarg; break;
+		case 'd': o.state_dir = optarg; break;
+		case 'p': o.policy_file = optarg; break;
+		case 'c': o.config_file = optarg; break;
+		case 'R': o.registry.ca_file = optarg; break;
+		case 'H': o.registry.plain_http = true; break;
+		case 'm':
+		case 'P':
+		case 't':
+		case 'T':
+		case 'b':
+			if (parse_uint(c == 'm'   ? "--max-connections"
+				       : c == 'P' ? "--per-ip-connections"
+				       : c == 't' ? "--timeout"
+				       : c == 'T' ? "--threads"
+						  : "--max-body",
+				       optarg, c == 'b' ? 64ul << 20 : 65535, &v) < 0)
+				return 2;
+			if (c == 'm')
+				o.http.max_connections = (unsigned int)v;
+			else if (c == 'P')
+				o.http.per_ip_connections = (unsigned int)v;
+			else if (c == 't')
+				o.http.timeout_s = (unsigned int)v;
+			else if (c == 'T')
+				o.http.threads = (unsigned int)v;
+			else
+				o.http.max_body_bytes = v;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("flash-operator %s (libflash %s)\n", PACKAGE_VERSION, flash_version());
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || !o.keys_file || !o.issuer || !o.audience || (!o.http.unix_path && !o.http.listen)) {
+		usage(stderr);
+		return 2;
+	}
+	if (!o.http.tls_cert_file != !o.http.tls_key_file) {
+		fprintf(stderr, "flash-operator: --tls-cert and --tls-key go together\n");
+		return 2;
+	}
+	if (o.http.tls_cert_file && !o.http.listen) {
+		fprintf(stderr, "flash-operator: --tls-cert needs --listen\n");
+		return 2;
+	}
+
+	/* Signals are taken synchronously by this thread only. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	r = op_daemon_start(&o, &d, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "flash-operator: %s\n", err[0] ? err : flash_strerror(r));
+		return 1;
+	}
+	if (o.http.listen)
+		fprintf(stderr, "flash-operator: listening on %s (port %u)%s\n", o.http.listen, op_daemon_port(d),
+			o.http.tls_cert_file ? " with TLS" : "");
+	if (o.http.unix_path)
+		fprintf(stderr, "flash-operator: listening on unix:%s\n", o.http.unix_path);
+	do {
+		if (sigwait(&set, &sig) != 0)
+			sig = SIGTERM;
+	} while (sig == SIGHUP);
+	op_daemon_stop(d);
+	return 0;
+}

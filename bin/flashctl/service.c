@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * flashctl create | update | get | list | delete | usage: the provider/v1
+ * commands, sent through <flash/client.h>.  Exit codes (flashctl(1)):
+ * 0 done, 1 refused by the operator, 2 usage or local error, 3 not found,
+ * 4 not authorized, 5 operator unreachable or unavailable, 6 --wait ran
+ * out of time.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <flash/auth.h>
+#include <flash/client.h>
+
+#include "flashctl.h"
+#include "json.h"
+#include "util.h"
+
+#define SPEC_MAX (1u << 20)
+#define DEFAULT_ENDPOINT "unix:/run/flash/flash-operator.sock"
+
+enum {
+	EXIT_REFUSED = 1,
+	EXIT_NOT_FOUND = 3,
+	EXIT_AUTH = 4,
+	EXIT_UNAVAILABLE = 5,
+	EXIT_WAIT_TIMEOUT = 6,
+};
+
+struct ctx {
+	const struct flashctl_globals *g;
+	const char *cmd;
+	struct flash_client *client;
+	struct flash_auth_signer *signer;
+};
+
+static void ctx_done(struct ctx *x)
+{
+	flash_client_free(x->client);
+	flash_auth_signer_free(x->signer);
+}
+
+/* The client: endpoint from --endpoint, $FLASH_ENDPOINT or the default
+ * socket; credentials from --token-file (a token, or a private JWK to
+ * mint tokens with). */
+static int ctx_init(struct ctx *x, const struct flashctl_globals *g, const char *cmd, const char *project)
+{
+	const char *ep = g->endpoint ? g->endpoint : getenv("FLASH_ENDPOINT");
+	struct flash_client_opts co = { .sz = sizeof(co), .endpoint = ep && ep[0] ? ep : DEFAULT_ENDPOINT,
+					.ca_file = g->ca_file, .retries = 3 };
+	char detail[256] = "";
+	int r;
+
+	x->g = g;
+	x->cmd = cmd;
+	if (!g->token) {
+		fprintf(stderr, "%s %s: --token-file is required\n", g->progname, cmd);
+		return FLASHCTL_EXIT_USAGE;
+	}
+	r = flash_client_new(&co, &x->client);
+	if (r < 0) {
+		fprintf(stderr, "%s %s: --endpoint %s: expected http://HOST:PORT, https://HOST:PORT or unix:PATH\n",
+			g->progname, cmd, co.endpoint);
+		return FLASHCTL_EXIT_USAGE;
+	}
+	if (g->token[0] == '{') {
+		const char *iss = g->issuer ? g->issuer : getenv("FLASH_ISSUER");
+		const char *aud = g->audience ? g->audience : getenv("FLASH_AUDIENCE");
+
+		r = flash_auth_signer_parse(g->token, g->token_len, &x->signer, detail, sizeof(detail));
+		if (r < 0) {
+			fprintf(stderr, "%s %s: --token-file %s: not a token and not a signing key: %s\n", g->progname, cmd,
+				g->token_file, detail[0] ? detail : flash_strerror(r));
+			return FLASHCTL_EXIT_USAGE;
+		}
+		if (!g->organization_id || !iss || !aud) {
+			fprintf(stderr, "%s %s: minting tokens with a signing key needs --organization-id, --issuer and --audience\n",
+				g->progname, cmd);
+			return FLASHCTL_EXIT_USAGE;
+		}
+		struct flash_client_identity id = { .sz = sizeof(id), .issuer = iss, .audience = aud,
+						    .organization = g->organization_id, .project = project };
+		r = flash_client_set_signer(x->client, x->signer, &id);
+		if (r < 0) {
+			fprintf(stderr, "%s %s: cannot mint tokens: the key needs a kid, ids 1..%d bytes\n", g->progname, cmd,
+				FLASH_AUTH_TENANT_MAX);
+			return FLASHCTL_EXIT_USAGE;
+		}
+	} else if (flash_client_set_token(x->client, g->token) < 0) {
+		fprintf(stderr, "%s %s: --token-file %s: not a compact JWS token\n", g->progname, cmd, g->token_file);
+		return FLASHCTL_EXIT_USAGE;
+	}
+	return FLASHCTL_EXIT_OK;
+}
+
+/* A transport error or an error answer, said on stderr; the exit code. */
+static int report(struct ctx *x, int r, const struct flash_client_response *resp)
+{
+	int st;
+
+	if (r < 0) {
+		fprintf(stderr, "%s %s: cannot reach the operator: %s\n", x->g->progname, x->cmd, strerror(-r));
+		return EXIT_UNAVAILABLE;
+	}
+	st = flash_client_response_status(resp);
+	if (st < 400)
+		return FLASHCTL_EXIT_OK;
+	if (x->g->output != FLASHCTL_OUTPUT_TABLE)
+		fputs(flash_client_response_body(resp, NULL), stdout);
+	fprintf(stderr, "%s %s: %d %s: %s\n", x->g->progname, x->cmd, st,
+		flash_client_response_error_code(resp) ? flash_client_response_error_code(resp) : "error",
+		flash_client_response_error_message(resp) ? flash_client_response_error_message(resp) : "");
+	/* Spec problems, one per line. */
+	struct json_value *doc = NULL;
+	const struct json_value *probs;
+	size_t len;
+	const char *body = flash_client_response_body(resp, &len);
+
+	if (x->g->output == FLASHCTL_OUTPUT_TABLE && json_parse(body, len, NULL, &doc, NULL) == 0) {
+		probs = json_get(json_get(doc, "error"), "problems");
+		for (size_t i = 0; probs && probs->type == JSON_ARRAY && i < probs->u.array.n; i++) {
+			const char *p = "", *m = "", *c = "";
+
+			if (json_get_string(json_get(probs->u.array.items[i], "path"), &p) < 0 ||
+			    json_get_string(json_get(probs->u.array.items[i], "message"), &m) < 0 ||
+			    json_get_string(json_get(probs->u.array.items[i], "code"), &c) < 0)
+				continue;
+			fprintf(stderr, "  %s: %s [%s]\n", p, m, c);
+		}
+	}
+	json_free(doc);
+	switch (st) {
+	case 404: return EXIT_NOT_FOUND;
+	case 401:
+	case 403: return EXIT_AUTH;
+	case 503: return EXIT_UNAVAILABLE;
+	default: return st >= 500 && st != 501 ? EXIT_UNAVAILABLE : EXIT_REFUSED;
+	}
+}
+
+static const char *str_of(const struct json_value *v, const char *key)
+{
+	const char *s = NULL;
+
+	return json_get_string(json_get(v, key), &s) == 0 ? s : "";
+}
+
+static uint64_t uint_of(const struct json_value *v, const char *key)
+{
+	uint64_t u = 0;
+
+	return json_get_uint64(json_get(v, key), &u) == 0 ? u : 0;
+}
+
+static void print_ports(const struct json_value *svc)
+{
+	const struct json_value *pp = json_get(svc, "public_ports");
+
+	if (!pp || pp->type != JSON_ARRAY || pp->u.array.n == 0) {
+		printf("-");
+		return;
+	}
+	for (size_t i = 0; i < pp->u.array.n; i++)
+		printf("%s%s/%s=%" PRIu64, i ? "," : "", str_of(pp->u.array.items[i], "name"),
+		       str_of(pp->u.array.items[i], "protocol"), uint_of(pp->u.array.items[i], "port"));
+}
+
+static void print_service_table(const struct json_value *svc)
+{
+	const struct json_value *ev = json_get(svc, "events"), *status = json_get(svc, "status");
+
+	printf("ID:          %s\n", str_of(svc, "id"));
+	printf("Name:        %s\n", str_of(svc, "name"));
+	printf("Project:     %s\n", str_of(svc, "project"));
+	printf("Generation:  %" PRIu64 "\n", uint_of(svc, "generation"));
+	printf("Operation:   %s\n", str_of(svc, "operation_id"));
+	printf("Phase:       %s\n", str_of(status, "phase"));
+	printf("Image:       %s (%" PRIu64 " bytes charged)\n", str_of(json_get(svc, "image"), "pinned"),
+	       uint_of(json_get(svc, "image"), "charged_bytes"));
+	printf("Ports:       ");
+	print_ports(svc);
+	printf("\nUpdated:     %s\n", str_of(svc, "updated_at"));
+	if (ev && ev->type == JSON_ARRAY && ev->u.array.n) {
+		printf("Events:\n");
+		for (size_t i = 0; i < ev->u.array.n; i++)
+			printf("  %s  %-9s %s\n", str_of(ev->u.array.items[i], "time"), str_of(ev->u.array.items[i], "type"),
+			       str_of(ev->u.array.items[i], "message"));
+	}
+}
+
+static void print_list_table(const struct json_value *doc)
+{
+	const struct json_value *list = json_get(doc, "services");
+
+	printf("%-36s %-24s %-10s %-14s %s\n", "ID", "NAME", "PHASE", "GENERATION", "PUBLIC PORTS");
+	for (size_t i = 0; list && list->type == JSON_ARRAY && i < list->u.array.n; i++) {
+		const struct json_value *s = list->u.array.items[i];
+
+		printf("%-36s %-24s %-10s %-14" PRIu64 " ", str_of(s, "id"), str_of(s, "name"),
+		       str_of(json_get(s, "status"), "phase"), uint_of(s, "generation"));
+		print_ports(s);
+		printf("\n");
+	}
+}
+
+static void print_usage_table(const struct json_value *doc)
+{
+	const struct json_value *org = json_get(doc, "organization"), *list = json_get(doc, "services");
+	int64_t cpu = 0, mem = 0, gpu = 0;
+
+	json_get_int64(json_get(org, "cpu_millicore_seconds"), &cpu);
+	json_get_int64(json_get(org, "memory_mib_seconds"), &mem);
+	json_get_int64(json_get(org, "gpu_seconds"), &gpu);
+	printf("Week %s (from %s), as of %s\n", str_of(doc, "week"), str_of(doc, "week_start"), str_of(doc, "as_of"));
+	printf("%-36s %22s %20s %12s\n", "SCOPE", "CPU (millicore-s)", "MEMORY (MiB-s)", "GPU (s)");
+	printf("%-36s %22" PRId64 " %20" PRId64 " %12" PRId64 "\n", "organization", cpu, mem, gpu);
+	for (size_t i = 0; list && list->type == JSON_ARRAY && i < list->u.array.n; i++) {
+		const struct json_value *u = json_get(list->u.array.items[i], "usage");
+
+		cpu = mem = gpu = 0;
+		json_get_int64(json_get(u, "cpu_millicore_seconds"), &cpu);
+		json_get_int64(json_get(u, "memory_mib_seconds"), &mem);
+		json_get_int64(json_get(u, "gpu_seconds"), &gpu);
+		printf("%-36s %22" PRId64 " %20" PRId64 " %12" PRId64 "\n", str_of(list->u.array.items[i], "service_id"),
+		       cpu, mem, gpu);
+	}
+}
+
+enum shape { SHAPE_SERVICE, SHAPE_LIST, SHAPE_USAGE, SHAPE_DELETED };
+
+/* Prints a successful answer in the chosen format. */
+static int print_answer(struct ctx *x, const struct flash_client_response *resp, enum shape shape)
+{
+	struct json_value *doc = NULL;
+	size_t len;
+	const char *body = flash_client_response_body(resp, &len);
+
+	if (x->g->output != FLASHCTL_OUTPUT_TABLE) {
+		/* JSON is also YAML 1.2 (flashctl(1)). */
+		fputs(body, stdout);
+		return FLASHCTL_EXIT_OK;
+	}
+	if (json_parse(body, len, NULL, &doc, NULL) < 0) {
+		fprintf(stderr, "%s %s: the operator's answer is not JSON\n", x->g->progname, x->cmd);
+		return EXIT_UNAVAILABLE;
+	}
+	switch (shape) {
+	case SHAPE_SERVICE: print_service_table(doc); break;
+	case SHAPE_LIST: print_list_table(doc); break;
+	case SHAPE_USAGE: print_usage_table(doc); break;
+	case SHAPE_DELETED: printf("deleted %s (%s)\n", str_of(doc, "name"), str_of(doc, "id")); break;
+	}
+	json_free(doc);
+	return FLASHCTL_EXIT_OK;
+}
+
+static bool looks_like_id(const char *s)
+{
+	if (strlen(s) != 35 || strncmp(s, "fs-", 3) != 0)
+		return false;
+	for (s += 3; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
+/* ID or NAME -> the id (a name is looked up in list). */
+static int resolve(struct ctx *x, const char *what, char *ret, size_t size)
+{
+	struct flash_client_response *resp = NULL;
+	struct json_value *doc = NULL;
+	const struct json_value *list;
+	size_t len, found = 0;
+	int r, status;
+
+	if (looks_like_id(what)) {
+		snprintf(ret, size, "%s", what);
+		return FLASHCTL_EXIT_OK;
+	}
+	r = flash_client_list(x->client, &resp);
+	status = report(x, r, resp);
+	if (status == FLASHCTL_EXIT_OK) {
+		const char *body = flash_client_response_body(resp, &len);
+
+		if (json_parse(body, len, NULL, &doc, NULL) < 0) {
+			status = EXIT_UNAVAILABLE;
+		} else {
+			list = json_get(doc, "services");
+			for (size_t i = 0; list && list->type == JSON_ARRAY && i < list->u.array.n; i++)
+				if (strcmp(str_of(list->u.array.items[i], "name"), what) == 0) {
+					snprintf(ret, size, "%s", str_of(list->u.array.items[i], "id"));
+					found++;
+				}
+			if (found != 1) {
+				fprintf(stderr, "%s %s: %s: %s\n", x->g->progname, x->cmd, what,
+					found ? "several services have this name (give the id)" : "no such service");
+				status = EXIT_NOT_FOUND;
+			}
+		}
+	}
+	json_free(doc);
+	flash_client_response_free(resp);
+	return status;
+}
+
+/* --wait: polls get until ready or failed, showing each new phase. */
+static int wait_ready(struct ctx *x, const char *id, unsigned int timeout_s)
+{
+	char last[64] = "";
+	time_t end = time(NULL) + timeout_s;
+
+	for (;;) {
+		struct flash_client_response *resp = NULL;
+		struct json_value *doc = NULL;
+		size_t len;
+		int r = flash_client_get(x->client, id, &resp), status = report(x, r, resp);
+		bool ready = false, failed = false;
+
+		if (status != FLASHCTL_EXIT_OK) {
+			flash_client_response_free(resp);
+			return status;
+		}
+		const char *body = flash_client_response_body(resp, &len);
+		if (json_parse(body, len, NULL, &doc, NULL) == 0) {
+			const struct json_value *st = json_get(doc, "status");
+			const char *phase = str_of(st, "phase");
+
+			json_get_bool(json_get(st, "ready"), &ready);
+			failed = strcmp(phase, "failed") == 0;
+			if (strcmp(phase, last) != 0) {
+				fprintf(stderr, "%s: %s: %s\n", x->g->progname, id, phase);
+				snprintf(last, sizeof(last), "%s", phase);
+			}
+		}
+		json_free(doc);
+		flash_client_response_free(resp);
+		if (ready)
+			return FLASHCTL_EXIT_OK;
+		if (failed)
+			return EXIT_REFUSED;
+		if (time(NULL) >= end) {
+			fprintf(stderr, "%s %s: %s is not ready after %u s (phase %s)\n", x->g->progname, x->cmd, id, timeout_s,
+				last);
+			return EXIT_WAIT_TIMEOUT;
+		}
+		sleep(1);
+	}
+}
+
+static uint64_t default_generation(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || !*s || *end || s[0] == '-')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+static void cmd_usage(FILE *out, const char *progname, const char *cmd)
+{
+	if (strcmp(cmd, "create") == 0)
+		fprintf(out, "Usage: %s create --name NAME --spec FILE [--generation N] [--wait [--timeout S]]\n", progname);
+	else if (strcmp(cmd, "update") == 0)
+		fprintf(out, "Usage: %s update ID|NAME --spec FILE [--generation N] [--wait [--timeout S]]\n", progname);
+	else if (strcmp(cmd, "delete") == 0)
+		fprintf(out, "Usage: %s delete ID|NAME [--generation N]\n", progname);
+	else if (strcmp(cmd, "get") == 0)
+		fprintf(out, "Usage: %s get ID|NAME [--wait [--timeout S]]\n", progname);
+	else
+		fprintf(out, "Usage: %s %s\n", progname, cmd);
+	fprintf(out, "Global options (before the command): --endpoint, --organization-id, --project-id,\n"
+		     "--token-file, --issuer, --audience, -o; see flashctl(1).\n");
+}
+
+int flashctl_service_main(int argc, char **argv, const struct flashctl_globals *g)
+{
+	static const struct option options[] = {
+		{ "name", required_argument, NULL, 'n' },
+		{ "spec", required_argument, NULL, 's' },
+		{ "generation", required_argument, NULL, 'G' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "project-id", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *cmd = argv[0], *name = NULL, *spec_path = NULL, *target = NULL, *project = g->project_id;
+	struct flash_client_response *resp = NULL;
+	struct ctx x = { 0 };
+	char *spec = NULL, id[64] = "";
+	size_t spec_len = 0;
+	uint64_t gen = default_generation(), t;
+	unsigned int timeout_s = 300;
+	bool wait = false, want_spec = strcmp(cmd, "create") == 0 || strcmp(cmd, "update") == 0;
+	bool takes_target = strcmp(cmd, "update") == 0 || strcmp(cmd, "delete") == 0 || strcmp(cmd, "get") == 0;
+	int c, r, status;
+
+	/* Options may follow the ID|NAME operand (GNU permutation). */
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (c) {
+		case 'n': name = optarg; break;
+		case 's': spec_path = optarg; break;
+		case 'G':
+			if (parse_u64(optarg, &gen) < 0) {
+				fprintf(stderr, "%s %s: --generation %s: expected an unsigned integer\n", g->progname, cmd, optarg);
+				return FLASHCTL_EXIT_USAGE;
+			}
+			break;
+		case 'w': wait = true; break;
+		case 'P':
+			if (!optarg[0]) {
+				fprintf(stderr, "%s %s: --project-id must not be empty\n", g->progname, cmd);
+				return FLASHCTL_EXIT_USAGE;
+			}
+			project = optarg;
+			break;
+		case 't':
+			if (parse_u64(optarg, &t) < 0 || t == 0 || t > 86400) {
+				fprintf(stderr, "%s %s: --timeout %s: expected 1..86400 seconds\n", g->progname, cmd, optarg);
+				return FLASHCTL_EXIT_USAGE;
+			}
+			timeout_s = (unsigned int)t;
+			break;
+		case 'h':
+			cmd_usage(stdout, g->progname, cmd);
+			return FLASHCTL_EXIT_OK;
+		default:
+			cmd_usage(stderr, g->progname, cmd);
+			return FLASHCTL_EXIT_USAGE;
+		}
+	}
+	if (takes_target && optind < argc)
+		target = argv[optind++];
+	if (optind != argc || (takes_target && !target) || (want_spec && !spec_path) ||
+	    (strcmp(cmd, "create") == 0) != (name != NULL) || (!want_spec && spec_path) ||
+	    (wait && strcmp(cmd, "delete") == 0)) {
+		cmd_usage(stderr, g->progname, cmd);
+		return FLASHCTL_EXIT_USAGE;
+	}
+	if (spec_path) {
+		r = util_read_file(spec_path, SPEC_MAX, &spec, &spec_len);
+		if (r < 0) {
+			fprintf(stderr, "%s %s: --spec %s: %s\n", g->progname, cmd, spec_path,
+				r == -EINVAL ? "not a regular file" : r == -EFBIG ? "too large" : strerror(-r));
+			return FLASHCTL_EXIT_USAGE;
+		}
+	}
+	status = ctx_init(&x, g, cmd, project);
+	if (status != FLASHCTL_EXIT_OK)
+		goto out;
+	if (target) {
+		status = resolve(&x, target, id, sizeof(id));
+		if (status != FLASHCTL_EXIT_OK)
+			goto out;
+	}
+	enum shape shape = SHAPE_SERVICE;
+	if (strcmp(cmd, "create") == 0) {
+		r = flash_client_create(x.client, name, spec, spec_len, gen, &resp);
+	} else if (strcmp(cmd, "update") == 0) {
+		r = flash_client_update(x.client, id, spec, spec_len, gen, &resp);
+	} else if (strcmp(cmd, "delete") == 0) {
+		r = flash_client_delete(x.client, id, gen, &resp);
+		shape = SHAPE_DELETED;
+	} else if (strcmp(cmd, "get") == 0) {
+		r = flash_client_get(x.client, id, &resp);
+	} else if (strcmp(cmd, "list") == 0) {
+		r = flash_client_list(x.client, &resp);
+		shape = SHAPE_LIST;
+	} else {
+		r = flash_client_usage(x.client, &resp);
+		shape = SHAPE_USAGE;
+	}
+	if (r == -EINVAL && spec) {
+		fprintf(stderr, "%s %s: --spec %s: not JSON\n", g->progname, cmd, spec_path);
+		status = EXIT_REFUSED;
+		goto out;
+	}
+	status = report(&x, r, resp);
+	if (status == FLASHCTL_EXIT_OK)
+		status = print_answer(&x, resp, shape);
+	if (status == FLASHCTL_EXIT_OK && wait) {
+		struct json_value *doc = NULL;
+		size_t len;
+		const char *body = flash_client_response_body(resp, &len);
+
+		if (json_parse(body, len, NULL, &doc, NULL) == 0)
+			snprintf(id, sizeof(id), "%s", str_of(doc, "id"));
+		json_free(doc);
+		status = wait_ready(&x, id, timeout_s);
+	}
+out:
+	flash_client_response_free(resp);
+	free(spec);
+	ctx_done(&x);
+	return status;
+}

@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The provider/v1 client (<flash/client.h>), on libcurl.
+ */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <yajl/yajl_gen.h>
+#include <flash/auth.h>
+#include <flash/client.h>
+
+#include "internal.h"
+#include "json.h"
+
+#define ANSWER_MAX (16u << 20)
+#define RETRY_AFTER_MAX 30
+
+struct flash_client {
+	CURL *curl;
+	char *base;        /* "http://localhost" for unix:, else the endpoint */
+	char *unix_path;
+	char *ca_file;
+	unsigned int timeout_ms, retries;
+	char *token;       /* fixed token */
+	const struct flash_auth_signer *signer;
+	char *iss, *aud, *org, *project;
+};
+
+struct flash_client_response {
+	int status;
+	char *body;
+	size_t len;
+	char *error_code, *error_message;
+	unsigned int retry_after;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static char *dup_or_null(const char *s, bool *failed)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*failed = true;
+	return d;
+}
+
+FLASH_API int flash_client_new(const struct flash_client_opts *opts, struct flash_client **ret_client)
+{
+	struct flash_client *c;
+	bool failed = false;
+	const char *ep;
+
+	if (!opts || !OPTS_VALID(opts, flash_client_opts) || !opts->endpoint || !ret_client)
+		return -EINVAL;
+	ep = opts->endpoint;
+	if (strncmp(ep, "unix:", 5) == 0) {
+		if (ep[5] == '\0' || strlen(ep + 5) >= 108)
+			return -EINVAL;
+	} else if (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0) {
+		return -EINVAL;
+	}
+	pthread_once(&curl_once, curl_init_once);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	if (strncmp(ep, "unix:", 5) == 0) {
+		c->unix_path = dup_or_null(ep + 5, &failed);
+		c->base = dup_or_null("http://localhost", &failed);
+	} else {
+		c->base = dup_or_null(ep, &failed);
+		/* No trailing '/': paths are appended. */
+		if (c->base && c->base[strlen(c->base) - 1] == '/')
+			c->base[strlen(c->base) - 1] = '\0';
+	}
+	c->ca_file = dup_or_null(OPTS_GET(opts, ca_file, NULL), &failed);
+	c->timeout_ms = OPTS_GET(opts, timeout_ms, 0) ?: 30000;
+	c->retries = OPTS_GET(opts, retries, 0);
+	c->curl = curl_easy_init();
+	if (failed || !c->curl) {
+		flash_client_free(c);
+		return -ENOMEM;
+	}
+	*ret_client = c;
+	return 0;
+}
+
+FLASH_API void flash_client_free(struct flash_client *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	free(c->base);
+	free(c->unix_path);
+	free(c->ca_file);
+	if (c->token) {
+		explicit_bzero(c->token, strlen(c->token));
+		free(c->token);
+	}
+	free(c->iss);
+	free(c->aud);
+	free(c->org);
+	free(c->project);
+	free(c);
+}
+
+FLASH_API int flash_client_set_token(struct flash_client *c, const char *token)
+{
+	size_t n, dots = 0;
+	char *t;
+
+	if (!c || !token)
+		return -EINVAL;
+	n = strlen(token);
+	if (n == 0 || n > FLASH_AUTH_TOKEN_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char ch = token[i];
+
+		if (ch == '.')
+			dots++;
+		else if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+			   ch == '_'))
+			return -EINVAL;
+	}
+	if (dots != 2)
+		return -EINVAL;
+	t = strdup(token);
+	if (!t)
+		return -ENOMEM;
+	if (c->token) {
+		explicit_bzero(c->token, strlen(c->token));
+		free(c->token);
+	}
+	c->token = t;
+	c->signer = NULL;
+	return 0;
+}
+
+FLASH_API int flash_client_set_signer(struct flash_client *c, const struct flash_auth_signer *signer,
+				      const struct flash_client_identity *id)
+{
+	char *iss, *aud, *org, *project = NULL;
+	bool failed = false;
+
+	if (!c || !signer || !id || !OPTS_VALID(id, flash_client_identity) || !id->issuer || !id->audience ||
+	    !id->organization || !id->organization[0] || strlen(id->organization) > FLASH_AUTH_TENANT_MAX ||
+	    (id->project && (!id->project[0] || strlen(id->project) > FLASH_AUTH_TENANT_MAX)) ||
+	    !flash_auth_signer_kid(signer)[0])
+		return -EINVAL;
+	iss = dup_or_null(id->issuer, &failed);
+	aud = dup_or_null(id->audience, &failed);
+	org = dup_or_null(id->organization, &failed);
+	project = dup_or_null(OPTS_GET(id, project, NULL), &failed);
+	if (failed) {
+		free(iss);
+		free(aud);
+		free(org);
+		free(project);
+		return -ENOMEM;
+	}
+	free(c->iss);
+	free(c->aud);
+	free(c->org);
+	free(c->project);
+	c->iss = iss;
+	c->aud = aud;
+	c->org = org;
+	c->project = project;
+	c->signer = signer;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- minting */
+
+static void g_kstr(yajl_gen g, const char *k, const char *v, bool *failed)
+{
+	if (yajl_gen_string(g, (const unsigned char *)k, strlen(k)) != yajl_gen_status_ok ||
+	    yajl_gen_string(g, (const unsigned char *)v, strlen(v)) != yajl_gen_status_ok)
+		*failed = true;
+}
+
+static void g_kint(yajl_gen g, const char *k, long long v, bool *failed)
+{
+	if (yajl_gen_string(g, (const unsigned char *)k, strlen(k)) != yajl_gen_status_ok ||
+	    yajl_gen_integer(g, v) != yajl_gen_status_ok)
+		*failed = true;
+}
+
+/* Finishes @g into a new string. */
+static int g_take(yajl_gen g, bool failed, char **ret, size_t *ret_len)
+{
+	const unsigned char *buf;
+	size_t len;
+	char *s;
+
+	if (failed || yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(s = malloc(len + 1))) {
+		yajl_gen_free(g);
+		return -ENOMEM;
+	}
+	memcpy(s, buf, len);
+	s[len] = '\0';
+	yajl_gen_free(g);
+	*ret = s;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+static int mint(const struct flash_client *c, enum flash_auth_action action, bool has_gen, uint64_t gen, char **ret)
+{
+	yajl_gen g = yajl_gen_alloc(NULL);
+	bool failed = false;
+	char *claims = NULL, gbuf[24];
+	size_t len = 0;
+	int64_t now = (int64_t)time(NULL);
+	int r;
+
+	if (!g)
+		return -ENOMEM;
+	if (yajl_gen_map_open(g) != yajl_gen_status_ok)
+		failed = true;
+	g_kstr(g, "iss", c->iss, &failed);
+	g_kstr(g, "aud", c->aud, &failed);
+	g_kstr(g, "action", flash_auth_action_name(action), &failed);
+	g_kstr(g, "org", c->org, &failed);
+	if (c->project)
+		g_kstr(g, "project", c->project, &failed);
+	g_kint(g, "iat", (long long)now, &failed);
+	g_kint(g, "exp", (long long)now + FLASH_AUTH_LIFETIME_MAX, &failed);
+	if (has_gen) {
+		int n = snprintf(gbuf, sizeof(gbuf), "%" PRIu64, gen);
+
+		if (yajl_gen_string(g, (const unsigned char *)"gen", 3) != yajl_gen_status_ok ||
+		    yajl_gen_number(g, gbuf, (size_t)n) != yajl_gen_status_ok)
+			failed = true;
+	}
+	if (yajl_gen_map_close(g) != yajl_gen_status_ok)
+		failed = true;
+	r = g_take(g, failed, &claims, &len);
+	if (r < 0)
+		return r;
+	r = flash_auth_signer_sign(c->signer, claims, len, ret);
+	free(claims);
+	return r;
+}
+
+/* ---------------------------------------------------------------- transport */
+
+struct sink {
+	char *buf;
+	size_t len;
+	bool too_large;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct sink *s = ud;
+	size_t n = size * nmemb;
+	char *nb;
+
+	if (s->len + n > ANSWER_MAX) {
+		s->too_large = true;
+		return 0;
+	}
+	nb = realloc(s->buf, s->len + n + 1);
+	if (!nb)
+		return 0;
+	memcpy(nb + s->len, ptr, n);
+	s->buf = nb;
+	s->len += n;
+	s->buf[s->len] = '\0';
+	return n;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	unsigned int *ra = ud;
+	size_t n = size * nmemb;
+
+	if (n > 12 && strncasecmp(ptr, "Retry-After:", 12) == 0) {
+		char buf[32];
+		size_t l = n - 12 < sizeof(buf) - 1 ? n - 12 : sizeof(buf) - 1;
+		unsigned long v;
+		char *end;
+
+		memcpy(buf, ptr + 12, l);
+		buf[l] = '\0';
+		v = strtoul(buf, &end, 10);
+		*ra = v > 86400 ? 86400 : (unsigned int)v;
+	}
+	return n;
+}
+
+static int curl_errno(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return -EHOSTUNREACH;
+	default:
+		return -EPROTO;
+	}
+}
+
+static void parse_error(struct flash_client_response *r)
+{
+	struct json_value *doc = NULL;
+	const struct json_value *e;
+	const char *s;
+
+	if (r->status < 400 || json_parse(r->body, r->len, NULL, &doc, NULL) < 0)
+		return;
+	e = json_get(doc, "error");
+	if (json_get_string(json_get(e, "code"), &s) == 0)
+		r->error_code = strdup(s);
+	if (json_get_string(json_get(e, "message"), &s) == 0)
+		r->error_message = strdup(s);
+	json_free(doc);
+}
+
+static int once(struct flash_client *c, const char *method, const char *path, enum flash_auth_action action,
+		bool has_gen, uint64_t gen, const char *body, size_t body_len, struct flash_client_response **ret)
+{
+	struct flash_client_response *resp;
+	struct curl_slist *hdr = NULL, *h2;
+	struct sink sink = { 0 };
+	char *url = NULL, *token = NULL, *auth = NULL;
+	unsigned int ra = 0;
+	long status = 0;
+	CURLcode cc;
+	int r;
+
+	if (c->signer) {
+		r = mint(c, action, has_gen, gen, &token);
+		if (r < 0)
+			return r;
+	} else if (!c->token) {
+		return -EINVAL;
+	}
+	if (asprintf(&url, "%s%s", c->base, path) < 0) {
+		url = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	if (asprintf(&auth, "Authorization: Bearer %s", token ? token : c->token) < 0) {
+		auth = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	hdr = curl_slist_append(NULL, auth);
+	if (hdr && body && (h2 = curl_slist_append(hdr, "Content-Type: application/json")))
+		hdr = h2;
+	if (hdr && (h2 = curl_slist_append(hdr, "Expect:")))
+		hdr = h2;
+	if (!hdr) {
+		r = -ENOMEM;
+		goto out;
+	}
+	curl_easy_reset(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &sink);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &ra);
+	if (c->unix_path)
+		curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->unix_path);
+	if (c->ca_file)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
+	if (body) {
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+	} else if (strcmp(method, "GET") == 0) {
+		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+	}
+	cc = curl_easy_perform(c->curl);
+	if (cc != CURLE_OK) {
+		r = sink.too_large ? -E2BIG : curl_errno(cc);
+		if (cc == CURLE_COULDNT_CONNECT && c->unix_path && access(c->unix_path, F_OK) < 0)
+			r = -ENOENT;
+		goto out;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	resp = calloc(1, sizeof(*resp));
+	if (!resp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	resp->status = (int)status;
+	resp->body = sink.buf ? sink.buf : strdup("");
+	sink.buf = NULL;
+	resp->len = sink.len;
+	resp->retry_after = ra;
+	if (!resp->body) {
+		free(resp);
+		r = -ENOMEM;
+		goto out;
+	}
+	parse_error(resp);
+	*ret = resp;
+	r = 0;
+out:
+	curl_slist_free_all(hdr);
+	free(sink.buf);
+	free(url);
+	if (auth) {
+		explicit_bzero(auth, strlen(auth));
+		free(auth);
+	}
+	if (token) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
+	return r;
+}
+
+static int call(struct flash_client *c, const char *method, const char *path, enum flash_auth_action action,
+		bool has_gen, uint64_t gen, const char *body, size_t body_len, struct flash_client_response **ret)
+{
+	struct flash_client_response *resp = NULL;
+	int r;
+
+	if (!c || !ret)
+		return -EINVAL;
+	for (unsigned int attempt = 0;; attempt++) {
+		r = once(c, method, path, action, has_gen, gen, body, body_len, &resp);
+		if (r < 0)
+			return r;
+		if (resp->status != 503 || !resp->retry_after || attempt >= c->retries)
+			break;
+		sleep(resp->retry_after > RETRY_AFTER_MAX ? RETRY_AFTER_MAX : resp->retry_after);
+		flash_client_response_free(resp);
+		resp = NULL;
+	}
+	*ret = resp;
+	return 0;
+}
+
+static bool id_ok(const char *id)
+{
+	if (!id || !id[0] || strlen(id) > 64)
+		return false;
+	for (; *id; id++)
+		if (!((*id >= 'a' && *id <= 'z') || (*id >= '0' && *id <= '9') || *id == '-'))
+			return false;
+	return true;
+}
+
+/* {"name": N, "spec": SPEC} with the spec checked to be one JSON value. */
+static int spec_body(const char *name, const char *spec, size_t spec_len, char **ret, size_t *ret_len)
+{
+	struct json_value *doc = NULL;
+	char *prefix = NULL, *b;
+	size_t plen = 0;
+	int r;
+
+	r = json_parse(spec, spec_len, NULL, &doc, NULL);
+	json_free(doc);
+	if (r < 0)
+		return r == -EBADMSG ? -EINVAL : r;
+	if (name) {
+		yajl_gen g = yajl_gen_alloc(NULL);
+		bool failed = !g;
+
+		if (g) {
+			yajl_gen_config(g, yajl_gen_validate_utf8, 1);
+			if (yajl_gen_string(g, (const unsigned char *)name, strlen(name)) != yajl_gen_status_ok)
+				failed = true;
+			r = g_take(g, failed, &prefix, &plen);
+		} else {
+			r = -ENOMEM;
+		}
+		if (r < 0)
+			return r;
+	}
+	b = malloc(plen + spec_len + 32);
+	if (!b) {
+		free(prefix);
+		return -ENOMEM;
+	}
+	*ret_len = (size_t)sprintf(b, "{%s%s%s\"spec\":", name ? "\"name\":" : "", name ? prefix : "", name ? "," : "");
+	memcpy(b + *ret_len, spec, spec_len);
+	*ret_len += spec_len;
+	b[(*ret_len)++] = '}';
+	b[*ret_len] = '\0';
+	free(prefix);
+	*ret = b;
+	return 0;
+}
+
+FLASH_API int flash_client_create(struct flash_client *c, const char *name, const char *spec, size_t spec_len,
+				  uint64_t generation, struct flash_client_response **ret)
+{
+	char *body = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!c || !name || !name[0] || !spec || !ret)
+		return -EINVAL;
+	r = spec_body(name, spec, spec_len, &body, &len);
+	if (r < 0)
+		return r;
+	r = call(c, "POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, true, generation, body, len, ret);
+	free(body);
+	return r;
+}
+
+FLASH_API int flash_client_update(struct flash_client *c, const char *service_id, const char *spec, size_t spec_len,
+				  uint64_t generation, struct flash_client_response **ret)
+{
+	char *body = NULL, path[128];
+	size_t len = 0;
+	int r;
+
+	if (!c || !id_ok(service_id) || !spec || !ret)
+		return -EINVAL;
+	r = spec_body(NULL, spec, spec_len, &body, &len);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/provider/v1/services/%s", service_id);
+	r = call(c, "PUT", path, FLASH_AUTH_ACTION_UPDATE, true, generation, body, len, ret);
+	free(body);
+	return r;
+}
+
+FLASH_API int flash_client_delete(struct flash_client *c, const char *service_id, uint64_t generation,
+				  struct flash_client_response **ret)
+{
+	char path[128];
+
+	if (!c || !id_ok(service_id) || !ret)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/provider/v1/services/%s", service_id);
+	return call(c, "DELETE", path, FLASH_AUTH_ACTION_DELETE, true, generation, NULL, 0, ret);
+}
+
+FLASH_API int flash_client_get(struct flash_client *c, const char *service_id, struct flash_client_response **ret)
+{
+	char path[128];
+
+	if (!c || !id_ok(service_id) || !ret)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/provider/v1/services/%s", service_id);
+	return call(c, "GET", path, FLASH_AUTH_ACTION_GET, false, 0, NULL, 0, ret);
+}
+
+FLASH_API int flash_client_list(struct flash_client *c, struct flash_client_response **ret)
+{
+	return call(c, "GET", "/provider/v1/services", FLASH_AUTH_ACTION_LIST, false, 0, NULL, 0, ret);
+}
+
+FLASH_API int flash_client_usage(struct flash_client *c, struct flash_client_response **ret)
+{
+	return call(c, "GET", "/provider/v1/usage", FLASH_AUTH_ACTION_USAGE, false, 0, NULL, 0, ret);
+}
+
+/* ---------------------------------------------------------------- responses */
+
+FLASH_API int flash_client_response_status(const struct flash_client_response *r)
+{
+	return r ? r->status : 0;
+}
+
+FLASH_API const char *flash_client_response_body(const struct flash_client_response *r, size_t *ret_len)
+{
+	if (!r)
+		return NULL;
+	if (ret_len)
+		*ret_len = r->len;
+	return r->body;
+}
+
+FLASH_API const char *flash_client_response_error_code(const struct flash_client_response *r)
+{
+	return r ? r->error_code : NULL;
+}
+
+FLASH_API const char *flash_client_response_error_message(const struct flash_client_response *r)
+{
+	return r ? r->error_message : NULL;
+}
+
+FLASH_API unsigned int flash_client_response_retry_after(const struct flash_client_response *r)
+{
+	return r ? r->retry_after : 0;
+}
+
+FLASH_API void flash_client_response_free(struct flash_client_response *r)
+{
+	if (!r)
+		return;
+	free(r->body);
+	free(r->error_code);
+	free(r->error_message);
+	free(r);
+}

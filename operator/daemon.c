@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Assembly of flash-operator (daemon.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <flash/auth.h>
+#include <flash/policy.h>
+#include <flash/render.h>
+#include <flash/spec.h>
+
+#include "daemon.h"
+#include "util.h"
+
+#define INPUT_MAX (4u << 20)
+
+struct op_daemon {
+	struct flash_auth_keyset *keys;
+	struct flash_policy *policy;
+	struct flash_operator_config *config;
+	struct op_store *store;
+	struct op_metrics *metrics;
+	struct op_provider *provider;
+	struct op_http *http;
+	struct op_image_settings registry;
+	struct op_image_ops image;
+};
+
+/* Reads an input file through the one reader of common/ (regular files
+ * only, bounded, a FIFO never blocks the start). */
+static int read_input(const char *path, char **ret, size_t *ret_len, char *err, size_t err_size)
+{
+	int r = util_read_file(path, INPUT_MAX, ret, ret_len);
+
+	if (r < 0)
+		snprintf(err, err_size, "%s: %s", path,
+			 r == -EINVAL ? "not a regular file" : r == -EFBIG ? "too large" : strerror(-r));
+	return r;
+}
+
+static void first_problem(const struct flash_diag *d, char *out, size_t size)
+{
+	const struct flash_diag_entry *e = flash_diag_get(d, 0);
+
+	snprintf(out, size, "%s%s%s", e ? e->path : "", e && e->path[0] ? ": " : "", e ? e->message : "invalid");
+}
+
+int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, char *err, size_t err_size)
+{
+	struct op_daemon *d;
+	char *text = NULL, detail[256] = "", path[4096];
+	size_t len = 0;
+	int r;
+
+	if (!opts || !OPTS_VALID(opts, op_daemon_opts) || !opts->state_dir || !opts->keys_file || !opts->issuer ||
+	    !opts->audience || !ret)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+
+	r = read_input(opts->keys_file, &text, &len, err, err_size);
+	if (r < 0)
+		goto fail;
+	r = flash_auth_keyset_parse(text, len, &d->keys, detail, sizeof(detail));
+	free(text);
+	text = NULL;
+	if (r < 0) {
+		snprintf(err, err_size, "%s: %s", opts->keys_file, detail[0] ? detail : flash_strerror(r));
+		goto fail;
+	}
+	if (opts->policy_file) {
+		struct flash_diag *diag = NULL;
+
+		r = read_input(opts->policy_file, &text, &len, err, err_size);
+		if (r < 0)
+			goto fail;
+		r = flash_diag_new(&diag);
+		if (r == 0)
+			r = flash_policy_parse(text, len, &d->policy, diag);
+		free(text);
+		text = NULL;
+		if (r < 0) {
+			char what[512];
+
+			first_problem(diag, what, sizeof(what));
+			snprintf(err, err_size, "%s: %s", opts->policy_file, what);
+			flash_diag_free(diag);
+			goto fail;
+		}
+		flash_diag_free(diag);
+	}
+	if (opts->config_file) {
+		struct flash_diag *rd = NULL;
+
+		r = read_input(opts->config_file, &text, &len, err, err_size);
+		if (r < 0)
+			goto fail;
+		r = flash_diag_new(&rd);
+		if (r < 0) {
+			snprintf(err, err_size, "%s: %s", opts->config_file, flash_strerror(r));
+			goto fail;
+		}
+		r = flash_operator_config_parse(text, len, &d->config, rd);
+		free(text);
+		text = NULL;
+		if (r < 0) {
+			char what[512];
+
+			if (flash_diag_count(rd) > 0)
+				first_problem(rd, what, sizeof(what));
+			else
+				snprintf(what, sizeof(what), "%s", flash_strerror(r));
+			snprintf(err, err_size, "%s: %s", opts->config_file, what);
+			flash_diag_free(rd);
+			goto fail;
+		}
+		flash_diag_free(rd);
+	}
+	if (mkdir(opts->state_dir, 0700) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, err_size, "%s: %s", opts->state_dir, strerror(-r));
+		goto fail;
+	}
+	if ((size_t)snprintf(path, sizeof(path), "%s/flash.db", opts->state_dir) >= sizeof(path)) {
+		snprintf(err, err_size, "%s: path too long", opts->state_dir);
+		r = -ENAMETOOLONG;
+		goto fail;
+	}
+	r = op_store_open(path, &d->store, err, err_size);
+	if (r < 0)
+		goto fail;
+	r = op_metrics_new(&d->metrics);
+	if (r < 0)
+		goto fail;
+
+	struct op_provider_opts po = {
+		.sz = sizeof(po),
+		.issuer = opts->issuer,
+		.audience = opts->audience,
+		.keys = d->keys,
+		.policy = d->policy,
+		.config = d->config,
+		.store = d->store,
+		.metrics = d->metrics,
+		.image = opts->image,
+	};
+	if (!opts->image) {
+		d->registry = opts->registry; /* strings borrowed: they outlive the daemon */
+		d->image = (struct op_image_ops){ .admit = op_image_default_ops.admit, .ctx = &d->registry };
+		po.image = &d->image;
+	}
+	r = op_provider_new(&po, &d->provider);
+	if (r < 0) {
+		snprintf(err, err_size, "%s: loading the metering state: %s", path, flash_strerror(r));
+		goto fail;
+	}
+	r = op_http_start(d->provider, &opts->http, &d->http, err, err_size);
+	if (r < 0)
+		goto fail;
+	*ret = d;
+	return 0;
+fail:
+	op_daemon_stop(d);
+	return r;
+}
+
+struct op_provider *op_daemon_provider(struct op_daemon *d)
+{
+	return d ? d->provider : NULL;
+}
+
+uint16_t op_daemon_port(const struct op_daemon *d)
+{
+	return d ? op_http_port(d->http) : 0;
+}
+
+void op_daemon_stop(struct op_daemon *d)
+{
+	if (!d)
+		return;
+	op_http_stop(d->http);
+	op_provider_free(d->provider);
+	op_metrics_free(d->metrics);
+	op_store_close(d->store);
+	flash_operator_config_free(d->config);
+	flash_policy_free(d->policy);
+	flash_auth_keyset_free(d->keys);
+	free(d);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * flash-operator as a whole (private to operator/): reads the key set,
+ * the owner policy and the configuration, opens the store, builds the
+ * provider and starts the HTTP listeners.  bin/flash-operator.c parses
+ * arguments into a struct op_daemon_opts and calls this; tests and
+ * bench/provider start the same daemon with their own image ops.
+ */
+#ifndef FLASH_OPERATOR_DAEMON_H
+#define FLASH_OPERATOR_DAEMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http.h"
+#include "provider.h"
+
+struct op_daemon_opts {
+	size_t sz;
+	const char *state_dir;   /* required: the store is STATE_DIR/flash.db */
+	const char *keys_file;   /* required: JWKS or {"kid": "x"} map (public keys) */
+	const char *issuer;      /* required */
+	const char *audience;    /* required */
+	const char *policy_file; /* owner quota policy; NULL: none */
+	const char *config_file; /* flash-operator.conf(5); NULL: defaults */
+	struct op_http_opts http;
+	const struct op_image_ops *image; /* NULL: op_image_default_ops with @registry */
+	struct op_image_settings registry; /* CA file, plain http, timeout */
+};
+
+struct op_daemon;
+
+/* Starts everything; on failure @err (@err_size bytes) says what.
+ * Returns 0, -EINVAL, -ENOMEM or the error of the failing part. */
+int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, char *err, size_t err_size);
+
+/* The provider and metrics of a started daemon. */
+struct op_provider *op_daemon_provider(struct op_daemon *d);
+uint16_t op_daemon_port(const struct op_daemon *d);
+
+/* Stops the listeners and closes the store; NULL is fine. */
+void op_daemon_stop(struct op_daemon *d);
+
+#endif

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libmicrohttpd wiring of the provider API (http.h).
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <flash/file.h>
+
+#include "http.h"
+#include "util.h"
+
+struct op_http {
+	struct op_provider *provider;
+	struct MHD_Daemon *tcp, *unix_d;
+	size_t max_body;
+	uint16_t port;
+	char *cert, *key;
+	size_t key_len;
+	char *unix_path;
+};
+
+/* Per request: the body as it arrives. */
+struct pending {
+	char *body;
+	size_t len;
+	bool too_large;
+};
+
+static enum MHD_Result send_answer(struct MHD_Connection *conn, const struct op_response *r)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+	char ra[16];
+
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", r->content_type ? r->content_type : "application/json");
+	if (r->retry_after) {
+		snprintf(ra, sizeof(ra), "%u", r->retry_after);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	}
+	ret = MHD_queue_response(conn, (unsigned int)r->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+{
+	struct op_http *h = cls;
+	struct pending *pd = *con_cls;
+	struct op_response resp;
+	enum MHD_Result ret;
+
+	(void)version;
+	if (!pd) {
+		pd = calloc(1, sizeof(*pd));
+		if (!pd)
+			return MHD_NO;
+		*con_cls = pd;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!pd->too_large && pd->len + *upload_size <= h->max_body) {
+			char *nb = realloc(pd->body, pd->len + *upload_size + 1);
+
+			if (!nb)
+				return MHD_NO;
+			memcpy(nb + pd->len, upload_data, *upload_size);
+			pd->body = nb;
+			pd->len += *upload_size;
+			pd->body[pd->len] = '\0';
+		} else {
+			pd->too_large = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (pd->too_large) {
+		struct op_response r = { .status = 413, .content_type = "application/json" };
+		char body[160];
+
+		snprintf(body, sizeof(body),
+			 "{\"error\":{\"code\":\"too-large\",\"message\":\"the body is larger than %zu bytes\"}}\n",
+			 h->max_body);
+		r.body = body;
+		r.body_len = strlen(body);
+		return send_answer(conn, &r);
+	}
+	struct op_request req = {
+		.method = method,
+		.path = url,
+		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+		.body = pd->body ? pd->body : "",
+		.body_len = pd->len,
+	};
+	op_provider_handle(h->provider, &req, &resp);
+	ret = send_answer(conn, &resp);
+	op_response_clear(&resp);
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct pending *pd = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (pd) {
+		free(pd->body);
+		free(pd);
+		*con_cls = NULL;
+	}
+}
+
+static int unix_listen(const char *path, char *err, size_t err_size)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat sb;
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, err_size, "%s: socket path too long", path);
+		return -ENAMETOOLONG;
+	}
+	/* Replace a stale socket, never anything else. */
+	if (lstat(path, &sb) == 0) {
+		if (!S_ISSOCK(sb.st_mode)) {
+			snprintf(err, err_size, "%s exists and is not a socket", path);
+			return -EEXIST;
+		}
+		unlink(path);
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* fchmod before bind does not apply to the socket file; a umask
+	 * of 0177 around bind does. */
+	mode_t old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(fd, 256) < 0) {
+		r = -errno;
+		snprintf(err, err_size, "%s: %s", path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *ret_len, char *err, size_t err_size)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	char host[128];
+	const char *colon, *port;
+	size_t hl;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || end[1] != ':')
+			goto bad;
+		hl = (size_t)(end - s - 1);
+		if (hl < sizeof(host))
+			memcpy(host, s + 1, hl);
+		port = end + 2;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			goto bad;
+		hl = (size_t)(colon - s);
+		port = colon + 1;
+		if (hl < sizeof(host))
+			memcpy(host, s, hl);
+	}
+	if (hl == 0 || hl >= sizeof(host) || !*port)
+		goto bad;
+	host[hl] = '\0';
+	if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
+		goto bad;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*ret_len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+bad:
+	snprintf(err, err_size, "--listen %s: expected ADDRESS:PORT or [IPv6]:PORT with a numeric address", s);
+	return -EINVAL;
+}
+
+static int read_pem(const char *path, bool secret, char **ret, size_t *ret_len, char *err, size_t err_size)
+{
+	int r = secret ? flash_file_read_secret(path, 0, ret, ret_len) : util_read_file(path, 1 << 20, ret, ret_len);
+
+	if (r < 0)
+		snprintf(err, err_size, "%s: %s%s", path, strerror(-r),
+			 r == -EPERM ? " (a key file must be owned by us with mode 0600 or 0400)" : "");
+	return r;
+}
+
+int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct op_http **ret, char *err,
+		  size_t err_size)
+{
+	unsigned int max_conn = OPTS_GET(opts, max_connections, 0) ?: 512;
+	unsigned int per_ip = OPTS_GET(opts, per_ip_connections, 0) ?: 64;
+	unsigned int timeout = OPTS_GET(opts, timeout_s, 0) ?: 10;
+	unsigned int threads = OPTS_GET(opts, threads, 0) ?: 4;
+	size_t max_header = OPTS_GET(opts, max_header_bytes, 0) ?: 16384;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	struct op_http *h;
+	size_t cert_len = 0;
+	int r, fd;
+
+	if (!p || !opts || !OPTS_VALID(opts, op_http_opts) || !ret || (!opts->listen && !opts->unix_path) ||
+	    (!opts->tls_cert_file != !opts->tls_key_file))
+		return -EINVAL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->provider = p;
+	h->max_body = OPTS_GET(opts, max_body_bytes, 0) ?: 1u << 20;
+
+	if (opts->unix_path) {
+		fd = unix_listen(opts->unix_path, err, err_size);
+		if (fd < 0) {
+			r = fd;
+			goto fail;
+		}
+		h->unix_path = strdup(opts->unix_path);
+		h->unix_d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd,
+					     MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+					     MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+					     max_header, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+		if (!h->unix_d) {
+			close(fd);
+			snprintf(err, err_size, "%s: cannot start the HTTP server", opts->unix_path);
+			r = -EIO;
+			goto fail;
+		}
+	}
+	if (opts->listen) {
+		struct sockaddr_storage ss;
+		socklen_t sl;
+		unsigned int f = flags;
+
+		r = parse_listen(opts->listen, &ss, &sl, err, err_size);
+		if (r < 0)
+			goto fail;
+		if (ss.ss_family == AF_INET6)
+			f |= MHD_USE_IPv6;
+		if (opts->tls_cert_file) {
+			if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+				snprintf(err, err_size, "libmicrohttpd was built without TLS");
+				r = -ENOTSUP;
+				goto fail;
+			}
+			r = read_pem(opts->tls_cert_file, false, &h->cert, &cert_len, err, err_size);
+			if (r == 0)
+				r = read_pem(opts->tls_key_file, true, &h->key, &h->key_len, err, err_size);
+			if (r < 0)
+				goto fail;
+			f |= MHD_USE_TLS;
+		}
+		if (h->cert)
+			h->tcp = MHD_start_daemon(f, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &ss,
+						  MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+						  MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+						  timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, max_header,
+						  MHD_OPTION_HTTPS_MEM_CERT, h->cert, MHD_OPTION_HTTPS_MEM_KEY, h->key,
+						  MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+		else
+			h->tcp = MHD_start_daemon(f, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &ss,
+						  MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+						  MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+						  timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, max_header,
+						  MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+		if (!h->tcp) {
+			snprintf(err, err_size, "%s: cannot listen (address in use or not local?)", opts->listen);
+			r = -EADDRNOTAVAIL;
+			goto fail;
+		}
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->tcp, MHD_DAEMON_INFO_BIND_PORT);
+		h->port = di ? di->port : 0;
+	}
+	*ret = h;
+	return 0;
+fail:
+	op_http_stop(h);
+	return r;
+}
+
+uint16_t op_http_port(const struct op_http *h)
+{
+	return h ? h->port : 0;
+}
+
+void op_http_stop(struct op_http *h)
+{
+	if (!h)
+		return;
+	if (h->tcp)
+		MHD_stop_daemon(h->tcp);
+	if (h->unix_d)
+		MHD_stop_daemon(h->unix_d);
+	if (h->unix_path) {
+		unlink(h->unix_path);
+		free(h->unix_path);
+	}
+	free(h->cert);
+	if (h->key) {
+		explicit_bzero(h->key, h->key_len);
+		free(h->key);
+	}
+	free(h);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The HTTP side of flash-operator (private to operator/): libmicrohttpd
+ * on TCP (TLS with a certificate and key) and/or a Unix socket, feeding
+ * complete requests to op_provider_handle().
+ *
+ * Bounds: connections in total and per client address, an idle timeout
+ * (a client that stops sending in the middle of its headers or body is
+ * closed), header bytes (the connection memory limit) and body bytes
+ * (413 beyond).  The server is event driven (epoll, a small thread pool):
+ * a slow client holds one connection slot, never a thread or a lock.
+ */
+#ifndef FLASH_OPERATOR_HTTP_H
+#define FLASH_OPERATOR_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "provider.h"
+
+struct op_http_opts {
+	size_t sz;
+	const char *listen;        /* "ADDRESS:PORT" ("[v6]:PORT"); NULL: no TCP */
+	const char *unix_path;     /* Unix socket (mode 0600); NULL: none */
+	const char *tls_cert_file; /* PEM; with tls_key_file: HTTPS on TCP */
+	const char *tls_key_file;  /* PEM, mode 0600 or 0400, owned by us */
+	unsigned int max_connections; /* 0: 512 */
+	unsigned int per_ip_connections; /* 0: 64 (TCP only) */
+	unsigned int timeout_s;    /* idle timeout, 0: 10 */
+	size_t max_header_bytes;   /* 0: 16 KiB */
+	size_t max_body_bytes;     /* 0: 1 MiB */
+	unsigned int threads;      /* 0: 4 */
+};
+
+struct op_http;
+
+/* Starts listening.  On failure @err says what.  Returns 0, -EINVAL,
+ * -ENOTSUP (TLS asked, libmicrohttpd built without it), -errno. */
+int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct op_http **ret, char *err,
+		  size_t err_size);
+
+/* The bound TCP port (useful with port 0), 0 without TCP. */
+uint16_t op_http_port(const struct op_http *h);
+
+/* Stops the server (waits for the threads); NULL is fine. */
+void op_http_stop(struct op_http *h);
+
+#endif

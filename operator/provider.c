@@ -1,0 +1,1345 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * provider/v1 request handling (provider.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <yajl/yajl_gen.h>
+#include <flash/meter.h>
+#include <flash/spec.h>
+
+#include "json.h"
+#include "provider.h"
+#include "util.h"
+
+#define API_PREFIX "/provider/v1/"
+#define EVENTS_SHOWN 10
+#define NAME_MAX_LEN 52
+
+struct op_provider {
+	struct op_provider_opts o;
+	const struct op_image_ops *image;
+	struct flash_operator_config *own_config; /* when none was given */
+	const struct flash_operator_config *config;
+	pthread_mutex_t lock; /* store + meter */
+	struct flash_meter *meter;
+};
+
+static int64_t now_of(struct op_provider *p)
+{
+	return p->o.now ? p->o.now(p->o.now_ctx) : (int64_t)time(NULL);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- JSON out */
+
+/* yajl_gen with sticky errors: the answer is built linearly and checked
+ * once at the end. */
+struct out {
+	yajl_gen g;
+	bool failed;
+};
+
+static void o_str(struct out *o, const char *s)
+{
+	if (yajl_gen_string(o->g, (const unsigned char *)(s ? s : ""), strlen(s ? s : "")) != yajl_gen_status_ok)
+		o->failed = true;
+}
+static void o_key(struct out *o, const char *k) { o_str(o, k); }
+static void o_kstr(struct out *o, const char *k, const char *v) { o_key(o, k); o_str(o, v); }
+static void o_kuint(struct out *o, const char *k, uint64_t v)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), "%" PRIu64, v);
+
+	o_key(o, k);
+	if (yajl_gen_number(o->g, buf, (size_t)n) != yajl_gen_status_ok)
+		o->failed = true;
+}
+static void o_kint(struct out *o, const char *k, int64_t v)
+{
+	o_key(o, k);
+	if (yajl_gen_integer(o->g, v) != yajl_gen_status_ok)
+		o->failed = true;
+}
+static void o_kbool(struct out *o, const char *k, bool v)
+{
+	o_key(o, k);
+	if (yajl_gen_bool(o->g, v) != yajl_gen_status_ok)
+		o->failed = true;
+}
+static void o_open(struct out *o) { if (yajl_gen_map_open(o->g) != yajl_gen_status_ok) o->failed = true; }
+static void o_close(struct out *o) { if (yajl_gen_map_close(o->g) != yajl_gen_status_ok) o->failed = true; }
+static void o_aopen(struct out *o) { if (yajl_gen_array_open(o->g) != yajl_gen_status_ok) o->failed = true; }
+static void o_aclose(struct out *o) { if (yajl_gen_array_close(o->g) != yajl_gen_status_ok) o->failed = true; }
+
+static void o_time(struct out *o, const char *k, int64_t t)
+{
+	char buf[FLASH_METER_TIME_STRLEN];
+
+	if (flash_meter_format_time(t, buf, sizeof(buf)) < 0)
+		buf[0] = '\0';
+	o_kstr(o, k, buf);
+}
+
+/* Re-emits a parsed JSON value (numbers keep their exact text). */
+static void o_value(struct out *o, const struct json_value *v)
+{
+	switch (v->type) {
+	case JSON_NULL:
+		if (yajl_gen_null(o->g) != yajl_gen_status_ok)
+			o->failed = true;
+		break;
+	case JSON_BOOL:
+		if (yajl_gen_bool(o->g, v->u.boolean) != yajl_gen_status_ok)
+			o->failed = true;
+		break;
+	case JSON_NUMBER:
+		if (yajl_gen_number(o->g, v->u.number.text, v->u.number.len) != yajl_gen_status_ok)
+			o->failed = true;
+		break;
+	case JSON_STRING:
+		if (yajl_gen_string(o->g, (const unsigned char *)v->u.string.ptr, v->u.string.len) != yajl_gen_status_ok)
+			o->failed = true;
+		break;
+	case JSON_ARRAY:
+		o_aopen(o);
+		for (size_t i = 0; i < v->u.array.n; i++)
+			o_value(o, v->u.array.items[i]);
+		o_aclose(o);
+		break;
+	case JSON_OBJECT:
+		o_open(o);
+		for (size_t i = 0; i < v->u.object.n; i++) {
+			if (yajl_gen_string(o->g, (const unsigned char *)v->u.object.members[i].key,
+					    v->u.object.members[i].key_len) != yajl_gen_status_ok)
+				o->failed = true;
+			o_value(o, v->u.object.members[i].value);
+		}
+		o_close(o);
+		break;
+	}
+}
+
+static int o_begin(struct out *o)
+{
+	o->failed = false;
+	o->g = yajl_gen_alloc(NULL);
+	if (!o->g)
+		return -ENOMEM;
+	yajl_gen_config(o->g, yajl_gen_validate_utf8, 1);
+	return 0;
+}
+
+/* Ends the document into *ret (NUL-terminated, with a final newline). */
+static int o_end(struct out *o, char **ret, size_t *ret_len)
+{
+	const unsigned char *buf;
+	size_t len;
+	char *copy;
+	int r = -ENOMEM;
+
+	if (!o->failed && yajl_gen_get_buf(o->g, &buf, &len) == yajl_gen_status_ok && (copy = malloc(len + 2))) {
+		memcpy(copy, buf, len);
+		copy[len] = '\n';
+		copy[len + 1] = '\0';
+		*ret = copy;
+		*ret_len = len + 1;
+		r = 0;
+	}
+	yajl_gen_free(o->g);
+	o->g = NULL;
+	return r;
+}
+
+/* ---------------------------------------------------------------- answers */
+
+static const char internal_error[] = "{\"error\":{\"code\":\"internal\",\"message\":\"cannot build the answer\"}}\n";
+
+static void set_static_500(struct op_response *r)
+{
+	free(r->body);
+	r->status = 500;
+	r->body = strdup(internal_error);
+	r->body_len = r->body ? strlen(r->body) : 0;
+}
+
+/* An error answer: code, message and optional extra members written by
+ * @extra. */
+static void answer_error_extra(struct op_response *ret, int status, const char *code, void (*extra)(struct out *, const void *),
+			       const void *ctx, const char *fmt, ...) _printf_(6, 7);
+static void answer_error_extra(struct op_response *ret, int status, const char *code, void (*extra)(struct out *, const void *),
+			       const void *ctx, const char *fmt, ...)
+{
+	char msg[1536];
+	struct out o;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ret->status = status;
+	if (o_begin(&o) < 0) {
+		set_static_500(ret);
+		return;
+	}
+	o_open(&o);
+	o_key(&o, "error");
+	o_open(&o);
+	o_kstr(&o, "code", code);
+	o_kstr(&o, "message", msg);
+	if (extra)
+		extra(&o, ctx);
+	o_close(&o);
+	o_close(&o);
+	if (o_end(&o, &ret->body, &ret->body_len) < 0)
+		set_static_500(ret);
+}
+
+#define answer_error(ret, status, code, ...) answer_error_extra(ret, status, code, NULL, NULL, __VA_ARGS__)
+
+static void answer_transient(struct op_provider *p, struct op_response *ret, const char *what)
+{
+	answer_error(ret, 503, "unavailable", "%s: retry", what);
+	ret->retry_after = p->o.retry_after ? p->o.retry_after : 2;
+}
+
+/* Problems of a struct flash_diag as "path" (the first error's) and
+ * "problems": [...]. */
+static void extra_diag(struct out *o, const void *ctx)
+{
+	const struct flash_diag *d = ctx;
+	bool path_done = false;
+
+	for (size_t i = 0; i < flash_diag_count(d) && !path_done; i++) {
+		const struct flash_diag_entry *e = flash_diag_get(d, i);
+
+		if (e->severity == FLASH_DIAG_ERROR) {
+			o_kstr(o, "path", e->path);
+			path_done = true;
+		}
+	}
+	o_key(o, "problems");
+	o_aopen(o);
+	for (size_t i = 0; i < flash_diag_count(d); i++) {
+		const struct flash_diag_entry *e = flash_diag_get(d, i);
+
+		if (e->severity != FLASH_DIAG_ERROR)
+			continue;
+		o_open(o);
+		o_kstr(o, "path", e->path);
+		o_kstr(o, "code", e->code);
+		o_kstr(o, "message", e->message);
+		o_close(o);
+	}
+	o_aclose(o);
+}
+
+static void extra_path(struct out *o, const void *ctx)
+{
+	o_kstr(o, "path", ctx);
+}
+
+static void extra_reason(struct out *o, const void *ctx)
+{
+	o_kstr(o, "reason", ctx);
+}
+
+/* ---------------------------------------------------------------- service view */
+
+static void o_ports(struct out *o, const struct flash_public_port *ports, size_t n)
+{
+	o_key(o, "public_ports");
+	o_aopen(o);
+	for (size_t i = 0; i < n; i++) {
+		o_open(o);
+		o_kstr(o, "name", ports[i].name);
+		o_kstr(o, "protocol", ports[i].protocol);
+		o_kuint(o, "port", ports[i].port);
+		o_close(o);
+	}
+	o_aclose(o);
+}
+
+static void o_service(struct out *o, const struct op_service *s, const struct op_event *ev, size_t n_ev)
+{
+	struct json_value *spec = NULL;
+
+	o_open(o);
+	o_kstr(o, "id", s->id);
+	o_kstr(o, "name", s->name);
+	o_kstr(o, "project", s->project);
+	o_kuint(o, "generation", s->generation);
+	o_kstr(o, "operation_id", s->operation_id);
+	o_key(o, "status");
+	o_open(o);
+	o_kstr(o, "phase", s->phase);
+	o_kbool(o, "ready", false);
+	o_kstr(o, "message", "admitted and stored; replicas are not started (this operator has no runtime yet)");
+	o_close(o);
+	o_key(o, "image");
+	o_open(o);
+	o_kstr(o, "digest", s->image_digest);
+	o_kstr(o, "pinned", s->image_pinned);
+	o_kuint(o, "charged_bytes", s->image_bytes);
+	o_close(o);
+	o_ports(o, s->ports, s->n_ports);
+	o_kstr(o, "spec_digest", s->spec_digest);
+	o_key(o, "spec");
+	if (json_parse(s->spec, strlen(s->spec), NULL, &spec, NULL) == 0)
+		o_value(o, spec);
+	else
+		o->failed = true;
+	json_free(spec);
+	o_time(o, "created_at", s->created_at);
+	o_time(o, "updated_at", s->updated_at);
+	if (ev) {
+		o_key(o, "events");
+		o_aopen(o);
+		for (size_t i = 0; i < n_ev; i++) {
+			o_open(o);
+			o_time(o, "time", ev[i].time);
+			o_kstr(o, "type", ev[i].type);
+			o_kstr(o, "message", ev[i].message);
+			o_close(o);
+		}
+		o_aclose(o);
+	}
+	o_close(o);
+}
+
+static int service_json(const struct op_service *s, const struct op_event *ev, size_t n_ev, char **ret,
+			size_t *ret_len)
+{
+	struct out o;
+	int r = o_begin(&o);
+
+	if (r < 0)
+		return r;
+	o_service(&o, s, ev, n_ev);
+	return o_end(&o, ret, ret_len);
+}
+
+/* ---------------------------------------------------------------- ids */
+
+int op_service_id(const char *org, const char *project, const char *name, char ret[OP_SERVICE_ID_STRLEN])
+{
+	const char *parts[] = { "flash-service-id/1", org, project, name };
+	unsigned char h[32];
+	crypto_generichash_state st;
+
+	if (!org || !project || !name)
+		return -EINVAL;
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+		uint64_t len = strlen(parts[i]);
+		unsigned char le[8];
+
+		for (int b = 0; b < 8; b++)
+			le[b] = (unsigned char)(len >> (8 * b));
+		crypto_generichash_update(&st, le, sizeof(le));
+		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
+	}
+	crypto_generichash_final(&st, h, sizeof(h));
+	memcpy(ret, "fs-", 3);
+	sodium_bin2hex(ret + 3, OP_SERVICE_ID_STRLEN - 3, h, 16);
+	return 0;
+}
+
+static bool service_id_valid(const char *s)
+{
+	if (strlen(s) != OP_SERVICE_ID_STRLEN - 1 || strncmp(s, "fs-", 3) != 0)
+		return false;
+	for (s += 3; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
+/* Service names become Kubernetes object names in the Kubernetes mode:
+ * an RFC 1035 label of at most 52 characters (flash_render's rule). */
+static bool service_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > NAME_MAX_LEN || !(s[0] >= 'a' && s[0] <= 'z') || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+int op_provider_new(const struct op_provider_opts *opts, struct op_provider **ret)
+{
+	struct op_provider *p;
+	char *state = NULL;
+	int r;
+
+	if (!opts || !OPTS_VALID(opts, op_provider_opts) || !opts->issuer || !opts->audience || !opts->keys ||
+	    !opts->store || !ret)
+		return -EINVAL;
+	if (sodium_init() < 0)
+		return -EIO;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memcpy(&p->o, opts, opts->sz < sizeof(p->o) ? opts->sz : sizeof(p->o));
+	p->image = opts->image ? opts->image : &op_image_default_ops;
+	pthread_mutex_init(&p->lock, NULL);
+	p->config = opts->config;
+	if (!p->config) {
+		r = flash_operator_config_default(&p->own_config);
+		if (r < 0)
+			goto fail;
+		p->config = p->own_config;
+	}
+	r = flash_meter_new(NULL, &p->meter);
+	if (r < 0)
+		goto fail;
+	r = op_store_meter_get(opts->store, &state);
+	if (r == 0 && state)
+		r = flash_meter_from_json(p->meter, state, strlen(state), NULL);
+	free(state);
+	if (r < 0)
+		goto fail;
+	*ret = p;
+	return 0;
+fail:
+	op_provider_free(p);
+	return r;
+}
+
+void op_provider_free(struct op_provider *p)
+{
+	if (!p)
+		return;
+	flash_meter_free(p->meter);
+	flash_operator_config_free(p->own_config);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+void op_response_clear(struct op_response *r)
+{
+	if (!r)
+		return;
+	free(r->body);
+	r->body = NULL;
+	r->body_len = 0;
+}
+
+/* The meter as stored: reloaded after a failed transaction so that memory
+ * never runs ahead of the store. */
+static void meter_reload(struct op_provider *p)
+{
+	char *state = NULL;
+	struct flash_meter *m = NULL;
+
+	if (flash_meter_new(NULL, &m) < 0)
+		return;
+	if (op_store_meter_get(p->o.store, &state) == 0 &&
+	    (!state || flash_meter_from_json(m, state, strlen(state), NULL) == 0)) {
+		flash_meter_free(p->meter);
+		p->meter = m;
+		m = NULL;
+	}
+	free(state);
+	flash_meter_free(m);
+}
+
+static int meter_save(struct op_provider *p)
+{
+	char *json = NULL;
+	size_t len;
+	int r = flash_meter_to_json(p->meter, &json, &len);
+
+	if (r == 0)
+		r = op_store_meter_put(p->o.store, json);
+	free(json);
+	return r;
+}
+
+/* ---------------------------------------------------------------- requests */
+
+struct command {
+	enum flash_auth_action action;
+	struct flash_auth_token *token;
+	const char *org, *project; /* from the token; project "" when absent */
+	uint64_t gen;
+	char id[OP_SERVICE_ID_STRLEN];
+	const char *name;           /* create */
+	struct json_value *body;
+	struct flash_spec *spec;
+	char *canonical;
+	char digest_hex[FLASH_SPEC_DIGEST_HEX_SIZE];
+	uint8_t digest[FLASH_SPEC_DIGEST_SIZE];
+	struct flash_auth_opid opid;
+	char opid_text[FLASH_AUTH_OPID_STRLEN];
+	struct op_image_info image;
+};
+
+static void command_clear(struct command *c)
+{
+	flash_auth_token_free(c->token);
+	json_free(c->body);
+	flash_spec_free(c->spec);
+	free(c->canonical);
+}
+
+static bool verify_token(struct op_provider *p, const struct op_request *req, struct command *c,
+			 struct op_response *ret)
+{
+	FLASH_OPTS(flash_auth_verify_opts, vo, .issuer = p->o.issuer, .audience = p->o.audience, .action = c->action,
+		   .now = now_of(p), .skew = p->o.skew ? p->o.skew : 5);
+	const char *h = req->authorization, *tok;
+	char detail[256] = "";
+	int r;
+
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
+		answer_error_extra(ret, 401, "unauthorized", extra_reason, "missing-token",
+				   "an Authorization: Bearer <token> header is required");
+		return false;
+	}
+	for (tok = h + 7; *tok == ' '; tok++)
+		;
+	r = flash_auth_verify(p->o.keys, tok, strlen(tok), &vo, &c->token, detail, sizeof(detail));
+	if (r == -FLASH_E_AUTH_ACTION) {
+		answer_error_extra(ret, 403, "wrong-action", extra_reason, flash_auth_reason_name(r),
+				   "the token is not for %s: %s", flash_auth_action_name(c->action), detail);
+		return false;
+	}
+	if (r < 0) {
+		answer_error_extra(ret, 401, "unauthorized", extra_reason, flash_auth_reason_name(r), "token refused: %s",
+				   detail[0] ? detail : flash_strerror(r));
+		return false;
+	}
+	c->org = flash_auth_token_org(c->token);
+	c->project = flash_auth_token_project(c->token);
+	if (!c->project)
+		c->project = "";
+	if (!flash_auth_token_generation(c->token, &c->gen))
+		c->gen = 0;
+	return true;
+}
+
+/* The body of create/update: an object with exactly the allowed keys. */
+static bool parse_body(const struct op_request *req, struct command *c, struct op_response *ret)
+{
+	struct json_error je = { 0 };
+	const struct json_value *v;
+
+	if (req->body_len == 0) {
+		answer_error(ret, 400, "bad-request", "the request needs a JSON body");
+		return false;
+	}
+	if (json_parse(req->body, req->body_len, NULL, &c->body, &je) < 0) {
+		answer_error(ret, 400, "bad-request", "the body is not acceptable JSON: line %u column %u: %s", je.line,
+			     je.column, je.message);
+		return false;
+	}
+	if (c->body->type != JSON_OBJECT) {
+		answer_error(ret, 400, "bad-request", "the body must be a JSON object");
+		return false;
+	}
+	for (size_t i = 0; i < c->body->u.object.n; i++) {
+		const char *k = c->body->u.object.members[i].key;
+
+		if (strcmp(k, "spec") != 0 && !(c->action == FLASH_AUTH_ACTION_CREATE && strcmp(k, "name") == 0)) {
+			answer_error_extra(ret, 400, "bad-request", extra_path, k, "%s: unknown field", k);
+			return false;
+		}
+	}
+	if (c->action == FLASH_AUTH_ACTION_CREATE) {
+		v = json_get(c->body, "name");
+		if (!v || json_get_string(v, &c->name) < 0 || !service_name_valid(c->name)) {
+			answer_error_extra(ret, 400, "bad-request", extra_path, "name",
+					   "name: must be 1..%d of a-z, 0-9 and '-', starting with a letter and not ending with '-'",
+					   NAME_MAX_LEN);
+			return false;
+		}
+	}
+	v = json_get(c->body, "spec");
+	if (!v || v->type != JSON_OBJECT) {
+		answer_error_extra(ret, 400, "bad-request", extra_path, "spec", "spec: must be an object (the Flash spec)");
+		return false;
+	}
+	return true;
+}
+
+static bool parse_spec(struct op_provider *p, struct command *c, struct op_response *ret)
+{
+	struct flash_diag *diag = NULL;
+	struct out o;
+	char *text = NULL;
+	size_t len = 0;
+	bool ok = false;
+	int r;
+
+	/* The spec member re-emitted on its own for the spec parser. */
+	if (o_begin(&o) < 0 || (o_value(&o, json_get(c->body, "spec")), o_end(&o, &text, &len)) < 0 ||
+	    flash_diag_new(&diag) < 0) {
+		set_static_500(ret);
+		goto out;
+	}
+	r = flash_spec_parse(text, len, NULL, &c->spec, diag);
+	if (r == 0 && p->o.policy)
+		r = flash_policy_check_spec(p->o.policy, c->spec, diag);
+	if (r == -FLASH_E_POLICY_VIOLATION) {
+		op_metrics_refused(p->o.metrics, OP_REFUSED_POLICY);
+		answer_error_extra(ret, 422, "policy-violation", extra_diag, diag,
+				   "the spec exceeds the owner quota policy");
+		goto out;
+	}
+	if (r < 0) {
+		op_metrics_refused(p->o.metrics, OP_REFUSED_SPEC);
+		answer_error_extra(ret, 422, "invalid-spec", extra_diag, diag, "the spec is invalid (%zu problem%s)",
+				   flash_diag_errors(diag), flash_diag_errors(diag) == 1 ? "" : "s");
+		goto out;
+	}
+	if (flash_spec_to_json(c->spec, &c->canonical, NULL) < 0 || flash_spec_digest(c->spec, c->digest) < 0 ||
+	    flash_spec_digest_hex(c->spec, c->digest_hex) < 0) {
+		set_static_500(ret);
+		goto out;
+	}
+	ok = true;
+out:
+	free(text);
+	flash_diag_free(diag);
+	return ok;
+}
+
+static int operation_id(struct command *c)
+{
+	struct flash_auth_operation op = {
+		.sz = sizeof(op),
+		.org = c->org,
+		.project = c->project,
+		.service = c->id,
+		.action = c->action,
+		.generation = c->gen,
+		.spec_digest = c->spec ? c->digest : NULL,
+		.spec_digest_len = c->spec ? sizeof(c->digest) : 0,
+	};
+	int r = flash_auth_operation_id(&op, &c->opid);
+
+	if (r == 0)
+		r = flash_auth_opid_format(&c->opid, c->opid_text, sizeof(c->opid_text)) < 0 ? -EINVAL : 0;
+	return r;
+}
+
+static bool owned(const struct op_service *s, const struct command *c)
+{
+	return strcmp(s->org, c->org) == 0 && strcmp(s->project, c->project) == 0;
+}
+
+static void answer_not_found(struct op_response *ret, const char *id)
+{
+	answer_error(ret, 404, "not-found", "no service %s", id);
+}
+
+static void answer_replay(struct op_response *ret, const struct op_service *s)
+{
+	ret->status = s->answer_status;
+	ret->body = strdup(s->answer);
+	ret->body_len = ret->body ? strlen(ret->body) : 0;
+	if (!ret->body)
+		set_static_500(ret);
+}
+
+enum verdict {
+	V_ANSWERED = 0, /* ret holds the answer */
+	V_APPLY,
+};
+
+/* Generation rules against what is stored (under the lock).  @stored may
+ * be NULL (unknown or another tenant's). */
+static enum verdict decide(const struct command *c, const struct op_service *stored, struct op_response *ret)
+{
+	enum flash_auth_gen_decision d;
+	struct flash_auth_opid sop;
+	bool has = stored != NULL;
+	int r;
+
+	if (c->action != FLASH_AUTH_ACTION_CREATE && (!stored || (stored->deleted && c->action == FLASH_AUTH_ACTION_UPDATE))) {
+		answer_not_found(ret, c->id);
+		return V_ANSWERED;
+	}
+	if (has && flash_auth_opid_parse(stored->operation_id, &sop) < 0) {
+		set_static_500(ret);
+		return V_ANSWERED;
+	}
+	r = flash_auth_generation_decide(has, has ? stored->generation : 0, has ? &sop : NULL, c->gen, &c->opid, &d);
+	if (r == -FLASH_E_AUTH_STALE_GENERATION) {
+		if (stored->deleted && c->action != FLASH_AUTH_ACTION_CREATE) {
+			answer_not_found(ret, c->id);
+			return V_ANSWERED;
+		}
+		answer_error(ret, 409, "stale-generation", "generation %" PRIu64 " is older than the stored %" PRIu64,
+			     c->gen, stored->generation);
+		return V_ANSWERED;
+	}
+	if (r == -FLASH_E_AUTH_GENERATION_CONFLICT) {
+		if (stored->deleted && c->action == FLASH_AUTH_ACTION_DELETE) {
+			answer_not_found(ret, c->id);
+			return V_ANSWERED;
+		}
+		answer_error(ret, 409, "generation-conflict",
+			     "generation %" PRIu64 " was already used by another operation (%s)", c->gen,
+			     stored->operation_id);
+		return V_ANSWERED;
+	}
+	if (r < 0) {
+		set_static_500(ret);
+		return V_ANSWERED;
+	}
+	if (d == FLASH_AUTH_GEN_DUPLICATE) {
+		answer_replay(ret, stored);
+		return V_ANSWERED;
+	}
+	/* APPLY */
+	if (c->action == FLASH_AUTH_ACTION_CREATE && stored && !stored->deleted) {
+		answer_error(ret, 409, "exists", "service %s (%s) exists: use update", stored->name, stored->id);
+		return V_ANSWERED;
+	}
+	if (c->action == FLASH_AUTH_ACTION_DELETE && stored->deleted) {
+		answer_not_found(ret, c->id);
+		return V_ANSWERED;
+	}
+	return V_APPLY;
+}
+
+/* Reads the stored service visible to the command's tenant: NULL when
+ * unknown or another tenant's (the two are indistinguishable). */
+static int load_visible(struct op_provider *p, const struct command *c, struct op_service **ret)
+{
+	struct op_service *s = NULL;
+	int r = op_store_service_get(p->o.store, c->id, &s);
+
+	if (r == -ENOENT) {
+		*ret = NULL;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (!owned(s, c)) {
+		op_service_free(s);
+		s = NULL;
+	}
+	*ret = s;
+	return 0;
+}
+
+static void answer_store_error(struct op_provider *p, struct op_response *ret, int r)
+{
+	if (r == -EBUSY)
+		answer_transient(p, ret, "the store is busy (SQLITE_BUSY)");
+	else
+		answer_error(ret, 500, "store", "the store failed: %s", strerror(-r));
+}
+
+/* Everything under the lock for create and update: re-decide, the
+ * organization limits, suspension, ports, write, commit. */
+static void apply_mutation(struct op_provider *p, struct command *c, struct op_response *ret)
+{
+	struct op_service *stored = NULL, sv = { 0 };
+	struct flash_policy_usage cur = { .sz = sizeof(cur) }, mine = { .sz = sizeof(mine) };
+	struct flash_diag *diag = NULL;
+	struct flash_public_port *ports = NULL;
+	uint16_t *taken = NULL;
+	size_t n_ports = 0, n_taken = 0;
+	char msg[1536];
+	uint64_t commit_ns = 0;
+	int64_t now = now_of(p);
+	bool in_txn = false;
+	int r;
+
+	pthread_mutex_lock(&p->lock);
+	r = op_store_begin(p->o.store);
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		goto out;
+	}
+	in_txn = true;
+	r = load_visible(p, c, &stored);
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		goto out;
+	}
+	if (decide(c, stored, ret) == V_ANSWERED)
+		goto out;
+
+	/* Organization limits: the other live services plus this one. */
+	if (p->o.policy) {
+		r = op_store_org_charge(p->o.store, c->org, c->id, cur.amount);
+		if (r < 0) {
+			answer_store_error(p, ret, r);
+			goto out;
+		}
+		if (flash_diag_new(&diag) < 0) {
+			set_static_500(ret);
+			goto out;
+		}
+		if (flash_policy_check_organization(p->o.policy, &cur, c->spec, diag) < 0) {
+			op_metrics_refused(p->o.metrics, OP_REFUSED_ORG_LIMIT);
+			answer_error_extra(ret, 422, "organization-limit", extra_diag, diag,
+					   "the organization's limits would be exceeded");
+			goto out;
+		}
+		/* Suspension by the weekly metering limits. */
+		struct flash_policy_weekly_limits wl = { .sz = sizeof(wl) };
+		struct flash_meter_decision d;
+
+		if (flash_policy_weekly_limits(p->o.policy, &wl) == 0) {
+			struct flash_meter_limits ml = { .sz = sizeof(ml), .cpu_millicore_seconds = wl.cpu_millicore_seconds,
+							 .memory_mib_seconds = wl.memory_mib_seconds,
+							 .gpu_seconds = wl.gpu_seconds };
+
+			r = flash_meter_decide(p->meter, c->org, &ml, now, &d);
+			if (r == 0) {
+				r = op_admission_check_suspension(&d, c->spec, msg, sizeof(msg));
+				flash_meter_decision_clear(&d);
+				if (r < 0) {
+					op_metrics_refused(p->o.metrics, OP_REFUSED_SUSPENDED);
+					answer_error(ret, 403, "suspended", "%s", msg);
+					goto out;
+				}
+			} else if (r != -FLASH_E_METER_ID) {
+				answer_error(ret, 500, "meter", "metering decision failed: %s", flash_strerror(r));
+				goto out;
+			}
+		}
+	}
+
+	/* Public ports: unchanged (protocol, name) pairs keep theirs. */
+	r = op_store_ports_taken(p->o.store, c->id, &taken, &n_taken);
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		goto out;
+	}
+	r = flash_public_ports_assign(p->config, c->spec, stored && !stored->deleted ? stored->ports : NULL,
+				      stored && !stored->deleted ? stored->n_ports : 0, taken, n_taken, &ports, &n_ports);
+	if (r == -FLASH_E_RENDER_PORTS_EXHAUSTED) {
+		uint16_t first, last;
+
+		flash_operator_config_public_port_range(p->config, &first, &last);
+		op_metrics_refused(p->o.metrics, OP_REFUSED_PORTS);
+		answer_error(ret, 409, "public-ports-exhausted",
+			     "no free public port left in %u-%u for the %zu public port(s) of this spec", first, last,
+			     flash_spec_port_count(c->spec));
+		goto out;
+	}
+	if (r < 0) {
+		answer_error(ret, 500, "ports", "public port assignment failed: %s", flash_strerror(r));
+		goto out;
+	}
+
+	if (flash_policy_usage_of_spec(c->spec, &mine) < 0) {
+		set_static_500(ret);
+		goto out;
+	}
+	memcpy(sv.id, c->id, sizeof(sv.id));
+	sv.org = (char *)c->org;
+	sv.project = (char *)c->project;
+	sv.name = stored ? stored->name : (char *)c->name;
+	sv.generation = c->gen;
+	sv.created_generation = stored && !stored->deleted ? stored->created_generation : c->gen;
+	memcpy(sv.operation_id, c->opid_text, sizeof(sv.operation_id));
+	sv.spec = c->canonical;
+	memcpy(sv.spec_digest, c->digest_hex, sizeof(sv.spec_digest));
+	sv.image_digest = c->image.digest;
+	sv.image_pinned = c->image.pinned;
+	sv.image_bytes = c->image.charged_bytes;
+	sv.phase = (char *)OP_PHASE_ADMITTED;
+	sv.created_at = stored && !stored->deleted ? stored->created_at : now;
+	sv.updated_at = now;
+	sv.ports = ports;
+	sv.n_ports = n_ports;
+	memcpy(sv.charge, mine.amount, sizeof(sv.charge));
+	sv.answer_status = c->action == FLASH_AUTH_ACTION_CREATE ? 201 : 200;
+	if (service_json(&sv, NULL, 0, &sv.answer, &(size_t){ 0 }) < 0) {
+		set_static_500(ret);
+		goto out;
+	}
+
+	/* The meter learns of the service (no replica is ready: no runtime). */
+	char meter_id[OP_METER_ID_STRLEN];
+	op_service_meter_id(&sv, meter_id);
+	struct flash_meter_observation obs = {
+		.sz = sizeof(obs), .service_id = meter_id, .organization = c->org, .time = now, .ready_replicas = 0,
+		.cpu_millis = flash_spec_cpu_millis(c->spec), .memory_mib = flash_spec_memory_mib(c->spec),
+		.gpu_count = flash_spec_gpu_count(c->spec),
+	};
+	r = flash_meter_observe(p->meter, &obs);
+	if (r == -FLASH_E_METER_ID) {
+		answer_error(ret, 422, "bad-tenant", "the organization id cannot be metered: %s", flash_strerror(r));
+		goto out_meter;
+	}
+	if (r < 0) {
+		answer_error(ret, 500, "meter", "metering failed: %s", flash_strerror(r));
+		goto out_meter;
+	}
+	snprintf(msg, sizeof(msg), "%s generation %" PRIu64 " (operation %s): image %s, %" PRIu64 " bytes charged; %zu public port(s)",
+		 c->action == FLASH_AUTH_ACTION_CREATE ? "admitted" : "updated", c->gen, c->opid_text, c->image.pinned,
+		 c->image.charged_bytes, n_ports);
+	r = op_store_service_put(p->o.store, &sv);
+	if (r == 0)
+		r = op_store_event_add(p->o.store, c->id, now,
+				       c->action == FLASH_AUTH_ACTION_CREATE ? "admitted" : "updated", msg);
+	if (r == 0)
+		r = meter_save(p);
+	if (r == 0) {
+		r = op_store_commit(p->o.store, &commit_ns);
+		if (r == 0) {
+			in_txn = false;
+			op_metrics_commit(p->o.metrics, commit_ns);
+		}
+	}
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		goto out_meter;
+	}
+	ret->status = sv.answer_status;
+	ret->body = TAKE_PTR(sv.answer);
+	ret->body_len = strlen(ret->body);
+	goto out;
+out_meter:
+	op_store_rollback(p->o.store);
+	in_txn = false;
+	meter_reload(p);
+out:
+	if (in_txn)
+		op_store_rollback(p->o.store);
+	pthread_mutex_unlock(&p->lock);
+	free(sv.answer);
+	free(ports);
+	free(taken);
+	flash_diag_free(diag);
+	op_service_free(stored);
+}
+
+/* Before the lock: is there anything to apply?  Answers duplicates and
+ * refusals without resolving the image. */
+static enum verdict precheck(struct op_provider *p, const struct command *c, struct op_response *ret)
+{
+	struct op_service *stored = NULL;
+	enum verdict v;
+	int r;
+
+	pthread_mutex_lock(&p->lock);
+	r = load_visible(p, c, &stored);
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		v = V_ANSWERED;
+	} else {
+		v = decide(c, stored, ret);
+	}
+	pthread_mutex_unlock(&p->lock);
+	op_service_free(stored);
+	return v;
+}
+
+static bool admit_image(struct op_provider *p, struct command *c, struct op_response *ret)
+{
+	char err[1024] = "";
+	uint64_t limit = op_admission_disk_limit(c->spec, p->o.policy);
+	int r = p->image->admit(p->image->ctx, flash_spec_image(c->spec), limit, &c->image, err, sizeof(err));
+
+	if (r == -FLASH_E_IMAGE_TOO_LARGE) {
+		op_metrics_refused(p->o.metrics, OP_REFUSED_IMAGE_TOO_LARGE);
+		answer_error_extra(ret, 422, "image-too-large", extra_path, "ephemeral_storage_gib", "%s", err);
+		return false;
+	}
+	if (r < 0) {
+		op_metrics_refused(p->o.metrics, OP_REFUSED_IMAGE);
+		if (op_image_error_transient(r))
+			answer_transient(p, ret, err);
+		else
+			answer_error_extra(ret, 422, "image", extra_path, "image", "image: %s", err[0] ? err : flash_strerror(r));
+		return false;
+	}
+	return true;
+}
+
+static void handle_mutation(struct op_provider *p, const struct op_request *req, struct command *c,
+			    const char *id, struct op_response *ret)
+{
+	if (!verify_token(p, req, c, ret))
+		return;
+	if (c->action == FLASH_AUTH_ACTION_DELETE) {
+		snprintf(c->id, sizeof(c->id), "%s", id);
+	} else {
+		if (!parse_body(req, c, ret))
+			return;
+		if (c->action == FLASH_AUTH_ACTION_CREATE) {
+			if (op_service_id(c->org, c->project, c->name, c->id) < 0) {
+				set_static_500(ret);
+				return;
+			}
+		} else {
+			snprintf(c->id, sizeof(c->id), "%s", id);
+		}
+		if (!parse_spec(p, c, ret))
+			return;
+	}
+	if (operation_id(c) < 0) {
+		set_static_500(ret);
+		return;
+	}
+	if (precheck(p, c, ret) == V_ANSWERED)
+		return;
+	if (c->action == FLASH_AUTH_ACTION_DELETE) {
+		struct op_service *stored = NULL;
+		struct out o;
+		uint64_t commit_ns = 0;
+		int64_t now = now_of(p);
+		int r;
+
+		pthread_mutex_lock(&p->lock);
+		r = op_store_begin(p->o.store);
+		if (r == 0)
+			r = load_visible(p, c, &stored);
+		if (r < 0) {
+			answer_store_error(p, ret, r);
+			goto del_out;
+		}
+		if (decide(c, stored, ret) == V_ANSWERED)
+			goto del_out;
+		stored->deleted = true;
+		stored->generation = c->gen;
+		memcpy(stored->operation_id, c->opid_text, sizeof(stored->operation_id));
+		stored->updated_at = now;
+		stored->n_ports = 0; /* releases them */
+		free(stored->answer);
+		stored->answer = NULL;
+		stored->answer_status = 200;
+		if (o_begin(&o) < 0) {
+			set_static_500(ret);
+			goto del_out;
+		}
+		o_open(&o);
+		o_kstr(&o, "id", stored->id);
+		o_kstr(&o, "name", stored->name);
+		o_kbool(&o, "deleted", true);
+		o_kuint(&o, "generation", c->gen);
+		o_kstr(&o, "operation_id", c->opid_text);
+		o_close(&o);
+		if (o_end(&o, &stored->answer, &(size_t){ 0 }) < 0) {
+			set_static_500(ret);
+			goto del_out;
+		}
+		char meter_id[OP_METER_ID_STRLEN];
+
+		op_service_meter_id(stored, meter_id);
+		r = flash_meter_delete_service(p->meter, meter_id, now);
+		if (r < 0 && r != -FLASH_E_METER_UNKNOWN_SERVICE && r != -ERANGE) {
+			answer_error(ret, 500, "meter", "metering failed: %s", flash_strerror(r));
+			meter_reload(p);
+			goto del_out;
+		}
+		r = op_store_service_put(p->o.store, stored);
+		if (r == 0)
+			r = op_store_event_add(p->o.store, c->id, now, "deleted", "deleted; public ports released");
+		if (r == 0)
+			r = meter_save(p);
+		if (r == 0)
+			r = op_store_commit(p->o.store, &commit_ns);
+		if (r < 0) {
+			answer_store_error(p, ret, r);
+			meter_reload(p);
+			goto del_out;
+		}
+		op_metrics_commit(p->o.metrics, commit_ns);
+		ret->status = 200;
+		ret->body = TAKE_PTR(stored->answer);
+		ret->body_len = strlen(ret->body);
+del_out:
+		op_store_rollback(p->o.store);
+		pthread_mutex_unlock(&p->lock);
+		op_service_free(stored);
+		return;
+	}
+	if (!admit_image(p, c, ret))
+		return;
+	apply_mutation(p, c, ret);
+}
+
+static void handle_get(struct op_provider *p, const struct op_request *req, struct command *c, const char *id,
+		       struct op_response *ret)
+{
+	struct op_service *s = NULL;
+	struct op_event *ev = NULL;
+	size_t n_ev = 0;
+	int r;
+
+	if (!verify_token(p, req, c, ret))
+		return;
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	pthread_mutex_lock(&p->lock);
+	r = load_visible(p, c, &s);
+	if (r == 0 && s && !s->deleted)
+		r = op_store_events(p->o.store, c->id, EVENTS_SHOWN, &ev, &n_ev);
+	pthread_mutex_unlock(&p->lock);
+	if (r < 0)
+		answer_store_error(p, ret, r);
+	else if (!s || s->deleted)
+		answer_not_found(ret, id);
+	else if (service_json(s, ev ? ev : (struct op_event[1]){ { 0 } }, n_ev, &ret->body, &ret->body_len) < 0)
+		set_static_500(ret);
+	else
+		ret->status = 200;
+	op_events_free(ev, n_ev);
+	op_service_free(s);
+}
+
+static void handle_list(struct op_provider *p, const struct op_request *req, struct command *c,
+			struct op_response *ret)
+{
+	struct op_service **list = NULL;
+	size_t n = 0;
+	struct out o;
+	int r;
+
+	if (!verify_token(p, req, c, ret))
+		return;
+	pthread_mutex_lock(&p->lock);
+	r = op_store_service_list(p->o.store, c->org, c->project[0] ? c->project : NULL, &list, &n);
+	pthread_mutex_unlock(&p->lock);
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		return;
+	}
+	if (o_begin(&o) < 0) {
+		set_static_500(ret);
+		goto out;
+	}
+	o_open(&o);
+	o_key(&o, "services");
+	o_aopen(&o);
+	for (size_t i = 0; i < n; i++)
+		o_service(&o, list[i], NULL, 0);
+	o_aclose(&o);
+	o_close(&o);
+	if (o_end(&o, &ret->body, &ret->body_len) < 0)
+		set_static_500(ret);
+	else
+		ret->status = 200;
+out:
+	op_service_list_free(list, n);
+}
+
+static void o_usage(struct out *o, const char *key, const struct flash_meter_usage *u)
+{
+	o_key(o, key);
+	o_open(o);
+	o_kint(o, "cpu_millicore_seconds", u->cpu_millicore_seconds);
+	o_kint(o, "memory_mib_seconds", u->memory_mib_seconds);
+	o_kint(o, "gpu_seconds", u->gpu_seconds);
+	o_kbool(o, "saturated", u->saturated);
+	o_close(o);
+}
+
+static void handle_usage(struct op_provider *p, const struct op_request *req, struct command *c,
+			 struct op_response *ret)
+{
+	struct flash_meter_usage u = { 0 };
+	char week[FLASH_METER_WEEK_STRLEN] = "";
+	int64_t now = now_of(p), ws = 0;
+	struct out o;
+	int r;
+
+	if (!verify_token(p, req, c, ret))
+		return;
+	if (o_begin(&o) < 0) {
+		set_static_500(ret);
+		return;
+	}
+	o_open(&o);
+	pthread_mutex_lock(&p->lock);
+	r = flash_meter_org_usage(p->meter, c->org, now, &u);
+	if (r == -FLASH_E_METER_ID) {
+		memset(&u, 0, sizeof(u));
+		r = 0;
+	}
+	flash_meter_week_name(now, week, sizeof(week));
+	flash_meter_week_start(now, &ws);
+	o_kstr(&o, "week", week);
+	o_time(&o, "week_start", ws);
+	o_time(&o, "as_of", now);
+	o_usage(&o, "organization", &u);
+	o_key(&o, "services");
+	o_aopen(&o);
+	for (size_t i = 0; r == 0 && i < flash_meter_record_count(p->meter); i++) {
+		struct flash_meter_record rec;
+
+		if (flash_meter_record_get(p->meter, i, &rec) < 0 || rec.scope != FLASH_METER_SCOPE_SERVICE ||
+		    strcmp(rec.organization, c->org) != 0 || rec.week_start != ws)
+			continue;
+		/* "ID:gN": the service id and its incarnation. */
+		char sid[OP_SERVICE_ID_STRLEN];
+		snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(rec.service_id, ":"), rec.service_id);
+		/* Per-project tokens see their project's services only. */
+		if (c->project[0]) {
+			struct op_service *s = NULL;
+			bool mine = op_store_service_get(p->o.store, sid, &s) == 0 && owned(s, c);
+
+			op_service_free(s);
+			if (!mine)
+				continue;
+		}
+		o_open(&o);
+		o_kstr(&o, "service_id", sid);
+		o_kstr(&o, "meter_id", rec.service_id);
+		o_usage(&o, "usage", &rec.usage);
+		o_kbool(&o, "deleted", rec.service_deleted);
+		o_close(&o);
+	}
+	pthread_mutex_unlock(&p->lock);
+	o_aclose(&o);
+	o_close(&o);
+	if (r < 0) {
+		yajl_gen_free(o.g);
+		answer_error(ret, 500, "meter", "usage failed: %s", flash_strerror(r));
+		return;
+	}
+	if (o_end(&o, &ret->body, &ret->body_len) < 0)
+		set_static_500(ret);
+	else
+		ret->status = 200;
+}
+
+static void handle_metrics(struct op_provider *p, struct op_response *ret)
+{
+	if (!p->o.metrics) {
+		answer_error(ret, 404, "not-found", "metrics are not kept");
+		return;
+	}
+	if (op_metrics_format(p->o.metrics, &ret->body, &ret->body_len) < 0) {
+		set_static_500(ret);
+		return;
+	}
+	ret->status = 200;
+	ret->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+/* Route table: method, path shape, action. */
+static enum op_route route_of(const struct op_request *req, const char **ret_id, enum flash_auth_action *ret_action,
+			      bool *ret_method_ok)
+{
+	const char *path = req->path, *m = req->method;
+	const char *rest;
+
+	*ret_id = NULL;
+	*ret_method_ok = true;
+	if (strcmp(path, "/metrics") == 0) {
+		*ret_method_ok = strcmp(m, "GET") == 0;
+		return OP_ROUTE_METRICS;
+	}
+	if (strcmp(path, "/healthz") == 0) {
+		*ret_method_ok = strcmp(m, "GET") == 0;
+		return OP_ROUTE_HEALTHZ;
+	}
+	if (strcmp(path, API_PREFIX "usage") == 0) {
+		*ret_method_ok = strcmp(m, "GET") == 0;
+		*ret_action = FLASH_AUTH_ACTION_USAGE;
+		return OP_ROUTE_USAGE;
+	}
+	if (strcmp(path, API_PREFIX "services") == 0) {
+		if (strcmp(m, "POST") == 0) {
+			*ret_action = FLASH_AUTH_ACTION_CREATE;
+			return OP_ROUTE_CREATE;
+		}
+		*ret_method_ok = strcmp(m, "GET") == 0;
+		*ret_action = FLASH_AUTH_ACTION_LIST;
+		return OP_ROUTE_LIST;
+	}
+	if (strncmp(path, API_PREFIX "services/", strlen(API_PREFIX "services/")) == 0) {
+		rest = path + strlen(API_PREFIX "services/");
+		*ret_id = rest;
+		if (strcmp(m, "PUT") == 0) {
+			*ret_action = FLASH_AUTH_ACTION_UPDATE;
+			return OP_ROUTE_UPDATE;
+		}
+		if (strcmp(m, "DELETE") == 0) {
+			*ret_action = FLASH_AUTH_ACTION_DELETE;
+			return OP_ROUTE_DELETE;
+		}
+		*ret_method_ok = strcmp(m, "GET") == 0;
+		*ret_action = FLASH_AUTH_ACTION_GET;
+		return OP_ROUTE_GET;
+	}
+	return OP_ROUTE_OTHER;
+}
+
+void op_provider_handle(struct op_provider *p, const struct op_request *req, struct op_response *ret)
+{
+	uint64_t t0 = mono_ns();
+	struct command c = { 0 };
+	const char *id;
+	bool method_ok;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->content_type = "application/json";
+	if (!p || !req || !req->method || !req->path) {
+		set_static_500(ret);
+		return;
+	}
+	ret->route = route_of(req, &id, &c.action, &method_ok);
+	if (ret->route == OP_ROUTE_OTHER) {
+		answer_error(ret, 404, "no-route", "no route %s %s", req->method, req->path);
+	} else if (!method_ok) {
+		answer_error(ret, 405, "method-not-allowed", "%s is not allowed on %s", req->method, req->path);
+	} else if (id && !service_id_valid(id)) {
+		/* Checked after the token so that a malformed id tells an
+		 * unauthenticated caller nothing more than a 401. */
+		if (verify_token(p, req, &c, ret))
+			answer_not_found(ret, id);
+	} else {
+		switch (ret->route) {
+		case OP_ROUTE_METRICS:
+			handle_metrics(p, ret);
+			break;
+		case OP_ROUTE_HEALTHZ:
+			ret->status = 200;
+			ret->body = strdup("{\"status\":\"ok\"}\n");
+			ret->body_len = ret->body ? strlen(ret->body) : 0;
+			if (!ret->body)
+				set_static_500(ret);
+			break;
+		case OP_ROUTE_GET:
+			handle_get(p, req, &c, id, ret);
+			break;
+		case OP_ROUTE_LIST:
+			handle_list(p, req, &c, ret);
+			break;
+		case OP_ROUTE_USAGE:
+			handle_usage(p, req, &c, ret);
+			break;
+		default:
+			handle_mutation(p, req, &c, id, ret);
+			break;
+		}
+	}
+	command_clear(&c);
+	if (!ret->body)
+		set_static_500(ret);
+	op_metrics_request(p->o.metrics, ret->route, ret->status, mono_ns() - t0);
+}

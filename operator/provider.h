@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The provider/v1 API of flash-operator (private to operator/): one
+ * function that answers a complete request, independent of the HTTP
+ * server, so that every route is unit-tested without sockets.
+ *
+ *   POST   /provider/v1/services        create  {"name": N, "spec": {...}}
+ *   PUT    /provider/v1/services/ID     update  {"spec": {...}}
+ *   DELETE /provider/v1/services/ID     delete
+ *   GET    /provider/v1/services/ID     get     (with the last events)
+ *   GET    /provider/v1/services        list    (the token's project, or
+ *                                                the whole organization)
+ *   GET    /provider/v1/usage           usage   (this week's metering)
+ *   GET    /metrics                     Prometheus text (no token)
+ *   GET    /healthz                     {"status":"ok"} (no token)
+ *
+ * Every provider route needs "Authorization: Bearer <EdDSA JWT>" whose
+ * action is the route's; organization and project come from the token
+ * only.  A service of another tenant answers exactly as an unknown id.
+ * Errors are {"error": {"code": C, "message": M, ...}} with a stable C
+ * (flash-operator(8) lists them); spec errors carry "path" and every
+ * problem.  Mutations follow the generation rules of <flash/auth.h>: an
+ * older generation is refused, the same one with the same operation id
+ * gets the stored answer byte for byte, a newer one is applied.  A
+ * transient failure answers 503 with Retry-After.
+ *
+ * Thread-safe: one mutex guards the store and the meter, held only while a
+ * transaction runs, never while a token is verified, a body parsed or an
+ * image resolved.
+ */
+#ifndef FLASH_OPERATOR_PROVIDER_H
+#define FLASH_OPERATOR_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <flash/auth.h>
+#include <flash/policy.h>
+#include <flash/render.h>
+
+#include "admission.h"
+#include "metrics.h"
+#include "store.h"
+
+struct op_provider_opts {
+	size_t sz;
+	const char *issuer;                   /* required */
+	const char *audience;                 /* required */
+	const struct flash_auth_keyset *keys; /* required; borrowed */
+	const struct flash_policy *policy;    /* NULL: no owner quota policy */
+	const struct flash_operator_config *config; /* NULL: defaults (public port range) */
+	struct op_store *store;               /* required; borrowed */
+	struct op_metrics *metrics;           /* NULL: none kept */
+	const struct op_image_ops *image;     /* NULL: op_image_default_ops */
+	int64_t (*now)(void *ctx);            /* NULL: time(NULL) */
+	void *now_ctx;
+	unsigned int retry_after;             /* seconds in 503 answers (0: 2) */
+	unsigned int skew;                    /* token clock skew (0: 5 s) */
+};
+
+struct op_provider;
+
+/* Loads the metering state from the store.  Returns 0, -EINVAL, -ENOMEM,
+ * -EIO, or a meter state error. */
+int op_provider_new(const struct op_provider_opts *opts, struct op_provider **ret);
+void op_provider_free(struct op_provider *p);
+
+struct op_request {
+	const char *method;
+	const char *path;          /* without the query */
+	const char *authorization; /* the header, NULL when absent */
+	const char *body;
+	size_t body_len;
+};
+
+struct op_response {
+	int status;
+	char *body;                /* owned: op_response_clear() */
+	size_t body_len;
+	const char *content_type;  /* static */
+	unsigned int retry_after;  /* > 0: send Retry-After */
+	enum op_route route;
+};
+
+/* Answers @req into @ret (always filled; a failure to build the answer is
+ * a 500 with a static body). */
+void op_provider_handle(struct op_provider *p, const struct op_request *req, struct op_response *ret);
+void op_response_clear(struct op_response *r);
+
+/* The service id of (@org, @project, @name): "fs-" and the first 32 hex
+ * digits of BLAKE2b-256 over their length-prefixed encoding, so that a
+ * retried create finds its service and two tenants never share an id. */
+int op_service_id(const char *org, const char *project, const char *name, char ret[OP_SERVICE_ID_STRLEN]);
+
+#endif

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The one diagnostic engine and the JSON reader that reports into it:
+ * typed getters by path, table-driven closed objects. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "diag.h"
+#include "json.h"
+#include "helpers.h"
+
+static struct json_value *parse(const char *text)
+{
+	struct json_value *v = NULL;
+
+	cr_assert(json_parse(text, strlen(text), NULL, &v, NULL) == 0, "parse %s", text);
+	return v;
+}
+
+static struct diag *new_diag(void)
+{
+	struct diag *d = NULL;
+
+	ASSERT_OK(diag_new(&d), "diag_new");
+	return d;
+}
+
+/* Entry @i must be at @path with @code. */
+static void expect(const struct diag *d, size_t i, const char *path, const char *code)
+{
+	const struct diag_entry *e = diag_get(d, i);
+
+	cr_assert(e, "no entry %zu (of %zu)", i, diag_count(d));
+	ASSERT_STREQ(e->path, path, "path");
+	ASSERT_STREQ(e->code, code, "code");
+	cr_assert(e->message && e->message[0], "entry %zu has no message", i);
+}
+
+Test(diag, bounded_with_dropped_count)
+{
+	struct diag *d = new_diag();
+
+	diag_begin(d, 3);
+	for (int i = 0; i < 5; i++)
+		diag_add_text(d, DIAG_ERROR, "p", "c", NULL, "problem %d", i);
+	diag_add_text(d, DIAG_WARNING, "w", "c", NULL, "warning");
+	cr_assert_eq(diag_count(d), 3);
+	cr_assert_eq(diag_errors(d), 5);
+	cr_assert_eq(diag_warnings(d), 1);
+	cr_assert_eq(diag_dropped(d), 3);
+	ASSERT_STREQ(diag_get(d, 2)->message, "problem 2", "order kept");
+	cr_assert_null(diag_get(d, 3));
+	diag_begin(d, 0);
+	cr_assert_eq(diag_count(d) + diag_errors(d) + diag_dropped(d), 0, "begin empties");
+	diag_add_text(d, DIAG_WARNING, "", "w", NULL, "only a warning");
+	cr_assert_null(diag_first_error(d), "a warning is not an error");
+	diag_add_text(d, DIAG_ERROR, "a.b", "e", "[1]", "the error");
+	ASSERT_STREQ(diag_first_error(d)->path, "a.b", "first error");
+	ASSERT_STREQ(diag_first_error(d)->value, "[1]", "value text");
+	diag_free(d);
+	diag_free(NULL);
+	/* A NULL diag takes every call. */
+	diag_add_text(NULL, DIAG_ERROR, "", "c", NULL, "x");
+	cr_assert_eq(diag_count(NULL), 0);
+}
+
+Test(diag, values_json_errors_and_json_output)
+{
+	struct diag *d = new_diag();
+	struct json_value *v = parse("{\"k\":\"quote\\\" and \\u0001\"}");
+	struct json_error err = { 0 };
+	struct json_value *bad = NULL;
+	char *json = NULL;
+
+	diag_begin(d, 0);
+	diag_add(d, DIAG_ERROR, "k", "x", json_get(v, "k"), "bad %s", "value");
+	ASSERT_STREQ(diag_get(d, 0)->value, "\"quote\\\" and \\u0001\"", "value rendered as JSON");
+	cr_assert(json_parse("{\n  \"a\": ,}", 11, NULL, &bad, &err) == -EBADMSG);
+	diag_add_json_error(d, &err);
+	expect(d, 1, "", "json-syntax");
+	cr_assert_eq(diag_get(d, 1)->line, 2);
+	cr_assert_gt(diag_get(d, 1)->column, 0);
+	ASSERT_OK(diag_to_json(d, "in.json", &json, NULL), "to_json");
+	{
+		struct json_value *out = parse(json);
+		const struct json_value *p = json_get(out, "problems");
+
+		ASSERT_STREQ(json_get(out, "source")->u.string.ptr, "in.json", "source");
+		cr_assert(json_get(out, "valid")->type == JSON_BOOL && !json_get(out, "valid")->u.boolean);
+		cr_assert(p && p->type == JSON_ARRAY && p->u.array.n == 2);
+		ASSERT_STREQ(json_get(p->u.array.items[0], "value")->u.string.ptr, "\"quote\\\" and \\u0001\"",
+			     "value escaped once more inside the report");
+		cr_assert(json_get(p->u.array.items[1], "line"), "line of the JSON error");
+		cr_assert_null(json_get(p->u.array.items[0], "line"), "no line for a rule");
+		json_free(out);
+	}
+	free(json);
+	json_free(v);
+	diag_free(d);
+}
+
+Test(json_read, path_lookup)
+{
+	struct json_value *v = parse("{\"spec\":{\"ports\":[{\"port\":80},{\"port\":443}]},\"a\":[[1,2]]}");
+
+	cr_assert_eq(json_at(v, "")->type, JSON_OBJECT);
+	ASSERT_STREQ(json_at(v, "spec.ports[1].port")->u.number.text, "443", "nested");
+	ASSERT_STREQ(json_at(v, "a[0][1]")->u.number.text, "2", "indexes");
+	cr_assert_null(json_at(v, "spec.ports[2]"), "past the end");
+	cr_assert_null(json_at(v, "spec.ports.port"), "a key of an array");
+	cr_assert_null(json_at(v, "spec[0]"), "an index of an object");
+	cr_assert_null(json_at(v, "nope"));
+	json_free(v);
+}
+
+Test(json_read, typed_getters_report_full_paths)
+{
+	struct json_value *v = parse("{\"meta\":{\"name\":\"x\",\"n\":70000,\"f\":1.5,\"b\":\"yes\",\"z\":\"a\\u0000b\"}}");
+	struct diag *d = new_diag();
+	struct check_ctx ctx;
+	const char *s = "untouched";
+	int64_t n = -1;
+	bool b = false;
+
+	diag_begin(d, 0);
+	check_ctx_init(&ctx, d);
+	json_path_push_key(&ctx.path, "doc");
+	ASSERT_OK(json_read_string_at(&ctx, v, "meta.name", true, &s), "string");
+	ASSERT_STREQ(s, "x", "string value");
+	ASSERT_ERR(json_read_int_at(&ctx, v, "meta.n", true, 1, 65535, &n), JSON_READ_REPORTED, "range");
+	cr_assert_eq(n, -1, "ret untouched on failure");
+	ASSERT_ERR(json_read_int_at(&ctx, v, "meta.f", true, 0, 10, &n), JSON_READ_REPORTED, "fraction");
+	ASSERT_ERR(json_read_bool_at(&ctx, v, "meta.b", true, &b), JSON_READ_REPORTED, "bool type");
+	ASSERT_ERR(json_read_string_at(&ctx, v, "meta.z", true, &s), JSON_READ_REPORTED, "nul");
+	ASSERT_ERR(json_read_string_at(&ctx, v, "meta.missing", true, &s), JSON_READ_REPORTED, "required");
+	ASSERT_OK(json_read_string_at(&ctx, v, "meta.missing", false, &s), "optional and absent");
+	ASSERT_STREQ(s, "x", "absent leaves ret");
+	cr_assert_eq(ctx.errors, 5);
+	expect(d, 0, "doc.meta.n", "range");
+	expect(d, 1, "doc.meta.f", "type");
+	expect(d, 2, "doc.meta.b", "type");
+	expect(d, 3, "doc.meta.z", "nul");
+	expect(d, 4, "doc.meta.missing", "required");
+	ASSERT_STREQ(json_path_str(&ctx.path), "doc", "path restored");
+	diag_free(d);
+	json_free(v);
+}
+
+struct inner {
+	uint16_t port;
+	bool on;
+};
+
+struct target {
+	char *name;
+	const char *ref;
+	int64_t count;
+	uint32_t u;
+	struct inner in;
+};
+
+static const struct json_int_range count_range = { -5, 5 };
+
+static const struct json_field inner_fields[] = {
+	{ "on", JSON_BOOL, false, json_read_bool, offsetof(struct inner, on), NULL },
+	{ "port", JSON_NUMBER, true, json_read_uint16, offsetof(struct inner, port), NULL },
+};
+static const struct json_table inner_table = { inner_fields, 2 };
+
+static const struct json_field fields[] = {
+	{ "count", JSON_NUMBER, false, json_read_int64, offsetof(struct target, count), &count_range },
+	{ "inner", JSON_OBJECT, false, json_read_nested, offsetof(struct target, in), &inner_table },
+	{ "name", JSON_STRING, true, json_read_string, offsetof(struct target, name), NULL },
+	{ "ref", JSON_STRING, false, json_read_strref, offsetof(struct target, ref), NULL },
+	{ "u", JSON_NUMBER, false, json_read_uint32, offsetof(struct target, u), NULL },
+	{ "anything", JSON_ARRAY, false, NULL, 0, NULL },
+};
+
+Test(json_read, table_reads_a_closed_object)
+{
+	struct json_value *v = parse("{\"name\":\"n\",\"ref\":\"r\",\"count\":-5,\"u\":4294967295,"
+				     "\"inner\":{\"port\":8080,\"on\":true},\"anything\":[1]}");
+	struct target t = { 0 };
+	struct check_ctx ctx;
+
+	check_ctx_init(&ctx, NULL);
+	ASSERT_OK(json_read_object(&ctx, v, fields, sizeof(fields) / sizeof(fields[0]), &t), "read");
+	ASSERT_STREQ(t.name, "n", "copied string");
+	ASSERT_STREQ(t.ref, "r", "borrowed string");
+	cr_assert_eq(t.count, -5);
+	cr_assert_eq(t.u, UINT32_MAX);
+	cr_assert_eq(t.in.port, 8080);
+	cr_assert(t.in.on);
+	free(t.name);
+	json_free(v);
+}
+
+Test(json_read, table_refuses_unknown_keys_and_reports_all)
+{
+	struct json_value *v = parse("{\"nme\":\"n\",\"count\":6,\"u\":-1,\"inner\":{\"on\":1,\"extra\":0},"
+				     "\"ref\":false,\"anything\":{}}");
+	struct diag *d = new_diag();
+	struct target t = { 0 };
+	struct check_ctx ctx;
+
+	diag_begin(d, 0);
+	check_ctx_init(&ctx, d);
+	ASSERT_ERR(json_read_object(&ctx, v, fields, sizeof(fields) / sizeof(fields[0]), &t), JSON_READ_REPORTED,
+		   "refused");
+	/* In document order, then the missing required fields. */
+	expect(d, 0, "nme", "unknown-field");
+	expect(d, 1, "count", "range");
+	expect(d, 2, "u", "range");
+	expect(d, 3, "inner.on", "type");
+	expect(d, 4, "inner.extra", "unknown-field");
+	expect(d, 5, "inner.port", "required");
+	expect(d, 6, "ref", "type");
+	expect(d, 7, "anything", "type");
+	expect(d, 8, "name", "required");
+	cr_assert_eq(diag_count(d), 9);
+	cr_assert_null(t.name, "nothing stored for a missing field");
+	/* Not an object at all. */
+	ASSERT_ERR(json_read_object(&ctx, json_get(v, "count"), fields, 1, &t), JSON_READ_REPORTED, "not an object");
+	diag_free(d);
+	json_free(v);
+}
+
+/* ---------------------------------------------------------------- shared helpers */
+
+static int int_cmp(const void *key, const void *elem)
+{
+	int a = *(const int *)key, b = *(const int *)elem;
+
+	return a < b ? -1 : a > b;
+}
+
+Test(util, lower_bound)
+{
+	static const int v[] = { 1, 3, 3, 3, 7, 9 };
+	static const struct {
+		int key;
+		size_t index;
+		bool found;
+	} cases[] = {
+		{ 0, 0, false }, { 1, 0, true }, { 2, 1, false }, { 3, 1, true },
+		{ 4, 4, false }, { 9, 5, true }, { 10, 6, false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool found = !cases[i].found;
+		size_t at = util_lower_bound(v, 6, sizeof(v[0]), &cases[i].key, int_cmp, &found);
+
+		cr_assert_eq(at, cases[i].index, "key %d: index %zu, want %zu", cases[i].key, at, cases[i].index);
+		cr_assert_eq(found, cases[i].found, "key %d: found", cases[i].key);
+	}
+	cr_assert_eq(util_lower_bound(v, 0, sizeof(v[0]), &cases[1].key, int_cmp, NULL), 0, "empty");
+}
+
+Test(util, hexval)
+{
+	static const char digits[] = "0123456789abcdefABCDEF";
+
+	for (size_t i = 0; i < sizeof(digits) - 1; i++)
+		cr_assert_eq(util_hexval(digits[i]), i < 16 ? (int)i : (int)i - 6, "digit %c", digits[i]);
+	cr_assert_eq(util_hexval('g'), -1);
+	cr_assert_eq(util_hexval('G'), -1);
+	cr_assert_eq(util_hexval('/'), -1);
+	cr_assert_eq(util_hexval(':'), -1);
+	cr_assert_eq(util_hexval('\0'), -1);
+}
