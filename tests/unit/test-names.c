@@ -356,7 +356,7 @@ static bool policy_import(const char *name, const char *ns, const char *key, con
 {
 	char *qn = jstr(name), *qns = jstr(ns), *qk = jstr(key), *qv = jstr(value), *json = NULL;
 	struct flowsdn_policy *p = NULL;
-	struct flowsdn_policy_diag d;
+	struct flowsdn_diag *d = NULL;
 	int r;
 
 	cr_assert(asprintf(&json,
@@ -364,9 +364,12 @@ static bool policy_import(const char *name, const char *ns, const char *key, con
 			   "\"metadata\":{\"name\":%s,\"namespace\":%s},"
 			   "\"spec\":{\"podSelector\":{\"matchLabels\":{%s:%s}},\"policyTypes\":[\"Ingress\"]}}",
 			   qn, qns, qk, qv) > 0);
-	r = flowsdn_policy_parse(json, strlen(json), NULL, &p, &d);
+	cr_assert(flowsdn_diag_new(&d) == 0);
+	r = flowsdn_policy_parse(json, strlen(json), NULL, &p, d);
 	cr_assert(r == 0 || r == -FLOWSDN_E_POLICY_INVALID || r == -FLOWSDN_E_POLICY_JSON,
 		  "policy import: unexpected %d for %s", r, json);
+	cr_assert(r == 0 || flowsdn_diag_first_error(d), "a refusal without a cause");
+	flowsdn_diag_free(d);
 	flowsdn_policy_free(p);
 	free(json);
 	free(qn);
