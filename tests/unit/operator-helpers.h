@@ -24,7 +24,12 @@
 #include <time.h>
 #include <flash/auth.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include "admission.h"
+#include "daemon.h"
 
 #define TEST_ISSUER "mp.test"
 #define TEST_AUDIENCE "provider.test"
@@ -113,6 +118,38 @@ static inline char *test_spec(const char *image, unsigned int n_ports, unsigned 
 		     image, replicas, disk_gib, ports) < 0)
 		return NULL;
 	return out;
+}
+
+/* Forks an operator child running op_daemon_start(@o) until SIGTERM; it
+ * dies with its parent.  When @port_fd >= 0 the child writes its TCP port
+ * (uint16_t) there once it listens.  Returns the child's pid (or -1). */
+static inline pid_t test_operator_fork(const struct op_daemon_opts *o, int port_fd)
+{
+	struct op_daemon *d = NULL;
+	char err[512] = "";
+	sigset_t set;
+	uint16_t port;
+	int sig;
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(4);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (op_daemon_start(o, &d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "operator: %s\n", err);
+		_exit(3);
+	}
+	port = op_daemon_port(d);
+	if (port_fd >= 0 && write(port_fd, &port, sizeof(port)) != sizeof(port))
+		_exit(3);
+	sigwait(&set, &sig);
+	op_daemon_stop(d);
+	_exit(0);
 }
 
 #endif

@@ -134,6 +134,16 @@ static void expect_error(const struct op_response *r, int status, const char *co
 	json_free(v);
 }
 
+/* A request of org-a/p1 that must be refused with @status and @code. */
+static void refused(const char *method, const char *path, enum flash_auth_action action, uint64_t gen,
+		    const char *body, int status, const char *code)
+{
+	struct op_response r = req(method, path, "org-a", "p1", action, gen, body);
+
+	expect_error(&r, status, code);
+	op_response_clear(&r);
+}
+
 /* Creates @name for (@org, @project); returns the id (static buffer). */
 static const char *create(const char *org, const char *project, const char *name, uint64_t gen, const char *spec)
 {
@@ -196,9 +206,7 @@ Test(operator, create_get_list_delete)
 	r = req("DELETE", p, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 2, NULL);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	op_response_clear(&r);
-	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
-	expect_error(&r, 404, "not-found");
-	op_response_clear(&r);
+	refused("GET", p, FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL, 404, "not-found");
 	r = req("GET", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_LIST, UINT64_MAX, NULL);
 	v = parse(&r);
 	cr_assert_eq(json_get(v, "services")->u.array.n, 0, "deleted services are not listed");
@@ -298,12 +306,8 @@ Test(operator, token_checks)
 	expect_error(&r, 401, "unauthorized");
 	op_response_clear(&r);
 	/* A token for another action. */
-	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_GET, 1, b);
-	expect_error(&r, 403, "wrong-action");
-	op_response_clear(&r);
-	r = req("GET", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
-	expect_error(&r, 403, "wrong-action");
-	op_response_clear(&r);
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_GET, 1, b, 403, "wrong-action");
+	refused("GET", "/provider/v1/services", FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL, 403, "wrong-action");
 	/* A mutation without a generation. */
 	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, UINT64_MAX, b);
 	expect_error(&r, 401, "unauthorized");
@@ -327,9 +331,7 @@ Test(operator, token_checks)
 	/* Org in the body is not a thing: unknown fields are refused. */
 	free(b);
 	cr_assert(asprintf(&b, "{\"name\":\"x\",\"org\":\"org-b\",\"spec\":%s}", spec) > 0);
-	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
-	expect_error(&r, 400, "bad-request");
-	op_response_clear(&r);
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 1, b, 400, "bad-request");
 	free(b);
 	free(spec);
 }
@@ -354,15 +356,9 @@ Test(operator, generation_rules)
 	json_free(v);
 	op_response_clear(&b);
 
-	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 4, u2);
-	expect_error(&b, 409, "stale-generation");
-	op_response_clear(&b);
-	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 5, u2);
-	expect_error(&b, 409, "generation-conflict");
-	op_response_clear(&b);
-	b = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 6, b1);
-	expect_error(&b, 409, "exists");
-	op_response_clear(&b);
+	refused("PUT", p, FLASH_AUTH_ACTION_UPDATE, 4, u2, 409, "stale-generation");
+	refused("PUT", p, FLASH_AUTH_ACTION_UPDATE, 5, u2, 409, "generation-conflict");
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 6, b1, 409, "exists");
 	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 6, u2);
 	cr_assert_eq(b.status, 200, "%s", b.body);
 	v = parse(&b);
@@ -383,12 +379,8 @@ Test(operator, generation_rules)
 	cr_assert(b.status == 200 && strcmp(a.body, b.body) == 0, "delete replay");
 	op_response_clear(&a);
 	op_response_clear(&b);
-	a = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 8, u1);
-	expect_error(&a, 404, "not-found");
-	op_response_clear(&a);
-	a = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 3, b1);
-	expect_error(&a, 409, "stale-generation");
-	op_response_clear(&a);
+	refused("PUT", p, FLASH_AUTH_ACTION_UPDATE, 8, u1, 404, "not-found");
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 3, b1, 409, "stale-generation");
 	a = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 9, b1);
 	cr_assert_eq(a.status, 201, "re-create with a newer generation: %s", a.body);
 	op_response_clear(&a);
