@@ -136,11 +136,14 @@ Test(operator_http, body_limit)
 	ASSERT_OK(op_http_start(prov, &ho, &http, NULL, 0), "start");
 	snprintf(ep, sizeof(ep), "unix:%s", sock);
 	c = client(ep, NULL);
-	/* A valid spec padded with whitespace past 4 KiB. */
-	spec = calloc(1, 8192);
-	char *s = test_spec("test.invalid/a:1", 0, 1, 1);
-	memset(spec, ' ', 6000);
-	memcpy(spec + 6000, s, strlen(s));
+	/* The spec with 6000 bytes of metadata: a body past 4 KiB. */
+	char *s = test_spec("test.invalid/a:1", 0, 1, 1), pad[6001];
+	memset(pad, 'x', 6000);
+	pad[6000] = '\0';
+	*strstr(s, "\"metadata\":{}") = '\0';
+	cr_assert(asprintf(&spec, "%s\"metadata\":{\"pad\":\"%s\"}}", s, pad) > 0);
+	free(s);
+	s = test_spec("test.invalid/a:1", 0, 1, 1);
 	ASSERT_OK(flash_client_create(c, "big", spec, strlen(spec), 1, &r), "create");
 	cr_assert_eq(flash_client_response_status(r), 413);
 	ASSERT_STREQ(flash_client_response_error_code(r), "too-large", "code");

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <flash/auth.h>
+#include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
 
@@ -629,6 +631,62 @@ Test(operator, organization_limits)
 	op_response_clear(&r);
 	free(b);
 	free(s3);
+}
+
+/* An organization at its weekly CPU limit is suspended at admission (the
+ * metering state as the store keeps it); another one is not. */
+Test(operator, suspended_organization)
+{
+	static const char pol[] =
+		"{\"regions\":[\"heteronet-global\"],\"gpu_catalog\":[],\"protected_cidrs\":[],"
+		"\"workload_limits\":{\"cpu_millis\":4000,\"memory_mib\":8192,\"replicas\":10,\"gpus\":0,"
+		"\"ephemeral_storage_gib\":50,\"ports\":16},"
+		"\"organization_limits\":{\"cpu_millis\":16000,\"memory_mib\":32768,\"replicas\":40,\"gpus\":0,"
+		"\"ephemeral_storage_gib\":500,\"ports\":64},"
+		"\"weekly_limits\":{\"cpu_millicore_seconds\":1000,\"memory_mib_seconds\":1000000000,\"gpu_seconds\":0}}";
+	struct flash_meter *m = NULL;
+	int64_t now = (int64_t)time(NULL), ws = 0, t0;
+	char *json = NULL, *s = test_spec("test.invalid/a:1", 0, 1, 1), *b = create_body("late", s);
+	struct op_response r;
+	size_t len;
+
+	teardown();
+	start(NULL, pol);
+	op_provider_free(prov);
+	prov = NULL;
+	/* 10 s of 1000 millicores: 10000 millicore-seconds this week. */
+	ASSERT_OK(flash_meter_week_start(now, &ws), "week");
+	t0 = now - 10 >= ws ? now - 10 : ws;
+	ASSERT_OK(flash_meter_new(NULL, &m), "meter");
+	struct flash_meter_observation o1 = { .sz = sizeof(o1), .service_id = "old", .organization = "org-a",
+					      .time = t0, .ready_replicas = 1, .cpu_millis = 1000, .memory_mib = 1 };
+	struct flash_meter_observation o2 = o1;
+	o2.time = t0 + 10;
+	o2.ready_replicas = 0;
+	ASSERT_OK(flash_meter_observe(m, &o1), "observe");
+	ASSERT_OK(flash_meter_observe(m, &o2), "observe");
+	ASSERT_OK(flash_meter_to_json(m, &json, &len), "json");
+	ASSERT_OK(op_store_meter_put(store, json), "meter state into the store");
+	flash_meter_free(m);
+	free(json);
+	json = NULL;
+	ASSERT_OK(op_store_meter_get(store, &json), "read back");
+	cr_assert(json && strstr(json, "org-a"), "the state round-trips");
+	free(json);
+	struct op_provider_opts o = { .sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = keys,
+				      .policy = policy, .store = store, .metrics = metrics, .image = &test_image_ops };
+	ASSERT_OK(op_provider_new(&o, &prov), "provider loads the metering state");
+
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 1, b, 403, "suspended");
+	cr_assert_eq(op_metrics_refusals(metrics, OP_REFUSED_SUSPENDED), 1);
+	r = req("GET", "/provider/v1/usage", "org-a", NULL, FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+	cr_assert(strstr(r.body, "\"cpu_millicore_seconds\":10000"), "%s", r.body);
+	op_response_clear(&r);
+	r = req("POST", "/provider/v1/services", "org-b", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	cr_assert_eq(r.status, 201, "another organization is not suspended: %s", r.body);
+	op_response_clear(&r);
+	free(b);
+	free(s);
 }
 
 Test(operator, routes_and_metrics)
