@@ -625,6 +625,11 @@ static int fetch(struct image_registry *r, const char *what, const char *path, c
 		why_set(why, why_size, "%s of %s not found%s%s", what, r->repo, code[0] ? ": " : "", code);
 		return -FLASH_E_IMAGE_NOT_FOUND;
 	}
+	if (h->status == 429 || h->status == 502 || h->status == 503 || h->status == 504) {
+		why_set(why, why_size, "%s of %s: registry busy (status %ld%s%s), try again later", what, r->repo,
+			h->status, code[0] ? " " : "", code);
+		return -EAGAIN;
+	}
 	why_set(why, why_size, "%s of %s: registry answered status %ld%s%s", what, r->repo, h->status,
 		code[0] ? " " : "", code);
 	return -FLASH_E_IMAGE_REGISTRY;
