@@ -5,8 +5,8 @@
  *
  * The image seam resolves references of the form "test.invalid/NAME:BYTES"
  * to an image charging BYTES bytes, pinned to a digest derived from the
- * reference (refused as flash_image_check_disk() does when BYTES fill
- * the limit); "test.invalid/unreachable:..." fails as a registry that
+ * reference (refused by flash_image_check_disk() when BYTES fill the
+ * limit); "test.invalid/unreachable:..." fails as a registry that
  * refuses connections (transient) and "test.invalid/missing:..." as an
  * unknown manifest.  It keeps these tests off the network; the real
  * resolver is used by flash-operator itself, the e2e test (a local OCI
@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 #include <flash/auth.h>
+#include <flash/diag.h>
+#include <flash/image.h>
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -61,11 +63,20 @@ static inline int test_image_admit(void *ctx, const char *ref, uint64_t limit, s
 		snprintf(err, err_size, "%s: tag is not a size", ref);
 		return -ENOENT;
 	}
-	/* The rule of flash_image_check_disk(): filling the limit is refusing. */
-	if (bytes >= limit) {
-		snprintf(err, err_size, "image %s needs %llu bytes, the disk limit is %" PRIu64 " bytes", ref, bytes, limit);
-		return -FLASH_E_IMAGE_TOO_LARGE;
+	/* The one disk rule: flash_image_check_disk(). */
+	struct flash_diag *diag = NULL;
+	int r = flash_diag_new(&diag);
+
+	if (r == 0)
+		r = flash_image_check_disk(bytes, limit, diag);
+	if (r < 0) {
+		const struct flash_diag_entry *e = flash_diag_get(diag, 0);
+
+		snprintf(err, err_size, "%s", e && e->message ? e->message : flash_strerror(r));
+		flash_diag_free(diag);
+		return r;
 	}
+	flash_diag_free(diag);
 	crypto_hash_sha256(h, (const unsigned char *)ref, strlen(ref));
 	memcpy(ret->digest, "sha256:", 7);
 	sodium_bin2hex(ret->digest + 7, sizeof(ret->digest) - 7, h, sizeof(h));
