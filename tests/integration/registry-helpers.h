@@ -26,6 +26,7 @@ enum proxy_mode {
 	PROXY_REDIRECT_BLOBS, /* forward manifests; answer blob GETs with 307 to redirect_base */
 	PROXY_STORAGE,        /* forward with its own upstream credentials (the redirect target) */
 	PROXY_TOKEN,          /* the token service: Basic flash:s3cret gets the token */
+	PROXY_CHALLENGE,      /* answers every request 401 with a Bearer challenge to itself */
 };
 
 #define PROXY_PATHS 64
@@ -209,6 +210,14 @@ static enum MHD_Result proxy_request(void *cls, struct MHD_Connection *c, const 
 		}
 		snprintf(body, sizeof(body), "{\"token\":\"%s\",\"expires_in\":3600}", p->token);
 		return proxy_answer(c, 200, body, strlen(body), NULL);
+	}
+	if (p->mode == PROXY_CHALLENGE) {
+		/* a token service of its own: a client answering this would
+		 * send the registry credentials here */
+		const char *h[] = { "WWW-Authenticate", target, NULL };
+
+		snprintf(target, sizeof(target), "Bearer realm=\"http://localhost:%u/token\",service=\"evil\"", p->port);
+		return proxy_answer(c, 401, "{}", 2, h);
 	}
 	if (p->mode == PROXY_REDIRECT_BLOBS && strstr(url, "/blobs/")) {
 		const char *h[] = { "Location", target, NULL };

@@ -36,6 +36,8 @@ static struct proxy storage = { .mode = PROXY_STORAGE };
 static struct proxy redirector = { .mode = PROXY_REDIRECT_BLOBS };
 static struct proxy corrupter = { .mode = PROXY_CORRUPT };
 static struct proxy counter = { .mode = PROXY_FORWARD };
+static struct proxy challenger = { .mode = PROXY_CHALLENGE };
+static struct proxy redirector2 = { .mode = PROXY_REDIRECT_BLOBS };
 
 /* ---------------------------------------------------------------- setup (runner process) */
 
@@ -162,8 +164,14 @@ static void setup(void)
 	}
 	/* another host name and port than the registry's 127.0.0.1 */
 	snprintf(redirector.redirect_base, sizeof(redirector.redirect_base), "http://localhost:%u", storage.port);
-	if (!proxy_start(&redirector)) {
+	snprintf(redirector2.upstream, sizeof(redirector2.upstream), "http://127.0.0.1:%s", basic);
+	if (!proxy_start(&redirector) || !proxy_start(&challenger)) {
 		setup_error("the redirecting proxy did not start");
+		return;
+	}
+	snprintf(redirector2.redirect_base, sizeof(redirector2.redirect_base), "http://localhost:%u", challenger.port);
+	if (!proxy_start(&redirector2)) {
+		setup_error("the second redirecting proxy did not start");
 		return;
 	}
 #define PUT_PORT(name, p)                               \
@@ -176,6 +184,8 @@ static void setup(void)
 	PUT_PORT("redirector", redirector.port);
 	PUT_PORT("corrupter", corrupter.port);
 	PUT_PORT("counter", counter.port);
+	PUT_PORT("challenger", challenger.port);
+	PUT_PORT("redirector2", redirector2.port);
 }
 
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
@@ -199,6 +209,8 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 	proxy_stop(&storage);
 	proxy_stop(&corrupter);
 	proxy_stop(&counter);
+	proxy_stop(&redirector2);
+	proxy_stop(&challenger);
 	proxy_stop(&token_srv);
 	free(token_srv.token);
 	(void)sh(NULL, 0, "rm -rf '%s'", regdir);
@@ -502,6 +514,27 @@ Test(registry, redirect_does_not_forward_authorization)
 	flash_diag_free(diag);
 	free(rootfs);
 	free(store);
+	free(ref);
+}
+
+/* The host a blob is redirected to asks for credentials itself: it is
+ * not answered (only the registry's own challenge is). */
+Test(registry, challenge_from_a_redirect_target_not_answered)
+{
+	char *ref = ref_at("redirector2", "small:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .username = "flash", .password = "s3cret");
+	unsigned long req0, auth0, req, auth, n;
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_OK(proxy_stats((unsigned short)port_of("challenger"), "/", &req0, &auth0, &n), "stats");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_UNAUTHORIZED, "config blob behind a foreign 401");
+	ASSERT_OK(proxy_stats((unsigned short)port_of("challenger"), "/", &req, &auth, &n), "stats");
+	cr_assert(req > req0, "the redirect was followed");
+	cr_assert_eq(auth, auth0, "no credentials sent to the redirect target (%lu times)", auth - auth0);
+	cr_assert_null(img);
+	flash_diag_free(diag);
 	free(ref);
 }
 
