@@ -22,7 +22,8 @@
 
 enum proxy_mode {
 	PROXY_FORWARD,        /* forward everything (counting) */
-	PROXY_CORRUPT,        /* forward; flip a byte of large blobs and of small-docker manifests */
+	PROXY_CORRUPT,        /* forward; flip a byte of large blobs and of small-docker manifests,
+			 * give multi's manifests Content-Type application/json */
 	PROXY_REDIRECT_BLOBS, /* forward manifests; answer blob GETs with 307 to redirect_base */
 	PROXY_STORAGE,        /* forward with its own upstream credentials (the redirect target) */
 	PROXY_TOKEN,          /* the token service: Basic flash:s3cret gets the token */
@@ -233,6 +234,9 @@ static enum MHD_Result proxy_request(void *cls, struct MHD_Connection *c, const 
 	if (p->mode == PROXY_CORRUPT && f.status == 200 && f.len > 0 &&
 	    ((strstr(url, "/blobs/") && f.len > 65536) || strstr(url, "/small-docker/manifests/")))
 		f.body[f.len / 2] ^= 0x20;
+	/* the bytes intact, the media type not one of the four */
+	if (p->mode == PROXY_CORRUPT && strstr(url, "/multi/manifests/"))
+		snprintf(f.content_type, sizeof(f.content_type), "application/json");
 	{
 		const char *h[] = { "Content-Type", f.content_type, "Docker-Content-Digest", f.digest,
 				    "WWW-Authenticate", f.challenge, "Location", f.location, NULL };

@@ -342,6 +342,34 @@ Test(registry, anonymous_resolve_pull_unpack_whiteouts)
 	free(ref);
 }
 
+/* The reference unpacker agrees: umoci's rootfs of the same layout has
+ * exactly the paths and file types of ours (whiteouts and the opaque
+ * directory applied the same way). */
+Test(registry, unpack_agrees_with_umoci)
+{
+	char *ref = ref_at("anon", "small:v1"), *store = scratch("store"), *ours, *theirs, cmd[PATH_MAX * 4];
+	struct flash_image *img = NULL;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .content_store = store);
+
+	cr_assert(asprintf(&ours, "%s/ours", store) > 0 && asprintf(&theirs, "%s/theirs", store) > 0);
+	ASSERT_OK(flash_image_resolve(ref, &o, &img, NULL), "resolve");
+	ASSERT_OK(flash_image_pull(img, NULL), "pull");
+	ASSERT_OK(flash_image_unpack(img, ours, NULL, NULL), "unpack");
+	snprintf(cmd, sizeof(cmd), "umoci raw unpack --rootless --image '%s/layouts/small:v1' '%s' >/dev/null 2>&1", dir(),
+		 theirs);
+	cr_assert(system(cmd) == 0, "umoci raw unpack");
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && find . -printf '%%p %%y\\n' | sort >../ours.list && cd '%s' && "
+		 "find . -printf '%%p %%y\\n' | sort >../theirs.list && cmp -s ../ours.list ../theirs.list",
+		 ours, theirs);
+	cr_assert(system(cmd) == 0, "the same paths and types as umoci (diff %s/ours.list %s/theirs.list)", store, store);
+	flash_image_free(img);
+	free(ours);
+	free(theirs);
+	free(store);
+	free(ref);
+}
+
 Test(registry, docker_v2_manifest)
 {
 	char digest[128];
@@ -563,6 +591,20 @@ Test(registry, digest_mismatch_refused)
 	free(store);
 	free(docker);
 	free(small);
+}
+
+Test(registry, content_type_checked)
+{
+	char *ref = ref_at("corrupter", "multi:latest");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true);
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_MEDIA_TYPE, "application/json");
+	cr_assert(strstr(first_message(diag), "application/json"), "%s", first_message(diag));
+	flash_diag_free(diag);
+	free(ref);
 }
 
 Test(registry, oversized_image_refused_before_start)
