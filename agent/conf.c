@@ -78,6 +78,8 @@ int agent_config_new(struct agent_config **ret)
 	c->attach_mode = 2;
 	c->mtu = 1500;
 	c->max_connections = 64;
+	c->reserved_connections = 8;
+	c->header_timeout_ms = 2000;
 	c->max_request_bytes = 65536;
 	c->request_timeout_s = 10;
 	*ret = c;
@@ -265,7 +267,11 @@ int agent_config_parse(const char *json, size_t len, struct agent_diag *diag,
 		} else if (!strcmp(k, "mtu")) {
 			err = uint_key(v, k, 1280, 65535, &c->mtu, diag);
 		} else if (!strcmp(k, "max-connections")) {
-			err = uint_key(v, k, 1, 1024, &c->max_connections, diag);
+			err = uint_key(v, k, 2, 1024, &c->max_connections, diag);
+		} else if (!strcmp(k, "reserved-connections")) {
+			err = uint_key(v, k, 1, 512, &c->reserved_connections, diag);
+		} else if (!strcmp(k, "header-timeout-ms")) {
+			err = uint_key(v, k, 10, 60000, &c->header_timeout_ms, diag);
 		} else if (!strcmp(k, "max-request-bytes")) {
 			err = uint_key(v, k, 1024, 1 << 20, &c->max_request_bytes, diag);
 		} else if (!strcmp(k, "request-timeout-seconds")) {
@@ -274,6 +280,13 @@ int agent_config_parse(const char *json, size_t len, struct agent_diag *diag,
 			agent_diag_set(diag, "%s: unknown key", k);
 			err = -FLOWSDN_E_AGENT_CONFIG;
 		}
+	}
+	/* Without the key: an eighth of the connections, at least one. */
+	if (err == 0 && !json_get(root, "reserved-connections"))
+		c->reserved_connections = c->max_connections / 8 ? c->max_connections / 8 : 1;
+	if (err == 0 && c->reserved_connections >= c->max_connections) {
+		agent_diag_set(diag, "reserved-connections: must be less than max-connections (%u)", c->max_connections);
+		err = -FLOWSDN_E_AGENT_CONFIG;
 	}
 out:
 	json_free(root);
@@ -316,6 +329,8 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jgen_kv(g, "attach-mode", attach[c->attach_mode % 3]);
 	jgen_ki(g, "mtu", c->mtu);
 	jgen_ki(g, "max-connections", c->max_connections);
+	jgen_ki(g, "reserved-connections", c->reserved_connections);
+	jgen_ki(g, "header-timeout-ms", c->header_timeout_ms);
 	jgen_ki(g, "max-request-bytes", c->max_request_bytes);
 	jgen_ki(g, "request-timeout-seconds", c->request_timeout_s);
 	yajl_gen_map_close(g);
@@ -351,6 +366,8 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 	c->attach_mode = src->attach_mode;
 	c->mtu = src->mtu;
 	c->max_connections = src->max_connections;
+	c->reserved_connections = src->reserved_connections;
+	c->header_timeout_ms = src->header_timeout_ms;
 	c->max_request_bytes = src->max_request_bytes;
 	c->request_timeout_s = src->request_timeout_s;
 	*ret = c;

@@ -31,7 +31,9 @@ struct agent_config {
 	bool egress_stack;
 	unsigned int attach_mode; /* enum flowsdn_attach_mode */
 	unsigned int mtu;
-	unsigned int max_connections;
+	unsigned int max_connections;      /* per listener, heads pending and requests served each */
+	unsigned int reserved_connections; /* of those served, kept for healthz and DEL */
+	unsigned int header_timeout_ms;    /* to receive a request head */
 	unsigned int max_request_bytes;
 	unsigned int request_timeout_s;
 };

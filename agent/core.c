@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The agent core: endpoints (IPAM + veth + datapath), their persisted
- * state, restore and adoption after a restart, the delete queue. */
+ * state, restore and adoption after a restart, the delete queue.  See
+ * core.h for the locking and the order of operations. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -17,10 +18,12 @@
 #include "core.h"
 #include "jsonutil.h"
 #include "log.h"
+#include "names.h"
 #include "replay.h"
 #include "util.h"
 
 #define MAX_STATE (16u << 20)
+#define STATE_VERSION 2
 
 /* Agent-side latency of one verb: the last TIMING_SAMPLES durations. */
 #define TIMING_SAMPLES 1024
@@ -30,20 +33,58 @@ struct timing {
 	double ms[TIMING_SAMPLES];
 };
 
+/* An endpoint of the table.  Not ready while its ADD runs (its id and
+ * addresses are taken, nothing reports it). */
+struct ep {
+	struct agent_api_endpoint e;
+	bool ready;
+	int64_t added_ms; /* CLOCK_MONOTONIC when it became ready (0: restored) */
+};
+
+/* An owner whose operation runs. */
+struct busy {
+	char container_id[256];
+	char ifname[16];
+};
+
 struct agent_core {
 	struct agent_config *cfg;
 	const struct agent_ops *ops;
 	void *ctx;
-	pthread_mutex_t lock; /* everything below; IPAM handles are not thread-safe */
-	struct flowsdn_ipam *ipam;
+	/* Guards everything below; never held across a kernel call or I/O. */
+	pthread_mutex_t lock;
+	pthread_cond_t owner_cond;  /* an owner's slot was released */
+	pthread_cond_t state_cond;  /* a state write ended */
+	pthread_cond_t del_cond;    /* a deletion was queued or ended */
+	struct flowsdn_ipam *ipam;  /* in memory: the state file holds the addresses */
 	struct flowsdn_datapath *dp; /* NULL with "datapath": false */
-	struct agent_api_endpoint **eps;
+	struct ep **eps;
 	size_t n_eps, cap_eps;
+	struct agent_api_endpoint **dels; /* unpublished, veth being removed (FIFO) */
+	size_t n_dels, cap_dels;
+	struct busy *busy;
+	size_t n_busy, cap_busy;
+	uint64_t gen, saved_gen;    /* state changes made / on disk */
+	bool writing, stopping;
+	pthread_t deleter;
+	bool deleter_started;
 	char *state_path, *queue_dir;
-	unsigned int restored, replayed;
+	unsigned int restored, replayed, refused;
 	time_t started;
+	uint64_t own_netns[2];      /* the agent's and the initial netns inodes (0: unknown) */
 	struct timing timing[AGENT_VERB_MAX_];
 };
+
+static void timespec_at(int64_t ms, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ms / 1000);
+	ts->tv_nsec = (long)(ms % 1000) * 1000000L;
+}
+
+static bool past(int64_t deadline_ms)
+{
+	return deadline_ms && agent_api_now_ms() >= deadline_ms;
+}
 
 static void timing_add(struct timing *t, double ms, bool ok)
 {
@@ -75,6 +116,9 @@ static void endpoint_to_iface(const struct agent_api_endpoint *e, struct flowsdn
 	f->netns_ino = e->netns_ino;
 	f->ifname = e->ifname;
 	memcpy(f->mac, e->mac, 6);
+	f->addrs = e->addrs;
+	f->n_addrs = e->n_addrs;
+	f->gateways = e->gateway;
 }
 
 static void endpoint_to_dp(const struct agent_api_endpoint *e, struct flowsdn_endpoint *d)
@@ -98,40 +142,92 @@ static int copy_str(char *dst, size_t size, const char *src)
 	return 0;
 }
 
-/* Writes every endpoint to <state>/endpoints.json (atomically). */
-static int state_save(struct agent_core *a)
+/* ------------------------------------------------------------ owners */
+
+static ssize_t busy_find(struct agent_core *a, const char *cid, const char *ifn)
 {
-	_cleanup_free_ char *json = NULL;
-	size_t len;
-	yajl_gen g;
+	for (size_t i = 0; i < a->n_busy; i++)
+		if (!strcmp(a->busy[i].container_id, cid) && !strcmp(a->busy[i].ifname, ifn))
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Takes the owner's slot (lock held; waits on it): 0, or
+ * -FLOWSDN_E_AGENT_DEADLINE when @deadline_ms passes first. */
+static int owner_acquire_locked(struct agent_core *a, const char *cid, const char *ifn, int64_t deadline_ms)
+{
+	while (busy_find(a, cid, ifn) >= 0) {
+		if (deadline_ms) {
+			struct timespec ts;
+
+			timespec_at(deadline_ms, &ts);
+			if (pthread_cond_timedwait(&a->owner_cond, &a->lock, &ts) == ETIMEDOUT &&
+			    busy_find(a, cid, ifn) >= 0)
+				return -FLOWSDN_E_AGENT_DEADLINE;
+		} else {
+			pthread_cond_wait(&a->owner_cond, &a->lock);
+		}
+	}
+	if (past(deadline_ms))
+		return -FLOWSDN_E_AGENT_DEADLINE;
+	if (a->n_busy == a->cap_busy) {
+		size_t cap = a->cap_busy ? a->cap_busy * 2 : 16;
+		struct busy *p = realloc(a->busy, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		a->busy = p;
+		a->cap_busy = cap;
+	}
+	if (copy_str(a->busy[a->n_busy].container_id, sizeof(a->busy[0].container_id), cid) < 0 ||
+	    copy_str(a->busy[a->n_busy].ifname, sizeof(a->busy[0].ifname), ifn) < 0)
+		return -EINVAL;
+	a->n_busy++;
+	return 0;
+}
+
+static int owner_acquire(struct agent_core *a, const char *cid, const char *ifn, int64_t deadline_ms)
+{
 	int err;
 
-	g = jgen_new();
-	if (!g)
-		return -ENOMEM;
-	yajl_gen_map_open(g);
-	jgen_ki(g, "version", 1);
-	jgen_str(g, "endpoints");
-	yajl_gen_array_open(g);
-	for (size_t i = 0; i < a->n_eps; i++)
-		agent_api_endpoint_gen(g, a->eps[i]);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-	err = jgen_take(g, &json, &len);
-	yajl_gen_free(g);
-	if (err < 0)
-		return err;
-	err = util_write_file_atomic(a->state_path, json, len, 0600);
-	if (err < 0)
-		pr_err("agent: saving %s: %s", a->state_path, strerror(-err));
+	pthread_mutex_lock(&a->lock);
+	err = owner_acquire_locked(a, cid, ifn, deadline_ms);
+	pthread_mutex_unlock(&a->lock);
 	return err;
 }
 
-static int ep_append(struct agent_core *a, struct agent_api_endpoint *e)
+static void owner_release_locked(struct agent_core *a, const char *cid, const char *ifn)
+{
+	ssize_t i = busy_find(a, cid, ifn);
+
+	if (i >= 0) {
+		a->busy[i] = a->busy[--a->n_busy];
+		pthread_cond_broadcast(&a->owner_cond);
+	}
+}
+
+static void owner_release(struct agent_core *a, const char *cid, const char *ifn)
+{
+	pthread_mutex_lock(&a->lock);
+	owner_release_locked(a, cid, ifn);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* ------------------------------------------------------------- tables */
+
+static ssize_t ep_find(struct agent_core *a, const char *container_id, const char *ifname)
+{
+	for (size_t i = 0; i < a->n_eps; i++)
+		if (!strcmp(a->eps[i]->e.container_id, container_id) && !strcmp(a->eps[i]->e.ifname, ifname))
+			return (ssize_t)i;
+	return -1;
+}
+
+static int ep_append(struct agent_core *a, struct ep *e)
 {
 	if (a->n_eps == a->cap_eps) {
 		size_t cap = a->cap_eps ? a->cap_eps * 2 : 16;
-		struct agent_api_endpoint **p = realloc(a->eps, cap * sizeof(*p));
+		struct ep **p = realloc(a->eps, cap * sizeof(*p));
 
 		if (!p)
 			return -ENOMEM;
@@ -142,19 +238,31 @@ static int ep_append(struct agent_core *a, struct agent_api_endpoint *e)
 	return 0;
 }
 
-static void ep_remove_at(struct agent_core *a, size_t i)
+/* Takes @e out of the table (not freed). */
+static void ep_unlink(struct agent_core *a, const struct ep *e)
 {
-	free(a->eps[i]);
-	memmove(&a->eps[i], &a->eps[i + 1], (a->n_eps - i - 1) * sizeof(a->eps[0]));
-	a->n_eps--;
+	for (size_t i = 0; i < a->n_eps; i++) {
+		if (a->eps[i] == e) {
+			memmove(&a->eps[i], &a->eps[i + 1], (a->n_eps - i - 1) * sizeof(a->eps[0]));
+			a->n_eps--;
+			return;
+		}
+	}
 }
 
-static ssize_t ep_find(struct agent_core *a, const char *container_id, const char *ifname)
+static int del_append(struct agent_core *a, struct agent_api_endpoint *e)
 {
-	for (size_t i = 0; i < a->n_eps; i++)
-		if (!strcmp(a->eps[i]->container_id, container_id) && !strcmp(a->eps[i]->ifname, ifname))
-			return (ssize_t)i;
-	return -1;
+	if (a->n_dels == a->cap_dels) {
+		size_t cap = a->cap_dels ? a->cap_dels * 2 : 16;
+		struct agent_api_endpoint **p = realloc(a->dels, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		a->dels = p;
+		a->cap_dels = cap;
+	}
+	a->dels[a->n_dels++] = e;
+	return 0;
 }
 
 static uint32_t next_id(struct agent_core *a)
@@ -163,129 +271,354 @@ static uint32_t next_id(struct agent_core *a)
 		bool used = false;
 
 		for (size_t i = 0; i < a->n_eps && !used; i++)
-			used = a->eps[i]->id == id;
+			used = a->eps[i]->e.id == id;
 		if (!used)
 			return id;
 	}
 }
 
-/* Removes everything an endpoint has: its datapath entries and hooks, the
- * veth pair and host routes, its addresses.  Each step is idempotent. */
-static void endpoint_cleanup(struct agent_core *a, const struct agent_api_endpoint *e)
+/* -------------------------------------------------------------- state */
+
+/* The state file: every endpoint, and the deletions still running (their
+ * addresses are still held; a restarted agent finishes them). */
+static char *state_json_locked(struct agent_core *a)
 {
-	struct flowsdn_nl_err nerr = { { 0 } };
-	double t[4];
+	char *json = NULL;
+	yajl_gen g = jgen_new();
+
+	if (!g)
+		return NULL;
+	yajl_gen_map_open(g);
+	jgen_ki(g, "version", STATE_VERSION);
+	jgen_str(g, "endpoints");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < a->n_eps; i++)
+		if (a->eps[i]->ready)
+			agent_api_endpoint_gen(g, &a->eps[i]->e);
+	yajl_gen_array_close(g);
+	jgen_str(g, "deleting");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < a->n_dels; i++)
+		agent_api_endpoint_gen(g, a->dels[i]);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	if (jgen_take(g, &json, NULL) < 0)
+		json = NULL;
+	yajl_gen_free(g);
+	return json;
+}
+
+/* Group commit: returns once every change made before the call is on
+ * disk (one fsync'd write covers all the changes made until it starts). */
+static int state_sync(struct agent_core *a)
+{
+	uint64_t want;
+	int err = 0;
+
+	pthread_mutex_lock(&a->lock);
+	want = a->gen;
+	while (a->saved_gen < want) {
+		uint64_t gen;
+		char *json;
+
+		if (a->writing) {
+			pthread_cond_wait(&a->state_cond, &a->lock);
+			continue;
+		}
+		a->writing = true;
+		gen = a->gen;
+		json = state_json_locked(a);
+		pthread_mutex_unlock(&a->lock);
+		err = json ? util_write_file_atomic(a->state_path, json, strlen(json), 0600) : -ENOMEM;
+		free(json);
+		pthread_mutex_lock(&a->lock);
+		a->writing = false;
+		if (err == 0 && gen > a->saved_gen)
+			a->saved_gen = gen;
+		pthread_cond_broadcast(&a->state_cond);
+		if (err < 0) {
+			pr_err("agent: saving %s: %s", a->state_path, strerror(-err));
+			break;
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
+/* ---------------------------------------------------------- deletion */
+
+/* Unpublishes an endpoint from the datapath (no lock held). */
+static void endpoint_unpublish(struct agent_core *a, const struct agent_api_endpoint *e)
+{
+	struct flowsdn_endpoint d;
 	int err;
 
-	t[0] = mono_ms();
-	if (a->dp) {
-		struct flowsdn_endpoint d;
+	if (!a->dp)
+		return;
+	endpoint_to_dp(e, &d);
+	err = a->ops->dp_remove(a->ctx, a->dp, &d);
+	if (err < 0)
+		pr_warn("agent: endpoint %u: removing map entries: %s", e->id, flowsdn_strerror(err));
+}
 
-		endpoint_to_dp(e, &d);
-		err = a->ops->dp_remove(a->ctx, a->dp, &d);
-		if (err < 0)
-			pr_warn("agent: endpoint %u: removing map entries: %s", e->id, flowsdn_strerror(err));
+/* Removes an unpublished endpoint's hooks and veth pair (no lock held). */
+static void endpoint_teardown(struct agent_core *a, const struct agent_api_endpoint *e)
+{
+	struct flowsdn_nl_err nerr = { { 0 } };
+	int err;
+
+	if (a->dp) {
 		err = a->ops->dp_detach(a->ctx, a->dp, e->host_ifindex);
 		if (err < 0)
 			pr_warn("agent: endpoint %u: detach: %s", e->id, flowsdn_strerror(err));
 	}
-	t[1] = mono_ms();
 	err = a->ops->veth_teardown(a->ctx, e->host_ifname, e->addrs, e->n_addrs, &nerr);
 	if (err < 0)
 		pr_warn("agent: endpoint %u: teardown: %s", e->id, nerr.msg);
-	t[2] = mono_ms();
-	err = flowsdn_ipam_release(a->ipam, e->container_id, e->ifname);
-	if (err < 0)
-		pr_warn("agent: endpoint %u: releasing addresses: %s", e->id, flowsdn_strerror(err));
-	t[3] = mono_ms();
-	pr_debug("agent: DEL %s/%s: datapath %.2f ms, veth %.2f ms, ipam %.2f ms", e->container_id, e->ifname,
-		 t[1] - t[0], t[2] - t[1], t[3] - t[2]);
 }
 
-static int del_locked(struct agent_core *a, const char *container_id, const char *ifname)
+/* The background deleter: removes each queued endpoint's veth, then
+ * releases its addresses and its owner's slot. */
+static void *deleter_main(void *arg)
 {
-	ssize_t i = ep_find(a, container_id, ifname);
-	struct flowsdn_nl_err nerr = { { 0 } };
-	char host[16];
+	struct agent_core *a = arg;
+
+	pthread_mutex_lock(&a->lock);
+	for (;;) {
+		struct agent_api_endpoint *e;
+		double t0;
+
+		while (!a->n_dels && !a->stopping)
+			pthread_cond_wait(&a->del_cond, &a->lock);
+		if (!a->n_dels)
+			break;
+		e = a->dels[0];
+		pthread_mutex_unlock(&a->lock);
+		t0 = mono_ms();
+		endpoint_teardown(a, e);
+		pr_debug("agent: DEL %s/%s: veth removed in %.2f ms", e->container_id, e->ifname, mono_ms() - t0);
+		pthread_mutex_lock(&a->lock);
+		(void)flowsdn_ipam_release(a->ipam, e->container_id, e->ifname);
+		memmove(&a->dels[0], &a->dels[1], (a->n_dels - 1) * sizeof(a->dels[0]));
+		a->n_dels--;
+		a->gen++;
+		owner_release_locked(a, e->container_id, e->ifname);
+		pthread_cond_broadcast(&a->del_cond);
+		free(e);
+		/* Saved lazily: a deletion a restart finds again is redone. */
+		if (!a->n_dels) {
+			pthread_mutex_unlock(&a->lock);
+			(void)state_sync(a);
+			pthread_mutex_lock(&a->lock);
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+void agent_core_flush(struct agent_core *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	while (a->n_dels)
+		pthread_cond_wait(&a->del_cond, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* Removes a queued DEL entry of the owner (superseded by what runs now);
+ * true when there was one. */
+static bool queue_entry_take(struct agent_core *a, const char *cid, const char *ifn)
+{
+	_cleanup_free_ char *name = agent_api_queue_entry_name(cid, ifn), *path = NULL;
+
+	if (!name || asprintf(&path, "%s/%s", a->queue_dir, name) < 0) {
+		path = NULL;
+		return false;
+	}
+	return unlink(path) == 0;
+}
+
+/* DEL with the owner's slot held.  @async: the veth goes in the
+ * background and the slot is released there (else here, synchronously,
+ * and the caller keeps the slot).  1 removed, 0 nothing, -errno. */
+static int del_owned(struct agent_core *a, const char *cid, const char *ifn, bool async, bool *ret_slot_passed)
+{
+	struct agent_api_endpoint *e;
+	ssize_t i;
 	int err;
 
+	*ret_slot_passed = false;
+	pthread_mutex_lock(&a->lock);
+	i = ep_find(a, cid, ifn);
 	if (i < 0) {
-		if (agent_api_host_ifname(container_id, ifname, host, sizeof(host)) == 0)
-			(void)a->ops->veth_teardown(a->ctx, host, NULL, 0, &nerr);
-		err = flowsdn_ipam_release(a->ipam, container_id, ifname);
-		return err < 0 ? err : 0;
+		/* Nothing recorded: still release addresses and a leftover
+		 * host interface of that owner. */
+		(void)flowsdn_ipam_release(a->ipam, cid, ifn);
+		pthread_mutex_unlock(&a->lock);
+		{
+			struct flowsdn_nl_err nerr = { { 0 } };
+			char host[16];
+
+			if (agent_api_host_ifname(cid, ifn, host, sizeof(host)) == 0)
+				(void)a->ops->veth_teardown(a->ctx, host, NULL, 0, &nerr);
+		}
+		return 0;
 	}
-	endpoint_cleanup(a, a->eps[i]);
-	ep_remove_at(a, (size_t)i);
-	err = state_save(a);
+	e = malloc(sizeof(*e));
+	if (!e) {
+		pthread_mutex_unlock(&a->lock);
+		return -ENOMEM;
+	}
+	*e = a->eps[i]->e;
+	pthread_mutex_unlock(&a->lock);
+
+	endpoint_unpublish(a, e);
+	pthread_mutex_lock(&a->lock);
+	i = ep_find(a, cid, ifn);
+	if (i >= 0) {
+		struct ep *old = a->eps[i];
+
+		ep_unlink(a, old);
+		free(old);
+	}
+	a->gen++;
+	if (async) {
+		err = del_append(a, e);
+		if (err == 0) {
+			*ret_slot_passed = true;
+			pthread_cond_broadcast(&a->del_cond);
+			e = NULL;
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (e) {
+		endpoint_teardown(a, e);
+		pthread_mutex_lock(&a->lock);
+		(void)flowsdn_ipam_release(a->ipam, cid, ifn);
+		a->gen++;
+		pthread_mutex_unlock(&a->lock);
+		free(e);
+	}
+	/* One fsync'd write: the endpoint is "deleting" (or gone). */
+	err = state_sync(a);
 	return err < 0 ? err : 1;
 }
 
-int agent_core_del(struct agent_core *a, const char *container_id, const char *ifname, struct agent_diag *diag)
+int agent_core_del(struct agent_core *a, const char *cid, const char *ifn, int64_t deadline_ms,
+		   struct agent_diag *diag)
 {
 	double t0 = mono_ms();
+	bool passed = false;
 	int err;
 
-	if (!a || !container_id || !ifname)
+	if (!a || !names_container_id_valid(cid) || !names_ifname_valid(ifn))
 		return -EINVAL;
+	err = owner_acquire(a, cid, ifn, deadline_ms);
+	if (err == 0) {
+		(void)queue_entry_take(a, cid, ifn);
+		err = del_owned(a, cid, ifn, true, &passed);
+		if (!passed)
+			owner_release(a, cid, ifn);
+	}
 	pthread_mutex_lock(&a->lock);
-	err = del_locked(a, container_id, ifname);
 	timing_add(&a->timing[AGENT_VERB_DEL], mono_ms() - t0, err >= 0);
 	pthread_mutex_unlock(&a->lock);
 	if (err < 0)
-		agent_diag_set(diag, "deleting %s/%s: %s", container_id, ifname, agent_api_strerror(err));
+		agent_diag_set(diag, "deleting %s/%s: %s", cid, ifn, agent_api_strerror(err));
 	return err;
 }
 
-static int add_locked(struct agent_core *a, const struct agent_request *rq, struct agent_api_endpoint *ret,
-		      struct agent_diag *diag)
+/* --------------------------------------------------------------- ADD */
+
+/* Refuses the agent's own and the initial network namespace. */
+static int netns_refuse_own(struct agent_core *a, uint64_t ino, const char *netns, struct agent_diag *diag)
+{
+	for (size_t k = 0; k < 2; k++) {
+		if (a->own_netns[k] && a->own_netns[k] == ino) {
+			agent_diag_set(diag, "netns %s is the %s network namespace, not a container's", netns,
+				       k == 0 ? "agent's own" : "initial");
+			return -FLOWSDN_E_AGENT_HOST_NETNS;
+		}
+	}
+	return 0;
+}
+
+static int add_owned(struct agent_core *a, const struct agent_request *rq, struct agent_api_endpoint *ret,
+		     struct agent_diag *diag)
 {
 	struct flowsdn_ipam_result lease;
 	struct flowsdn_prefix prefixes[AGENT_API_MAX_ADDRS];
 	struct flowsdn_nl_err nerr = { { 0 } };
 	struct flowsdn_veth veth;
-	struct agent_api_endpoint *e = NULL;
+	struct ep *ep = NULL;
+	struct agent_api_endpoint *e;
 	uint64_t ino = 0;
 	double t[5];
 	ssize_t i;
 	int err;
 
 	t[0] = mono_ms();
-	i = ep_find(a, rq->container_id, rq->ifname);
-	if (i >= 0) {
-		struct flowsdn_endpoint_iface f;
+	/* A DEL the plugin queued for this owner came before this ADD. */
+	if (queue_entry_take(a, rq->container_id, rq->ifname)) {
+		bool passed;
 
-		/* A repeated ADD of a live endpoint returns it again. */
-		endpoint_to_iface(a->eps[i], &f);
-		if (!strcmp(a->eps[i]->netns, rq->netns) && a->ops->endpoint_check(a->ctx, &f, &nerr) == 0) {
-			*ret = *a->eps[i];
-			return 0;
-		}
-		err = del_locked(a, rq->container_id, rq->ifname);
+		pr_info("agent: ADD %s/%s: applying its queued DEL first", rq->container_id, rq->ifname);
+		err = del_owned(a, rq->container_id, rq->ifname, false, &passed);
 		if (err < 0)
 			return err;
 	}
+	pthread_mutex_lock(&a->lock);
+	i = ep_find(a, rq->container_id, rq->ifname);
+	if (i >= 0) {
+		/* CNI: a second ADD without DEL is an error, also (above all)
+		 * for another netns. */
+		if (strcmp(a->eps[i]->e.netns, rq->netns) != 0)
+			agent_diag_set(diag, "%s/%s already has endpoint %u in netns %s", rq->container_id, rq->ifname,
+				       a->eps[i]->e.id, a->eps[i]->e.netns);
+		else
+			agent_diag_set(diag, "%s/%s already has endpoint %u; DEL it first", rq->container_id,
+				       rq->ifname, a->eps[i]->e.id);
+		pthread_mutex_unlock(&a->lock);
+		return -FLOWSDN_E_AGENT_EXISTS;
+	}
+	pthread_mutex_unlock(&a->lock);
 	err = a->ops->netns_ino(a->ctx, rq->netns, &ino);
 	if (err < 0) {
 		agent_diag_set(diag, "netns %s: %s", rq->netns, flowsdn_strerror(err));
 		return -FLOWSDN_E_NL_NETNS;
 	}
-	e = calloc(1, sizeof(*e));
-	if (!e)
+	err = netns_refuse_own(a, ino, rq->netns, diag);
+	if (err < 0)
+		return err;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
 		return -ENOMEM;
+	e = &ep->e;
 	if (copy_str(e->container_id, sizeof(e->container_id), rq->container_id) < 0 ||
 	    copy_str(e->ifname, sizeof(e->ifname), rq->ifname) < 0 || copy_str(e->netns, sizeof(e->netns), rq->netns) < 0) {
 		agent_diag_set(diag, "containerID, ifname or netns too long");
-		free(e);
+		free(ep);
 		return -EINVAL;
 	}
+	pthread_mutex_lock(&a->lock);
 	err = flowsdn_ipam_allocate(a->ipam, rq->container_id, rq->ifname, NULL, &lease);
 	if (err < 0) {
 		agent_diag_set(diag, "allocating addresses: %s",
-			 flowsdn_ipam_errmsg(a->ipam)[0] ? flowsdn_ipam_errmsg(a->ipam) : flowsdn_strerror(err));
-		free(e);
+			       flowsdn_ipam_errmsg(a->ipam)[0] ? flowsdn_ipam_errmsg(a->ipam) : flowsdn_strerror(err));
+		pthread_mutex_unlock(&a->lock);
+		free(ep);
 		return err;
 	}
+	e->id = next_id(a);
+	err = ep_append(a, ep);
+	if (err < 0) {
+		(void)flowsdn_ipam_release(a->ipam, rq->container_id, rq->ifname);
+		pthread_mutex_unlock(&a->lock);
+		free(ep);
+		return err;
+	}
+	pthread_mutex_unlock(&a->lock);
 	t[1] = mono_ms();
 	agent_api_host_ifname(rq->container_id, rq->ifname, e->host_ifname, sizeof(e->host_ifname));
 	e->mtu = rq->mtu ? rq->mtu : a->cfg->mtu;
@@ -307,14 +640,13 @@ static int add_locked(struct agent_core *a, const struct agent_request *rq, stru
 	}
 	if (err < 0) {
 		agent_diag_set(diag, "%s", nerr.msg[0] ? nerr.msg : flowsdn_strerror(err));
-		goto out_free;
+		goto out_release;
 	}
 	t[2] = mono_ms();
 	e->host_ifindex = veth.host_ifindex;
 	memcpy(e->host_mac, veth.host_mac, 6);
 	memcpy(e->mac, veth.mac, 6);
 	e->netns_ino = veth.netns_ino;
-	e->id = next_id(a);
 	e->created = time(NULL);
 	if (a->dp) {
 		struct flowsdn_endpoint d;
@@ -332,47 +664,55 @@ static int add_locked(struct agent_core *a, const struct agent_request *rq, stru
 		}
 	}
 	t[3] = mono_ms();
-	err = ep_append(a, e);
-	if (err < 0)
-		goto out_unpublish;
-	err = state_save(a);
+	pthread_mutex_lock(&a->lock);
+	ep->ready = true;
+	ep->added_ms = agent_api_now_ms();
+	a->gen++;
+	pthread_mutex_unlock(&a->lock);
+	err = state_sync(a);
 	t[4] = mono_ms();
 	if (err < 0) {
 		agent_diag_set(diag, "saving state: %s", strerror(-err));
-		a->n_eps--;
-		goto out_unpublish;
+		pthread_mutex_lock(&a->lock);
+		ep->ready = false;
+		pthread_mutex_unlock(&a->lock);
+		endpoint_unpublish(a, e);
+		goto out_detach;
 	}
 	pr_debug("agent: ADD %s/%s: ipam %.2f ms, veth %.2f ms, datapath %.2f ms, state %.2f ms", rq->container_id,
 		 rq->ifname, t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3]);
 	*ret = *e;
 	return 0;
 
-out_unpublish:
-	if (a->dp) {
-		struct flowsdn_endpoint d;
-
-		endpoint_to_dp(e, &d);
-		(void)a->ops->dp_remove(a->ctx, a->dp, &d);
-	}
 out_detach:
 	if (a->dp)
 		(void)a->ops->dp_detach(a->ctx, a->dp, e->host_ifindex);
 out_teardown:
 	(void)a->ops->veth_teardown(a->ctx, e->host_ifname, e->addrs, e->n_addrs, NULL);
-out_free:
-	free(e);
+out_release:
+	pthread_mutex_lock(&a->lock);
+	ep_unlink(a, ep);
 	(void)flowsdn_ipam_release(a->ipam, rq->container_id, rq->ifname);
+	pthread_mutex_unlock(&a->lock);
+	free(ep);
 	return err;
 }
 
 static bool request_valid(const struct agent_request *rq, struct agent_diag *diag)
 {
-	if (!rq || !flowsdn_cni_container_id_valid(rq->container_id) || !flowsdn_cni_ifname_valid(rq->ifname) ||
-	    !rq->netns || rq->netns[0] != '/') {
+	if (!rq || !names_container_id_valid(rq->container_id) || !names_ifname_valid(rq->ifname) || !rq->netns ||
+	    rq->netns[0] != '/') {
 		agent_diag_set(diag, "containerID, ifname or netns invalid");
 		return false;
 	}
 	return true;
+}
+
+static int deadline_err(struct agent_diag *diag, const char *verb, const struct agent_request *rq)
+{
+	agent_diag_set(diag, "%s %s/%s: the client's deadline passed before it could start", verb, rq->container_id,
+		       rq->ifname);
+	return -FLOWSDN_E_AGENT_DEADLINE;
 }
 
 int agent_core_add(struct agent_core *a, const struct agent_request *rq, struct agent_api_endpoint *ret,
@@ -383,8 +723,14 @@ int agent_core_add(struct agent_core *a, const struct agent_request *rq, struct 
 
 	if (!a || !ret || !request_valid(rq, diag))
 		return -EINVAL;
+	err = owner_acquire(a, rq->container_id, rq->ifname, rq->deadline_ms);
+	if (err == -FLOWSDN_E_AGENT_DEADLINE)
+		err = deadline_err(diag, "ADD", rq);
+	if (err == 0) {
+		err = add_owned(a, rq, ret, diag);
+		owner_release(a, rq->container_id, rq->ifname);
+	}
 	pthread_mutex_lock(&a->lock);
-	err = add_locked(a, rq, ret, diag);
 	timing_add(&a->timing[AGENT_VERB_ADD], mono_ms() - t0, err == 0);
 	pthread_mutex_unlock(&a->lock);
 	return err;
@@ -393,44 +739,46 @@ int agent_core_add(struct agent_core *a, const struct agent_request *rq, struct 
 int agent_core_check(struct agent_core *a, const struct agent_request *rq, struct agent_api_endpoint *ret,
 		     struct agent_diag *diag)
 {
+	struct agent_api_endpoint e;
 	struct flowsdn_endpoint_iface f;
 	struct flowsdn_nl_err nerr = { { 0 } };
+	bool found;
 	ssize_t i;
 	int err = 0;
 
 	if (!a || !ret || !request_valid(rq, diag))
 		return -EINVAL;
+	if (past(rq->deadline_ms))
+		return deadline_err(diag, "CHECK", rq);
 	pthread_mutex_lock(&a->lock);
 	i = ep_find(a, rq->container_id, rq->ifname);
-	if (i < 0) {
+	found = i >= 0 && a->eps[i]->ready;
+	if (found)
+		e = a->eps[i]->e;
+	pthread_mutex_unlock(&a->lock);
+	if (!found) {
 		agent_diag_set(diag, "no endpoint for %s/%s", rq->container_id, rq->ifname);
-		err = -FLOWSDN_E_AGENT_NOT_FOUND;
-		goto out;
+		return -FLOWSDN_E_AGENT_NOT_FOUND;
 	}
-	if (strcmp(a->eps[i]->netns, rq->netns) != 0) {
-		agent_diag_set(diag, "endpoint is in netns %s, not %s", a->eps[i]->netns, rq->netns);
-		err = -FLOWSDN_E_NL_MISMATCH;
-		goto out;
+	if (strcmp(e.netns, rq->netns) != 0) {
+		agent_diag_set(diag, "endpoint is in netns %s, not %s", e.netns, rq->netns);
+		return -FLOWSDN_E_NL_MISMATCH;
 	}
-	endpoint_to_iface(a->eps[i], &f);
+	endpoint_to_iface(&e, &f);
 	err = a->ops->endpoint_check(a->ctx, &f, &nerr);
 	if (err < 0) {
 		agent_diag_set(diag, "%s", nerr.msg[0] ? nerr.msg : flowsdn_strerror(err));
-		goto out;
+		return err;
 	}
 	if (a->dp) {
-		err = a->ops->dp_is_attached(a->ctx, a->dp, a->eps[i]->host_ifindex);
+		err = a->ops->dp_is_attached(a->ctx, a->dp, e.host_ifindex);
 		if (err <= 0) {
-			agent_diag_set(diag, "datapath not attached to %s", a->eps[i]->host_ifname);
-			err = err < 0 ? err : -FLOWSDN_E_BPF_ATTACH;
-			goto out;
+			agent_diag_set(diag, "datapath not attached to %s", e.host_ifname);
+			return err < 0 ? err : -FLOWSDN_E_BPF_ATTACH;
 		}
-		err = 0;
 	}
-	*ret = *a->eps[i];
-out:
-	pthread_mutex_unlock(&a->lock);
-	return err;
+	*ret = e;
+	return 0;
 }
 
 static bool owner_in(const char *const *ids, const char *const *ifnames, size_t n, const char *cid, const char *ifn)
@@ -442,41 +790,70 @@ static bool owner_in(const char *const *ids, const char *const *ifnames, size_t 
 }
 
 int agent_core_gc(struct agent_core *a, const char *const *ids, const char *const *ifnames, size_t n,
-		  struct agent_diag *diag)
+		  int64_t deadline_ms, struct agent_diag *diag)
 {
-	struct flowsdn_ipam_allocation *alloc = NULL;
-	size_t n_alloc = 0;
-	int removed = 0, err;
+	int64_t started = agent_api_now_ms();
+	struct busy *victims = NULL;
+	size_t n_victims = 0;
+	int removed = 0, err = 0;
 
 	if (!a || (n && (!ids || !ifnames)))
 		return -EINVAL;
+	if (past(deadline_ms)) {
+		agent_diag_set(diag, "GC: the client's deadline passed before it could start");
+		return -FLOWSDN_E_AGENT_DEADLINE;
+	}
+	/* The endpoints to remove: invalid ones that existed when the GC
+	 * started (an ADD that ends later is not the GC's to judge). */
 	pthread_mutex_lock(&a->lock);
-	for (size_t i = a->n_eps; i-- > 0;) {
-		if (owner_in(ids, ifnames, n, a->eps[i]->container_id, a->eps[i]->ifname))
+	victims = calloc(a->n_eps ? a->n_eps : 1, sizeof(*victims));
+	for (size_t i = 0; victims && i < a->n_eps; i++) {
+		const struct ep *ep = a->eps[i];
+
+		if (!ep->ready || ep->added_ms > started ||
+		    owner_in(ids, ifnames, n, ep->e.container_id, ep->e.ifname))
 			continue;
-		endpoint_cleanup(a, a->eps[i]);
-		ep_remove_at(a, i);
-		removed++;
+		memcpy(victims[n_victims].container_id, ep->e.container_id, sizeof(victims[0].container_id));
+		memcpy(victims[n_victims].ifname, ep->e.ifname, sizeof(victims[0].ifname));
+		n_victims++;
 	}
-	if (flowsdn_ipam_list(a->ipam, &alloc, &n_alloc) == 0) {
-		for (size_t i = 0; i < n_alloc; i++)
-			if (!owner_in(ids, ifnames, n, alloc[i].container_id, alloc[i].ifname) &&
-			    flowsdn_ipam_release(a->ipam, alloc[i].container_id, alloc[i].ifname) > 0)
-				removed++;
-		free(alloc);
-	}
-	err = state_save(a);
 	pthread_mutex_unlock(&a->lock);
+	if (!victims)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_victims; i++) {
+		bool passed = false;
+
+		err = owner_acquire(a, victims[i].container_id, victims[i].ifname, deadline_ms);
+		if (err < 0)
+			break;
+		err = del_owned(a, victims[i].container_id, victims[i].ifname, true, &passed);
+		if (!passed)
+			owner_release(a, victims[i].container_id, victims[i].ifname);
+		if (err < 0)
+			break;
+		removed += err;
+	}
+	free(victims);
 	if (err < 0) {
-		agent_diag_set(diag, "gc: saving state: %s", strerror(-err));
+		agent_diag_set(diag, "gc: %s", agent_api_strerror(err));
 		return err;
 	}
 	return removed;
 }
 
-static int replay_del(void *userdata, const char *container_id, const char *ifname)
+static int replay_del(void *userdata, const char *cid, const char *ifn)
 {
-	return del_locked(userdata, container_id, ifname);
+	struct agent_core *a = userdata;
+	bool passed = false;
+	int err;
+
+	err = owner_acquire(a, cid, ifn, 0);
+	if (err < 0)
+		return err;
+	err = del_owned(a, cid, ifn, true, &passed);
+	if (!passed)
+		owner_release(a, cid, ifn);
+	return err;
 }
 
 int agent_core_replay_queue(struct agent_core *a)
@@ -485,85 +862,169 @@ int agent_core_replay_queue(struct agent_core *a)
 
 	if (!a)
 		return -EINVAL;
-	pthread_mutex_lock(&a->lock);
 	r = agent_replay_queue(a->queue_dir, replay_del, a);
-	if (r > 0)
+	if (r > 0) {
+		pthread_mutex_lock(&a->lock);
 		a->replayed += (unsigned int)r;
-	pthread_mutex_unlock(&a->lock);
+		pthread_mutex_unlock(&a->lock);
+	}
 	return r;
 }
 
-/* Loads endpoints.json and adopts each endpoint's interface. */
+/* ------------------------------------------------------------ restore */
+
+/* Why a saved endpoint cannot be adopted: another endpoint has its id or
+ * owner, or IPAM cannot give its owner its addresses (held by another
+ * owner, outside every pool, reserved).  0 when none; its addresses are
+ * then allocated to it. */
+static int restore_claim(struct agent_core *a, const struct agent_api_endpoint *e, char *why, size_t size)
+{
+	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, ao, .request = e->addrs, .n_request = e->n_addrs);
+	int err;
+
+	for (size_t i = 0; i < a->n_eps; i++) {
+		if (a->eps[i]->e.id == e->id) {
+			snprintf(why, size, "id %u is also endpoint %.64s/%s's", e->id, a->eps[i]->e.container_id,
+				 a->eps[i]->e.ifname);
+			return -FLOWSDN_E_AGENT_CONFLICT;
+		}
+		if (!strcmp(a->eps[i]->e.container_id, e->container_id) && !strcmp(a->eps[i]->e.ifname, e->ifname)) {
+			snprintf(why, size, "its owner has endpoint %u already", a->eps[i]->e.id);
+			return -FLOWSDN_E_AGENT_CONFLICT;
+		}
+	}
+	if (e->n_addrs == 0) {
+		snprintf(why, size, "it has no address");
+		return -FLOWSDN_E_AGENT_CONFLICT;
+	}
+	{
+		unsigned int fam = 0;
+
+		for (size_t k = 0; k < e->n_addrs; k++)
+			fam |= e->addrs[k].family == FLOWSDN_AF_INET ? FLOWSDN_IPAM_IPV4 : FLOWSDN_IPAM_IPV6;
+		ao.families = fam;
+	}
+	err = flowsdn_ipam_allocate(a->ipam, e->container_id, e->ifname, &ao, NULL);
+	if (err < 0) {
+		snprintf(why, size, "%.200s", flowsdn_ipam_errmsg(a->ipam)[0] ? flowsdn_ipam_errmsg(a->ipam) :
+					      flowsdn_strerror(err));
+		return -FLOWSDN_E_AGENT_CONFLICT;
+	}
+	return 0;
+}
+
+/* Loads the state file, reconciles it with IPAM and adopts each endpoint's
+ * interfaces.  An endpoint whose interfaces are gone is cleaned up; one
+ * that conflicts is reported and refused (its veth removed, nothing of
+ * the other owner touched); deletions a previous agent left are done. */
 static int restore(struct agent_core *a)
 {
 	_cleanup_free_ char *data = NULL;
 	struct json_value *root = NULL;
-	const struct json_value *eps;
-	bool dropped = false;
+	const struct json_value *eps, *dels;
+	bool changed = false;
 	size_t len;
 	int err;
 
 	err = util_read_file(a->state_path, MAX_STATE, &data, &len);
 	if (err == -ENOENT)
 		return 0;
-	if (err < 0)
+	if (err < 0) {
+		pr_err("agent: %s: %s", a->state_path, util_read_strerror(err));
 		return err;
+	}
 	err = json_parse(data, len, NULL, &root, NULL);
 	eps = json_get(root, "endpoints");
-	if (err < 0 || !jis(eps, JSON_ARRAY)) {
+	dels = json_get(root, "deleting");
+	if (err < 0 || !jis(eps, JSON_ARRAY) || (dels && !jis(dels, JSON_ARRAY))) {
 		pr_err("agent: %s is damaged", a->state_path);
 		json_free(root);
 		return -FLOWSDN_E_AGENT_STATE;
 	}
+	for (size_t i = 0; dels && i < dels->u.array.n; i++) {
+		struct agent_api_endpoint e;
+
+		if (agent_api_endpoint_parse(dels->u.array.items[i], &e) < 0) {
+			pr_err("agent: %s: deleting[%zu] is damaged", a->state_path, i);
+			json_free(root);
+			return -FLOWSDN_E_AGENT_STATE;
+		}
+		pr_info("agent: finishing the DEL of %s/%s", e.container_id, e.ifname);
+		endpoint_teardown(a, &e);
+		changed = true;
+	}
 	for (size_t i = 0; i < eps->u.array.n; i++) {
-		struct agent_api_endpoint *e = calloc(1, sizeof(*e));
+		struct ep *ep = calloc(1, sizeof(*ep));
 		struct flowsdn_endpoint_iface f;
 		struct flowsdn_nl_err nerr = { { 0 } };
+		char why[256];
 
-		if (!e) {
+		if (!ep) {
 			err = -ENOMEM;
 			break;
 		}
-		if (agent_api_endpoint_parse(eps->u.array.items[i], e) < 0) {
+		if (agent_api_endpoint_parse(eps->u.array.items[i], &ep->e) < 0) {
 			pr_err("agent: %s: endpoint %zu is damaged", a->state_path, i);
-			free(e);
+			free(ep);
 			err = -FLOWSDN_E_AGENT_STATE;
 			break;
 		}
-		endpoint_to_iface(e, &f);
+		err = restore_claim(a, &ep->e, why, sizeof(why));
+		if (err < 0) {
+			pr_err("agent: endpoint %u (%s/%s) refused: %s; removing its interface", ep->e.id,
+			       ep->e.container_id, ep->e.ifname, why);
+			/* Only its own interface: its addresses and map
+			 * entries may be another endpoint's. */
+			endpoint_teardown(a, &ep->e);
+			free(ep);
+			a->refused++;
+			changed = true;
+			err = 0;
+			continue;
+		}
+		endpoint_to_iface(&ep->e, &f);
 		err = a->dp ? a->ops->dp_adopt(a->ctx, a->dp, &f) : a->ops->endpoint_check(a->ctx, &f, &nerr);
 		if (err == -FLOWSDN_E_BPF_IFACE_MISMATCH || err == -FLOWSDN_E_NL_MISMATCH ||
 		    err == -FLOWSDN_E_NL_NOT_FOUND || err == -FLOWSDN_E_NL_NETNS) {
-			pr_warn("agent: endpoint %u (%s/%s) is gone: cleaning up", e->id, e->container_id, e->ifname);
-			endpoint_cleanup(a, e);
-			free(e);
-			dropped = true;
+			pr_warn("agent: endpoint %u (%s/%s) is gone: cleaning up", ep->e.id, ep->e.container_id,
+				ep->e.ifname);
+			endpoint_unpublish(a, &ep->e);
+			endpoint_teardown(a, &ep->e);
+			(void)flowsdn_ipam_release(a->ipam, ep->e.container_id, ep->e.ifname);
+			free(ep);
+			changed = true;
 			err = 0;
 			continue;
 		}
 		if (err < 0)
-			pr_warn("agent: endpoint %u: adoption failed: %s", e->id, flowsdn_strerror(err));
-		err = ep_append(a, e);
+			pr_warn("agent: endpoint %u: adoption failed: %s", ep->e.id, flowsdn_strerror(err));
+		ep->ready = true;
+		err = ep_append(a, ep);
 		if (err < 0) {
-			free(e);
+			free(ep);
 			break;
 		}
 		a->restored++;
 	}
 	json_free(root);
-	if (err == 0 && dropped)
-		err = state_save(a);
+	if (err == 0 && changed) {
+		a->gen++;
+		err = state_sync(a);
+	}
 	return err;
 }
 
+/* ---------------------------------------------------------- snapshots */
+
 size_t agent_core_endpoint_count(struct agent_core *a)
 {
-	size_t n;
+	size_t n = 0;
 
 	if (!a)
 		return 0;
 	pthread_mutex_lock(&a->lock);
-	n = a->n_eps;
+	for (size_t i = 0; i < a->n_eps; i++)
+		n += a->eps[i]->ready;
 	pthread_mutex_unlock(&a->lock);
 	return n;
 }
@@ -571,15 +1032,15 @@ size_t agent_core_endpoint_count(struct agent_core *a)
 int agent_core_endpoints(struct agent_core *a, struct agent_api_endpoint **ret, size_t *ret_n)
 {
 	struct agent_api_endpoint *v;
-	size_t n;
+	size_t n = 0;
 
 	if (!a || !ret || !ret_n)
 		return -EINVAL;
 	pthread_mutex_lock(&a->lock);
-	n = a->n_eps;
-	v = calloc(n ? n : 1, sizeof(*v));
-	for (size_t i = 0; v && i < n; i++)
-		v[i] = *a->eps[i];
+	v = calloc(a->n_eps ? a->n_eps : 1, sizeof(*v));
+	for (size_t i = 0; v && i < a->n_eps; i++)
+		if (a->eps[i]->ready)
+			v[n++] = a->eps[i]->e;
 	pthread_mutex_unlock(&a->lock);
 	if (!v)
 		return -ENOMEM;
@@ -596,8 +1057,8 @@ int agent_core_endpoint(struct agent_core *a, uint32_t id, struct agent_api_endp
 		return -EINVAL;
 	pthread_mutex_lock(&a->lock);
 	for (size_t i = 0; i < a->n_eps; i++) {
-		if (a->eps[i]->id == id) {
-			*ret = *a->eps[i];
+		if (a->eps[i]->ready && a->eps[i]->e.id == id) {
+			*ret = a->eps[i]->e;
 			err = 0;
 			break;
 		}
@@ -629,13 +1090,16 @@ void agent_core_status(struct agent_core *a, struct agent_status *ret)
 	memset(ret, 0, sizeof(*ret));
 	pthread_mutex_lock(&a->lock);
 	ret->started = a->started;
-	ret->endpoints = a->n_eps;
+	for (size_t i = 0; i < a->n_eps; i++)
+		ret->endpoints += a->eps[i]->ready;
 	ret->restored = a->restored;
 	ret->replayed = a->replayed;
+	ret->refused = a->refused;
+	ret->deleting = a->n_dels;
 	ret->datapath = a->dp != NULL;
 	ret->datapath_mode = a->dp ? a->ops->dp_mode(a->ctx, a->dp) : NULL;
 	ret->ipam_err = flowsdn_ipam_summary(a->ipam, s, AGENT_MAX_POOLS, &n);
-	ret->state_ok = a->n_eps == 0 || access(a->state_path, R_OK) == 0;
+	ret->state_ok = a->saved_gen == a->gen && !a->refused;
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -681,15 +1145,30 @@ void agent_core_free(struct agent_core *a)
 {
 	if (!a)
 		return;
+	if (a->deleter_started) {
+		/* The deletions already answered are finished first. */
+		pthread_mutex_lock(&a->lock);
+		a->stopping = true;
+		pthread_cond_broadcast(&a->del_cond);
+		pthread_mutex_unlock(&a->lock);
+		pthread_join(a->deleter, NULL);
+	}
 	for (size_t i = 0; i < a->n_eps; i++)
 		free(a->eps[i]);
 	free(a->eps);
+	for (size_t i = 0; i < a->n_dels; i++)
+		free(a->dels[i]);
+	free(a->dels);
+	free(a->busy);
 	if (a->dp)
 		a->ops->dp_free(a->ctx, a->dp);
 	flowsdn_ipam_free(a->ipam);
 	free(a->state_path);
 	free(a->queue_dir);
 	agent_config_free(a->cfg);
+	pthread_cond_destroy(&a->owner_cond);
+	pthread_cond_destroy(&a->state_cond);
+	pthread_cond_destroy(&a->del_cond);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
@@ -697,7 +1176,7 @@ void agent_core_free(struct agent_core *a)
 int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, void *ctx, struct agent_core **ret)
 {
 	struct agent_core *a;
-	_cleanup_free_ char *ipam_dir = NULL;
+	pthread_condattr_t ca;
 	char errbuf[256] = "";
 	int err;
 
@@ -707,6 +1186,12 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	if (!a)
 		return -ENOMEM;
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->owner_cond, &ca);
+	pthread_cond_init(&a->state_cond, &ca);
+	pthread_cond_init(&a->del_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	a->ops = ops ? ops : &agent_ops_kernel;
 	a->ctx = ctx;
 	a->started = time(NULL);
@@ -714,7 +1199,6 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	if (err < 0)
 		goto out;
 	if (asprintf(&a->state_path, "%s/endpoints.json", cfg->state_dir) < 0 ||
-	    asprintf(&ipam_dir, "%s/ipam", cfg->state_dir) < 0 ||
 	    !(a->queue_dir = agent_api_queue_dir(cfg->state_dir))) {
 		a->state_path = NULL;
 		err = -ENOMEM;
@@ -725,15 +1209,29 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 		pr_err("agent: creating %s: %s", cfg->state_dir, strerror(-err));
 		goto out;
 	}
+	/* The plugin queues into a configured queueDir only when it bears
+	 * this mark (common/agent-api.h). */
+	err = agent_api_queue_dir_mark(a->queue_dir);
+	if (err < 0) {
+		pr_err("agent: marking the delete queue %s: %s", a->queue_dir,
+		       err == -EPERM ? "not private (owned by another user, or writable by group or others)" : strerror(-err));
+		goto out;
+	}
+	/* Addresses live in the endpoint state (one write per ADD): IPAM is
+	 * rebuilt from it at each start. */
 	{
 		FLOWSDN_OPTS(flowsdn_ipam_opts, io, .errbuf = errbuf, .errbuf_size = sizeof(errbuf));
 
-		err = flowsdn_ipam_new(ipam_dir, cfg->pools, cfg->n_pools, &io, &a->ipam);
+		err = flowsdn_ipam_new(NULL, cfg->pools, cfg->n_pools, &io, &a->ipam);
 	}
 	if (err < 0) {
-		pr_err("agent: IPAM in %s: %s", ipam_dir, errbuf[0] ? errbuf : flowsdn_strerror(err));
+		pr_err("agent: IPAM: %s", errbuf[0] ? errbuf : flowsdn_strerror(err));
 		goto out;
 	}
+	if (a->ops->netns_ino(a->ctx, "/proc/self/ns/net", &a->own_netns[0]) < 0)
+		a->own_netns[0] = 0;
+	if (a->ops->netns_ino(a->ctx, "/proc/1/ns/net", &a->own_netns[1]) < 0)
+		a->own_netns[1] = 0;
 	if (cfg->datapath) {
 		FLOWSDN_OPTS(flowsdn_datapath_opts, dpo, .pin_dir = cfg->pin_dir,
 			     .egress_mode = cfg->egress_stack ? FLOWSDN_EGRESS_STACK : FLOWSDN_EGRESS_FIB,
@@ -748,6 +1246,12 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	err = restore(a);
 	if (err < 0)
 		goto out;
+	err = pthread_create(&a->deleter, NULL, deleter_main, a);
+	if (err) {
+		err = -err;
+		goto out;
+	}
+	a->deleter_started = true;
 	err = agent_core_replay_queue(a);
 	if (err < 0)
 		goto out;

@@ -6,6 +6,21 @@
  * thread) and knows nothing of HTTP: agent/http.c serves it.  Kernel
  * calls go through struct agent_ops (agent/ops.h).  Private to agent/.
  *
+ * Locking: one mutex guards the in-memory tables (endpoints, IPAM, the
+ * state generation) and is never held across a kernel call or a file
+ * write; operations on one owner (container id, ifname) are serialised by
+ * the owner's slot, which an ADD, CHECK-free DEL, GC or queue replay
+ * holds for its whole run, so ADDs of different owners run in parallel.
+ * The state file is written by group commit: one fsync'd write covers
+ * every change made before it started.  A DEL answers once the endpoint
+ * is unpublished and saved as "deleting"; its veth is removed by a
+ * background thread, and its addresses (and its owner slot) are released
+ * only after that.
+ *
+ * Deadlines are CLOCK_MONOTONIC milliseconds (0: none): an operation whose
+ * deadline has passed when its owner's slot is free is not started
+ * (-FLOWSDN_E_AGENT_DEADLINE).
+ *
  * Errors are -errno or negative domain codes (libflowsdn's and
  * FLOWSDN_E_AGENT_* of common/agent-api.h), with an explanation in the
  * optional struct agent_diag.
@@ -46,11 +61,14 @@ struct agent_request {
 	const char *ifname;
 	const char *netns;   /* ADD, CHECK */
 	unsigned int mtu;    /* ADD; 0: the configured one */
+	int64_t deadline_ms; /* CLOCK_MONOTONIC; 0: none */
 };
 
-/* ADD: builds the endpoint (or returns the live one again) into *ret.
- * Errors: -EINVAL, -FLOWSDN_E_NL_NETNS, IPAM, netlink and datapath
- * errors. */
+/* ADD: builds the endpoint into *ret.  A queued DEL of the same owner is
+ * applied first.  Errors: -EINVAL, -FLOWSDN_E_AGENT_DEADLINE,
+ * -FLOWSDN_E_AGENT_EXISTS (the owner has an endpoint: DEL it first),
+ * -FLOWSDN_E_AGENT_HOST_NETNS (the agent's own or the initial netns),
+ * -FLOWSDN_E_NL_NETNS, IPAM, netlink and datapath errors. */
 int agent_core_add(struct agent_core *core, const struct agent_request *rq, struct agent_api_endpoint *ret,
 		   struct agent_diag *diag);
 /* CHECK: 0 and the endpoint, -FLOWSDN_E_AGENT_NOT_FOUND, or the failed
@@ -60,11 +78,14 @@ int agent_core_check(struct agent_core *core, const struct agent_request *rq, st
 /* DEL of one owner: 1 when an endpoint was removed, 0 when there was none
  * (its addresses and a leftover host interface are still released),
  * -errno when the state could not be saved. */
-int agent_core_del(struct agent_core *core, const char *container_id, const char *ifname, struct agent_diag *diag);
-/* GC: removes every endpoint and allocation whose owner is not among the
- * @n valid ones.  Returns the number removed. */
+int agent_core_del(struct agent_core *core, const char *container_id, const char *ifname, int64_t deadline_ms,
+		   struct agent_diag *diag);
+/* GC: removes every endpoint whose owner is not among the @n valid ones
+ * and that existed when the GC started.  Returns the number removed. */
 int agent_core_gc(struct agent_core *core, const char *const *ids, const char *const *ifnames, size_t n,
-		  struct agent_diag *diag);
+		  int64_t deadline_ms, struct agent_diag *diag);
+/* Waits until every background veth deletion is done. */
+void agent_core_flush(struct agent_core *core);
 /* Replays the delete queue; returns the number of entries replayed. */
 int agent_core_replay_queue(struct agent_core *core);
 
@@ -81,6 +102,8 @@ struct agent_status {
 	time_t started;
 	size_t endpoints;
 	unsigned int restored, replayed;
+	unsigned int refused;       /* saved endpoints refused at restore (conflicts) */
+	size_t deleting;            /* DELs whose veth is still being removed */
 	bool datapath;              /* loaded ("datapath": true) */
 	const char *datapath_mode;  /* "tcx", "tc clsact"; static */
 	int ipam_err;               /* 0 or the IPAM summary's error */

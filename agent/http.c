@@ -5,6 +5,8 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -23,17 +25,51 @@
 #include "log.h"
 #include "util.h"
 
+/*
+ * Connections: the front door (one thread) accepts each connection and
+ * holds it until its request head (request line and headers) has arrived,
+ * peeking without consuming: a head that is malformed (a NUL or control
+ * character, two Content-Length headers, Content-Length with
+ * Transfer-Encoding, larger than HEAD_MAX) is answered 400 (431) there,
+ * one that takes longer than "header-timeout-ms" is closed, and when
+ * "max-connections" heads are pending the oldest is closed for the
+ * newcomer.  Complete heads go to libmicrohttpd (a thread per
+ * connection), at most "max-connections" at once per listener, of which
+ * the last "reserved-connections" only take GET /v1/healthz and
+ * POST /v1/cni/del.  So neither slow clients nor stuck requests keep
+ * healthz and DEL from answering.
+ */
+#define HEAD_MAX 16384
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+struct listener {
+	struct agent_http *http;
+	bool read_only;
+	int fd;                 /* listening socket */
+	struct MHD_Daemon *d;
+	unsigned int active;    /* connections libmicrohttpd serves (http->lock) */
+};
+
+struct pending {
+	int fd;
+	int64_t since;
+	struct listener *l;
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	size_t peeked;          /* bytes of an incomplete head seen so far */
+};
+
 struct agent_http {
 	struct agent_core *core;
 	const struct agent_config *cfg;
-	struct MHD_Daemon *unix_d, *tcp_d;
-	struct listener_ctx *ctx_unix, *ctx_tcp;
-	int unix_fd;
-};
-
-struct listener_ctx {
-	struct agent_http *http;
-	bool read_only;
+	struct listener lis[2];
+	size_t n_lis;
+	pthread_mutex_t lock;
+	pthread_t door;
+	bool door_started, unix_bound;
+	int wake[2];            /* written to stop the front door */
+	struct pending *pend;   /* the front door's own */
+	size_t n_pend;
 };
 
 /* One request's body, accumulated up to the configured bound. */
@@ -41,6 +77,8 @@ struct request {
 	char *body;
 	size_t len;
 	bool too_big;
+	int64_t deadline_ms; /* the client's (AGENT_API_DEADLINE_HEADER), 0: none */
+	bool bad_deadline;
 };
 
 struct reply {
@@ -172,6 +210,12 @@ static unsigned int status_of(int err)
 	case FLOWSDN_E_AGENT_NOT_FOUND:
 	case FLOWSDN_E_NL_NOT_FOUND:
 		return 404;
+	case FLOWSDN_E_AGENT_EXISTS:
+		return 409;
+	case FLOWSDN_E_AGENT_HOST_NETNS:
+		return 422;
+	case FLOWSDN_E_AGENT_DEADLINE:
+		return 504;
 	case EINVAL:
 	case FLOWSDN_E_AGENT_REFUSED:
 		return 400;
@@ -225,6 +269,7 @@ static void route_add_check(struct agent_core *core, const struct request *req, 
 		goto out;
 	}
 	rq.mtu = (unsigned int)mtu;
+	rq.deadline_ms = req->deadline_ms;
 	err = add ? agent_core_add(core, &rq, &e, &diag) : agent_core_check(core, &rq, &e, &diag);
 	if (err == 0)
 		endpoint_reply(r, &e);
@@ -245,7 +290,7 @@ static void route_del(struct agent_core *core, const struct request *req, struct
 		return;
 	if (!owner_fields(root, false, &cid, &ifn, &netns, r))
 		goto out;
-	err = agent_core_del(core, cid, ifn, &diag);
+	err = agent_core_del(core, cid, ifn, req->deadline_ms, &diag);
 	/* A DEL queued while this agent was starting is picked up now. */
 	if (err >= 0)
 		(void)agent_core_replay_queue(core);
@@ -286,7 +331,7 @@ static void route_gc(struct agent_core *core, const struct request *req, struct 
 		if (!owner_fields(list->u.array.items[i], false, &ids[i], &ifns[i], &netns, r))
 			goto out;
 	}
-	removed = agent_core_gc(core, ids, ifns, n, &diag);
+	removed = agent_core_gc(core, ids, ifns, n, req->deadline_ms, &diag);
 	if (removed < 0)
 		reply_failure(r, removed, &diag);
 	else
@@ -312,6 +357,8 @@ static void route_healthz(struct agent_core *core, struct reply *r)
 	jgen_ki(g, "endpoints", (long long)st.endpoints);
 	jgen_ki(g, "restoredEndpoints", st.restored);
 	jgen_ki(g, "replayedDeletes", st.replayed);
+	jgen_ki(g, "refusedEndpoints", st.refused);
+	jgen_ki(g, "deletingEndpoints", (long long)st.deleting);
 	yajl_gen_map_close(g);
 	reply_json(r, 200, g);
 }
@@ -503,6 +550,11 @@ static void agent_route(struct agent_http *h, bool read_only, const char *method
 		reply_error(r, 405, -FLOWSDN_E_AGENT_REFUSED, "%s is not allowed on %.128s", method, url);
 		return;
 	}
+	if (req->bad_deadline) {
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "%s: not a CLOCK_MONOTONIC time in milliseconds",
+			    AGENT_API_DEADLINE_HEADER);
+		return;
+	}
 	if (req->too_big) {
 		reply_error(r, 413, -FLOWSDN_E_AGENT_REFUSED, "request body larger than %u bytes",
 			    h->cfg->max_request_bytes);
@@ -534,7 +586,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
 {
-	struct listener_ctx *ctx = cls;
+	struct listener *ctx = cls;
 	struct request *req = *con_cls;
 	struct reply r = { 0 };
 	struct MHD_Response *resp;
@@ -547,6 +599,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!req)
 			return MHD_NO;
 		*con_cls = req;
+		{
+			const char *dl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, AGENT_API_DEADLINE_HEADER);
+			char *end;
+
+			if (dl) {
+				errno = 0;
+				req->deadline_ms = strtoll(dl, &end, 10);
+				req->bad_deadline = errno || end == dl || *end || req->deadline_ms <= 0;
+			}
+		}
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
@@ -594,15 +656,245 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 }
 
-static struct listener_ctx *ctx_new(struct agent_http *h, bool ro)
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
 {
-	struct listener_ctx *c = calloc(1, sizeof(*c));
+	struct listener *l = cls;
 
-	if (c) {
-		c->http = h;
-		c->read_only = ro;
+	(void)conn;
+	(void)socket_context;
+	pthread_mutex_lock(&l->http->lock);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		l->active++;
+	else if (l->active)
+		l->active--;
+	pthread_mutex_unlock(&l->http->lock);
+}
+
+/* Best effort: the peer may be gone, and nothing waits for it. */
+static void door_reply(int fd, unsigned int status, const char *reason, const char *fmt, ...)
+{
+	char msg[256], *body = NULL, head[256];
+	va_list ap;
+	yajl_gen g = jgen_new();
+	int n;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!g)
+		return;
+	agent_api_error_gen(g, -FLOWSDN_E_AGENT_REFUSED, msg);
+	if (jgen_take(g, &body, NULL) == 0) {
+		n = snprintf(head, sizeof(head),
+			     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+			     "Connection: close\r\n\r\n", status, reason, strlen(body));
+		if (n > 0 && send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n)
+			(void)!send(fd, body, strlen(body), MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
-	return c;
+	free(body);
+	yajl_gen_free(g);
+}
+
+/* What the front door reads of a complete request head. */
+struct head {
+	char method[8];
+	char path[64];
+};
+
+/* Checks a complete request head of @len bytes (up to and with the empty
+ * line): 0 and @ret, or -EBADMSG with the reason in @why. */
+static int head_check(const char *buf, size_t len, struct head *ret, char *why, size_t why_size)
+{
+	const char *line = buf, *end = buf + len, *sp1, *sp2, *eol;
+	unsigned int n_cl = 0, n_te = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+
+		if (c == 0 || (c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f) {
+			snprintf(why, why_size, "a NUL or control character (0x%02x) in the request head", c);
+			return -EBADMSG;
+		}
+	}
+	eol = memchr(line, '\n', (size_t)(end - line));
+	sp1 = eol ? memchr(line, ' ', (size_t)(eol - line)) : NULL;
+	sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
+	if (!sp2 || sp1 == line || (size_t)(sp1 - line) >= sizeof(ret->method)) {
+		snprintf(why, why_size, "not an HTTP/1.1 request line");
+		return -EBADMSG;
+	}
+	memset(ret, 0, sizeof(*ret));
+	memcpy(ret->method, line, (size_t)(sp1 - line));
+	memcpy(ret->path, sp1 + 1, MIN((size_t)(sp2 - sp1 - 1), sizeof(ret->path) - 1));
+	for (line = eol + 1; line < end; line = eol + 1) {
+		eol = memchr(line, '\n', (size_t)(end - line));
+		if (!eol)
+			break;
+		if (!strncasecmp(line, "Content-Length:", 15))
+			n_cl++;
+		else if (!strncasecmp(line, "Transfer-Encoding:", 18))
+			n_te++;
+	}
+	if (n_cl > 1) {
+		snprintf(why, why_size, "%u Content-Length headers", n_cl);
+		return -EBADMSG;
+	}
+	if (n_cl && n_te) {
+		snprintf(why, why_size, "Content-Length and Transfer-Encoding together");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* The requests the reserve keeps room for. */
+static bool head_reserved(const struct head *hd)
+{
+	return (!strcmp(hd->method, "GET") && !strcmp(hd->path, "/v1/healthz")) ||
+	       (!strcmp(hd->method, "POST") && !strcmp(hd->path, "/v1/cni/del"));
+}
+
+static void pend_drop(struct agent_http *h, size_t i)
+{
+	close(h->pend[i].fd);
+	h->pend[i] = h->pend[--h->n_pend];
+}
+
+/* A pending connection is readable: hands it on, refuses it, or waits
+ * for more.  Returns true when it left the pending set. */
+static bool pend_advance(struct agent_http *h, size_t i)
+{
+	struct pending *p = &h->pend[i];
+	const struct agent_config *cfg = h->cfg;
+	char buf[HEAD_MAX + 1], why[160];
+	struct head hd;
+	const char *end;
+	ssize_t n;
+	bool admit;
+
+	n = recv(p->fd, buf, HEAD_MAX, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return false;
+	if (n <= 0) {
+		pend_drop(h, i);
+		return true;
+	}
+	if ((size_t)n == p->peeked)
+		return false;
+	buf[n] = '\0';
+	end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
+	if (!end) {
+		/* Part of a head: polled again by time, not by POLLIN, which
+		 * the unread bytes would keep raised. */
+		p->peeked = (size_t)n;
+		if (n < HEAD_MAX)
+			return false;
+		door_reply(p->fd, 431, "Request Header Fields Too Large", "request head larger than %d bytes", HEAD_MAX);
+		pend_drop(h, i);
+		return true;
+	}
+	if (head_check(buf, (size_t)(end + 4 - buf), &hd, why, sizeof(why)) < 0) {
+		door_reply(p->fd, 400, "Bad Request", "%s", why);
+		pend_drop(h, i);
+		return true;
+	}
+	pthread_mutex_lock(&h->lock);
+	admit = p->l->active < cfg->max_connections - cfg->reserved_connections ||
+		(p->l->active < cfg->max_connections && head_reserved(&hd));
+	pthread_mutex_unlock(&h->lock);
+	if (!admit) {
+		door_reply(p->fd, 503, "Service Unavailable", "%u requests in progress on this listener",
+			   p->l->active);
+		pend_drop(h, i);
+		return true;
+	}
+	/* libmicrohttpd owns the socket from here, also on failure. */
+	(void)MHD_add_connection(p->l->d, p->fd, (const struct sockaddr *)&p->addr, p->addr_len);
+	h->pend[i] = h->pend[--h->n_pend];
+	return true;
+}
+
+static void door_accept(struct agent_http *h, struct listener *l)
+{
+	struct pending p = { .l = l, .addr_len = sizeof(p.addr) };
+
+	p.fd = accept4(l->fd, (struct sockaddr *)&p.addr, &p.addr_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (p.fd < 0)
+		return;
+	if (p.addr_len == 0 || l->fd == h->lis[0].fd) {
+		/* AF_UNIX peers are unnamed: give the family at least. */
+		p.addr.ss_family = AF_UNIX;
+		p.addr_len = sizeof(sa_family_t);
+	}
+	p.since = agent_api_now_ms();
+	if (h->n_pend >= h->cfg->max_connections) {
+		/* Full of heads still arriving: the slowest makes room. */
+		size_t oldest = 0;
+
+		for (size_t i = 1; i < h->n_pend; i++)
+			if (h->pend[i].since < h->pend[oldest].since)
+				oldest = i;
+		door_reply(h->pend[oldest].fd, 408, "Request Timeout", "request head not received in time");
+		pend_drop(h, oldest);
+	}
+	h->pend[h->n_pend++] = p;
+}
+
+static void *door_main(void *arg)
+{
+	struct agent_http *h = arg;
+	struct pollfd *fds = calloc(h->cfg->max_connections + 3, sizeof(*fds));
+	int *idx = calloc(h->cfg->max_connections + 3, sizeof(*idx));
+
+	if (!fds || !idx)
+		goto out;
+	for (;;) {
+		size_t n = 0, first_pend;
+		bool partial = false;
+		int64_t now;
+
+		fds[n++] = (struct pollfd){ .fd = h->wake[0], .events = POLLIN };
+		for (size_t i = 0; i < h->n_lis; i++)
+			fds[n++] = (struct pollfd){ .fd = h->lis[i].fd, .events = POLLIN };
+		first_pend = n;
+		for (size_t i = 0; i < h->n_pend; i++) {
+			if (h->pend[i].peeked) {
+				partial = true;
+				continue;
+			}
+			idx[n] = (int)i;
+			fds[n++] = (struct pollfd){ .fd = h->pend[i].fd, .events = POLLIN };
+		}
+		if (poll(fds, n, partial ? 10 : 50) < 0 && errno != EINTR)
+			break;
+		if (fds[0].revents)
+			break;
+		/* Pending connections from the last (indexes move as they
+		 * leave): the readable ones, and every partial head again. */
+		for (size_t i = h->n_pend; i-- > 0;) {
+			bool ready = h->pend[i].peeked > 0;
+
+			for (size_t k = first_pend; k < n && !ready; k++)
+				ready = idx[k] == (int)i && fds[k].fd == h->pend[i].fd && fds[k].revents;
+			if (ready)
+				(void)pend_advance(h, i);
+		}
+		now = agent_api_now_ms();
+		for (size_t i = h->n_pend; i-- > 0;) {
+			if (now - h->pend[i].since >= (int64_t)h->cfg->header_timeout_ms) {
+				door_reply(h->pend[i].fd, 408, "Request Timeout", "request head not received within %u ms",
+					   h->cfg->header_timeout_ms);
+				pend_drop(h, i);
+			}
+		}
+		for (size_t i = 0; i < h->n_lis; i++)
+			if (fds[1 + i].revents & POLLIN)
+				door_accept(h, &h->lis[i]);
+	}
+out:
+	free(fds);
+	free(idx);
+	return NULL;
 }
 
 /* Binds the Unix socket under a temporary name, sets mode 0600, then
@@ -653,37 +945,95 @@ static int mkdir_parent(const char *path)
 	return util_mkdir_p(dir, 0755);
 }
 
+/* A loopback TCP listener for "http-listen". */
+static int tcp_listen(const char *text)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct flowsdn_addr addr;
+	socklen_t len;
+	uint16_t port;
+	int fd, one = 1;
+
+	if (agent_config_parse_listen(text, &addr, &port) < 0)
+		return -EINVAL;
+	if (addr.family == FLOWSDN_AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, addr.bytes, 4);
+		len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, addr.bytes, 16);
+		len = sizeof(*sin6);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 128) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 void agent_http_stop(struct agent_http *h)
 {
 	if (!h)
 		return;
-	if (h->unix_d) {
-		MHD_stop_daemon(h->unix_d);
-		h->unix_d = NULL;
+	if (h->door_started) {
+		(void)!write(h->wake[1], "x", 1);
+		pthread_join(h->door, NULL);
+	}
+	for (size_t i = 0; i < h->n_pend; i++)
+		close(h->pend[i].fd);
+	for (size_t i = 0; i < h->n_lis; i++) {
+		if (h->lis[i].d)
+			MHD_stop_daemon(h->lis[i].d);
+		if (h->lis[i].fd >= 0)
+			close(h->lis[i].fd);
+	}
+	if (h->unix_bound)
 		unlink(h->cfg->socket);
-	}
-	if (h->unix_fd >= 0) {
-		close(h->unix_fd);
-		h->unix_fd = -1;
-	}
-	if (h->tcp_d) {
-		MHD_stop_daemon(h->tcp_d);
-		h->tcp_d = NULL;
-	}
-	free(h->ctx_unix);
-	free(h->ctx_tcp);
+	if (h->wake[0] >= 0)
+		close(h->wake[0]);
+	if (h->wake[1] >= 0)
+		close(h->wake[1]);
+	free(h->pend);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
+}
+
+/* libmicrohttpd for the connections the front door hands on. */
+static int listener_start(struct agent_http *h, int fd, bool read_only)
+{
+	const struct agent_config *cfg = h->cfg;
+	struct listener *l = &h->lis[h->n_lis++];
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+
+	l->http = h;
+	l->read_only = read_only;
+	l->fd = fd;
+	l->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, l, MHD_OPTION_CONNECTION_LIMIT,
+				cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->request_timeout_s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_NOTIFY_COMPLETED,
+				on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_END);
+	return l->d ? 0 : -FLOWSDN_E_AGENT_LISTEN;
 }
 
 static int http_start(struct agent_http *h)
 {
 	const struct agent_config *cfg = h->cfg;
-	const unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
 	int fd, err;
 
-	h->ctx_unix = ctx_new(h, false);
-	if (!h->ctx_unix)
-		return -ENOMEM;
 	err = mkdir_parent(cfg->socket);
 	if (err < 0) {
 		pr_err("agent: creating the directory of %s: %s", cfg->socket, strerror(-err));
@@ -694,54 +1044,32 @@ static int http_start(struct agent_http *h)
 		pr_err("agent: listening on %s: %s", cfg->socket, strerror(-fd));
 		return -FLOWSDN_E_AGENT_LISTEN;
 	}
-	h->unix_fd = fd;
-	h->unix_d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h->ctx_unix, MHD_OPTION_LISTEN_SOCKET, fd,
-				     MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-				     MHD_OPTION_CONNECTION_TIMEOUT, cfg->request_timeout_s,
-				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
-				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-	if (!h->unix_d) {
-		pr_err("agent: libmicrohttpd refused the socket %s", cfg->socket);
+	h->unix_bound = true;
+	if (listener_start(h, fd, false) < 0) {
+		pr_err("agent: libmicrohttpd refused to start for %s", cfg->socket);
 		return -FLOWSDN_E_AGENT_LISTEN;
 	}
-	h->unix_fd = -1; /* owned by the daemon now */
 	if (cfg->http_listen[0]) {
-		struct sockaddr_storage ss = { 0 };
-		struct flowsdn_addr addr;
-		uint16_t port;
-		unsigned int f = flags;
-
-		if (agent_config_parse_listen(cfg->http_listen, &addr, &port) < 0) {
-			pr_err("agent: http-listen %s is not a loopback ADDRESS:PORT", cfg->http_listen);
+		fd = tcp_listen(cfg->http_listen);
+		if (fd < 0) {
+			pr_err("agent: cannot listen on %s: %s", cfg->http_listen,
+			       fd == -EINVAL ? "not a loopback ADDRESS:PORT" : strerror(-fd));
 			return -FLOWSDN_E_AGENT_LISTEN;
 		}
-		if (addr.family == FLOWSDN_AF_INET) {
-			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-
-			sin->sin_family = AF_INET;
-			sin->sin_port = htons(port);
-			memcpy(&sin->sin_addr, addr.bytes, 4);
-		} else {
-			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-
-			sin6->sin6_family = AF_INET6;
-			sin6->sin6_port = htons(port);
-			memcpy(&sin6->sin6_addr, addr.bytes, 16);
-			f |= MHD_USE_IPv6;
-		}
-		h->ctx_tcp = ctx_new(h, true);
-		if (!h->ctx_tcp)
-			return -ENOMEM;
-		h->tcp_d = MHD_start_daemon(f, port, NULL, NULL, on_request, h->ctx_tcp, MHD_OPTION_SOCK_ADDR, &ss,
-					    MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-					    MHD_OPTION_CONNECTION_TIMEOUT, cfg->request_timeout_s,
-					    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768,
-					    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-		if (!h->tcp_d) {
-			pr_err("agent: cannot listen on %s", cfg->http_listen);
+		if (listener_start(h, fd, true) < 0) {
+			close(fd);
+			h->lis[--h->n_lis].fd = -1;
+			pr_err("agent: libmicrohttpd refused to start for %s", cfg->http_listen);
 			return -FLOWSDN_E_AGENT_LISTEN;
 		}
 	}
+	h->pend = calloc(cfg->max_connections + 1, sizeof(*h->pend));
+	if (!h->pend || pipe2(h->wake, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -ENOMEM;
+	err = pthread_create(&h->door, NULL, door_main, h);
+	if (err)
+		return -err;
+	h->door_started = true;
 	return 0;
 }
 
@@ -757,7 +1085,9 @@ int agent_http_start(struct agent_core *core, struct agent_http **ret)
 		return -ENOMEM;
 	h->core = core;
 	h->cfg = agent_core_config(core);
-	h->unix_fd = -1;
+	h->lis[0].fd = h->lis[1].fd = -1;
+	h->wake[0] = h->wake[1] = -1;
+	pthread_mutex_init(&h->lock, NULL);
 	err = http_start(h);
 	if (err < 0) {
 		agent_http_stop(h);

@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 		   .memory_mib_seconds = FLASH_METER_UNLIMITED, .gpu_seconds = 36000);
 	struct flash_meter *m = NULL, *m2 = NULL;
 	char path[] = "/tmp/bench-meter.XXXXXX", file[64];
-	struct flash_meter_error err;
+	struct flash_diag *err = NULL;
 	unsigned long suspended = 0, n_sent = 0, n_reordered = 0;
 	char *json = NULL;
 	size_t len = 0;
@@ -119,15 +119,18 @@ int main(int argc, char **argv)
 	r = flash_meter_new(&o, &m2);
 	if (r < 0)
 		return die("new", r);
+	if (flash_diag_new(&err) < 0)
+		return die("flash_diag_new", -ENOMEM);
 	t = now();
-	r = flash_meter_load(m2, file, &err);
+	r = flash_meter_load(m2, file, err);
 	if (r < 0)
-		return die(err.message, r);
+		return die(flash_diag_first_error(err) ? flash_diag_first_error(err)->message : "load", r);
 	printf("load (strict parse + full consistency check): %.1f ms\n", (now() - t) * 1e3);
 	unlink(file);
 	rmdir(path);
 	free(json);
 	flash_meter_free(m);
 	flash_meter_free(m2);
+	flash_diag_free(err);
 	return 0;
 }

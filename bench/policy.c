@@ -104,7 +104,6 @@ static void add_policy(struct flowsdn_policy_db *db, const char *ns, unsigned in
 {
 	char json[2048];
 	struct flowsdn_policy *p;
-	struct flowsdn_policy_diag d;
 	int n, r;
 
 	n = snprintf(json, sizeof(json),
@@ -126,7 +125,7 @@ static void add_policy(struct flowsdn_policy_db *db, const char *ns, unsigned in
 		     k, ns, k % 20, (k + 1) % 20, (k + 2) % 20);
 	if (n < 0 || (size_t)n >= sizeof(json))
 		die("policy text", -ENOSPC);
-	r = flowsdn_policy_parse(json, (size_t)n, NULL, &p, &d);
+	r = flowsdn_policy_parse(json, (size_t)n, NULL, &p, NULL);
 	if (r < 0)
 		die("parse", r);
 	r = flowsdn_policy_db_apply(db, p);

@@ -24,7 +24,7 @@ static void usage(FILE *out)
 		"                      (--socket PATH | --listen ADDRESS:PORT [--tls-cert FILE --tls-key FILE])\n"
 		"                      [--state-dir DIR] [--policy FILE] [--config FILE]\n"
 		"                      [--max-connections N] [--per-ip-connections N] [--timeout SECONDS]\n"
-		"                      [--max-body BYTES] [--threads N]\n"
+		"                      [--max-body BYTES] [--threads N] [--registry-ca FILE] [--registry-plain-http]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
 }
@@ -62,6 +62,8 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "max-body", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 'T' },
+		{ "registry-ca", required_argument, NULL, 'R' },
+		{ "registry-plain-http", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -86,6 +88,8 @@ int main(int argc, char **argv)
 		case 'd': o.state_dir = optarg; break;
 		case 'p': o.policy_file = optarg; break;
 		case 'c': o.config_file = optarg; break;
+		case 'R': o.registry.ca_file = optarg; break;
+		case 'H': o.registry.plain_http = true; break;
 		case 'm':
 		case 'P':
 		case 't':

@@ -37,14 +37,21 @@ static void fail(struct outcome *o, const char *version, unsigned int code, cons
 unsigned int cni_plugin_code(int err)
 {
 	switch (err < 0 ? -err : err) {
+	case FLOWSDN_E_CNI_VERSION_UNKNOWN:
+		/* As the reference plugins answer a version they do not know. */
+		return FLOWSDN_CNI_CODE_INCOMPATIBLE_VERSION;
+	case FLOWSDN_E_AGENT_HOST_NETNS:
+		return FLOWSDN_CNI_CODE_INVALID_ENV;
 	case FLOWSDN_E_AGENT_UNREACHABLE:
 	case FLOWSDN_E_AGENT_TIMEOUT:
+	case FLOWSDN_E_AGENT_DEADLINE:
 	case FLOWSDN_E_IPAM_EXHAUSTED:
 	case FLOWSDN_E_IPAM_NO_POOL:
 		return FLOWSDN_CNI_CODE_TRY_AGAIN;
 	case FLOWSDN_E_AGENT_NOT_FOUND:
 	case FLOWSDN_E_NL_NETNS:
 		return FLOWSDN_CNI_CODE_UNKNOWN_CONTAINER;
+	case FLOWSDN_E_AGENT_EXISTS:
 	case FLOWSDN_E_NL_EXISTS:
 	case FLOWSDN_E_NL_MISMATCH:
 	case FLOWSDN_E_BPF_ATTACH:
@@ -147,6 +154,7 @@ struct plugin_ctx {
 	const char *version;
 	struct agent_client_opts client;
 	const char *queue_dir;
+	bool queue_dir_configured; /* named by the network configuration */
 };
 
 static bool netns_exists(const char *path)
@@ -246,6 +254,37 @@ static void primary_check(struct plugin_ctx *c, struct outcome *o)
 	o->status = 0;
 }
 
+/* True when @netns is the plugin's own network namespace or the initial
+ * one: never a container's (the endpoint's interface cannot be there). */
+static bool netns_is_the_nodes(const char *netns)
+{
+	static const char *const nodes[] = { "/proc/self/ns/net", "/proc/1/ns/net" };
+	uint64_t ino, node_ino;
+
+	if (flowsdn_netlink_netns_ino(netns, &ino) < 0)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++)
+		if (flowsdn_netlink_netns_ino(nodes[i], &node_ino) == 0 && node_ino == ino)
+			return true;
+	return false;
+}
+
+/*
+ * With the agent down, the endpoint goes at once from the container's
+ * side: deleting CNI_IFNAME inside CNI_NETNS removes the veth pair,
+ * whichever netns the plugin runs in (the host side lives in the agent's,
+ * which need not be ours).  Nothing is deleted in the node's own netns,
+ * nor anything but a veth.  Without a netns (gone, or empty) there is
+ * nothing to do: a pair dies with its namespace.  Best effort: the queued
+ * DEL does the rest when the agent is back.
+ */
+static void delete_container_side(const struct plugin_ctx *c)
+{
+	if (!c->env->netns || !c->env->netns[0] || netns_is_the_nodes(c->env->netns))
+		return;
+	(void)flowsdn_netlink_veth_delete(c->env->netns, c->env->ifname, NULL);
+}
+
 static void primary_del(struct plugin_ctx *c, struct outcome *o)
 {
 	struct agent_client_err rerr = { 0 };
@@ -253,21 +292,18 @@ static void primary_del(struct plugin_ctx *c, struct outcome *o)
 
 	err = agent_client_del(&c->client, c->env->container_id, c->env->ifname, &rerr);
 	if (err == -FLOWSDN_E_AGENT_UNREACHABLE || err == -FLOWSDN_E_AGENT_TIMEOUT) {
-		char host[16];
+		char why[384];
 
 		/* The agent replays the queue when it is back; the interface
 		 * goes now so that the container's name is free again. */
-		err = cni_queue_delete(c->queue_dir, c->env->container_id, c->env->ifname);
+		err = cni_queue_delete(c->queue_dir, c->queue_dir_configured, c->env->container_id, c->env->ifname,
+				       why, sizeof(why));
 		if (err < 0) {
-			char details[256];
-
-			snprintf(details, sizeof(details), "queueing the DEL in %s: %s", c->queue_dir, strerror(-err));
 			fail(o, c->version, FLOWSDN_CNI_CODE_IO, "flowsdn-agent is down and the DEL cannot be queued",
-			     details);
+			     why);
 			return;
 		}
-		if (agent_api_host_ifname(c->env->container_id, c->env->ifname, host, sizeof(host)) == 0)
-			(void)flowsdn_netlink_veth_teardown(host, NULL, 0, NULL);
+		delete_container_side(c);
 		o->status = 0;
 		return;
 	}
@@ -378,6 +414,20 @@ static void loopback(struct plugin_ctx *c, struct outcome *o)
 	}
 }
 
+/* The cniVersion a configuration asks for, also when the configuration is
+ * otherwise invalid (errors answer in it when it is one we speak); NULL
+ * when there is none.  Freed by the caller. */
+static char *requested_version(const char *input, size_t len)
+{
+	struct json_value *root = NULL;
+	char *v = NULL;
+
+	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0 && jstr(json_get(root, "cniVersion")))
+		v = strdup(jstr(json_get(root, "cniVersion")));
+	json_free(root);
+	return v;
+}
+
 /* VERSION: the input's cniVersion when readable (the input holds only
  * {"cniVersion": ...}), else the latest. */
 static void version_verb(const char *input, size_t len, struct outcome *o)
@@ -412,9 +462,10 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 	err = flowsdn_cni_env_read(getenv_fn, userdata, &diag, &env);
 	if (err < 0) {
 		/* Answer in the configuration's version when it has one. */
-		if (input && flowsdn_cni_conf_parse(input, len, NULL, &conf) < 0)
-			conf = NULL;
-		fail(&o, flowsdn_cni_conf_version(conf), cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		char *v = requested_version(input, len);
+
+		fail(&o, v, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		free(v);
 		goto out;
 	}
 	if (env.command == FLOWSDN_CNI_CMD_VERSION) {
@@ -423,7 +474,10 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 	}
 	err = input ? flowsdn_cni_conf_parse(input, len, &diag, &conf) : -FLOWSDN_E_CNI_DECODE;
 	if (err < 0) {
-		fail(&o, NULL, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		char *v = requested_version(input, len);
+
+		fail(&o, v, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		free(v);
 		goto out;
 	}
 	c.conf = conf;
@@ -440,8 +494,13 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 	if (!c.queue_dir)
 		c.queue_dir = DEFAULT_QUEUE_DIR;
 	err = flowsdn_cni_conf_get_string(conf, "agentSocket", &c.client.socket);
-	if (err == 0)
+	if (err == 0 || err == -ENOENT) {
+		const char *trusted = c.queue_dir;
+
 		err = flowsdn_cni_conf_get_string(conf, "queueDir", &c.queue_dir);
+		/* Naming the default (the agent's) again is no configuration. */
+		c.queue_dir_configured = err == 0 && strcmp(c.queue_dir, trusted) != 0;
+	}
 	if (err == 0 || err == -ENOENT)
 		err = flowsdn_cni_conf_get_uint(conf, "timeoutMs", 1, 600000, &timeout);
 	if (err == 0)

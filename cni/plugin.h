@@ -27,11 +27,11 @@ struct cni_plugin_opts {
  * bytes), the CNI_* variables come through @getenv_fn.  The primary
  * plugin asks flowsdn-agent (over its socket, every request bounded by
  * the timeout) to build, check and delete endpoints; a DEL the agent
- * cannot take is queued on disk, and the host side of the pair removed at
- * once.  On 0, *ret_status is the process exit status (0 success, 1
- * error) and *ret_out what to print on stdout (a result, the VERSION
- * answer or the error JSON; "" when nothing is printed), freed by the
- * caller.  -EINVAL / -ENOMEM only when even the output could not be made.
+ * cannot take is queued on disk, and the pair removed at once from inside
+ * CNI_NETNS (never in the plugin's own netns).  On 0, *ret_status is the
+ * process exit status (0 success, 1 error) and *ret_out what to print on
+ * stdout (a result, the VERSION answer or the error JSON; "" when nothing
+ * is printed), freed by the caller.  -EINVAL / -ENOMEM only when even the output could not be made.
  * @opts may be NULL.
  */
 int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const char *name, void *userdata),

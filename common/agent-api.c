@@ -38,6 +38,10 @@ static const char *const agent_errors[] = {
 	[FLOWSDN_E_AGENT_PROTOCOL - FLOWSDN_E_AGENT_BASE] = "flowsdn-agent answered something unexpected",
 	[FLOWSDN_E_AGENT_REFUSED - FLOWSDN_E_AGENT_BASE] = "flowsdn-agent refused the request",
 	[FLOWSDN_E_AGENT_NOT_FOUND - FLOWSDN_E_AGENT_BASE] = "no such endpoint",
+	[FLOWSDN_E_AGENT_DEADLINE - FLOWSDN_E_AGENT_BASE] = "the client's deadline passed before the operation started",
+	[FLOWSDN_E_AGENT_EXISTS - FLOWSDN_E_AGENT_BASE] = "the container already has an endpoint on this interface",
+	[FLOWSDN_E_AGENT_HOST_NETNS - FLOWSDN_E_AGENT_BASE] = "the network namespace is the node's own",
+	[FLOWSDN_E_AGENT_CONFLICT - FLOWSDN_E_AGENT_BASE] = "saved endpoint conflicts with another or with IPAM",
 };
 
 const char *agent_api_strerror(int err)
@@ -63,6 +67,10 @@ static const struct {
 	N(FLOWSDN_E_AGENT_PROTOCOL),
 	N(FLOWSDN_E_AGENT_REFUSED),
 	N(FLOWSDN_E_AGENT_NOT_FOUND),
+	N(FLOWSDN_E_AGENT_DEADLINE),
+	N(FLOWSDN_E_AGENT_EXISTS),
+	N(FLOWSDN_E_AGENT_HOST_NETNS),
+	N(FLOWSDN_E_AGENT_CONFLICT),
 	N(FLOWSDN_E_CNI_INCOMPATIBLE),
 	N(FLOWSDN_E_CNI_VERSION_UNKNOWN),
 	N(FLOWSDN_E_CNI_DECODE),

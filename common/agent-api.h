@@ -37,6 +37,10 @@ enum agent_api_error {
 	FLOWSDN_E_AGENT_PROTOCOL,      /* client: the answer is not what the API defines */
 	FLOWSDN_E_AGENT_REFUSED,       /* the agent refused the request (bad field, wrong method) */
 	FLOWSDN_E_AGENT_NOT_FOUND,     /* endpoint or route unknown */
+	FLOWSDN_E_AGENT_DEADLINE,      /* the client's deadline passed before the operation started */
+	FLOWSDN_E_AGENT_EXISTS,        /* the owner (container id, ifname) already has an endpoint */
+	FLOWSDN_E_AGENT_HOST_NETNS,    /* the netns is the agent's own or the initial one */
+	FLOWSDN_E_AGENT_CONFLICT,      /* saved state contradicts itself or IPAM (endpoint refused) */
 	FLOWSDN_E_AGENT_MAX_,
 };
 
@@ -102,6 +106,33 @@ char *agent_api_queue_entry_name(const char *container_id, const char *ifname);
 /* Reads a queue entry (an owner body): pointers into @root. */
 int agent_api_queue_entry_parse(const struct json_value *root, const char **ret_container_id,
 				const char **ret_ifname);
+
+/*
+ * Which directory a queue entry may be written into (agent-api-queue.c).
+ * The network configuration names it ("queueDir"), and a network
+ * configuration can come from a tenant (a NetworkAttachmentDefinition),
+ * so it is not trusted: a configured directory is used only when the
+ * agent marked it as the queue of its state directory, with the file
+ * AGENT_API_QUEUE_MARKER, which only the owner of that directory (root)
+ * can have written.  The queue of the default state directory needs no
+ * mark (the agent may never have run there yet).  Either must be private
+ * to us (owned by the effective user, not writable by group or others),
+ * and no symlink is followed to it or inside it.
+ */
+#define AGENT_API_QUEUE_MARKER ".flowsdn-agent-queue"
+
+/* The agent's side, at start: creates @queue_dir (mode 0700, parents
+ * too) and its marker.  -EPERM / -ELOOP when the directory is not private
+ * to us, -errno. */
+int agent_api_queue_dir_mark(const char *queue_dir);
+
+/* The plugin's side: opens @queue_dir for writing entries.  @configured
+ * says it came from the network configuration (then the marker must be
+ * there); otherwise it is created when missing.  Returns the directory
+ * descriptor (O_CLOEXEC), or -errno with a reason naming @queue_dir in
+ * @why: -ELOOP (a symlink), -EPERM (not private, or not the agent's),
+ * -ENOENT, -ENOTDIR. */
+int agent_api_queue_dir_open(const char *queue_dir, bool configured, char *why, size_t why_size);
 
 /* The host-side interface name of an endpoint: "fsd" and 12 hex digits
  * of a hash of (@container_id, @ifname); @buf of at least 16 bytes. */

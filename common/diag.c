@@ -21,6 +21,7 @@ struct diag {
 	size_t warnings;
 	size_t dropped;
 	bool oom;
+	char *subject;
 };
 
 int diag_new(struct diag **ret_diag)
@@ -55,6 +56,39 @@ void diag_reset(struct diag *diag)
 	diag->n = 0;
 	diag->errors = diag->warnings = diag->dropped = 0;
 	diag->oom = false;
+	free(diag->subject);
+	diag->subject = NULL;
+}
+
+void diag_set_subject(struct diag *diag, const char *subject)
+{
+	char *s;
+
+	if (!diag)
+		return;
+	s = strdup(subject ? subject : "");
+	if (!s) {
+		diag->oom = true;
+		return;
+	}
+	free(diag->subject);
+	diag->subject = s;
+}
+
+const char *diag_subject(const struct diag *diag)
+{
+	return diag && diag->subject ? diag->subject : "";
+}
+
+void diag_add_dropped(struct diag *diag, enum diag_severity sev, size_t n)
+{
+	if (!diag)
+		return;
+	if (sev == DIAG_WARNING)
+		diag->warnings += n;
+	else
+		diag->errors += n;
+	diag->dropped += n;
 }
 
 void diag_free(struct diag *diag)

@@ -69,6 +69,13 @@ void diag_add_text(struct diag *diag, enum diag_severity sev, const char *path, 
 		   const char *value_json, const char *fmt, ...) _printf_(6, 7);
 void diag_add_textv(struct diag *diag, enum diag_severity sev, const char *path, const char *code,
 		    const char *value_json, const char *fmt, va_list ap) _printf_(6, 0);
+/* Counts @n more problems that are not kept (found past a caller's own
+ * bound). */
+void diag_add_dropped(struct diag *diag, enum diag_severity sev, size_t n);
+/* The object the problems are about (a policy's metadata.name): copied;
+ * "" when none. */
+void diag_set_subject(struct diag *diag, const char *subject);
+const char *diag_subject(const struct diag *diag);
 /* A JSON-level failure (json_parse() refused the input): code "json-*",
  * the parser's message, line and column. */
 void diag_add_json_error(struct diag *diag, const struct json_error *err);
@@ -143,6 +150,10 @@ void check_error_at(struct check_ctx *ctx, const char *field, const char *code, 
 				 size_t *ret_len)                                               \
 	{                                                                                       \
 		return diag_to_json((const struct diag *)d, source, ret_json, ret_len);         \
+	}                                                                                       \
+	API const char *P##_diag_subject(const struct P##_diag *d)                              \
+	{                                                                                       \
+		return diag_subject((const struct diag *)d);                                    \
 	}                                                                                       \
 	struct diag *P##__diag(struct P##_diag *d)                                              \
 	{                                                                                       \

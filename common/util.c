@@ -44,6 +44,25 @@ const char *util_strerror(const struct util_errblock *blocks, size_t n, int err,
 	return unknown;
 }
 
+size_t util_lower_bound(const void *base, size_t n, size_t size, const void *key,
+			int (*cmp)(const void *key, const void *elem), bool *ret_found)
+{
+	const char *p = base;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cmp(key, p + mid * size) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (ret_found)
+		*ret_found = lo < n && cmp(key, p + lo * size) == 0;
+	return lo;
+}
+
 int util_fsync_parent(const char *path)
 {
 	_cleanup_free_ char *copy = strdup(path);
@@ -59,7 +78,23 @@ int util_fsync_parent(const char *path)
 	return 0;
 }
 
-int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode)
+/* A name for a temporary file beside @name: "<name>.tmp.XXXXXX" with six
+ * random characters (what statefile.c's crash cleanup looks for). */
+static char *temp_name(const char *name)
+{
+	static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char rnd[6];
+	char *tmp = NULL;
+
+	if (getentropy(rnd, sizeof(rnd)) < 0)
+		return NULL;
+	if (asprintf(&tmp, "%s.tmp.%c%c%c%c%c%c", name, chars[rnd[0] % 62], chars[rnd[1] % 62], chars[rnd[2] % 62],
+		     chars[rnd[3] % 62], chars[rnd[4] % 62], chars[rnd[5] % 62]) < 0)
+		return NULL;
+	return tmp;
+}
+
+int util_write_file_atomic_at(int dfd, const char *name, const void *data, size_t size, unsigned int mode)
 {
 	_cleanup_free_ char *tmp = NULL;
 	_cleanup_close_ int fd = -1;
@@ -67,15 +102,18 @@ int util_write_file_atomic(const char *path, const void *data, size_t size, unsi
 	size_t done = 0;
 	int r;
 
-	if (!path || (!data && size))
+	if (dfd < 0 || !name || !*name || strchr(name, '/') || (!data && size))
 		return -EINVAL;
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
-		tmp = NULL;
-		return -ENOMEM;
+	/* A fresh name, never an existing file or a symlink planted there. */
+	for (int tries = 0; fd < 0; tries++) {
+		free(tmp);
+		tmp = temp_name(name);
+		if (!tmp)
+			return -ENOMEM;
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && (errno != EEXIST || tries >= 100))
+			return -errno;
 	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	if (fchmod(fd, mode) < 0) {
 		r = -errno;
 		goto out_unlink;
@@ -95,15 +133,53 @@ int util_write_file_atomic(const char *path, const void *data, size_t size, unsi
 		r = -errno;
 		goto out_unlink;
 	}
-	if (rename(tmp, path) < 0) {
+	/* rename replaces whatever @name is (a symlink too), never follows it. */
+	if (renameat(dfd, tmp, dfd, name) < 0) {
 		r = -errno;
 		goto out_unlink;
 	}
-	return util_fsync_parent(path);
+	return fsync(dfd) < 0 ? -errno : 0;
 
 out_unlink:
-	unlink(tmp);
+	unlinkat(dfd, tmp, 0);
 	return r;
+}
+
+int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode)
+{
+	_cleanup_free_ char *copy = NULL;
+	_cleanup_close_ int dfd = -1;
+	const char *slash, *name;
+
+	if (!path || (!data && size))
+		return -EINVAL;
+	slash = strrchr(path, '/');
+	name = slash ? slash + 1 : path;
+	copy = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	if (!copy)
+		return -ENOMEM;
+	dfd = open(copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	return util_write_file_atomic_at(dfd, name, data, size, mode);
+}
+
+int util_open_dir_private(const char *path, struct stat *ret_st)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (!path || !ret_st)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? -ELOOP : -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid() || (st.st_mode & 0022))
+		return -EPERM;
+	*ret_st = st;
+	return TAKE_FD(fd);
 }
 
 int util_open_regular(const char *path, int flags, struct stat *ret_st)

@@ -53,13 +53,27 @@ bool util_opts_valid(const void *opts, size_t user_sz, size_t our_sz);
  * the new file's mode.  Returns 0 or -errno; @path is untouched on failure. */
 int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode);
 
+struct stat;
+
+/* The same for the file @name (no '/') in the directory open at @dfd: the
+ * temporary file is created with openat(O_CREAT | O_EXCL | O_NOFOLLOW)
+ * under a fresh random name, and renameat() replaces whatever @name is
+ * (a symlink included) without following it.  Returns 0 or -errno. */
+int util_write_file_atomic_at(int dfd, const char *name, const void *data, size_t size, unsigned int mode);
+
+/* Opens the directory @path to write into it, if it is private to us:
+ * O_DIRECTORY | O_NOFOLLOW (a final symlink is -ELOOP), owned by the
+ * effective user (root for a privileged program), no write permission for
+ * group or others (-EPERM otherwise).  Returns the descriptor (O_CLOEXEC)
+ * and fills *ret_st, or -errno (-ENOENT, -ENOTDIR, ...). */
+int util_open_dir_private(const char *path, struct stat *ret_st);
+
 /*
  * Files named from outside.  The one rule for opening them: open without
  * blocking (O_NONBLOCK, so a FIFO with no writer or a device cannot stall
  * the caller; O_NOCTTY, O_CLOEXEC), then check on the descriptor, not the
  * name, that it is a regular file.
  */
-struct stat;
 
 /* Opens @path read-only by the rule above; @flags adds open flags (such as
  * O_NOFOLLOW).  Returns the descriptor and fills *ret_st, or -errno:
@@ -97,6 +111,54 @@ struct util_errblock {
  * domain code. */
 const char *util_strerror(const struct util_errblock *blocks, size_t n, int err, int domain_base,
 			  const char *unknown);
+
+/* Binary search of the @n elements of @size bytes at @base, sorted by
+ * @cmp (which compares @key with an element, strcmp style): the index of
+ * the first element not below @key (@n when none), *ret_found whether it
+ * equals @key. */
+size_t util_lower_bound(const void *base, size_t n, size_t size, const void *key,
+			int (*cmp)(const void *key, const void *elem), bool *ret_found);
+
+/* The value of hex digit @c (either case), -1 for anything else. */
+static inline int util_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * The log callback of a library, written once: UTIL_LOG_EXPORT(flowsdn,
+ * FLOWSDN_API, enum flowsdn_log_level, flowsdn_log_fn, FLOWSDN_LOG_INFO)
+ * defines flowsdn_set_log() and the private flowsdn__log(), which formats
+ * one line (at most 1023 bytes) only when a callback wants its level.
+ */
+#define UTIL_LOG_EXPORT(P, API, LEVEL_T, FN_T, DEFAULT_MAX)                          \
+	static FN_T P##_log_cb_;                                                      \
+	static LEVEL_T P##_log_max_ = DEFAULT_MAX;                                    \
+	static void *P##_log_userdata_;                                               \
+	API void P##_set_log(FN_T fn, LEVEL_T max_level, void *userdata)             \
+	{                                                                            \
+		P##_log_cb_ = fn;                                                     \
+		P##_log_max_ = max_level;                                             \
+		P##_log_userdata_ = userdata;                                         \
+	}                                                                            \
+	void P##__log(LEVEL_T level, const char *fmt, ...)                           \
+	{                                                                            \
+		char buf[1024];                                                      \
+		va_list ap;                                                          \
+                                                                                     \
+		if (!P##_log_cb_ || level > P##_log_max_)                              \
+			return;                                                      \
+		va_start(ap, fmt);                                                   \
+		vsnprintf(buf, sizeof(buf), fmt, ap);                                \
+		va_end(ap);                                                          \
+		P##_log_cb_(level, buf, P##_log_userdata_);                            \
+	}
 
 /* fsync() of the directory holding @path. */
 int util_fsync_parent(const char *path);

@@ -449,17 +449,6 @@ FLASH_API int flash_auth_opid_format(const struct flash_auth_opid *id, char *buf
 	return (int)o;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 FLASH_API int flash_auth_opid_parse(const char *text, struct flash_auth_opid *ret_id)
 {
 	struct flash_auth_opid id;
@@ -475,8 +464,8 @@ FLASH_API int flash_auth_opid_parse(const char *text, struct flash_auth_opid *re
 				return -EINVAL;
 			continue;
 		}
-		hi = hex_value(text[i]);
-		lo = hex_value(text[i + 1]);
+		hi = util_hexval(text[i]);
+		lo = util_hexval(text[i + 1]);
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
 		id.bytes[o++] = (unsigned char)(hi << 4 | lo);

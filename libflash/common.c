@@ -15,29 +15,7 @@
 
 #include "internal.h"
 
-static flash_log_fn log_fn;
-static enum flash_log_level log_max = FLASH_LOG_INFO;
-static void *log_userdata;
-
-FLASH_API void flash_set_log(flash_log_fn fn, enum flash_log_level max_level, void *userdata)
-{
-	log_fn = fn;
-	log_max = max_level;
-	log_userdata = userdata;
-}
-
-void flash__log(enum flash_log_level level, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	if (!log_fn || level > log_max)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	log_fn(level, buf, log_userdata);
-}
+UTIL_LOG_EXPORT(flash, FLASH_API, enum flash_log_level, flash_log_fn, FLASH_LOG_INFO)
 
 /* One row per module: { first code, end of block, its strerror }; the
  * last row passes libflowsdn's range on to flowsdn_strerror(). */

@@ -21,7 +21,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <yajl/yajl_gen.h>
 #include <flash/meter.h>
 
 #include "internal.h"
@@ -333,27 +332,26 @@ static int rec_cmp(enum flash_meter_scope s1, const char *id1, int64_t w1, const
 	return w1 < r->week ? -1 : w1 > r->week ? 1 : 0;
 }
 
+struct rec_key {
+	enum flash_meter_scope scope;
+	const char *id;
+	int64_t week;
+};
+
+static int rec_key_cmp(const void *key, const void *elem)
+{
+	const struct rec_key *k = key;
+
+	return rec_cmp(k->scope, k->id, k->week, *(struct record *const *)elem);
+}
+
 /* Index of the record, or of where it would go (*found false). */
 static size_t rec_search(const struct flash_meter *m, enum flash_meter_scope scope, const char *id,
 			 int64_t week, bool *found)
 {
-	size_t lo = 0, hi = m->n_recs;
+	const struct rec_key k = { scope, id, week };
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = rec_cmp(scope, id, week, m->recs[mid]);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	*found = false;
-	return lo;
+	return util_lower_bound(m->recs, m->n_recs, sizeof(*m->recs), &k, rec_key_cmp, found);
 }
 
 static struct record *rec_find(const struct flash_meter *m, enum flash_meter_scope scope, const char *id,
@@ -365,25 +363,14 @@ static struct record *rec_find(const struct flash_meter *m, enum flash_meter_sco
 	return found ? m->recs[i] : NULL;
 }
 
+static int svc_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, (*(struct service *const *)elem)->id);
+}
+
 static size_t svc_search(const struct flash_meter *m, const char *id, bool *found)
 {
-	size_t lo = 0, hi = m->n_svcs;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(id, m->svcs[mid]->id);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	*found = false;
-	return lo;
+	return util_lower_bound(m->svcs, m->n_svcs, sizeof(*m->svcs), id, svc_cmp, found);
 }
 
 static struct service *svc_find(const struct flash_meter *m, const char *id)
@@ -1145,119 +1132,48 @@ FLASH_API int flash_meter_prune(struct flash_meter *m, int64_t before)
 
 /* ---------------------------------------------------------------- JSON out */
 
-#define GEN(call)                                                \
-	do {                                                     \
-		if ((call) != yajl_gen_status_ok) {              \
-			r = -ENOMEM;                             \
-			goto out;                                \
-		}                                                \
-	} while (0)
-
-static yajl_gen_status gen_str(yajl_gen g, const char *s)
-{
-	return yajl_gen_string(g, (const unsigned char *)s, strlen(s));
-}
-
-static yajl_gen_status gen_time(yajl_gen g, int64_t t)
+static void gen_time(struct json_writer *w, const char *key, int64_t t)
 {
 	char buf[FLASH_METER_TIME_STRLEN];
 
 	format_time(t, buf, sizeof(buf));
-	return gen_str(g, buf);
+	jw_kv_string(w, key, buf);
 }
 
-static yajl_gen_status gen_key_int(yajl_gen g, const char *key, long long v)
-{
-	yajl_gen_status s = gen_str(g, key);
-
-	return s != yajl_gen_status_ok ? s : yajl_gen_integer(g, v);
-}
-
-static yajl_gen_status gen_key_str(yajl_gen g, const char *key, const char *v)
-{
-	yajl_gen_status s = gen_str(g, key);
-
-	return s != yajl_gen_status_ok ? s : gen_str(g, v);
-}
-
-static yajl_gen_status gen_key_time(yajl_gen g, const char *key, int64_t t)
-{
-	yajl_gen_status s = gen_str(g, key);
-
-	return s != yajl_gen_status_ok ? s : gen_time(g, t);
-}
-
-static yajl_gen_status gen_key_bool(yajl_gen g, const char *key, bool v)
-{
-	yajl_gen_status s = gen_str(g, key);
-
-	return s != yajl_gen_status_ok ? s : yajl_gen_bool(g, v);
-}
-
-static int gen_record(yajl_gen g, const struct flash_meter_record *r)
+static void gen_record(struct json_writer *w, const struct flash_meter_record *r)
 {
 	char week[FLASH_METER_WEEK_STRLEN];
-	int ry, rw, rc = -ENOMEM;
+	int ry, rw;
 
 	iso_week_of(r->week_start, &ry, &rw);
 	snprintf(week, sizeof(week), "%04d-W%02d", ry, rw);
-	if (yajl_gen_map_open(g) != yajl_gen_status_ok ||
-	    gen_key_str(g, "scope", r->scope == FLASH_METER_SCOPE_SERVICE ? "Service" : "Organization") ||
-	    gen_key_str(g, "organization", r->organization) ||
-	    (r->scope == FLASH_METER_SCOPE_SERVICE && gen_key_str(g, "serviceId", r->service_id)) ||
-	    gen_key_str(g, "week", week) ||
-	    gen_key_time(g, "weekStart", r->week_start) ||
-	    gen_key_time(g, "weekEnd", r->week_start + WEEK) ||
-	    gen_key_int(g, "cpuMillicoreSeconds", r->usage.cpu_millicore_seconds) ||
-	    gen_key_int(g, "memoryMiBSeconds", r->usage.memory_mib_seconds) ||
-	    gen_key_int(g, "gpuSeconds", r->usage.gpu_seconds) ||
-	    gen_key_bool(g, "saturated", r->usage.saturated) ||
-	    gen_key_time(g, "accruedUntil", r->accrued_until))
-		return rc;
+	jw_object_open(w);
+	jw_kv_string(w, "scope", r->scope == FLASH_METER_SCOPE_SERVICE ? "Service" : "Organization");
+	jw_kv_string(w, "organization", r->organization);
+	if (r->scope == FLASH_METER_SCOPE_SERVICE)
+		jw_kv_string(w, "serviceId", r->service_id);
+	jw_kv_string(w, "week", week);
+	gen_time(w, "weekStart", r->week_start);
+	gen_time(w, "weekEnd", r->week_start + WEEK);
+	jw_kv_int(w, "cpuMillicoreSeconds", r->usage.cpu_millicore_seconds);
+	jw_kv_int(w, "memoryMiBSeconds", r->usage.memory_mib_seconds);
+	jw_kv_int(w, "gpuSeconds", r->usage.gpu_seconds);
+	jw_kv_bool(w, "saturated", r->usage.saturated);
+	gen_time(w, "accruedUntil", r->accrued_until);
 	if (r->scope == FLASH_METER_SCOPE_SERVICE) {
-		if (gen_key_bool(g, "serviceDeleted", r->service_deleted) ||
-		    (r->service_deleted && gen_key_time(g, "deletedAt", r->deleted_at)))
-			return rc;
+		jw_kv_bool(w, "serviceDeleted", r->service_deleted);
+		if (r->service_deleted)
+			gen_time(w, "deletedAt", r->deleted_at);
 	}
-	if (yajl_gen_map_close(g) != yajl_gen_status_ok)
-		return rc;
-	return 0;
+	jw_object_close(w);
 }
 
-static int gen_finish(yajl_gen g, char **ret_json, size_t *ret_len)
-{
-	const unsigned char *buf;
-	size_t len;
-	char *out;
-
-	if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok)
-		return -ENOMEM;
-	out = malloc(len + 2);
-	if (!out)
-		return -ENOMEM;
-	memcpy(out, buf, len);
-	if (len == 0 || out[len - 1] != '\n')
-		out[len++] = '\n';
-	out[len] = '\0';
-	*ret_json = out;
-	if (ret_len)
-		*ret_len = len;
-	return 0;
-}
-
-static yajl_gen gen_new(void)
-{
-	yajl_gen g = yajl_gen_alloc(NULL);
-
-	if (g)
-		yajl_gen_config(g, yajl_gen_beautify, 1);
-	return g;
-}
+/* Documents of this module: beautified, ending with one newline. */
+#define METER_JSON (JSON_WRITE_PRETTY | JSON_WRITE_NEWLINE)
 
 FLASH_API int flash_meter_record_to_json(const struct flash_meter_record *r, char **ret_json, size_t *ret_len)
 {
-	yajl_gen g;
-	int rc;
+	struct json_writer *w;
 
 	if (!r || !ret_json ||
 	    (r->scope != FLASH_METER_SCOPE_ORGANIZATION && r->scope != FLASH_METER_SCOPE_SERVICE) ||
@@ -1267,77 +1183,63 @@ FLASH_API int flash_meter_record_to_json(const struct flash_meter_record *r, cha
 	    r->usage.cpu_millicore_seconds < 0 || r->usage.memory_mib_seconds < 0 || r->usage.gpu_seconds < 0 ||
 	    (r->service_deleted && !time_ok(r->deleted_at)))
 		return -EINVAL;
-	g = gen_new();
-	if (!g)
-		return -ENOMEM;
-	rc = gen_record(g, r);
-	if (rc == 0)
-		rc = gen_finish(g, ret_json, ret_len);
-	yajl_gen_free(g);
-	return rc;
+	w = json_writer_new(METER_JSON);
+	gen_record(w, r);
+	return json_writer_finish(w, ret_json, ret_len);
 }
 
-static int gen_values(yajl_gen g, const struct values *v)
+static void gen_values(struct json_writer *w, const struct values *v)
 {
-	if (gen_key_int(g, "readyReplicas", v->replicas) || gen_key_int(g, "cpuMillis", v->cpu) ||
-	    gen_key_int(g, "memoryMiB", v->mem) || gen_key_int(g, "gpuCount", v->gpu))
-		return -ENOMEM;
-	return 0;
+	jw_kv_int(w, "readyReplicas", v->replicas);
+	jw_kv_int(w, "cpuMillis", v->cpu);
+	jw_kv_int(w, "memoryMiB", v->mem);
+	jw_kv_int(w, "gpuCount", v->gpu);
 }
 
 FLASH_API int flash_meter_to_json(const struct flash_meter *m, char **ret_json, size_t *ret_len)
 {
-	yajl_gen g;
-	int r = -ENOMEM;
+	struct json_writer *w;
 
 	if (!m || !ret_json)
 		return -EINVAL;
-	g = gen_new();
-	if (!g)
-		return -ENOMEM;
-	GEN(yajl_gen_map_open(g));
-	GEN(gen_key_str(g, "format", STATE_FORMAT));
-	GEN(gen_key_time(g, "prunedBefore", m->pruned_before));
-	GEN(gen_str(g, "records"));
-	GEN(yajl_gen_array_open(g));
+	w = json_writer_new(METER_JSON);
+	jw_object_open(w);
+	jw_kv_string(w, "format", STATE_FORMAT);
+	gen_time(w, "prunedBefore", m->pruned_before);
+	jw_key(w, "records");
+	jw_array_open(w);
 	for (size_t i = 0; i < m->n_recs; i++) {
 		struct flash_meter_record rec;
 
 		record_export(m->recs[i], &rec);
-		if (gen_record(g, &rec) < 0)
-			goto out;
+		gen_record(w, &rec);
 	}
-	GEN(yajl_gen_array_close(g));
-	GEN(gen_str(g, "services"));
-	GEN(yajl_gen_array_open(g));
+	jw_array_close(w);
+	jw_key(w, "services");
+	jw_array_open(w);
 	for (size_t i = 0; i < m->n_svcs; i++) {
 		const struct service *sv = m->svcs[i];
 
-		GEN(yajl_gen_map_open(g));
-		GEN(gen_key_str(g, "serviceId", sv->id));
-		GEN(gen_key_str(g, "organization", sv->org));
-		GEN(gen_key_time(g, "committedAt", sv->tc));
-		GEN(gen_key_bool(g, "fresh", sv->fresh));
-		if (gen_values(g, &sv->vc) < 0)
-			goto out;
-		GEN(gen_str(g, "held"));
-		GEN(yajl_gen_array_open(g));
+		jw_object_open(w);
+		jw_kv_string(w, "serviceId", sv->id);
+		jw_kv_string(w, "organization", sv->org);
+		gen_time(w, "committedAt", sv->tc);
+		jw_kv_bool(w, "fresh", sv->fresh);
+		gen_values(w, &sv->vc);
+		jw_key(w, "held");
+		jw_array_open(w);
 		for (size_t j = 0; j < sv->n_held; j++) {
-			GEN(yajl_gen_map_open(g));
-			GEN(gen_key_time(g, "time", sv->held[j].t));
-			if (gen_values(g, &sv->held[j].v) < 0)
-				goto out;
-			GEN(yajl_gen_map_close(g));
+			jw_object_open(w);
+			gen_time(w, "time", sv->held[j].t);
+			gen_values(w, &sv->held[j].v);
+			jw_object_close(w);
 		}
-		GEN(yajl_gen_array_close(g));
-		GEN(yajl_gen_map_close(g));
+		jw_array_close(w);
+		jw_object_close(w);
 	}
-	GEN(yajl_gen_array_close(g));
-	GEN(yajl_gen_map_close(g));
-	r = gen_finish(g, ret_json, ret_len);
-out:
-	yajl_gen_free(g);
-	return r;
+	jw_array_close(w);
+	jw_object_close(w);
+	return json_writer_finish(w, ret_json, ret_len);
 }
 
 FLASH_API int flash_meter_save(const struct flash_meter *m, const char *path)
@@ -1356,21 +1258,21 @@ FLASH_API int flash_meter_save(const struct flash_meter *m, const char *path)
 
 /* ---------------------------------------------------------------- JSON in */
 
+/* The loader stops at the first problem: a state file is either whole or
+ * refused. */
 struct loader {
 	struct json_path path;
-	struct flash_meter_error *err;
+	struct diag *diag;
 };
 
 static int _printf_(3, 4) fail(struct loader *l, int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (l->err) {
-		snprintf(l->err->path, sizeof(l->err->path), "%s", json_path_str(&l->path));
-		va_start(ap, fmt);
-		vsnprintf(l->err->message, sizeof(l->err->message), fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	diag_add_textv(l->diag, DIAG_ERROR, json_path_str(&l->path),
+		       code == FLASH_E_METER_STATE_INCONSISTENT ? "state-inconsistent" : "state-invalid", NULL, fmt, ap);
+	va_end(ap);
 	return -code;
 }
 
@@ -1775,8 +1677,7 @@ static int check_consistency(struct loader *l, const struct flash_meter *m)
 	return 0;
 }
 
-FLASH_API int flash_meter_from_json(struct flash_meter *m, const char *text, size_t len,
-				    struct flash_meter_error *ret_err)
+static int meter_from_json(struct flash_meter *m, const char *text, size_t len, struct diag *diag)
 {
 	static const char *const keys[] = { "format", "prunedBefore", "records", "services", NULL };
 	const struct json_limits limits = {
@@ -1790,21 +1691,13 @@ FLASH_API int flash_meter_from_json(struct flash_meter *m, const char *text, siz
 	struct json_value *doc = NULL;
 	const struct json_value *v, *records, *services;
 	struct json_error jerr = { 0 };
-	struct loader l = { .err = ret_err };
+	struct loader l = { .diag = diag };
 	int r;
 
-	if (!m || (!text && len))
-		return -EINVAL;
-	if (ret_err)
-		memset(ret_err, 0, sizeof(*ret_err));
 	json_path_init(&l.path);
 	r = json_parse(text ? text : "", len, &limits, &doc, &jerr);
 	if (r == -EBADMSG) {
-		if (ret_err) {
-			ret_err->line = jerr.line;
-			ret_err->column = jerr.column;
-			snprintf(ret_err->message, sizeof(ret_err->message), "%s", jerr.message);
-		}
+		diag_add_json_error(diag, &jerr);
 		return -FLASH_E_METER_STATE_SYNTAX;
 	}
 	if (r < 0)
@@ -1859,28 +1752,38 @@ out:
 	return r;
 }
 
-FLASH_API int flash_meter_load(struct flash_meter *m, const char *path, struct flash_meter_error *ret_err)
+FLASH_API int flash_meter_from_json(struct flash_meter *m, const char *text, size_t len,
+				    struct flash_diag *public_diag)
 {
+	struct diag *diag = flash__diag(public_diag);
+
+	if (!m || (!text && len))
+		return -EINVAL;
+	diag_begin(diag, 0);
+	return meter_from_json(m, text, len, diag);
+}
+
+FLASH_API int flash_meter_load(struct flash_meter *m, const char *path, struct flash_diag *public_diag)
+{
+	struct diag *diag = flash__diag(public_diag);
 	_cleanup_free_ char *data = NULL;
+	const struct diag_entry *e;
 	size_t size;
 	int r;
 
 	if (!m || !path)
 		return -EINVAL;
-	if (ret_err)
-		memset(ret_err, 0, sizeof(*ret_err));
+	diag_begin(diag, 0);
 	r = util_read_file(path, STATE_FILE_MAX, &data, &size);
 	if (r < 0) {
-		if (ret_err)
-			snprintf(ret_err->message, sizeof(ret_err->message), "cannot read %s: %s", path,
-				 util_read_strerror(r));
+		diag_add_text(diag, DIAG_ERROR, "", "read", NULL, "cannot read %s: %s", path, util_read_strerror(r));
 		return r;
 	}
-	r = flash_meter_from_json(m, data, size, ret_err);
+	r = meter_from_json(m, data, size, diag);
+	e = diag_first_error(diag);
 	if (r < 0)
 		pr_warn("meter: refusing state file %s: %s%s%s (the previous state is kept)", path,
-			ret_err && ret_err->path[0] ? ret_err->path : "",
-			ret_err && ret_err->path[0] ? ": " : "",
-			ret_err ? ret_err->message : flash_strerror(r));
+			e && e->path[0] ? e->path : "", e && e->path[0] ? ": " : "",
+			e ? e->message : flash_strerror(r));
 	return r;
 }

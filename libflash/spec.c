@@ -1175,24 +1175,20 @@ FLASH_API const struct flowsdn_prefix *flash_spec_cidr(const struct flash_spec *
 												  : NULL;
 }
 
+static int kv_key_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct spec_kv *)elem)->key);
+}
+
 static const char *kv_find(const struct spec_kv *kv, size_t n, const char *key)
 {
-	size_t lo = 0, hi = n;
+	bool found;
+	size_t i;
 
 	if (!key)
 		return NULL;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(key, kv[mid].key);
-
-		if (c == 0)
-			return kv[mid].value;
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	i = util_lower_bound(kv, n, sizeof(*kv), key, kv_key_cmp, &found);
+	return found ? kv[i].value : NULL;
 }
 
 FLASH_API size_t flash_spec_env_count(const struct flash_spec *spec)

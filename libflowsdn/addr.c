@@ -63,17 +63,6 @@ static int parse_v4(const char *s, size_t len, uint8_t out[4])
 	return i == len ? 0 : -FLOWSDN_E_ADDR_SYNTAX;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int parse_v6(const char *s, size_t len, uint8_t out[16])
 {
 	uint16_t groups[8] = { 0 };
@@ -94,8 +83,8 @@ static int parse_v6(const char *s, size_t len, uint8_t out[16])
 
 		if (ngroups == 8)
 			return -FLOWSDN_E_ADDR_GROUP_COUNT;
-		while (i < len && hexval(s[i]) >= 0) {
-			v = (v << 4) | (unsigned int)hexval(s[i]);
+		while (i < len && util_hexval(s[i]) >= 0) {
+			v = (v << 4) | (unsigned int)util_hexval(s[i]);
 			n++;
 			i++;
 			if (n > 4 && (i >= len || s[i] != '.'))

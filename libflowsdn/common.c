@@ -198,29 +198,7 @@ static const char *policy_strerror(int code)
 	return i < ARRAY_SIZE(policy_errors) ? policy_errors[i] : NULL;
 }
 
-static flowsdn_log_fn log_fn;
-static enum flowsdn_log_level log_max = FLOWSDN_LOG_INFO;
-static void *log_userdata;
-
-FLOWSDN_API void flowsdn_set_log(flowsdn_log_fn fn, enum flowsdn_log_level max_level, void *userdata)
-{
-	log_fn = fn;
-	log_max = max_level;
-	log_userdata = userdata;
-}
-
-void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	if (!log_fn || level > log_max)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	log_fn(level, buf, log_userdata);
-}
+UTIL_LOG_EXPORT(flowsdn, FLOWSDN_API, enum flowsdn_log_level, flowsdn_log_fn, FLOWSDN_LOG_INFO)
 
 static const struct util_errblock blocks[] = {
 	{ FLOWSDN_E_BASE, FLOWSDN_E_ADDR_MAX_, addr_strerror },

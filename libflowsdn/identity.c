@@ -148,45 +148,26 @@ struct flowsdn_identity_store {
 	uint32_t next_id;
 };
 
+static int labels_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, (*(struct ident *const *)elem)->labels);
+}
+
+static int id_cmp(const void *key, const void *elem)
+{
+	uint32_t a = *(const uint32_t *)key, b = (*(struct ident *const *)elem)->id;
+
+	return a < b ? -1 : a > b;
+}
+
 static size_t search_labels(const struct flowsdn_identity_store *s, const char *labels, bool *found)
 {
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(s->by_labels[mid]->labels, labels);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
+	return util_lower_bound(s->by_labels, s->n, sizeof(*s->by_labels), labels, labels_cmp, found);
 }
 
 static size_t search_id(const struct flowsdn_identity_store *s, uint32_t id, bool *found)
 {
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->by_id[mid]->id == id) {
-			*found = true;
-			return mid;
-		}
-		if (s->by_id[mid]->id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
+	return util_lower_bound(s->by_id, s->n, sizeof(*s->by_id), &id, id_cmp, found);
 }
 
 static int grow(struct flowsdn_identity_store *s)

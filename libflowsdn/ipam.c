@@ -416,6 +416,9 @@ static int state_save(struct flowsdn_ipam *ipam)
 	struct sbuf b = { 0 };
 	int r;
 
+	if (!ipam->state_path) /* in memory only */
+		return 0;
+
 	sbuf_u64(&b, ipam->generation + 1);
 	sbuf_u32(&b, (uint32_t)ipam->n_pools);
 	for (size_t i = 0; i < ipam->n_pools; i++) {
@@ -459,6 +462,8 @@ static int begin(struct flowsdn_ipam *ipam, bool exclusive)
 	int r;
 
 	ipam->errmsg[0] = '\0';
+	if (ipam->lock_fd < 0) /* in memory only */
+		return 0;
 	r = statefile_lock(ipam->lock_fd, exclusive, false);
 	if (r < 0)
 		return fail(ipam, r, "cannot lock %s.lock: %s", ipam->state_path, strerror(-r));
@@ -470,7 +475,8 @@ static int begin(struct flowsdn_ipam *ipam, bool exclusive)
 
 static void end(struct flowsdn_ipam *ipam)
 {
-	statefile_unlock(ipam->lock_fd);
+	if (ipam->lock_fd >= 0)
+		statefile_unlock(ipam->lock_fd);
 }
 
 /* Address classes a pod address can never be in: not unicast (multicast,
@@ -564,7 +570,7 @@ FLOWSDN_API int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_pre
 	size_t errbuf_size;
 	int r;
 
-	if (!state_dir || !*state_dir || !pools || !ret || !OPTS_VALID(opts, flowsdn_ipam_opts))
+	if ((state_dir && !*state_dir) || !pools || !ret || !OPTS_VALID(opts, flowsdn_ipam_opts))
 		return -EINVAL;
 	errbuf = OPTS_GET(opts, errbuf, NULL);
 	errbuf_size = OPTS_GET(opts, errbuf_size, 0);
@@ -589,6 +595,10 @@ FLOWSDN_API int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_pre
 		}
 		ipam->n_pools++;
 		pool_reset(p);
+	}
+	if (!state_dir) {
+		*ret = ipam;
+		return 0;
 	}
 	if (asprintf(&ipam->state_path, "%s/%s", state_dir, IPAM_STATE_FILE) < 0 ||
 	    asprintf(&lock_path, "%s/%s", state_dir, IPAM_LOCK_FILE) < 0) {
@@ -743,7 +753,7 @@ FLOWSDN_API int flowsdn_ipam_allocate(struct flowsdn_ipam *ipam, const char *con
 	const struct flowsdn_addr *want[2] = { NULL, NULL };
 	const struct flowsdn_addr *request;
 	const struct alloc *found[2] = { NULL, NULL };
-	size_t n_request;
+	size_t n_request, n_before;
 	unsigned int families, have;
 	bool changed = false;
 	int r;
@@ -775,6 +785,7 @@ FLOWSDN_API int flowsdn_ipam_allocate(struct flowsdn_ipam *ipam, const char *con
 	r = begin(ipam, true);
 	if (r < 0)
 		return r;
+	n_before = ipam->n_allocs;
 	r = allocs_reserve(ipam, ipam->n_allocs + 2);
 	if (r < 0)
 		goto out_unlock;
@@ -832,8 +843,20 @@ FLOWSDN_API int flowsdn_ipam_allocate(struct flowsdn_ipam *ipam, const char *con
 
 out_undo:
 	/* Nothing of this call was persisted: forget the in-memory changes by
-	 * re-reading the file next time. */
+	 * re-reading the file next time (in memory only: undo them). */
 	cache_drop(ipam);
+	if (!ipam->state_path) {
+		while (ipam->n_allocs > n_before) {
+			struct alloc *al = &ipam->allocs[--ipam->n_allocs];
+			uint64_t index;
+			int pi = find_pool(ipam, &al->addr, &index);
+
+			if (pi >= 0)
+				bit_clear(ipam->pools[pi].bitmap, index);
+			free(al->id);
+			al->id = NULL;
+		}
+	}
 out_unlock:
 	end(ipam);
 	return r;

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <linux/neighbour.h>
 #include <linux/nsfs.h>
 #include <linux/rtnetlink.h>
@@ -112,12 +114,31 @@ static void nl_closep(struct nl_sock **sk)
 }
 #define _cleanup_nl_ _cleanup_(nl_closep)
 
-/* Opens @path and checks that it is a network namespace. */
+/* Opens @path and checks that it is a network namespace.  The path comes
+ * from outside (a runtime, a state file): it is opened O_PATH first, which
+ * never blocks (a FIFO, a device) and has no side effect, and only an nsfs
+ * file is then opened for real. */
 static int netns_open(const char *path, struct flowsdn_nl_err *err)
 {
-	int fd, type;
+	char proc[64];
+	struct statfs sfs;
+	struct stat st;
+	int pfd, fd, type;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
+		set_err(err, "netns %s: %s", path, strerror(errno));
+		return -FLOWSDN_E_NL_NETNS;
+	}
+	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(pfd, &sfs) < 0 ||
+	    (unsigned long)sfs.f_type != (unsigned long)NSFS_MAGIC) {
+		set_err(err, "netns %s: not a namespace file", path);
+		close(pfd);
+		return -FLOWSDN_E_NL_NETNS;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	close(pfd);
 	if (fd < 0) {
 		set_err(err, "netns %s: %s", path, strerror(errno));
 		return -FLOWSDN_E_NL_NETNS;
@@ -183,6 +204,18 @@ static int run_in_netns(int netns_fd, int (*fn)(void *), void *arg)
 		return -r;
 	pthread_join(t, NULL);
 	return c.result;
+}
+
+/* run_in_netns() for the netns at @path (checked by netns_open()). */
+static int run_in_netns_at(const char *path, struct flowsdn_nl_err *err, int (*fn)(void *), void *arg)
+{
+	int fd = netns_open(path, err), r;
+
+	if (fd < 0)
+		return fd;
+	r = run_in_netns(fd, fn, arg);
+	close(fd);
+	return r;
 }
 
 /* ------------------------------------------------------------ sysctl */
@@ -251,18 +284,12 @@ FLOWSDN_API int flowsdn_netlink_sysctl_write(const char *netns_path, const char 
 					     struct flowsdn_nl_err *err)
 {
 	struct sysctl_args a = { key, value, err };
-	int fd, r;
 
 	if (!sysctl_key_valid(key) || !value || strlen(value) > 64)
 		return -EINVAL;
 	if (!netns_path)
 		return sysctl_write_here(key, value, err);
-	fd = netns_open(netns_path, err);
-	if (fd < 0)
-		return fd;
-	r = run_in_netns(fd, sysctl_cb, &a);
-	close(fd);
-	return r;
+	return run_in_netns_at(netns_path, err, sysctl_cb, &a);
 }
 
 /* ------------------------------------------------------------ links */
@@ -334,18 +361,12 @@ FLOWSDN_API int flowsdn_netlink_link_set_up(const char *netns_path, const char *
 					    struct flowsdn_nl_err *err)
 {
 	struct link_up_args a = { ifname, up, err };
-	int fd, r;
 
 	if (!flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
 	if (!netns_path)
 		return link_up_cb(&a);
-	fd = netns_open(netns_path, err);
-	if (fd < 0)
-		return fd;
-	r = run_in_netns(fd, link_up_cb, &a);
-	close(fd);
-	return r;
+	return run_in_netns_at(netns_path, err, link_up_cb, &a);
 }
 
 struct link_get_args {
@@ -376,19 +397,11 @@ FLOWSDN_API int flowsdn_netlink_link_get(const char *netns_path, const char *ifn
 					 uint8_t ret_mac[6])
 {
 	struct link_get_args a = { .ifname = ifname };
-	int fd, r;
+	int r;
 
 	if (!flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
-	if (!netns_path) {
-		r = link_get_cb(&a);
-	} else {
-		fd = netns_open(netns_path, NULL);
-		if (fd < 0)
-			return fd;
-		r = run_in_netns(fd, link_get_cb, &a);
-		close(fd);
-	}
+	r = netns_path ? run_in_netns_at(netns_path, NULL, link_get_cb, &a) : link_get_cb(&a);
 	if (r < 0)
 		return r;
 	if (ret_ifindex)
@@ -823,6 +836,57 @@ out:
 	return r;
 }
 
+struct veth_delete_args {
+	const char *ifname;
+	struct flowsdn_nl_err *err;
+};
+
+/* Deletes the veth @a->ifname of the calling thread's netns. */
+static int veth_delete_cb(void *p)
+{
+	struct veth_delete_args *a = p;
+	_cleanup_nl_ struct nl_sock *sk = nl_open();
+	struct rtnl_link *l = NULL;
+	const char *type;
+	int r;
+
+	if (!sk) {
+		set_err(a->err, "netlink socket: %s", strerror(errno));
+		return -FLOWSDN_E_NL_SOCKET;
+	}
+	r = link_get(sk, 0, a->ifname, &l);
+	if (r == -ENODEV || r == -ENOENT)
+		return 0; /* already gone, and the pair with it */
+	if (r < 0) {
+		set_err(a->err, "interface %s: %s", a->ifname, strerror(-r));
+		return r;
+	}
+	type = rtnl_link_get_type(l);
+	if (!type || strcmp(type, "veth") != 0) {
+		set_err(a->err, "interface %s is not a veth (%s): left alone", a->ifname, type ? type : "no type");
+		r = -FLOWSDN_E_NL_MISMATCH;
+	} else {
+		r = nlerr(rtnl_link_delete(sk, l));
+		if (r == -ENODEV || r == -ENOENT)
+			r = 0;
+		if (r < 0) {
+			set_err(a->err, "delete %s: %s", a->ifname, strerror(-r));
+			r = -FLOWSDN_E_NL_LINK;
+		}
+	}
+	rtnl_link_put(l);
+	return r;
+}
+
+FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *ifname, struct flowsdn_nl_err *err)
+{
+	struct veth_delete_args a = { ifname, err };
+
+	if (!netns_path || !flowsdn_netlink_ifname_valid(ifname))
+		return -EINVAL;
+	return run_in_netns_at(netns_path, err, veth_delete_cb, &a);
+}
+
 FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
 					      struct flowsdn_nl_err *err)
 {
@@ -869,6 +933,66 @@ struct check_args {
 	struct flowsdn_nl_err *err;
 };
 
+/* Every expected address is on the interface @ifindex, and a default
+ * route of its family goes via its gateway (when given). */
+static int check_addrs(struct nl_sock *sk, int ifindex, const struct flowsdn_endpoint_iface *f,
+		       struct flowsdn_nl_err *err)
+{
+	struct nl_cache *addrs = NULL, *routes = NULL;
+	int r = 0;
+
+	if (rtnl_addr_alloc_cache(sk, &addrs) < 0 || rtnl_route_alloc_cache(sk, AF_UNSPEC, 0, &routes) < 0) {
+		r = -FLOWSDN_E_NL_SOCKET;
+		goto out;
+	}
+	for (size_t i = 0; i < f->n_addrs && r == 0; i++) {
+		const struct flowsdn_addr *want = &f->addrs[i];
+		const struct flowsdn_addr *gw = OPTS_GET(f, gateways, NULL) ? &f->gateways[i] : NULL;
+		size_t alen = want->family == FLOWSDN_AF_INET ? 4 : 16;
+		int fam = want->family == FLOWSDN_AF_INET ? AF_INET : AF_INET6;
+		char text[FLOWSDN_ADDR_STRLEN];
+		bool found = false;
+
+		for (struct nl_object *o = nl_cache_get_first(addrs); o && !found; o = nl_cache_get_next(o)) {
+			struct rtnl_addr *ra = (struct rtnl_addr *)o;
+			struct nl_addr *local = rtnl_addr_get_local(ra);
+
+			found = rtnl_addr_get_ifindex(ra) == ifindex && rtnl_addr_get_family(ra) == fam && local &&
+				nl_addr_get_len(local) == alen && !memcmp(nl_addr_get_binary_addr(local), want->bytes, alen);
+		}
+		flowsdn_addr_format(want, text, sizeof(text));
+		if (!found) {
+			set_err(err, "%s in %s lacks address %s", f->ifname, f->netns_path, text);
+			r = -FLOWSDN_E_NL_MISMATCH;
+			break;
+		}
+		if (!gw)
+			continue;
+		found = false;
+		for (struct nl_object *o = nl_cache_get_first(routes); o && !found; o = nl_cache_get_next(o)) {
+			struct rtnl_route *rt = (struct rtnl_route *)o;
+			struct nl_addr *dst = rtnl_route_get_dst(rt);
+			struct rtnl_nexthop *nh;
+			struct nl_addr *via;
+
+			if (rtnl_route_get_family(rt) != fam || rtnl_route_get_table(rt) != RT_TABLE_MAIN ||
+			    (dst && nl_addr_get_prefixlen(dst) != 0) || rtnl_route_get_nnexthops(rt) < 1)
+				continue;
+			nh = rtnl_route_nexthop_n(rt, 0);
+			via = rtnl_route_nh_get_gateway(nh);
+			found = via && nl_addr_get_len(via) == alen && !memcmp(nl_addr_get_binary_addr(via), gw->bytes, alen);
+		}
+		if (!found) {
+			set_err(err, "%s has no default route via its gateway for %s", f->netns_path, text);
+			r = -FLOWSDN_E_NL_MISMATCH;
+		}
+	}
+out:
+	nl_cache_free(addrs);
+	nl_cache_free(routes);
+	return r;
+}
+
 static int check_inside(void *p)
 {
 	struct check_args *a = p;
@@ -895,6 +1019,8 @@ static int check_inside(void *p)
 			f->host_ifindex, rtnl_link_get_link(l));
 		r = -FLOWSDN_E_NL_MISMATCH;
 	}
+	if (r == 0 && OPTS_GET(f, n_addrs, 0) && OPTS_GET(f, addrs, NULL))
+		r = check_addrs(sk, rtnl_link_get_ifindex(l), f, a->err);
 	rtnl_link_put(l);
 	return r;
 }

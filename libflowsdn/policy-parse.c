@@ -22,11 +22,19 @@
 
 #define MAX_CAUSES 64
 
+/* One validation failure, as a Kubernetes StatusCause (bounded as the
+ * API server's messages are). */
+struct cause {
+	enum flowsdn_policy_cause_type type;
+	char field[256];   /* "spec.ingress[0].from[0].ipBlock.cidr" */
+	char message[640]; /* "Invalid value: \"10.0.0.0/33\": must be a valid CIDR value, ..." */
+};
+
 struct pctx {
 	struct json_path path;
-	struct flowsdn_policy_cause decode[MAX_CAUSES];
+	struct cause decode[MAX_CAUSES];
 	size_t n_decode;
-	struct flowsdn_policy_cause valid[MAX_CAUSES];
+	struct cause valid[MAX_CAUSES];
 	size_t n_valid;
 	int err;               /* -ENOMEM */
 };
@@ -68,9 +76,9 @@ static void add_cause(struct pctx *c, bool decode, enum flowsdn_policy_cause_typ
 static void add_cause(struct pctx *c, bool decode, enum flowsdn_policy_cause_type type,
 		      const char *field, const char *fmt, ...)
 {
-	struct flowsdn_policy_cause *cs = decode ? c->decode : c->valid;
+	struct cause *cs = decode ? c->decode : c->valid;
 	size_t *n = decode ? &c->n_decode : &c->n_valid;
-	struct flowsdn_policy_cause *x;
+	struct cause *x;
 	va_list ap;
 
 	if (*n >= MAX_CAUSES) {
@@ -781,7 +789,7 @@ static void parse_policy_types(struct pctx *c, const struct json_value *spec, st
 
 /* ValidateObjectMeta (the parts that matter here: name, namespace, labels). */
 static void parse_metadata(struct pctx *c, const struct json_value *meta, const char *default_ns,
-			   struct flowsdn_policy *p, struct flowsdn_policy_diag *diag)
+			   struct flowsdn_policy *p, struct diag *diag)
 {
 	static const char *const known[] = {
 		"annotations", "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp",
@@ -823,7 +831,7 @@ static void parse_metadata(struct pctx *c, const struct json_value *meta, const 
 		size_t s2 = json_path_push_key(&c->path, "name");
 		struct str_ud u = { c, names };
 
-		snprintf(diag->name, sizeof(diag->name), "%s", names);
+		diag_set_subject(diag, names);
 		if (*names == '\0')
 			required(c, "name or generateName is required");
 		else
@@ -894,22 +902,26 @@ FLOWSDN_API void flowsdn_policy_free(struct flowsdn_policy *policy)
 	free(policy);
 }
 
-static void fill_diag(struct flowsdn_policy_diag *d, const struct flowsdn_policy_cause *cs, size_t n)
+/* The @n causes found (at most MAX_CAUSES of them stored) into @d, which
+ * keeps FLOWSDN_POLICY_MAX_CAUSES and counts the rest. */
+static void fill_diag(struct diag *d, const struct cause *cs, size_t n)
 {
-	d->n_found = n;
-	d->n_causes = n < FLOWSDN_POLICY_MAX_CAUSES ? n : FLOWSDN_POLICY_MAX_CAUSES;
-	memcpy(d->causes, cs, d->n_causes * sizeof(*cs));
+	size_t stored = n < MAX_CAUSES ? n : MAX_CAUSES;
+
+	for (size_t i = 0; i < stored; i++)
+		diag_add_text(d, DIAG_ERROR, cs[i].field, flowsdn_policy_cause_reason(cs[i].type), NULL, "%s",
+			      cs[i].message);
+	diag_add_dropped(d, DIAG_ERROR, n - stored);
 }
 
 FLOWSDN_API int flowsdn_policy_parse(const char *json, size_t len,
 				     const struct flowsdn_policy_parse_opts *opts,
 				     struct flowsdn_policy **ret_policy,
-				     struct flowsdn_policy_diag *ret_diag)
+				     struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
 	static const char *const known_spec[] = { "podSelector", "ingress", "egress", "policyTypes", NULL };
-	struct flowsdn_policy_diag local_diag;
-	struct flowsdn_policy_diag *diag = ret_diag ? ret_diag : &local_diag;
 	struct json_value *root = NULL;
 	struct json_error jerr;
 	struct flowsdn_policy *p = NULL;
@@ -924,14 +936,12 @@ FLOWSDN_API int flowsdn_policy_parse(const char *json, size_t len,
 		tier = FLOWSDN_POLICY_TIER_ALLOW;
 	if (tier < FLOWSDN_POLICY_TIER_ALLOW || tier > FLOWSDN_POLICY_TIER_PROTECT)
 		return -EINVAL;
-	memset(diag, 0, sizeof(*diag));
+	diag_begin(diag, FLOWSDN_POLICY_MAX_CAUSES);
 
 	r = json_parse(json, len, NULL, &root, &jerr);
 	if (r == -EBADMSG) {
-		diag->line = jerr.line;
-		diag->column = jerr.column;
-		snprintf(diag->message, sizeof(diag->message), "%s", jerr.message);
-		return -FLOWSDN_E_POLICY_JSON;
+		diag_add_json_error(diag, &jerr);
+		return diag_oom(diag) ? -ENOMEM : -FLOWSDN_E_POLICY_JSON;
 	}
 	if (r < 0)
 		return r;
@@ -997,7 +1007,7 @@ finish:
 			fill_diag(diag, c->decode, c->n_decode);
 		else
 			fill_diag(diag, c->valid, c->n_valid);
-		r = -FLOWSDN_E_POLICY_INVALID;
+		r = diag_oom(diag) ? -ENOMEM : -FLOWSDN_E_POLICY_INVALID;
 		goto out;
 	}
 	if (asprintf(&p->key, "%s/%s", p->ns, p->name) < 0) {
@@ -1053,9 +1063,11 @@ FLOWSDN_API const char *flowsdn_policy_cause_reason(enum flowsdn_policy_cause_ty
 	return "";
 }
 
-FLOWSDN_API int flowsdn_policy_diag_format(const struct flowsdn_policy_diag *diag, char *buf, size_t size)
+FLOWSDN_API int flowsdn_policy_diag_format(const struct flowsdn_diag *public_diag, char *buf, size_t size)
 {
-	size_t o = 0;
+	const struct diag *diag = flowsdn__diag((struct flowsdn_diag *)public_diag);
+	const struct diag_entry *first = diag_get(diag, 0);
+	size_t n = diag_count(diag), o = 0;
 	char tmp[1];
 
 	if (!diag || (!buf && size))
@@ -1070,17 +1082,17 @@ FLOWSDN_API int flowsdn_policy_diag_format(const struct flowsdn_policy_diag *dia
 		if (_n > 0)                                                             \
 			o += (size_t)_n;                                                \
 	} while (0)
-	if (diag->n_causes == 0) {
-		PUT("invalid JSON at line %u, column %u: %s", diag->line, diag->column, diag->message);
+	if (n == 0 || first->line) {
+		PUT("invalid JSON at line %u, column %u: %s", first ? first->line : 0, first ? first->column : 0,
+		    first ? first->message : "");
 		return (int)o;
 	}
-	PUT("NetworkPolicy.networking.k8s.io \"%s\" is invalid: %s", diag->name,
-	    diag->n_causes > 1 ? "[" : "");
-	for (size_t i = 0; i < diag->n_causes; i++)
-		PUT("%s%s: %s", i ? ", " : "", diag->causes[i].field, diag->causes[i].message);
-	if (diag->n_found > diag->n_causes)
-		PUT(", and %zu more", diag->n_found - diag->n_causes);
-	PUT("%s", diag->n_causes > 1 ? "]" : "");
+	PUT("NetworkPolicy.networking.k8s.io \"%s\" is invalid: %s", diag_subject(diag), n > 1 ? "[" : "");
+	for (size_t i = 0; i < n; i++)
+		PUT("%s%s: %s", i ? ", " : "", diag_get(diag, i)->path, diag_get(diag, i)->message);
+	if (diag_dropped(diag))
+		PUT(", and %zu more", diag_dropped(diag));
+	PUT("%s", n > 1 ? "]" : "");
 #undef PUT
 	return (int)o;
 }

@@ -9,46 +9,31 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <flash/image.h>
-
 #include "admission.h"
 
-/* libflash's resolver (<flash/image.h>): the manifest's digest, the
- * pinned reference and the charged bytes; no layer is pulled. */
-int op_image_libflash_resolve(void *ctx, const char *reference, struct op_image_info *ret, char *err,
-			      size_t err_size)
+static int admit_default(void *ctx, const char *reference, uint64_t limit, struct op_image_info *ret, char *err,
+			 size_t err_size)
 {
-	const struct op_image_config *cfg = ctx;
-	FLASH_OPTS(flash_image_opts, o);
+	const struct op_image_settings *set = ctx;
+	FLASH_OPTS(flash_image_opts, o, .ca_file = set ? set->ca_file : NULL, .plain_http = set && set->plain_http,
+		   .timeout_ms = set ? set->timeout_ms : 0);
 	struct flash_image *img = NULL;
 	struct flash_diag *diag = NULL;
-	int r;
+	int r = flash_diag_new(&diag);
 
-	if (cfg) {
-		o.content_store = cfg->content_store;
-		o.ca_file = cfg->ca_file;
-		o.username = cfg->username;
-		o.password = cfg->password;
-		o.plain_http = cfg->plain_http;
-		o.timeout_ms = cfg->timeout_ms;
-	}
-	r = flash_diag_new(&diag);
 	if (r < 0)
 		return r;
 	r = flash_image_resolve(reference, &o, &img, diag);
-	if (r < 0) {
-		const struct flash_diag_entry *e = flash_diag_get(diag, 0);
-
-		snprintf(err, err_size, "%s", e ? e->message : flash_strerror(r));
-	} else if (strlen(flash_image_digest(img)) >= sizeof(ret->digest) ||
-		   strlen(flash_image_pinned(img)) >= sizeof(ret->pinned)) {
-		snprintf(err, err_size, "%s: the pinned reference is longer than %zu bytes", reference,
-			 sizeof(ret->pinned) - 1);
-		r = -ENAMETOOLONG;
-	} else {
+	if (r == 0)
+		r = flash_image_check_disk(flash_image_charged_bytes(img), limit, diag);
+	if (r == 0) {
 		snprintf(ret->digest, sizeof(ret->digest), "%s", flash_image_digest(img));
 		snprintf(ret->pinned, sizeof(ret->pinned), "%s", flash_image_pinned(img));
 		ret->charged_bytes = flash_image_charged_bytes(img);
+	} else {
+		const struct flash_diag_entry *e = flash_diag_get(diag, 0);
+
+		snprintf(err, err_size, "%s", e && e->message ? e->message : flash_strerror(r));
 	}
 	flash_image_free(img);
 	flash_diag_free(diag);
@@ -56,7 +41,7 @@ int op_image_libflash_resolve(void *ctx, const char *reference, struct op_image_
 }
 
 const struct op_image_ops op_image_default_ops = {
-	.resolve = op_image_libflash_resolve,
+	.admit = admit_default,
 };
 
 bool op_image_error_transient(int err)
@@ -69,7 +54,7 @@ bool op_image_error_transient(int err)
 	case ENETUNREACH:
 	case ECONNRESET:
 	case EBUSY:
-	case FLASH_E_IMAGE_TRANSPORT: /* the registry is unreachable for now */
+	case FLASH_E_IMAGE_TRANSPORT:
 		return true;
 	default:
 		return false;
@@ -81,25 +66,11 @@ uint64_t op_admission_disk_limit(const struct flash_spec *spec, const struct fla
 	uint64_t gib = flash_spec_ephemeral_storage_gib(spec);
 	uint64_t pol = policy ? flash_policy_workload_limit(policy, FLASH_POLICY_EPHEMERAL_STORAGE_GIB) : UINT64_MAX;
 
-	if (gib == 0 || (pol != UINT64_MAX && pol < gib))
+	if (pol != UINT64_MAX && pol < gib)
 		gib = pol;
 	if (gib == UINT64_MAX || gib > UINT64_MAX >> 30)
 		return UINT64_MAX;
 	return gib << 30;
-}
-
-int op_admission_check_disk(uint64_t charged, uint64_t limit, char *msg, size_t msg_size)
-{
-	struct flash_diag *diag = NULL;
-	int r = flash_diag_new(&diag);
-
-	if (r < 0)
-		return r;
-	r = flash_image_check_disk(charged, limit, diag);
-	if (r < 0)
-		snprintf(msg, msg_size, "%s", flash_diag_get(diag, 0) ? flash_diag_get(diag, 0)->message : flash_strerror(r));
-	flash_diag_free(diag);
-	return r;
 }
 
 int op_admission_check_suspension(const struct flash_meter_decision *d, const struct flash_spec *spec, char *msg,

@@ -28,6 +28,8 @@ struct op_daemon {
 	struct op_metrics *metrics;
 	struct op_provider *provider;
 	struct op_http *http;
+	struct op_image_settings registry;
+	struct op_image_ops image;
 };
 
 /* Reads an input file through the one reader of common/ (regular files
@@ -149,6 +151,11 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		.metrics = d->metrics,
 		.image = opts->image,
 	};
+	if (!opts->image) {
+		d->registry = opts->registry; /* strings borrowed: they outlive the daemon */
+		d->image = (struct op_image_ops){ .admit = op_image_default_ops.admit, .ctx = &d->registry };
+		po.image = &d->image;
+	}
 	r = op_provider_new(&po, &d->provider);
 	if (r < 0) {
 		snprintf(err, err_size, "%s: loading the metering state: %s", path, flash_strerror(r));

@@ -24,7 +24,8 @@ struct op_daemon_opts {
 	const char *policy_file; /* owner quota policy; NULL: none */
 	const char *config_file; /* flash-operator.conf(5); NULL: defaults */
 	struct op_http_opts http;
-	const struct op_image_ops *image; /* NULL: op_image_default_ops */
+	const struct op_image_ops *image; /* NULL: op_image_default_ops with @registry */
+	struct op_image_settings registry; /* CA file, plain http, timeout */
 };
 
 struct op_daemon;

@@ -34,7 +34,7 @@ enum op_refusal {
 	OP_REFUSED_POLICY,        /* per-workload limits, regions, GPU catalog, protected ranges */
 	OP_REFUSED_ORG_LIMIT,     /* organization limits */
 	OP_REFUSED_SUSPENDED,     /* weekly metering limit reached */
-	OP_REFUSED_IMAGE,         /* image not resolvable, or admission not built */
+	OP_REFUSED_IMAGE,         /* image refused (unknown, unreachable, malformed) */
 	OP_REFUSED_IMAGE_TOO_LARGE,
 	OP_REFUSED_PORTS,         /* public ports exhausted */
 	OP_REFUSED_COUNT_,

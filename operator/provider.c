@@ -861,6 +861,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	sv.project = (char *)c->project;
 	sv.name = stored ? stored->name : (char *)c->name;
 	sv.generation = c->gen;
+	sv.created_generation = stored && !stored->deleted ? stored->created_generation : c->gen;
 	memcpy(sv.operation_id, c->opid_text, sizeof(sv.operation_id));
 	sv.spec = c->canonical;
 	memcpy(sv.spec_digest, c->digest_hex, sizeof(sv.spec_digest));
@@ -880,8 +881,10 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	}
 
 	/* The meter learns of the service (no replica is ready: no runtime). */
+	char meter_id[OP_METER_ID_STRLEN];
+	op_service_meter_id(&sv, meter_id);
 	struct flash_meter_observation obs = {
-		.sz = sizeof(obs), .service_id = c->id, .organization = c->org, .time = now, .ready_replicas = 0,
+		.sz = sizeof(obs), .service_id = meter_id, .organization = c->org, .time = now, .ready_replicas = 0,
 		.cpu_millis = flash_spec_cpu_millis(c->spec), .memory_mib = flash_spec_memory_mib(c->spec),
 		.gpu_count = flash_spec_gpu_count(c->spec),
 	};
@@ -957,23 +960,20 @@ static enum verdict precheck(struct op_provider *p, const struct command *c, str
 static bool admit_image(struct op_provider *p, struct command *c, struct op_response *ret)
 {
 	char err[1024] = "";
-	uint64_t limit;
-	int r = p->image->resolve(p->image->ctx, flash_spec_image(c->spec), &c->image, err, sizeof(err));
+	uint64_t limit = op_admission_disk_limit(c->spec, p->o.policy);
+	int r = p->image->admit(p->image->ctx, flash_spec_image(c->spec), limit, &c->image, err, sizeof(err));
 
+	if (r == -FLASH_E_IMAGE_TOO_LARGE) {
+		op_metrics_refused(p->o.metrics, OP_REFUSED_IMAGE_TOO_LARGE);
+		answer_error_extra(ret, 422, "image-too-large", extra_path, "ephemeral_storage_gib", "%s", err);
+		return false;
+	}
 	if (r < 0) {
 		op_metrics_refused(p->o.metrics, OP_REFUSED_IMAGE);
 		if (op_image_error_transient(r))
 			answer_transient(p, ret, err);
-		else if (r == -ENOSYS)
-			answer_error_extra(ret, 501, "image-admission-not-built", extra_path, "image", "%s", err);
 		else
 			answer_error_extra(ret, 422, "image", extra_path, "image", "image: %s", err[0] ? err : flash_strerror(r));
-		return false;
-	}
-	limit = op_admission_disk_limit(c->spec, p->o.policy);
-	if (op_admission_check_disk(c->image.charged_bytes, limit, err, sizeof(err)) < 0) {
-		op_metrics_refused(p->o.metrics, OP_REFUSED_IMAGE_TOO_LARGE);
-		answer_error_extra(ret, 422, "image-too-large", extra_path, "ephemeral_storage_gib", "%s", err);
 		return false;
 	}
 	return true;
@@ -1046,7 +1046,10 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			set_static_500(ret);
 			goto del_out;
 		}
-		r = flash_meter_delete_service(p->meter, c->id, now);
+		char meter_id[OP_METER_ID_STRLEN];
+
+		op_service_meter_id(stored, meter_id);
+		r = flash_meter_delete_service(p->meter, meter_id, now);
 		if (r < 0 && r != -FLASH_E_METER_UNKNOWN_SERVICE && r != -ERANGE) {
 			answer_error(ret, 500, "meter", "metering failed: %s", flash_strerror(r));
 			meter_reload(p);
@@ -1190,17 +1193,21 @@ static void handle_usage(struct op_provider *p, const struct op_request *req, st
 		if (flash_meter_record_get(p->meter, i, &rec) < 0 || rec.scope != FLASH_METER_SCOPE_SERVICE ||
 		    strcmp(rec.organization, c->org) != 0 || rec.week_start != ws)
 			continue;
+		/* "ID:gN": the service id and its incarnation. */
+		char sid[OP_SERVICE_ID_STRLEN];
+		snprintf(sid, sizeof(sid), "%.*s", (int)strcspn(rec.service_id, ":"), rec.service_id);
 		/* Per-project tokens see their project's services only. */
 		if (c->project[0]) {
 			struct op_service *s = NULL;
-			bool mine = op_store_service_get(p->o.store, rec.service_id, &s) == 0 && owned(s, c);
+			bool mine = op_store_service_get(p->o.store, sid, &s) == 0 && owned(s, c);
 
 			op_service_free(s);
 			if (!mine)
 				continue;
 		}
 		o_open(&o);
-		o_kstr(&o, "service_id", rec.service_id);
+		o_kstr(&o, "service_id", sid);
+		o_kstr(&o, "meter_id", rec.service_id);
 		o_usage(&o, "usage", &rec.usage);
 		o_kbool(&o, "deleted", rec.service_deleted);
 		o_close(&o);

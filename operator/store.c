@@ -29,7 +29,7 @@ static const char *const migrations[OP_STORE_SCHEMA_VERSION] = {
 	"CREATE TABLE services ("
 	" id TEXT PRIMARY KEY NOT NULL,"
 	" org TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,"
-	" generation INTEGER NOT NULL, operation_id TEXT NOT NULL,"
+	" generation INTEGER NOT NULL, created_generation INTEGER NOT NULL, operation_id TEXT NOT NULL,"
 	" spec TEXT NOT NULL, spec_digest TEXT NOT NULL,"
 	" image_digest TEXT, image_pinned TEXT, image_bytes INTEGER NOT NULL DEFAULT 0,"
 	" phase TEXT NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,"
@@ -244,6 +244,11 @@ void op_service_free(struct op_service *s)
 	free(s);
 }
 
+void op_service_meter_id(const struct op_service *s, char ret[OP_METER_ID_STRLEN])
+{
+	snprintf(ret, OP_METER_ID_STRLEN, "%s:g%" PRIu64, s->id, s->created_generation);
+}
+
 void op_service_list_free(struct op_service **list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -270,7 +275,8 @@ static void copy_col(sqlite3_stmt *s, int col, char *buf, size_t size)
 }
 
 #define SERVICE_COLUMNS                                                                     \
-	"id, org, project, name, generation, operation_id, spec, spec_digest, image_digest, " \
+	"id, org, project, name, generation, created_generation, operation_id, spec, spec_digest, " \
+	"image_digest, " \
 	"image_pinned, image_bytes, phase, deleted, answer_status, answer, created_at, "      \
 	"updated_at, charge_cpu, charge_memory, charge_replicas, charge_gpus, charge_disk, "  \
 	"charge_ports"
@@ -319,25 +325,26 @@ static int row_to_service(struct op_store *st, sqlite3_stmt *s, struct op_servic
 	if (r == 0)
 		r = dup_col(s, 3, &sv->name);
 	sv->generation = (uint64_t)sqlite3_column_int64(s, 4);
-	copy_col(s, 5, sv->operation_id, sizeof(sv->operation_id));
+	sv->created_generation = (uint64_t)sqlite3_column_int64(s, 5);
+	copy_col(s, 6, sv->operation_id, sizeof(sv->operation_id));
 	if (r == 0)
-		r = dup_col(s, 6, &sv->spec);
-	copy_col(s, 7, sv->spec_digest, sizeof(sv->spec_digest));
+		r = dup_col(s, 7, &sv->spec);
+	copy_col(s, 8, sv->spec_digest, sizeof(sv->spec_digest));
 	if (r == 0)
-		r = dup_col(s, 8, &sv->image_digest);
+		r = dup_col(s, 9, &sv->image_digest);
 	if (r == 0)
-		r = dup_col(s, 9, &sv->image_pinned);
-	sv->image_bytes = (uint64_t)sqlite3_column_int64(s, 10);
+		r = dup_col(s, 10, &sv->image_pinned);
+	sv->image_bytes = (uint64_t)sqlite3_column_int64(s, 11);
 	if (r == 0)
-		r = dup_col(s, 11, &sv->phase);
-	sv->deleted = sqlite3_column_int(s, 12) != 0;
-	sv->answer_status = sqlite3_column_int(s, 13);
+		r = dup_col(s, 12, &sv->phase);
+	sv->deleted = sqlite3_column_int(s, 13) != 0;
+	sv->answer_status = sqlite3_column_int(s, 14);
 	if (r == 0)
-		r = dup_col(s, 14, &sv->answer);
-	sv->created_at = sqlite3_column_int64(s, 15);
-	sv->updated_at = sqlite3_column_int64(s, 16);
+		r = dup_col(s, 15, &sv->answer);
+	sv->created_at = sqlite3_column_int64(s, 16);
+	sv->updated_at = sqlite3_column_int64(s, 17);
 	for (int i = 0; i < FLASH_POLICY_RESOURCE_COUNT_; i++)
-		sv->charge[i] = (uint64_t)sqlite3_column_int64(s, 17 + i);
+		sv->charge[i] = (uint64_t)sqlite3_column_int64(s, 18 + i);
 	if (r == 0)
 		r = load_ports(st, sv);
 	if (r < 0) {
@@ -372,7 +379,7 @@ int op_store_service_put(struct op_store *st, const struct op_service *sv)
 {
 	static const char sql[] =
 		"INSERT OR REPLACE INTO services (" SERVICE_COLUMNS ") VALUES "
-		"(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)";
+		"(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)";
 	sqlite3_stmt *s = NULL;
 	int rc, r;
 
@@ -397,20 +404,21 @@ int op_store_service_put(struct op_store *st, const struct op_service *sv)
 	sqlite3_bind_text(s, 3, sv->project, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 4, sv->name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 5, (sqlite3_int64)sv->generation);
-	sqlite3_bind_text(s, 6, sv->operation_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 7, sv->spec, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 8, sv->spec_digest, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 9, sv->image_digest, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 10, sv->image_pinned, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 11, (sqlite3_int64)sv->image_bytes);
-	sqlite3_bind_text(s, 12, sv->phase, -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 13, sv->deleted);
-	sqlite3_bind_int(s, 14, sv->answer_status);
-	sqlite3_bind_text(s, 15, sv->answer, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 16, sv->created_at);
-	sqlite3_bind_int64(s, 17, sv->updated_at);
+	sqlite3_bind_int64(s, 6, (sqlite3_int64)sv->created_generation);
+	sqlite3_bind_text(s, 7, sv->operation_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 8, sv->spec, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 9, sv->spec_digest, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 10, sv->image_digest, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 11, sv->image_pinned, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 12, (sqlite3_int64)sv->image_bytes);
+	sqlite3_bind_text(s, 13, sv->phase, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 14, sv->deleted);
+	sqlite3_bind_int(s, 15, sv->answer_status);
+	sqlite3_bind_text(s, 16, sv->answer, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 17, sv->created_at);
+	sqlite3_bind_int64(s, 18, sv->updated_at);
 	for (int i = 0; i < FLASH_POLICY_RESOURCE_COUNT_; i++)
-		sqlite3_bind_int64(s, 18 + i, (sqlite3_int64)sv->charge[i]);
+		sqlite3_bind_int64(s, 19 + i, (sqlite3_int64)sv->charge[i]);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)

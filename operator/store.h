@@ -41,6 +41,7 @@ struct op_service {
 	char id[OP_SERVICE_ID_STRLEN];
 	char *org, *project, *name;
 	uint64_t generation;
+	uint64_t created_generation; /* of the create that started this incarnation */
 	char operation_id[FLASH_AUTH_OPID_STRLEN];
 	char *spec;          /* canonical JSON (flash_spec_to_json) */
 	char spec_digest[FLASH_SPEC_DIGEST_HEX_SIZE];
@@ -59,6 +60,12 @@ struct op_service {
 };
 
 void op_service_free(struct op_service *s);
+
+/* The id a service's incarnation is metered under: "ID:gN" with N its
+ * created_generation (a re-created service is metered afresh; the usage
+ * records of the deleted incarnation stay). */
+#define OP_METER_ID_STRLEN (OP_SERVICE_ID_STRLEN + 24)
+void op_service_meter_id(const struct op_service *s, char ret[OP_METER_ID_STRLEN]);
 
 struct op_store;
 

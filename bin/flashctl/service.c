@@ -414,7 +414,8 @@ int flashctl_service_main(int argc, char **argv, const struct flashctl_globals *
 	bool takes_target = strcmp(cmd, "update") == 0 || strcmp(cmd, "delete") == 0 || strcmp(cmd, "get") == 0;
 	int c, r, status;
 
-	while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+	/* Options may follow the ID|NAME operand (GNU permutation). */
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		switch (c) {
 		case 'n': name = optarg; break;
 		case 's': spec_path = optarg; break;

@@ -77,6 +77,10 @@ FLASH_API FLASH_WUR int flash_diag_to_json(const struct flash_diag *diag, const 
  * shows one line. */
 FLASH_API const struct flash_diag_entry *flash_diag_first_error(const struct flash_diag *diag);
 
+/* The object the problems are about (a NetworkPolicy's metadata.name),
+ * "" when the call names none. */
+FLASH_API const char *flash_diag_subject(const struct flash_diag *diag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <flash/common.h>
+#include <flash/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -270,13 +271,6 @@ FLASH_API int flash_meter_prune(struct flash_meter *m, int64_t before);
 
 /* ---------------------------------------------------------------- persistence */
 
-/* Where a state document is wrong. */
-struct flash_meter_error {
-	unsigned int line, column;  /* of a JSON syntax error, else 0 */
-	char path[256];             /* JSON path of the bad value ("records[3].week") */
-	char message[256];          /* what is wrong */
-};
-
 /* The whole meter state (records, live services and their held
  * observations) as a JSON document.  *ret_json NUL-terminated, owned by the
  * caller.  -EINVAL, -ENOMEM. */
@@ -286,11 +280,13 @@ FLASH_API int flash_meter_to_json(const struct flash_meter *m, char **ret_json, 
  * flash_meter_to_json()).  The document is parsed strictly and checked
  * whole (every field, ranges, week names, organization records equal to
  * the sum of their service records) before anything changes: on error @m
- * keeps its state and *ret_err (may be NULL) says what is wrong.
+ * keeps its state and @diag (may be NULL) holds the problem: its JSON path
+ * ("records[3].week"), code ("json-*" with line and column for a syntax
+ * error, "state-invalid", "state-inconsistent", "read") and message.
  * Errors: -EINVAL, -ENOMEM, -FLASH_E_METER_STATE_SYNTAX,
  * -FLASH_E_METER_STATE_INVALID, -FLASH_E_METER_STATE_INCONSISTENT. */
 FLASH_API FLASH_WUR int flash_meter_from_json(struct flash_meter *m, const char *text, size_t len,
-					      struct flash_meter_error *ret_err);
+					      struct flash_diag *diag);
 
 /* Writes flash_meter_to_json() to @path crash-safely (temporary file,
  * fsync, rename, directory fsync; mode 0600): @path holds the old or the
@@ -301,7 +297,7 @@ FLASH_API int flash_meter_save(const struct flash_meter *m, const char *path);
  * missing file gives -ENOENT; a truncated or corrupt one an error above,
  * with @m unchanged. */
 FLASH_API FLASH_WUR int flash_meter_load(struct flash_meter *m, const char *path,
-					 struct flash_meter_error *ret_err);
+					 struct flash_diag *diag);
 
 #ifdef __cplusplus
 }

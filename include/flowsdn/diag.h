@@ -77,6 +77,10 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_diag_to_json(const struct flowsdn_diag *diag
  * shows one line. */
 FLOWSDN_API const struct flowsdn_diag_entry *flowsdn_diag_first_error(const struct flowsdn_diag *diag);
 
+/* The object the problems are about (a NetworkPolicy's metadata.name),
+ * "" when the call names none. */
+FLOWSDN_API const char *flowsdn_diag_subject(const struct flowsdn_diag *diag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -88,6 +88,8 @@ struct flowsdn_ipam_opts {
 };
 
 /* Opens the IPAM state in @state_dir (created, mode 0700, when missing;
+ * NULL: the allocations live in this handle's memory only, for a caller
+ * that persists them itself, as flowsdn-agent does in its endpoint state;
  * the parent must exist) for the @n_pools pools at @pools (1 to
  * FLOWSDN_IPAM_MAX_POOLS, each with host bits clear).  Restores the
  * allocations saved there; pools may be added between runs, but a pool

@@ -122,6 +122,15 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_veth_setup(const struct flowsdn_veth
 FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
 					      struct flowsdn_nl_err *err);
 
+/* Deletes the veth @ifname inside the netns at @netns_path (entered by a
+ * helper thread, the caller's netns untouched): the pair goes with it, so
+ * this removes an endpoint from the container's side, whichever netns the
+ * caller and the host side are in.  Idempotent: 0 when @ifname is not
+ * there.  -EINVAL, -FLOWSDN_E_NL_NETNS (not a network namespace),
+ * -FLOWSDN_E_NL_MISMATCH (@ifname is not a veth: it is left alone),
+ * -FLOWSDN_E_NL_LINK. */
+FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *ifname, struct flowsdn_nl_err *err);
+
 /* What an endpoint's host interface must still be (adoption after a
  * restart; used by flowsdn_datapath_adopt()). */
 struct flowsdn_endpoint_iface {
@@ -133,12 +142,19 @@ struct flowsdn_endpoint_iface {
 	uint64_t netns_ino;        /* its inode when the endpoint was made (0: not checked) */
 	const char *ifname;        /* interface inside the netns */
 	uint8_t mac[6];
+	/* Optional (0/NULL: not checked): addresses that must be on @ifname,
+	 * and per address the gateway a default route of its family must
+	 * use. */
+	const struct flowsdn_addr *addrs;
+	size_t n_addrs;
+	const struct flowsdn_addr *gateways;
 };
 
 /* Checks that @iface still describes a live endpoint: host_ifindex exists
  * in the caller's netns with host_ifname and host_mac and is a veth; the
  * netns path is the same namespace (inode); @ifname exists there with
- * @mac and is the veth peer of host_ifindex.  0 or
+ * @mac and is the veth peer of host_ifindex, holding @addrs with their
+ * default routes when given.  0 or
  * -FLOWSDN_E_NL_MISMATCH / -FLOWSDN_E_NL_NOT_FOUND / -FLOWSDN_E_NL_NETNS,
  * with @err saying which check failed. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_endpoint_check(const struct flowsdn_endpoint_iface *iface,

@@ -93,6 +93,7 @@
 #include <stdint.h>
 #include <flowsdn/addr.h>
 #include <flowsdn/common.h>
+#include <flowsdn/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -135,26 +136,15 @@ enum flowsdn_policy_cause_type {
 	FLOWSDN_POLICY_CAUSE_UNKNOWN_FIELD, /* "FieldValueUnknown": field not in the schema */
 };
 
-/* One validation failure, as a Kubernetes StatusCause. */
-struct flowsdn_policy_cause {
-	enum flowsdn_policy_cause_type type;
-	char field[256];   /* "spec.ingress[0].from[0].ipBlock.cidr" */
-	char message[640]; /* "Invalid value: \"10.0.0.0/33\": must be a valid CIDR value, ..." */
-};
-
+/* A refused policy's diag (<flowsdn/diag.h>) keeps at most this many
+ * causes, in the order the API server reports them; the rest are counted
+ * as dropped.  Each cause is one entry: path = the field
+ * ("spec.ingress[0].from[0].ipBlock.cidr"), code = its Kubernetes reason
+ * (flowsdn_policy_cause_reason(): "FieldValueInvalid", ...), message = the
+ * API server's ("Invalid value: \"10.0.0.0/33\": must be a valid CIDR
+ * value, ..."); the diag's subject is metadata.name.  A JSON error is one
+ * "json-*" entry with its line and column. */
 #define FLOWSDN_POLICY_MAX_CAUSES 16
-
-/* What was wrong with a refused policy.  Filled by flowsdn_policy_parse()
- * on -FLOWSDN_E_POLICY_INVALID (causes, in the order the API server
- * reports them) and -FLOWSDN_E_POLICY_JSON (message, line, column). */
-struct flowsdn_policy_diag {
-	char name[254];      /* metadata.name, "" when unknown */
-	size_t n_causes;     /* causes stored (at most FLOWSDN_POLICY_MAX_CAUSES) */
-	size_t n_found;      /* causes found (may be more than stored) */
-	struct flowsdn_policy_cause causes[FLOWSDN_POLICY_MAX_CAUSES];
-	unsigned int line, column; /* JSON syntax errors: 1-based position */
-	char message[256];   /* JSON syntax errors: what is wrong */
-};
 
 /* The Kubernetes reason string of a cause type ("FieldValueInvalid"...);
  * "" for an unknown type. */
@@ -165,7 +155,7 @@ FLOWSDN_API const char *flowsdn_policy_cause_reason(enum flowsdn_policy_cause_ty
  * (several causes: "is invalid: [F1: M1, F2: M2]"), or the JSON error with
  * its line and column.  Returns the length it needed (snprintf style, so
  * truncation shows as a value >= @size), -EINVAL for NULL @diag. */
-FLOWSDN_API int flowsdn_policy_diag_format(const struct flowsdn_policy_diag *diag, char *buf, size_t size);
+FLOWSDN_API int flowsdn_policy_diag_format(const struct flowsdn_diag *diag, char *buf, size_t size);
 
 struct flowsdn_policy_parse_opts {
 	size_t sz;
@@ -190,12 +180,12 @@ struct flowsdn_policy;
  * (protocol TCP, policyTypes).
  * On success *ret_policy is a new policy (flowsdn_policy_free()).
  * Errors: -EINVAL (NULL argument, bad opts), -ENOMEM,
- * -FLOWSDN_E_POLICY_JSON, -FLOWSDN_E_POLICY_INVALID; @ret_diag (may be
+ * -FLOWSDN_E_POLICY_JSON, -FLOWSDN_E_POLICY_INVALID; @diag (may be
  * NULL) says what was wrong.  *ret_policy is untouched on failure. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_policy_parse(const char *json, size_t len,
 						 const struct flowsdn_policy_parse_opts *opts,
 						 struct flowsdn_policy **ret_policy,
-						 struct flowsdn_policy_diag *ret_diag);
+						 struct flowsdn_diag *diag);
 
 /* Frees a policy (NULL is fine).  Do not free one handed to a database. */
 FLOWSDN_API void flowsdn_policy_free(struct flowsdn_policy *policy);

@@ -13,9 +13,6 @@
 set -eu
 : "${top_srcdir:?}" "${top_builddir:?}"
 status=0
-# Circles known and being removed elsewhere (directory.module); each one
-# still present is reported, not failed.
-known_circles=""
 
 # ---------------------------------------------------------------- 1. headers
 for hdr in "$top_srcdir"/include/flowsdn/*.h "$top_srcdir"/include/flash/*.h; do
@@ -77,11 +74,6 @@ for defs in "$tmp"/*.defs; do
 	[ -s "$tmp/$key.edges" ] || continue
 	# tsort reports a cycle on stderr; it is a circle of calling files.
 	if ! tsort "$tmp/$key.edges" >/dev/null 2>"$tmp/$key.tsort"; then
-		case " $known_circles " in
-		*" $key "*)
-			echo "${key%%.*}/: the ${key#*.} module still has its known circle (issue 12 item 1)"
-			continue ;;
-		esac
 		what="the ${key#*.} module's files"
 		[ "${key#*.}" = all ] && what="its files"
 		echo "${key%%.*}/: $what call each other in a circle:"

@@ -743,8 +743,8 @@ Test(registry, operator_refuses_an_oversized_image_from_the_registry)
 	struct flash_auth_signer *signer = NULL;
 	struct flash_auth_keyset *keys = NULL;
 	unsigned char pub[32];
-	struct op_image_config cfg = { .plain_http = true, .timeout_ms = 20000 };
-	struct op_image_ops ops = { .resolve = op_image_libflash_resolve, .ctx = &cfg };
+	struct op_image_settings cfg = { .plain_http = true, .timeout_ms = 20000 };
+	struct op_image_ops ops = { .admit = op_image_default_ops.admit, .ctx = &cfg };
 	struct op_provider_opts po = { .sz = sizeof(po), .issuer = "mp", .audience = "prov", .image = &ops };
 	struct op_service **list = NULL;
 	size_t n = 0;

@@ -177,3 +177,36 @@ Test(netlink, sysctl_and_link_state_in_netns, .init = setup, .fini = teardown, .
 }
 
 SERIAL_TEST_MAIN()
+
+/* flowsdn_netlink_veth_delete(): the pair removed from the container's
+ * side, the caller's netns (here the node's) left as it is; a non-veth is
+ * left alone; a missing one is success; a FIFO is not a netns, and is not
+ * waited on. */
+Test(netlink, veth_delete_from_inside_the_netns, .init = setup, .fini = teardown, .timeout = 60)
+{
+	struct flowsdn_veth v;
+	struct flowsdn_nl_err err = { "" };
+	char fifo[] = "/tmp/test-netlink-fifo-XXXXXX";
+	int fd;
+
+	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ns.path, .host_ifname = "fsdn7", .ifname = "eth0");
+	ASSERT_OK(flowsdn_netlink_veth_setup(&cfg, &v, &err), err.msg);
+	ASSERT_OK(flowsdn_netlink_veth_delete(ns.path, "eth0", &err), err.msg);
+	cr_assert(run_in(ns.path, "ip link show eth0 >/dev/null 2>&1") != 0, "container side gone");
+	cr_assert(system("ip link show fsdn7 >/dev/null 2>&1") != 0, "host side went with it");
+	ASSERT_OK(flowsdn_netlink_veth_delete(ns.path, "eth0", &err), "again: already gone");
+
+	cr_assert(run_in(ns.path, "ip link add br7 type bridge") == 0);
+	ASSERT_ERR(flowsdn_netlink_veth_delete(ns.path, "br7", &err), -FLOWSDN_E_NL_MISMATCH, "a bridge");
+	cr_assert(strstr(err.msg, "not a veth"), "%s", err.msg);
+	cr_assert(run_in(ns.path, "ip link show br7 >/dev/null 2>&1") == 0, "the bridge is left alone");
+
+	fd = mkstemp(fifo);
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);
+	ASSERT_ERR(flowsdn_netlink_veth_delete(fifo, "eth0", &err), -FLOWSDN_E_NL_NETNS, "a FIFO");
+	unlink(fifo);
+	ASSERT_ERR(flowsdn_netlink_veth_delete(NULL, "eth0", &err), -EINVAL, "no netns");
+	ASSERT_ERR(flowsdn_netlink_veth_delete(ns.path, "a/b", &err), -EINVAL, "bad name");
+}

@@ -101,8 +101,10 @@ static void node_teardown(void)
 }
 
 /* Runs flowsdn-cni like a runtime: @conf on stdin, CNI_* in the
- * environment.  Returns the exit status; *out (if non-NULL) gets stdout. */
-static int cni(const char *cmd, const char *cid, const char *netns, const char *conf, char **out)
+ * environment, from the netns @from (NULL: the agent's, ours).  Returns
+ * the exit status; *out (if non-NULL) gets stdout. */
+static int cni_from(const char *from, const char *cmd, const char *cid, const char *netns, const char *conf,
+		    char **out)
 {
 	int in[2], o[2], st;
 	char buf[65536];
@@ -120,6 +122,12 @@ static int cni(const char *cmd, const char *cid, const char *netns, const char *
 		snprintf(e1, sizeof(e1), "CNI_COMMAND=%s", cmd);
 		snprintf(e2, sizeof(e2), "CNI_CONTAINERID=%s", cid ? cid : "");
 		snprintf(e3, sizeof(e3), "CNI_NETNS=%s", netns ? netns : "");
+		if (from) {
+			int fd = open(from, O_RDONLY | O_CLOEXEC);
+
+			if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
+				_exit(126);
+		}
 		dup2(in[0], 0);
 		dup2(o[1], 1);
 		execle(node.plugin_bin, node.plugin_bin, (char *)NULL, envp);
@@ -137,6 +145,11 @@ static int cni(const char *cmd, const char *cid, const char *netns, const char *
 	if (out)
 		*out = strdup(buf);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int cni(const char *cmd, const char *cid, const char *netns, const char *conf, char **out)
+{
+	return cni_from(NULL, cmd, cid, netns, conf, out);
 }
 
 static char *plugin_conf(const char *version, const char *extra)
@@ -189,6 +202,22 @@ static char *api_get(const char *path, long *status)
 
 	ASSERT_OK(agent_client_get(&o, path, &body, status), path);
 	return body;
+}
+
+/* Waits until the agent has removed the veths of the DELs it answered. */
+static void settle(void)
+{
+	for (int i = 0; i < 300; i++) {
+		long status;
+		char *body = api_get("/v1/healthz", &status);
+		bool done = strstr(body, "\"deletingEndpoints\":0") != NULL;
+
+		free(body);
+		if (done)
+			return;
+		usleep(10000);
+	}
+	cr_assert_fail("DELs still removing veths after 3 s");
 }
 
 static int host_links_named_fsd(void)
@@ -309,6 +338,7 @@ Test(node, del_is_idempotent)
 	cr_assert_eq(cni("DEL", "beta", "", conf, &out), 0, "DEL with no CNI_NETNS: %s", out);
 	free(out);
 
+	settle();
 	body = api_get("/v1/ipam", &status);
 	cr_assert(strstr(body, "\"allocations\":[]"), "every address released: %s", body);
 	free(body);
@@ -332,6 +362,7 @@ Test(node, del_while_agent_down_is_replayed)
 	cr_assert_eq(host_links_named_fsd(), 1, "alpha's veth removed at once, beta's kept");
 
 	agent_start();
+	settle();
 	cr_assert(access(path, F_OK) < 0, "queue entry replayed and removed");
 	body = api_get("/v1/endpoint", &status);
 	cr_assert(!strstr(body, "\"alpha\"") && strstr(body, "\"beta\""), "%s", body);
@@ -342,6 +373,45 @@ Test(node, del_while_agent_down_is_replayed)
 	body = api_get("/v1/healthz", &status);
 	cr_assert(strstr(body, "\"replayedDeletes\":1"), "%s", body);
 	free(body);
+	free(conf);
+}
+
+/* issue 13 item 14: with the agent down, the plugin deleted the host-side
+ * veth by name in its own netns, which is only right when it runs in the
+ * agent's.  Run from another netns, it must remove the pair from inside
+ * CNI_NETNS, and touch nothing of its own netns (not even interfaces named
+ * like the endpoint's two sides). */
+Test(node, offline_del_from_another_netns_removes_the_pair)
+{
+	char *conf = plugin_conf("1.0.0", NULL), *out = NULL, host[16], cmd[160];
+	struct test_ns plugin_ns;
+	struct ep a, b;
+
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	agent_kill(SIGKILL);
+	ns_spawn(&plugin_ns);
+	cr_assert_eq(agent_api_host_ifname("alpha", "eth0", host, sizeof(host)), 0);
+	/* A veth pair there named like alpha's two sides. */
+	snprintf(cmd, sizeof(cmd), "ip link add eth0 type veth peer name %s", host);
+	cr_assert_eq(run_in(plugin_ns.path, cmd), 0, "%s", cmd);
+
+	cr_assert_eq(cni_from(plugin_ns.path, "DEL", "alpha", a.ns.path, conf, &out), 0, "DEL: %s", out);
+	free(out);
+	cr_assert_neq(run_in(a.ns.path, "ip link show eth0 >/dev/null 2>&1"), 0, "alpha's eth0 is gone");
+	cr_assert_eq(host_links_named_fsd(), 1, "alpha's host side went with it, beta's kept");
+	cr_assert_eq(run_in(b.ns.path, "ip link show eth0 >/dev/null 2>&1"), 0, "beta's eth0 kept");
+	snprintf(cmd, sizeof(cmd), "ip link show %s >/dev/null 2>&1 && ip link show eth0 >/dev/null 2>&1", host);
+	cr_assert_eq(run_in(plugin_ns.path, cmd), 0, "the plugin's own netns was touched");
+
+	/* CNI_NETNS naming the plugin's own netns deletes nothing there. */
+	cr_assert_eq(cni_from(plugin_ns.path, "DEL", "gamma", plugin_ns.path, conf, &out), 0, "DEL: %s", out);
+	free(out);
+	cr_assert_eq(run_in(plugin_ns.path, "ip link show eth0 >/dev/null 2>&1"), 0, "its own eth0 deleted");
+
+	agent_start();
+	cr_assert_eq(host_links_named_fsd(), 1, "after the replay");
+	ns_kill(&plugin_ns);
 	free(conf);
 }
 
@@ -425,6 +495,7 @@ Test(node, status_version_gc_check)
 	body = api_get("/v1/endpoint", &status);
 	cr_assert(!strstr(body, "\"alpha\"") && strstr(body, "\"beta\""), "%s", body);
 	free(body);
+	settle();
 	cr_assert_eq(host_links_named_fsd(), 1);
 
 	agent_kill(SIGKILL);
@@ -466,7 +537,9 @@ Test(node, bad_input_leaves_nothing_behind)
 	cr_assert_eq(code_of(out), 7, "wrong-typed field: %s", out);
 	free(out);
 	cr_assert_eq(cni("ADD", "ok", ns.path, "{\"cniVersion\":\"7.7.7\",\"name\":\"x\",\"type\":\"flowsdn-cni\"}", &out), 1);
-	cr_assert_eq(code_of(out), 7, "unknown cniVersion: %s", out);
+	/* Issue 13 item 12: code 1 (incompatible version), as the reference
+	 * plugins answer (it was 7). */
+	cr_assert_eq(code_of(out), 1, "unknown cniVersion: %s", out);
 	free(out);
 	free(conf);
 }
@@ -527,4 +600,117 @@ Test(node, api_socket_mode_and_read_only_listener)
 		r = system(cmd);
 	}
 	cr_assert(WIFEXITED(r) && WEXITSTATUS(r) == 1, "agent refused 0.0.0.0 (status %d)", r);
+}
+
+/* Issue 13 items 1 and 7: a FIFO named as the netns, the agent's own
+ * netns and the initial one are refused at once; the API stays up. */
+Test(node, hostile_netns_paths_are_refused_at_once)
+{
+	char *conf = plugin_conf("1.0.0", NULL), *out = NULL, fifo[128], *body;
+	struct timespec t0, t1;
+	long status;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", node.dir);
+	cr_assert(mkfifo(fifo, 0600) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(cni("ADD", "fifo", fifo, conf, &out), 1, "FIFO as netns: %s", out);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert(t1.tv_sec - t0.tv_sec < 2, "the ADD blocked");
+	cr_assert_eq(code_of(out), 3, "%s", out);
+	free(out);
+	body = api_get("/v1/healthz", &status);
+	cr_assert_eq(status, 200, "%s", body);
+	free(body);
+	cr_assert_eq(cni("ADD", "self", "/proc/self/ns/net", conf, &out), 1, "own netns: %s", out);
+	cr_assert_eq(code_of(out), 4, "%s", out);
+	cr_assert(strstr(out, "network namespace"), "%s", out);
+	free(out);
+	/* (where /proc/1 is not readable the plugin already finds no netns) */
+	cr_assert_eq(cni("ADD", "init", "/proc/1/ns/net", conf, &out), 1, "initial netns: %s", out);
+	cr_assert(code_of(out) == 4 || code_of(out) == 3, "%s", out);
+	free(out);
+	cr_assert_eq(host_links_named_fsd(), 0, "nothing built");
+	free(conf);
+}
+
+/* Issue 13 item 3: the agent starts when its state names a FIFO as a
+ * netns (the endpoint is gone, cleaned up). */
+Test(node, restore_does_not_block_on_a_fifo)
+{
+	char path[192], fifo[128], *data = NULL, *edited, *p, *body;
+	struct ep a;
+	size_t len;
+	long status;
+	FILE *f;
+
+	ep_add(&a, "alpha");
+	agent_kill(SIGKILL);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", node.dir);
+	cr_assert(mkfifo(fifo, 0600) == 0);
+	snprintf(path, sizeof(path), "%s/state/endpoints.json", node.dir);
+	f = fopen(path, "r");
+	cr_assert(f);
+	data = calloc(1, 65536);
+	len = fread(data, 1, 65535, f);
+	fclose(f);
+	cr_assert(len > 0);
+	p = strstr(data, a.ns.path);
+	cr_assert(p, "%s", data);
+	cr_assert(asprintf(&edited, "%.*s%s%s", (int)(p - data), data, fifo, p + strlen(a.ns.path)) > 0);
+	f = fopen(path, "w");
+	cr_assert(f);
+	fputs(edited, f);
+	fclose(f);
+	agent_start(); /* fails the test when the agent does not become healthy */
+	body = api_get("/v1/healthz", &status);
+	cr_assert(strstr(body, "\"endpoints\":0"), "the endpoint with a FIFO for a netns was dropped: %s", body);
+	free(body);
+	free(edited);
+	free(data);
+}
+
+/* Issue 13 item 12: CNI conformance. */
+Test(node, cni_conformance)
+{
+	char *conf = plugin_conf("1.0.0", NULL), *out = NULL, *check = NULL, *body;
+	struct ep a;
+	struct test_ns other;
+	long status;
+
+	ep_add(&a, "alpha");
+	/* A second ADD of the same (container id, ifname) is an error. */
+	cr_assert_eq(cni("ADD", "alpha", a.ns.path, conf, &out), 1, "second ADD: %s", out);
+	cr_assert_eq(code_of(out), CNI_PLUGIN_CODE_CONFLICT, "%s", out);
+	free(out);
+	/* Another netns is an error too, and the live endpoint stays. */
+	ns_spawn(&other);
+	cr_assert_eq(cni("ADD", "alpha", other.path, conf, &out), 1, "ADD in another netns: %s", out);
+	free(out);
+	cr_assert_eq(ping(a.ns.path, "169.254.1.1") == 0 || run_in(a.ns.path, "ip link show eth0 >/dev/null") == 0, 1,
+		     "alpha's interface is still there");
+	body = api_get("/v1/endpoint", &status);
+	cr_assert(strstr(body, a.ns.path), "%s", body);
+	free(body);
+
+	/* CHECK verifies the container side: an address deleted inside. */
+	cr_assert(asprintf(&check, "{\"cniVersion\":\"1.0.0\",\"name\":\"flowsdn\",\"type\":\"flowsdn-cni\","
+				   "\"agentSocket\":\"%s\",\"prevResult\":%s}", node.sock, a.result) > 0);
+	cr_assert_eq(cni("CHECK", "alpha", a.ns.path, check, &out), 0, "CHECK: %s", out);
+	free(out);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "ip addr del %s/32 dev eth0", a.v4);
+		cr_assert_eq(run_in(a.ns.path, cmd), 0);
+	}
+	cr_assert_eq(cni("CHECK", "alpha", a.ns.path, check, &out), 1, "CHECK after the address went: %s", out);
+	cr_assert(strstr(out, a.v4), "the missing address is named: %s", out);
+	free(out);
+
+	/* Errors answer in the requested version. */
+	cr_assert_eq(cni("ADD", "beta", a.ns.path, "{\"cniVersion\":\"1.0.0\",\"name\":\"x\",\"type\":5}", &out), 1);
+	cr_assert(strstr(out, "\"cniVersion\":\"1.0.0\""), "%s", out);
+	free(out);
+	free(check);
+	free(conf);
 }

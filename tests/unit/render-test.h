@@ -11,32 +11,13 @@
 #include <flash/diag.h>
 #include <flash/render.h>
 
-/* A diag freed when it goes out of scope, and its first error's path and
- * message ("" when there is none) for assertions. */
-static inline void render_test_diag_freep(struct flash_diag **d)
-{
-	flash_diag_free(*d);
-}
-#define _cleanup_diag_ __attribute__((cleanup(render_test_diag_freep)))
-static inline struct flash_diag *render_test_diag(void)
-{
-	struct flash_diag *d = NULL;
+#include "diag-helpers.h"
 
-	cr_assert(flash_diag_new(&d) == 0, "flash_diag_new");
-	return d;
-}
-static inline const char *diag_path(const struct flash_diag *d)
-{
-	const struct flash_diag_entry *e = flash_diag_first_error(d);
-
-	return e ? e->path : "";
-}
-static inline const char *diag_message(const struct flash_diag *d)
-{
-	const struct flash_diag_entry *e = flash_diag_first_error(d);
-
-	return e ? e->message : "";
-}
+DIAG_TEST_HELPERS(flash)
+#define _cleanup_diag_ _cleanup_flash_diag_
+#define render_test_diag flash_test_diag
+#define diag_path flash_test_path
+#define diag_message flash_test_message
 
 /* Reads tests/data/@rel (NUL-terminated, free()); fails the test when it
  * cannot. */

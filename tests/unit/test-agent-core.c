@@ -3,7 +3,13 @@
  * are a fake (struct agent_ops) that records veths and datapath entries in
  * memory. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <flowsdn/cni.h>
@@ -12,6 +18,7 @@
 #include "agent-api.h"
 #include "core.h"
 #include "helpers.h"
+#include "http.h"
 #include "log.h"
 
 /* The fake kernel: a table of host interfaces. */
@@ -26,9 +33,36 @@ struct fake {
 	int next_ifindex;
 	unsigned int setups, teardowns;
 	int fail_setup; /* error to return from the next veth_setup */
+	unsigned int setup_sleep_ms, teardown_sleep_ms;
+	/* veth_setup for this container id (the netns path) and teardowns
+	 * wait until released */
+	char block_netns[64];
+	bool block_teardown;
+	unsigned int blocked;
 };
 
 static struct fake fk;
+static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fk_cond = PTHREAD_COND_INITIALIZER;
+
+static void fake_release(void)
+{
+	pthread_mutex_lock(&fk_lock);
+	fk.block_netns[0] = '\0';
+	fk.block_teardown = false;
+	pthread_cond_broadcast(&fk_cond);
+	pthread_mutex_unlock(&fk_lock);
+}
+
+static unsigned int fake_blocked(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&fk_lock);
+	n = fk.blocked;
+	pthread_mutex_unlock(&fk_lock);
+	return n;
+}
 static char dir[64];
 
 static struct fake_if *fake_by_host(const char *host)
@@ -50,16 +84,20 @@ static struct fake_if *fake_by_index(int ifindex)
 static int f_netns_ino(void *ctx, const char *path, uint64_t *ret)
 {
 	(void)ctx;
+	/* The agent's own netns is /fake/ns/4242, the initial one 4243. */
+	if (!strcmp(path, "/proc/self/ns/net") || !strcmp(path, "/proc/1/ns/net")) {
+		*ret = path[6] == 's' ? 4242 : 4243;
+		return 0;
+	}
 	if (strncmp(path, "/fake/ns/", 9) != 0)
 		return -ENOENT;
 	*ret = strtoull(path + 9, NULL, 10);
 	return 0;
 }
 
-static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-			struct flowsdn_nl_err *err)
+static int f_veth_setup_locked(const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
+			       struct flowsdn_nl_err *err)
 {
-	(void)ctx;
 	if (fk.fail_setup) {
 		int e = fk.fail_setup;
 
@@ -94,20 +132,49 @@ static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct
 	return -ENOSPC;
 }
 
+static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
+			struct flowsdn_nl_err *err)
+{
+	int r;
+
+	(void)ctx;
+	if (fk.setup_sleep_ms)
+		usleep(fk.setup_sleep_ms * 1000);
+	pthread_mutex_lock(&fk_lock);
+	while (fk.block_netns[0] && !strcmp(fk.block_netns, cfg->netns_path)) {
+		fk.blocked++;
+		pthread_cond_wait(&fk_cond, &fk_lock);
+		fk.blocked--;
+	}
+	r = f_veth_setup_locked(cfg, ret, err);
+	pthread_mutex_unlock(&fk_lock);
+	return r;
+}
+
 static int f_veth_teardown(void *ctx, const char *host, const struct flowsdn_addr *a, size_t n,
 			   struct flowsdn_nl_err *err)
 {
-	struct fake_if *f = fake_by_host(host);
+	struct fake_if *f;
 
 	(void)ctx, (void)a, (void)n, (void)err;
+	if (fk.teardown_sleep_ms)
+		usleep(fk.teardown_sleep_ms * 1000);
+	pthread_mutex_lock(&fk_lock);
+	while (fk.block_teardown) {
+		fk.blocked++;
+		pthread_cond_wait(&fk_cond, &fk_lock);
+		fk.blocked--;
+	}
+	f = fake_by_host(host);
 	if (f) {
 		f->used = false;
 		fk.teardowns++;
 	}
+	pthread_mutex_unlock(&fk_lock);
 	return 0;
 }
 
-static int f_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+static int f_endpoint_check_unlocked(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
 {
 	struct fake_if *f = fake_by_index(iface->host_ifindex);
 
@@ -117,6 +184,16 @@ static int f_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *ifac
 		return -FLOWSDN_E_NL_NOT_FOUND;
 	}
 	return 0;
+}
+
+static int f_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+{
+	int r;
+
+	pthread_mutex_lock(&fk_lock);
+	r = f_endpoint_check_unlocked(ctx, iface, err);
+	pthread_mutex_unlock(&fk_lock);
+	return r;
 }
 
 static int fake_dp_token;
@@ -140,7 +217,7 @@ static const char *f_dp_mode(void *ctx, struct flowsdn_datapath *dp)
 	return "fake";
 }
 
-static int f_dp_attach(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+static int f_dp_attach_unlocked(void *ctx, struct flowsdn_datapath *dp, int ifindex)
 {
 	struct fake_if *f = fake_by_index(ifindex);
 
@@ -151,7 +228,17 @@ static int f_dp_attach(void *ctx, struct flowsdn_datapath *dp, int ifindex)
 	return 0;
 }
 
-static int f_dp_detach(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+static int f_dp_attach(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+{
+	int r;
+
+	pthread_mutex_lock(&fk_lock);
+	r = f_dp_attach_unlocked(ctx, dp, ifindex);
+	pthread_mutex_unlock(&fk_lock);
+	return r;
+}
+
+static int f_dp_detach_unlocked(void *ctx, struct flowsdn_datapath *dp, int ifindex)
 {
 	struct fake_if *f = fake_by_index(ifindex);
 
@@ -161,12 +248,32 @@ static int f_dp_detach(void *ctx, struct flowsdn_datapath *dp, int ifindex)
 	return 0;
 }
 
-static int f_dp_is_attached(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+static int f_dp_detach(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+{
+	int r;
+
+	pthread_mutex_lock(&fk_lock);
+	r = f_dp_detach_unlocked(ctx, dp, ifindex);
+	pthread_mutex_unlock(&fk_lock);
+	return r;
+}
+
+static int f_dp_is_attached_unlocked(void *ctx, struct flowsdn_datapath *dp, int ifindex)
 {
 	struct fake_if *f = fake_by_index(ifindex);
 
 	(void)ctx, (void)dp;
 	return f && f->attached;
+}
+
+static int f_dp_is_attached(void *ctx, struct flowsdn_datapath *dp, int ifindex)
+{
+	int r;
+
+	pthread_mutex_lock(&fk_lock);
+	r = f_dp_is_attached_unlocked(ctx, dp, ifindex);
+	pthread_mutex_unlock(&fk_lock);
+	return r;
 }
 
 static int f_dp_adopt(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface)
@@ -178,7 +285,7 @@ static int f_dp_adopt(void *ctx, struct flowsdn_datapath *dp, const struct flows
 	return f_dp_attach(ctx, dp, iface->host_ifindex);
 }
 
-static int f_dp_publish(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
+static int f_dp_publish_unlocked(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
 {
 	struct fake_if *f = fake_by_index(ep->host_ifindex);
 
@@ -189,7 +296,17 @@ static int f_dp_publish(void *ctx, struct flowsdn_datapath *dp, const struct flo
 	return 0;
 }
 
-static int f_dp_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
+static int f_dp_publish(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
+{
+	int r;
+
+	pthread_mutex_lock(&fk_lock);
+	r = f_dp_publish_unlocked(ctx, dp, ep);
+	pthread_mutex_unlock(&fk_lock);
+	return r;
+}
+
+static int f_dp_remove_unlocked(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
 {
 	struct fake_if *f = fake_by_index(ep->host_ifindex);
 
@@ -197,6 +314,16 @@ static int f_dp_remove(void *ctx, struct flowsdn_datapath *dp, const struct flow
 	if (f)
 		f->published = false;
 	return 0;
+}
+
+static int f_dp_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
+{
+	int r;
+
+	pthread_mutex_lock(&fk_lock);
+	r = f_dp_remove_unlocked(ctx, dp, ep);
+	pthread_mutex_unlock(&fk_lock);
+	return r;
 }
 
 static const struct agent_ops fake_ops = {
@@ -241,6 +368,8 @@ static struct agent_core *core_start(void)
 static void setup(void)
 {
 	memset(&fk, 0, sizeof(fk));
+	/* The agent closes connections: writes to them must not kill us. */
+	signal(SIGPIPE, SIG_IGN);
 	agent_log_set_level(FLOWSDN_LOG_ERR - 1); /* quiet */
 	snprintf(dir, sizeof(dir), "/tmp/test-agent-core.XXXXXX");
 	cr_assert(mkdtemp(dir));
@@ -284,7 +413,7 @@ static int add(struct agent_core *core, const char *cid, const char *netns, stru
 
 TestSuite(agent_core, .init = setup, .fini = teardown);
 
-Test(agent_core, add_is_idempotent_and_check_sees_the_kernel)
+Test(agent_core, second_add_is_an_error_and_check_sees_the_kernel)
 {
 	struct agent_core *core = core_start();
 	struct agent_api_endpoint a, b, c;
@@ -298,10 +427,12 @@ Test(agent_core, add_is_idempotent_and_check_sees_the_kernel)
 	cr_assert_eq(a.netns_ino, 11);
 	cr_assert(fake_by_host(a.host_ifname) && fake_by_host(a.host_ifname)->attached &&
 		  fake_by_host(a.host_ifname)->published, "veth made, datapath attached and published");
-	ASSERT_OK(add(core, "alpha", "/fake/ns/11", &b), "ADD again");
-	cr_assert_eq(a.id, b.id, "the same endpoint");
-	cr_assert(flowsdn_addr_equal(&a.addrs[0], &b.addrs[0]));
+	/* CNI: a second ADD of an owner (without DEL) is an error, and one
+	 * naming another netns leaves the live endpoint alone. */
+	ASSERT_ERR(add(core, "alpha", "/fake/ns/11", &b), -FLOWSDN_E_AGENT_EXISTS, "ADD again");
+	ASSERT_ERR(add(core, "alpha", "/fake/ns/12", &b), -FLOWSDN_E_AGENT_EXISTS, "ADD again, another netns");
 	cr_assert_eq(fk.setups, 1, "no second veth");
+	cr_assert_eq(fk.teardowns, 0, "the live endpoint was not torn down");
 	cr_assert_eq(agent_core_endpoint_count(core), 1);
 
 	ASSERT_OK(agent_core_check(core, &rq, &c, &d), d.msg);
@@ -360,10 +491,12 @@ Test(agent_core, del_gc_and_restore)
 	ASSERT_OK(add(core, "alpha", "/fake/ns/1", &a), "ADD alpha");
 	ASSERT_OK(add(core, "beta", "/fake/ns/2", &b), "ADD beta");
 	ASSERT_OK(add(core, "gamma", "/fake/ns/3", &c), "ADD gamma");
-	cr_assert_eq(agent_core_del(core, "alpha", "eth0", &d), 1, "DEL removes one");
-	cr_assert_eq(agent_core_del(core, "alpha", "eth0", &d), 0, "DEL again: nothing, not an error");
+	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, &d), 1, "DEL removes one");
+	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, &d), 0, "DEL again: nothing, not an error");
+	agent_core_flush(core);
 	cr_assert(!fake_by_host(a.host_ifname), "alpha's veth is gone");
-	cr_assert_eq(agent_core_gc(core, ids, ifns, 1, &d), 1, "GC keeps only beta");
+	cr_assert_eq(agent_core_gc(core, ids, ifns, 1, 0, &d), 1, "GC keeps only beta");
+	agent_core_flush(core);
 	cr_assert(!fake_by_host(c.host_ifname), "gamma's veth is gone");
 	agent_core_free(core);
 
@@ -415,13 +548,23 @@ Test(agent_core, queue_replay_at_start_and_on_demand)
 	snprintf(path, sizeof(path), "%s/state", dir);
 	qdir = agent_api_queue_dir(path);
 	cr_assert(qdir);
-	cr_assert(mkdir(qdir, 0700) == 0);
+	/* The agent made and marked its queue at start (the plugin writes
+	 * into a configured queueDir only when so marked). */
+	{
+		char mark[300];
+		struct stat st;
+
+		snprintf(mark, sizeof(mark), "%s/" AGENT_API_QUEUE_MARKER, qdir);
+		cr_assert(lstat(qdir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700, "queue dir");
+		cr_assert(lstat(mark, &st) == 0 && S_ISREG(st.st_mode), "queue marker %s", mark);
+	}
 	queue_del(qdir, "alpha");
 	snprintf(path, sizeof(path), "%s/junk.json", qdir);
 	write_text(path, "{not json");
 
 	core = core_start();
 	cr_assert_eq(agent_core_endpoint_count(core), 1, "the queued DEL ran at start");
+	agent_core_flush(core);
 	cr_assert(!fake_by_host(a.host_ifname));
 	{
 		struct agent_status st;
@@ -513,4 +656,432 @@ Test(agent_api, error_body_round_trip)
 	ASSERT_STREQ(msg, "pool 10.0.0.0/30 is full", "message");
 	json_free(root);
 	free(json);
+}
+
+/* --------------------------------------------------- issue 13 items */
+
+struct adder {
+	struct agent_core *core;
+	char cid[16], netns[32];
+	int64_t deadline_ms;
+	int err;
+	double ms;
+	pthread_t t;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *adder_main(void *arg)
+{
+	struct adder *x = arg;
+	struct agent_request rq = { .container_id = x->cid, .ifname = "eth0", .netns = x->netns,
+				    .deadline_ms = x->deadline_ms };
+	struct agent_api_endpoint e;
+	struct agent_diag d = { { 0 } };
+	double t0 = now_ms();
+
+	x->err = agent_core_add(x->core, &rq, &e, &d);
+	x->ms = now_ms() - t0;
+	return NULL;
+}
+
+static void adder_start(struct adder *x, struct agent_core *core, const char *cid, int ns, int64_t deadline_ms)
+{
+	x->core = core;
+	snprintf(x->cid, sizeof(x->cid), "%s", cid);
+	snprintf(x->netns, sizeof(x->netns), "/fake/ns/%d", ns);
+	x->deadline_ms = deadline_ms;
+	cr_assert_eq(pthread_create(&x->t, NULL, adder_main, x), 0);
+}
+
+static void wait_blocked(unsigned int n)
+{
+	for (int i = 0; i < 500 && fake_blocked() < n; i++)
+		usleep(2000);
+	cr_assert_eq(fake_blocked(), n, "kernel calls blocked");
+}
+
+/* Item 13: no global lock across kernel calls: ADDs of different owners
+ * overlap (each veth setup takes 40 ms). */
+Test(agent_core, parallel_adds_overlap)
+{
+	struct agent_core *core = core_start();
+	struct adder x[4];
+	double t0 = now_ms(), total;
+
+	fk.setup_sleep_ms = 40;
+	for (int i = 0; i < 4; i++) {
+		char cid[16];
+
+		snprintf(cid, sizeof(cid), "par%d", i);
+		adder_start(&x[i], core, cid, 20 + i, 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(x[i].t, NULL);
+		ASSERT_OK(x[i].err, x[i].cid);
+	}
+	total = now_ms() - t0;
+	cr_assert_lt(total, 4 * 40 - 20, "4 ADDs of 40 ms took %.1f ms: serialised", total);
+	cr_assert_eq(agent_core_endpoint_count(core), 4);
+	agent_core_free(core);
+}
+
+/* Items 1 and 13: an ADD stuck in the kernel holds no lock others need. */
+Test(agent_core, stuck_add_blocks_nobody_else)
+{
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint e;
+	struct agent_status st;
+	struct adder stuck;
+	double t0;
+
+	snprintf(fk.block_netns, sizeof(fk.block_netns), "/fake/ns/30");
+	adder_start(&stuck, core, "stuck", 30, 0);
+	wait_blocked(1);
+	t0 = now_ms();
+	ASSERT_OK(add(core, "other", "/fake/ns/31", &e), "ADD of another owner");
+	agent_core_status(core, &st);
+	cr_assert_eq(st.endpoints, 1, "the stuck one is not reported yet");
+	cr_assert_eq(agent_core_del(core, "other", "eth0", 0, NULL), 1, "DEL");
+	cr_assert_lt(now_ms() - t0, 100.0, "others waited for the stuck ADD");
+	fake_release();
+	pthread_join(stuck.t, NULL);
+	ASSERT_OK(stuck.err, "the stuck ADD finishes");
+	agent_core_free(core);
+}
+
+/* Item 2: an operation waiting for its owner is not started past its
+ * deadline; a queued DEL comes before a later ADD of its owner. */
+Test(agent_core, deadlines_and_order)
+{
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint e;
+	struct agent_request rq = { .container_id = "late", .ifname = "eth0", .netns = "/fake/ns/40",
+				    .deadline_ms = agent_api_now_ms() - 1 };
+	struct agent_diag d = { { 0 } };
+	struct adder first, second;
+	char qdir[128], *q;
+
+	ASSERT_ERR(agent_core_add(core, &rq, &e, &d), -FLOWSDN_E_AGENT_DEADLINE, "deadline already past");
+	cr_assert(strstr(d.msg, "deadline"), "%s", d.msg);
+	cr_assert_eq(fk.setups, 0, "nothing started");
+	ASSERT_ERR(agent_core_gc(core, NULL, NULL, 0, agent_api_now_ms() - 1, &d), -FLOWSDN_E_AGENT_DEADLINE,
+		   "an abandoned GC");
+
+	/* The first ADD of "slow" is stuck; a second ADD of the same owner
+	 * with a 50 ms deadline gives up and never runs. */
+	snprintf(fk.block_netns, sizeof(fk.block_netns), "/fake/ns/41");
+	adder_start(&first, core, "slow", 41, 0);
+	wait_blocked(1);
+	adder_start(&second, core, "slow", 42, agent_api_now_ms() + 50);
+	pthread_join(second.t, NULL);
+	ASSERT_ERR(second.err, -FLOWSDN_E_AGENT_DEADLINE, "stale ADD refused");
+	cr_assert_lt(second.ms, 200.0, "gave up at its deadline (%.1f ms)", second.ms);
+	fake_release();
+	pthread_join(first.t, NULL);
+	ASSERT_OK(first.err, "first ADD");
+	cr_assert_eq(fk.setups, 1, "the stale ADD made nothing");
+
+	/* A DEL queued for "slow" (the plugin could not reach us) is applied
+	 * before the next ADD of that owner, which then succeeds. */
+	snprintf(qdir, sizeof(qdir), "%s/state", dir);
+	q = agent_api_queue_dir(qdir);
+	cr_assert(q);
+	cr_assert(mkdir(q, 0700) == 0);
+	queue_del(q, "slow");
+	ASSERT_OK(add(core, "slow", "/fake/ns/43", &e), "ADD after a queued DEL");
+	ASSERT_STREQ(e.netns, "/fake/ns/43", "the new endpoint");
+	cr_assert_eq(agent_core_replay_queue(core), 0, "the entry was consumed, not replayed later");
+	cr_assert_eq(agent_core_endpoint_count(core), 1, "the new endpoint stays");
+	free(q);
+	agent_core_free(core);
+}
+
+/* Item 7: the agent's own and the initial netns are not a container's. */
+Test(agent_core, own_netns_refused)
+{
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint e;
+
+	ASSERT_ERR(add(core, "own", "/fake/ns/4242", &e), -FLOWSDN_E_AGENT_HOST_NETNS, "agent's netns");
+	ASSERT_ERR(add(core, "init", "/fake/ns/4243", &e), -FLOWSDN_E_AGENT_HOST_NETNS, "initial netns");
+	cr_assert_eq(fk.setups, 0);
+	agent_core_free(core);
+}
+
+/* Item 15: DEL answers once the endpoint is unpublished and saved; the
+ * veth goes later, and its addresses stay taken until then. */
+Test(agent_core, del_answers_before_the_veth_goes)
+{
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint a, b;
+	struct flowsdn_ipam_pool_summary s[4];
+	struct flowsdn_ipam_allocation *alloc = NULL;
+	size_t np = 0, na = 0;
+	char path[128], *data = NULL;
+	size_t len;
+	double t0;
+
+	ASSERT_OK(add(core, "alpha", "/fake/ns/50", &a), "ADD");
+	snprintf(path, sizeof(path), "%s/state/endpoints.json", dir);
+	ASSERT_OK(util_read_file(path, 1 << 20, &data, &len), "state written by the ADD");
+	cr_assert(strstr(data, "\"containerID\":\"alpha\""), "%s", data);
+	free(data);
+
+	fk.block_teardown = true;
+	t0 = now_ms();
+	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, NULL), 1);
+	cr_assert_lt(now_ms() - t0, 100.0, "DEL waited for the veth");
+	wait_blocked(1);
+	cr_assert(!fake_by_host(a.host_ifname)->published, "unpublished before the answer");
+	ASSERT_OK(util_read_file(path, 1 << 20, &data, &len), "state");
+	cr_assert(strstr(data, "\"deleting\":[{"), "saved as deleting: %s", data);
+	free(data);
+	ASSERT_OK(agent_core_ipam(core, s, 4, &np, &alloc, &na), "ipam");
+	cr_assert_eq(na, 2, "alpha's addresses are held while its veth exists");
+	free(alloc);
+	ASSERT_OK(add(core, "beta", "/fake/ns/51", &b), "ADD meanwhile");
+	cr_assert(!flowsdn_addr_equal(&a.addrs[0], &b.addrs[0]), "alpha's address is not handed out again");
+	fake_release();
+	agent_core_flush(core);
+	cr_assert(!fake_by_host(a.host_ifname), "veth gone");
+	ASSERT_OK(agent_core_ipam(core, s, 4, &np, &alloc, &na), "ipam");
+	cr_assert_eq(na, 2, "only beta's addresses now");
+	free(alloc);
+	agent_core_free(core);
+}
+
+/* Item 4: saved state is reconciled with IPAM at restore: conflicting
+ * endpoints are refused, never a second owner of an address, and the
+ * agent goes on adding pods. */
+Test(agent_core, restore_reconciles_with_ipam)
+{
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint a, b, c, *list = NULL;
+	char path[128], *data = NULL, *edited, *p;
+	size_t len, n = 0;
+	struct agent_status st;
+
+	ASSERT_OK(add(core, "alpha", "/fake/ns/60", &a), "ADD alpha");
+	ASSERT_OK(add(core, "beta", "/fake/ns/61", &b), "ADD beta");
+	agent_core_free(core);
+	snprintf(path, sizeof(path), "%s/state/endpoints.json", dir);
+	ASSERT_OK(util_read_file(path, 1 << 20, &data, &len), "state");
+	/* Hand-edited: beta claims alpha's IPv4 address. */
+	{
+		char a4[FLOWSDN_ADDR_STRLEN], b4[FLOWSDN_ADDR_STRLEN];
+
+		flowsdn_addr_format(&a.addrs[0], a4, sizeof(a4));
+		flowsdn_addr_format(&b.addrs[0], b4, sizeof(b4));
+		edited = strdup(data);
+		p = strstr(edited, b4);
+		cr_assert(p && strlen(a4) == strlen(b4), "%s", edited);
+		memcpy(p, a4, strlen(a4));
+	}
+	write_text(path, edited);
+	core = core_start();
+	agent_core_status(core, &st);
+	cr_assert_eq(st.restored, 1, "alpha adopted");
+	cr_assert_eq(st.refused, 1, "beta refused");
+	cr_assert(!st.state_ok, "reported as degraded");
+	ASSERT_OK(agent_core_endpoints(core, &list, &n), "list");
+	cr_assert_eq(n, 1);
+	ASSERT_STREQ(list[0].container_id, "alpha", "the first owner keeps the address");
+	free(list);
+	cr_assert(fake_by_host(a.host_ifname), "alpha's veth stays");
+	cr_assert(!fake_by_host(b.host_ifname), "beta's veth was removed");
+	ASSERT_OK(add(core, "gamma", "/fake/ns/62", &c), "the agent still adds pods");
+	cr_assert(!flowsdn_addr_equal(&c.addrs[0], &a.addrs[0]), "never a second owner");
+	agent_core_free(core);
+
+	/* Duplicate ids and addresses outside every pool are refused too. */
+	free(edited);
+	edited = strdup(data);
+	p = strstr(edited, "\"id\":2,");
+	cr_assert(p, "%s", edited);
+	p[5] = '1';
+	write_text(path, edited);
+	core = core_start();
+	agent_core_status(core, &st);
+	cr_assert_eq(st.refused, 1, "duplicate id");
+	agent_core_free(core);
+	free(edited);
+	free(data);
+}
+
+Test(agent_core, restore_refuses_addresses_outside_the_pools)
+{
+	struct agent_core *core = core_start();
+	struct agent_config *c2 = config("[\"10.19.0.0/29\",\"fd00:9::/125\"]");
+	struct agent_api_endpoint a;
+	struct agent_status st;
+
+	ASSERT_OK(add(core, "alpha", "/fake/ns/70", &a), "ADD");
+	agent_core_free(core);
+	/* The IPv4 pool changed: alpha's address is in none. */
+	ASSERT_OK(agent_core_new(c2, &fake_ops, NULL, &core), "core");
+	agent_core_status(core, &st);
+	cr_assert_eq(st.refused, 1);
+	cr_assert_eq(st.endpoints, 0);
+	agent_core_free(core);
+	agent_config_free(c2);
+}
+
+/* Items 1 and 3: a FIFO named as a netns is refused at once, without
+ * blocking in open() (the real kernel operations, no privileges needed). */
+Test(agent_core, fifo_netns_does_not_block)
+{
+	char fifo[128];
+	uint64_t ino = 0;
+	double t0;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	cr_assert(mkfifo(fifo, 0600) == 0);
+	t0 = now_ms();
+	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, fifo, &ino), -FLOWSDN_E_NL_NETNS, "FIFO");
+	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, "/dev/null", &ino), -FLOWSDN_E_NL_NETNS, "device");
+	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, dir, &ino), -FLOWSDN_E_NL_NETNS, "directory");
+	cr_assert_lt(now_ms() - t0, 100.0);
+	ASSERT_OK(agent_ops_kernel.netns_ino(NULL, "/proc/self/ns/net", &ino), "a netns");
+	cr_assert_gt(ino, 0);
+}
+
+/* ------------------------------------------------------------- HTTP */
+
+static int sock_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	cr_assert(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect %s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* Sends @len bytes of @req and returns the status of the answer (0: none). */
+static int http_raw(const char *sock, const char *req, size_t len, char *out, size_t out_size)
+{
+	int fd = sock_connect(sock), status = 0;
+	size_t got = 0;
+	ssize_t n;
+	struct timeval tv = { .tv_sec = 3 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	cr_assert_eq(write(fd, req, len), (ssize_t)len);
+	while (got < out_size - 1 && (n = read(fd, out + got, out_size - 1 - got)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(fd);
+	if (sscanf(out, "HTTP/1.%*d %d", &status) != 1)
+		status = 0;
+	return status;
+}
+
+static double healthz_ms(const char *sock, int *status)
+{
+	static const char req[] = "GET /v1/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	char out[2048];
+	double t0 = now_ms();
+
+	*status = http_raw(sock, req, sizeof(req) - 1, out, sizeof(out));
+	return now_ms() - t0;
+}
+
+TestSuite(agent_http, .init = setup, .fini = teardown);
+
+struct served {
+	struct agent_core *core;
+	struct agent_http *http;
+	char sock[128];
+};
+
+static void serve(struct served *s)
+{
+	s->core = core_start();
+	ASSERT_OK(agent_http_start(s->core, &s->http), "http");
+	snprintf(s->sock, sizeof(s->sock), "%s", agent_core_config(s->core)->socket);
+}
+
+static void unserve(struct served *s)
+{
+	agent_http_stop(s->http);
+	agent_core_free(s->core);
+}
+
+/* Item 9: duplicate Content-Length and a NUL in the path are 400. */
+Test(agent_http, malformed_heads_are_400)
+{
+	static const char dup_cl[] = "POST /v1/cni/del HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+				     "Content-Length: 40\r\n\r\n{}";
+	static const char nul[] = "GET /v1/healthz\0x HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char ok[] = "GET /v1/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct served s;
+	char out[4096];
+
+	serve(&s);
+	cr_assert_eq(http_raw(s.sock, dup_cl, sizeof(dup_cl) - 1, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "Content-Length"), "%s", out);
+	cr_assert(strstr(out, "\"number\":4806"), "the domain code: %s", out);
+	cr_assert_eq(http_raw(s.sock, nul, sizeof(nul) - 1, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "NUL"), "%s", out);
+	cr_assert_eq(http_raw(s.sock, ok, sizeof(ok) - 1, out, sizeof(out)), 200, "%s", out);
+	unserve(&s);
+}
+
+/* Item 5: 64 clients sending one header byte every 100 ms, and a request
+ * stuck in the kernel, keep neither healthz nor DEL from answering. */
+Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeout = 30)
+{
+	enum { SLOW = 64 };
+	static const char partial[] = "POST /v1/cni/add HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	static const char del[] = "POST /v1/cni/del HTTP/1.1\r\nHost: x\r\nContent-Length: 38\r\n"
+				  "Connection: close\r\n\r\n{\"containerID\":\"gone\",\"ifname\":\"eth0\"}";
+	struct served s;
+	int fds[SLOW], status;
+	char out[4096], body[160], req[512];
+	double worst = 0;
+
+	serve(&s);
+	for (int i = 0; i < SLOW; i++) {
+		fds[i] = sock_connect(s.sock);
+		cr_assert_eq(write(fds[i], partial, 10), 10);
+	}
+	for (int round = 0; round < 10; round++) {
+		double ms;
+
+		for (int i = 0; i < SLOW; i++)
+			(void)!write(fds[i], partial + 10 + (round % 20), 1);
+		ms = healthz_ms(s.sock, &status);
+		cr_assert_eq(status, 200, "healthz with %d slow clients", SLOW);
+		worst = ms > worst ? ms : worst;
+		usleep(100000);
+	}
+	cr_assert_lt(worst, 100.0, "healthz took %.1f ms with %d slow clients", worst, SLOW);
+	cr_assert_eq(http_raw(s.sock, del, sizeof(del) - 1, out, sizeof(out)), 200, "DEL: %s", out);
+	for (int i = 0; i < SLOW; i++)
+		close(fds[i]);
+
+	/* An ADD stuck in the kernel. */
+	snprintf(fk.block_netns, sizeof(fk.block_netns), "/fake/ns/80");
+	snprintf(body, sizeof(body), "{\"containerID\":\"stuck\",\"ifname\":\"eth0\",\"netns\":\"/fake/ns/80\"}");
+	snprintf(req, sizeof(req), "POST /v1/cni/add HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
+		 strlen(body), body);
+	{
+		int stuck = sock_connect(s.sock);
+
+		cr_assert_eq(write(stuck, req, strlen(req)), (ssize_t)strlen(req));
+		wait_blocked(1);
+		cr_assert_lt(healthz_ms(s.sock, &status), 100.0, "healthz while an ADD is stuck");
+		cr_assert_eq(status, 200);
+		fake_release();
+		close(stuck);
+	}
+	unserve(&s);
 }

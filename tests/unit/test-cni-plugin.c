@@ -18,6 +18,7 @@
 #include "install.h"
 #include "plugin.h"
 #include "queue.h"
+#include "util.h"
 
 static char dir[64];
 static char sock_path[128];
@@ -87,9 +88,14 @@ static struct fake *fake_start(const char *reply)
 
 static void setup(void)
 {
+	char q[128];
+
 	snprintf(dir, sizeof(dir), "/tmp/test-cni-plugin.XXXXXX");
 	cr_assert(mkdtemp(dir));
 	snprintf(sock_path, sizeof(sock_path), "%s/agent.sock", dir);
+	/* conf_for()'s queueDir, marked as the agent marks its queue. */
+	snprintf(q, sizeof(q), "%s/queue", dir);
+	ASSERT_OK(agent_api_queue_dir_mark(q), "mark the queue");
 }
 
 static void teardown(void)
@@ -243,6 +249,119 @@ Test(cni_plugin, agent_down, .init = setup, .fini = teardown)
 	free(conf);
 }
 
+/* A DEL with the agent down, the queue named by the network config. */
+static int del_queued_in(const char *queue_dir, char **out)
+{
+	char *conf = NULL;
+	int status;
+
+	cr_assert(asprintf(&conf, "{\"cniVersion\":\"1.0.0\",\"name\":\"flowsdn\",\"type\":\"flowsdn-cni\","
+				  "\"agentSocket\":\"%s\",\"queueDir\":\"%s\",\"timeoutMs\":300}",
+			   sock_path, queue_dir) > 0);
+	status = run("DEL", conf, out);
+	free(conf);
+	return status;
+}
+
+static void path_in(char *buf, size_t size, const char *name)
+{
+	cr_assert((size_t)snprintf(buf, size, "%s/%s", dir, name) < size);
+}
+
+/* issue 13 item 6: "queueDir": "/etc" made a DEL write /etc/<id>.json.
+ * A configured queueDir is used only when it is the agent's marked queue,
+ * private to us, reached without a symlink; the entry is never written
+ * through a symlink either. */
+Test(cni_plugin, configured_queue_dir_must_be_the_agents, .init = setup, .fini = teardown)
+{
+	static const struct {
+		const char *name, *why;
+	} bad[] = {
+		{ "etc", "is not flowsdn-agent's delete queue" }, /* an ordinary directory, like /etc */
+		{ "group-writable", "is not private" },
+		{ "world-writable", "is not private" },
+		{ "link", "is a symbolic link" },
+		{ "marker-link", "is not flowsdn-agent's delete queue" },
+		{ "missing", "No such file" },
+		{ "other-owner", "is not private" },
+	};
+	char path[200], target[200], entry[256], q[200], *out = NULL, *data = NULL;
+	struct stat st;
+	size_t len;
+
+	path_in(path, sizeof(path), "etc");
+	cr_assert(mkdir(path, 0755) == 0);
+	path_in(path, sizeof(path), "group-writable");
+	ASSERT_OK(agent_api_queue_dir_mark(path), "mark");
+	cr_assert(chmod(path, 0770) == 0);
+	path_in(path, sizeof(path), "world-writable");
+	ASSERT_OK(agent_api_queue_dir_mark(path), "mark");
+	cr_assert(chmod(path, 01777) == 0);
+	path_in(path, sizeof(path), "link");
+	path_in(q, sizeof(q), "queue");
+	cr_assert(symlink(q, path) == 0);
+	/* A marker that is a symlink to a file proves nothing. */
+	path_in(path, sizeof(path), "marker-link");
+	cr_assert(mkdir(path, 0700) == 0);
+	path_in(target, sizeof(target), "queue/" AGENT_API_QUEUE_MARKER);
+	path_in(path, sizeof(path), "marker-link/" AGENT_API_QUEUE_MARKER);
+	cr_assert(symlink(target, path) == 0);
+	path_in(path, sizeof(path), "other-owner");
+	ASSERT_OK(agent_api_queue_dir_mark(path), "mark");
+	if (geteuid() == 0)
+		cr_assert(chown(path, 65534, 65534) == 0);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (!strcmp(bad[i].name, "other-owner") && geteuid() != 0)
+			continue; /* needs root to give the directory away */
+		path_in(path, sizeof(path), bad[i].name);
+		cr_assert_eq(del_queued_in(path, &out), 1, "%s: DEL queued: %s", bad[i].name, out);
+		cr_assert_eq(code_of(out), FLOWSDN_CNI_CODE_IO, "%s: %s", bad[i].name, out);
+		cr_assert(strstr(out, bad[i].why), "%s: the reason: %s", bad[i].name, out);
+		free(out);
+		snprintf(entry, sizeof(entry), "%s/c1.eth0.json", path);
+		cr_assert(lstat(entry, &st) < 0 && errno == ENOENT, "%s: an entry was written", bad[i].name);
+	}
+	path_in(path, sizeof(path), "missing");
+	cr_assert(access(path, F_OK) < 0, "a configured queueDir is never created");
+
+	/* The agent's queue: a symlink planted at the entry's name is
+	 * replaced, its target untouched. */
+	path_in(target, sizeof(target), "target");
+	cr_assert(mkdir(target, 0700) == 0);
+	path_in(target, sizeof(target), "target/file");
+	path_in(entry, sizeof(entry), "queue/c1.eth0.json");
+	cr_assert(symlink(target, entry) == 0);
+	cr_assert_eq(del_queued_in(q, &out), 0, "%s", out);
+	free(out);
+	cr_assert(access(target, F_OK) < 0, "the DEL was written through the symlink");
+	cr_assert(lstat(entry, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600, "entry 0%o",
+		  (unsigned int)st.st_mode);
+	ASSERT_OK(util_read_file(entry, 4096, &data, &len), "entry");
+	ASSERT_STREQ(data, "{\"containerID\":\"c1\",\"ifname\":\"eth0\"}", "entry");
+	free(data);
+}
+
+/* The program's own default, named again by the config, needs no mark
+ * and is created when missing (the agent may never have run). */
+Test(cni_plugin, default_queue_dir_named_by_the_config, .init = setup, .fini = teardown)
+{
+	const char *env[] = { "CNI_COMMAND", "DEL", "CNI_CONTAINERID", "c1", "CNI_IFNAME", "eth0",
+			      "CNI_NETNS", "/proc/self/ns/net", NULL };
+	char q[256], entry[300], *conf = NULL, *out = NULL;
+	struct cni_plugin_opts o = { .socket = sock_path };
+
+	path_in(q, sizeof(q), "var/lib/flowsdn/cni-queue");
+	o.queue_dir = q;
+	cr_assert(asprintf(&conf, "{\"cniVersion\":\"1.0.0\",\"name\":\"flowsdn\",\"type\":\"flowsdn-cni\","
+				  "\"queueDir\":\"%s\",\"timeoutMs\":300}", q) > 0);
+	cr_assert_eq(plugin_run(conf, strlen(conf), env_table, env, &o, &out), 0, "%s", out);
+	snprintf(entry, sizeof(entry), "%s/c1.eth0.json", q);
+	cr_assert(access(entry, F_OK) == 0, "queued in the default directory");
+	free(out);
+	free(conf);
+}
+
 Test(cni_plugin, agent_garbage_and_hang, .init = setup, .fini = teardown)
 {
 	struct fake *f = fake_start("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n<html>not json</html>");
@@ -384,14 +503,20 @@ Test(cni_plugin, install_writes_conflist, .init = setup, .fini = teardown)
 
 Test(cni_plugin, queue_and_host_ifname, .init = setup, .fini = teardown)
 {
-	char q[128], a[16], b[16], c[16];
+	char q[128], a[16], b[16], c[16], why[384];
 
 	snprintf(q, sizeof(q), "%s/var/lib/flowsdn/cni-queue", dir);
-	ASSERT_OK(cni_queue_delete(q, "abc", "eth0"), "queue, parents made");
-	ASSERT_OK(cni_queue_delete(q, "abc", "eth0"), "queue again");
-	ASSERT_ERR(cni_queue_delete("relative", "abc", "eth0"), -EINVAL, "relative dir");
-	ASSERT_ERR(cni_queue_delete(q, "../x", "eth0"), -EINVAL, "bad id");
-	ASSERT_ERR(cni_queue_delete(q, "abc", "a/b"), -EINVAL, "bad ifname");
+	ASSERT_OK(cni_queue_delete(q, false, "abc", "eth0", why, sizeof(why)), "queue, parents made");
+	ASSERT_OK(cni_queue_delete(q, false, "abc", "eth0", why, sizeof(why)), "queue again");
+	ASSERT_ERR(cni_queue_delete("relative", false, "abc", "eth0", why, sizeof(why)), -EINVAL, "relative dir");
+	ASSERT_ERR(cni_queue_delete(q, false, "../x", "eth0", why, sizeof(why)), -EINVAL, "bad id");
+	ASSERT_ERR(cni_queue_delete(q, false, "abc", "a/b", why, sizeof(why)), -EINVAL, "bad ifname");
+	/* Configured, the same directory needs the agent's mark. */
+	ASSERT_ERR(cni_queue_delete(q, true, "abc", "eth0", why, sizeof(why)), -EPERM, "configured, unmarked");
+	cr_assert(strstr(why, AGENT_API_QUEUE_MARKER), "%s", why);
+	ASSERT_OK(agent_api_queue_dir_mark(q), "mark");
+	ASSERT_OK(agent_api_queue_dir_mark(q), "mark again");
+	ASSERT_OK(cni_queue_delete(q, true, "abc", "eth0", why, sizeof(why)), "configured, marked");
 	ASSERT_OK(agent_api_host_ifname("abc", "eth0", a, sizeof(a)), "name");
 	ASSERT_OK(agent_api_host_ifname("abc", "eth0", b, sizeof(b)), "name");
 	ASSERT_OK(agent_api_host_ifname("abce", "th0", c, sizeof(c)), "name");

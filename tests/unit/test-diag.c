@@ -225,3 +225,47 @@ Test(json_read, table_refuses_unknown_keys_and_reports_all)
 	diag_free(d);
 	json_free(v);
 }
+
+/* ---------------------------------------------------------------- shared helpers */
+
+static int int_cmp(const void *key, const void *elem)
+{
+	int a = *(const int *)key, b = *(const int *)elem;
+
+	return a < b ? -1 : a > b;
+}
+
+Test(util, lower_bound)
+{
+	static const int v[] = { 1, 3, 3, 3, 7, 9 };
+	static const struct {
+		int key;
+		size_t index;
+		bool found;
+	} cases[] = {
+		{ 0, 0, false }, { 1, 0, true }, { 2, 1, false }, { 3, 1, true },
+		{ 4, 4, false }, { 9, 5, true }, { 10, 6, false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool found = !cases[i].found;
+		size_t at = util_lower_bound(v, 6, sizeof(v[0]), &cases[i].key, int_cmp, &found);
+
+		cr_assert_eq(at, cases[i].index, "key %d: index %zu, want %zu", cases[i].key, at, cases[i].index);
+		cr_assert_eq(found, cases[i].found, "key %d: found", cases[i].key);
+	}
+	cr_assert_eq(util_lower_bound(v, 0, sizeof(v[0]), &cases[1].key, int_cmp, NULL), 0, "empty");
+}
+
+Test(util, hexval)
+{
+	static const char digits[] = "0123456789abcdefABCDEF";
+
+	for (size_t i = 0; i < sizeof(digits) - 1; i++)
+		cr_assert_eq(util_hexval(digits[i]), i < 16 ? (int)i : (int)i - 6, "digit %c", digits[i]);
+	cr_assert_eq(util_hexval('g'), -1);
+	cr_assert_eq(util_hexval('G'), -1);
+	cr_assert_eq(util_hexval('/'), -1);
+	cr_assert_eq(util_hexval(':'), -1);
+	cr_assert_eq(util_hexval('\0'), -1);
+}

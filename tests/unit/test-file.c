@@ -229,3 +229,40 @@ Test(file, public_files_need_integrity_not_secrecy)
 	free(link);
 	free(fifo);
 }
+
+/* Writing into a directory: only a private one, reached without a
+ * symlink; the file itself is never written through a symlink. */
+Test(file, private_dir_and_atomic_write_at)
+{
+	char *sub = NULL, *link = NULL, *file = make("plain", "x", 0600), *target = NULL, *entry = NULL;
+	char *data = NULL;
+	size_t len = 0;
+	struct stat st;
+	int dfd;
+
+	cr_assert(asprintf(&sub, "%s/sub", dir) > 0 && asprintf(&link, "%s/link", dir) > 0);
+	cr_assert(asprintf(&target, "%s/target", dir) > 0 && asprintf(&entry, "%s/sub/entry", dir) > 0);
+	cr_assert(mkdir(sub, 0700) == 0 && symlink(sub, link) == 0);
+	ASSERT_ERR(util_open_dir_private(link, &st), -ELOOP, "symlink to a directory");
+	ASSERT_ERR(util_open_dir_private(file, &st), -ENOTDIR, "a file");
+	cr_assert(chmod(sub, 0770) == 0);
+	ASSERT_ERR(util_open_dir_private(sub, &st), -EPERM, "group-writable");
+	cr_assert(chmod(sub, 0702) == 0);
+	ASSERT_ERR(util_open_dir_private(sub, &st), -EPERM, "world-writable");
+	cr_assert(chmod(sub, 0755) == 0);
+	dfd = util_open_dir_private(sub, &st);
+	cr_assert(dfd >= 0, "private directory: %d", dfd);
+	cr_assert(symlink(target, entry) == 0);
+	ASSERT_OK(util_write_file_atomic_at(dfd, "entry", "hello", 5, 0640), "write over a symlink");
+	cr_assert(access(target, F_OK) < 0, "the symlink was followed");
+	cr_assert(lstat(entry, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0640, "mode 0%o",
+		  (unsigned int)st.st_mode);
+	expect_read(util_read_file(entry, 100, &data, &len), &data, &len, "hello", "content");
+	ASSERT_ERR(util_write_file_atomic_at(dfd, "a/b", "x", 1, 0600), -EINVAL, "a name with a slash");
+	close(dfd);
+	free(sub);
+	free(link);
+	free(file);
+	free(target);
+	free(entry);
+}

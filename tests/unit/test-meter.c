@@ -11,7 +11,10 @@
 #include <time.h>
 #include <flash/meter.h>
 
+#include "diag-helpers.h"
 #include "helpers.h"
+
+DIAG_TEST_HELPERS(flash)
 
 #define H 3600
 #define D 86400
@@ -559,7 +562,7 @@ Test(meter, reload_mid_week_continues)
 	char *dir = tmpdir(), path[256];
 	struct flash_meter *a = meter(120), *b = meter(120);
 	const int64_t t0 = T(2027, 1, 6, 9, 0, 0); /* Wednesday */
-	struct flash_meter_error err;
+	_cleanup_flash_diag_ struct flash_diag *err = flash_test_diag();
 
 	snprintf(path, sizeof(path), "%s/meter.json", dir);
 	for (int i = 0; i < 10; i++) {
@@ -567,7 +570,7 @@ Test(meter, reload_mid_week_continues)
 		ASSERT_OK(obs(a, "ml", "acme", t0 + i * 70, 1, 2000, 8192, i % 2), "obs");
 	}
 	ASSERT_OK(flash_meter_save(a, path), "save");
-	ASSERT_OK(flash_meter_load(b, path, &err), "load");
+	ASSERT_OK(flash_meter_load(b, path, err), "load");
 	same_records(a, b, "after load");
 	for (int i = 10; i < 40; i++) {
 		int64_t t = t0 + i * 50 + (i % 4 == 0 ? -60 : 0); /* some reordered */
@@ -595,7 +598,7 @@ Test(meter, reload_mid_week_continues)
 	ASSERT_OK(obs(a, "old", "acme", t0 + 500, 1, 10, 0, 0), "held");
 	ASSERT_OK(obs(a, "old", "acme", t0 + 1000, 1, 10, 0, 0), "commits [t0, t0+500)");
 	ASSERT_OK(flash_meter_save(a, path), "save");
-	ASSERT_OK(flash_meter_load(b, path, &err), "load");
+	ASSERT_OK(flash_meter_load(b, path, err), "load");
 	cr_assert_eq(obs(b, "new", "acme", t0 - 60, 2, 10, 0, 0), FLASH_METER_REORDERED, "rebased");
 	cr_assert_eq(obs(b, "old", "acme", t0 + 400, 2, 10, 0, 0), FLASH_METER_LATE, "already committed");
 	cr_assert_eq(svc_usage(b, "new", t0 + 100).cpu_millicore_seconds, 10 * (2 * 60 + 100));
@@ -614,7 +617,7 @@ Test(meter, corrupt_or_truncated_file_refused)
 	const int64_t t0 = T(2027, 1, 6, 9, 0, 0);
 	char *doc = NULL, *good = NULL;
 	size_t len, glen;
-	struct flash_meter_error err;
+	_cleanup_flash_diag_ struct flash_diag *err = flash_test_diag();
 	struct flash_meter_usage u;
 
 	snprintf(path, sizeof(path), "%s/meter.json", dir);
@@ -626,10 +629,10 @@ Test(meter, corrupt_or_truncated_file_refused)
 	ASSERT_OK(obs(b, "x", "y", t0 + 10, 1, 7, 7, 0), "obs");
 	ASSERT_OK(flash_meter_to_json(b, &good, &glen), "to_json");
 	for (size_t cut = 0; cut < len - 1; cut++) {
-		int r = flash_meter_from_json(b, doc, cut, &err);
+		int r = flash_meter_from_json(b, doc, cut, err);
 
 		cr_assert(r == -FLASH_E_METER_STATE_SYNTAX, "cut at %zu: %d", cut, r);
-		cr_assert(err.message[0], "cut at %zu: no message", cut);
+		cr_assert(flash_test_message(err)[0], "cut at %zu: no message", cut);
 	}
 	{
 		FILE *f = fopen(path, "w");
@@ -638,8 +641,8 @@ Test(meter, corrupt_or_truncated_file_refused)
 		fwrite(doc, 1, len / 2, f);
 		fclose(f);
 	}
-	ASSERT_ERR(flash_meter_load(b, path, &err), -FLASH_E_METER_STATE_SYNTAX, "truncated file");
-	cr_assert(err.line > 0, "line of the fault");
+	ASSERT_ERR(flash_meter_load(b, path, err), -FLASH_E_METER_STATE_SYNTAX, "truncated file");
+	cr_assert(flash_test_line(err) > 0, "line of the fault");
 	u = svc_usage(b, "x", t0 + 10);
 	cr_assert_eq(u.cpu_millicore_seconds, 70, "last good state kept");
 	{
@@ -649,7 +652,7 @@ Test(meter, corrupt_or_truncated_file_refused)
 		ASSERT_STREQ(again, good, "state unchanged");
 		free(again);
 	}
-	ASSERT_ERR(flash_meter_load(b, "/nonexistent/meter.json", &err), -ENOENT, "missing");
+	ASSERT_ERR(flash_meter_load(b, "/nonexistent/meter.json", err), -ENOENT, "missing");
 	free(doc);
 	free(good);
 	flash_meter_free(a);
@@ -703,16 +706,16 @@ Test(meter, corruption_table)
 		const struct corruption *c = &cases[i];
 		const char *at = strstr(doc, c->from);
 		char bad[8192];
-		struct flash_meter_error err;
+		_cleanup_flash_diag_ struct flash_diag *err = flash_test_diag();
 		int r;
 
 		cr_assert(at, "case %zu: \"%s\" not in document:\n%s", i, c->from, doc);
 		snprintf(bad, sizeof(bad), "%.*s%s%s", (int)(at - doc), doc, c->to, at + strlen(c->from));
-		r = flash_meter_from_json(b, bad, strlen(bad), &err);
-		cr_assert_eq(r, c->err, "case %zu (%s): %d %s: %s", i, c->to, r, err.path, err.message);
-		cr_assert(strncmp(err.path, c->path, strlen(c->path)) == 0, "case %zu: path \"%s\" want \"%s\" (%s)",
-			  i, err.path, c->path, err.message);
-		cr_assert(err.message[0], "case %zu: message", i);
+		r = flash_meter_from_json(b, bad, strlen(bad), err);
+		cr_assert_eq(r, c->err, "case %zu (%s): %d %s: %s", i, c->to, r, flash_test_path(err), flash_test_message(err));
+		cr_assert(strncmp(flash_test_path(err), c->path, strlen(c->path)) == 0, "case %zu: path \"%s\" want \"%s\" (%s)",
+			  i, flash_test_path(err), c->path, flash_test_message(err));
+		cr_assert(flash_test_message(err)[0], "case %zu: message", i);
 	}
 	free(doc);
 	flash_meter_free(a);

@@ -18,7 +18,9 @@
 #include <flowsdn/netlink.h>
 #include <flowsdn/policy.h>
 
+#include "agent-api.h"
 #include "helpers.h"
+#include "json.h"
 #include "unit/ipam-helpers.h"
 
 enum rule { R_CID, R_IFNAME, R_LABEL, R_SUBDOMAIN, R_KEY, R_VALUE, N_RULES };
@@ -269,11 +271,38 @@ static bool ep_cni_network_name(const char *s)
 	return r == 0;
 }
 
+/* The agent API's owner body ({"containerID", "ifname"}), decoded as the
+ * agent decodes a queued DEL, and the queue entry's name. */
+static bool agent_owner(const char *cid, const char *ifname)
+{
+	char *qc = jstr(cid), *qi = jstr(ifname), *body = NULL;
+	struct json_value *root = NULL;
+	struct json_error err;
+	const char *rc = NULL, *ri = NULL;
+	char *name;
+	bool ok;
+
+	cr_assert(asprintf(&body, "{\"containerID\":%s,\"ifname\":%s}", qc, qi) > 0);
+	ASSERT_OK(json_parse(body, strlen(body), NULL, &root, &err), "owner body is JSON");
+	ok = agent_api_queue_entry_parse(root, &rc, &ri) == 0;
+	name = agent_api_queue_entry_name(cid, ifname);
+	cr_assert(ok == (name != NULL), "agent queue: entry name and entry body disagree on (%s, %s)", show(cid), ifname);
+	free(name);
+	json_free(root);
+	free(body);
+	free(qc);
+	free(qi);
+	return ok;
+}
+
+static bool ep_agent_owner_cid(const char *s) { return agent_owner(s, "eth0"); }
+static bool ep_agent_owner_ifname(const char *s) { return agent_owner("c1", s); }
+
 static bool policy_import(const char *name, const char *ns, const char *key, const char *value)
 {
 	char *qn = jstr(name), *qns = jstr(ns), *qk = jstr(key), *qv = jstr(value), *json = NULL;
 	struct flowsdn_policy *p = NULL;
-	struct flowsdn_policy_diag d;
+	struct flowsdn_diag *d = NULL;
 	int r;
 
 	cr_assert(asprintf(&json,
@@ -281,9 +310,12 @@ static bool policy_import(const char *name, const char *ns, const char *key, con
 			   "\"metadata\":{\"name\":%s,\"namespace\":%s},"
 			   "\"spec\":{\"podSelector\":{\"matchLabels\":{%s:%s}},\"policyTypes\":[\"Ingress\"]}}",
 			   qn, qns, qk, qv) > 0);
-	r = flowsdn_policy_parse(json, strlen(json), NULL, &p, &d);
+	cr_assert(flowsdn_diag_new(&d) == 0);
+	r = flowsdn_policy_parse(json, strlen(json), NULL, &p, d);
 	cr_assert(r == 0 || r == -FLOWSDN_E_POLICY_INVALID || r == -FLOWSDN_E_POLICY_JSON,
 		  "policy import: unexpected %d for %s", r, json);
+	cr_assert(r == 0 || flowsdn_diag_first_error(d), "a refusal without a cause");
+	flowsdn_diag_free(d);
 	flowsdn_policy_free(p);
 	free(json);
 	free(qn);
@@ -424,11 +456,13 @@ static const struct entry_point entry_points[] = {
 	{ R_CID, "CNI network name (flowsdn_cni_conf_parse)", ep_cni_network_name },
 	{ R_CID, "flowsdn_ipam_owner_valid (id)", ep_ipam_owner_cid },
 	{ R_CID, "flowsdn_ipam_allocate (id)", ep_ipam_alloc_cid },
+	{ R_CID, "agent API owner body (agent_api_queue_entry_parse)", ep_agent_owner_cid },
 	{ R_IFNAME, "CNI_IFNAME (flowsdn_cni_env_read)", ep_cni_env_ifname },
 	{ R_IFNAME, "flowsdn_cni_ifname_valid", ep_cni_ifname_valid },
 	{ R_IFNAME, "flowsdn_netlink_ifname_valid", ep_netlink_ifname_valid },
 	{ R_IFNAME, "flowsdn_ipam_owner_valid (ifname)", ep_ipam_owner_ifname },
 	{ R_IFNAME, "flowsdn_ipam_allocate (ifname)", ep_ipam_alloc_ifname },
+	{ R_IFNAME, "agent API owner body (agent_api_queue_entry_parse)", ep_agent_owner_ifname },
 	{ R_LABEL, "NetworkPolicy metadata.namespace (flowsdn_policy_parse)", ep_policy_namespace },
 	{ R_LABEL, "flowsdn_policy_db_set_namespace (name)", ep_policy_db_namespace },
 	{ R_LABEL, "spec region (flash_spec_parse)", ep_spec_region },

@@ -11,7 +11,20 @@
 #include <stdlib.h>
 #include <flowsdn/policy.h>
 
+#include "diag-helpers.h"
 #include "helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
+
+/* Cause @i of a refused policy (an empty one past the end, so that
+ * failure messages can print it). */
+static const struct flowsdn_diag_entry *cause(const struct flowsdn_diag *d, size_t i)
+{
+	static const struct flowsdn_diag_entry none = { .path = "", .code = "", .message = "" };
+	const struct flowsdn_diag_entry *e = flowsdn_diag_get(d, i);
+
+	return e ? e : &none;
+}
 #include "policy-helpers.h"
 
 #define NP(spec) "{\"metadata\":{\"name\":\"np\",\"namespace\":\"ns\"},\"spec\":" spec "}"
@@ -41,14 +54,14 @@ static char *read_data(const char *name, size_t *ret_len)
 static struct flowsdn_policy *parse_tier(const char *json, int tier)
 {
 	FLOWSDN_OPTS(flowsdn_policy_parse_opts, o, .tier = tier);
-	struct flowsdn_policy_diag d;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	struct flowsdn_policy *p = NULL;
-	int r = flowsdn_policy_parse(json, strlen(json), &o, &p, &d);
+	int r = flowsdn_policy_parse(json, strlen(json), &o, &p, d);
 
 	if (r < 0) {
 		char msg[4096];
 
-		flowsdn_policy_diag_format(&d, msg, sizeof(msg));
+		flowsdn_policy_diag_format(d, msg, sizeof(msg));
 		cr_assert_fail("parse failed: %s: %s\n%s", flowsdn_strerror(r), msg, json);
 	}
 	return p;
@@ -62,18 +75,19 @@ static struct flowsdn_policy *parse_ok(const char *json)
 /* @json is refused with cause @idx at @field saying @msg. */
 static void expect_cause(const char *json, size_t idx, size_t n, int type, const char *field, const char *msg)
 {
-	struct flowsdn_policy_diag d;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	struct flowsdn_policy *p = NULL;
-	int r = flowsdn_policy_parse(json, strlen(json), NULL, &p, &d);
+	int r = flowsdn_policy_parse(json, strlen(json), NULL, &p, d);
 
 	cr_assert(r == -FLOWSDN_E_POLICY_INVALID, "%s: expected invalid, got %d", json, r);
 	cr_assert(p == NULL);
-	cr_assert(d.n_causes == n, "%s: %zu causes, expected %zu (first: %s: %s)", json, d.n_causes, n,
-		  d.causes[0].field, d.causes[0].message);
-	cr_assert((int)d.causes[idx].type == type, "%s: cause type %d, expected %d", json, d.causes[idx].type, type);
-	ASSERT_STREQ(d.causes[idx].field, field, json);
+	cr_assert(flowsdn_diag_count(d) == n, "%s: %zu causes, expected %zu (first: %s: %s)", json, flowsdn_diag_count(d), n,
+		  cause(d, 0)->path, cause(d, 0)->message);
+	cr_assert(strcmp(cause(d, idx)->code, flowsdn_policy_cause_reason(type)) == 0, "%s: cause %s, expected %s", json,
+		  cause(d, idx)->code, flowsdn_policy_cause_reason(type));
+	ASSERT_STREQ(cause(d, idx)->path, field, json);
 	if (msg)
-		ASSERT_STREQ(d.causes[idx].message, msg, json);
+		ASSERT_STREQ(cause(d, idx)->message, msg, json);
 }
 
 #define INVALID FLOWSDN_POLICY_CAUSE_INVALID
@@ -85,20 +99,20 @@ Test(policy_import, exchange_14_invalid_cidr_is_refused_like_the_api_server)
 	char *body = read_data("14-invalid-cidr.request.json", NULL);
 	char *expected = read_data("14-invalid-cidr.expected", NULL);
 	char *lines[4], *save = NULL, msg[2048];
-	struct flowsdn_policy_diag d;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	struct flowsdn_policy *p = NULL;
 
 	lines[0] = strtok_r(expected, "\n", &save);
 	for (int i = 1; i < 4; i++)
 		lines[i] = strtok_r(NULL, "\n", &save);
-	ASSERT_ERR(flowsdn_policy_parse(body, strlen(body), NULL, &p, &d), -FLOWSDN_E_POLICY_INVALID, "parse");
-	cr_assert(d.n_causes == 1, "%zu causes", d.n_causes);
-	ASSERT_STREQ(d.causes[0].field, lines[1], "cause field");
-	ASSERT_STREQ(flowsdn_policy_cause_reason(d.causes[0].type), lines[2], "cause reason");
-	ASSERT_STREQ(d.causes[0].message, lines[3], "cause message");
-	cr_assert(flowsdn_policy_diag_format(&d, msg, sizeof(msg)) == (int)strlen(lines[0]));
+	ASSERT_ERR(flowsdn_policy_parse(body, strlen(body), NULL, &p, d), -FLOWSDN_E_POLICY_INVALID, "parse");
+	cr_assert(flowsdn_diag_count(d) == 1, "%zu causes", flowsdn_diag_count(d));
+	ASSERT_STREQ(cause(d, 0)->path, lines[1], "cause field");
+	ASSERT_STREQ(cause(d, 0)->code, lines[2], "cause reason");
+	ASSERT_STREQ(cause(d, 0)->message, lines[3], "cause message");
+	cr_assert(flowsdn_policy_diag_format(d, msg, sizeof(msg)) == (int)strlen(lines[0]));
 	ASSERT_STREQ(msg, lines[0], "Status message");
-	ASSERT_STREQ(d.name, "fs-bad", "name");
+	ASSERT_STREQ(flowsdn_diag_subject(d), "fs-bad", "name");
 	free(body);
 	free(expected);
 }
@@ -248,13 +262,13 @@ Test(policy_import, policy_types_metadata_and_decoding)
 Test(policy_import, several_causes_in_api_server_order_and_format)
 {
 	const char *json = NP("{\"ingress\":[{\"ports\":[{\"port\":0}],\"from\":[{}]}],\"policyTypes\":[\"X\"]}");
-	struct flowsdn_policy_diag d;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	struct flowsdn_policy *p = NULL;
 	char msg[2048];
 
-	ASSERT_ERR(flowsdn_policy_parse(json, strlen(json), NULL, &p, &d), -FLOWSDN_E_POLICY_INVALID, "parse");
-	cr_assert(d.n_causes == 3);
-	flowsdn_policy_diag_format(&d, msg, sizeof(msg));
+	ASSERT_ERR(flowsdn_policy_parse(json, strlen(json), NULL, &p, d), -FLOWSDN_E_POLICY_INVALID, "parse");
+	cr_assert(flowsdn_diag_count(d) == 3);
+	flowsdn_policy_diag_format(d, msg, sizeof(msg));
 	ASSERT_STREQ(msg,
 		     "NetworkPolicy.networking.k8s.io \"np\" is invalid: [spec.ingress[0].ports[0].port: Invalid value: "
 		     "0: must be between 1 and 65535, inclusive, spec.ingress[0].from[0]: Required value: must "
@@ -265,20 +279,20 @@ Test(policy_import, several_causes_in_api_server_order_and_format)
 
 Test(policy_import, json_errors_and_arguments)
 {
-	struct flowsdn_policy_diag d;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	struct flowsdn_policy *p = NULL;
 	const char *dup = "{\"metadata\":{\"name\":\"a\",\"name\":\"b\"}}";
 	char msg[512];
 
-	ASSERT_ERR(flowsdn_policy_parse("{", 1, NULL, &p, &d), -FLOWSDN_E_POLICY_JSON, "truncated");
-	cr_assert(d.line == 1);
-	ASSERT_ERR(flowsdn_policy_parse(dup, strlen(dup), NULL, &p, &d), -FLOWSDN_E_POLICY_JSON, "duplicate key");
-	cr_assert(flowsdn_policy_diag_format(&d, msg, sizeof(msg)) > 0 && strstr(msg, "line 1"));
-	ASSERT_ERR(flowsdn_policy_parse(NULL, 0, NULL, &p, &d), -EINVAL, "NULL");
+	ASSERT_ERR(flowsdn_policy_parse("{", 1, NULL, &p, d), -FLOWSDN_E_POLICY_JSON, "truncated");
+	cr_assert(flowsdn_test_line(d) == 1);
+	ASSERT_ERR(flowsdn_policy_parse(dup, strlen(dup), NULL, &p, d), -FLOWSDN_E_POLICY_JSON, "duplicate key");
+	cr_assert(flowsdn_policy_diag_format(d, msg, sizeof(msg)) > 0 && strstr(msg, "line 1"));
+	ASSERT_ERR(flowsdn_policy_parse(NULL, 0, NULL, &p, d), -EINVAL, "NULL");
 	{
 		FLOWSDN_OPTS(flowsdn_policy_parse_opts, o, .tier = 9);
 
-		ASSERT_ERR(flowsdn_policy_parse("{}", 2, &o, &p, &d), -EINVAL, "bad tier");
+		ASSERT_ERR(flowsdn_policy_parse("{}", 2, &o, &p, d), -EINVAL, "bad tier");
 	}
 	cr_assert(p == NULL);
 	ASSERT_STREQ(flowsdn_strerror(-FLOWSDN_E_POLICY_CAPACITY),

@@ -14,7 +14,10 @@
 #include <time.h>
 #include <flowsdn/policy.h>
 
+#include "diag-helpers.h"
 #include "helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
 #include "policy-helpers.h"
 #include <arpa/inet.h>
 #include <flowsdn/maps.h>
@@ -259,7 +262,7 @@ static void gen_rules(struct sb *b, const char *key, const char *peers)
 static struct flowsdn_policy *gen_policy(unsigned int idx, char *ns_out, size_t ns_size)
 {
 	FLOWSDN_OPTS(flowsdn_policy_parse_opts, o);
-	struct flowsdn_policy_diag diag;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *diag = flowsdn_test_diag();
 	struct flowsdn_policy *p = NULL;
 	struct sb b = { 0 };
 	unsigned int types = R(5), tk = R(10);
@@ -282,11 +285,11 @@ static struct flowsdn_policy *gen_policy(unsigned int idx, char *ns_out, size_t 
 	else if (types == 3)
 		sb_add(&b, ",\"policyTypes\":[\"Ingress\",\"Egress\"]");
 	sb_add(&b, "}}");
-	r = flowsdn_policy_parse(b.p, b.n, &o, &p, &diag);
+	r = flowsdn_policy_parse(b.p, b.n, &o, &p, diag);
 	if (r < 0) {
 		char msg[2048];
 
-		flowsdn_policy_diag_format(&diag, msg, sizeof(msg));
+		flowsdn_policy_diag_format(diag, msg, sizeof(msg));
 		cr_assert_fail("seed %" PRIu64 ": generated policy refused: %s\n%s", g_seed, msg, b.p);
 	}
 	free(b.p);

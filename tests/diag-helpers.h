@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Test helpers over the diag of either library: DIAG_TEST_HELPERS(flash)
+ * after <flash/diag.h> (or (flowsdn) after <flowsdn/diag.h>) defines
+ *   struct P_diag *P_test_diag(void)   a new diag (fails the test when it cannot),
+ *   _cleanup_P_diag_                    frees it at the end of the scope,
+ *   P_test_path(d), P_test_message(d)   of the first error ("" when none),
+ *   P_test_line(d)                      of the first error (0 when none). */
+#ifndef FLASH_TESTS_DIAG_HELPERS_H
+#define FLASH_TESTS_DIAG_HELPERS_H
+
+#include <criterion/criterion.h>
+
+#define DIAG_TEST_HELPERS(P)                                                                  \
+	static inline void P##_test_diag_freep(struct P##_diag **d)                           \
+	{                                                                                     \
+		P##_diag_free(*d);                                                            \
+	}                                                                                     \
+	static inline struct P##_diag *P##_test_diag(void)                                    \
+	{                                                                                     \
+		struct P##_diag *d = NULL;                                                    \
+                                                                                              \
+		cr_assert(P##_diag_new(&d) == 0, #P "_diag_new");                             \
+		return d;                                                                     \
+	}                                                                                     \
+	static inline const char *P##_test_path(const struct P##_diag *d)                     \
+	{                                                                                     \
+		const struct P##_diag_entry *e = P##_diag_first_error(d);                     \
+                                                                                              \
+		return e ? e->path : "";                                                      \
+	}                                                                                     \
+	static inline const char *P##_test_message(const struct P##_diag *d)                  \
+	{                                                                                     \
+		const struct P##_diag_entry *e = P##_diag_first_error(d);                     \
+                                                                                              \
+		return e ? e->message : "";                                                   \
+	}                                                                                     \
+	static inline unsigned int P##_test_line(const struct P##_diag *d)                    \
+	{                                                                                     \
+		const struct P##_diag_entry *e = P##_diag_first_error(d);                     \
+                                                                                              \
+		return e ? e->line : 0;                                                       \
+	}
+
+#define _cleanup_flash_diag_ __attribute__((cleanup(flash_test_diag_freep)))
+#define _cleanup_flowsdn_diag_ __attribute__((cleanup(flowsdn_test_diag_freep)))
+
+#endif

@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * flash-operator's provider/v1 logic without sockets: every route, tenant
+ * isolation per route, generation rules, admission (spec, policy,
+ * organization limits, image size), public ports, the store and metrics.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <flash/auth.h>
+#include <flash/policy.h>
+#include <flash/render.h>
+
+#include "helpers.h"
+#include "json.h"
+#include "operator-helpers.h"
+#include "provider.h"
+#include "util.h"
+
+static char dir[64];
+static struct op_store *store;
+static struct op_metrics *metrics;
+static struct op_provider *prov;
+static struct flash_auth_signer *signer;
+static struct flash_auth_keyset *keys;
+static struct flash_operator_config *config;
+static struct flash_policy *policy;
+
+#define GIB (UINT64_C(1) << 30)
+
+static void start(const char *config_json, const char *policy_json)
+{
+	char path[128];
+	unsigned char pk[32];
+
+	strcpy(dir, "/tmp/test-operator-XXXXXX");
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/flash.db", dir);
+	ASSERT_OK(op_store_open(path, &store, NULL, 0), "store");
+	ASSERT_OK(op_metrics_new(&metrics), "metrics");
+	ASSERT_OK(flash_auth_signer_generate("k1", &signer), "signer");
+	ASSERT_OK(flash_auth_signer_public_key(signer, pk), "pk");
+	ASSERT_OK(flash_auth_keyset_new(&keys), "keyset");
+	ASSERT_OK(flash_auth_keyset_add(keys, "k1", pk), "add");
+	if (config_json)
+		ASSERT_OK(flash_operator_config_parse(config_json, strlen(config_json), &config, NULL), "config");
+	if (policy_json)
+		ASSERT_OK(flash_policy_parse(policy_json, strlen(policy_json), &policy, NULL), "policy");
+	struct op_provider_opts o = {
+		.sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = keys, .policy = policy,
+		.config = config, .store = store, .metrics = metrics, .image = &test_image_ops, .retry_after = 7,
+	};
+	ASSERT_OK(op_provider_new(&o, &prov), "provider");
+}
+
+static void setup(void) { start("{\"publicPortRange\":{\"first\":30000,\"last\":30009}}", NULL); }
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	op_provider_free(prov);
+	op_metrics_free(metrics);
+	op_store_close(store);
+	flash_auth_signer_free(signer);
+	flash_auth_keyset_free(keys);
+	flash_operator_config_free(config);
+	flash_policy_free(policy);
+	prov = NULL, metrics = NULL, store = NULL, signer = NULL, keys = NULL, config = NULL, policy = NULL;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert(system(cmd) == 0);
+}
+
+/* One request; the answer's body is parsed into *ret_doc when asked. */
+static struct op_response req(const char *method, const char *path, const char *org, const char *project,
+			      enum flash_auth_action action, uint64_t gen, const char *body)
+{
+	struct op_response r;
+	char *tok = org ? test_mint(signer, org, project, action, gen) : NULL, hdr[9000];
+
+	if (tok)
+		snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
+	struct op_request rq = { .method = method, .path = path, .authorization = tok ? hdr : NULL,
+				 .body = body ? body : "", .body_len = body ? strlen(body) : 0 };
+	op_provider_handle(prov, &rq, &r);
+	free(tok);
+	return r;
+}
+
+static char *create_body(const char *name, const char *spec)
+{
+	char *b = NULL;
+
+	cr_assert(asprintf(&b, "{\"name\":\"%s\",\"spec\":%s}", name, spec) > 0);
+	return b;
+}
+
+static char *update_body(const char *spec)
+{
+	char *b = NULL;
+
+	cr_assert(asprintf(&b, "{\"spec\":%s}", spec) > 0);
+	return b;
+}
+
+static struct json_value *parse(const struct op_response *r)
+{
+	struct json_value *v = NULL;
+
+	cr_assert(json_parse(r->body, r->body_len, NULL, &v, NULL) == 0, "answer is not JSON: %s", r->body);
+	return v;
+}
+
+static const char *sget(const struct json_value *v, const char *k)
+{
+	const char *s = NULL;
+
+	return json_get_string(json_get(v, k), &s) == 0 ? s : NULL;
+}
+
+static void expect_error(const struct op_response *r, int status, const char *code)
+{
+	struct json_value *v;
+
+	cr_assert_eq(r->status, status, "status %d, expected %d: %s", r->status, status, r->body);
+	v = parse(r);
+	ASSERT_STREQ(sget(json_get(v, "error"), "code"), code, "error code");
+	json_free(v);
+}
+
+/* Creates @name for (@org, @project); returns the id (static buffer). */
+static const char *create(const char *org, const char *project, const char *name, uint64_t gen, const char *spec)
+{
+	static char id[OP_SERVICE_ID_STRLEN];
+	char *b = create_body(name, spec);
+	struct op_response r = req("POST", "/provider/v1/services", org, project, FLASH_AUTH_ACTION_CREATE, gen, b);
+	struct json_value *v;
+
+	cr_assert_eq(r.status, 201, "create %s: %d %s", name, r.status, r.body);
+	v = parse(&r);
+	snprintf(id, sizeof(id), "%s", sget(v, "id"));
+	json_free(v);
+	op_response_clear(&r);
+	free(b);
+	return id;
+}
+
+static char *path_of(const char *id)
+{
+	char *p = NULL;
+
+	cr_assert(asprintf(&p, "/provider/v1/services/%s", id) > 0);
+	return p;
+}
+
+TestSuite(operator, .init = setup, .fini = teardown);
+
+Test(operator, create_get_list_delete)
+{
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1);
+	const char *id0 = create("org-a", "p1", "echo", 1, spec);
+	char id[OP_SERVICE_ID_STRLEN], *p;
+	struct op_response r;
+	struct json_value *v;
+	const struct json_value *a;
+
+	memcpy(id, id0, sizeof(id));
+	p = path_of(id);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	v = parse(&r);
+	ASSERT_STREQ(sget(v, "name"), "echo", "name");
+	ASSERT_STREQ(sget(json_get(v, "status"), "phase"), "admitted", "phase: no runtime, never faked ready");
+	cr_assert(strncmp(sget(json_get(v, "image"), "pinned"), "test.invalid/app@sha256:", 24) == 0);
+	a = json_get(v, "events");
+	cr_assert(a && a->type == JSON_ARRAY && a->u.array.n == 1, "one event");
+	ASSERT_STREQ(sget(a->u.array.items[0], "type"), "admitted", "event type");
+	json_free(v);
+	op_response_clear(&r);
+
+	r = req("GET", "/provider/v1/services", "org-a", NULL, FLASH_AUTH_ACTION_LIST, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200);
+	v = parse(&r);
+	a = json_get(v, "services");
+	cr_assert(a && a->u.array.n == 1);
+	ASSERT_STREQ(sget(a->u.array.items[0], "id"), id, "listed id");
+	json_free(v);
+	op_response_clear(&r);
+
+	r = req("DELETE", p, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 2, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	r = req("GET", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_LIST, UINT64_MAX, NULL);
+	v = parse(&r);
+	cr_assert_eq(json_get(v, "services")->u.array.n, 0, "deleted services are not listed");
+	json_free(v);
+	op_response_clear(&r);
+	free(p);
+	free(spec);
+}
+
+/* Another organization, and another project of the same organization,
+ * get exactly the answer of an unknown id on every route. */
+Test(operator, tenant_isolation_every_route)
+{
+	char *spec = test_spec("test.invalid/app:1000", 0, 1, 1), *ub = update_body(spec);
+	char id[OP_SERVICE_ID_STRLEN], *p, *unknown;
+	const char *tenants[][2] = { { "org-b", "p1" }, { "org-a", "p2" } };
+	struct op_response r, u;
+	struct json_value *v;
+
+	memcpy(id, create("org-a", "p1", "secret", 1, spec), sizeof(id));
+	p = path_of(id);
+	/* An unknown id of the same shape: the same path length and form. */
+	unknown = path_of("fs-00000000000000000000000000000000");
+	for (size_t t = 0; t < 2; t++) {
+		const char *org = tenants[t][0], *proj = tenants[t][1];
+		struct {
+			const char *method;
+			enum flash_auth_action action;
+			uint64_t gen;
+			const char *body;
+		} routes[] = {
+			{ "GET", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL },
+			{ "PUT", FLASH_AUTH_ACTION_UPDATE, 9, ub },
+			{ "DELETE", FLASH_AUTH_ACTION_DELETE, 9, NULL },
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
+			char *expected = NULL;
+
+			r = req(routes[i].method, p, org, proj, routes[i].action, routes[i].gen, routes[i].body);
+			u = req(routes[i].method, unknown, org, proj, routes[i].action, routes[i].gen, routes[i].body);
+			expect_error(&r, 404, "not-found");
+			expect_error(&u, 404, "not-found");
+			/* Byte for byte the same once the id in the message is the same. */
+			cr_assert(asprintf(&expected, "%.*s%s%s", (int)(strstr(u.body, "fs-") - u.body), u.body, id,
+					   strstr(u.body, "fs-") + 35) > 0);
+			ASSERT_STREQ(r.body, expected, "foreign id answers as an unknown one");
+			free(expected);
+			op_response_clear(&r);
+			op_response_clear(&u);
+		}
+		/* list and usage do not show it. */
+		r = req("GET", "/provider/v1/services", org, proj, FLASH_AUTH_ACTION_LIST, UINT64_MAX, NULL);
+		cr_assert_eq(r.status, 200);
+		cr_assert_null(strstr(r.body, id), "list leaks %s: %s", id, r.body);
+		cr_assert_null(strstr(r.body, "secret"), "list leaks the name");
+		op_response_clear(&r);
+		r = req("GET", "/provider/v1/usage", org, proj, FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+		cr_assert_eq(r.status, 200, "%s", r.body);
+		cr_assert_null(strstr(r.body, id), "usage leaks %s: %s", id, r.body);
+		op_response_clear(&r);
+		/* create with the same name is a service of its own. */
+		char *b = create_body("secret", spec);
+		r = req("POST", "/provider/v1/services", org, proj, FLASH_AUTH_ACTION_CREATE, 1, b);
+		cr_assert_eq(r.status, 201, "%s", r.body);
+		v = parse(&r);
+		cr_assert_str_neq(sget(v, "id"), id, "two tenants never share an id");
+		json_free(v);
+		op_response_clear(&r);
+		free(b);
+	}
+	/* The owner still sees it unchanged. */
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200);
+	v = parse(&r);
+	cr_assert_eq(json_get(v, "generation") ? 1 : 0, 1);
+	uint64_t g = 0;
+	json_get_uint64(json_get(v, "generation"), &g);
+	cr_assert_eq(g, 1, "nobody else changed it");
+	json_free(v);
+	op_response_clear(&r);
+	free(p);
+	free(unknown);
+	free(ub);
+	free(spec);
+}
+
+Test(operator, token_checks)
+{
+	char *spec = test_spec("test.invalid/app:1000", 0, 1, 1), *b = create_body("x", spec);
+	struct op_response r;
+	struct op_request rq = { .method = "GET", .path = "/provider/v1/services" };
+	struct json_value *v;
+
+	/* No token. */
+	op_provider_handle(prov, &rq, &r);
+	expect_error(&r, 401, "unauthorized");
+	op_response_clear(&r);
+	/* A token for another action. */
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_GET, 1, b);
+	expect_error(&r, 403, "wrong-action");
+	op_response_clear(&r);
+	r = req("GET", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+	expect_error(&r, 403, "wrong-action");
+	op_response_clear(&r);
+	/* A mutation without a generation. */
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, UINT64_MAX, b);
+	expect_error(&r, 401, "unauthorized");
+	v = parse(&r);
+	ASSERT_STREQ(sget(json_get(v, "error"), "reason"), flash_auth_reason_name(FLASH_E_AUTH_GENERATION_MISSING),
+		     "reason");
+	json_free(v);
+	op_response_clear(&r);
+	/* A signature by an unknown key. */
+	struct flash_auth_signer *other = NULL;
+	char *tok, hdr[9000];
+	ASSERT_OK(flash_auth_signer_generate("k1", &other), "other key");
+	tok = test_mint(other, "org-a", "p1", FLASH_AUTH_ACTION_LIST, UINT64_MAX);
+	snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
+	rq.authorization = hdr;
+	op_provider_handle(prov, &rq, &r);
+	expect_error(&r, 401, "unauthorized");
+	op_response_clear(&r);
+	free(tok);
+	flash_auth_signer_free(other);
+	/* Org in the body is not a thing: unknown fields are refused. */
+	free(b);
+	cr_assert(asprintf(&b, "{\"name\":\"x\",\"org\":\"org-b\",\"spec\":%s}", spec) > 0);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 400, "bad-request");
+	op_response_clear(&r);
+	free(b);
+	free(spec);
+}
+
+Test(operator, generation_rules)
+{
+	char *s1 = test_spec("test.invalid/app:1000", 1, 1, 1), *s2 = test_spec("test.invalid/app:1000", 1, 2, 1);
+	char *b1 = create_body("gen", s1), *u1 = update_body(s1), *u2 = update_body(s2), *p;
+	struct op_response a, b;
+	struct json_value *v;
+	uint64_t g = 0;
+
+	a = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 5, b1);
+	cr_assert_eq(a.status, 201, "%s", a.body);
+	sleep(1); /* a re-applied command would carry a new timestamp */
+	b = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 5, b1);
+	cr_assert_eq(b.status, 201);
+	cr_assert_eq(a.body_len, b.body_len);
+	cr_assert(memcmp(a.body, b.body, a.body_len) == 0, "same generation: the same answer byte for byte");
+	v = parse(&a);
+	p = path_of(sget(v, "id"));
+	json_free(v);
+	op_response_clear(&b);
+
+	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 4, u2);
+	expect_error(&b, 409, "stale-generation");
+	op_response_clear(&b);
+	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 5, u2);
+	expect_error(&b, 409, "generation-conflict");
+	op_response_clear(&b);
+	b = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 6, b1);
+	expect_error(&b, 409, "exists");
+	op_response_clear(&b);
+	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 6, u2);
+	cr_assert_eq(b.status, 200, "%s", b.body);
+	v = parse(&b);
+	json_get_uint64(json_get(v, "generation"), &g);
+	cr_assert_eq(g, 6);
+	json_free(v);
+	op_response_clear(&a);
+	a = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 6, u2);
+	cr_assert(a.status == 200 && a.body_len == b.body_len && memcmp(a.body, b.body, a.body_len) == 0,
+		  "update replay is byte for byte");
+	op_response_clear(&a);
+	op_response_clear(&b);
+
+	/* Delete, its replay, a stale delete, then a re-create needs a newer generation. */
+	a = req("DELETE", p, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 7, NULL);
+	cr_assert_eq(a.status, 200, "%s", a.body);
+	b = req("DELETE", p, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 7, NULL);
+	cr_assert(b.status == 200 && strcmp(a.body, b.body) == 0, "delete replay");
+	op_response_clear(&a);
+	op_response_clear(&b);
+	a = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 8, u1);
+	expect_error(&a, 404, "not-found");
+	op_response_clear(&a);
+	a = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 3, b1);
+	expect_error(&a, 409, "stale-generation");
+	op_response_clear(&a);
+	a = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 9, b1);
+	cr_assert_eq(a.status, 201, "re-create with a newer generation: %s", a.body);
+	op_response_clear(&a);
+	free(p);
+	free(b1);
+	free(u1);
+	free(u2);
+	free(s1);
+	free(s2);
+}
+
+Test(operator, invalid_spec_has_paths)
+{
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1), *b, *bad;
+	struct op_response r;
+	struct json_value *v;
+
+	bad = strdup(spec);
+	memcpy(strstr(bad, "8000"), "0   ", 4); /* container_port 0 */
+	b = create_body("bad", bad);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 422, "invalid-spec");
+	v = parse(&r);
+	ASSERT_STREQ(sget(json_get(v, "error"), "path"), "ports[0].container_port", "JSON path of the error");
+	json_free(v);
+	op_response_clear(&r);
+	cr_assert_eq(op_metrics_refusals(metrics, OP_REFUSED_SPEC), 1);
+	free(b);
+	free(bad);
+	free(spec);
+	/* A bad name. */
+	spec = test_spec("test.invalid/app:1000", 0, 1, 1);
+	b = create_body("Bad_Name", spec);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 400, "bad-request");
+	v = parse(&r);
+	ASSERT_STREQ(sget(json_get(v, "error"), "path"), "name", "path");
+	json_free(v);
+	op_response_clear(&r);
+	free(b);
+	free(spec);
+}
+
+Test(operator, image_admission)
+{
+	/* 1 GiB of disk: an image of exactly 1 GiB fills it and is refused. */
+	char *fills = test_spec("test.invalid/big:1073741824", 0, 1, 1);
+	char *over = test_spec("test.invalid/big:2000000000", 0, 1, 1);
+	char *fits = test_spec("test.invalid/big:1073741823", 0, 1, 1);
+	char *down = test_spec("test.invalid/unreachable:1", 0, 1, 1);
+	char *missing = test_spec("test.invalid/missing:1", 0, 1, 1);
+	char *b;
+	struct op_response r;
+	struct json_value *v;
+	size_t n = 9;
+
+	b = create_body("fills", fills);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 422, "image-too-large");
+	cr_assert(strstr(r.body, "needs 1073741824 bytes") && strstr(r.body, "limit is 1073741824 bytes"),
+		  "sizes in the error: %s", r.body);
+	op_response_clear(&r);
+	free(b);
+	b = create_body("over", over);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 422, "image-too-large");
+	cr_assert(strstr(r.body, "2000000000 bytes") && strstr(r.body, "1073741824 bytes"), "%s", r.body);
+	op_response_clear(&r);
+	free(b);
+	cr_assert_eq(op_metrics_refusals(metrics, OP_REFUSED_IMAGE_TOO_LARGE), 2);
+	ASSERT_OK(op_store_count(store, &n), "count");
+	cr_assert_eq(n, 0, "nothing stored for refused images");
+
+	b = create_body("down", down);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 503, "unavailable");
+	cr_assert_eq(r.retry_after, 7, "Retry-After while transient");
+	op_response_clear(&r);
+	free(b);
+	b = create_body("missing", missing);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 422, "image");
+	cr_assert_eq(r.retry_after, 0);
+	op_response_clear(&r);
+	free(b);
+
+	b = create_body("fits", fits);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	v = parse(&r);
+	uint64_t charged = 0;
+	json_get_uint64(json_get(json_get(v, "image"), "charged_bytes"), &charged);
+	cr_assert_eq(charged, 1073741823);
+	cr_assert(strstr(sget(json_get(v, "image"), "pinned"), "@sha256:"), "pinned to the digest");
+	json_free(v);
+	op_response_clear(&r);
+	free(b);
+	free(fills);
+	free(over);
+	free(fits);
+	free(down);
+	free(missing);
+}
+
+Test(operator, admission_decisions)
+{
+	char msg[256];
+	struct flash_meter_decision d = { .suspend_all = false, .suspend_gpu = true, .lifts_at = 1765152000 };
+	struct flash_spec *cpu = NULL;
+	char *s = test_spec("test.invalid/a:1", 0, 1, 3);
+
+	ASSERT_OK(flash_spec_parse(s, strlen(s), NULL, &cpu, NULL), "spec");
+	cr_assert_eq(op_admission_disk_limit(cpu, NULL), 3 * GIB);
+	ASSERT_OK(op_admission_check_suspension(&d, cpu, msg, sizeof(msg)), "GPU suspension spares CPU workloads");
+	d.suspend_all = true;
+	d.cpu_reached = true;
+	ASSERT_ERR(op_admission_check_suspension(&d, cpu, msg, sizeof(msg)), -EDQUOT, "CPU limit suspends all");
+	cr_assert(strstr(msg, "CPU") && strstr(msg, "2025-12-08T00:00:00Z"), "%s", msg);
+	flash_spec_free(cpu);
+	free(s);
+	cr_assert(op_image_error_transient(-FLASH_E_IMAGE_TRANSPORT) && op_image_error_transient(-ETIMEDOUT));
+	cr_assert(!op_image_error_transient(-FLASH_E_IMAGE_NOT_FOUND) && !op_image_error_transient(-FLASH_E_IMAGE_TOO_LARGE));
+	/* The default ops are libflash's resolver: a missing local layout is
+	 * refused (not transient) and said. */
+	struct op_image_info info;
+	char err[256] = "";
+	int r = op_image_default_ops.admit(NULL, "oci:/nonexistent/layout", 3 * GIB, &info, err, sizeof(err));
+	cr_assert(r < 0 && !op_image_error_transient(r), "missing layout: %d", r);
+	cr_assert(err[0], "the refusal is said");
+}
+
+static uint16_t port_of(const struct json_value *svc, const char *name)
+{
+	const struct json_value *pp = json_get(svc, "public_ports");
+	uint64_t v = 0;
+
+	for (size_t i = 0; pp && i < pp->u.array.n; i++)
+		if (strcmp(sget(pp->u.array.items[i], "name"), name) == 0)
+			json_get_uint64(json_get(pp->u.array.items[i], "port"), &v);
+	return (uint16_t)v;
+}
+
+Test(operator, public_ports)
+{
+	char *s3 = test_spec("test.invalid/a:1", 3, 1, 1), *s2 = test_spec("test.invalid/a:1", 2, 1, 1);
+	char *s0 = test_spec("test.invalid/a:1", 0, 1, 1), *s8 = test_spec("test.invalid/a:1", 8, 1, 1);
+	char *b, *p, id[OP_SERVICE_ID_STRLEN];
+	struct op_response r;
+	struct json_value *v;
+	uint16_t p1;
+
+	/* Three ports of ten. */
+	b = create_body("web", s3);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	v = parse(&r);
+	snprintf(id, sizeof(id), "%s", sget(v, "id"));
+	cr_assert_eq(port_of(v, "p0"), 30000);
+	cr_assert_eq(port_of(v, "p1"), 30001);
+	cr_assert_eq(port_of(v, "p2"), 30002);
+	p1 = port_of(v, "p1");
+	json_free(v);
+	op_response_clear(&r);
+	free(b);
+	/* Another service: eight more ports do not fit in the seven left. */
+	b = create_body("big", s8);
+	r = req("POST", "/provider/v1/services", "org-b", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 409, "public-ports-exhausted");
+	cr_assert(strstr(r.body, "30000-30009"), "%s", r.body);
+	op_response_clear(&r);
+	free(b);
+	cr_assert_eq(op_metrics_refusals(metrics, OP_REFUSED_PORTS), 1);
+	/* Dropping p2 keeps p0 and p1 on their ports. */
+	p = path_of(id);
+	b = update_body(s2);
+	r = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 2, b);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	v = parse(&r);
+	cr_assert_eq(port_of(v, "p1"), p1, "unchanged (protocol, name) keeps its port");
+	cr_assert_eq(port_of(v, "p2"), 0);
+	json_free(v);
+	op_response_clear(&r);
+	free(b);
+	/* Eight now fit (2 + 8 = 10), and none collides. */
+	b = create_body("big", s8);
+	r = req("POST", "/provider/v1/services", "org-b", "p1", FLASH_AUTH_ACTION_CREATE, 2, b);
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	v = parse(&r);
+	for (int i = 0; i < 8; i++) {
+		char n[8];
+
+		snprintf(n, sizeof(n), "p%d", i);
+		cr_assert(port_of(v, n) >= 30002 && port_of(v, n) <= 30009, "two services never share a port");
+	}
+	json_free(v);
+	op_response_clear(&r);
+	free(b);
+	/* Removing every port releases them. */
+	b = update_body(s0);
+	r = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 3, b);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	op_response_clear(&r);
+	free(b);
+	uint16_t *taken = NULL;
+	size_t n = 0;
+	ASSERT_OK(op_store_ports_taken(store, NULL, &taken, &n), "taken");
+	cr_assert_eq(n, 8, "only the second service holds ports");
+	free(taken);
+	free(p);
+	free(s0);
+	free(s2);
+	free(s3);
+	free(s8);
+}
+
+Test(operator, organization_limits)
+{
+	static const char pol[] =
+		"{\"regions\":[\"heteronet-global\"],\"gpu_catalog\":[],\"protected_cidrs\":[],"
+		"\"workload_limits\":{\"cpu_millis\":4000,\"memory_mib\":8192,\"replicas\":10,\"gpus\":0,"
+		"\"ephemeral_storage_gib\":50,\"ports\":16},"
+		"\"organization_limits\":{\"cpu_millis\":16000,\"memory_mib\":32768,\"replicas\":5,\"gpus\":0,"
+		"\"ephemeral_storage_gib\":500,\"ports\":64},"
+		"\"weekly_limits\":{\"cpu_millicore_seconds\":1000000000,\"memory_mib_seconds\":1000000000,\"gpu_seconds\":0}}";
+	char *s3 = test_spec("test.invalid/a:1", 0, 3, 1), *b;
+	struct op_response r;
+
+	teardown();
+	start(NULL, pol);
+	b = create_body("one", s3);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	op_response_clear(&r);
+	free(b);
+	/* 3 + 3 replicas > 5 */
+	b = create_body("two", s3);
+	r = req("POST", "/provider/v1/services", "org-a", "p2", FLASH_AUTH_ACTION_CREATE, 1, b);
+	expect_error(&r, 422, "organization-limit");
+	op_response_clear(&r);
+	free(b);
+	cr_assert_eq(op_metrics_refusals(metrics, OP_REFUSED_ORG_LIMIT), 1);
+	/* Another organization has its own budget. */
+	b = create_body("two", s3);
+	r = req("POST", "/provider/v1/services", "org-b", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	op_response_clear(&r);
+	free(b);
+	free(s3);
+}
+
+Test(operator, routes_and_metrics)
+{
+	struct op_request rq = { .method = "GET", .path = "/nowhere" };
+	struct op_response r;
+
+	op_provider_handle(prov, &rq, &r);
+	expect_error(&r, 404, "no-route");
+	op_response_clear(&r);
+	rq.method = "PATCH";
+	rq.path = "/provider/v1/services";
+	op_provider_handle(prov, &rq, &r);
+	expect_error(&r, 405, "method-not-allowed");
+	op_response_clear(&r);
+	rq.method = "GET";
+	rq.path = "/healthz";
+	op_provider_handle(prov, &rq, &r);
+	cr_assert_eq(r.status, 200);
+	op_response_clear(&r);
+	r = req("GET", "/provider/v1/services", "org-a", NULL, FLASH_AUTH_ACTION_LIST, UINT64_MAX, NULL);
+	op_response_clear(&r);
+	rq.path = "/metrics";
+	op_provider_handle(prov, &rq, &r);
+	cr_assert_eq(r.status, 200);
+	ASSERT_STREQ(r.content_type, "text/plain; version=0.0.4; charset=utf-8", "content type");
+	cr_assert(strstr(r.body, "flash_operator_requests_total{route=\"list\",code=\"200\"} 1\n"), "%s", r.body);
+	cr_assert(strstr(r.body, "flash_operator_requests_total{route=\"other\",code=\"404\"} 1\n"));
+	cr_assert(strstr(r.body, "flash_operator_request_duration_seconds_count{route=\"list\"} 2\n"), "%s", r.body); /* 405 and 200 */
+	cr_assert(strstr(r.body, "# TYPE flash_operator_store_commit_seconds histogram\n"));
+	cr_assert(strstr(r.body, "flash_operator_admissions_refused_total{reason=\"image-too-large\"} 0\n"));
+	op_response_clear(&r);
+	cr_assert_eq(op_metrics_requests(metrics, OP_ROUTE_HEALTHZ, 200), 1);
+}
+
+Test(operator, usage_route)
+{
+	char *s = test_spec("test.invalid/a:1", 0, 1, 1);
+	char id[OP_SERVICE_ID_STRLEN];
+	struct op_response r;
+	struct json_value *v;
+	const struct json_value *list;
+
+	memcpy(id, create("org-a", "p1", "metered", 1, s), sizeof(id));
+	r = req("GET", "/provider/v1/usage", "org-a", NULL, FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	v = parse(&r);
+	cr_assert(sget(v, "week") && sget(v, "week")[4] == '-', "week name");
+	int64_t cpu = -1;
+	json_get_int64(json_get(json_get(v, "organization"), "cpu_millicore_seconds"), &cpu);
+	cr_assert_eq(cpu, 0, "no ready replica (no runtime): nothing accrues");
+	list = json_get(v, "services");
+	cr_assert(list && list->type == JSON_ARRAY);
+	json_free(v);
+	op_response_clear(&r);
+	free(s);
+}
+
+/* ---------------------------------------------------------------- store */
+
+Test(operator, store_reopen_and_versions)
+{
+	char *s = test_spec("test.invalid/a:1", 1, 1, 1), path[128], err[256];
+	char id[OP_SERVICE_ID_STRLEN];
+	struct op_service *sv = NULL;
+	struct op_store *st2 = NULL;
+
+	memcpy(id, create("org-a", "p1", "kept", 1, s), sizeof(id));
+	cr_assert_eq(op_store_schema_version(store), OP_STORE_SCHEMA_VERSION);
+	op_provider_free(prov);
+	prov = NULL;
+	op_store_close(store);
+	snprintf(path, sizeof(path), "%s/flash.db", dir);
+	ASSERT_OK(op_store_open(path, &store, err, sizeof(err)), "reopen");
+	ASSERT_OK(op_store_service_get(store, id, &sv), "kept after reopen");
+	ASSERT_STREQ(sv->name, "kept", "name");
+	cr_assert_eq(sv->n_ports, 1);
+	cr_assert_eq(sv->ports[0].port, 30000);
+	cr_assert_eq(sv->answer_status, 201);
+	op_service_free(sv);
+	ASSERT_ERR(op_store_service_get(store, "fs-00000000000000000000000000000000", &sv), -ENOENT, "unknown");
+
+	/* A database from a newer program is refused, not rewritten. */
+	op_store_close(store);
+	store = NULL;
+	sqlite3 *db = NULL;
+	cr_assert(sqlite3_open(path, &db) == SQLITE_OK);
+	cr_assert(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	ASSERT_ERR(op_store_open(path, &st2, err, sizeof(err)), -EPROTONOSUPPORT, "newer schema");
+	cr_assert(strstr(err, "99"), "%s", err);
+	/* A FIFO is refused without blocking. */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	cr_assert(mkfifo(path, 0600) == 0);
+	ASSERT_ERR(op_store_open(path, &st2, err, sizeof(err)), -EBADFD, "fifo");
+	free(s);
+}
+
+Test(operator, service_ids)
+{
+	char a[OP_SERVICE_ID_STRLEN], b[OP_SERVICE_ID_STRLEN], c[OP_SERVICE_ID_STRLEN];
+
+	ASSERT_OK(op_service_id("org", "p", "n", a), "a");
+	ASSERT_OK(op_service_id("org", "p", "n", b), "b");
+	ASSERT_STREQ(a, b, "deterministic");
+	ASSERT_OK(op_service_id("or", "gp", "n", c), "c");
+	cr_assert_str_neq(a, c, "length-prefixed: no ambiguity between fields");
+	cr_assert_eq(strlen(a), 35);
+	cr_assert(strncmp(a, "fs-", 3) == 0);
+}
