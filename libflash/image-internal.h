@@ -160,8 +160,15 @@ uint64_t image_now_ms(void);
 /* ---------------------------------------------------------------- unpack */
 
 struct diag;
+/* What is left of the bounds of struct flash_image_unpack_opts
+ * (UINT64_MAX: none), spent by each layer. */
+struct image_budget {
+	uint64_t bytes;
+	uint64_t entries;
+};
+void image_budget_init(struct image_budget *b, const struct flash_image_unpack_opts *opts);
 /* flash_image_layer_unpack() adding to @diag (not refilling it). */
-int image_layer_unpack(const char *layer_path, const char *rootfs, struct diag *diag);
+int image_layer_unpack(const char *layer_path, const char *rootfs, struct image_budget *budget, struct diag *diag);
 
 /* Removes @path below @dirfd, recursively, never following a symlink. */
 int image_remove_tree_at(int dirfd, const char *name);
