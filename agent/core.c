@@ -66,6 +66,7 @@ struct agent_core {
 	size_t n_busy, cap_busy;
 	uint64_t gen, saved_gen;    /* state changes made / on disk */
 	bool writing, stopping;
+	int save_err;               /* of the last state write (0: it worked) */
 	pthread_t deleter;
 	bool deleter_started;
 	char *state_path, *queue_dir;
@@ -333,6 +334,7 @@ static int state_sync(struct agent_core *a)
 		free(json);
 		pthread_mutex_lock(&a->lock);
 		a->writing = false;
+		a->save_err = err;
 		if (err == 0 && gen > a->saved_gen)
 			a->saved_gen = gen;
 		pthread_cond_broadcast(&a->state_cond);
@@ -1099,7 +1101,7 @@ void agent_core_status(struct agent_core *a, struct agent_status *ret)
 	ret->datapath = a->dp != NULL;
 	ret->datapath_mode = a->dp ? a->ops->dp_mode(a->ctx, a->dp) : NULL;
 	ret->ipam_err = flowsdn_ipam_summary(a->ipam, s, AGENT_MAX_POOLS, &n);
-	ret->state_ok = a->saved_gen == a->gen && !a->refused;
+	ret->state_ok = !a->save_err && !a->refused;
 	pthread_mutex_unlock(&a->lock);
 }
 
