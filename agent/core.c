@@ -892,7 +892,8 @@ static int restore_claim(struct agent_core *a, const struct agent_api_endpoint *
 		}
 		if (!strcmp(a->eps[i]->e.container_id, e->container_id) && !strcmp(a->eps[i]->e.ifname, e->ifname)) {
 			snprintf(why, size, "its owner has endpoint %u already", a->eps[i]->e.id);
-			return -FLOWSDN_E_AGENT_CONFLICT;
+			/* Same owner, same host interface: not to be removed. */
+			return -EEXIST;
 		}
 	}
 	if (e->n_addrs == 0) {
@@ -973,11 +974,13 @@ static int restore(struct agent_core *a)
 		}
 		err = restore_claim(a, &ep->e, why, sizeof(why));
 		if (err < 0) {
-			pr_err("agent: endpoint %u (%s/%s) refused: %s; removing its interface", ep->e.id,
-			       ep->e.container_id, ep->e.ifname, why);
+			pr_err("agent: endpoint %u (%s/%s) refused: %s%s", ep->e.id, ep->e.container_id, ep->e.ifname,
+			       why, err == -EEXIST ? "" : "; removing its interface");
 			/* Only its own interface: its addresses and map
-			 * entries may be another endpoint's. */
-			endpoint_teardown(a, &ep->e);
+			 * entries may be another endpoint's (and a duplicate
+			 * of an owner shares the first one's interface). */
+			if (err != -EEXIST)
+				endpoint_teardown(a, &ep->e);
 			free(ep);
 			a->refused++;
 			changed = true;

@@ -926,6 +926,26 @@ Test(agent_core, restore_reconciles_with_ipam)
 	cr_assert_eq(st.refused, 1, "duplicate id");
 	agent_core_free(core);
 	free(edited);
+
+	/* The same owner twice (copied whole): the second is refused and the
+	 * interface they share stays. */
+	edited = strdup(data);
+	p = strstr(edited, "\"containerID\":\"beta\"");
+	cr_assert(p, "%s", edited);
+	memmove(p + 15, "alpha", 5);
+	memmove(p + 20, p + 19, strlen(p + 19) + 1);
+	p[20] = '"';
+	p = strstr(edited, b.host_ifname);
+	cr_assert(p, "%s", edited);
+	memcpy(p, a.host_ifname, strlen(a.host_ifname));
+	write_text(path, edited);
+	core = core_start();
+	agent_core_status(core, &st);
+	cr_assert_eq(st.refused, 1, "duplicate owner: %s", edited);
+	cr_assert_eq(st.endpoints, 1);
+	cr_assert(fake_by_host(a.host_ifname), "the shared interface stays");
+	agent_core_free(core);
+	free(edited);
 	free(data);
 }
 
