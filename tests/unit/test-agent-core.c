@@ -929,12 +929,10 @@ Test(agent_core, restore_reconciles_with_ipam)
 
 	/* The same owner twice (copied whole): the second is refused and the
 	 * interface they share stays. */
-	edited = strdup(data);
-	p = strstr(edited, "\"containerID\":\"beta\"");
-	cr_assert(p, "%s", edited);
-	memmove(p + 15, "alpha", 5);
-	memmove(p + 20, p + 19, strlen(p + 19) + 1);
-	p[20] = '"';
+	p = strstr(data, "\"containerID\":\"beta\"");
+	cr_assert(p, "%s", data);
+	cr_assert(asprintf(&edited, "%.*s\"containerID\":\"alpha\"%s", (int)(p - data), data,
+			   p + strlen("\"containerID\":\"beta\"")) > 0);
 	p = strstr(edited, b.host_ifname);
 	cr_assert(p, "%s", edited);
 	memcpy(p, a.host_ifname, strlen(a.host_ifname));
