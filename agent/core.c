@@ -16,7 +16,7 @@
 #include <flowsdn/netlink.h>
 
 #include "core.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "log.h"
 #include "names.h"
 #include "replay.h"
@@ -285,27 +285,26 @@ static uint32_t next_id(struct agent_core *a)
 static char *state_json_locked(struct agent_core *a)
 {
 	char *json = NULL;
-	yajl_gen g = jgen_new();
+	struct json_writer *g = json_writer_new(0);
 
 	if (!g)
 		return NULL;
-	yajl_gen_map_open(g);
-	jgen_ki(g, "version", STATE_VERSION);
-	jgen_str(g, "endpoints");
-	yajl_gen_array_open(g);
+	jw_object_open(g);
+	jw_kv_int(g, "version", STATE_VERSION);
+	jw_string(g, "endpoints");
+	jw_array_open(g);
 	for (size_t i = 0; i < a->n_eps; i++)
 		if (a->eps[i]->ready)
 			agent_api_endpoint_gen(g, &a->eps[i]->e);
-	yajl_gen_array_close(g);
-	jgen_str(g, "deleting");
-	yajl_gen_array_open(g);
+	jw_array_close(g);
+	jw_string(g, "deleting");
+	jw_array_open(g);
 	for (size_t i = 0; i < a->n_dels; i++)
 		agent_api_endpoint_gen(g, a->dels[i]);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-	if (jgen_take(g, &json, NULL) < 0)
+	jw_array_close(g);
+	jw_object_close(g);
+	if (json_writer_finish(g, &json, NULL) < 0)
 		json = NULL;
-	yajl_gen_free(g);
 	return json;
 }
 
@@ -960,7 +959,7 @@ static int restore(struct agent_core *a)
 	err = json_parse(data, len, NULL, &root, NULL);
 	eps = json_get(root, "endpoints");
 	dels = json_get(root, "deleting");
-	if (err < 0 || !jis(eps, JSON_ARRAY) || (dels && !jis(dels, JSON_ARRAY))) {
+	if (err < 0 || !json_is(eps, JSON_ARRAY) || (dels && !json_is(dels, JSON_ARRAY))) {
 		pr_err("agent: %s is damaged", a->state_path);
 		json_free(root);
 		return -FLOWSDN_E_AGENT_STATE;

@@ -12,7 +12,7 @@
 
 #include "agent-api.h"
 #include "client.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "plugin.h"
 #include "queue.h"
 #include "util.h"
@@ -440,8 +440,8 @@ static char *requested_version(const char *input, size_t len)
 	struct json_value *root = NULL;
 	char *v = NULL;
 
-	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0 && jstr(json_get(root, "cniVersion")))
-		v = strdup(jstr(json_get(root, "cniVersion")));
+	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0 && json_string_value(json_get(root, "cniVersion")))
+		v = strdup(json_string_value(json_get(root, "cniVersion")));
 	json_free(root);
 	return v;
 }
@@ -454,7 +454,7 @@ static void version_verb(const char *input, size_t len, struct outcome *o)
 	const char *v = NULL;
 
 	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0)
-		v = jstr(json_get(root, "cniVersion"));
+		v = json_string_value(json_get(root, "cniVersion"));
 	if (flowsdn_cni_version_format(v, &o->out) < 0)
 		o->out = NULL;
 	o->status = o->out ? 0 : 1;

@@ -9,12 +9,12 @@
 #include <flowsdn/cni.h>
 
 #include "internal.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "names.h"
 
-#define IS_OBJ(v) jis((v), JSON_OBJECT)
-#define IS_ARR(v) jis((v), JSON_ARRAY)
-#define IS_STR(v) (jstr(v) != NULL)
+#define IS_OBJ(v) json_is((v), JSON_OBJECT)
+#define IS_ARR(v) json_is((v), JSON_ARRAY)
+#define IS_STR(v) (json_string_value(v) != NULL)
 
 /* An integer in [lo, hi]: 0 and *ret, or -1. */
 static int int_in(const struct json_value *v, long long lo, long long hi, long long *ret)
@@ -315,132 +315,132 @@ FLOWSDN_API const char *flowsdn_cni_result_nameserver(const struct flowsdn_cni_r
 	return r && i < r->n_ns ? r->ns[i] : NULL;
 }
 
-static void gen_addr(yajl_gen g, const struct flowsdn_addr *a)
+static void gen_addr(struct json_writer *g, const struct flowsdn_addr *a)
 {
 	char buf[FLOWSDN_ADDR_STRLEN];
 
 	if (flowsdn_addr_format(a, buf, sizeof(buf)) < 0)
 		buf[0] = '\0';
-	jgen_str(g, buf);
+	jw_string(g, buf);
 }
 
-static void gen_string_array(yajl_gen g, const char *key, char *const *arr, size_t n)
+static void gen_string_array(struct json_writer *g, const char *key, char *const *arr, size_t n)
 {
 	if (!n)
 		return;
-	jgen_str(g, key);
-	yajl_gen_array_open(g);
+	jw_string(g, key);
+	jw_array_open(g);
 	for (size_t i = 0; i < n; i++)
-		jgen_str(g, arr[i]);
-	yajl_gen_array_close(g);
+		jw_string(g, arr[i]);
+	jw_array_close(g);
 }
 
 /* Writes the "dns" member when there is anything in it (the 1.0.0 result
  * always carries "dns": {} in the reference plugins; an empty object is
  * accepted by every runtime, so we print it always). */
-static void gen_dns(yajl_gen g, const struct flowsdn_cni_result *r)
+static void gen_dns(struct json_writer *g, const struct flowsdn_cni_result *r)
 {
-	jgen_str(g, "dns");
-	yajl_gen_map_open(g);
+	jw_string(g, "dns");
+	jw_object_open(g);
 	gen_string_array(g, "nameservers", r->ns, r->n_ns);
 	if (r->domain) {
-		jgen_str(g, "domain");
-		jgen_str(g, r->domain);
+		jw_string(g, "domain");
+		jw_string(g, r->domain);
 	}
 	gen_string_array(g, "search", r->search, r->n_search);
-	yajl_gen_map_close(g);
+	jw_object_close(g);
 }
 
-static int result_gen(yajl_gen g, const struct flowsdn_cni_result *r, const char *version)
+static int result_gen(struct json_writer *g, const struct flowsdn_cni_result *r, const char *version)
 {
 	size_t vi = version_index(version);
 	bool v04 = vi == 0, v11 = vi == 2;
 
-	yajl_gen_map_open(g);
-	jgen_str(g, "cniVersion");
-	jgen_str(g, version);
+	jw_object_open(g);
+	jw_string(g, "cniVersion");
+	jw_string(g, version);
 	if (r->n_iface) {
-		jgen_str(g, "interfaces");
-		yajl_gen_array_open(g);
+		jw_string(g, "interfaces");
+		jw_array_open(g);
 		for (size_t i = 0; i < r->n_iface; i++) {
 			const struct flowsdn_cni_iface *f = &r->iface[i];
 
-			yajl_gen_map_open(g);
-			jgen_str(g, "name");
-			jgen_str(g, f->name);
+			jw_object_open(g);
+			jw_string(g, "name");
+			jw_string(g, f->name);
 			if (f->mac[0]) {
-				jgen_str(g, "mac");
-				jgen_str(g, f->mac);
+				jw_string(g, "mac");
+				jw_string(g, f->mac);
 			}
 			if (v11 && f->mtu) {
-				jgen_str(g, "mtu");
-				yajl_gen_integer(g, f->mtu);
+				jw_string(g, "mtu");
+				jw_int(g, f->mtu);
 			}
 			if (f->sandbox[0]) {
-				jgen_str(g, "sandbox");
-				jgen_str(g, f->sandbox);
+				jw_string(g, "sandbox");
+				jw_string(g, f->sandbox);
 			}
-			yajl_gen_map_close(g);
+			jw_object_close(g);
 		}
-		yajl_gen_array_close(g);
+		jw_array_close(g);
 	}
 	if (r->n_ip) {
-		jgen_str(g, "ips");
-		yajl_gen_array_open(g);
+		jw_string(g, "ips");
+		jw_array_open(g);
 		for (size_t i = 0; i < r->n_ip; i++) {
 			const struct flowsdn_cni_ip *ip = &r->ip[i];
 			char buf[FLOWSDN_PREFIX_STRLEN], abuf[FLOWSDN_ADDR_STRLEN];
 
-			yajl_gen_map_open(g);
+			jw_object_open(g);
 			if (v04) {
-				jgen_str(g, "version");
-				jgen_str(g, ip->addr.family == FLOWSDN_AF_INET ? "4" : "6");
+				jw_string(g, "version");
+				jw_string(g, ip->addr.family == FLOWSDN_AF_INET ? "4" : "6");
 			}
 			if (flowsdn_addr_format(&ip->addr, abuf, sizeof(abuf)) < 0)
 				return -EINVAL;
 			snprintf(buf, sizeof(buf), "%s/%u", abuf, ip->prefix_len);
-			jgen_str(g, "address");
-			jgen_str(g, buf);
+			jw_string(g, "address");
+			jw_string(g, buf);
 			if (ip->has_gateway) {
-				jgen_str(g, "gateway");
+				jw_string(g, "gateway");
 				gen_addr(g, &ip->gateway);
 			}
 			if (ip->iface >= 0) {
-				jgen_str(g, "interface");
-				yajl_gen_integer(g, ip->iface);
+				jw_string(g, "interface");
+				jw_int(g, ip->iface);
 			}
-			yajl_gen_map_close(g);
+			jw_object_close(g);
 		}
-		yajl_gen_array_close(g);
+		jw_array_close(g);
 	}
 	if (r->n_route) {
-		jgen_str(g, "routes");
-		yajl_gen_array_open(g);
+		jw_string(g, "routes");
+		jw_array_open(g);
 		for (size_t i = 0; i < r->n_route; i++) {
 			char buf[FLOWSDN_PREFIX_STRLEN];
 
-			yajl_gen_map_open(g);
+			jw_object_open(g);
 			if (flowsdn_prefix_format(&r->route[i].dst, buf, sizeof(buf)) < 0)
 				return -EINVAL;
-			jgen_str(g, "dst");
-			jgen_str(g, buf);
+			jw_string(g, "dst");
+			jw_string(g, buf);
 			if (r->route[i].has_gw) {
-				jgen_str(g, "gw");
+				jw_string(g, "gw");
 				gen_addr(g, &r->route[i].gw);
 			}
-			yajl_gen_map_close(g);
+			jw_object_close(g);
 		}
-		yajl_gen_array_close(g);
+		jw_array_close(g);
 	}
 	gen_dns(g, r);
-	yajl_gen_map_close(g);
+	jw_object_close(g);
 	return 0;
 }
 
 FLOWSDN_API int flowsdn_cni_result_format(const struct flowsdn_cni_result *r, const char *version, char **ret_json,
 					  size_t *ret_len)
 {
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!r || !version || !ret_json)
@@ -448,13 +448,14 @@ FLOWSDN_API int flowsdn_cni_result_format(const struct flowsdn_cni_result *r, co
 	err = flowsdn_cni_version_check(version);
 	if (err < 0)
 		return err;
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g)
 		return -ENOMEM;
 	err = result_gen(g, r, version);
 	if (err == 0)
-		err = jgen_take(g, ret_json, ret_len);
-	yajl_gen_free(g);
+		err = json_writer_finish(g, ret_json, ret_len);
+	else
+		json_writer_free(g);
 	return err;
 }
 
@@ -490,7 +491,7 @@ static int opt_str(const struct json_value *obj, const char *key, const char **r
 		return 0;
 	if (!IS_STR(v))
 		return -1;
-	*ret = jstr(v);
+	*ret = json_string_value(v);
 	return 0;
 }
 
@@ -521,11 +522,11 @@ static int dns_parse(const struct json_value *dns, struct flowsdn_cni_result *r,
 				return -fault;
 			}
 			if (k == 0)
-				err = flowsdn_cni_result_add_nameserver(r, jstr(s));
+				err = flowsdn_cni_result_add_nameserver(r, json_string_value(s));
 			else if (k == 1)
-				err = flowsdn_cni_result_add_search(r, jstr(s));
+				err = flowsdn_cni_result_add_search(r, json_string_value(s));
 			if (err < 0) {
-				diag_set(diag, "dns.%s[%zu]: invalid \"%.64s\"", arrays[k], i, jstr(s));
+				diag_set(diag, "dns.%s[%zu]: invalid \"%.64s\"", arrays[k], i, json_string_value(s));
 				return err == -ENOMEM ? err : -fault;
 			}
 		}
@@ -747,11 +748,11 @@ static int req_str(const struct json_value *obj, const char *key, const char *wh
 		diag_set(diag, "%s%s: missing", where, key);
 		return -FLOWSDN_E_CNI_CONFIG;
 	}
-	if (!IS_STR(v) || !jstr(v)[0]) {
+	if (!IS_STR(v) || !json_string_value(v)[0]) {
 		diag_set(diag, "%s%s: must be a non-empty string", where, key);
 		return -FLOWSDN_E_CNI_CONFIG;
 	}
-	*ret = jstr(v);
+	*ret = json_string_value(v);
 	return 0;
 }
 
@@ -941,9 +942,9 @@ FLOWSDN_API int flowsdn_cni_conf_get_string(const struct flowsdn_cni_conf *c, co
 	v = json_get(c->root, key);
 	if (!v)
 		return -ENOENT;
-	if (!IS_STR(v) || !jstr(v)[0])
+	if (!IS_STR(v) || !json_string_value(v)[0])
 		return -FLOWSDN_E_CNI_CONFIG;
-	*ret = jstr(v);
+	*ret = json_string_value(v);
 	return 0;
 }
 
@@ -1036,9 +1037,9 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 				diag_set(diag, "cniVersions[%zu]: must be a string", i);
 				return -FLOWSDN_E_CNI_CONFIG;
 			}
-			if (flowsdn_cni_version_check(jstr(s)) == 0 &&
-			    (!found || version_index(jstr(s)) > best)) {
-				best = version_index(jstr(s));
+			if (flowsdn_cni_version_check(json_string_value(s)) == 0 &&
+			    (!found || version_index(json_string_value(s)) > best)) {
+				best = version_index(json_string_value(s));
 				found = true;
 			}
 		}
@@ -1059,7 +1060,7 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 	    opt_type(l->root, "disableGC", JSON_BOOL, "a boolean", diag) < 0)
 		return -FLOWSDN_E_CNI_CONFIG;
 	dc = json_get(l->root, "disableCheck");
-	l->disable_check = jis(dc, JSON_BOOL) && dc->u.boolean;
+	l->disable_check = json_is(dc, JSON_BOOL) && dc->u.boolean;
 	l->plugins = json_get(l->root, "plugins");
 	if (!IS_ARR(l->plugins) || l->plugins->u.array.n == 0) {
 		diag_set(diag, "plugins: must be a non-empty array");
@@ -1108,7 +1109,7 @@ FLOWSDN_API int flowsdn_cni_conflist_plugin_conf(const struct flowsdn_cni_confli
 {
 	const struct json_value *p;
 	struct json_value *prev = NULL;
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!l || !ret_json)
@@ -1121,31 +1122,30 @@ FLOWSDN_API int flowsdn_cni_conflist_plugin_conf(const struct flowsdn_cni_confli
 		if (err < 0)
 			return err;
 	}
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g) {
 		json_free(prev);
 		return -ENOMEM;
 	}
-	yajl_gen_map_open(g);
-	jgen_str(g, "cniVersion");
-	jgen_str(g, l->version);
-	jgen_str(g, "name");
-	jgen_str(g, l->name);
+	jw_object_open(g);
+	jw_string(g, "cniVersion");
+	jw_string(g, l->version);
+	jw_string(g, "name");
+	jw_string(g, l->name);
 	for (size_t k = 0; k < p->u.object.n; k++) {
 		const char *key = p->u.object.members[k].key;
 
 		if (!strcmp(key, "cniVersion") || !strcmp(key, "name") || !strcmp(key, "prevResult"))
 			continue;
-		jgen_str(g, key);
-		jgen_value(g, p->u.object.members[k].value);
+		jw_string(g, key);
+		jw_value(g, p->u.object.members[k].value);
 	}
 	if (prev) {
-		jgen_str(g, "prevResult");
-		jgen_value(g, prev);
+		jw_string(g, "prevResult");
+		jw_value(g, prev);
 	}
-	yajl_gen_map_close(g);
-	err = jgen_take(g, ret_json, NULL);
-	yajl_gen_free(g);
+	jw_object_close(g);
+	err = json_writer_finish(g, ret_json, NULL);
 	json_free(prev);
 	return err;
 }
@@ -1333,55 +1333,53 @@ FLOWSDN_API const char *flowsdn_cni_args_get(const struct flowsdn_cni_args *a, c
 FLOWSDN_API int flowsdn_cni_error_format(const char *version, unsigned int code, const char *msg, const char *details,
 					 char **ret_json)
 {
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!msg || !code || !ret_json)
 		return -EINVAL;
 	if (!version || flowsdn_cni_version_check(version) < 0)
 		version = FLOWSDN_CNI_VERSION_LATEST;
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g)
 		return -ENOMEM;
-	yajl_gen_map_open(g);
-	jgen_str(g, "cniVersion");
-	jgen_str(g, version);
-	jgen_str(g, "code");
-	yajl_gen_integer(g, code);
-	jgen_str(g, "msg");
-	jgen_str(g, msg);
+	jw_object_open(g);
+	jw_string(g, "cniVersion");
+	jw_string(g, version);
+	jw_string(g, "code");
+	jw_int(g, code);
+	jw_string(g, "msg");
+	jw_string(g, msg);
 	if (details && details[0]) {
-		jgen_str(g, "details");
-		jgen_str(g, details);
+		jw_string(g, "details");
+		jw_string(g, details);
 	}
-	yajl_gen_map_close(g);
-	err = jgen_take(g, ret_json, NULL);
-	yajl_gen_free(g);
+	jw_object_close(g);
+	err = json_writer_finish(g, ret_json, NULL);
 	return err;
 }
 
 FLOWSDN_API int flowsdn_cni_version_format(const char *version, char **ret_json)
 {
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!ret_json)
 		return -EINVAL;
 	if (!version || flowsdn_cni_version_check(version) < 0)
 		version = FLOWSDN_CNI_VERSION_LATEST;
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g)
 		return -ENOMEM;
-	yajl_gen_map_open(g);
-	jgen_str(g, "cniVersion");
-	jgen_str(g, version);
-	jgen_str(g, "supportedVersions");
-	yajl_gen_array_open(g);
+	jw_object_open(g);
+	jw_string(g, "cniVersion");
+	jw_string(g, version);
+	jw_string(g, "supportedVersions");
+	jw_array_open(g);
 	for (size_t i = 0; i < ARRAY_SIZE(supported); i++)
-		jgen_str(g, supported[i]);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-	err = jgen_take(g, ret_json, NULL);
-	yajl_gen_free(g);
+		jw_string(g, supported[i]);
+	jw_array_close(g);
+	jw_object_close(g);
+	err = json_writer_finish(g, ret_json, NULL);
 	return err;
 }

@@ -13,6 +13,8 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 
+#include "diag.h"
+
 #define DIAG_TEST_HELPERS(P)                                                                  \
 	static inline void P##_test_diag_freep(struct P##_diag **d)                           \
 	{                                                                                     \
@@ -69,6 +71,30 @@
                                                                                               \
 		return e ? e->line : 0;                                                       \
 	}
+
+/* The same over the private engine (common/diag.h), for the programs'
+ * own code (agent/, cni/, operator/). */
+static inline void test_engine_diag_freep(struct diag **d)
+{
+	diag_free(*d);
+}
+#define _cleanup_engine_diag_ __attribute__((cleanup(test_engine_diag_freep)))
+static inline struct diag *test_engine_diag(void)
+{
+	struct diag *d = NULL;
+
+	cr_assert(diag_new(&d) == 0, "diag_new");
+	return d;
+}
+static inline const char *test_engine_text(const struct diag *d)
+{
+	static char buf[1024];
+
+	buf[0] = '\0';
+	if (diag_first_error(d) && diag_entry_format(diag_first_error(d), buf, sizeof(buf)) < 0)
+		buf[0] = '\0';
+	return buf;
+}
 
 #define _cleanup_flash_diag_ __attribute__((cleanup(flash_test_diag_freep)))
 #define _cleanup_flowsdn_diag_ __attribute__((cleanup(flowsdn_test_diag_freep)))

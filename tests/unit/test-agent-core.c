@@ -22,6 +22,7 @@
 #include "agent-api.h"
 #include "core.h"
 #include "diag.h"
+#include "diag-helpers.h"
 #include "helpers.h"
 #include "http.h"
 #include "log.h"
@@ -359,12 +360,12 @@ static const struct agent_ops fake_ops = {
 static struct agent_config *config(const char *pools)
 {
 	struct agent_config *c = NULL;
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	char *json = NULL;
 
 	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":%s}", dir, dir,
 			   pools ? pools : "[\"10.9.0.0/29\",\"fd00:9::/125\"]") > 0);
-	ASSERT_OK(agent_config_parse(json, strlen(json), &d, &c), d.msg);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
 	free(json);
 	return c;
 }
@@ -649,19 +650,14 @@ Test(agent_api, error_body_round_trip)
 {
 	struct json_value *root = NULL;
 	char *json = NULL, msg[64];
-	yajl_gen g = yajl_gen_alloc(NULL);
+	struct json_writer *g = json_writer_new(0);
 	size_t len;
 	int err = 0;
 
 	cr_assert(g);
 	agent_api_error_gen(g, -FLOWSDN_E_IPAM_EXHAUSTED, "pool 10.0.0.0/30 is full");
-	{
-		const unsigned char *buf;
-
-		cr_assert_eq(yajl_gen_get_buf(g, &buf, &len), yajl_gen_status_ok);
-		json = strndup((const char *)buf, len);
-	}
-	yajl_gen_free(g);
+	ASSERT_OK(json_writer_finish(g, &json, &len), "finish");
+	cr_assert_eq(len, strlen(json));
 	ASSERT_STREQ(json, "{\"error\":{\"code\":\"FLOWSDN_E_IPAM_EXHAUSTED\",\"number\":4100,"
 			   "\"message\":\"pool 10.0.0.0/30 is full\"}}", "body");
 	ASSERT_OK(json_parse(json, strlen(json), NULL, &root, NULL), json);

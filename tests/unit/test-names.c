@@ -215,12 +215,12 @@ static void setup(void)
 #ifdef TEST_NAMES_AGENT
 	{
 		struct agent_config *c = NULL;
-		struct agent_diag d = { { 0 } };
+		_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 		char *json = NULL;
 
 		cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/agent\",\"pools\":[\"10.8.0.0/24\"],"
 				   "\"datapath\":false}", state_top, state_top) > 0);
-		ASSERT_OK(agent_config_parse(json, strlen(json), &d, &c), d.msg);
+		ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
 		ASSERT_OK(agent_core_new(c, &stub_ops, NULL, &agent), "agent core");
 		agent_config_free(c);
 		free(json);
