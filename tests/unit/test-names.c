@@ -19,6 +19,7 @@
 #include <flowsdn/policy.h>
 
 #include "agent-api.h"
+#include "diag-helpers.h"
 #ifdef TEST_NAMES_AGENT
 #include "conf.h"
 #include "core.h"
@@ -26,6 +27,8 @@
 #include "helpers.h"
 #include "json.h"
 #include "unit/ipam-helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
 
 enum rule { R_CID, R_IFNAME, R_LABEL, R_SUBDOMAIN, R_KEY, R_VALUE, N_RULES };
 
@@ -200,7 +203,7 @@ static void setup(void)
 	cr_assert(mkdtemp(state_top));
 	snprintf(dir, sizeof(dir), "%s/ipam", state_top);
 	ASSERT_OK(flowsdn_prefix_parse("10.9.0.0/24", strlen("10.9.0.0/24"), NULL, &pool), "pool");
-	ASSERT_OK(flowsdn_ipam_new(dir, &pool, 1, NULL, &ipam), "ipam");
+	ASSERT_OK(flowsdn_ipam_new(dir, &pool, 1, NULL, &ipam, NULL), "ipam");
 	snprintf(dir, sizeof(dir), "%s/identity", state_top);
 	ASSERT_OK(flowsdn_identity_new(dir, NULL, &ids), "identity store");
 	{
@@ -262,9 +265,9 @@ static bool cni_env(const char *cid, const char *ifname)
 {
 	struct env e = { cid, ifname };
 	struct flowsdn_cni_env out;
-	struct flowsdn_cni_diag d;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
-	return flowsdn_cni_env_read(env_get, &e, &d, &out) == 0;
+	return flowsdn_cni_env_read(env_get, &e, &out, d) == 0;
 }
 
 static bool ep_cni_env_cid(const char *s) { return cni_env(s, "eth0"); }
@@ -279,10 +282,10 @@ static bool ep_ipam_owner_ifname(const char *s) { return flowsdn_ipam_owner_vali
 static bool ipam_alloc(const char *cid, const char *ifname)
 {
 	struct flowsdn_ipam_result res;
-	int r = flowsdn_ipam_allocate(ipam, cid, ifname, NULL, &res);
+	int r = flowsdn_ipam_allocate(ipam, cid, ifname, NULL, &res, NULL);
 
 	if (r == 0) {
-		ASSERT_OK(flowsdn_ipam_release(ipam, cid, ifname), "release");
+		ASSERT_OK(flowsdn_ipam_release(ipam, cid, ifname, NULL), "release");
 		return true;
 	}
 	cr_assert(r == -FLOWSDN_E_IPAM_OWNER, "IPAM refused (%s, %s) with %d, not the owner error", show(cid), ifname, r);
@@ -298,8 +301,8 @@ static bool ep_cni_network_name(const char *s)
 {
 	char *json = jwrap("{\"cniVersion\":\"1.0.0\",\"name\":", s, ",\"type\":\"flowsdn-cni\"}");
 	struct flowsdn_cni_conf *conf = NULL;
-	struct flowsdn_cni_diag d;
-	int r = flowsdn_cni_conf_parse(json, strlen(json), &d, &conf);
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
+	int r = flowsdn_cni_conf_parse(json, strlen(json), &conf, d);
 
 	flowsdn_cni_conf_free(conf);
 	free(json);
