@@ -793,7 +793,8 @@ Test(agent_core, deadlines_and_order)
 	snprintf(qdir, sizeof(qdir), "%s/state", dir);
 	q = agent_api_queue_dir(qdir);
 	cr_assert(q);
-	cr_assert(mkdir(q, 0700) == 0);
+	/* The core made (and marked) its queue directory at start. */
+	cr_assert(mkdir(q, 0700) == 0 || errno == EEXIST, "queue dir %s: %s", q, strerror(errno));
 	queue_del(q, "slow");
 	ASSERT_OK(add(core, "slow", "/fake/ns/43", &e), "ADD after a queued DEL");
 	ASSERT_STREQ(e.netns, "/fake/ns/43", "the new endpoint");
