@@ -23,7 +23,8 @@
 enum proxy_mode {
 	PROXY_FORWARD,        /* forward everything (counting) */
 	PROXY_CORRUPT,        /* forward; flip a byte of large blobs and of small-docker manifests,
-			 * give multi's manifests Content-Type application/json */
+			 * give multi's manifests Content-Type application/json, answer
+			 * huge's with 5 MiB */
 	PROXY_REDIRECT_BLOBS, /* forward manifests; answer blob GETs with 307 to redirect_base */
 	PROXY_STORAGE,        /* forward with its own upstream credentials (the redirect target) */
 	PROXY_TOKEN,          /* the token service: Basic flash:s3cret gets the token */
@@ -225,6 +226,19 @@ static enum MHD_Result proxy_request(void *cls, struct MHD_Connection *c, const 
 
 		snprintf(target, sizeof(target), "%s%s", p->redirect_base, url);
 		return proxy_answer(c, 307, "", 0, h);
+	}
+	if (p->mode == PROXY_CORRUPT && strstr(url, "/huge/manifests/")) {
+		/* a manifest past any bound: 5 MiB of JSON whitespace */
+		size_t n = 5u << 20;
+		char *big = malloc(n);
+		const char *h[] = { "Content-Type", "application/vnd.oci.image.manifest.v1+json", NULL };
+
+		if (!big)
+			return MHD_NO;
+		memset(big, ' ', n);
+		ret = proxy_answer(c, 200, big, n, h);
+		free(big);
+		return ret;
 	}
 	snprintf(target, sizeof(target), "%s%s", p->upstream, url);
 	if (fetch_url(target, accept, p->mode == PROXY_STORAGE ? p->upstream_auth : auth, &f) < 0) {

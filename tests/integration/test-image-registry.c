@@ -607,6 +607,21 @@ Test(registry, content_type_checked)
 	free(ref);
 }
 
+Test(registry, manifest_size_bounded)
+{
+	char *ref = ref_at("corrupter", "huge:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true);
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_SIZE, "a 5 MiB manifest");
+	cr_assert(strstr(first_message(diag), "larger than 4194304 bytes"), "%s", first_message(diag));
+	cr_assert_null(img);
+	flash_diag_free(diag);
+	free(ref);
+}
+
 Test(registry, oversized_image_refused_before_start)
 {
 	char *big = ref_at("anon", "big:v1"), *small = ref_at("anon", "small:v1"), want[128];
