@@ -29,6 +29,7 @@ enum proxy_mode {
 	PROXY_STORAGE,        /* forward with its own upstream credentials (the redirect target) */
 	PROXY_TOKEN,          /* the token service: Basic flash:s3cret gets the token */
 	PROXY_CHALLENGE,      /* answers every request 401 with a Bearer challenge to itself */
+	PROXY_TOKEN_BAD,      /* a token service answering a token with CR LF in it */
 };
 
 #define PROXY_PATHS 64
@@ -211,6 +212,11 @@ static enum MHD_Result proxy_request(void *cls, struct MHD_Connection *c, const 
 			return proxy_answer(c, 401, "{}", 2, h);
 		}
 		snprintf(body, sizeof(body), "{\"token\":\"%s\",\"expires_in\":3600}", p->token);
+		return proxy_answer(c, 200, body, strlen(body), NULL);
+	}
+	if (p->mode == PROXY_TOKEN_BAD) {
+		static const char body[] = "{\"token\":\"abc\\r\\nX-Injected: 1\"}";
+
 		return proxy_answer(c, 200, body, strlen(body), NULL);
 	}
 	if (p->mode == PROXY_CHALLENGE) {
