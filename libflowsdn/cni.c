@@ -112,15 +112,36 @@ static size_t version_index(const char *version)
 	return ARRAY_SIZE(supported) - 1;
 }
 
-_printf_(2, 3) static void diag_set(struct flowsdn_cni_diag *diag, const char *fmt, ...)
+/* Adds one problem to @diag.  Messages are written "FIELD: what is wrong"
+ * (the field a JSON path or a variable name, without spaces): the field
+ * becomes the entry's path and the rest its message. */
+_printf_(2, 3) static void diag_set(struct diag *diag, const char *fmt, ...)
 {
+	_cleanup_free_ char *text = NULL;
+	const char *sep;
 	va_list ap;
+	int n;
 
 	if (!diag)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(diag->msg, sizeof(diag->msg), fmt, ap);
+	n = vasprintf(&text, fmt, ap);
 	va_end(ap);
+	if (n < 0) {
+		text = NULL;
+		diag_add_text(diag, DIAG_ERROR, "", "cni", NULL, "(out of memory)");
+		return;
+	}
+	sep = strstr(text, ": ");
+	if (sep && sep > text && !memchr(text, ' ', (size_t)(sep - text))) {
+		_cleanup_free_ char *path = strndup(text, (size_t)(sep - text));
+
+		if (path) {
+			diag_add_text(diag, DIAG_ERROR, path, "cni", NULL, "%s", sep + 2);
+			return;
+		}
+	}
+	diag_add_text(diag, DIAG_ERROR, "", "cni", NULL, "%s", text);
 }
 
 /* ------------------------------------------------------------ results */
@@ -473,7 +494,7 @@ static int opt_str(const struct json_value *obj, const char *key, const char **r
 	return 0;
 }
 
-static int dns_parse(const struct json_value *dns, struct flowsdn_cni_result *r, struct flowsdn_cni_diag *diag, int fault)
+static int dns_parse(const struct json_value *dns, struct flowsdn_cni_result *r, struct diag *diag, int fault)
 {
 	static const char *const arrays[] = { "nameservers", "search", "options" };
 	const char *domain;
@@ -532,7 +553,7 @@ static int copy_field(char *dst, size_t size, const char *src)
 	return 0;
 }
 
-static int result_from_tree(const struct json_value *root, struct flowsdn_cni_diag *diag, struct flowsdn_cni_result **ret)
+static int result_from_tree(const struct json_value *root, struct diag *diag, struct flowsdn_cni_result **ret)
 {
 	_cleanup_(flowsdn_cni_result_freep) struct flowsdn_cni_result *r = NULL;
 	const char *version;
@@ -654,7 +675,7 @@ static int result_from_tree(const struct json_value *root, struct flowsdn_cni_di
 
 /* Parses @len bytes into a strict tree (common/json.h: no duplicate keys,
  * bounded depth and sizes), the fault's line and column in @diag. */
-static int tree_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag, struct json_value **ret)
+static int tree_parse(const char *json, size_t len, struct diag *diag, struct json_value **ret)
 {
 	static const struct json_limits limits = {
 		.max_depth = 32,
@@ -667,20 +688,22 @@ static int tree_parse(const char *json, size_t len, struct flowsdn_cni_diag *dia
 
 	r = json_parse(json, len, &limits, ret, &e);
 	if (r == -EBADMSG) {
-		diag_set(diag, "JSON line %u column %u: %s", e.line, e.column, e.message);
+		diag_add_json_error(diag, &e);
 		return -FLOWSDN_E_CNI_DECODE;
 	}
 	return r;
 }
 
-FLOWSDN_API int flowsdn_cni_result_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-					 struct flowsdn_cni_result **ret)
+FLOWSDN_API int flowsdn_cni_result_parse(const char *json, size_t len, struct flowsdn_cni_result **ret,
+					 struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	struct json_value *root;
 	int err;
 
 	if (!json || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	err = tree_parse(json, len, diag, &root);
 	if (err < 0)
 		return err;
@@ -716,7 +739,7 @@ FLOWSDN_API void flowsdn_cni_conf_free(struct flowsdn_cni_conf *c)
 }
 
 /* A required string field; -FLOWSDN_E_CNI_CONFIG naming it otherwise. */
-static int req_str(const struct json_value *obj, const char *key, const char *where, struct flowsdn_cni_diag *diag, const char **ret)
+static int req_str(const struct json_value *obj, const char *key, const char *where, struct diag *diag, const char **ret)
 {
 	const struct json_value *v = json_get(obj, key);
 
@@ -732,7 +755,7 @@ static int req_str(const struct json_value *obj, const char *key, const char *wh
 	return 0;
 }
 
-static int opt_type(const struct json_value *obj, const char *key, enum json_type type, const char *what, struct flowsdn_cni_diag *diag)
+static int opt_type(const struct json_value *obj, const char *key, enum json_type type, const char *what, struct diag *diag)
 {
 	const struct json_value *v = json_get(obj, key);
 
@@ -745,7 +768,7 @@ static int opt_type(const struct json_value *obj, const char *key, enum json_typ
 	return 0;
 }
 
-static int check_version(const char *version, const char *where, struct flowsdn_cni_diag *diag)
+static int check_version(const char *version, const char *where, struct diag *diag)
 {
 	int err = flowsdn_cni_version_check(version);
 
@@ -757,7 +780,7 @@ static int check_version(const char *version, const char *where, struct flowsdn_
 	return err;
 }
 
-static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value *a, struct flowsdn_cni_diag *diag)
+static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value *a, struct diag *diag)
 {
 	if (!IS_ARR(a)) {
 		diag_set(diag, "cni.dev/valid-attachments: must be an array");
@@ -796,7 +819,7 @@ static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value
 /* The start of a configuration or a list: a JSON object with a string
  * cniVersion.  *ret_root is set as soon as it is parsed (the caller's
  * object owns it, also on a later failure). */
-static int parse_versioned_object(const char *json, size_t len, const char *what, struct flowsdn_cni_diag *diag,
+static int parse_versioned_object(const char *json, size_t len, const char *what, struct diag *diag,
 				  struct json_value **ret_root, const char **ret_version)
 {
 	int err = tree_parse(json, len, diag, ret_root);
@@ -810,15 +833,17 @@ static int parse_versioned_object(const char *json, size_t len, const char *what
 	return req_str(*ret_root, "cniVersion", "", diag, ret_version);
 }
 
-FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-				       struct flowsdn_cni_conf **ret)
+FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flowsdn_cni_conf **ret,
+				       struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_conf_freep) struct flowsdn_cni_conf *c = NULL;
 	const struct json_value *v;
 	int err;
 
 	if (!json || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -856,13 +881,21 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 	}
 	v = json_get(c->root, "prevResult");
 	if (v) {
-		struct flowsdn_cni_diag d = { { 0 } };
+		struct diag *d = NULL;
+		char text[512] = "";
 
-		err = result_from_tree(v, &d, &c->prev);
+		err = diag_new(&d);
+		if (err < 0)
+			return err;
+		err = result_from_tree(v, d, &c->prev);
 		if (err < 0) {
-			diag_set(diag, "prevResult: %s", d.msg);
-			return err == -ENOMEM ? err : -FLOWSDN_E_CNI_CONFIG;
+			if (diag_entry_format(diag_first_error(d), text, sizeof(text)) < 0)
+				text[0] = '\0';
+			diag_set(diag, "prevResult: %s", text);
 		}
+		diag_free(d);
+		if (err < 0)
+			return err == -ENOMEM ? err : -FLOWSDN_E_CNI_CONFIG;
 	}
 	v = json_get(c->root, "cni.dev/valid-attachments");
 	if (v) {
@@ -970,15 +1003,17 @@ FLOWSDN_API void flowsdn_cni_conflist_free(struct flowsdn_cni_conflist *l)
 	free(l);
 }
 
-FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-					   struct flowsdn_cni_conflist **ret)
+FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct flowsdn_cni_conflist **ret,
+					   struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_conflist_freep) struct flowsdn_cni_conflist *l = NULL;
 	const struct json_value *versions, *dc;
 	int err;
 
 	if (!json || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -1147,13 +1182,15 @@ FLOWSDN_API bool flowsdn_cni_ifname_valid(const char *name)
 }
 
 FLOWSDN_API int flowsdn_cni_env_read(const char *(*getenv_fn)(const char *name, void *userdata), void *userdata,
-				     struct flowsdn_cni_diag *diag, struct flowsdn_cni_env *ret)
+				     struct flowsdn_cni_env *ret, struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	struct flowsdn_cni_env e = { 0 };
 	const char *cmd;
 
 	if (!getenv_fn || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	cmd = getenv_fn("CNI_COMMAND", userdata);
 	if (!cmd || !cmd[0]) {
 		diag_set(diag, "CNI_COMMAND is not set");
@@ -1220,15 +1257,17 @@ static bool truthy(const char *v)
 	return !strcasecmp(v, "1") || !strcasecmp(v, "true");
 }
 
-FLOWSDN_API int flowsdn_cni_args_parse(const char *text, const char *const *known, struct flowsdn_cni_diag *diag,
-				       struct flowsdn_cni_args **ret)
+FLOWSDN_API int flowsdn_cni_args_parse(const char *text, const char *const *known, struct flowsdn_cni_args **ret,
+				       struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_args_freep) struct flowsdn_cni_args *a = NULL;
 	bool ignore_unknown = false;
 	char *save = NULL, *tok;
 
 	if (!ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	if (text && strnlen(text, MAX_ARGS_SIZE + 1) > MAX_ARGS_SIZE) {
 		diag_set(diag, "CNI_ARGS is longer than %u bytes", MAX_ARGS_SIZE);
 		return -E2BIG;

@@ -785,14 +785,13 @@ Test(registry, operator_refuses_an_oversized_image_from_the_registry)
 	struct flash_auth_keyset *keys = NULL;
 	unsigned char pub[32];
 	struct op_image_settings cfg = { .plain_http = true, .timeout_ms = 20000 };
-	struct op_image_ops ops = op_image_default_ops;
+	struct op_image_ops ops = { .admit = op_image_default_ops.admit, .ctx = &cfg };
 	struct op_provider_opts po = { .sz = sizeof(po), .issuer = "mp", .audience = "prov", .image = &ops };
 	struct op_service **list = NULL;
 	size_t n = 0;
 	int status;
 	char *answer;
 
-	ops.ctx = &cfg;
 	cr_assert(asprintf(&db, "%s/store.db", state) > 0);
 	ASSERT_OK(op_store_open(db, &st, err, sizeof(err)), err);
 	ASSERT_OK(flash_auth_signer_generate("k1", &signer), "signer");

@@ -17,6 +17,7 @@
 
 #include "agent-api.h"
 #include "core.h"
+#include "diag.h"
 #include "helpers.h"
 #include "http.h"
 #include "log.h"
@@ -96,13 +97,14 @@ static int f_netns_ino(void *ctx, const char *path, uint64_t *ret)
 }
 
 static int f_veth_setup_locked(const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-			       struct flowsdn_nl_err *err)
+			       struct flowsdn_diag *err)
 {
 	if (fk.fail_setup) {
 		int e = fk.fail_setup;
 
 		fk.fail_setup = 0;
-		snprintf(err->msg, sizeof(err->msg), "fake: setup fails");
+		/* A fake of libflowsdn: its diag is the common engine's. */
+		diag_add_text((struct diag *)err, DIAG_ERROR, "", "netlink", NULL, "fake: setup fails");
 		return e;
 	}
 	if (fake_by_host(cfg->host_ifname))
@@ -133,7 +135,7 @@ static int f_veth_setup_locked(const struct flowsdn_veth_config *cfg, struct flo
 }
 
 static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-			struct flowsdn_nl_err *err)
+			struct flowsdn_diag *err)
 {
 	int r;
 
@@ -152,7 +154,7 @@ static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct
 }
 
 static int f_veth_teardown(void *ctx, const char *host, const struct flowsdn_addr *a, size_t n,
-			   struct flowsdn_nl_err *err)
+			   struct flowsdn_diag *err)
 {
 	struct fake_if *f;
 
@@ -174,19 +176,19 @@ static int f_veth_teardown(void *ctx, const char *host, const struct flowsdn_add
 	return 0;
 }
 
-static int f_endpoint_check_unlocked(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+static int f_endpoint_check_unlocked(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_diag *err)
 {
 	struct fake_if *f = fake_by_index(iface->host_ifindex);
 
 	(void)ctx;
 	if (!f || strcmp(f->host, iface->host_ifname) != 0) {
-		snprintf(err->msg, sizeof(err->msg), "fake: %s is gone", iface->host_ifname);
+		diag_add_text((struct diag *)err, DIAG_ERROR, "", "netlink", NULL, "fake: %s is gone", iface->host_ifname);
 		return -FLOWSDN_E_NL_NOT_FOUND;
 	}
 	return 0;
 }
 
-static int f_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+static int f_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_diag *err)
 {
 	int r;
 
@@ -278,9 +280,7 @@ static int f_dp_is_attached(void *ctx, struct flowsdn_datapath *dp, int ifindex)
 
 static int f_dp_adopt(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface)
 {
-	struct flowsdn_nl_err err = { { 0 } };
-
-	if (f_endpoint_check(ctx, iface, &err) < 0)
+	if (f_endpoint_check(ctx, iface, NULL) < 0)
 		return -FLOWSDN_E_BPF_IFACE_MISMATCH;
 	return f_dp_attach(ctx, dp, iface->host_ifindex);
 }
@@ -793,8 +793,8 @@ Test(agent_core, deadlines_and_order)
 	snprintf(qdir, sizeof(qdir), "%s/state", dir);
 	q = agent_api_queue_dir(qdir);
 	cr_assert(q);
-	/* The core made (and marked) its queue directory at start. */
-	cr_assert(mkdir(q, 0700) == 0 || errno == EEXIST, "queue dir %s: %s", q, strerror(errno));
+	/* The agent made (and marked) its queue directory at start. */
+	cr_assert(access(q, W_OK) == 0, "queue directory %s", q);
 	queue_del(q, "slow");
 	ASSERT_OK(add(core, "slow", "/fake/ns/43", &e), "ADD after a queued DEL");
 	ASSERT_STREQ(e.netns, "/fake/ns/43", "the new endpoint");

@@ -171,7 +171,7 @@ Test(cni_plugin, add_result_from_agent, .init = setup, .fini = teardown)
 	cr_assert(strstr(f->last, "POST /v1/cni/add "), "%s", f->last);
 	cr_assert(strstr(f->last, "\"containerID\":\"c1\",\"ifname\":\"eth0\",\"netns\":\"/proc/self/ns/net\""), "%s",
 		  f->last);
-	ASSERT_OK(flowsdn_cni_result_parse(out, strlen(out), NULL, &r), out);
+	ASSERT_OK(flowsdn_cni_result_parse(out, strlen(out), &r, NULL), out);
 	cr_assert(strstr(out, "\"cniVersion\":\"1.0.0\""), "a 1.0.0 config gets a 1.0.0 result: %s", out);
 	cr_assert_eq(flowsdn_cni_result_iface_count(r), 2);
 	ASSERT_STREQ(flowsdn_cni_result_iface(r, 0)->name, "fsd0123456789ab", "host side first");
@@ -492,7 +492,7 @@ Test(cni_plugin, install_writes_conflist, .init = setup, .fini = teardown)
 	data = calloc(1, 4096);
 	len = fread(data, 1, 4095, fp);
 	fclose(fp);
-	ASSERT_OK(flowsdn_cni_conflist_parse(data, len, NULL, &l), data);
+	ASSERT_OK(flowsdn_cni_conflist_parse(data, len, &l, NULL), data);
 	ASSERT_STREQ(flowsdn_cni_conflist_name(l), "flowsdn", "name");
 	ASSERT_STREQ(flowsdn_cni_conflist_version(l), "1.1.0", "newest of cniVersions");
 	cr_assert_eq(flowsdn_cni_conflist_plugin_count(l), 1);

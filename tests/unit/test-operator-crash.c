@@ -42,33 +42,6 @@ static pid_t op_pid;
 static volatile int done;
 static unsigned int kills;
 
-static void child(void)
-{
-	struct op_daemon *d = NULL;
-	char err[512] = "";
-	sigset_t set;
-	int sig;
-
-	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = dir, .keys_file = keys_path, .issuer = TEST_ISSUER,
-				    .audience = TEST_AUDIENCE, .image = &test_image_ops };
-	o.http.sz = sizeof(o.http);
-	o.http.unix_path = sock;
-	o.http.threads = 2;
-	/* Never outlive the test. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() == 1)
-		_exit(4);
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if (op_daemon_start(&o, &d, err, sizeof(err)) < 0) {
-		fprintf(stderr, "child: %s\n", err);
-		_exit(3);
-	}
-	sigwait(&set, &sig);
-	_exit(0);
-}
-
 static bool can_connect(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -93,10 +66,13 @@ static void ensure_running(void)
 		return;
 	}
 	unlink(sock);
-	pid_t pid = fork();
+	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = dir, .keys_file = keys_path, .issuer = TEST_ISSUER,
+				    .audience = TEST_AUDIENCE, .image = &test_image_ops };
+	o.http.sz = sizeof(o.http);
+	o.http.unix_path = sock;
+	o.http.threads = 2;
+	pid_t pid = test_operator_fork(&o, -1);
 	cr_assert(pid >= 0);
-	if (pid == 0)
-		child();
 	op_pid = pid;
 	pthread_mutex_unlock(&pid_lock);
 	for (int i = 0; i < 500 && !can_connect(); i++) {
