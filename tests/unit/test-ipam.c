@@ -157,19 +157,19 @@ Test(ipam, in_memory_only)
 	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, o, .families = FLOWSDN_IPAM_IPV4, .request = &want, .n_request = 1);
 	size_t n;
 
-	ASSERT_OK(flowsdn_ipam_new(NULL, pools, 2, NULL, &ipam), "in memory");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res), "a");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", NULL, &res), "b");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res), -FLOWSDN_E_IPAM_EXHAUSTED, "c");
+	ASSERT_OK(flowsdn_ipam_new(NULL, pools, 2, NULL, &ipam, NULL), "in memory");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "a");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", NULL, &res, NULL), "b");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_EXHAUSTED, "c");
 	ASSERT_OK(flowsdn_ipam_summary(ipam, sum, 2, &n), "summary");
 	cr_assert_eq(sum[0].used, 2, "the IPv4 address of the failed call was given back");
 	ASSERT_ERR(flowsdn_ipam_lookup(ipam, "c", "eth0", &res), -ENOENT, "c holds nothing");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "d", "eth1", &o, &res), "explicit");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "e", "eth1", &o, &res), -FLOWSDN_E_IPAM_IN_USE, "never two owners");
-	cr_assert_eq(flowsdn_ipam_release(ipam, "a", "eth0"), 2);
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res), "c after release");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "d", "eth1", &o, &res, NULL), "explicit");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "e", "eth1", &o, &res, NULL), -FLOWSDN_E_IPAM_IN_USE, "never two owners");
+	cr_assert_eq(flowsdn_ipam_release(ipam, "a", "eth0", NULL), 2);
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), "c after release");
 	flowsdn_ipam_free(ipam);
-	ASSERT_ERR(flowsdn_ipam_new("", pools, 2, NULL, &ipam), -EINVAL, "empty path");
+	ASSERT_ERR(flowsdn_ipam_new("", pools, 2, NULL, &ipam, NULL), -EINVAL, "empty path");
 }
 
 Test(ipam, explicit_requests)
