@@ -264,35 +264,14 @@ int main(int argc, char **argv)
 		return 1;
 	free(jwks);
 
-	op = fork();
-	if (op == 0) {
-		struct op_daemon *d = NULL;
-		char err[512] = "";
-		sigset_t set;
-		int sig;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = dir, .keys_file = keys_path,
-					    .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .image = &test_image_ops };
-		o.http.sz = sizeof(o.http);
-		o.http.listen = "127.0.0.1:0";
-		o.http.threads = threads;
-		o.http.max_connections = 1024;
-		o.http.per_ip_connections = 512;
-		sigemptyset(&set);
-		sigaddset(&set, SIGTERM);
-		pthread_sigmask(SIG_BLOCK, &set, NULL);
-		if (op_daemon_start(&o, &d, err, sizeof(err)) < 0) {
-			fprintf(stderr, "operator: %s\n", err);
-			_exit(3);
-		}
-		port = op_daemon_port(d);
-		if (write(pfd[1], &port, sizeof(port)) != sizeof(port))
-			_exit(3);
-		sigwait(&set, &sig);
-		op_daemon_stop(d);
-		_exit(0);
-	}
+	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = dir, .keys_file = keys_path, .issuer = TEST_ISSUER,
+				    .audience = TEST_AUDIENCE, .image = &test_image_ops };
+	o.http.sz = sizeof(o.http);
+	o.http.listen = "127.0.0.1:0";
+	o.http.threads = threads;
+	o.http.max_connections = 1024;
+	o.http.per_ip_connections = 512;
+	op = test_operator_fork(&o, pfd[1]);
 	close(pfd[1]);
 	if (op < 0 || read(pfd[0], &port, sizeof(port)) != sizeof(port)) {
 		fprintf(stderr, "provider: the operator did not start\n");

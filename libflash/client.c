@@ -13,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include <flash/auth.h>
 #include <flash/client.h>
 
@@ -186,71 +185,27 @@ FLASH_API int flash_client_set_signer(struct flash_client *c, const struct flash
 
 /* ---------------------------------------------------------------- minting */
 
-static void g_kstr(yajl_gen g, const char *k, const char *v, bool *failed)
-{
-	if (yajl_gen_string(g, (const unsigned char *)k, strlen(k)) != yajl_gen_status_ok ||
-	    yajl_gen_string(g, (const unsigned char *)v, strlen(v)) != yajl_gen_status_ok)
-		*failed = true;
-}
-
-static void g_kint(yajl_gen g, const char *k, long long v, bool *failed)
-{
-	if (yajl_gen_string(g, (const unsigned char *)k, strlen(k)) != yajl_gen_status_ok ||
-	    yajl_gen_integer(g, v) != yajl_gen_status_ok)
-		*failed = true;
-}
-
-/* Finishes @g into a new string. */
-static int g_take(yajl_gen g, bool failed, char **ret, size_t *ret_len)
-{
-	const unsigned char *buf;
-	size_t len;
-	char *s;
-
-	if (failed || yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(s = malloc(len + 1))) {
-		yajl_gen_free(g);
-		return -ENOMEM;
-	}
-	memcpy(s, buf, len);
-	s[len] = '\0';
-	yajl_gen_free(g);
-	*ret = s;
-	if (ret_len)
-		*ret_len = len;
-	return 0;
-}
-
 static int mint(const struct flash_client *c, enum flash_auth_action action, bool has_gen, uint64_t gen, char **ret)
 {
-	yajl_gen g = yajl_gen_alloc(NULL);
-	bool failed = false;
-	char *claims = NULL, gbuf[24];
+	struct json_writer *w = json_writer_new(0);
+	char *claims = NULL;
 	size_t len = 0;
 	int64_t now = (int64_t)time(NULL);
 	int r;
 
-	if (!g)
-		return -ENOMEM;
-	if (yajl_gen_map_open(g) != yajl_gen_status_ok)
-		failed = true;
-	g_kstr(g, "iss", c->iss, &failed);
-	g_kstr(g, "aud", c->aud, &failed);
-	g_kstr(g, "action", flash_auth_action_name(action), &failed);
-	g_kstr(g, "org", c->org, &failed);
+	jw_object_open(w);
+	jw_kv_string(w, "iss", c->iss);
+	jw_kv_string(w, "aud", c->aud);
+	jw_kv_string(w, "action", flash_auth_action_name(action));
+	jw_kv_string(w, "org", c->org);
 	if (c->project)
-		g_kstr(g, "project", c->project, &failed);
-	g_kint(g, "iat", (long long)now, &failed);
-	g_kint(g, "exp", (long long)now + FLASH_AUTH_LIFETIME_MAX, &failed);
-	if (has_gen) {
-		int n = snprintf(gbuf, sizeof(gbuf), "%" PRIu64, gen);
-
-		if (yajl_gen_string(g, (const unsigned char *)"gen", 3) != yajl_gen_status_ok ||
-		    yajl_gen_number(g, gbuf, (size_t)n) != yajl_gen_status_ok)
-			failed = true;
-	}
-	if (yajl_gen_map_close(g) != yajl_gen_status_ok)
-		failed = true;
-	r = g_take(g, failed, &claims, &len);
+		jw_kv_string(w, "project", c->project);
+	jw_kv_int(w, "iat", now);
+	jw_kv_int(w, "exp", now + FLASH_AUTH_LIFETIME_MAX);
+	if (has_gen)
+		jw_kv_uint(w, "gen", gen);
+	jw_object_close(w);
+	r = json_writer_finish(w, &claims, &len);
 	if (r < 0)
 		return r;
 	r = flash_auth_signer_sign(c->signer, claims, len, ret);
@@ -470,46 +425,25 @@ static bool id_ok(const char *id)
 	return true;
 }
 
-/* {"name": N, "spec": SPEC} with the spec checked to be one JSON value. */
+/* {"name": N, "spec": SPEC}: the spec must be one JSON value (checked
+ * and written back by the writer). */
 static int spec_body(const char *name, const char *spec, size_t spec_len, char **ret, size_t *ret_len)
 {
 	struct json_value *doc = NULL;
-	char *prefix = NULL, *b;
-	size_t plen = 0;
-	int r;
+	struct json_writer *w;
+	int r = json_parse(spec, spec_len, NULL, &doc, NULL);
 
-	r = json_parse(spec, spec_len, NULL, &doc, NULL);
-	json_free(doc);
 	if (r < 0)
 		return r == -EBADMSG ? -EINVAL : r;
-	if (name) {
-		yajl_gen g = yajl_gen_alloc(NULL);
-		bool failed = !g;
-
-		if (g) {
-			yajl_gen_config(g, yajl_gen_validate_utf8, 1);
-			if (yajl_gen_string(g, (const unsigned char *)name, strlen(name)) != yajl_gen_status_ok)
-				failed = true;
-			r = g_take(g, failed, &prefix, &plen);
-		} else {
-			r = -ENOMEM;
-		}
-		if (r < 0)
-			return r;
-	}
-	b = malloc(plen + spec_len + 32);
-	if (!b) {
-		free(prefix);
-		return -ENOMEM;
-	}
-	*ret_len = (size_t)sprintf(b, "{%s%s%s\"spec\":", name ? "\"name\":" : "", name ? prefix : "", name ? "," : "");
-	memcpy(b + *ret_len, spec, spec_len);
-	*ret_len += spec_len;
-	b[(*ret_len)++] = '}';
-	b[*ret_len] = '\0';
-	free(prefix);
-	*ret = b;
-	return 0;
+	w = json_writer_new(0);
+	jw_object_open(w);
+	if (name)
+		jw_kv_string(w, "name", name);
+	jw_key(w, "spec");
+	jw_value(w, doc);
+	jw_object_close(w);
+	json_free(doc);
+	return json_writer_finish(w, ret, ret_len);
 }
 
 FLASH_API int flash_client_create(struct flash_client *c, const char *name, const char *spec, size_t spec_len,

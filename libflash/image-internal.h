@@ -15,6 +15,10 @@
 
 /* ---------------------------------------------------------------- parsers */
 
+/* Every failure of the module says why in a caller's buffer (@why may be
+ * NULL or @size 0: nothing written). */
+void image_why(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* "sha256:" + 64 lowercase hex. */
 #define IMAGE_DIGEST_LEN (7 + 64)
 bool image_digest_valid(const char *s);
@@ -160,8 +164,15 @@ uint64_t image_now_ms(void);
 /* ---------------------------------------------------------------- unpack */
 
 struct diag;
+/* What is left of the bounds of struct flash_image_unpack_opts
+ * (UINT64_MAX: none), spent by each layer. */
+struct image_budget {
+	uint64_t bytes;
+	uint64_t entries;
+};
+void image_budget_init(struct image_budget *b, const struct flash_image_unpack_opts *opts);
 /* flash_image_layer_unpack() adding to @diag (not refilling it). */
-int image_layer_unpack(const char *layer_path, const char *rootfs, struct diag *diag);
+int image_layer_unpack(const char *layer_path, const char *rootfs, struct image_budget *budget, struct diag *diag);
 
 /* Removes @path below @dirfd, recursively, never following a symlink. */
 int image_remove_tree_at(int dirfd, const char *name);

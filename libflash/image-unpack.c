@@ -30,6 +30,7 @@
 struct unpack_job {
 	int layer_fd;
 	int root_fd;
+	struct image_budget *budget;
 	struct diag *diag;
 	int rc;
 	char why[512];
@@ -163,8 +164,8 @@ static int walk_parent(int root_fd, char *rel, int *ret_fd, const char **ret_bas
 static int apply_whiteout(struct unpack_job *j, const char *path)
 {
 	char rel[4096];
-	const char *base, *name;
-	int dfd, rc;
+	const char *base = NULL, *name;
+	int dfd = -1, rc;
 
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
@@ -269,9 +270,9 @@ static int pass_whiteouts(struct unpack_job *j)
 static int check_hardlink(struct unpack_job *j, const char *target)
 {
 	char rel[4096];
-	const char *base;
+	const char *base = NULL;
 	struct stat st;
-	int dfd, rc;
+	int dfd = -1, rc;
 
 	snprintf(rel, sizeof(rel), "%s", target);
 	rc = walk_parent(j->root_fd, rel, &dfd, &base);
@@ -339,6 +340,22 @@ static int pass_extract(struct unpack_job *j)
 				      "entry %.200s: device nodes, FIFOs and sockets are not extracted", path);
 			continue;
 		}
+		if (j->budget->entries == 0) {
+			job_fail(j, -FLASH_E_IMAGE_SIZE, "entry %.200s: more entries than the unpacking bound", path);
+			break;
+		}
+		j->budget->entries--;
+		if (!hl && type == AE_IFREG && archive_entry_size(e) > 0) {
+			uint64_t size = (uint64_t)archive_entry_size(e);
+
+			if (size > j->budget->bytes) {
+				job_fail(j, -FLASH_E_IMAGE_SIZE,
+					 "entry %.200s: %llu bytes, more than the %llu left of the unpacking bound", path,
+					 (unsigned long long)size, (unsigned long long)j->budget->bytes);
+				break;
+			}
+			j->budget->bytes -= size;
+		}
 		archive_entry_set_pathname(e, path);
 		archive_entry_set_perm(e, archive_entry_perm(e) & ~(mode_t)(S_ISUID | S_ISGID));
 		r = archive_write_header(disk, e);
@@ -377,9 +394,17 @@ static void *unpack_thread(void *arg)
 	return NULL;
 }
 
-int image_layer_unpack(const char *layer_path, const char *rootfs, struct diag *diag)
+void image_budget_init(struct image_budget *b, const struct flash_image_unpack_opts *opts)
 {
-	struct unpack_job j = { .layer_fd = -1, .root_fd = -1, .diag = diag };
+	uint64_t bytes = OPTS_GET(opts, max_bytes, 0), entries = OPTS_GET(opts, max_entries, 0);
+
+	b->bytes = bytes ? bytes : UINT64_MAX;
+	b->entries = entries ? entries : UINT64_MAX;
+}
+
+int image_layer_unpack(const char *layer_path, const char *rootfs, struct image_budget *budget, struct diag *diag)
+{
+	struct unpack_job j = { .layer_fd = -1, .root_fd = -1, .budget = budget, .diag = diag };
 	struct stat st;
 	pthread_t t;
 	int rc;
@@ -413,6 +438,7 @@ out:
 		diag_add_text(diag, DIAG_ERROR, "image",
 			      rc == -FLASH_E_IMAGE_UNSAFE_ENTRY ? "image-unsafe-entry"
 			      : rc == -FLASH_E_IMAGE_LAYOUT	? "image-layout"
+			      : rc == -FLASH_E_IMAGE_SIZE	? "image-size"
 								: "image-unpack",
 			      NULL, "%s", j.why[0] ? j.why : flash_strerror(rc));
 	if (j.layer_fd >= 0)
@@ -422,8 +448,14 @@ out:
 	return rc;
 }
 
-FLASH_API int flash_image_layer_unpack(const char *layer_path, const char *rootfs, struct flash_diag *diag)
+FLASH_API int flash_image_layer_unpack(const char *layer_path, const char *rootfs,
+				       const struct flash_image_unpack_opts *opts, struct flash_diag *diag)
 {
+	struct image_budget budget;
+
 	diag_begin(flash__diag(diag), 0);
-	return image_layer_unpack(layer_path, rootfs, flash__diag(diag));
+	if (!OPTS_VALID(opts, flash_image_unpack_opts))
+		return -EINVAL;
+	image_budget_init(&budget, opts);
+	return image_layer_unpack(layer_path, rootfs, &budget, flash__diag(diag));
 }

@@ -88,16 +88,8 @@ static int fail(struct flash_diag *diag, int rc, const char *why)
 	return rc;
 }
 
-static void why_set(char *why, const char *fmt, ...) _printf_(2, 3);
-
-static void why_set(char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, WHY_SIZE, fmt, ap);
-	va_end(ap);
-}
+/* @why is always a WHY_SIZE buffer here. */
+#define why_set(why, ...) image_why((why), WHY_SIZE, __VA_ARGS__)
 
 FLASH_API void flash_image_free(struct flash_image *img)
 {
@@ -537,18 +529,15 @@ FLASH_API uint64_t flash_image_layer_size(const struct flash_image *img, size_t 
 	return img && i < img->man.n_layers ? img->man.layers[i].size : 0;
 }
 
-FLASH_API int flash_image_check_disk(const struct flash_image *img, uint64_t limit_bytes, struct flash_diag *diag)
+FLASH_API int flash_image_check_disk(uint64_t charged_bytes, uint64_t limit_bytes, struct flash_diag *diag)
 {
 	char why[WHY_SIZE];
 
 	diag_begin(flash__diag(diag), 0);
-	if (!img)
-		return -EINVAL;
-	if (img->charged < limit_bytes)
+	if (charged_bytes < limit_bytes)
 		return 0;
-	why_set(why, "image %s needs %" PRIu64 " bytes (config + compressed layers), the disk limit is %" PRIu64
-		" bytes: it %s the limit", img->pinned, img->charged, limit_bytes,
-		img->charged == limit_bytes ? "fills" : "exceeds");
+	why_set(why, "the image needs %" PRIu64 " bytes (config and compressed layers), the disk limit is %" PRIu64
+		" bytes: it %s the limit", charged_bytes, limit_bytes, charged_bytes == limit_bytes ? "fills" : "exceeds");
 	return fail(diag, -FLASH_E_IMAGE_TOO_LARGE, why);
 }
 
@@ -580,16 +569,19 @@ FLASH_API int flash_image_blob_path(const char *content_store, const char *diges
 	return 0;
 }
 
-FLASH_API int flash_image_unpack(const struct flash_image *img, const char *rootfs, struct flash_diag *diag)
+FLASH_API int flash_image_unpack(const struct flash_image *img, const char *rootfs,
+				 const struct flash_image_unpack_opts *opts, struct flash_diag *diag)
 {
 	char why[WHY_SIZE] = "";
+	struct image_budget budget;
 	_cleanup_free_ char *tmp = NULL;
 	struct stat st;
 	int rc = 0;
 
 	diag_begin(flash__diag(diag), 0);
-	if (!img || !rootfs || img->store_fd < 0)
+	if (!img || !rootfs || img->store_fd < 0 || !OPTS_VALID(opts, flash_image_unpack_opts))
 		return -EINVAL;
+	image_budget_init(&budget, opts);
 	if (lstat(rootfs, &st) == 0) {
 		why_set(why, "%s already exists", rootfs);
 		return fail(diag, -EEXIST, why);
@@ -622,7 +614,7 @@ FLASH_API int flash_image_unpack(const struct flash_image *img, const char *root
 			char path[64];
 
 			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-			rc = image_layer_unpack(path, tmp, flash__diag(diag));
+			rc = image_layer_unpack(path, tmp, &budget, flash__diag(diag));
 		}
 		close(fd);
 	}

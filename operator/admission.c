@@ -25,7 +25,7 @@ static int admit_default(void *ctx, const char *reference, uint64_t limit, struc
 		return r;
 	r = flash_image_resolve(reference, &o, &img, diag);
 	if (r == 0)
-		r = flash_image_check_disk(img, limit, diag);
+		r = flash_image_check_disk(flash_image_charged_bytes(img), limit, diag);
 	if (r == 0) {
 		snprintf(ret->digest, sizeof(ret->digest), "%s", flash_image_digest(img));
 		snprintf(ret->pinned, sizeof(ret->pinned), "%s", flash_image_pinned(img));

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <yajl/yajl_gen.h>
 #include <flash/meter.h>
 #include <flash/spec.h>
 
@@ -49,45 +48,24 @@ static uint64_t mono_ns(void)
 
 /* ---------------------------------------------------------------- JSON out */
 
-/* yajl_gen with sticky errors: the answer is built linearly and checked
- * once at the end. */
+/* Answers are written with common/'s JSON writer (sticky errors: the
+ * answer is built linearly and checked once at the end); these short
+ * names keep the views readable. */
 struct out {
-	yajl_gen g;
-	bool failed;
+	struct json_writer *w;
 };
 
-static void o_str(struct out *o, const char *s)
-{
-	if (yajl_gen_string(o->g, (const unsigned char *)(s ? s : ""), strlen(s ? s : "")) != yajl_gen_status_ok)
-		o->failed = true;
-}
-static void o_key(struct out *o, const char *k) { o_str(o, k); }
+static void o_str(struct out *o, const char *s) { jw_string(o->w, s ? s : ""); }
+static void o_key(struct out *o, const char *k) { jw_key(o->w, k); }
 static void o_kstr(struct out *o, const char *k, const char *v) { o_key(o, k); o_str(o, v); }
-static void o_kuint(struct out *o, const char *k, uint64_t v)
-{
-	char buf[24];
-	int n = snprintf(buf, sizeof(buf), "%" PRIu64, v);
-
-	o_key(o, k);
-	if (yajl_gen_number(o->g, buf, (size_t)n) != yajl_gen_status_ok)
-		o->failed = true;
-}
-static void o_kint(struct out *o, const char *k, int64_t v)
-{
-	o_key(o, k);
-	if (yajl_gen_integer(o->g, v) != yajl_gen_status_ok)
-		o->failed = true;
-}
-static void o_kbool(struct out *o, const char *k, bool v)
-{
-	o_key(o, k);
-	if (yajl_gen_bool(o->g, v) != yajl_gen_status_ok)
-		o->failed = true;
-}
-static void o_open(struct out *o) { if (yajl_gen_map_open(o->g) != yajl_gen_status_ok) o->failed = true; }
-static void o_close(struct out *o) { if (yajl_gen_map_close(o->g) != yajl_gen_status_ok) o->failed = true; }
-static void o_aopen(struct out *o) { if (yajl_gen_array_open(o->g) != yajl_gen_status_ok) o->failed = true; }
-static void o_aclose(struct out *o) { if (yajl_gen_array_close(o->g) != yajl_gen_status_ok) o->failed = true; }
+static void o_kuint(struct out *o, const char *k, uint64_t v) { jw_kv_uint(o->w, k, v); }
+static void o_kint(struct out *o, const char *k, int64_t v) { jw_kv_int(o->w, k, v); }
+static void o_kbool(struct out *o, const char *k, bool v) { jw_kv_bool(o->w, k, v); }
+static void o_open(struct out *o) { jw_object_open(o->w); }
+static void o_close(struct out *o) { jw_object_close(o->w); }
+static void o_aopen(struct out *o) { jw_array_open(o->w); }
+static void o_aclose(struct out *o) { jw_array_close(o->w); }
+static void o_value(struct out *o, const struct json_value *v) { jw_value(o->w, v); }
 
 static void o_time(struct out *o, const char *k, int64_t t)
 {
@@ -98,73 +76,18 @@ static void o_time(struct out *o, const char *k, int64_t t)
 	o_kstr(o, k, buf);
 }
 
-/* Re-emits a parsed JSON value (numbers keep their exact text). */
-static void o_value(struct out *o, const struct json_value *v)
-{
-	switch (v->type) {
-	case JSON_NULL:
-		if (yajl_gen_null(o->g) != yajl_gen_status_ok)
-			o->failed = true;
-		break;
-	case JSON_BOOL:
-		if (yajl_gen_bool(o->g, v->u.boolean) != yajl_gen_status_ok)
-			o->failed = true;
-		break;
-	case JSON_NUMBER:
-		if (yajl_gen_number(o->g, v->u.number.text, v->u.number.len) != yajl_gen_status_ok)
-			o->failed = true;
-		break;
-	case JSON_STRING:
-		if (yajl_gen_string(o->g, (const unsigned char *)v->u.string.ptr, v->u.string.len) != yajl_gen_status_ok)
-			o->failed = true;
-		break;
-	case JSON_ARRAY:
-		o_aopen(o);
-		for (size_t i = 0; i < v->u.array.n; i++)
-			o_value(o, v->u.array.items[i]);
-		o_aclose(o);
-		break;
-	case JSON_OBJECT:
-		o_open(o);
-		for (size_t i = 0; i < v->u.object.n; i++) {
-			if (yajl_gen_string(o->g, (const unsigned char *)v->u.object.members[i].key,
-					    v->u.object.members[i].key_len) != yajl_gen_status_ok)
-				o->failed = true;
-			o_value(o, v->u.object.members[i].value);
-		}
-		o_close(o);
-		break;
-	}
-}
-
 static int o_begin(struct out *o)
 {
-	o->failed = false;
-	o->g = yajl_gen_alloc(NULL);
-	if (!o->g)
-		return -ENOMEM;
-	yajl_gen_config(o->g, yajl_gen_validate_utf8, 1);
-	return 0;
+	o->w = json_writer_new(JSON_WRITE_NEWLINE);
+	return o->w ? 0 : -ENOMEM;
 }
 
 /* Ends the document into *ret (NUL-terminated, with a final newline). */
 static int o_end(struct out *o, char **ret, size_t *ret_len)
 {
-	const unsigned char *buf;
-	size_t len;
-	char *copy;
-	int r = -ENOMEM;
+	int r = json_writer_finish(o->w, ret, ret_len);
 
-	if (!o->failed && yajl_gen_get_buf(o->g, &buf, &len) == yajl_gen_status_ok && (copy = malloc(len + 2))) {
-		memcpy(copy, buf, len);
-		copy[len] = '\n';
-		copy[len + 1] = '\0';
-		*ret = copy;
-		*ret_len = len + 1;
-		r = 0;
-	}
-	yajl_gen_free(o->g);
-	o->g = NULL;
+	o->w = NULL;
 	return r;
 }
 
@@ -279,8 +202,6 @@ static void o_ports(struct out *o, const struct flash_public_port *ports, size_t
 
 static void o_service(struct out *o, const struct op_service *s, const struct op_event *ev, size_t n_ev)
 {
-	struct json_value *spec = NULL;
-
 	o_open(o);
 	o_kstr(o, "id", s->id);
 	o_kstr(o, "name", s->name);
@@ -302,11 +223,7 @@ static void o_service(struct out *o, const struct op_service *s, const struct op
 	o_ports(o, s->ports, s->n_ports);
 	o_kstr(o, "spec_digest", s->spec_digest);
 	o_key(o, "spec");
-	if (json_parse(s->spec, strlen(s->spec), NULL, &spec, NULL) == 0)
-		o_value(o, spec);
-	else
-		o->failed = true;
-	json_free(spec);
+	jw_raw(o->w, s->spec, strlen(s->spec));
 	o_time(o, "created_at", s->created_at);
 	o_time(o, "updated_at", s->updated_at);
 	if (ev) {
@@ -445,37 +362,6 @@ void op_response_clear(struct op_response *r)
 	free(r->body);
 	r->body = NULL;
 	r->body_len = 0;
-}
-
-/* The meter as stored: reloaded after a failed transaction so that memory
- * never runs ahead of the store. */
-static void meter_reload(struct op_provider *p)
-{
-	char *state = NULL;
-	struct flash_meter *m = NULL;
-
-	if (flash_meter_new(NULL, &m) < 0)
-		return;
-	if (op_store_meter_get(p->o.store, &state) == 0 &&
-	    (!state || flash_meter_from_json(m, state, strlen(state), NULL) == 0)) {
-		flash_meter_free(p->meter);
-		p->meter = m;
-		m = NULL;
-	}
-	free(state);
-	flash_meter_free(m);
-}
-
-static int meter_save(struct op_provider *p)
-{
-	char *json = NULL;
-	size_t len;
-	int r = flash_meter_to_json(p->meter, &json, &len);
-
-	if (r == 0)
-		r = op_store_meter_put(p->o.store, json);
-	free(json);
-	return r;
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -880,23 +766,9 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 		goto out;
 	}
 
-	/* The meter learns of the service (no replica is ready: no runtime). */
-	char meter_id[OP_METER_ID_STRLEN];
-	op_service_meter_id(&sv, meter_id);
-	struct flash_meter_observation obs = {
-		.sz = sizeof(obs), .service_id = meter_id, .organization = c->org, .time = now, .ready_replicas = 0,
-		.cpu_millis = flash_spec_cpu_millis(c->spec), .memory_mib = flash_spec_memory_mib(c->spec),
-		.gpu_count = flash_spec_gpu_count(c->spec),
-	};
-	r = flash_meter_observe(p->meter, &obs);
-	if (r == -FLASH_E_METER_ID) {
-		answer_error(ret, 422, "bad-tenant", "the organization id cannot be metered: %s", flash_strerror(r));
-		goto out_meter;
-	}
-	if (r < 0) {
-		answer_error(ret, 500, "meter", "metering failed: %s", flash_strerror(r));
-		goto out_meter;
-	}
+	/* The meter is not told: it is fed the readiness of replicas, and
+	 * without a runtime (issue 17) none is ever ready, so there is
+	 * nothing to accrue and no state to keep in step with the store. */
 	snprintf(msg, sizeof(msg), "%s generation %" PRIu64 " (operation %s): image %s, %" PRIu64 " bytes charged; %zu public port(s)",
 		 c->action == FLASH_AUTH_ACTION_CREATE ? "admitted" : "updated", c->gen, c->opid_text, c->image.pinned,
 		 c->image.charged_bytes, n_ports);
@@ -904,8 +776,6 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	if (r == 0)
 		r = op_store_event_add(p->o.store, c->id, now,
 				       c->action == FLASH_AUTH_ACTION_CREATE ? "admitted" : "updated", msg);
-	if (r == 0)
-		r = meter_save(p);
 	if (r == 0) {
 		r = op_store_commit(p->o.store, &commit_ns);
 		if (r == 0) {
@@ -915,16 +785,11 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	}
 	if (r < 0) {
 		answer_store_error(p, ret, r);
-		goto out_meter;
+		goto out;
 	}
 	ret->status = sv.answer_status;
 	ret->body = TAKE_PTR(sv.answer);
 	ret->body_len = strlen(ret->body);
-	goto out;
-out_meter:
-	op_store_rollback(p->o.store);
-	in_txn = false;
-	meter_reload(p);
 out:
 	if (in_txn)
 		op_store_rollback(p->o.store);
@@ -1046,25 +911,13 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			set_static_500(ret);
 			goto del_out;
 		}
-		char meter_id[OP_METER_ID_STRLEN];
-
-		op_service_meter_id(stored, meter_id);
-		r = flash_meter_delete_service(p->meter, meter_id, now);
-		if (r < 0 && r != -FLASH_E_METER_UNKNOWN_SERVICE && r != -ERANGE) {
-			answer_error(ret, 500, "meter", "metering failed: %s", flash_strerror(r));
-			meter_reload(p);
-			goto del_out;
-		}
 		r = op_store_service_put(p->o.store, stored);
 		if (r == 0)
 			r = op_store_event_add(p->o.store, c->id, now, "deleted", "deleted; public ports released");
 		if (r == 0)
-			r = meter_save(p);
-		if (r == 0)
 			r = op_store_commit(p->o.store, &commit_ns);
 		if (r < 0) {
 			answer_store_error(p, ret, r);
-			meter_reload(p);
 			goto del_out;
 		}
 		op_metrics_commit(p->o.metrics, commit_ns);
@@ -1216,7 +1069,7 @@ static void handle_usage(struct op_provider *p, const struct op_request *req, st
 	o_aclose(&o);
 	o_close(&o);
 	if (r < 0) {
-		yajl_gen_free(o.g);
+		json_writer_free(o.w);
 		answer_error(ret, 500, "meter", "usage failed: %s", flash_strerror(r));
 		return;
 	}

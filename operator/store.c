@@ -20,7 +20,25 @@
 
 struct op_store {
 	sqlite3 *db;
+	/* Prepared once: the statements of every get. */
+	sqlite3_stmt *get_service, *get_ports, *get_events;
 };
+
+/* A cached statement, reset and unbound; kept until op_store_close(). */
+static int cached(struct op_store *st, sqlite3_stmt **slot, const char *sql, sqlite3_stmt **ret)
+{
+	if (!*slot) {
+		int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL);
+
+		if (rc != SQLITE_OK)
+			return -EIO;
+	} else {
+		sqlite3_reset(*slot);
+		sqlite3_clear_bindings(*slot);
+	}
+	*ret = *slot;
+	return 0;
+}
 
 /* Migration N brings the schema from version N to N + 1.  Never edit a
  * released entry: append a new one. */
@@ -157,7 +175,8 @@ int op_store_open(const char *path, struct op_store **ret, char *err, size_t err
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
-	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX,
+	/* NOMUTEX: the caller serializes every use of the store. */
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
 			    NULL) != SQLITE_OK) {
 		r = st->db ? sql_err(st, err, err_size, path) : -ENOMEM;
 		goto fail;
@@ -182,6 +201,9 @@ void op_store_close(struct op_store *st)
 {
 	if (!st)
 		return;
+	sqlite3_finalize(st->get_service);
+	sqlite3_finalize(st->get_ports);
+	sqlite3_finalize(st->get_events);
 	sqlite3_close(st->db);
 	free(st);
 }
@@ -244,11 +266,6 @@ void op_service_free(struct op_service *s)
 	free(s);
 }
 
-void op_service_meter_id(const struct op_service *s, char ret[OP_METER_ID_STRLEN])
-{
-	snprintf(ret, OP_METER_ID_STRLEN, "%s:g%" PRIu64, s->id, s->created_generation);
-}
-
 void op_service_list_free(struct op_service **list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -286,10 +303,9 @@ static int load_ports(struct op_store *st, struct op_service *sv)
 	sqlite3_stmt *s = NULL;
 	int rc, r = 0;
 
-	rc = sqlite3_prepare_v2(st->db, "SELECT protocol, name, port FROM ports WHERE service_id = ?1 ORDER BY port",
-				-1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return rc_errno(rc);
+	r = cached(st, &st->get_ports, "SELECT protocol, name, port FROM ports WHERE service_id = ?1 ORDER BY port", &s);
+	if (r < 0)
+		return r;
 	sqlite3_bind_text(s, 1, sv->id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct flash_public_port *np = realloc(sv->ports, (sv->n_ports + 1) * sizeof(*np));
@@ -307,7 +323,7 @@ static int load_ports(struct op_store *st, struct op_service *sv)
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = rc_errno(rc);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
@@ -362,16 +378,16 @@ int op_store_service_get(struct op_store *st, const char *id, struct op_service 
 
 	if (!st || !id || !ret)
 		return -EINVAL;
-	rc = sqlite3_prepare_v2(st->db, "SELECT " SERVICE_COLUMNS " FROM services WHERE id = ?1", -1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return rc_errno(rc);
+	r = cached(st, &st->get_service, "SELECT " SERVICE_COLUMNS " FROM services WHERE id = ?1", &s);
+	if (r < 0)
+		return r;
 	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW)
 		r = row_to_service(st, s, ret);
 	else
 		r = rc == SQLITE_DONE ? -ENOENT : rc_errno(rc);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return r;
 }
 
@@ -601,12 +617,12 @@ int op_store_events(struct op_store *st, const char *id, size_t max, struct op_e
 	size_t n = 0;
 	int rc, r = 0;
 
-	rc = sqlite3_prepare_v2(st->db,
-				"SELECT time, type, message FROM (SELECT seq, time, type, message FROM events"
-				" WHERE service_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
-				-1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return rc_errno(rc);
+	r = cached(st, &st->get_events,
+		   "SELECT time, type, message FROM (SELECT seq, time, type, message FROM events"
+		   " WHERE service_id = ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
+		   &s);
+	if (r < 0)
+		return r;
 	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -627,7 +643,7 @@ int op_store_events(struct op_store *st, const char *id, size_t max, struct op_e
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = rc_errno(rc);
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	if (r < 0) {
 		op_events_free(ev, n);
 		return r;

@@ -61,11 +61,6 @@ struct op_service {
 
 void op_service_free(struct op_service *s);
 
-/* The id a service's incarnation is metered under: "ID:gN" with N its
- * created_generation (a re-created service is metered afresh; the usage
- * records of the deleted incarnation stay). */
-#define OP_METER_ID_STRLEN (OP_SERVICE_ID_STRLEN + 24)
-void op_service_meter_id(const struct op_service *s, char ret[OP_METER_ID_STRLEN]);
 
 struct op_store;
 

@@ -57,7 +57,8 @@ enum {
 
 struct flash_image_opts {
 	size_t sz;
-	const char *content_store; /* blob store directory; NULL: resolve only, pull nothing */
+	const char *content_store; /* blob store directory (made, mode 0700, if missing; its parent
+	                            * must exist); NULL: resolve only, pull nothing */
 	const char *ca_file;       /* PEM CA bundle for TLS; NULL: system CAs */
 	const char *username;      /* basic auth or token-service credentials; NULL: anonymous */
 	const char *password;
@@ -88,7 +89,8 @@ struct flash_image;
  *
  * @opts may be NULL (defaults); its strings are copied.  On success returns
  * 0 and *ret (free with flash_image_free()).  Errors: -EINVAL, -ENOMEM,
- * -ETIMEDOUT, -FLASH_E_IMAGE_*, -errno of the layout or store; @diag (may
+ * -ETIMEDOUT, -EAGAIN (the registry answered 429, 502, 503 or 504: worth a
+ * retry), -FLASH_E_IMAGE_*, -errno of the layout or store; @diag (may
  * be NULL) is refilled: on failure one entry at path "image" naming what is
  * wrong.  *ret untouched on failure.  Every function below that takes a
  * diag refills it the same way.
@@ -117,14 +119,13 @@ FLASH_API uint64_t flash_image_layer_size(const struct flash_image *img, size_t 
 FLASH_API void flash_image_free(struct flash_image *img);
 
 /*
- * The admission decision: returns 0 when the image fits in @limit_bytes,
- * -FLASH_E_IMAGE_TOO_LARGE when flash_image_charged_bytes() >= @limit_bytes
- * (an image that fills the disk leaves nothing to run in), with one
- * diag entry (path "image", code "image-too-large") naming both sizes.
- * -EINVAL for a NULL @img.
+ * The admission decision, the one home of the rule: returns 0 when
+ * @charged_bytes (flash_image_charged_bytes()) is below @limit_bytes, and
+ * -FLASH_E_IMAGE_TOO_LARGE when it fills or exceeds the limit (an image
+ * that fills the disk leaves nothing to run in), with one diag entry
+ * (path "image", code "image-too-large") naming both sizes.
  */
-FLASH_API FLASH_WUR int flash_image_check_disk(const struct flash_image *img, uint64_t limit_bytes,
-					       struct flash_diag *diag);
+FLASH_API FLASH_WUR int flash_image_check_disk(uint64_t charged_bytes, uint64_t limit_bytes, struct flash_diag *diag);
 
 /*
  * Pulls the config and every layer into the content store given to
@@ -144,6 +145,14 @@ FLASH_API FLASH_WUR int flash_image_pull(struct flash_image *img, struct flash_d
  * caller), whether or not it is there.  -EINVAL for a malformed digest. */
 FLASH_API FLASH_WUR int flash_image_blob_path(const char *content_store, const char *digest, char **ret_path);
 
+/* Bounds of unpacking, over all the layers of one call (0: none).  The
+ * disk limit charges compressed bytes; these bound what they expand to. */
+struct flash_image_unpack_opts {
+	size_t sz;
+	uint64_t max_bytes;   /* bytes of regular files written */
+	uint64_t max_entries; /* entries (files, directories, links) created */
+};
+
 /*
  * Applies one layer (a tar stream, uncompressed, gzip or zstd) at
  * @layer_path onto the directory @rootfs, as an overlay filesystem would:
@@ -152,27 +161,30 @@ FLASH_API FLASH_WUR int flash_image_blob_path(const char *content_store, const c
  * extracted with ARCHIVE_EXTRACT_SECURE_NODOTDOT, _SECURE_SYMLINKS and
  * _SECURE_NOABSOLUTEPATHS.  Entries are owned by the calling user;
  * permission bits are kept except setuid and setgid; device nodes and FIFOs
- * are skipped (a warning in @diag); hard links must stay inside @rootfs.
- * The working directory of the process is not changed (the extraction
- * runs in a thread with its own, unshare(CLONE_FS)).
+ * are skipped (a warning in @diag); hard links must stay inside @rootfs;
+ * an existing file is replaced, never written through.  The working
+ * directory of the process is not changed (the extraction runs in a
+ * thread with its own, unshare(CLONE_FS)).  @opts may be NULL.
  * Returns 0, -EINVAL, -ENOMEM, -FLASH_E_IMAGE_UNSAFE_ENTRY (an absolute
  * path, "..", a path through a symlink, a malformed whiteout; the entry is
- * named in @diag), -FLASH_E_IMAGE_LAYOUT (not a tar stream), -errno.  On
- * failure @rootfs may hold part of the layer.
+ * named in @diag), -FLASH_E_IMAGE_SIZE (a bound of @opts exceeded, checked
+ * before the entry is written), -FLASH_E_IMAGE_LAYOUT (not a tar stream),
+ * -errno.  On failure @rootfs may hold part of the layer.
  */
 FLASH_API FLASH_WUR int flash_image_layer_unpack(const char *layer_path, const char *rootfs,
-						 struct flash_diag *diag);
+						 const struct flash_image_unpack_opts *opts, struct flash_diag *diag);
 
 /*
  * Unpacks every layer of @img, from its content store (pulled before),
  * into a new directory @rootfs (which must not exist): into a temporary
  * sibling first, renamed to @rootfs when every layer applied; on failure
- * the temporary directory is removed and @rootfs does not appear.
+ * the temporary directory is removed and @rootfs does not appear.  The
+ * bounds of @opts (may be NULL) hold for all layers together.
  * Returns 0 or an error as for flash_image_layer_unpack(), -EEXIST,
  * -ENOENT (a layer not pulled).
  */
 FLASH_API FLASH_WUR int flash_image_unpack(const struct flash_image *img, const char *rootfs,
-					   struct flash_diag *diag);
+					   const struct flash_image_unpack_opts *opts, struct flash_diag *diag);
 
 #ifdef __cplusplus
 }

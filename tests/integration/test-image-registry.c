@@ -21,7 +21,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <flash/auth.h>
+#include <time.h>
+
 #include "helpers.h"
+#include "provider.h"
 #include "registry-helpers.h"
 
 #define GIB (UINT64_C(1) << 30)
@@ -32,6 +36,9 @@ static struct proxy storage = { .mode = PROXY_STORAGE };
 static struct proxy redirector = { .mode = PROXY_REDIRECT_BLOBS };
 static struct proxy corrupter = { .mode = PROXY_CORRUPT };
 static struct proxy counter = { .mode = PROXY_FORWARD };
+static struct proxy challenger = { .mode = PROXY_CHALLENGE };
+static struct proxy redirector2 = { .mode = PROXY_REDIRECT_BLOBS };
+static struct proxy bad_tokens = { .mode = PROXY_TOKEN_BAD };
 
 /* ---------------------------------------------------------------- setup (runner process) */
 
@@ -110,7 +117,8 @@ static bool start_registry(const char *script, const char *name, const char *mod
 static void setup(void)
 {
 	const char *src = getenv("top_srcdir");
-	char script[PATH_MAX], anon[16], basic[16], tokenp[16], tls[16], realm[64], buf[PATH_MAX + 64];
+	char script[PATH_MAX], anon[16], basic[16], tokenp[16], tokenbad[16], tls[16], realm[64], bad_realm[64],
+		buf[PATH_MAX + 64];
 	char *token;
 
 	snprintf(regdir, sizeof(regdir), "%s/flash-registry-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -142,8 +150,14 @@ static void setup(void)
 		setup_error("filling the registry failed (umoci, skopeo): see setup.log");
 		return;
 	}
+	if (!proxy_start(&bad_tokens)) {
+		setup_error("the bad token service did not start");
+		return;
+	}
+	snprintf(bad_realm, sizeof(bad_realm), "http://127.0.0.1:%u/token", bad_tokens.port);
 	if (!start_registry(script, "basic", "basic", NULL, basic) ||
 	    !start_registry(script, "token", "token", realm, tokenp) ||
+	    !start_registry(script, "token-bad", "token", bad_realm, tokenbad) ||
 	    !start_registry(script, "tls", "tls", NULL, tls))
 		return;
 
@@ -158,8 +172,14 @@ static void setup(void)
 	}
 	/* another host name and port than the registry's 127.0.0.1 */
 	snprintf(redirector.redirect_base, sizeof(redirector.redirect_base), "http://localhost:%u", storage.port);
-	if (!proxy_start(&redirector)) {
+	snprintf(redirector2.upstream, sizeof(redirector2.upstream), "http://127.0.0.1:%s", basic);
+	if (!proxy_start(&redirector) || !proxy_start(&challenger)) {
 		setup_error("the redirecting proxy did not start");
+		return;
+	}
+	snprintf(redirector2.redirect_base, sizeof(redirector2.redirect_base), "http://localhost:%u", challenger.port);
+	if (!proxy_start(&redirector2)) {
+		setup_error("the second redirecting proxy did not start");
 		return;
 	}
 #define PUT_PORT(name, p)                               \
@@ -172,6 +192,8 @@ static void setup(void)
 	PUT_PORT("redirector", redirector.port);
 	PUT_PORT("corrupter", corrupter.port);
 	PUT_PORT("counter", counter.port);
+	PUT_PORT("challenger", challenger.port);
+	PUT_PORT("redirector2", redirector2.port);
 }
 
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
@@ -183,18 +205,21 @@ ReportHook(PRE_ALL)(struct criterion_test_set *set)
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 {
 	const char *src = getenv("top_srcdir");
-	static const char *names[] = { "anon", "basic", "token", "tls" };
+	static const char *names[] = { "anon", "basic", "token", "token-bad", "tls" };
 
 	(void)stats;
 	if (!regdir[0])
 		return;
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		(void)sh(NULL, 0, "sh '%s/tests/integration/registry.sh' stop '%s' %s 2>/dev/null", src ? src : "..", regdir,
 			 names[i]);
 	proxy_stop(&redirector);
 	proxy_stop(&storage);
 	proxy_stop(&corrupter);
 	proxy_stop(&counter);
+	proxy_stop(&redirector2);
+	proxy_stop(&challenger);
+	proxy_stop(&bad_tokens);
 	proxy_stop(&token_srv);
 	free(token_srv.token);
 	(void)sh(NULL, 0, "rm -rf '%s'", regdir);
@@ -312,7 +337,7 @@ Test(registry, anonymous_resolve_pull_unpack_whiteouts)
 	cr_assert_eq(flash_image_layer_count(img), 2);
 	ASSERT_OK(flash_image_pull(img, diag), first_message(diag));
 	cr_assert(asprintf(&rootfs, "%s/rootfs", store) > 0);
-	ASSERT_OK(flash_image_unpack(img, rootfs, diag), first_message(diag));
+	ASSERT_OK(flash_image_unpack(img, rootfs, NULL, diag), first_message(diag));
 	cr_assert(exists(rootfs, "bin/busybox") && exists(rootfs, "bin/sh") && exists(rootfs, "etc/keep"));
 	cr_assert(!exists(rootfs, "etc/drop"), "the whiteout .wh.drop removed etc/drop");
 	cr_assert(!exists(rootfs, "opq/old") && !exists(rootfs, "opq/sub"), "the opaque dir hid the lower layer");
@@ -322,6 +347,34 @@ Test(registry, anonymous_resolve_pull_unpack_whiteouts)
 	flash_image_free(img);
 	flash_diag_free(diag);
 	free(rootfs);
+	free(store);
+	free(ref);
+}
+
+/* The reference unpacker agrees: umoci's rootfs of the same layout has
+ * exactly the paths and file types of ours (whiteouts and the opaque
+ * directory applied the same way). */
+Test(registry, unpack_agrees_with_umoci)
+{
+	char *ref = ref_at("anon", "small:v1"), *store = scratch("store"), *ours, *theirs, cmd[PATH_MAX * 4];
+	struct flash_image *img = NULL;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .content_store = store);
+
+	cr_assert(asprintf(&ours, "%s/ours", store) > 0 && asprintf(&theirs, "%s/theirs", store) > 0);
+	ASSERT_OK(flash_image_resolve(ref, &o, &img, NULL), "resolve");
+	ASSERT_OK(flash_image_pull(img, NULL), "pull");
+	ASSERT_OK(flash_image_unpack(img, ours, NULL, NULL), "unpack");
+	snprintf(cmd, sizeof(cmd), "umoci raw unpack --rootless --image '%s/layouts/small:v1' '%s' >/dev/null 2>&1", dir(),
+		 theirs);
+	cr_assert(system(cmd) == 0, "umoci raw unpack");
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && find . -printf '%%p %%y\\n' | sort >../ours.list && cd '%s' && "
+		 "find . -printf '%%p %%y\\n' | sort >../theirs.list && cmp -s ../ours.list ../theirs.list",
+		 ours, theirs);
+	cr_assert(system(cmd) == 0, "the same paths and types as umoci (diff %s/ours.list %s/theirs.list)", store, store);
+	flash_image_free(img);
+	free(ours);
+	free(theirs);
 	free(store);
 	free(ref);
 }
@@ -449,6 +502,23 @@ Test(registry, bearer_token_auth)
 	free(other);
 }
 
+/* A token service's answer is hostile input too: a token that would put
+ * a line break into the Authorization header is refused. */
+Test(registry, malformed_token_refused)
+{
+	char *ref = ref_at("token-bad", "small:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .username = "flash", .password = "s3cret");
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_CHALLENGE, "token with CR LF");
+	cr_assert(strstr(first_message(diag), "no usable \"token\""), "%s", first_message(diag));
+	cr_assert_null(img);
+	flash_diag_free(diag);
+	free(ref);
+}
+
 Test(registry, tls_with_ca_file)
 {
 	char ca[PATH_MAX + 32], digest[128];
@@ -487,7 +557,7 @@ Test(registry, redirect_does_not_forward_authorization)
 	ASSERT_STREQ(flash_image_digest(img), digest, "digest");
 	ASSERT_OK(flash_image_pull(img, diag), first_message(diag));
 	cr_assert(asprintf(&rootfs, "%s/rootfs", store) > 0);
-	ASSERT_OK(flash_image_unpack(img, rootfs, diag), first_message(diag));
+	ASSERT_OK(flash_image_unpack(img, rootfs, NULL, diag), first_message(diag));
 	cr_assert(exists(rootfs, "bin/busybox"), "layers came through the redirect");
 	ASSERT_OK(proxy_stats((unsigned short)port_of("storage"), "/", &sreq, &sauth, &n), "storage stats");
 	ASSERT_OK(proxy_stats((unsigned short)port_of("redirector"), "/", &rreq, &rauth, &n), "redirector stats");
@@ -498,6 +568,27 @@ Test(registry, redirect_does_not_forward_authorization)
 	flash_diag_free(diag);
 	free(rootfs);
 	free(store);
+	free(ref);
+}
+
+/* The host a blob is redirected to asks for credentials itself: it is
+ * not answered (only the registry's own challenge is). */
+Test(registry, challenge_from_a_redirect_target_not_answered)
+{
+	char *ref = ref_at("redirector2", "small:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .username = "flash", .password = "s3cret");
+	unsigned long req0, auth0, req, auth, n;
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_OK(proxy_stats((unsigned short)port_of("challenger"), "/", &req0, &auth0, &n), "stats");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_UNAUTHORIZED, "config blob behind a foreign 401");
+	ASSERT_OK(proxy_stats((unsigned short)port_of("challenger"), "/", &req, &auth, &n), "stats");
+	cr_assert(req > req0, "the redirect was followed");
+	cr_assert_eq(auth, auth0, "no credentials sent to the redirect target (%lu times)", auth - auth0);
+	cr_assert_null(img);
+	flash_diag_free(diag);
 	free(ref);
 }
 
@@ -528,6 +619,35 @@ Test(registry, digest_mismatch_refused)
 	free(small);
 }
 
+Test(registry, content_type_checked)
+{
+	char *ref = ref_at("corrupter", "multi:latest");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true);
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_MEDIA_TYPE, "application/json");
+	cr_assert(strstr(first_message(diag), "application/json"), "%s", first_message(diag));
+	flash_diag_free(diag);
+	free(ref);
+}
+
+Test(registry, manifest_size_bounded)
+{
+	char *ref = ref_at("corrupter", "huge:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true);
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_SIZE, "a 5 MiB manifest");
+	cr_assert(strstr(first_message(diag), "larger than 4194304 bytes"), "%s", first_message(diag));
+	cr_assert_null(img);
+	flash_diag_free(diag);
+	free(ref);
+}
+
 Test(registry, oversized_image_refused_before_start)
 {
 	char *big = ref_at("anon", "big:v1"), *small = ref_at("anon", "small:v1"), want[128];
@@ -541,18 +661,18 @@ Test(registry, oversized_image_refused_before_start)
 	charged = flash_image_charged_bytes(img);
 	cr_assert_eq(charged, fact_u64("big.charged"), "charged as the descriptors declare");
 	cr_assert(charged > 2 * GIB, "2 GiB layer");
-	ASSERT_ERR(flash_image_check_disk(img, 1 * GIB, diag), -FLASH_E_IMAGE_TOO_LARGE, "over a 1 GiB limit");
+	ASSERT_ERR(flash_image_check_disk(flash_image_charged_bytes(img), 1 * GIB, diag), -FLASH_E_IMAGE_TOO_LARGE, "over a 1 GiB limit");
 	snprintf(want, sizeof(want), "needs %llu bytes", (unsigned long long)charged);
 	cr_assert(strstr(first_message(diag), want), "image size: %s", first_message(diag));
 	snprintf(want, sizeof(want), "limit is %llu bytes", (unsigned long long)GIB);
 	cr_assert(strstr(first_message(diag), want), "limit: %s", first_message(diag));
-	ASSERT_OK(flash_image_check_disk(img, 3 * GIB, diag), "fits in 3 GiB");
+	ASSERT_OK(flash_image_check_disk(flash_image_charged_bytes(img), 3 * GIB, diag), "fits in 3 GiB");
 	flash_image_free(img);
 	img = NULL;
 	ASSERT_OK(flash_image_resolve(small, &o, &img, diag), first_message(diag));
 	charged = flash_image_charged_bytes(img);
-	ASSERT_ERR(flash_image_check_disk(img, charged, diag), -FLASH_E_IMAGE_TOO_LARGE, "filling the limit");
-	ASSERT_OK(flash_image_check_disk(img, charged + 1, diag), "one byte to spare");
+	ASSERT_ERR(flash_image_check_disk(flash_image_charged_bytes(img), charged, diag), -FLASH_E_IMAGE_TOO_LARGE, "filling the limit");
+	ASSERT_OK(flash_image_check_disk(flash_image_charged_bytes(img), charged + 1, diag), "one byte to spare");
 	flash_image_free(img);
 	flash_diag_free(diag);
 	free(big);
@@ -618,4 +738,95 @@ Test(registry, concurrent_pulls_fetch_each_blob_once)
 	}
 	free(store);
 	free(ref);
+}
+
+/* flash-operator's admission (operator/) with libflash's resolver behind
+ * its seam, against the registry: an image over the workload's disk limit
+ * is refused before anything is stored, with both sizes; one that fits is
+ * admitted and pinned to its digest. */
+static char *op_create(struct op_provider *p, struct flash_auth_signer *signer, const char *name,
+		       const char *image, unsigned int gib, int *ret_status)
+{
+	char claims[512], body[1024];
+	char *tok = NULL, *auth = NULL, *out;
+	int64_t now = (int64_t)time(NULL);
+	struct op_request req = { .method = "POST", .path = "/provider/v1/services" };
+	struct op_response resp = { .status = 0 };
+
+	snprintf(claims, sizeof(claims),
+		 "{\"iss\":\"mp\",\"aud\":\"prov\",\"action\":\"create\",\"org\":\"o1\",\"project\":\"p1\","
+		 "\"iat\":%lld,\"exp\":%lld,\"gen\":1}",
+		 (long long)now, (long long)now + 50);
+	ASSERT_OK(flash_auth_signer_sign(signer, claims, strlen(claims), &tok), "mint a token");
+	cr_assert(asprintf(&auth, "Bearer %s", tok) > 0);
+	snprintf(body, sizeof(body),
+		 "{\"name\":\"%s\",\"spec\":{\"region\":\"heteronet-global\",\"image\":\"%s\",\"cpu_millis\":100,"
+		 "\"memory_mib\":64,\"ephemeral_storage_gib\":%u}}",
+		 name, image, gib);
+	req.authorization = auth;
+	req.body = body;
+	req.body_len = strlen(body);
+	op_provider_handle(p, &req, &resp);
+	*ret_status = resp.status;
+	out = strndup(resp.body ? resp.body : "", resp.body_len);
+	op_response_clear(&resp);
+	free(auth);
+	free(tok);
+	return out;
+}
+
+Test(registry, operator_refuses_an_oversized_image_from_the_registry)
+{
+	char *state = scratch("operator"), *db, *big = ref_at("anon", "big:v1"), *small = ref_at("anon", "small:v1");
+	char err[512] = "", want[256], digest[128];
+	struct op_store *st = NULL;
+	struct op_provider *p = NULL;
+	struct flash_auth_signer *signer = NULL;
+	struct flash_auth_keyset *keys = NULL;
+	unsigned char pub[32];
+	struct op_image_settings cfg = { .plain_http = true, .timeout_ms = 20000 };
+	struct op_image_ops ops = { .admit = op_image_default_ops.admit, .ctx = &cfg };
+	struct op_provider_opts po = { .sz = sizeof(po), .issuer = "mp", .audience = "prov", .image = &ops };
+	struct op_service **list = NULL;
+	size_t n = 0;
+	int status;
+	char *answer;
+
+	cr_assert(asprintf(&db, "%s/store.db", state) > 0);
+	ASSERT_OK(op_store_open(db, &st, err, sizeof(err)), err);
+	ASSERT_OK(flash_auth_signer_generate("k1", &signer), "signer");
+	ASSERT_OK(flash_auth_signer_public_key(signer, pub), "public key");
+	ASSERT_OK(flash_auth_keyset_new(&keys), "key set");
+	ASSERT_OK(flash_auth_keyset_add(keys, "k1", pub), "add key");
+	po.keys = keys;
+	po.store = st;
+	ASSERT_OK(op_provider_new(&po, &p), "provider");
+
+	answer = op_create(p, signer, "big", big, 1, &status);
+	cr_assert_eq(status, 422, "the 2 GiB image in 1 GiB: %d %s", status, answer);
+	cr_assert(strstr(answer, "image-too-large"), "%s", answer);
+	snprintf(want, sizeof(want), "needs %llu bytes", (unsigned long long)fact_u64("big.charged"));
+	cr_assert(strstr(answer, want), "the image's size in: %s", answer);
+	snprintf(want, sizeof(want), "limit is %llu bytes", (unsigned long long)GIB);
+	cr_assert(strstr(answer, want), "the limit in: %s", answer);
+	free(answer);
+	ASSERT_OK(op_store_service_list(st, "o1", "p1", &list, &n), "list");
+	cr_assert_eq(n, 0, "nothing stored for a refused image");
+	op_service_list_free(list, n);
+
+	answer = op_create(p, signer, "small", small, 1, &status);
+	cr_assert(status == 200 || status == 201 || status == 202, "the small image fits: %d %s", status, answer);
+	fact("small.digest", digest, sizeof(digest));
+	snprintf(want, sizeof(want), "127.0.0.1:%u/small@%s", port_of("anon"), digest);
+	cr_assert(strstr(answer, want), "pinned to the registry's digest %s: %s", want, answer);
+	free(answer);
+
+	op_provider_free(p);
+	op_store_close(st);
+	flash_auth_keyset_free(keys);
+	flash_auth_signer_free(signer);
+	free(db);
+	free(state);
+	free(big);
+	free(small);
 }

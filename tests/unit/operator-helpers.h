@@ -5,8 +5,8 @@
  *
  * The image seam resolves references of the form "test.invalid/NAME:BYTES"
  * to an image charging BYTES bytes, pinned to a digest derived from the
- * reference (refused as flash_image_check_disk() does when BYTES fill
- * the limit); "test.invalid/unreachable:..." fails as a registry that
+ * reference (refused by flash_image_check_disk() when BYTES fill the
+ * limit); "test.invalid/unreachable:..." fails as a registry that
  * refuses connections (transient) and "test.invalid/missing:..." as an
  * unknown manifest.  It keeps these tests off the network; the real
  * resolver is used by flash-operator itself, the e2e test (a local OCI
@@ -23,8 +23,15 @@
 #include <string.h>
 #include <time.h>
 #include <flash/auth.h>
+#include <flash/diag.h>
+#include <flash/image.h>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "admission.h"
+#include "daemon.h"
 
 #define TEST_ISSUER "mp.test"
 #define TEST_AUDIENCE "provider.test"
@@ -56,11 +63,20 @@ static inline int test_image_admit(void *ctx, const char *ref, uint64_t limit, s
 		snprintf(err, err_size, "%s: tag is not a size", ref);
 		return -ENOENT;
 	}
-	/* The rule of flash_image_check_disk(): filling the limit is refusing. */
-	if (bytes >= limit) {
-		snprintf(err, err_size, "image %s needs %llu bytes, the disk limit is %" PRIu64 " bytes", ref, bytes, limit);
-		return -FLASH_E_IMAGE_TOO_LARGE;
+	/* The one disk rule: flash_image_check_disk(). */
+	struct flash_diag *diag = NULL;
+	int r = flash_diag_new(&diag);
+
+	if (r == 0)
+		r = flash_image_check_disk(bytes, limit, diag);
+	if (r < 0) {
+		const struct flash_diag_entry *e = flash_diag_get(diag, 0);
+
+		snprintf(err, err_size, "%s", e && e->message ? e->message : flash_strerror(r));
+		flash_diag_free(diag);
+		return r;
 	}
+	flash_diag_free(diag);
 	crypto_hash_sha256(h, (const unsigned char *)ref, strlen(ref));
 	memcpy(ret->digest, "sha256:", 7);
 	sodium_bin2hex(ret->digest + 7, sizeof(ret->digest) - 7, h, sizeof(h));
@@ -113,6 +129,38 @@ static inline char *test_spec(const char *image, unsigned int n_ports, unsigned 
 		     image, replicas, disk_gib, ports) < 0)
 		return NULL;
 	return out;
+}
+
+/* Forks an operator child running op_daemon_start(@o) until SIGTERM; it
+ * dies with its parent.  When @port_fd >= 0 the child writes its TCP port
+ * (uint16_t) there once it listens.  Returns the child's pid (or -1). */
+static inline pid_t test_operator_fork(const struct op_daemon_opts *o, int port_fd)
+{
+	struct op_daemon *d = NULL;
+	char err[512] = "";
+	sigset_t set;
+	uint16_t port;
+	int sig;
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(4);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (op_daemon_start(o, &d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "operator: %s\n", err);
+		_exit(3);
+	}
+	port = op_daemon_port(d);
+	if (port_fd >= 0 && write(port_fd, &port, sizeof(port)) != sizeof(port))
+		_exit(3);
+	sigwait(&set, &sig);
+	op_daemon_stop(d);
+	_exit(0);
 }
 
 #endif

@@ -481,7 +481,7 @@ static int unpack_items(struct unpack_fixture *f, const struct tar_item *items, 
 			struct flash_diag *diag)
 {
 	tar_write(f->layer, items, n, gzip);
-	return flash_image_layer_unpack(f->layer, f->root, diag);
+	return flash_image_layer_unpack(f->layer, f->root, NULL, diag);
 }
 
 Test(image_unpack, files_dirs_links_modes)
@@ -674,10 +674,10 @@ Test(image_unpack, not_a_tar)
 
 	fixture_init(&f);
 	file_put(f.layer, "this is not a tar stream at all, just words.....", 48);
-	ASSERT_ERR(flash_image_layer_unpack(f.layer, f.root, NULL), -FLASH_E_IMAGE_LAYOUT, "text");
-	ASSERT_ERR(flash_image_layer_unpack(f.dir, f.root, NULL), -EINVAL, "a directory as layer");
-	ASSERT_ERR(flash_image_layer_unpack(f.layer, f.layer, NULL), -ENOTDIR, "a file as root");
-	ASSERT_ERR(flash_image_layer_unpack(NULL, f.root, NULL), -EINVAL, "NULL");
+	ASSERT_ERR(flash_image_layer_unpack(f.layer, f.root, NULL, NULL), -FLASH_E_IMAGE_LAYOUT, "text");
+	ASSERT_ERR(flash_image_layer_unpack(f.dir, f.root, NULL, NULL), -EINVAL, "a directory as layer");
+	ASSERT_ERR(flash_image_layer_unpack(f.layer, f.layer, NULL, NULL), -ENOTDIR, "a file as root");
+	ASSERT_ERR(flash_image_layer_unpack(NULL, f.root, NULL, NULL), -EINVAL, "NULL");
 	fixture_fini(&f);
 }
 
@@ -772,12 +772,12 @@ Test(image_layout, resolve_charge_pin)
 	cr_assert_null(flash_image_layer_digest(img, 2));
 
 	/* the admission decision: fills or exceeds is refused, with both sizes */
-	ASSERT_OK(flash_image_check_disk(img, charged + 1, diag), "fits");
+	ASSERT_OK(flash_image_check_disk(flash_image_charged_bytes(img), charged + 1, diag), "fits");
 	cr_assert_eq(flash_diag_errors(diag), 0);
-	ASSERT_ERR(flash_image_check_disk(img, charged, diag), -FLASH_E_IMAGE_TOO_LARGE, "fills");
+	ASSERT_ERR(flash_image_check_disk(flash_image_charged_bytes(img), charged, diag), -FLASH_E_IMAGE_TOO_LARGE, "fills");
 	cr_assert_eq(flash_diag_errors(diag), 1);
 	cr_assert(strstr(flash_diag_get(diag, 0)->message, "fills"), "%s", flash_diag_get(diag, 0)->message);
-	ASSERT_ERR(flash_image_check_disk(img, charged - 1, diag), -FLASH_E_IMAGE_TOO_LARGE, "exceeds");
+	ASSERT_ERR(flash_image_check_disk(flash_image_charged_bytes(img), charged - 1, diag), -FLASH_E_IMAGE_TOO_LARGE, "exceeds");
 	cr_assert_eq(flash_diag_errors(diag), 1, "the diag is refilled by each call");
 	{
 		const struct flash_diag_entry *e = flash_diag_get(diag, 0);
@@ -901,14 +901,14 @@ Test(image_layout, pull_and_unpack)
 	ASSERT_OK(flash_image_blob_path(store, l.manifest, &blob), "path");
 	cr_assert(stat(blob, &st) == 0 && (size_t)st.st_size == l.manifest_size, "manifest kept at resolve");
 	free(blob);
-	ASSERT_ERR(flash_image_unpack(img, rootfs, NULL), -ENOENT, "layers not pulled yet");
+	ASSERT_ERR(flash_image_unpack(img, rootfs, NULL, NULL), -ENOENT, "layers not pulled yet");
 	cr_assert(!file_exists(l.dir, "rootfs"), "no rootfs after a failed unpack");
 	ASSERT_OK(flash_image_pull(img, NULL), "pull");
 	ASSERT_OK(flash_image_pull(img, NULL), "pull again (nothing to fetch)");
-	ASSERT_OK(flash_image_unpack(img, rootfs, NULL), "unpack");
+	ASSERT_OK(flash_image_unpack(img, rootfs, NULL, NULL), "unpack");
 	cr_assert(file_exists(rootfs, "etc/keep") && file_exists(rootfs, "etc/new") && file_exists(rootfs, "bin/app"));
 	cr_assert(!file_exists(rootfs, "etc/drop"), "the second layer's whiteout applied");
-	ASSERT_ERR(flash_image_unpack(img, rootfs, NULL), -EEXIST, "rootfs exists");
+	ASSERT_ERR(flash_image_unpack(img, rootfs, NULL, NULL), -EEXIST, "rootfs exists");
 	ASSERT_ERR(flash_image_blob_path(store, "sha256:xyz", &blob), -EINVAL, "malformed digest");
 	flash_image_free(img);
 	free(ref);
@@ -956,7 +956,9 @@ Test(image_opts, arguments)
 	ASSERT_ERR(flash_image_resolve("a", NULL, NULL, NULL), -EINVAL, "NULL ret");
 	ASSERT_ERR(flash_image_resolve("a", &big.o, &img, NULL), -EINVAL, "unknown non-zero tail");
 	ASSERT_ERR(flash_image_resolve("a", &badplat, &img, NULL), -EINVAL, "platform without arch");
-	ASSERT_ERR(flash_image_check_disk(NULL, 1, NULL), -EINVAL, "NULL image");
+	ASSERT_ERR(flash_image_check_disk(0, 0, NULL), -FLASH_E_IMAGE_TOO_LARGE, "an empty image fills a zero limit");
+	ASSERT_OK(flash_image_check_disk(0, 1, NULL), "an empty image fits one byte");
+	ASSERT_ERR(flash_image_check_disk(UINT64_MAX, UINT64_MAX, NULL), -FLASH_E_IMAGE_TOO_LARGE, "UINT64_MAX fills");
 	cr_assert_null(flash_image_digest(NULL));
 	cr_assert_eq(flash_image_charged_bytes(NULL), 0);
 	flash_image_free(NULL);
@@ -995,4 +997,69 @@ Test(image_unpack, upper_layer_never_writes_through_links)
 	ASSERT_STREQ(data, "precious", "a file replacing a symlink does not write through it");
 	free(data);
 	fixture_fini(&f);
+}
+
+Test(image_unpack, bounds_on_what_layers_expand_to)
+{
+	struct unpack_fixture f;
+	const struct tar_item items[] = {
+		{ 'f', "a", "0123456789", 0 }, { 'd', "d", NULL, 0 }, { 'f', "d/b", "0123456789", 0 },
+	};
+	FLASH_OPTS(flash_image_unpack_opts, exact, .max_bytes = 20, .max_entries = 3);
+	FLASH_OPTS(flash_image_unpack_opts, bytes, .max_bytes = 19);
+	FLASH_OPTS(flash_image_unpack_opts, entries, .max_entries = 2);
+	struct flash_diag *diag;
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	fixture_init(&f);
+	tar_write(f.layer, items, ARRAY_SIZE(items), true);
+	ASSERT_OK(flash_image_layer_unpack(f.layer, f.root, &exact, diag), "exactly at both bounds");
+	fixture_fini(&f);
+	fixture_init(&f);
+	tar_write(f.layer, items, ARRAY_SIZE(items), true);
+	ASSERT_ERR(flash_image_layer_unpack(f.layer, f.root, &bytes, diag), -FLASH_E_IMAGE_SIZE, "one byte over");
+	ASSERT_STREQ(flash_diag_get(diag, 0)->code, "image-size", "code");
+	cr_assert(strstr(flash_diag_get(diag, 0)->message, "d/b"), "names the entry: %s", flash_diag_get(diag, 0)->message);
+	cr_assert(!file_exists(f.root, "d/b"), "the entry over the bound is not written");
+	fixture_fini(&f);
+	fixture_init(&f);
+	tar_write(f.layer, items, ARRAY_SIZE(items), true);
+	ASSERT_ERR(flash_image_layer_unpack(f.layer, f.root, &entries, diag), -FLASH_E_IMAGE_SIZE, "one entry over");
+	cr_assert(!file_exists(f.root, "d/b"));
+	fixture_fini(&f);
+	flash_diag_free(diag);
+}
+
+Test(image_layout, unpack_bounds_hold_over_all_layers)
+{
+	struct layout l;
+	struct flash_image *img = NULL;
+	char *ref, *store, *rootfs;
+	FLASH_OPTS(flash_image_opts, opts);
+	/* layer 0 has 3 entries, layer 1 has 1 besides its whiteout */
+	FLASH_OPTS(flash_image_unpack_opts, three, .max_entries = 3);
+	FLASH_OPTS(flash_image_unpack_opts, four, .max_entries = 4);
+
+	layout_build(&l, "amd64");
+	cr_assert(asprintf(&store, "%s/store", l.dir) > 0);
+	cr_assert(asprintf(&rootfs, "%s/rootfs", l.dir) > 0);
+	opts.content_store = store;
+	ref = ref_of(&l, ":v1");
+	ASSERT_OK(flash_image_resolve(ref, &opts, &img, NULL), "resolve");
+	ASSERT_OK(flash_image_pull(img, NULL), "pull");
+	ASSERT_ERR(flash_image_unpack(img, rootfs, &three, NULL), -FLASH_E_IMAGE_SIZE, "the second layer crosses the bound");
+	cr_assert(!file_exists(l.dir, "rootfs"), "no rootfs after a failed unpack");
+	ASSERT_OK(flash_image_unpack(img, rootfs, &four, NULL), "all four entries");
+	flash_image_free(img);
+	free(ref);
+	free(store);
+	free(rootfs);
+	layout_free(&l);
+}
+
+Test(image_unpack, bad_opts)
+{
+	struct { struct flash_image_unpack_opts o; char tail[8]; } big = { .o = { .sz = sizeof(big) }, .tail = { 1 } };
+
+	ASSERT_ERR(flash_image_layer_unpack("/nonexistent", "/nonexistent", &big.o, NULL), -EINVAL, "unknown tail");
 }

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <flash/auth.h>
+#include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
 
@@ -134,6 +136,16 @@ static void expect_error(const struct op_response *r, int status, const char *co
 	json_free(v);
 }
 
+/* A request of org-a/p1 that must be refused with @status and @code. */
+static void refused(const char *method, const char *path, enum flash_auth_action action, uint64_t gen,
+		    const char *body, int status, const char *code)
+{
+	struct op_response r = req(method, path, "org-a", "p1", action, gen, body);
+
+	expect_error(&r, status, code);
+	op_response_clear(&r);
+}
+
 /* Creates @name for (@org, @project); returns the id (static buffer). */
 static const char *create(const char *org, const char *project, const char *name, uint64_t gen, const char *spec)
 {
@@ -196,9 +208,7 @@ Test(operator, create_get_list_delete)
 	r = req("DELETE", p, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 2, NULL);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	op_response_clear(&r);
-	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
-	expect_error(&r, 404, "not-found");
-	op_response_clear(&r);
+	refused("GET", p, FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL, 404, "not-found");
 	r = req("GET", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_LIST, UINT64_MAX, NULL);
 	v = parse(&r);
 	cr_assert_eq(json_get(v, "services")->u.array.n, 0, "deleted services are not listed");
@@ -298,12 +308,8 @@ Test(operator, token_checks)
 	expect_error(&r, 401, "unauthorized");
 	op_response_clear(&r);
 	/* A token for another action. */
-	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_GET, 1, b);
-	expect_error(&r, 403, "wrong-action");
-	op_response_clear(&r);
-	r = req("GET", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
-	expect_error(&r, 403, "wrong-action");
-	op_response_clear(&r);
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_GET, 1, b, 403, "wrong-action");
+	refused("GET", "/provider/v1/services", FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL, 403, "wrong-action");
 	/* A mutation without a generation. */
 	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, UINT64_MAX, b);
 	expect_error(&r, 401, "unauthorized");
@@ -327,9 +333,7 @@ Test(operator, token_checks)
 	/* Org in the body is not a thing: unknown fields are refused. */
 	free(b);
 	cr_assert(asprintf(&b, "{\"name\":\"x\",\"org\":\"org-b\",\"spec\":%s}", spec) > 0);
-	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
-	expect_error(&r, 400, "bad-request");
-	op_response_clear(&r);
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 1, b, 400, "bad-request");
 	free(b);
 	free(spec);
 }
@@ -354,15 +358,9 @@ Test(operator, generation_rules)
 	json_free(v);
 	op_response_clear(&b);
 
-	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 4, u2);
-	expect_error(&b, 409, "stale-generation");
-	op_response_clear(&b);
-	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 5, u2);
-	expect_error(&b, 409, "generation-conflict");
-	op_response_clear(&b);
-	b = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 6, b1);
-	expect_error(&b, 409, "exists");
-	op_response_clear(&b);
+	refused("PUT", p, FLASH_AUTH_ACTION_UPDATE, 4, u2, 409, "stale-generation");
+	refused("PUT", p, FLASH_AUTH_ACTION_UPDATE, 5, u2, 409, "generation-conflict");
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 6, b1, 409, "exists");
 	b = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 6, u2);
 	cr_assert_eq(b.status, 200, "%s", b.body);
 	v = parse(&b);
@@ -383,12 +381,8 @@ Test(operator, generation_rules)
 	cr_assert(b.status == 200 && strcmp(a.body, b.body) == 0, "delete replay");
 	op_response_clear(&a);
 	op_response_clear(&b);
-	a = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 8, u1);
-	expect_error(&a, 404, "not-found");
-	op_response_clear(&a);
-	a = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 3, b1);
-	expect_error(&a, 409, "stale-generation");
-	op_response_clear(&a);
+	refused("PUT", p, FLASH_AUTH_ACTION_UPDATE, 8, u1, 404, "not-found");
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 3, b1, 409, "stale-generation");
 	a = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 9, b1);
 	cr_assert_eq(a.status, 201, "re-create with a newer generation: %s", a.body);
 	op_response_clear(&a);
@@ -637,6 +631,62 @@ Test(operator, organization_limits)
 	op_response_clear(&r);
 	free(b);
 	free(s3);
+}
+
+/* An organization at its weekly CPU limit is suspended at admission (the
+ * metering state as the store keeps it); another one is not. */
+Test(operator, suspended_organization)
+{
+	static const char pol[] =
+		"{\"regions\":[\"heteronet-global\"],\"gpu_catalog\":[],\"protected_cidrs\":[],"
+		"\"workload_limits\":{\"cpu_millis\":4000,\"memory_mib\":8192,\"replicas\":10,\"gpus\":0,"
+		"\"ephemeral_storage_gib\":50,\"ports\":16},"
+		"\"organization_limits\":{\"cpu_millis\":16000,\"memory_mib\":32768,\"replicas\":40,\"gpus\":0,"
+		"\"ephemeral_storage_gib\":500,\"ports\":64},"
+		"\"weekly_limits\":{\"cpu_millicore_seconds\":1000,\"memory_mib_seconds\":1000000000,\"gpu_seconds\":0}}";
+	struct flash_meter *m = NULL;
+	int64_t now = (int64_t)time(NULL), ws = 0, t0;
+	char *json = NULL, *s = test_spec("test.invalid/a:1", 0, 1, 1), *b = create_body("late", s);
+	struct op_response r;
+	size_t len;
+
+	teardown();
+	start(NULL, pol);
+	op_provider_free(prov);
+	prov = NULL;
+	/* 10 s of 1000 millicores: 10000 millicore-seconds this week. */
+	ASSERT_OK(flash_meter_week_start(now, &ws), "week");
+	t0 = now - 10 >= ws ? now - 10 : ws;
+	ASSERT_OK(flash_meter_new(NULL, &m), "meter");
+	struct flash_meter_observation o1 = { .sz = sizeof(o1), .service_id = "old", .organization = "org-a",
+					      .time = t0, .ready_replicas = 1, .cpu_millis = 1000, .memory_mib = 1 };
+	struct flash_meter_observation o2 = o1;
+	o2.time = t0 + 10;
+	o2.ready_replicas = 0;
+	ASSERT_OK(flash_meter_observe(m, &o1), "observe");
+	ASSERT_OK(flash_meter_observe(m, &o2), "observe");
+	ASSERT_OK(flash_meter_to_json(m, &json, &len), "json");
+	ASSERT_OK(op_store_meter_put(store, json), "meter state into the store");
+	flash_meter_free(m);
+	free(json);
+	json = NULL;
+	ASSERT_OK(op_store_meter_get(store, &json), "read back");
+	cr_assert(json && strstr(json, "org-a"), "the state round-trips");
+	free(json);
+	struct op_provider_opts o = { .sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = keys,
+				      .policy = policy, .store = store, .metrics = metrics, .image = &test_image_ops };
+	ASSERT_OK(op_provider_new(&o, &prov), "provider loads the metering state");
+
+	refused("POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 1, b, 403, "suspended");
+	cr_assert_eq(op_metrics_refusals(metrics, OP_REFUSED_SUSPENDED), 1);
+	r = req("GET", "/provider/v1/usage", "org-a", NULL, FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+	cr_assert(strstr(r.body, "\"cpu_millicore_seconds\":10000"), "%s", r.body);
+	op_response_clear(&r);
+	r = req("POST", "/provider/v1/services", "org-b", "p1", FLASH_AUTH_ACTION_CREATE, 1, b);
+	cr_assert_eq(r.status, 201, "another organization is not suspended: %s", r.body);
+	op_response_clear(&r);
+	free(b);
+	free(s);
 }
 
 Test(operator, routes_and_metrics)
