@@ -2,12 +2,14 @@
 /* flowsdn-agent configuration: defaults, strict JSON parsing, output. */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <flowsdn/common.h>
 
 #include "agent-api.h"
 #include "conf.h"
-#include "jsonutil.h"
+#include "diag.h"
+#include "json.h"
 #include "util.h"
 
 void agent_diag_set(struct agent_diag *diag, const char *fmt, ...)
@@ -86,8 +88,7 @@ int agent_config_new(struct agent_config **ret)
 	return 0;
 }
 
-int agent_config_load(const char *path, struct agent_diag *diag,
-					  struct agent_config **ret)
+int agent_config_load(const char *path, struct agent_config **ret, struct diag *diag)
 {
 	_cleanup_free_ char *data = NULL;
 	size_t len;
@@ -95,40 +96,136 @@ int agent_config_load(const char *path, struct agent_diag *diag,
 
 	if (!path || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	err = util_read_file(path, 1 << 20, &data, &len);
 	if (err < 0) {
-		agent_diag_set(diag, "%s: %s", path, util_read_strerror(err));
+		diag_add_text(diag, DIAG_ERROR, "", "read", NULL, "%s: %s", path, util_read_strerror(err));
 		return err;
 	}
-	return agent_config_parse(data, len, diag, ret);
+	return agent_config_parse(data, len, ret, diag);
 }
 
-static int path_key(const struct json_value *v, const char *key, char **dst, bool may_be_empty,
-		    struct agent_diag *diag)
+/* A path of at most 107 bytes (sun_path): absolute, or for an optional
+ * one (@arg non-NULL) possibly empty. */
+static int read_path(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
-	const char *s = jstr(v);
+	bool may_be_empty = arg != NULL;
+	const char *s;
+	int r = json_read_strref(ctx, v, &s, NULL);
 
-	if (!s || (!may_be_empty && s[0] != '/') || strlen(s) >= 108) {
-		agent_diag_set(diag, "%s: must be %s (at most 107 bytes)", key,
-			 may_be_empty ? "a string" : "an absolute path");
-		return -FLOWSDN_E_AGENT_CONFIG;
+	if (r < 0)
+		return r;
+	if ((!may_be_empty && s[0] != '/') || strlen(s) >= 108) {
+		check_error(ctx, "path", v, "must be %s (at most 107 bytes)", may_be_empty ? "a string" : "an absolute path");
+		return JSON_READ_REPORTED;
 	}
-	return set_str(dst, s);
+	return json_read_string(ctx, v, dst, NULL);
 }
 
-static int uint_key(const struct json_value *v, const char *key, uint64_t min, uint64_t max, unsigned int *dst,
-		    struct agent_diag *diag)
+static int read_listen(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
-	uint64_t u;
+	char **listen = dst;
+	struct flowsdn_addr a;
+	uint16_t port;
+	int r = read_path(ctx, v, dst, arg);
 
-	if (json_get_uint64(v, &u) < 0 || u < min || u > max) {
-		agent_diag_set(diag, "%s: must be an integer in [%llu, %llu]", key, (unsigned long long)min,
-			 (unsigned long long)max);
-		return -FLOWSDN_E_AGENT_CONFIG;
+	if (r < 0 || !(*listen)[0])
+		return r;
+	r = agent_config_parse_listen(*listen, &a, &port);
+	if (r == -EPERM)
+		check_error(ctx, "listen", v, "\"%s\" is not a loopback address", *listen);
+	else if (r < 0)
+		check_error(ctx, "listen", v, "\"%s\" is not ADDRESS:PORT", *listen);
+	return r < 0 ? JSON_READ_REPORTED : 0;
+}
+
+static int read_pools(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	struct agent_config *c = dst;
+	struct flowsdn_prefix pools[AGENT_MAX_POOLS];
+
+	(void)arg;
+	if (v->u.array.n == 0 || v->u.array.n > AGENT_MAX_POOLS) {
+		check_error(ctx, "pools", v, "must be an array of 1 to %d prefixes", AGENT_MAX_POOLS);
+		return JSON_READ_REPORTED;
 	}
-	*dst = (unsigned int)u;
+	for (size_t p = 0; p < v->u.array.n; p++) {
+		const struct json_value *item = v->u.array.items[p];
+		const char *s;
+
+		if (json_get_string(item, &s) < 0 || flowsdn_prefix_parse(s, strlen(s), NULL, &pools[p]) < 0) {
+			size_t saved = json_path_push_index(&ctx->path, p);
+
+			check_error(ctx, "prefix", item, "not a prefix with host bits clear");
+			json_path_pop(&ctx->path, saved);
+			return JSON_READ_REPORTED;
+		}
+	}
+	memcpy(c->pools, pools, v->u.array.n * sizeof(pools[0]));
+	c->n_pools = v->u.array.n;
 	return 0;
 }
+
+static const char *const egress_words[] = { "fib", "stack", NULL };
+static const char *const attach_words[] = { "auto", "tcx", "tc", NULL };
+
+/* One of the NULL-terminated @words, as its index; @expected says them. */
+static int read_word(struct check_ctx *ctx, const struct json_value *v, const char *const *words,
+		     const char *expected, unsigned int *ret)
+{
+	const char *s;
+	int r = json_read_strref(ctx, v, &s, NULL);
+
+	if (r < 0)
+		return r;
+	for (unsigned int i = 0; words[i]; i++) {
+		if (strcmp(s, words[i]) == 0) {
+			*ret = i;
+			return 0;
+		}
+	}
+	check_error(ctx, "enum", v, "must be %s", expected);
+	return JSON_READ_REPORTED;
+}
+
+static int read_egress(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	unsigned int i = 0;
+	int r = read_word(ctx, v, egress_words, "\"fib\" or \"stack\"", &i);
+
+	(void)arg;
+	if (r == 0)
+		*(bool *)dst = i == 1;
+	return r;
+}
+
+static int read_attach(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	(void)arg;
+	return read_word(ctx, v, attach_words, "\"auto\", \"tcx\" or \"tc\"", dst);
+}
+
+static const struct json_int_range mtu_range = { 1280, 65535 }, conn_range = { 1, 1024 },
+				   req_range = { 1024, 1 << 20 }, timeout_range = { 1, 600 };
+static const char optional[] = "";
+
+/* flowsdn-agent.conf(5), one row per key. */
+#define F(name, type, fn, field, arg) { name, type, false, fn, offsetof(struct agent_config, field), arg }
+static const struct json_field config_fields[] = {
+	F("attach-mode", JSON_STRING, read_attach, attach_mode, NULL),
+	F("bpf-pin-dir", JSON_STRING, read_path, pin_dir, NULL),
+	F("datapath", JSON_BOOL, json_read_bool, datapath, NULL),
+	F("egress-mode", JSON_STRING, read_egress, egress_stack, NULL),
+	F("http-listen", JSON_STRING, read_listen, http_listen, optional),
+	F("max-connections", JSON_NUMBER, json_read_uint32, max_connections, &conn_range),
+	F("max-request-bytes", JSON_NUMBER, json_read_uint32, max_request_bytes, &req_range),
+	F("mtu", JSON_NUMBER, json_read_uint32, mtu, &mtu_range),
+	{ "pools", JSON_ARRAY, false, read_pools, 0, NULL },
+	F("request-timeout-seconds", JSON_NUMBER, json_read_uint32, request_timeout_s, &timeout_range),
+	F("socket", JSON_STRING, read_path, socket, NULL),
+	F("state-dir", JSON_STRING, read_path, state_dir, NULL),
+};
+#undef F
 
 /* Checks "ADDR:PORT" / "[ADDR6]:PORT" on a loopback address. */
 int agent_config_parse_listen(const char *text, struct flowsdn_addr *ret_addr, uint16_t *ret_port)
@@ -169,19 +266,20 @@ int agent_config_parse_listen(const char *text, struct flowsdn_addr *ret_addr, u
 	return 0;
 }
 
-int agent_config_parse(const char *json, size_t len, struct agent_diag *diag,
-					   struct agent_config **ret)
+int agent_config_parse(const char *json, size_t len, struct agent_config **ret, struct diag *diag)
 {
 	struct agent_config *c = NULL;
 	struct json_value *root = NULL;
 	struct json_error je = { 0 };
+	struct check_ctx ctx;
 	int err;
 
 	if (!json || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	err = json_parse(json, len, NULL, &root, &je);
 	if (err == -EBADMSG) {
-		agent_diag_set(diag, "line %u column %u: %s", je.line, je.column, je.message);
+		diag_add_json_error(diag, &je);
 		return -FLOWSDN_E_AGENT_CONFIG;
 	}
 	if (err < 0)
@@ -189,105 +287,10 @@ int agent_config_parse(const char *json, size_t len, struct agent_diag *diag,
 	err = agent_config_new(&c);
 	if (err < 0)
 		goto out;
-	if (!jis(root, JSON_OBJECT)) {
-		agent_diag_set(diag, "configuration: not a JSON object");
+	check_ctx_init(&ctx, diag);
+	err = json_read_object(&ctx, root, config_fields, ARRAY_SIZE(config_fields), c);
+	if (err == JSON_READ_REPORTED)
 		err = -FLOWSDN_E_AGENT_CONFIG;
-		goto out;
-	}
-	for (size_t i = 0; i < root->u.object.n && err == 0; i++) {
-		const char *k = root->u.object.members[i].key;
-		const struct json_value *v = root->u.object.members[i].value;
-
-		if (!strcmp(k, "socket")) {
-			err = path_key(v, k, &c->socket, false, diag);
-		} else if (!strcmp(k, "state-dir")) {
-			err = path_key(v, k, &c->state_dir, false, diag);
-		} else if (!strcmp(k, "bpf-pin-dir")) {
-			err = path_key(v, k, &c->pin_dir, false, diag);
-		} else if (!strcmp(k, "http-listen")) {
-			struct flowsdn_addr a;
-			uint16_t port;
-
-			err = path_key(v, k, &c->http_listen, true, diag);
-			if (!err && c->http_listen[0]) {
-				err = agent_config_parse_listen(c->http_listen, &a, &port);
-				if (err == -EPERM) {
-					agent_diag_set(diag, "http-listen: \"%s\" is not a loopback address", c->http_listen);
-					err = -FLOWSDN_E_AGENT_CONFIG;
-				} else if (err < 0) {
-					agent_diag_set(diag, "http-listen: \"%s\" is not ADDRESS:PORT", c->http_listen);
-					err = -FLOWSDN_E_AGENT_CONFIG;
-				}
-			}
-		} else if (!strcmp(k, "pools")) {
-			if (!jis(v, JSON_ARRAY) || v->u.array.n == 0 || v->u.array.n > AGENT_MAX_POOLS) {
-				agent_diag_set(diag, "pools: must be an array of 1 to %d prefixes", AGENT_MAX_POOLS);
-				err = -FLOWSDN_E_AGENT_CONFIG;
-				break;
-			}
-			for (size_t p = 0; p < v->u.array.n; p++) {
-				const char *s = jstr(v->u.array.items[p]);
-
-				if (!s || flowsdn_prefix_parse(s, strlen(s), NULL, &c->pools[p]) < 0) {
-					agent_diag_set(diag, "pools[%zu]: not a prefix with host bits clear", p);
-					err = -FLOWSDN_E_AGENT_CONFIG;
-					break;
-				}
-			}
-			c->n_pools = v->u.array.n;
-		} else if (!strcmp(k, "datapath")) {
-			if (json_get_bool(v, &c->datapath) < 0) {
-				agent_diag_set(diag, "datapath: must be a boolean");
-				err = -FLOWSDN_E_AGENT_CONFIG;
-			}
-		} else if (!strcmp(k, "egress-mode")) {
-			const char *s = jstr(v);
-
-			if (s && !strcmp(s, "fib"))
-				c->egress_stack = false;
-			else if (s && !strcmp(s, "stack"))
-				c->egress_stack = true;
-			else {
-				agent_diag_set(diag, "egress-mode: must be \"fib\" or \"stack\"");
-				err = -FLOWSDN_E_AGENT_CONFIG;
-			}
-		} else if (!strcmp(k, "attach-mode")) {
-			const char *s = jstr(v);
-
-			if (s && !strcmp(s, "auto"))
-				c->attach_mode = 0;
-			else if (s && !strcmp(s, "tcx"))
-				c->attach_mode = 1;
-			else if (s && !strcmp(s, "tc"))
-				c->attach_mode = 2;
-			else {
-				agent_diag_set(diag, "attach-mode: must be \"auto\", \"tcx\" or \"tc\"");
-				err = -FLOWSDN_E_AGENT_CONFIG;
-			}
-		} else if (!strcmp(k, "mtu")) {
-			err = uint_key(v, k, 1280, 65535, &c->mtu, diag);
-		} else if (!strcmp(k, "max-connections")) {
-			err = uint_key(v, k, 2, 1024, &c->max_connections, diag);
-		} else if (!strcmp(k, "reserved-connections")) {
-			err = uint_key(v, k, 1, 512, &c->reserved_connections, diag);
-		} else if (!strcmp(k, "header-timeout-ms")) {
-			err = uint_key(v, k, 10, 60000, &c->header_timeout_ms, diag);
-		} else if (!strcmp(k, "max-request-bytes")) {
-			err = uint_key(v, k, 1024, 1 << 20, &c->max_request_bytes, diag);
-		} else if (!strcmp(k, "request-timeout-seconds")) {
-			err = uint_key(v, k, 1, 600, &c->request_timeout_s, diag);
-		} else {
-			agent_diag_set(diag, "%s: unknown key", k);
-			err = -FLOWSDN_E_AGENT_CONFIG;
-		}
-	}
-	/* Without the key: an eighth of the connections, at least one. */
-	if (err == 0 && !json_get(root, "reserved-connections"))
-		c->reserved_connections = c->max_connections / 8 ? c->max_connections / 8 : 1;
-	if (err == 0 && c->reserved_connections >= c->max_connections) {
-		agent_diag_set(diag, "reserved-connections: must be less than max-connections (%u)", c->max_connections);
-		err = -FLOWSDN_E_AGENT_CONFIG;
-	}
 out:
 	json_free(root);
 	if (err < 0)
@@ -299,44 +302,34 @@ out:
 
 int agent_config_format(const struct agent_config *c, char **ret_json)
 {
-	static const char *const attach[] = { "auto", "tcx", "tc" };
-	yajl_gen g;
-	int err;
+	struct json_writer *w;
 
 	if (!c || !ret_json)
 		return -EINVAL;
-	g = jgen_new();
-	if (!g)
-		return -ENOMEM;
-	yajl_gen_config(g, yajl_gen_beautify, 1);
-	yajl_gen_map_open(g);
-	jgen_kv(g, "socket", c->socket);
-	jgen_kv(g, "state-dir", c->state_dir);
-	jgen_kv(g, "bpf-pin-dir", c->pin_dir);
-	jgen_kv(g, "http-listen", c->http_listen);
-	jgen_str(g, "pools");
-	yajl_gen_array_open(g);
+	w = json_writer_new(JSON_WRITE_PRETTY | JSON_WRITE_NEWLINE);
+	jw_object_open(w);
+	jw_kv_string(w, "socket", c->socket);
+	jw_kv_string(w, "state-dir", c->state_dir);
+	jw_kv_string(w, "bpf-pin-dir", c->pin_dir);
+	jw_kv_string(w, "http-listen", c->http_listen);
+	jw_key(w, "pools");
+	jw_array_open(w);
 	for (size_t i = 0; i < c->n_pools; i++) {
 		char buf[FLOWSDN_PREFIX_STRLEN];
 
 		if (flowsdn_prefix_format(&c->pools[i], buf, sizeof(buf)) >= 0)
-			jgen_str(g, buf);
+			jw_string(w, buf);
 	}
-	yajl_gen_array_close(g);
-	jgen_str(g, "datapath");
-	yajl_gen_bool(g, c->datapath);
-	jgen_kv(g, "egress-mode", c->egress_stack ? "stack" : "fib");
-	jgen_kv(g, "attach-mode", attach[c->attach_mode % 3]);
-	jgen_ki(g, "mtu", c->mtu);
-	jgen_ki(g, "max-connections", c->max_connections);
-	jgen_ki(g, "reserved-connections", c->reserved_connections);
-	jgen_ki(g, "header-timeout-ms", c->header_timeout_ms);
-	jgen_ki(g, "max-request-bytes", c->max_request_bytes);
-	jgen_ki(g, "request-timeout-seconds", c->request_timeout_s);
-	yajl_gen_map_close(g);
-	err = jgen_take(g, ret_json, NULL);
-	yajl_gen_free(g);
-	return err;
+	jw_array_close(w);
+	jw_kv_bool(w, "datapath", c->datapath);
+	jw_kv_string(w, "egress-mode", egress_words[c->egress_stack ? 1 : 0]);
+	jw_kv_string(w, "attach-mode", attach_words[c->attach_mode % 3]);
+	jw_kv_uint(w, "mtu", c->mtu);
+	jw_kv_uint(w, "max-connections", c->max_connections);
+	jw_kv_uint(w, "max-request-bytes", c->max_request_bytes);
+	jw_kv_uint(w, "request-timeout-seconds", c->request_timeout_s);
+	jw_object_close(w);
+	return json_writer_finish(w, ret_json, NULL);
 }
 
 /* Copies @src into a new configuration. */

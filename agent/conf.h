@@ -13,6 +13,8 @@
 
 #define AGENT_MAX_POOLS 16
 
+struct diag;
+
 /* A failure's explanation, naming the key or the object at fault. */
 struct agent_diag {
 	char msg[384];
@@ -44,9 +46,11 @@ int agent_config_new(struct agent_config **ret);
  * defaults, unknown keys and wrong types are refused.  Errors: -EINVAL,
  * -FLOWSDN_E_AGENT_CONFIG (@diag names the key), -ENOMEM.  *ret is
  * written only on success. */
-int agent_config_parse(const char *json, size_t len, struct agent_diag *diag, struct agent_config **ret);
+/* Parses flowsdn-agent.conf(5) (a field table: unknown keys refused); on
+ * -FLOWSDN_E_AGENT_CONFIG @diag (may be NULL) names each key at fault. */
+int agent_config_parse(const char *json, size_t len, struct agent_config **ret, struct diag *diag);
 /* Reads and parses the file @path (at most 1 MiB). */
-int agent_config_load(const char *path, struct agent_diag *diag, struct agent_config **ret);
+int agent_config_load(const char *path, struct agent_config **ret, struct diag *diag);
 void agent_config_free(struct agent_config *cfg);
 /* The configuration as JSON with every key (freed by the caller). */
 int agent_config_format(const struct agent_config *cfg, char **ret_json);

@@ -16,7 +16,7 @@
 #include <flowsdn/netlink.h>
 
 #include "core.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "log.h"
 #include "names.h"
 #include "replay.h"
@@ -66,6 +66,7 @@ struct agent_core {
 	size_t n_busy, cap_busy;
 	uint64_t gen, saved_gen;    /* state changes made / on disk */
 	bool writing, stopping;
+	int save_err;               /* of the last state write (0: it worked) */
 	pthread_t deleter;
 	bool deleter_started;
 	char *state_path, *queue_dir;
@@ -284,27 +285,26 @@ static uint32_t next_id(struct agent_core *a)
 static char *state_json_locked(struct agent_core *a)
 {
 	char *json = NULL;
-	yajl_gen g = jgen_new();
+	struct json_writer *g = json_writer_new(0);
 
 	if (!g)
 		return NULL;
-	yajl_gen_map_open(g);
-	jgen_ki(g, "version", STATE_VERSION);
-	jgen_str(g, "endpoints");
-	yajl_gen_array_open(g);
+	jw_object_open(g);
+	jw_kv_int(g, "version", STATE_VERSION);
+	jw_string(g, "endpoints");
+	jw_array_open(g);
 	for (size_t i = 0; i < a->n_eps; i++)
 		if (a->eps[i]->ready)
 			agent_api_endpoint_gen(g, &a->eps[i]->e);
-	yajl_gen_array_close(g);
-	jgen_str(g, "deleting");
-	yajl_gen_array_open(g);
+	jw_array_close(g);
+	jw_string(g, "deleting");
+	jw_array_open(g);
 	for (size_t i = 0; i < a->n_dels; i++)
 		agent_api_endpoint_gen(g, a->dels[i]);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-	if (jgen_take(g, &json, NULL) < 0)
+	jw_array_close(g);
+	jw_object_close(g);
+	if (json_writer_finish(g, &json, NULL) < 0)
 		json = NULL;
-	yajl_gen_free(g);
 	return json;
 }
 
@@ -333,6 +333,7 @@ static int state_sync(struct agent_core *a)
 		free(json);
 		pthread_mutex_lock(&a->lock);
 		a->writing = false;
+		a->save_err = err;
 		if (err == 0 && gen > a->saved_gen)
 			a->saved_gen = gen;
 		pthread_cond_broadcast(&a->state_cond);
@@ -361,10 +362,32 @@ static void endpoint_unpublish(struct agent_core *a, const struct agent_api_endp
 		pr_warn("agent: endpoint %u: removing map entries: %s", e->id, flowsdn_strerror(err));
 }
 
+/* What a libflowsdn call (netlink, IPAM) says failed, for the endpoint
+ * messages: a diag per call (NULL when out of memory: then only the code
+ * is told). */
+static struct flowsdn_diag *call_diag(void)
+{
+	struct flowsdn_diag *d = NULL;
+
+	return flowsdn_diag_new(&d) == 0 ? d : NULL;
+}
+
+static void call_diag_freep(struct flowsdn_diag **d)
+{
+	flowsdn_diag_free(*d);
+}
+
+static const char *call_message(const struct flowsdn_diag *d, int err)
+{
+	const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(d);
+
+	return e ? e->message : flowsdn_strerror(err);
+}
+
 /* Removes an unpublished endpoint's hooks and veth pair (no lock held). */
 static void endpoint_teardown(struct agent_core *a, const struct agent_api_endpoint *e)
 {
-	struct flowsdn_nl_err nerr = { { 0 } };
+	_cleanup_(call_diag_freep) struct flowsdn_diag *nerr = call_diag();
 	int err;
 
 	if (a->dp) {
@@ -372,9 +395,9 @@ static void endpoint_teardown(struct agent_core *a, const struct agent_api_endpo
 		if (err < 0)
 			pr_warn("agent: endpoint %u: detach: %s", e->id, flowsdn_strerror(err));
 	}
-	err = a->ops->veth_teardown(a->ctx, e->host_ifname, e->addrs, e->n_addrs, &nerr);
+	err = a->ops->veth_teardown(a->ctx, e->host_ifname, e->addrs, e->n_addrs, nerr);
 	if (err < 0)
-		pr_warn("agent: endpoint %u: teardown: %s", e->id, nerr.msg);
+		pr_warn("agent: endpoint %u: teardown: %s", e->id, call_message(nerr, err));
 }
 
 /* The background deleter: removes each queued endpoint's veth, then
@@ -398,7 +421,7 @@ static void *deleter_main(void *arg)
 		endpoint_teardown(a, e);
 		pr_debug("agent: DEL %s/%s: veth removed in %.2f ms", e->container_id, e->ifname, mono_ms() - t0);
 		pthread_mutex_lock(&a->lock);
-		(void)flowsdn_ipam_release(a->ipam, e->container_id, e->ifname);
+		(void)flowsdn_ipam_release(a->ipam, e->container_id, e->ifname, NULL);
 		memmove(&a->dels[0], &a->dels[1], (a->n_dels - 1) * sizeof(a->dels[0]));
 		a->n_dels--;
 		a->gen++;
@@ -454,14 +477,14 @@ static int del_owned(struct agent_core *a, const char *cid, const char *ifn, boo
 	if (i < 0) {
 		/* Nothing recorded: still release addresses and a leftover
 		 * host interface of that owner. */
-		(void)flowsdn_ipam_release(a->ipam, cid, ifn);
+		(void)flowsdn_ipam_release(a->ipam, cid, ifn, NULL);
 		pthread_mutex_unlock(&a->lock);
 		{
-			struct flowsdn_nl_err nerr = { { 0 } };
+			_cleanup_(call_diag_freep) struct flowsdn_diag *nerr = call_diag();
 			char host[16];
 
 			if (agent_api_host_ifname(cid, ifn, host, sizeof(host)) == 0)
-				(void)a->ops->veth_teardown(a->ctx, host, NULL, 0, &nerr);
+				(void)a->ops->veth_teardown(a->ctx, host, NULL, 0, nerr);
 		}
 		return 0;
 	}
@@ -495,7 +518,7 @@ static int del_owned(struct agent_core *a, const char *cid, const char *ifn, boo
 	if (e) {
 		endpoint_teardown(a, e);
 		pthread_mutex_lock(&a->lock);
-		(void)flowsdn_ipam_release(a->ipam, cid, ifn);
+		(void)flowsdn_ipam_release(a->ipam, cid, ifn, NULL);
 		a->gen++;
 		pthread_mutex_unlock(&a->lock);
 		free(e);
@@ -549,7 +572,7 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 {
 	struct flowsdn_ipam_result lease;
 	struct flowsdn_prefix prefixes[AGENT_API_MAX_ADDRS];
-	struct flowsdn_nl_err nerr = { { 0 } };
+	_cleanup_(call_diag_freep) struct flowsdn_diag *nerr = call_diag();
 	struct flowsdn_veth veth;
 	struct ep *ep = NULL;
 	struct agent_api_endpoint *e;
@@ -602,10 +625,9 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&a->lock);
-	err = flowsdn_ipam_allocate(a->ipam, rq->container_id, rq->ifname, NULL, &lease);
+	err = flowsdn_ipam_allocate(a->ipam, rq->container_id, rq->ifname, NULL, &lease, nerr);
 	if (err < 0) {
-		agent_diag_set(diag, "allocating addresses: %s",
-			       flowsdn_ipam_errmsg(a->ipam)[0] ? flowsdn_ipam_errmsg(a->ipam) : flowsdn_strerror(err));
+		agent_diag_set(diag, "allocating addresses: %s", call_message(nerr, err));
 		pthread_mutex_unlock(&a->lock);
 		free(ep);
 		return err;
@@ -613,7 +635,7 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 	e->id = next_id(a);
 	err = ep_append(a, ep);
 	if (err < 0) {
-		(void)flowsdn_ipam_release(a->ipam, rq->container_id, rq->ifname);
+		(void)flowsdn_ipam_release(a->ipam, rq->container_id, rq->ifname, NULL);
 		pthread_mutex_unlock(&a->lock);
 		free(ep);
 		return err;
@@ -636,10 +658,10 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 			      * the endpoint through its host routes. */
 			     .host_routes = true);
 
-		err = a->ops->veth_setup(a->ctx, &vc, &veth, &nerr);
+		err = a->ops->veth_setup(a->ctx, &vc, &veth, nerr);
 	}
 	if (err < 0) {
-		agent_diag_set(diag, "%s", nerr.msg[0] ? nerr.msg : flowsdn_strerror(err));
+		agent_diag_set(diag, "%s", call_message(nerr, err));
 		goto out_release;
 	}
 	t[2] = mono_ms();
@@ -692,7 +714,7 @@ out_teardown:
 out_release:
 	pthread_mutex_lock(&a->lock);
 	ep_unlink(a, ep);
-	(void)flowsdn_ipam_release(a->ipam, rq->container_id, rq->ifname);
+	(void)flowsdn_ipam_release(a->ipam, rq->container_id, rq->ifname, NULL);
 	pthread_mutex_unlock(&a->lock);
 	free(ep);
 	return err;
@@ -741,7 +763,7 @@ int agent_core_check(struct agent_core *a, const struct agent_request *rq, struc
 {
 	struct agent_api_endpoint e;
 	struct flowsdn_endpoint_iface f;
-	struct flowsdn_nl_err nerr = { { 0 } };
+	_cleanup_(call_diag_freep) struct flowsdn_diag *nerr = call_diag();
 	bool found;
 	ssize_t i;
 	int err = 0;
@@ -765,9 +787,9 @@ int agent_core_check(struct agent_core *a, const struct agent_request *rq, struc
 		return -FLOWSDN_E_NL_MISMATCH;
 	}
 	endpoint_to_iface(&e, &f);
-	err = a->ops->endpoint_check(a->ctx, &f, &nerr);
+	err = a->ops->endpoint_check(a->ctx, &f, nerr);
 	if (err < 0) {
-		agent_diag_set(diag, "%s", nerr.msg[0] ? nerr.msg : flowsdn_strerror(err));
+		agent_diag_set(diag, "%s", call_message(nerr, err));
 		return err;
 	}
 	if (a->dp) {
@@ -880,6 +902,7 @@ int agent_core_replay_queue(struct agent_core *a)
 static int restore_claim(struct agent_core *a, const struct agent_api_endpoint *e, char *why, size_t size)
 {
 	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, ao, .request = e->addrs, .n_request = e->n_addrs);
+	_cleanup_(call_diag_freep) struct flowsdn_diag *d = call_diag();
 	int err;
 
 	for (size_t i = 0; i < a->n_eps; i++) {
@@ -890,7 +913,8 @@ static int restore_claim(struct agent_core *a, const struct agent_api_endpoint *
 		}
 		if (!strcmp(a->eps[i]->e.container_id, e->container_id) && !strcmp(a->eps[i]->e.ifname, e->ifname)) {
 			snprintf(why, size, "its owner has endpoint %u already", a->eps[i]->e.id);
-			return -FLOWSDN_E_AGENT_CONFLICT;
+			/* Same owner, same host interface: not to be removed. */
+			return -EEXIST;
 		}
 	}
 	if (e->n_addrs == 0) {
@@ -904,10 +928,9 @@ static int restore_claim(struct agent_core *a, const struct agent_api_endpoint *
 			fam |= e->addrs[k].family == FLOWSDN_AF_INET ? FLOWSDN_IPAM_IPV4 : FLOWSDN_IPAM_IPV6;
 		ao.families = fam;
 	}
-	err = flowsdn_ipam_allocate(a->ipam, e->container_id, e->ifname, &ao, NULL);
+	err = flowsdn_ipam_allocate(a->ipam, e->container_id, e->ifname, &ao, NULL, d);
 	if (err < 0) {
-		snprintf(why, size, "%.200s", flowsdn_ipam_errmsg(a->ipam)[0] ? flowsdn_ipam_errmsg(a->ipam) :
-					      flowsdn_strerror(err));
+		snprintf(why, size, "%.200s", call_message(d, err));
 		return -FLOWSDN_E_AGENT_CONFLICT;
 	}
 	return 0;
@@ -936,7 +959,7 @@ static int restore(struct agent_core *a)
 	err = json_parse(data, len, NULL, &root, NULL);
 	eps = json_get(root, "endpoints");
 	dels = json_get(root, "deleting");
-	if (err < 0 || !jis(eps, JSON_ARRAY) || (dels && !jis(dels, JSON_ARRAY))) {
+	if (err < 0 || !json_is(eps, JSON_ARRAY) || (dels && !json_is(dels, JSON_ARRAY))) {
 		pr_err("agent: %s is damaged", a->state_path);
 		json_free(root);
 		return -FLOWSDN_E_AGENT_STATE;
@@ -956,7 +979,7 @@ static int restore(struct agent_core *a)
 	for (size_t i = 0; i < eps->u.array.n; i++) {
 		struct ep *ep = calloc(1, sizeof(*ep));
 		struct flowsdn_endpoint_iface f;
-		struct flowsdn_nl_err nerr = { { 0 } };
+		_cleanup_(call_diag_freep) struct flowsdn_diag *nerr = call_diag();
 		char why[256];
 
 		if (!ep) {
@@ -971,11 +994,13 @@ static int restore(struct agent_core *a)
 		}
 		err = restore_claim(a, &ep->e, why, sizeof(why));
 		if (err < 0) {
-			pr_err("agent: endpoint %u (%s/%s) refused: %s; removing its interface", ep->e.id,
-			       ep->e.container_id, ep->e.ifname, why);
+			pr_err("agent: endpoint %u (%s/%s) refused: %s%s", ep->e.id, ep->e.container_id, ep->e.ifname,
+			       why, err == -EEXIST ? "" : "; removing its interface");
 			/* Only its own interface: its addresses and map
-			 * entries may be another endpoint's. */
-			endpoint_teardown(a, &ep->e);
+			 * entries may be another endpoint's (and a duplicate
+			 * of an owner shares the first one's interface). */
+			if (err != -EEXIST)
+				endpoint_teardown(a, &ep->e);
 			free(ep);
 			a->refused++;
 			changed = true;
@@ -983,14 +1008,14 @@ static int restore(struct agent_core *a)
 			continue;
 		}
 		endpoint_to_iface(&ep->e, &f);
-		err = a->dp ? a->ops->dp_adopt(a->ctx, a->dp, &f) : a->ops->endpoint_check(a->ctx, &f, &nerr);
+		err = a->dp ? a->ops->dp_adopt(a->ctx, a->dp, &f) : a->ops->endpoint_check(a->ctx, &f, nerr);
 		if (err == -FLOWSDN_E_BPF_IFACE_MISMATCH || err == -FLOWSDN_E_NL_MISMATCH ||
 		    err == -FLOWSDN_E_NL_NOT_FOUND || err == -FLOWSDN_E_NL_NETNS) {
 			pr_warn("agent: endpoint %u (%s/%s) is gone: cleaning up", ep->e.id, ep->e.container_id,
 				ep->e.ifname);
 			endpoint_unpublish(a, &ep->e);
 			endpoint_teardown(a, &ep->e);
-			(void)flowsdn_ipam_release(a->ipam, ep->e.container_id, ep->e.ifname);
+			(void)flowsdn_ipam_release(a->ipam, ep->e.container_id, ep->e.ifname, NULL);
 			free(ep);
 			changed = true;
 			err = 0;
@@ -1099,7 +1124,7 @@ void agent_core_status(struct agent_core *a, struct agent_status *ret)
 	ret->datapath = a->dp != NULL;
 	ret->datapath_mode = a->dp ? a->ops->dp_mode(a->ctx, a->dp) : NULL;
 	ret->ipam_err = flowsdn_ipam_summary(a->ipam, s, AGENT_MAX_POOLS, &n);
-	ret->state_ok = a->saved_gen == a->gen && !a->refused;
+	ret->state_ok = !a->save_err && !a->refused;
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -1177,7 +1202,6 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 {
 	struct agent_core *a;
 	pthread_condattr_t ca;
-	char errbuf[256] = "";
 	int err;
 
 	if (!cfg || !ret)
@@ -1220,12 +1244,13 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	/* Addresses live in the endpoint state (one write per ADD): IPAM is
 	 * rebuilt from it at each start. */
 	{
-		FLOWSDN_OPTS(flowsdn_ipam_opts, io, .errbuf = errbuf, .errbuf_size = sizeof(errbuf));
+		_cleanup_(call_diag_freep) struct flowsdn_diag *d = call_diag();
 
-		err = flowsdn_ipam_new(NULL, cfg->pools, cfg->n_pools, &io, &a->ipam);
+		err = flowsdn_ipam_new(NULL, cfg->pools, cfg->n_pools, NULL, &a->ipam, d);
+		if (err < 0)
+			pr_err("agent: IPAM: %s", call_message(d, err));
 	}
 	if (err < 0) {
-		pr_err("agent: IPAM: %s", errbuf[0] ? errbuf : flowsdn_strerror(err));
 		goto out;
 	}
 	if (a->ops->netns_ino(a->ctx, "/proc/self/ns/net", &a->own_netns[0]) < 0)

@@ -21,7 +21,7 @@
 #include <flowsdn/netlink.h>
 
 #include "http.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "log.h"
 #include "util.h"
 
@@ -86,20 +86,19 @@ struct reply {
 	char *body; /* JSON, owned */
 };
 
-static void reply_json(struct reply *r, unsigned int status, yajl_gen g)
+static void reply_json(struct reply *r, unsigned int status, struct json_writer *g)
 {
 	r->status = status;
-	if (jgen_take(g, &r->body, NULL) < 0) {
+	if (json_writer_finish(g, &r->body, NULL) < 0) {
 		r->status = 500;
 		r->body = NULL;
 	}
-	yajl_gen_free(g);
 }
 
 /* A generator for a reply (500 already set when there is none). */
-static yajl_gen reply_gen(struct reply *r)
+static struct json_writer *reply_gen(struct reply *r)
 {
-	yajl_gen g = jgen_new();
+	struct json_writer *g = json_writer_new(0);
 
 	if (!g)
 		r->status = 500;
@@ -112,7 +111,7 @@ _printf_(4, 5) static void reply_error(struct reply *r, unsigned int status, int
 {
 	char msg[512];
 	va_list ap;
-	yajl_gen g = reply_gen(r);
+	struct json_writer *g = reply_gen(r);
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -123,27 +122,27 @@ _printf_(4, 5) static void reply_error(struct reply *r, unsigned int status, int
 	reply_json(r, status, g);
 }
 
-static void timing_gen(yajl_gen g, const char *name, const struct agent_timing *t)
+static void timing_gen(struct json_writer *g, const char *name, const struct agent_timing *t)
 {
 	char buf[32];
 
-	jgen_str(g, name);
-	yajl_gen_map_open(g);
-	jgen_ki(g, "count", (long long)t->count);
-	jgen_ki(g, "errors", (long long)t->errors);
-	jgen_ki(g, "samples", (long long)t->samples);
+	jw_string(g, name);
+	jw_object_open(g);
+	jw_kv_int(g, "count", (long long)t->count);
+	jw_kv_int(g, "errors", (long long)t->errors);
+	jw_kv_int(g, "samples", (long long)t->samples);
 	if (t->samples) {
 		snprintf(buf, sizeof(buf), "%.3f", t->median_ms);
-		jgen_str(g, "medianMs");
-		yajl_gen_number(g, buf, strlen(buf));
+		jw_string(g, "medianMs");
+		jw_number(g, buf, strlen(buf));
 		snprintf(buf, sizeof(buf), "%.3f", t->p95_ms);
-		jgen_str(g, "p95Ms");
-		yajl_gen_number(g, buf, strlen(buf));
+		jw_string(g, "p95Ms");
+		jw_number(g, buf, strlen(buf));
 		snprintf(buf, sizeof(buf), "%.3f", t->max_ms);
-		jgen_str(g, "maxMs");
-		yajl_gen_number(g, buf, strlen(buf));
+		jw_string(g, "maxMs");
+		jw_number(g, buf, strlen(buf));
 	}
-	yajl_gen_map_close(g);
+	jw_object_close(g);
 }
 
 /* The request body as a JSON object; an error reply when it is not. */
@@ -163,7 +162,7 @@ static struct json_value *parse_body(const struct request *req, struct reply *r)
 			    je.message);
 		return NULL;
 	}
-	if (!jis(root, JSON_OBJECT)) {
+	if (!json_is(root, JSON_OBJECT)) {
 		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: not a JSON object");
 		json_free(root);
 		return NULL;
@@ -174,9 +173,9 @@ static struct json_value *parse_body(const struct request *req, struct reply *r)
 static bool owner_fields(const struct json_value *root, bool need_netns, const char **cid, const char **ifn,
 			 const char **netns, struct reply *r)
 {
-	*cid = jstr(json_get(root, "containerID"));
-	*ifn = jstr(json_get(root, "ifname"));
-	*netns = jstr(json_get(root, "netns"));
+	*cid = json_string_value(json_get(root, "containerID"));
+	*ifn = json_string_value(json_get(root, "ifname"));
+	*netns = json_string_value(json_get(root, "netns"));
 	if (!*cid || !flowsdn_cni_container_id_valid(*cid)) {
 		reply_error(r, 400, -FLOWSDN_E_CNI_CONTAINER_ID,
 			    "containerID: missing or not ^[A-Za-z0-9][A-Za-z0-9_.-]*$");
@@ -231,7 +230,7 @@ static void reply_failure(struct reply *r, int err, const struct agent_diag *dia
 
 static void endpoint_reply(struct reply *r, const struct agent_api_endpoint *e)
 {
-	yajl_gen g = reply_gen(r);
+	struct json_writer *g = reply_gen(r);
 
 	if (!g)
 		return;
@@ -241,13 +240,13 @@ static void endpoint_reply(struct reply *r, const struct agent_api_endpoint *e)
 
 static void count_reply(struct reply *r, const char *key, int n)
 {
-	yajl_gen g = reply_gen(r);
+	struct json_writer *g = reply_gen(r);
 
 	if (!g)
 		return;
-	yajl_gen_map_open(g);
-	jgen_ki(g, key, n);
-	yajl_gen_map_close(g);
+	jw_object_open(g);
+	jw_kv_int(g, key, n);
+	jw_object_close(g);
 	reply_json(r, 200, g);
 }
 
@@ -314,7 +313,7 @@ static void route_gc(struct agent_core *core, const struct request *req, struct 
 	if (!root)
 		return;
 	list = json_get(root, "validAttachments");
-	if (!jis(list, JSON_ARRAY)) {
+	if (!json_is(list, JSON_ARRAY)) {
 		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "validAttachments: must be an array");
 		goto out;
 	}
@@ -344,46 +343,46 @@ out:
 
 static void route_healthz(struct agent_core *core, struct reply *r)
 {
-	yajl_gen g = reply_gen(r);
+	struct json_writer *g = reply_gen(r);
 	struct agent_status st;
 
 	if (!g)
 		return;
 	agent_core_status(core, &st);
-	yajl_gen_map_open(g);
-	jgen_kv(g, "status", "ok");
-	jgen_kv(g, "version", flowsdn_version());
-	jgen_ki(g, "uptimeSeconds", (long long)(time(NULL) - st.started));
-	jgen_ki(g, "endpoints", (long long)st.endpoints);
-	jgen_ki(g, "restoredEndpoints", st.restored);
-	jgen_ki(g, "replayedDeletes", st.replayed);
-	jgen_ki(g, "refusedEndpoints", st.refused);
-	jgen_ki(g, "deletingEndpoints", (long long)st.deleting);
-	yajl_gen_map_close(g);
+	jw_object_open(g);
+	jw_kv_string(g, "status", "ok");
+	jw_kv_string(g, "version", flowsdn_version());
+	jw_kv_int(g, "uptimeSeconds", (long long)(time(NULL) - st.started));
+	jw_kv_int(g, "endpoints", (long long)st.endpoints);
+	jw_kv_int(g, "restoredEndpoints", st.restored);
+	jw_kv_int(g, "replayedDeletes", st.replayed);
+	jw_kv_int(g, "refusedEndpoints", st.refused);
+	jw_kv_int(g, "deletingEndpoints", (long long)st.deleting);
+	jw_object_close(g);
 	reply_json(r, 200, g);
 }
 
-static void module_gen(yajl_gen g, const char *name, const char *status, const char *detail)
+static void module_gen(struct json_writer *g, const char *name, const char *status, const char *detail)
 {
-	yajl_gen_map_open(g);
-	jgen_kv(g, "name", name);
-	jgen_kv(g, "status", status);
+	jw_object_open(g);
+	jw_kv_string(g, "name", name);
+	jw_kv_string(g, "status", status);
 	if (detail)
-		jgen_kv(g, "detail", detail);
-	yajl_gen_map_close(g);
+		jw_kv_string(g, "detail", detail);
+	jw_object_close(g);
 }
 
 static void route_modules(struct agent_core *core, struct reply *r)
 {
-	yajl_gen g = reply_gen(r);
+	struct json_writer *g = reply_gen(r);
 	struct agent_status st;
 
 	if (!g)
 		return;
 	agent_core_status(core, &st);
-	yajl_gen_map_open(g);
-	jgen_str(g, "modules");
-	yajl_gen_array_open(g);
+	jw_object_open(g);
+	jw_string(g, "modules");
+	jw_array_open(g);
 	module_gen(g, "api", "ok", NULL);
 	module_gen(g, "ipam", st.ipam_err < 0 ? "degraded" : "ok", st.ipam_err < 0 ? flowsdn_strerror(st.ipam_err) : NULL);
 	if (!st.datapath)
@@ -391,8 +390,8 @@ static void route_modules(struct agent_core *core, struct reply *r)
 	else
 		module_gen(g, "datapath", "ok", st.datapath_mode);
 	module_gen(g, "state", st.state_ok ? "ok" : "degraded", NULL);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
+	jw_array_close(g);
+	jw_object_close(g);
 	reply_json(r, 200, g);
 }
 
@@ -401,7 +400,7 @@ static void route_endpoints(struct agent_core *core, const char *id_text, struct
 	struct agent_api_endpoint *eps = NULL, one;
 	unsigned long id = 0;
 	size_t n = 0;
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (id_text) {
@@ -431,23 +430,23 @@ static void route_endpoints(struct agent_core *core, const char *id_text, struct
 		free(eps);
 		return;
 	}
-	yajl_gen_map_open(g);
-	jgen_str(g, "endpoints");
-	yajl_gen_array_open(g);
+	jw_object_open(g);
+	jw_string(g, "endpoints");
+	jw_array_open(g);
 	for (size_t i = 0; i < n; i++)
 		agent_api_endpoint_gen(g, &eps[i]);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
+	jw_array_close(g);
+	jw_object_close(g);
 	free(eps);
 	reply_json(r, 200, g);
 }
 
-static void gen_prefix(yajl_gen g, const char *key, const struct flowsdn_prefix *p)
+static void gen_prefix(struct json_writer *g, const char *key, const struct flowsdn_prefix *p)
 {
 	char buf[FLOWSDN_PREFIX_STRLEN];
 
 	if (flowsdn_prefix_format(p, buf, sizeof(buf)) >= 0)
-		jgen_kv(g, key, buf);
+		jw_kv_string(g, key, buf);
 }
 
 static void route_ipam(struct agent_core *core, struct reply *r)
@@ -455,7 +454,7 @@ static void route_ipam(struct agent_core *core, struct reply *r)
 	struct flowsdn_ipam_pool_summary s[AGENT_MAX_POOLS];
 	struct flowsdn_ipam_allocation *alloc = NULL;
 	size_t n = 0, n_alloc = 0;
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	err = agent_core_ipam(core, s, AGENT_MAX_POOLS, &n, &alloc, &n_alloc);
@@ -468,55 +467,55 @@ static void route_ipam(struct agent_core *core, struct reply *r)
 		free(alloc);
 		return;
 	}
-	yajl_gen_map_open(g);
-	jgen_str(g, "pools");
-	yajl_gen_array_open(g);
+	jw_object_open(g);
+	jw_string(g, "pools");
+	jw_array_open(g);
 	for (size_t i = 0; i < n && i < AGENT_MAX_POOLS; i++) {
 		char gw[FLOWSDN_ADDR_STRLEN];
 
-		yajl_gen_map_open(g);
+		jw_object_open(g);
 		gen_prefix(g, "cidr", &s[i].pool);
 		if (flowsdn_addr_format(&s[i].gateway, gw, sizeof(gw)) >= 0)
-			jgen_kv(g, "gateway", gw);
-		jgen_ki(g, "size", (long long)s[i].size);
-		jgen_ki(g, "reserved", (long long)s[i].reserved);
-		jgen_ki(g, "used", (long long)s[i].used);
-		jgen_ki(g, "free", (long long)s[i].free);
-		yajl_gen_map_close(g);
+			jw_kv_string(g, "gateway", gw);
+		jw_kv_int(g, "size", (long long)s[i].size);
+		jw_kv_int(g, "reserved", (long long)s[i].reserved);
+		jw_kv_int(g, "used", (long long)s[i].used);
+		jw_kv_int(g, "free", (long long)s[i].free);
+		jw_object_close(g);
 	}
-	yajl_gen_array_close(g);
-	jgen_str(g, "allocations");
-	yajl_gen_array_open(g);
+	jw_array_close(g);
+	jw_string(g, "allocations");
+	jw_array_open(g);
 	for (size_t i = 0; i < n_alloc; i++) {
 		char buf[FLOWSDN_ADDR_STRLEN];
 
-		yajl_gen_map_open(g);
+		jw_object_open(g);
 		if (flowsdn_addr_format(&alloc[i].addr, buf, sizeof(buf)) >= 0)
-			jgen_kv(g, "address", buf);
-		jgen_kv(g, "containerID", alloc[i].container_id);
-		jgen_kv(g, "ifname", alloc[i].ifname);
+			jw_kv_string(g, "address", buf);
+		jw_kv_string(g, "containerID", alloc[i].container_id);
+		jw_kv_string(g, "ifname", alloc[i].ifname);
 		gen_prefix(g, "pool", &alloc[i].pool);
-		yajl_gen_map_close(g);
+		jw_object_close(g);
 	}
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
+	jw_array_close(g);
+	jw_object_close(g);
 	free(alloc);
 	reply_json(r, 200, g);
 }
 
 static void route_timing(struct agent_core *core, struct reply *r)
 {
-	yajl_gen g = reply_gen(r);
+	struct json_writer *g = reply_gen(r);
 	struct agent_timing add, del;
 
 	if (!g)
 		return;
 	agent_core_timing(core, AGENT_VERB_ADD, &add);
 	agent_core_timing(core, AGENT_VERB_DEL, &del);
-	yajl_gen_map_open(g);
+	jw_object_open(g);
 	timing_gen(g, "add", &add);
 	timing_gen(g, "del", &del);
-	yajl_gen_map_close(g);
+	jw_object_close(g);
 	reply_json(r, 200, g);
 }
 
@@ -676,7 +675,7 @@ static void door_reply(int fd, unsigned int status, const char *reason, const ch
 {
 	char msg[256], *body = NULL, head[256];
 	va_list ap;
-	yajl_gen g = jgen_new();
+	struct json_writer *g = json_writer_new(0);
 	int n;
 
 	va_start(ap, fmt);
@@ -685,7 +684,7 @@ static void door_reply(int fd, unsigned int status, const char *reason, const ch
 	if (!g)
 		return;
 	agent_api_error_gen(g, -FLOWSDN_E_AGENT_REFUSED, msg);
-	if (jgen_take(g, &body, NULL) == 0) {
+	if (json_writer_finish(g, &body, NULL) == 0) {
 		n = snprintf(head, sizeof(head),
 			     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
 			     "Connection: close\r\n\r\n", status, reason, strlen(body));
@@ -693,7 +692,6 @@ static void door_reply(int fd, unsigned int status, const char *reason, const ch
 			(void)!send(fd, body, strlen(body), MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 	free(body);
-	yajl_gen_free(g);
 }
 
 /* What the front door reads of a complete request head. */

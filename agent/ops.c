@@ -12,20 +12,20 @@ static int k_netns_ino(void *ctx, const char *path, uint64_t *ret_ino)
 }
 
 static int k_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-			struct flowsdn_nl_err *err)
+			struct flowsdn_diag *err)
 {
 	(void)ctx;
 	return flowsdn_netlink_veth_setup(cfg, ret, err);
 }
 
 static int k_veth_teardown(void *ctx, const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
-			   struct flowsdn_nl_err *err)
+			   struct flowsdn_diag *err)
 {
 	(void)ctx;
 	return flowsdn_netlink_veth_teardown(host_ifname, addrs, n_addrs, err);
 }
 
-static int k_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+static int k_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_diag *err)
 {
 	(void)ctx;
 	return flowsdn_netlink_endpoint_check(iface, err);

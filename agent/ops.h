@@ -18,10 +18,10 @@ struct agent_ops {
 	/* flowsdn_netlink_*() */
 	int (*netns_ino)(void *ctx, const char *path, uint64_t *ret_ino);
 	int (*veth_setup)(void *ctx, const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-			  struct flowsdn_nl_err *err);
+			  struct flowsdn_diag *err);
 	int (*veth_teardown)(void *ctx, const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
-			     struct flowsdn_nl_err *err);
-	int (*endpoint_check)(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err);
+			     struct flowsdn_diag *err);
+	int (*endpoint_check)(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_diag *err);
 	/* flowsdn_datapath_*() and the endpoint maps */
 	int (*dp_open)(void *ctx, const struct flowsdn_datapath_opts *opts, struct flowsdn_datapath **ret);
 	void (*dp_free)(void *ctx, struct flowsdn_datapath *dp);

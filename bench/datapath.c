@@ -192,7 +192,7 @@ static void setup_flowsdn(struct topo *t)
 {
 	struct holder *a = &t->a, *b = &t->b;
 	struct flowsdn_veth va, vb;
-	struct flowsdn_nl_err err = { "" };
+	struct flowsdn_diag *err = NULL;
 	struct flowsdn_prefix pa, pb;
 	struct flowsdn_endpoint ea = { 0 }, eb = { 0 };
 	char pins[96];
@@ -214,10 +214,15 @@ static void setup_flowsdn(struct topo *t)
 		     .addrs = &pa, .n_addrs = 1);
 	FLOWSDN_OPTS(flowsdn_veth_config, cb, .netns_path = b->path, .host_ifname = "fsdnbenchB", .ifname = "eth0",
 		     .addrs = &pb, .n_addrs = 1);
-	if ((r = flowsdn_netlink_veth_setup(&ca, &va, &err)) < 0 || (r = flowsdn_netlink_veth_setup(&cb, &vb, &err)) < 0) {
-		fprintf(stderr, "flowsdn: %s\n", err.msg);
+	if (flowsdn_diag_new(&err) < 0)
+		exit(1);
+	if ((r = flowsdn_netlink_veth_setup(&ca, &va, err)) < 0 || (r = flowsdn_netlink_veth_setup(&cb, &vb, err)) < 0) {
+		fprintf(stderr, "flowsdn: %s\n", flowsdn_diag_first_error(err) ? flowsdn_diag_first_error(err)->message
+									: flowsdn_strerror(r));
+		flowsdn_diag_free(err);
 		return;
 	}
+	flowsdn_diag_free(err);
 	ea = (struct flowsdn_endpoint){ .id = 1, .identity = 1001, .host_ifindex = va.host_ifindex, .n_addrs = 1 };
 	eb = (struct flowsdn_endpoint){ .id = 2, .identity = 1002, .host_ifindex = vb.host_ifindex, .n_addrs = 1 };
 	ea.addrs[0] = pa.addr;

@@ -48,11 +48,11 @@ static int run(const char *top, int held, int calls)
 	snprintf(dir, sizeof(dir), "%s/held-%d", top, held);
 	if (!ta || !tr || flowsdn_prefix_parse("10.30.0.0/16", 12, NULL, &pools[0]) < 0 ||
 	    flowsdn_prefix_parse("fd00:30::/112", 13, NULL, &pools[1]) < 0 ||
-	    flowsdn_ipam_new(dir, pools, 2, NULL, &ipam) < 0)
+	    flowsdn_ipam_new(dir, pools, 2, NULL, &ipam, NULL) < 0)
 		goto out;
 	for (int i = 0; i < held; i++) {
 		snprintf(owner, sizeof(owner), "held%d", i);
-		if (flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, NULL) < 0)
+		if (flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, NULL, NULL) < 0)
 			goto out;
 	}
 	for (int i = 0; i < calls; i++) {
@@ -60,11 +60,11 @@ static int run(const char *top, int held, int calls)
 
 		snprintf(owner, sizeof(owner), "bench%d", i);
 		t0 = now();
-		if (flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, NULL) < 0)
+		if (flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, NULL, NULL) < 0)
 			goto out;
 		ta[i] = now() - t0;
 		t0 = now();
-		if (flowsdn_ipam_release(ipam, owner, "eth0") != 2)
+		if (flowsdn_ipam_release(ipam, owner, "eth0", NULL) != 2)
 			goto out;
 		tr[i] = now() - t0;
 	}
@@ -75,7 +75,7 @@ static int run(const char *top, int held, int calls)
 	r = 0;
 out:
 	if (r)
-		fprintf(stderr, "held %d: %s\n", held, ipam ? flowsdn_ipam_errmsg(ipam) : "cannot open");
+		fprintf(stderr, "held %d: %s\n", held, flowsdn_strerror(r));
 	flowsdn_ipam_free(ipam);
 	free(ta);
 	free(tr);

@@ -15,6 +15,7 @@
 #include <flowsdn/common.h>
 
 #include "agent-api.h"
+#include "diag.h"
 #include "conf.h"
 #include "core.h"
 #include "http.h"
@@ -45,7 +46,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct agent_config *cfg = NULL;
-	struct agent_diag diag = { { 0 } };
+	struct diag *diag = NULL;
+	char why[512] = "";
 	struct agent_core *core = NULL;
 	struct agent_http *http = NULL;
 	const char *config = NULL;
@@ -69,10 +71,16 @@ int main(int argc, char **argv)
 	}
 	agent_log_set_level(debug ? FLOWSDN_LOG_DEBUG : FLOWSDN_LOG_INFO);
 	flowsdn_set_log(agent_log_library, debug ? FLOWSDN_LOG_DEBUG : FLOWSDN_LOG_INFO, NULL);
-	err = config ? agent_config_load(config, &diag, &cfg) : agent_config_new(&cfg);
+	if (config && diag_new(&diag) < 0) {
+		fprintf(stderr, "flowsdn-agent: out of memory\n");
+		return 1;
+	}
+	err = config ? agent_config_load(config, &cfg, diag) : agent_config_new(&cfg);
+	if (err < 0 && diag_entry_format(diag_first_error(diag), why, sizeof(why)) < 0)
+		snprintf(why, sizeof(why), "%s", agent_api_strerror(err));
+	diag_free(diag);
 	if (err < 0) {
-		fprintf(stderr, "flowsdn-agent: %s: %s\n", config ? config : "defaults",
-			diag.msg[0] ? diag.msg : agent_api_strerror(err));
+		fprintf(stderr, "flowsdn-agent: %s: %s\n", config ? config : "defaults", why);
 		return 1;
 	}
 	if (print) {

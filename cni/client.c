@@ -13,7 +13,7 @@
 #include <flowsdn/common.h>
 
 #include "client.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "util.h"
 
 #define MAX_REPLY (1u << 20)
@@ -231,7 +231,7 @@ static int reply_parse(struct buf *reply, long status, struct json_value **ret_r
 		json_free(root);
 		return code;
 	}
-	if (r < 0 || !jis(root, JSON_OBJECT)) {
+	if (r < 0 || !json_is(root, JSON_OBJECT)) {
 		err_set(err, status, "reply is not a JSON object");
 		json_free(root);
 		return -FLOWSDN_E_AGENT_PROTOCOL;
@@ -319,27 +319,26 @@ int agent_client_gc(const struct agent_client_opts *opts, const char *const *ids
 	_cleanup_free_ char *body = NULL;
 	struct json_value *root = NULL;
 	uint64_t removed;
-	yajl_gen g;
+	struct json_writer *g;
 	int r;
 
 	if ((n && (!ids || !ifnames)))
 		return -EINVAL;
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g)
 		return -ENOMEM;
-	yajl_gen_map_open(g);
-	jgen_str(g, "validAttachments");
-	yajl_gen_array_open(g);
+	jw_object_open(g);
+	jw_string(g, "validAttachments");
+	jw_array_open(g);
 	for (size_t i = 0; i < n; i++) {
-		yajl_gen_map_open(g);
-		jgen_kv(g, "containerID", ids[i]);
-		jgen_kv(g, "ifname", ifnames[i]);
-		yajl_gen_map_close(g);
+		jw_object_open(g);
+		jw_kv_string(g, "containerID", ids[i]);
+		jw_kv_string(g, "ifname", ifnames[i]);
+		jw_object_close(g);
 	}
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-	r = jgen_take(g, &body, NULL);
-	yajl_gen_free(g);
+	jw_array_close(g);
+	jw_object_close(g);
+	r = json_writer_finish(g, &body, NULL);
 	if (r < 0)
 		return r;
 	r = call(opts, "/v1/cni/gc", body, &root, err);
@@ -365,7 +364,7 @@ int agent_client_health(const struct agent_client_opts *opts,
 	r = call(opts, "/v1/healthz", NULL, &root, err);
 	if (r < 0)
 		return r;
-	status = jstr(json_get(root, "status"));
+	status = json_string_value(json_get(root, "status"));
 	if (!status || strcmp(status, "ok") != 0) {
 		err_set(err, 200, status ? status : "healthz without status");
 		r = -FLOWSDN_E_AGENT_PROTOCOL;

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "install.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "util.h"
 
 static int copy_executable(const char *src, const char *dir, const char *name)
@@ -30,7 +30,7 @@ int cni_install(const struct cni_install_opts *opts)
 	const char *sock = opts ? opts->socket : NULL, *queue = opts ? opts->queue_dir : NULL;
 	const char *src = opts ? opts->plugin_path : NULL;
 	_cleanup_free_ char *lo = NULL, *conflist = NULL, *json = NULL;
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!src || (sock && sock[0] != '/') ||
@@ -52,31 +52,29 @@ int cni_install(const struct cni_install_opts *opts)
 		if (err < 0)
 			return err;
 	}
-	g = jgen_new();
+	g = json_writer_new(JSON_WRITE_PRETTY | JSON_WRITE_NEWLINE);
 	if (!g)
 		return -ENOMEM;
-	yajl_gen_config(g, yajl_gen_beautify, 1);
-	yajl_gen_map_open(g);
-	jgen_kv(g, "cniVersion", "1.0.0");
-	jgen_str(g, "cniVersions");
-	yajl_gen_array_open(g);
-	jgen_str(g, "1.0.0");
-	jgen_str(g, "1.1.0");
-	yajl_gen_array_close(g);
-	jgen_kv(g, "name", "flowsdn");
-	jgen_str(g, "plugins");
-	yajl_gen_array_open(g);
-	yajl_gen_map_open(g);
-	jgen_kv(g, "type", "flowsdn-cni");
+	jw_object_open(g);
+	jw_kv_string(g, "cniVersion", "1.0.0");
+	jw_string(g, "cniVersions");
+	jw_array_open(g);
+	jw_string(g, "1.0.0");
+	jw_string(g, "1.1.0");
+	jw_array_close(g);
+	jw_kv_string(g, "name", "flowsdn");
+	jw_string(g, "plugins");
+	jw_array_open(g);
+	jw_object_open(g);
+	jw_kv_string(g, "type", "flowsdn-cni");
 	if (sock)
-		jgen_kv(g, "agentSocket", sock);
+		jw_kv_string(g, "agentSocket", sock);
 	if (queue)
-		jgen_kv(g, "queueDir", queue);
-	yajl_gen_map_close(g);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-	err = jgen_take(g, &json, NULL);
-	yajl_gen_free(g);
+		jw_kv_string(g, "queueDir", queue);
+	jw_object_close(g);
+	jw_array_close(g);
+	jw_object_close(g);
+	err = json_writer_finish(g, &json, NULL);
 	if (err < 0)
 		return err;
 	return util_write_file_atomic(conflist, json, strlen(json), 0644);

@@ -12,7 +12,7 @@
 
 #include "agent-api.h"
 #include "client.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "plugin.h"
 #include "queue.h"
 #include "util.h"
@@ -66,6 +66,18 @@ unsigned int cni_plugin_code(int err)
 	default:
 		return flowsdn_cni_code(err);
 	}
+}
+
+/* A parse failure: the CNI error with the diag's first problem as its
+ * details. */
+static void fail_diag(struct outcome *o, const char *version, int err, const struct flowsdn_diag *diag)
+{
+	char details[512] = "";
+	const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(diag);
+
+	if (e && flowsdn_diag_entry_format(e, details, sizeof(details)) < 0)
+		details[0] = '\0';
+	fail(o, version, cni_plugin_code(err), flowsdn_strerror(err), details);
 }
 
 static void fail_err(struct outcome *o, const char *version, int err, const char *details)
@@ -259,12 +271,14 @@ static void primary_check(struct plugin_ctx *c, struct outcome *o)
 static bool netns_is_the_nodes(const char *netns)
 {
 	static const char *const nodes[] = { "/proc/self/ns/net", "/proc/1/ns/net" };
-	uint64_t ino, node_ino;
+	struct stat st, node;
 
-	if (flowsdn_netlink_netns_ino(netns, &ino) < 0)
+	/* stat() opens nothing: a FIFO cannot block it.  A namespace is its
+	 * nsfs inode. */
+	if (stat(netns, &st) < 0)
 		return false;
 	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++)
-		if (flowsdn_netlink_netns_ino(nodes[i], &node_ino) == 0 && node_ino == ino)
+		if (stat(nodes[i], &node) == 0 && node.st_dev == st.st_dev && node.st_ino == st.st_ino)
 			return true;
 	return false;
 }
@@ -362,7 +376,7 @@ out:
 static void loopback(struct plugin_ctx *c, struct outcome *o)
 {
 	const struct flowsdn_cni_result *prev = flowsdn_cni_conf_prev_result(c->conf);
-	struct flowsdn_nl_err nerr = { { 0 } };
+	struct flowsdn_diag *nerr = NULL;
 	enum flowsdn_cni_command cmd = c->env->command;
 	int err, ifindex;
 
@@ -373,7 +387,7 @@ static void loopback(struct plugin_ctx *c, struct outcome *o)
 	if (cmd == FLOWSDN_CNI_CMD_DEL) {
 		/* Best effort: the netns may be going away. */
 		if (netns_exists(c->env->netns))
-			err = flowsdn_netlink_link_set_up(c->env->netns, "lo", false, &nerr);
+			err = flowsdn_netlink_link_set_up(c->env->netns, "lo", false, NULL);
 		o->status = 0;
 		return;
 	}
@@ -390,11 +404,17 @@ static void loopback(struct plugin_ctx *c, struct outcome *o)
 			o->status = 0;
 		return;
 	}
-	err = flowsdn_netlink_link_set_up(c->env->netns, "lo", true, &nerr);
+	err = flowsdn_diag_new(&nerr);
+	if (err == 0)
+		err = flowsdn_netlink_link_set_up(c->env->netns, "lo", true, nerr);
 	if (err < 0) {
-		fail_err(o, c->version, err, nerr.msg);
+		const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(nerr);
+
+		fail_err(o, c->version, err, e ? e->message : "lo");
+		flowsdn_diag_free(nerr);
 		return;
 	}
+	flowsdn_diag_free(nerr);
 	if (prev) {
 		emit_result(o, prev, c->version);
 	} else {
@@ -422,8 +442,8 @@ static char *requested_version(const char *input, size_t len)
 	struct json_value *root = NULL;
 	char *v = NULL;
 
-	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0 && jstr(json_get(root, "cniVersion")))
-		v = strdup(jstr(json_get(root, "cniVersion")));
+	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0 && json_string_value(json_get(root, "cniVersion")))
+		v = strdup(json_string_value(json_get(root, "cniVersion")));
 	json_free(root);
 	return v;
 }
@@ -436,7 +456,7 @@ static void version_verb(const char *input, size_t len, struct outcome *o)
 	const char *v = NULL;
 
 	if (input && len && json_parse(input, len, NULL, &root, NULL) == 0)
-		v = jstr(json_get(root, "cniVersion"));
+		v = json_string_value(json_get(root, "cniVersion"));
 	if (flowsdn_cni_version_format(v, &o->out) < 0)
 		o->out = NULL;
 	o->status = o->out ? 0 : 1;
@@ -448,7 +468,7 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 {
 	static const char *const known_args[] = { "K8S_POD_NAME", "K8S_POD_NAMESPACE", "K8S_POD_INFRA_CONTAINER_ID",
 						  "K8S_POD_UID", NULL };
-	struct flowsdn_cni_diag diag = { { 0 } };
+	struct flowsdn_diag *diag = NULL;
 	struct flowsdn_cni_conf *conf = NULL;
 	struct flowsdn_cni_args *args = NULL;
 	struct flowsdn_cni_env env;
@@ -459,12 +479,15 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 
 	if (!getenv_fn || !ret_out || !ret_status)
 		return -EINVAL;
-	err = flowsdn_cni_env_read(getenv_fn, userdata, &diag, &env);
+	err = flowsdn_diag_new(&diag);
+	if (err < 0)
+		return err;
+	err = flowsdn_cni_env_read(getenv_fn, userdata, &env, diag);
 	if (err < 0) {
 		/* Answer in the configuration's version when it has one. */
 		char *v = requested_version(input, len);
 
-		fail(&o, v, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		fail_diag(&o, v, err, diag);
 		free(v);
 		goto out;
 	}
@@ -472,20 +495,20 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 		version_verb(input, len, &o);
 		goto out;
 	}
-	err = input ? flowsdn_cni_conf_parse(input, len, &diag, &conf) : -FLOWSDN_E_CNI_DECODE;
+	err = input ? flowsdn_cni_conf_parse(input, len, &conf, diag) : -FLOWSDN_E_CNI_DECODE;
 	if (err < 0) {
 		char *v = requested_version(input, len);
 
-		fail(&o, v, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		fail_diag(&o, v, err, diag);
 		free(v);
 		goto out;
 	}
 	c.conf = conf;
 	c.env = &env;
 	c.version = flowsdn_cni_conf_version(conf);
-	err = flowsdn_cni_args_parse(env.args, known_args, &diag, &args);
+	err = flowsdn_cni_args_parse(env.args, known_args, &args, diag);
 	if (err < 0) {
-		fail(&o, c.version, cni_plugin_code(err), flowsdn_strerror(err), diag.msg);
+		fail_diag(&o, c.version, err, diag);
 		goto out;
 	}
 	c.client.socket = opts ? opts->socket : NULL;
@@ -542,6 +565,7 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 out:
 	flowsdn_cni_args_free(args);
 	flowsdn_cni_conf_free(conf);
+	flowsdn_diag_free(diag);
 	if (!o.out) {
 		o.out = strdup("");
 		if (!o.out)

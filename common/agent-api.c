@@ -15,7 +15,7 @@
 #include <flowsdn/policy.h>
 
 #include "agent-api.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "names.h"
 #include "util.h"
 
@@ -181,24 +181,24 @@ int agent_api_error_from_name(const char *name)
 	return 0;
 }
 
-void agent_api_error_gen(yajl_gen g, int err, const char *message)
+void agent_api_error_gen(struct json_writer *g, int err, const char *message)
 {
 	const char *name = agent_api_error_name(err);
 
-	yajl_gen_map_open(g);
-	jgen_str(g, "error");
-	yajl_gen_map_open(g);
-	jgen_kv(g, "code", name ? name : "unknown");
-	jgen_ki(g, "number", err < 0 ? -err : err);
-	jgen_kv(g, "message", message && message[0] ? message : agent_api_strerror(err));
-	yajl_gen_map_close(g);
-	yajl_gen_map_close(g);
+	jw_object_open(g);
+	jw_string(g, "error");
+	jw_object_open(g);
+	jw_kv_string(g, "code", name ? name : "unknown");
+	jw_kv_int(g, "number", err < 0 ? -err : err);
+	jw_kv_string(g, "message", message && message[0] ? message : agent_api_strerror(err));
+	jw_object_close(g);
+	jw_object_close(g);
 }
 
 int agent_api_error_parse(const struct json_value *root, int *ret_err, char *msg, size_t msg_size)
 {
 	const struct json_value *e = json_get(root, "error");
-	const char *name = jstr(json_get(e, "code")), *m = jstr(json_get(e, "message"));
+	const char *name = json_string_value(json_get(e, "code")), *m = json_string_value(json_get(e, "message"));
 	uint64_t number;
 
 	if (!name || !m || json_get_uint64(json_get(e, "number"), &number) < 0 || number == 0 || number > INT32_MAX)
@@ -244,40 +244,40 @@ static int copy_str(char *dst, size_t size, const char *src)
 	return 0;
 }
 
-void agent_api_endpoint_gen(yajl_gen g, const struct agent_api_endpoint *e)
+void agent_api_endpoint_gen(struct json_writer *g, const struct agent_api_endpoint *e)
 {
 	char mac[18];
 
-	yajl_gen_map_open(g);
-	jgen_ki(g, "id", e->id);
-	jgen_kv(g, "containerID", e->container_id);
-	jgen_kv(g, "interface", e->ifname);
-	jgen_kv(g, "netns", e->netns);
-	jgen_ki(g, "netnsInode", (long long)e->netns_ino);
-	jgen_kv(g, "hostInterface", e->host_ifname);
-	jgen_ki(g, "hostIfindex", e->host_ifindex);
+	jw_object_open(g);
+	jw_kv_int(g, "id", e->id);
+	jw_kv_string(g, "containerID", e->container_id);
+	jw_kv_string(g, "interface", e->ifname);
+	jw_kv_string(g, "netns", e->netns);
+	jw_kv_int(g, "netnsInode", (long long)e->netns_ino);
+	jw_kv_string(g, "hostInterface", e->host_ifname);
+	jw_kv_int(g, "hostIfindex", e->host_ifindex);
 	fmt_mac(e->mac, mac);
-	jgen_kv(g, "mac", mac);
+	jw_kv_string(g, "mac", mac);
 	fmt_mac(e->host_mac, mac);
-	jgen_kv(g, "hostMac", mac);
-	jgen_ki(g, "mtu", e->mtu);
-	jgen_ki(g, "created", (long long)e->created);
-	jgen_str(g, "addresses");
-	yajl_gen_array_open(g);
+	jw_kv_string(g, "hostMac", mac);
+	jw_kv_int(g, "mtu", e->mtu);
+	jw_kv_int(g, "created", (long long)e->created);
+	jw_string(g, "addresses");
+	jw_array_open(g);
 	for (size_t i = 0; i < e->n_addrs; i++) {
 		char a[FLOWSDN_ADDR_STRLEN], cidr[FLOWSDN_PREFIX_STRLEN];
 
 		if (flowsdn_addr_format(&e->addrs[i], a, sizeof(a)) < 0)
 			continue;
 		snprintf(cidr, sizeof(cidr), "%s/%u", a, e->prefix_len[i]);
-		yajl_gen_map_open(g);
-		jgen_kv(g, "address", cidr);
+		jw_object_open(g);
+		jw_kv_string(g, "address", cidr);
 		if (flowsdn_addr_format(&e->gateway[i], a, sizeof(a)) >= 0)
-			jgen_kv(g, "gateway", a);
-		yajl_gen_map_close(g);
+			jw_kv_string(g, "gateway", a);
+		jw_object_close(g);
 	}
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
+	jw_array_close(g);
+	jw_object_close(g);
 }
 
 int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoint *ret)
@@ -292,12 +292,12 @@ int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoi
 	    json_get_uint64(json_get(o, "mtu"), &mtu) < 0 || mtu > 65535 ||
 	    json_get_uint64(json_get(o, "created"), &created) < 0 ||
 	    json_get_int64(json_get(o, "hostIfindex"), &ifindex) < 0 || ifindex <= 0 || ifindex > INT32_MAX ||
-	    copy_str(e.container_id, sizeof(e.container_id), jstr(json_get(o, "containerID"))) < 0 ||
-	    copy_str(e.ifname, sizeof(e.ifname), jstr(json_get(o, "interface"))) < 0 ||
-	    copy_str(e.netns, sizeof(e.netns), jstr(json_get(o, "netns"))) < 0 ||
-	    copy_str(e.host_ifname, sizeof(e.host_ifname), jstr(json_get(o, "hostInterface"))) < 0 ||
-	    parse_mac(jstr(json_get(o, "mac")), e.mac) < 0 || parse_mac(jstr(json_get(o, "hostMac")), e.host_mac) < 0 ||
-	    !jis(addrs, JSON_ARRAY) || addrs->u.array.n > AGENT_API_MAX_ADDRS)
+	    copy_str(e.container_id, sizeof(e.container_id), json_string_value(json_get(o, "containerID"))) < 0 ||
+	    copy_str(e.ifname, sizeof(e.ifname), json_string_value(json_get(o, "interface"))) < 0 ||
+	    copy_str(e.netns, sizeof(e.netns), json_string_value(json_get(o, "netns"))) < 0 ||
+	    copy_str(e.host_ifname, sizeof(e.host_ifname), json_string_value(json_get(o, "hostInterface"))) < 0 ||
+	    parse_mac(json_string_value(json_get(o, "mac")), e.mac) < 0 || parse_mac(json_string_value(json_get(o, "hostMac")), e.host_mac) < 0 ||
+	    !json_is(addrs, JSON_ARRAY) || addrs->u.array.n > AGENT_API_MAX_ADDRS)
 		return -EBADMSG;
 	e.id = (uint32_t)id;
 	e.netns_ino = ino;
@@ -307,7 +307,7 @@ int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoi
 	for (size_t i = 0; i < addrs->u.array.n; i++) {
 		FLOWSDN_OPTS(flowsdn_prefix_opts, po, .flags = FLOWSDN_PREFIX_NORMALIZE);
 		const struct json_value *a = addrs->u.array.items[i];
-		const char *cidr = jstr(json_get(a, "address")), *gw = jstr(json_get(a, "gateway"));
+		const char *cidr = json_string_value(json_get(a, "address")), *gw = json_string_value(json_get(a, "gateway"));
 		const char *slash = cidr ? strchr(cidr, '/') : NULL;
 		struct flowsdn_prefix p;
 
@@ -327,24 +327,23 @@ int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoi
 int agent_api_owner_body(const char *container_id, const char *ifname, const char *netns, unsigned int mtu,
 			 char **ret)
 {
-	yajl_gen g;
+	struct json_writer *g;
 	int r;
 
 	if (!container_id || !ifname || !ret)
 		return -EINVAL;
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g)
 		return -ENOMEM;
-	yajl_gen_map_open(g);
-	jgen_kv(g, "containerID", container_id);
-	jgen_kv(g, "ifname", ifname);
+	jw_object_open(g);
+	jw_kv_string(g, "containerID", container_id);
+	jw_kv_string(g, "ifname", ifname);
 	if (netns)
-		jgen_kv(g, "netns", netns);
+		jw_kv_string(g, "netns", netns);
 	if (mtu)
-		jgen_ki(g, "mtu", mtu);
-	yajl_gen_map_close(g);
-	r = jgen_take(g, ret, NULL);
-	yajl_gen_free(g);
+		jw_kv_int(g, "mtu", mtu);
+	jw_object_close(g);
+	r = json_writer_finish(g, ret, NULL);
 	return r;
 }
 
@@ -370,9 +369,9 @@ char *agent_api_queue_entry_name(const char *container_id, const char *ifname)
 
 int agent_api_queue_entry_parse(const struct json_value *root, const char **ret_container_id, const char **ret_ifname)
 {
-	const char *cid = jstr(json_get(root, "containerID")), *ifn = jstr(json_get(root, "ifname"));
+	const char *cid = json_string_value(json_get(root, "containerID")), *ifn = json_string_value(json_get(root, "ifname"));
 
-	if (!jis(root, JSON_OBJECT) || !names_container_id_valid(cid) || !names_ifname_valid(ifn))
+	if (!json_is(root, JSON_OBJECT) || !names_container_id_valid(cid) || !names_ifname_valid(ifn))
 		return -EBADMSG;
 	*ret_container_id = cid;
 	*ret_ifname = ifn;

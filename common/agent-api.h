@@ -22,7 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
-#include <yajl/yajl_gen.h>
 #include <flowsdn/addr.h>
 
 #include "json.h"
@@ -71,7 +70,7 @@ struct agent_api_endpoint {
 };
 
 /* The endpoint object. */
-void agent_api_endpoint_gen(yajl_gen g, const struct agent_api_endpoint *e);
+void agent_api_endpoint_gen(struct json_writer *g, const struct agent_api_endpoint *e);
 /* Reads an endpoint object (every field required and checked): 0 or
  * -EBADMSG; @e is untouched on failure. */
 int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoint *e);
@@ -86,7 +85,7 @@ int agent_api_owner_body(const char *container_id, const char *ifname, const cha
 
 /* The error body of a failed request: @err is the negative errno or
  * domain code. */
-void agent_api_error_gen(yajl_gen g, int err, const char *message);
+void agent_api_error_gen(struct json_writer *g, int err, const char *message);
 /* Reads an error body: *ret_err the negative code, @msg the message.
  * -EBADMSG when it is not one. */
 int agent_api_error_parse(const struct json_value *root, int *ret_err, char *msg, size_t msg_size);

@@ -417,6 +417,21 @@ void check_warning(struct check_ctx *ctx, const char *code, const struct json_va
 	free(msg);
 }
 
+int diag_entry_format(const struct diag_entry *e, char *buf, size_t size)
+{
+	int n;
+
+	if (!e || (!buf && size))
+		return -EINVAL;
+	if (e->line)
+		n = snprintf(buf, size, "line %u column %u: %s", e->line, e->column, e->message);
+	else if (e->path[0])
+		n = snprintf(buf, size, "%s: %s", e->path, e->message);
+	else
+		n = snprintf(buf, size, "%s", e->message);
+	return n < 0 ? -EINVAL : n;
+}
+
 const struct diag_entry *diag_first_error(const struct diag *diag)
 {
 	for (size_t i = 0; diag && i < diag->n; i++)

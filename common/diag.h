@@ -79,6 +79,10 @@ const char *diag_subject(const struct diag *diag);
 /* A JSON-level failure (json_parse() refused the input): code "json-*",
  * the parser's message, line and column. */
 void diag_add_json_error(struct diag *diag, const struct json_error *err);
+/* One line for @e: "line L column C: MESSAGE" for a fault of the JSON
+ * text, "PATH: MESSAGE", or "MESSAGE" for the whole input.  snprintf
+ * style: the length needed, -EINVAL for a NULL entry. */
+int diag_entry_format(const struct diag_entry *e, char *buf, size_t size);
 /* The first error kept (NULL when none): for callers that show one line. */
 const struct diag_entry *diag_first_error(const struct diag *diag);
 
@@ -150,6 +154,10 @@ void check_error_at(struct check_ctx *ctx, const char *field, const char *code, 
 				 size_t *ret_len)                                               \
 	{                                                                                       \
 		return diag_to_json((const struct diag *)d, source, ret_json, ret_len);         \
+	}                                                                                       \
+	API int P##_diag_entry_format(const struct P##_diag_entry *e, char *buf, size_t size)   \
+	{                                                                                       \
+		return diag_entry_format((const struct diag_entry *)e, buf, size);              \
 	}                                                                                       \
 	API const char *P##_diag_subject(const struct P##_diag *d)                              \
 	{                                                                                       \

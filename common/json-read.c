@@ -10,6 +10,13 @@
 #include "diag.h"
 #include "json.h"
 
+const char *json_string_value(const struct json_value *v)
+{
+	const char *s;
+
+	return v && json_get_string(v, &s) == 0 ? s : NULL;
+}
+
 const struct json_value *json_at(const struct json_value *root, const char *path)
 {
 	const struct json_value *cur = root;
@@ -82,7 +89,7 @@ static const char *type_phrase(enum json_type t)
 {
 	switch (t) {
 	case JSON_NULL: return "null";
-	case JSON_BOOL: return "true or false";
+	case JSON_BOOL: return "a boolean";
 	case JSON_NUMBER: return "a number";
 	case JSON_STRING: return "a string";
 	case JSON_ARRAY: return "an array";
@@ -235,7 +242,7 @@ int json_read_bool(struct check_ctx *ctx, const struct json_value *v, void *dst,
 {
 	(void)arg;
 	if (v->type != JSON_BOOL) {
-		check_error(ctx, "type", v, "must be true or false");
+		check_error(ctx, "type", v, "must be a boolean");
 		return JSON_READ_REPORTED;
 	}
 	*(bool *)dst = v->u.boolean;

@@ -116,6 +116,14 @@ bool json_number_is_integer(const struct json_value *v);
 
 const char *json_type_name(enum json_type t);
 
+/* The string of @v, or NULL when @v is absent, not a string or holds a
+ * NUL character. */
+const char *json_string_value(const struct json_value *v);
+static inline bool json_is(const struct json_value *v, enum json_type t)
+{
+	return v && v->type == t;
+}
+
 /*
  * JSON paths for error messages: "ports[1].container_port".
  * json_path_push_key/_index append to a bounded buffer; _pop restores the

@@ -34,18 +34,7 @@ struct image_registry {
 	uint64_t deadline; /* monotonic ms */
 };
 
-static void why_set(char *why, size_t size, const char *fmt, ...) _printf_(3, 4);
-
-static void why_set(char *why, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, size, fmt, ap);
-	va_end(ap);
-}
+#define why_set image_why
 
 uint64_t image_now_ms(void)
 {
@@ -377,9 +366,11 @@ out:
 	return rc;
 }
 
-/* GET @url following redirects; @auth goes only to @origin_url's origin. */
+/* GET @url following redirects; @auth goes only to @origin_url's origin.
+ * *ret_at_origin (may be NULL) tells whether the last answer came from
+ * that origin: a challenge from another host is never answered. */
 static int get_following(struct image_registry *r, const char *url, const char *origin_url, const char *accept,
-			 const char *auth, struct http_resp *h, char *why, size_t why_size)
+			 const char *auth, struct http_resp *h, bool *ret_at_origin, char *why, size_t why_size)
 {
 	char *cur = strdup(url);
 	int rc;
@@ -387,10 +378,12 @@ static int get_following(struct image_registry *r, const char *url, const char *
 	if (!cur)
 		return -ENOMEM;
 	for (int hops = 0;; hops++) {
-		bool send = auth && same_origin(cur, origin_url);
+		bool at_origin = same_origin(cur, origin_url);
 		char *next = NULL;
 
-		rc = perform(r, cur, accept, send ? auth : NULL, h, why, why_size);
+		if (ret_at_origin)
+			*ret_at_origin = at_origin;
+		rc = perform(r, cur, accept, auth && at_origin ? auth : NULL, h, why, why_size);
 		if (rc < 0)
 			break;
 		if (h->status != 301 && h->status != 302 && h->status != 303 && h->status != 307 && h->status != 308)
@@ -518,7 +511,7 @@ static int bearer_token(struct image_registry *r, const struct image_challenge *
 		if (rc < 0)
 			goto out;
 	}
-	rc = get_following(r, url, url, NULL, basic, h, why, why_size);
+	rc = get_following(r, url, url, NULL, basic, h, NULL, why, why_size);
 	if (rc < 0)
 		goto out;
 	if (h->status == 401 || h->status == 403) {
@@ -599,10 +592,14 @@ static int fetch(struct image_registry *r, const char *what, const char *path, c
 	}
 	h->sink = sink;
 	for (;;) {
-		rc = get_following(r, url, r->base, accept, r->auth, h, why, why_size);
+		bool at_origin;
+
+		rc = get_following(r, url, r->base, accept, r->auth, h, &at_origin, why, why_size);
 		if (rc < 0)
 			return rc;
-		if (h->status != 401 || authed)
+		/* Only the registry's own challenge is answered: a host it
+		 * redirected to never learns the credentials. */
+		if (h->status != 401 || authed || !at_origin)
 			break;
 		rc = authenticate(r, h, why, why_size);
 		if (rc < 0)

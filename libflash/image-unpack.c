@@ -164,8 +164,8 @@ static int walk_parent(int root_fd, char *rel, int *ret_fd, const char **ret_bas
 static int apply_whiteout(struct unpack_job *j, const char *path)
 {
 	char rel[4096];
-	const char *base, *name;
-	int dfd, rc;
+	const char *base = NULL, *name;
+	int dfd = -1, rc;
 
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
@@ -270,9 +270,9 @@ static int pass_whiteouts(struct unpack_job *j)
 static int check_hardlink(struct unpack_job *j, const char *target)
 {
 	char rel[4096];
-	const char *base;
+	const char *base = NULL;
 	struct stat st;
-	int dfd, rc;
+	int dfd = -1, rc;
 
 	snprintf(rel, sizeof(rel), "%s", target);
 	rc = walk_parent(j->root_fd, rel, &dfd, &base);

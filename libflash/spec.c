@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sodium.h>
-#include <yajl/yajl_gen.h>
 #include <flash/spec.h>
 
 #include "internal.h"
@@ -775,163 +774,110 @@ static int build(const struct json_value *doc, struct flash_spec *s)
 
 /* ---------------------------------------------------------------- canonical JSON */
 
-#define G(x)                                            \
-	do {                                            \
-		if ((x) != yajl_gen_status_ok)          \
-			return -ENOMEM;                 \
-	} while (0)
-
-static int gkey(yajl_gen g, const char *k)
-{
-	return yajl_gen_string(g, (const unsigned char *)k, strlen(k)) == yajl_gen_status_ok ? 0 : -ENOMEM;
-}
-
-static yajl_gen_status gstr(yajl_gen g, const char *s)
-{
-	return yajl_gen_string(g, (const unsigned char *)s, strlen(s));
-}
-
-static int gen_cidrs(yajl_gen g, const char *key, const struct spec_cidrs *c)
+static void gen_cidrs(struct json_writer *w, const char *key, const struct spec_cidrs *c)
 {
 	char text[FLOWSDN_PREFIX_STRLEN];
 
-	if (gkey(g, key) < 0)
-		return -ENOMEM;
-	G(yajl_gen_array_open(g));
+	jw_key(w, key);
+	jw_array_open(w);
 	for (size_t i = 0; i < c->n; i++) {
 		int n = flowsdn_prefix_format(&c->v[i], text, sizeof(text));
 
-		if (n < 0)
-			return n;
-		G(yajl_gen_string(g, (const unsigned char *)text, (size_t)n));
+		/* A parsed prefix always formats; a failure leaves the
+		 * document incomplete, which finishing reports. */
+		if (n >= 0)
+			jw_string_len(w, text, (size_t)n);
+		else
+			return;
 	}
-	G(yajl_gen_array_close(g));
-	return 0;
+	jw_array_close(w);
 }
 
-static int gen_strv(yajl_gen g, const char *key, char *const *v, size_t n)
+static void gen_strv(struct json_writer *w, const char *key, char *const *v, size_t n)
 {
-	if (gkey(g, key) < 0)
-		return -ENOMEM;
-	G(yajl_gen_array_open(g));
+	jw_key(w, key);
+	jw_array_open(w);
 	for (size_t i = 0; i < n; i++)
-		G(gstr(g, v[i]));
-	G(yajl_gen_array_close(g));
-	return 0;
+		jw_string(w, v[i]);
+	jw_array_close(w);
 }
 
-static int gen_kv(yajl_gen g, const char *key, const struct spec_kv *kv, size_t n)
+static void gen_kv(struct json_writer *w, const char *key, const struct spec_kv *kv, size_t n)
 {
-	if (gkey(g, key) < 0)
-		return -ENOMEM;
-	G(yajl_gen_map_open(g));
-	for (size_t i = 0; i < n; i++) {
-		G(gstr(g, kv[i].key));
-		G(gstr(g, kv[i].value));
-	}
-	G(yajl_gen_map_close(g));
-	return 0;
-}
-
-static int gen_int(yajl_gen g, const char *key, long long v)
-{
-	if (gkey(g, key) < 0)
-		return -ENOMEM;
-	G(yajl_gen_integer(g, v));
-	return 0;
-}
-
-static int gen_string(yajl_gen g, const char *key, const char *v)
-{
-	if (gkey(g, key) < 0)
-		return -ENOMEM;
-	G(gstr(g, v));
-	return 0;
+	jw_key(w, key);
+	jw_object_open(w);
+	for (size_t i = 0; i < n; i++)
+		jw_kv_string(w, kv[i].key, kv[i].value);
+	jw_object_close(w);
 }
 
 /* Keys in bytewise order at every level (the field tables are sorted
  * the same way; a unit test checks the output is). */
-static int gen_spec(yajl_gen g, const struct flash_spec *s)
+static void gen_spec(struct json_writer *w, const struct flash_spec *s)
 {
 	static const char *const egress_names[] = { "disabled", "restricted", "internet" };
-	int r;
 
-	G(yajl_gen_map_open(g));
-	if ((r = gen_strv(g, "args", s->args, s->n_args)) < 0)
-		return r;
+	jw_object_open(w);
+	gen_strv(w, "args", s->args, s->n_args);
 	if (s->has_autoscaling) {
-		if (gkey(g, "autoscaling") < 0)
-			return -ENOMEM;
-		G(yajl_gen_map_open(g));
-		if ((r = gen_int(g, "max_replicas", s->as_max)) < 0 || (r = gen_int(g, "min_replicas", s->as_min)) < 0 ||
-		    (r = gen_int(g, "target_cpu_percent", s->as_target)) < 0)
-			return r;
-		G(yajl_gen_map_close(g));
+		jw_key(w, "autoscaling");
+		jw_object_open(w);
+		jw_kv_int(w, "max_replicas", s->as_max);
+		jw_kv_int(w, "min_replicas", s->as_min);
+		jw_kv_int(w, "target_cpu_percent", s->as_target);
+		jw_object_close(w);
 	}
-	if ((r = gen_strv(g, "command", s->command, s->n_command)) < 0 ||
-	    (r = gen_int(g, "cpu_millis", s->cpu_millis)) < 0)
-		return r;
-	if (gkey(g, "domains") < 0)
-		return -ENOMEM;
-	G(yajl_gen_array_open(g));
+	gen_strv(w, "command", s->command, s->n_command);
+	jw_kv_int(w, "cpu_millis", s->cpu_millis);
+	jw_key(w, "domains");
+	jw_array_open(w);
 	for (size_t i = 0; i < s->n_domains; i++) {
-		G(yajl_gen_map_open(g));
-		if ((r = gen_string(g, "host", s->domains[i].host)) < 0 ||
-		    (r = gen_string(g, "port", s->domains[i].port)) < 0)
-			return r;
-		G(yajl_gen_map_close(g));
+		jw_object_open(w);
+		jw_kv_string(w, "host", s->domains[i].host);
+		jw_kv_string(w, "port", s->domains[i].port);
+		jw_object_close(w);
 	}
-	G(yajl_gen_array_close(g));
+	jw_array_close(w);
 
-	if (gkey(g, "egress") < 0)
-		return -ENOMEM;
-	G(yajl_gen_map_open(g));
-	if (gkey(g, "allow_same_organization") < 0)
-		return -ENOMEM;
-	G(yajl_gen_bool(g, s->allow_same_organization));
-	if ((r = gen_cidrs(g, "allowed_destination_cidrs", &s->cidrs[FLASH_SPEC_ALLOWED_DESTINATIONS])) < 0 ||
-	    (r = gen_cidrs(g, "denied_destination_cidrs", &s->cidrs[FLASH_SPEC_DENIED_DESTINATIONS])) < 0 ||
-	    (r = gen_string(g, "mode", egress_names[s->egress])) < 0)
-		return r;
-	G(yajl_gen_map_close(g));
+	jw_key(w, "egress");
+	jw_object_open(w);
+	jw_kv_bool(w, "allow_same_organization", s->allow_same_organization);
+	gen_cidrs(w, "allowed_destination_cidrs", &s->cidrs[FLASH_SPEC_ALLOWED_DESTINATIONS]);
+	gen_cidrs(w, "denied_destination_cidrs", &s->cidrs[FLASH_SPEC_DENIED_DESTINATIONS]);
+	jw_kv_string(w, "mode", egress_names[s->egress]);
+	jw_object_close(w);
 
-	if ((r = gen_kv(g, "env", s->env, s->n_env)) < 0 ||
-	    (r = gen_int(g, "ephemeral_storage_gib", s->ephemeral_storage_gib)) < 0)
-		return r;
+	gen_kv(w, "env", s->env, s->n_env);
+	jw_kv_int(w, "ephemeral_storage_gib", s->ephemeral_storage_gib);
 
-	if (gkey(g, "exposure") < 0)
-		return -ENOMEM;
-	G(yajl_gen_map_open(g));
-	if ((r = gen_cidrs(g, "allowed_source_cidrs", &s->cidrs[FLASH_SPEC_ALLOWED_SOURCES])) < 0 ||
-	    (r = gen_cidrs(g, "denied_source_cidrs", &s->cidrs[FLASH_SPEC_DENIED_SOURCES])) < 0 ||
-	    (r = gen_string(g, "traffic_mode", s->traffic_mode == FLASH_SPEC_TRAFFIC_DIRECT ? "direct" : "forwarded")) < 0 ||
-	    (r = gen_string(g, "type", s->exposure == FLASH_SPEC_EXPOSURE_PUBLIC ? "public" : "internal")) < 0)
-		return r;
-	G(yajl_gen_map_close(g));
+	jw_key(w, "exposure");
+	jw_object_open(w);
+	gen_cidrs(w, "allowed_source_cidrs", &s->cidrs[FLASH_SPEC_ALLOWED_SOURCES]);
+	gen_cidrs(w, "denied_source_cidrs", &s->cidrs[FLASH_SPEC_DENIED_SOURCES]);
+	jw_kv_string(w, "traffic_mode", s->traffic_mode == FLASH_SPEC_TRAFFIC_DIRECT ? "direct" : "forwarded");
+	jw_kv_string(w, "type", s->exposure == FLASH_SPEC_EXPOSURE_PUBLIC ? "public" : "internal");
+	jw_object_close(w);
 
-	if (s->gpu_type && (r = gen_string(g, "gpu_type", s->gpu_type)) < 0)
-		return r;
-	if ((r = gen_string(g, "image", s->image)) < 0 || (r = gen_int(g, "memory_mib", s->memory_mib)) < 0 ||
-	    (r = gen_kv(g, "metadata", s->metadata, s->n_metadata)) < 0)
-		return r;
+	if (s->gpu_type)
+		jw_kv_string(w, "gpu_type", s->gpu_type);
+	jw_kv_string(w, "image", s->image);
+	jw_kv_int(w, "memory_mib", s->memory_mib);
+	gen_kv(w, "metadata", s->metadata, s->n_metadata);
 
-	if (gkey(g, "ports") < 0)
-		return -ENOMEM;
-	G(yajl_gen_array_open(g));
+	jw_key(w, "ports");
+	jw_array_open(w);
 	for (size_t i = 0; i < s->n_ports; i++) {
-		G(yajl_gen_map_open(g));
-		if ((r = gen_int(g, "container_port", s->ports[i].container_port)) < 0 ||
-		    (r = gen_string(g, "name", s->ports[i].name)) < 0 ||
-		    (r = gen_string(g, "protocol", flash_spec_protocol_name(s->ports[i].protocol))) < 0)
-			return r;
-		G(yajl_gen_map_close(g));
+		jw_object_open(w);
+		jw_kv_int(w, "container_port", s->ports[i].container_port);
+		jw_kv_string(w, "name", s->ports[i].name);
+		jw_kv_string(w, "protocol", flash_spec_protocol_name(s->ports[i].protocol));
+		jw_object_close(w);
 	}
-	G(yajl_gen_array_close(g));
+	jw_array_close(w);
 
-	if ((r = gen_string(g, "region", s->region)) < 0 || (r = gen_int(g, "replicas", s->replicas)) < 0)
-		return r;
-	G(yajl_gen_map_close(g));
-	return 0;
+	jw_kv_string(w, "region", s->region);
+	jw_kv_int(w, "replicas", s->replicas);
+	jw_object_close(w);
 }
 
 static pthread_once_t sodium_once = PTHREAD_ONCE_INIT;
@@ -944,28 +890,15 @@ static void init_sodium(void)
 
 static int canonicalize(struct flash_spec *s)
 {
-	const unsigned char *buf;
-	size_t len;
-	yajl_gen g;
+	struct json_writer *w;
 	int r;
 
 	pthread_once(&sodium_once, init_sodium);
 	if (sodium_status < 0)
 		return -ENOSYS;
-	g = yajl_gen_alloc(NULL);
-	if (!g)
-		return -ENOMEM;
-	r = gen_spec(g, s);
-	if (r >= 0 && yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok)
-		r = -ENOMEM;
-	if (r >= 0) {
-		s->canonical = strndup((const char *)buf, len);
-		if (!s->canonical)
-			r = -ENOMEM;
-		else
-			s->canonical_len = len;
-	}
-	yajl_gen_free(g);
+	w = json_writer_new(0);
+	gen_spec(w, s);
+	r = json_writer_finish(w, &s->canonical, &s->canonical_len);
 	if (r < 0)
 		return r;
 	crypto_generichash(s->digest, sizeof(s->digest), (const unsigned char *)s->canonical, s->canonical_len,

@@ -9,12 +9,12 @@
 #include <flowsdn/cni.h>
 
 #include "internal.h"
-#include "jsonutil.h"
+#include "json.h"
 #include "names.h"
 
-#define IS_OBJ(v) jis((v), JSON_OBJECT)
-#define IS_ARR(v) jis((v), JSON_ARRAY)
-#define IS_STR(v) (jstr(v) != NULL)
+#define IS_OBJ(v) json_is((v), JSON_OBJECT)
+#define IS_ARR(v) json_is((v), JSON_ARRAY)
+#define IS_STR(v) (json_string_value(v) != NULL)
 
 /* An integer in [lo, hi]: 0 and *ret, or -1. */
 static int int_in(const struct json_value *v, long long lo, long long hi, long long *ret)
@@ -112,15 +112,36 @@ static size_t version_index(const char *version)
 	return ARRAY_SIZE(supported) - 1;
 }
 
-_printf_(2, 3) static void diag_set(struct flowsdn_cni_diag *diag, const char *fmt, ...)
+/* Adds one problem to @diag.  Messages are written "FIELD: what is wrong"
+ * (the field a JSON path or a variable name, without spaces): the field
+ * becomes the entry's path and the rest its message. */
+_printf_(2, 3) static void diag_set(struct diag *diag, const char *fmt, ...)
 {
+	_cleanup_free_ char *text = NULL;
+	const char *sep;
 	va_list ap;
+	int n;
 
 	if (!diag)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(diag->msg, sizeof(diag->msg), fmt, ap);
+	n = vasprintf(&text, fmt, ap);
 	va_end(ap);
+	if (n < 0) {
+		text = NULL;
+		diag_add_text(diag, DIAG_ERROR, "", "cni", NULL, "(out of memory)");
+		return;
+	}
+	sep = strstr(text, ": ");
+	if (sep && sep > text && !memchr(text, ' ', (size_t)(sep - text))) {
+		_cleanup_free_ char *path = strndup(text, (size_t)(sep - text));
+
+		if (path) {
+			diag_add_text(diag, DIAG_ERROR, path, "cni", NULL, "%s", sep + 2);
+			return;
+		}
+	}
+	diag_add_text(diag, DIAG_ERROR, "", "cni", NULL, "%s", text);
 }
 
 /* ------------------------------------------------------------ results */
@@ -294,132 +315,132 @@ FLOWSDN_API const char *flowsdn_cni_result_nameserver(const struct flowsdn_cni_r
 	return r && i < r->n_ns ? r->ns[i] : NULL;
 }
 
-static void gen_addr(yajl_gen g, const struct flowsdn_addr *a)
+static void gen_addr(struct json_writer *g, const struct flowsdn_addr *a)
 {
 	char buf[FLOWSDN_ADDR_STRLEN];
 
 	if (flowsdn_addr_format(a, buf, sizeof(buf)) < 0)
 		buf[0] = '\0';
-	jgen_str(g, buf);
+	jw_string(g, buf);
 }
 
-static void gen_string_array(yajl_gen g, const char *key, char *const *arr, size_t n)
+static void gen_string_array(struct json_writer *g, const char *key, char *const *arr, size_t n)
 {
 	if (!n)
 		return;
-	jgen_str(g, key);
-	yajl_gen_array_open(g);
+	jw_string(g, key);
+	jw_array_open(g);
 	for (size_t i = 0; i < n; i++)
-		jgen_str(g, arr[i]);
-	yajl_gen_array_close(g);
+		jw_string(g, arr[i]);
+	jw_array_close(g);
 }
 
 /* Writes the "dns" member when there is anything in it (the 1.0.0 result
  * always carries "dns": {} in the reference plugins; an empty object is
  * accepted by every runtime, so we print it always). */
-static void gen_dns(yajl_gen g, const struct flowsdn_cni_result *r)
+static void gen_dns(struct json_writer *g, const struct flowsdn_cni_result *r)
 {
-	jgen_str(g, "dns");
-	yajl_gen_map_open(g);
+	jw_string(g, "dns");
+	jw_object_open(g);
 	gen_string_array(g, "nameservers", r->ns, r->n_ns);
 	if (r->domain) {
-		jgen_str(g, "domain");
-		jgen_str(g, r->domain);
+		jw_string(g, "domain");
+		jw_string(g, r->domain);
 	}
 	gen_string_array(g, "search", r->search, r->n_search);
-	yajl_gen_map_close(g);
+	jw_object_close(g);
 }
 
-static int result_gen(yajl_gen g, const struct flowsdn_cni_result *r, const char *version)
+static int result_gen(struct json_writer *g, const struct flowsdn_cni_result *r, const char *version)
 {
 	size_t vi = version_index(version);
 	bool v04 = vi == 0, v11 = vi == 2;
 
-	yajl_gen_map_open(g);
-	jgen_str(g, "cniVersion");
-	jgen_str(g, version);
+	jw_object_open(g);
+	jw_string(g, "cniVersion");
+	jw_string(g, version);
 	if (r->n_iface) {
-		jgen_str(g, "interfaces");
-		yajl_gen_array_open(g);
+		jw_string(g, "interfaces");
+		jw_array_open(g);
 		for (size_t i = 0; i < r->n_iface; i++) {
 			const struct flowsdn_cni_iface *f = &r->iface[i];
 
-			yajl_gen_map_open(g);
-			jgen_str(g, "name");
-			jgen_str(g, f->name);
+			jw_object_open(g);
+			jw_string(g, "name");
+			jw_string(g, f->name);
 			if (f->mac[0]) {
-				jgen_str(g, "mac");
-				jgen_str(g, f->mac);
+				jw_string(g, "mac");
+				jw_string(g, f->mac);
 			}
 			if (v11 && f->mtu) {
-				jgen_str(g, "mtu");
-				yajl_gen_integer(g, f->mtu);
+				jw_string(g, "mtu");
+				jw_int(g, f->mtu);
 			}
 			if (f->sandbox[0]) {
-				jgen_str(g, "sandbox");
-				jgen_str(g, f->sandbox);
+				jw_string(g, "sandbox");
+				jw_string(g, f->sandbox);
 			}
-			yajl_gen_map_close(g);
+			jw_object_close(g);
 		}
-		yajl_gen_array_close(g);
+		jw_array_close(g);
 	}
 	if (r->n_ip) {
-		jgen_str(g, "ips");
-		yajl_gen_array_open(g);
+		jw_string(g, "ips");
+		jw_array_open(g);
 		for (size_t i = 0; i < r->n_ip; i++) {
 			const struct flowsdn_cni_ip *ip = &r->ip[i];
 			char buf[FLOWSDN_PREFIX_STRLEN], abuf[FLOWSDN_ADDR_STRLEN];
 
-			yajl_gen_map_open(g);
+			jw_object_open(g);
 			if (v04) {
-				jgen_str(g, "version");
-				jgen_str(g, ip->addr.family == FLOWSDN_AF_INET ? "4" : "6");
+				jw_string(g, "version");
+				jw_string(g, ip->addr.family == FLOWSDN_AF_INET ? "4" : "6");
 			}
 			if (flowsdn_addr_format(&ip->addr, abuf, sizeof(abuf)) < 0)
 				return -EINVAL;
 			snprintf(buf, sizeof(buf), "%s/%u", abuf, ip->prefix_len);
-			jgen_str(g, "address");
-			jgen_str(g, buf);
+			jw_string(g, "address");
+			jw_string(g, buf);
 			if (ip->has_gateway) {
-				jgen_str(g, "gateway");
+				jw_string(g, "gateway");
 				gen_addr(g, &ip->gateway);
 			}
 			if (ip->iface >= 0) {
-				jgen_str(g, "interface");
-				yajl_gen_integer(g, ip->iface);
+				jw_string(g, "interface");
+				jw_int(g, ip->iface);
 			}
-			yajl_gen_map_close(g);
+			jw_object_close(g);
 		}
-		yajl_gen_array_close(g);
+		jw_array_close(g);
 	}
 	if (r->n_route) {
-		jgen_str(g, "routes");
-		yajl_gen_array_open(g);
+		jw_string(g, "routes");
+		jw_array_open(g);
 		for (size_t i = 0; i < r->n_route; i++) {
 			char buf[FLOWSDN_PREFIX_STRLEN];
 
-			yajl_gen_map_open(g);
+			jw_object_open(g);
 			if (flowsdn_prefix_format(&r->route[i].dst, buf, sizeof(buf)) < 0)
 				return -EINVAL;
-			jgen_str(g, "dst");
-			jgen_str(g, buf);
+			jw_string(g, "dst");
+			jw_string(g, buf);
 			if (r->route[i].has_gw) {
-				jgen_str(g, "gw");
+				jw_string(g, "gw");
 				gen_addr(g, &r->route[i].gw);
 			}
-			yajl_gen_map_close(g);
+			jw_object_close(g);
 		}
-		yajl_gen_array_close(g);
+		jw_array_close(g);
 	}
 	gen_dns(g, r);
-	yajl_gen_map_close(g);
+	jw_object_close(g);
 	return 0;
 }
 
 FLOWSDN_API int flowsdn_cni_result_format(const struct flowsdn_cni_result *r, const char *version, char **ret_json,
 					  size_t *ret_len)
 {
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!r || !version || !ret_json)
@@ -427,13 +448,14 @@ FLOWSDN_API int flowsdn_cni_result_format(const struct flowsdn_cni_result *r, co
 	err = flowsdn_cni_version_check(version);
 	if (err < 0)
 		return err;
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g)
 		return -ENOMEM;
 	err = result_gen(g, r, version);
 	if (err == 0)
-		err = jgen_take(g, ret_json, ret_len);
-	yajl_gen_free(g);
+		err = json_writer_finish(g, ret_json, ret_len);
+	else
+		json_writer_free(g);
 	return err;
 }
 
@@ -469,11 +491,11 @@ static int opt_str(const struct json_value *obj, const char *key, const char **r
 		return 0;
 	if (!IS_STR(v))
 		return -1;
-	*ret = jstr(v);
+	*ret = json_string_value(v);
 	return 0;
 }
 
-static int dns_parse(const struct json_value *dns, struct flowsdn_cni_result *r, struct flowsdn_cni_diag *diag, int fault)
+static int dns_parse(const struct json_value *dns, struct flowsdn_cni_result *r, struct diag *diag, int fault)
 {
 	static const char *const arrays[] = { "nameservers", "search", "options" };
 	const char *domain;
@@ -500,11 +522,11 @@ static int dns_parse(const struct json_value *dns, struct flowsdn_cni_result *r,
 				return -fault;
 			}
 			if (k == 0)
-				err = flowsdn_cni_result_add_nameserver(r, jstr(s));
+				err = flowsdn_cni_result_add_nameserver(r, json_string_value(s));
 			else if (k == 1)
-				err = flowsdn_cni_result_add_search(r, jstr(s));
+				err = flowsdn_cni_result_add_search(r, json_string_value(s));
 			if (err < 0) {
-				diag_set(diag, "dns.%s[%zu]: invalid \"%.64s\"", arrays[k], i, jstr(s));
+				diag_set(diag, "dns.%s[%zu]: invalid \"%.64s\"", arrays[k], i, json_string_value(s));
 				return err == -ENOMEM ? err : -fault;
 			}
 		}
@@ -532,7 +554,7 @@ static int copy_field(char *dst, size_t size, const char *src)
 	return 0;
 }
 
-static int result_from_tree(const struct json_value *root, struct flowsdn_cni_diag *diag, struct flowsdn_cni_result **ret)
+static int result_from_tree(const struct json_value *root, struct diag *diag, struct flowsdn_cni_result **ret)
 {
 	_cleanup_(flowsdn_cni_result_freep) struct flowsdn_cni_result *r = NULL;
 	const char *version;
@@ -654,7 +676,7 @@ static int result_from_tree(const struct json_value *root, struct flowsdn_cni_di
 
 /* Parses @len bytes into a strict tree (common/json.h: no duplicate keys,
  * bounded depth and sizes), the fault's line and column in @diag. */
-static int tree_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag, struct json_value **ret)
+static int tree_parse(const char *json, size_t len, struct diag *diag, struct json_value **ret)
 {
 	static const struct json_limits limits = {
 		.max_depth = 32,
@@ -667,20 +689,22 @@ static int tree_parse(const char *json, size_t len, struct flowsdn_cni_diag *dia
 
 	r = json_parse(json, len, &limits, ret, &e);
 	if (r == -EBADMSG) {
-		diag_set(diag, "JSON line %u column %u: %s", e.line, e.column, e.message);
+		diag_add_json_error(diag, &e);
 		return -FLOWSDN_E_CNI_DECODE;
 	}
 	return r;
 }
 
-FLOWSDN_API int flowsdn_cni_result_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-					 struct flowsdn_cni_result **ret)
+FLOWSDN_API int flowsdn_cni_result_parse(const char *json, size_t len, struct flowsdn_cni_result **ret,
+					 struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	struct json_value *root;
 	int err;
 
 	if (!json || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	err = tree_parse(json, len, diag, &root);
 	if (err < 0)
 		return err;
@@ -716,7 +740,7 @@ FLOWSDN_API void flowsdn_cni_conf_free(struct flowsdn_cni_conf *c)
 }
 
 /* A required string field; -FLOWSDN_E_CNI_CONFIG naming it otherwise. */
-static int req_str(const struct json_value *obj, const char *key, const char *where, struct flowsdn_cni_diag *diag, const char **ret)
+static int req_str(const struct json_value *obj, const char *key, const char *where, struct diag *diag, const char **ret)
 {
 	const struct json_value *v = json_get(obj, key);
 
@@ -724,15 +748,15 @@ static int req_str(const struct json_value *obj, const char *key, const char *wh
 		diag_set(diag, "%s%s: missing", where, key);
 		return -FLOWSDN_E_CNI_CONFIG;
 	}
-	if (!IS_STR(v) || !jstr(v)[0]) {
+	if (!IS_STR(v) || !json_string_value(v)[0]) {
 		diag_set(diag, "%s%s: must be a non-empty string", where, key);
 		return -FLOWSDN_E_CNI_CONFIG;
 	}
-	*ret = jstr(v);
+	*ret = json_string_value(v);
 	return 0;
 }
 
-static int opt_type(const struct json_value *obj, const char *key, enum json_type type, const char *what, struct flowsdn_cni_diag *diag)
+static int opt_type(const struct json_value *obj, const char *key, enum json_type type, const char *what, struct diag *diag)
 {
 	const struct json_value *v = json_get(obj, key);
 
@@ -745,7 +769,7 @@ static int opt_type(const struct json_value *obj, const char *key, enum json_typ
 	return 0;
 }
 
-static int check_version(const char *version, const char *where, struct flowsdn_cni_diag *diag)
+static int check_version(const char *version, const char *where, struct diag *diag)
 {
 	int err = flowsdn_cni_version_check(version);
 
@@ -757,7 +781,7 @@ static int check_version(const char *version, const char *where, struct flowsdn_
 	return err;
 }
 
-static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value *a, struct flowsdn_cni_diag *diag)
+static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value *a, struct diag *diag)
 {
 	if (!IS_ARR(a)) {
 		diag_set(diag, "cni.dev/valid-attachments: must be an array");
@@ -796,7 +820,7 @@ static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value
 /* The start of a configuration or a list: a JSON object with a string
  * cniVersion.  *ret_root is set as soon as it is parsed (the caller's
  * object owns it, also on a later failure). */
-static int parse_versioned_object(const char *json, size_t len, const char *what, struct flowsdn_cni_diag *diag,
+static int parse_versioned_object(const char *json, size_t len, const char *what, struct diag *diag,
 				  struct json_value **ret_root, const char **ret_version)
 {
 	int err = tree_parse(json, len, diag, ret_root);
@@ -810,15 +834,17 @@ static int parse_versioned_object(const char *json, size_t len, const char *what
 	return req_str(*ret_root, "cniVersion", "", diag, ret_version);
 }
 
-FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-				       struct flowsdn_cni_conf **ret)
+FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flowsdn_cni_conf **ret,
+				       struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_conf_freep) struct flowsdn_cni_conf *c = NULL;
 	const struct json_value *v;
 	int err;
 
 	if (!json || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -856,13 +882,21 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 	}
 	v = json_get(c->root, "prevResult");
 	if (v) {
-		struct flowsdn_cni_diag d = { { 0 } };
+		struct diag *d = NULL;
+		char text[512] = "";
 
-		err = result_from_tree(v, &d, &c->prev);
+		err = diag_new(&d);
+		if (err < 0)
+			return err;
+		err = result_from_tree(v, d, &c->prev);
 		if (err < 0) {
-			diag_set(diag, "prevResult: %s", d.msg);
-			return err == -ENOMEM ? err : -FLOWSDN_E_CNI_CONFIG;
+			if (diag_entry_format(diag_first_error(d), text, sizeof(text)) < 0)
+				text[0] = '\0';
+			diag_set(diag, "prevResult: %s", text);
 		}
+		diag_free(d);
+		if (err < 0)
+			return err == -ENOMEM ? err : -FLOWSDN_E_CNI_CONFIG;
 	}
 	v = json_get(c->root, "cni.dev/valid-attachments");
 	if (v) {
@@ -908,9 +942,9 @@ FLOWSDN_API int flowsdn_cni_conf_get_string(const struct flowsdn_cni_conf *c, co
 	v = json_get(c->root, key);
 	if (!v)
 		return -ENOENT;
-	if (!IS_STR(v) || !jstr(v)[0])
+	if (!IS_STR(v) || !json_string_value(v)[0])
 		return -FLOWSDN_E_CNI_CONFIG;
-	*ret = jstr(v);
+	*ret = json_string_value(v);
 	return 0;
 }
 
@@ -970,15 +1004,17 @@ FLOWSDN_API void flowsdn_cni_conflist_free(struct flowsdn_cni_conflist *l)
 	free(l);
 }
 
-FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-					   struct flowsdn_cni_conflist **ret)
+FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct flowsdn_cni_conflist **ret,
+					   struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_conflist_freep) struct flowsdn_cni_conflist *l = NULL;
 	const struct json_value *versions, *dc;
 	int err;
 
 	if (!json || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -1001,9 +1037,9 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 				diag_set(diag, "cniVersions[%zu]: must be a string", i);
 				return -FLOWSDN_E_CNI_CONFIG;
 			}
-			if (flowsdn_cni_version_check(jstr(s)) == 0 &&
-			    (!found || version_index(jstr(s)) > best)) {
-				best = version_index(jstr(s));
+			if (flowsdn_cni_version_check(json_string_value(s)) == 0 &&
+			    (!found || version_index(json_string_value(s)) > best)) {
+				best = version_index(json_string_value(s));
 				found = true;
 			}
 		}
@@ -1024,7 +1060,7 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 	    opt_type(l->root, "disableGC", JSON_BOOL, "a boolean", diag) < 0)
 		return -FLOWSDN_E_CNI_CONFIG;
 	dc = json_get(l->root, "disableCheck");
-	l->disable_check = jis(dc, JSON_BOOL) && dc->u.boolean;
+	l->disable_check = json_is(dc, JSON_BOOL) && dc->u.boolean;
 	l->plugins = json_get(l->root, "plugins");
 	if (!IS_ARR(l->plugins) || l->plugins->u.array.n == 0) {
 		diag_set(diag, "plugins: must be a non-empty array");
@@ -1073,7 +1109,7 @@ FLOWSDN_API int flowsdn_cni_conflist_plugin_conf(const struct flowsdn_cni_confli
 {
 	const struct json_value *p;
 	struct json_value *prev = NULL;
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!l || !ret_json)
@@ -1086,31 +1122,30 @@ FLOWSDN_API int flowsdn_cni_conflist_plugin_conf(const struct flowsdn_cni_confli
 		if (err < 0)
 			return err;
 	}
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g) {
 		json_free(prev);
 		return -ENOMEM;
 	}
-	yajl_gen_map_open(g);
-	jgen_str(g, "cniVersion");
-	jgen_str(g, l->version);
-	jgen_str(g, "name");
-	jgen_str(g, l->name);
+	jw_object_open(g);
+	jw_string(g, "cniVersion");
+	jw_string(g, l->version);
+	jw_string(g, "name");
+	jw_string(g, l->name);
 	for (size_t k = 0; k < p->u.object.n; k++) {
 		const char *key = p->u.object.members[k].key;
 
 		if (!strcmp(key, "cniVersion") || !strcmp(key, "name") || !strcmp(key, "prevResult"))
 			continue;
-		jgen_str(g, key);
-		jgen_value(g, p->u.object.members[k].value);
+		jw_string(g, key);
+		jw_value(g, p->u.object.members[k].value);
 	}
 	if (prev) {
-		jgen_str(g, "prevResult");
-		jgen_value(g, prev);
+		jw_string(g, "prevResult");
+		jw_value(g, prev);
 	}
-	yajl_gen_map_close(g);
-	err = jgen_take(g, ret_json, NULL);
-	yajl_gen_free(g);
+	jw_object_close(g);
+	err = json_writer_finish(g, ret_json, NULL);
 	json_free(prev);
 	return err;
 }
@@ -1147,13 +1182,15 @@ FLOWSDN_API bool flowsdn_cni_ifname_valid(const char *name)
 }
 
 FLOWSDN_API int flowsdn_cni_env_read(const char *(*getenv_fn)(const char *name, void *userdata), void *userdata,
-				     struct flowsdn_cni_diag *diag, struct flowsdn_cni_env *ret)
+				     struct flowsdn_cni_env *ret, struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	struct flowsdn_cni_env e = { 0 };
 	const char *cmd;
 
 	if (!getenv_fn || !ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	cmd = getenv_fn("CNI_COMMAND", userdata);
 	if (!cmd || !cmd[0]) {
 		diag_set(diag, "CNI_COMMAND is not set");
@@ -1220,15 +1257,17 @@ static bool truthy(const char *v)
 	return !strcasecmp(v, "1") || !strcasecmp(v, "true");
 }
 
-FLOWSDN_API int flowsdn_cni_args_parse(const char *text, const char *const *known, struct flowsdn_cni_diag *diag,
-				       struct flowsdn_cni_args **ret)
+FLOWSDN_API int flowsdn_cni_args_parse(const char *text, const char *const *known, struct flowsdn_cni_args **ret,
+				       struct flowsdn_diag *public_diag)
 {
+	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_args_freep) struct flowsdn_cni_args *a = NULL;
 	bool ignore_unknown = false;
 	char *save = NULL, *tok;
 
 	if (!ret)
 		return -EINVAL;
+	diag_begin(diag, 0);
 	if (text && strnlen(text, MAX_ARGS_SIZE + 1) > MAX_ARGS_SIZE) {
 		diag_set(diag, "CNI_ARGS is longer than %u bytes", MAX_ARGS_SIZE);
 		return -E2BIG;
@@ -1294,55 +1333,53 @@ FLOWSDN_API const char *flowsdn_cni_args_get(const struct flowsdn_cni_args *a, c
 FLOWSDN_API int flowsdn_cni_error_format(const char *version, unsigned int code, const char *msg, const char *details,
 					 char **ret_json)
 {
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!msg || !code || !ret_json)
 		return -EINVAL;
 	if (!version || flowsdn_cni_version_check(version) < 0)
 		version = FLOWSDN_CNI_VERSION_LATEST;
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g)
 		return -ENOMEM;
-	yajl_gen_map_open(g);
-	jgen_str(g, "cniVersion");
-	jgen_str(g, version);
-	jgen_str(g, "code");
-	yajl_gen_integer(g, code);
-	jgen_str(g, "msg");
-	jgen_str(g, msg);
+	jw_object_open(g);
+	jw_string(g, "cniVersion");
+	jw_string(g, version);
+	jw_string(g, "code");
+	jw_int(g, code);
+	jw_string(g, "msg");
+	jw_string(g, msg);
 	if (details && details[0]) {
-		jgen_str(g, "details");
-		jgen_str(g, details);
+		jw_string(g, "details");
+		jw_string(g, details);
 	}
-	yajl_gen_map_close(g);
-	err = jgen_take(g, ret_json, NULL);
-	yajl_gen_free(g);
+	jw_object_close(g);
+	err = json_writer_finish(g, ret_json, NULL);
 	return err;
 }
 
 FLOWSDN_API int flowsdn_cni_version_format(const char *version, char **ret_json)
 {
-	yajl_gen g;
+	struct json_writer *g;
 	int err;
 
 	if (!ret_json)
 		return -EINVAL;
 	if (!version || flowsdn_cni_version_check(version) < 0)
 		version = FLOWSDN_CNI_VERSION_LATEST;
-	g = jgen_new();
+	g = json_writer_new(0);
 	if (!g)
 		return -ENOMEM;
-	yajl_gen_map_open(g);
-	jgen_str(g, "cniVersion");
-	jgen_str(g, version);
-	jgen_str(g, "supportedVersions");
-	yajl_gen_array_open(g);
+	jw_object_open(g);
+	jw_string(g, "cniVersion");
+	jw_string(g, version);
+	jw_string(g, "supportedVersions");
+	jw_array_open(g);
 	for (size_t i = 0; i < ARRAY_SIZE(supported); i++)
-		jgen_str(g, supported[i]);
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-	err = jgen_take(g, ret_json, NULL);
-	yajl_gen_free(g);
+		jw_string(g, supported[i]);
+	jw_array_close(g);
+	jw_object_close(g);
+	err = json_writer_finish(g, ret_json, NULL);
 	return err;
 }

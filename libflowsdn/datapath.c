@@ -487,14 +487,14 @@ FLOWSDN_API int flowsdn_datapath_is_attached(struct flowsdn_datapath *dp, int if
 
 FLOWSDN_API int flowsdn_datapath_adopt(struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface)
 {
-	struct flowsdn_nl_err err = { "" };
 	int r;
 
 	if (!dp || !iface || iface->host_ifindex <= 0)
 		return -EINVAL;
-	r = flowsdn_netlink_endpoint_check(iface, &err);
+	/* The check logs the step that failed. */
+	r = flowsdn_netlink_endpoint_check(iface, NULL);
 	if (r < 0) {
-		pr_warn("adopt ifindex %d: %s", iface->host_ifindex, err.msg[0] ? err.msg : flowsdn_strerror(r));
+		pr_warn("adopt ifindex %d: %s", iface->host_ifindex, flowsdn_strerror(r));
 		return r == -EINVAL ? r : -FLOWSDN_E_BPF_IFACE_MISMATCH;
 	}
 	return flowsdn_datapath_attach(dp, iface->host_ifindex);

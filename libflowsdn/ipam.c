@@ -76,18 +76,24 @@ struct flowsdn_ipam {
 	/* Payload last parsed or written; NULL forces a re-parse. */
 	uint8_t *cached;
 	size_t cached_len;
-	char errmsg[256];
+	/* The diag of the call in progress (flowsdn_ipam_new(),
+	 * flowsdn_ipam_allocate()); NULL otherwise. */
+	struct diag *diag;
 };
 
+/* Names the pool, file or holder at fault in the current call's diag
+ * (and the debug log) and returns @r. */
 static int fail(struct flowsdn_ipam *ipam, int r, const char *fmt, ...) _printf_(3, 4);
 static int fail(struct flowsdn_ipam *ipam, int r, const char *fmt, ...)
 {
+	char msg[256];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(ipam->errmsg, sizeof(ipam->errmsg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	pr_debug("ipam: %s", ipam->errmsg);
+	pr_debug("ipam: %s", msg);
+	diag_add_text(ipam->diag, DIAG_ERROR, "", "ipam", NULL, "%s", msg);
 	return r;
 }
 
@@ -461,7 +467,6 @@ static int begin(struct flowsdn_ipam *ipam, bool exclusive)
 {
 	int r;
 
-	ipam->errmsg[0] = '\0';
 	if (ipam->lock_fd < 0) /* in memory only */
 		return 0;
 	r = statefile_lock(ipam->lock_fd, exclusive, false);
@@ -562,22 +567,21 @@ FLOWSDN_API void flowsdn_ipam_free(struct flowsdn_ipam *ipam)
 }
 
 FLOWSDN_API int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_prefix *pools, size_t n_pools,
-				 const struct flowsdn_ipam_opts *opts, struct flowsdn_ipam **ret)
+				 const struct flowsdn_ipam_opts *opts, struct flowsdn_ipam **ret,
+				 struct flowsdn_diag *diag)
 {
 	struct flowsdn_ipam *ipam;
 	_cleanup_free_ char *lock_path = NULL;
-	char *errbuf;
-	size_t errbuf_size;
 	int r;
 
 	if ((state_dir && !*state_dir) || !pools || !ret || !OPTS_VALID(opts, flowsdn_ipam_opts))
 		return -EINVAL;
-	errbuf = OPTS_GET(opts, errbuf, NULL);
-	errbuf_size = OPTS_GET(opts, errbuf_size, 0);
+	diag_begin(flowsdn__diag(diag), 0);
 	ipam = calloc(1, sizeof(*ipam));
 	if (!ipam)
 		return -ENOMEM;
 	ipam->lock_fd = -1;
+	ipam->diag = flowsdn__diag(diag);
 	r = check_pools(ipam, pools, n_pools);
 	if (r < 0)
 		goto out_free;
@@ -597,6 +601,7 @@ FLOWSDN_API int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_pre
 		pool_reset(p);
 	}
 	if (!state_dir) {
+		ipam->diag = NULL;
 		*ret = ipam;
 		return 0;
 	}
@@ -623,19 +628,13 @@ FLOWSDN_API int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_pre
 	/* Every writer holds this lock, so any temporary is a crashed one's. */
 	statefile_remove_stale_temps(state_dir, IPAM_STATE_FILE);
 	end(ipam);
+	ipam->diag = NULL;
 	*ret = ipam;
 	return 0;
 
 out_free:
-	if (errbuf && errbuf_size)
-		snprintf(errbuf, errbuf_size, "%s", ipam->errmsg[0] ? ipam->errmsg : flowsdn_strerror(r));
 	flowsdn_ipam_free(ipam);
 	return r;
-}
-
-FLOWSDN_API const char *flowsdn_ipam_errmsg(const struct flowsdn_ipam *ipam)
-{
-	return ipam ? ipam->errmsg : "";
 }
 
 static struct alloc *find_owner(struct flowsdn_ipam *ipam, const char *id, const char *ifname, int family)
@@ -746,9 +745,8 @@ static int take_requested(struct flowsdn_ipam *ipam, const struct flowsdn_addr *
 	return 0;
 }
 
-FLOWSDN_API int flowsdn_ipam_allocate(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname,
-				      const struct flowsdn_ipam_alloc_opts *opts,
-				      struct flowsdn_ipam_result *ret)
+static int allocate(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname,
+		    const struct flowsdn_ipam_alloc_opts *opts, struct flowsdn_ipam_result *ret)
 {
 	const struct flowsdn_addr *want[2] = { NULL, NULL };
 	const struct flowsdn_addr *request;
@@ -760,7 +758,6 @@ FLOWSDN_API int flowsdn_ipam_allocate(struct flowsdn_ipam *ipam, const char *con
 
 	if (!ipam || !OPTS_VALID(opts, flowsdn_ipam_alloc_opts))
 		return -EINVAL;
-	ipam->errmsg[0] = '\0';
 	if (!flowsdn_ipam_owner_valid(container_id, ifname))
 		return fail_owner(ipam, container_id, ifname);
 	families = OPTS_GET(opts, families, 0);
@@ -851,14 +848,31 @@ out_undo:
 			uint64_t index;
 			int pi = find_pool(ipam, &al->addr, &index);
 
-			if (pi >= 0)
+			if (pi >= 0) {
 				bit_clear(ipam->pools[pi].bitmap, index);
+				ipam->pools[pi].used--;
+			}
 			free(al->id);
 			al->id = NULL;
 		}
 	}
 out_unlock:
 	end(ipam);
+	return r;
+}
+
+FLOWSDN_API int flowsdn_ipam_allocate(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname,
+				      const struct flowsdn_ipam_alloc_opts *opts, struct flowsdn_ipam_result *ret,
+				      struct flowsdn_diag *diag)
+{
+	int r;
+
+	if (!ipam)
+		return -EINVAL;
+	ipam->diag = flowsdn__diag(diag);
+	diag_begin(ipam->diag, 0);
+	r = allocate(ipam, container_id, ifname, opts, ret);
+	ipam->diag = NULL;
 	return r;
 }
 
@@ -885,7 +899,7 @@ FLOWSDN_API int flowsdn_ipam_lookup(struct flowsdn_ipam *ipam, const char *conta
 	return r;
 }
 
-FLOWSDN_API int flowsdn_ipam_release(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname)
+static int release(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname)
 {
 	size_t kept = 0;
 	int released = 0, r;
@@ -923,6 +937,20 @@ FLOWSDN_API int flowsdn_ipam_release(struct flowsdn_ipam *ipam, const char *cont
 	r = released;
 out_unlock:
 	end(ipam);
+	return r;
+}
+
+FLOWSDN_API int flowsdn_ipam_release(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname,
+				     struct flowsdn_diag *diag)
+{
+	int r;
+
+	if (!ipam)
+		return -EINVAL;
+	ipam->diag = flowsdn__diag(diag);
+	diag_begin(ipam->diag, 0);
+	r = release(ipam, container_id, ifname);
+	ipam->diag = NULL;
 	return r;
 }
 

@@ -38,17 +38,17 @@
 
 #define MAX_ADDRS 8
 
-_printf_(2, 3) static void set_err(struct flowsdn_nl_err *err, const char *fmt, ...)
+/* Logs a failure and adds it to @err (the first one is the cause). */
+_printf_(2, 3) static void set_err(struct diag *err, const char *fmt, ...)
 {
-	char buf[sizeof(err->msg)];
+	char buf[256];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	pr_warn("%s", buf);
-	if (err)
-		memcpy(err->msg, buf, sizeof(buf));
+	diag_add_text(err, DIAG_ERROR, "", "netlink", NULL, "%s", buf);
 }
 
 /* libnl's -NLE_* to -errno (the kernel's errno is not kept by libnl). */
@@ -118,7 +118,7 @@ static void nl_closep(struct nl_sock **sk)
  * from outside (a runtime, a state file): it is opened O_PATH first, which
  * never blocks (a FIFO, a device) and has no side effect, and only an nsfs
  * file is then opened for real. */
-static int netns_open(const char *path, struct flowsdn_nl_err *err)
+static int netns_open(const char *path, struct diag *err)
 {
 	char proc[64];
 	struct statfs sfs;
@@ -207,7 +207,7 @@ static int run_in_netns(int netns_fd, int (*fn)(void *), void *arg)
 }
 
 /* run_in_netns() for the netns at @path (checked by netns_open()). */
-static int run_in_netns_at(const char *path, struct flowsdn_nl_err *err, int (*fn)(void *), void *arg)
+static int run_in_netns_at(const char *path, struct diag *err, int (*fn)(void *), void *arg)
 {
 	int fd = netns_open(path, err), r;
 
@@ -221,7 +221,7 @@ static int run_in_netns_at(const char *path, struct flowsdn_nl_err *err, int (*f
 /* ------------------------------------------------------------ sysctl */
 
 /* Writes @value into /proc/sys/@key of the calling thread's netns. */
-static int sysctl_write_here(const char *key, const char *value, struct flowsdn_nl_err *err)
+static int sysctl_write_here(const char *key, const char *value, struct diag *err)
 {
 	char path[PATH_MAX];
 	size_t len = strlen(value);
@@ -270,7 +270,7 @@ static bool sysctl_key_valid(const char *key)
 
 struct sysctl_args {
 	const char *key, *value;
-	struct flowsdn_nl_err *err;
+	struct diag *err;
 };
 
 static int sysctl_cb(void *p)
@@ -281,10 +281,12 @@ static int sysctl_cb(void *p)
 }
 
 FLOWSDN_API int flowsdn_netlink_sysctl_write(const char *netns_path, const char *key, const char *value,
-					     struct flowsdn_nl_err *err)
+					     struct flowsdn_diag *diag)
 {
+	struct diag *err = flowsdn__diag(diag);
 	struct sysctl_args a = { key, value, err };
 
+	diag_begin(err, 0);
 	if (!sysctl_key_valid(key) || !value || strlen(value) > 64)
 		return -EINVAL;
 	if (!netns_path)
@@ -329,7 +331,7 @@ static int link_set_up(struct nl_sock *sk, struct rtnl_link *l, bool up)
 struct link_up_args {
 	const char *ifname;
 	bool up;
-	struct flowsdn_nl_err *err;
+	struct diag *err;
 };
 
 static int link_up_cb(void *p)
@@ -358,10 +360,12 @@ static int link_up_cb(void *p)
 }
 
 FLOWSDN_API int flowsdn_netlink_link_set_up(const char *netns_path, const char *ifname, bool up,
-					    struct flowsdn_nl_err *err)
+					    struct flowsdn_diag *diag)
 {
+	struct diag *err = flowsdn__diag(diag);
 	struct link_up_args a = { ifname, up, err };
 
+	diag_begin(err, 0);
 	if (!flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
 	if (!netns_path)
@@ -524,8 +528,8 @@ out:
 	return r;
 }
 
-FLOWSDN_API int flowsdn_netlink_host_route(bool add, int ifindex, const struct flowsdn_addr *addr,
-					   struct flowsdn_nl_err *err)
+static int host_route(bool add, int ifindex, const struct flowsdn_addr *addr,
+					   struct diag *err)
 {
 	_cleanup_nl_ struct nl_sock *sk = NULL;
 	char buf[FLOWSDN_ADDR_STRLEN];
@@ -550,6 +554,15 @@ FLOWSDN_API int flowsdn_netlink_host_route(bool add, int ifindex, const struct f
 	return r;
 }
 
+FLOWSDN_API int flowsdn_netlink_host_route(bool add, int ifindex, const struct flowsdn_addr *addr,
+					   struct flowsdn_diag *diag)
+{
+	struct diag *err = flowsdn__diag(diag);
+
+	diag_begin(err, 0);
+	return host_route(add, ifindex, addr, err);
+}
+
 /* ------------------------------------------------------------ endpoint setup */
 
 struct inside_args {
@@ -557,7 +570,7 @@ struct inside_args {
 	const uint8_t *host_mac;
 	int ifindex;            /* out */
 	uint8_t mac[6];         /* out */
-	struct flowsdn_nl_err *err;
+	struct diag *err;
 };
 
 /* Inside the endpoint's netns (helper thread): sysctls, addresses, link
@@ -666,7 +679,7 @@ out:
 	return r;
 }
 
-static int veth_config_valid(const struct flowsdn_veth_config *cfg, struct flowsdn_nl_err *err)
+static int veth_config_valid(const struct flowsdn_veth_config *cfg, struct diag *err)
 {
 	if (!cfg || !OPTS_VALID(cfg, flowsdn_veth_config) || !cfg->netns_path) {
 		set_err(err, "invalid veth configuration");
@@ -706,8 +719,9 @@ static int veth_config_valid(const struct flowsdn_veth_config *cfg, struct flows
 }
 
 FLOWSDN_API int flowsdn_netlink_veth_setup(const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-					   struct flowsdn_nl_err *err)
+					   struct flowsdn_diag *diag)
 {
+	struct diag *err = flowsdn__diag(diag);
 	_cleanup_nl_ struct nl_sock *sk = NULL;
 	_cleanup_close_ int nsfd = -1;
 	struct rtnl_link *veth = NULL, *peer = NULL, *host = NULL;
@@ -719,6 +733,7 @@ FLOWSDN_API int flowsdn_netlink_veth_setup(const struct flowsdn_veth_config *cfg
 	char key[128];
 	int r;
 
+	diag_begin(err, 0);
 	if (!ret)
 		return -EINVAL;
 	r = veth_config_valid(cfg, err);
@@ -808,7 +823,7 @@ FLOWSDN_API int flowsdn_netlink_veth_setup(const struct flowsdn_veth_config *cfg
 
 	if (cfg->host_routes) {
 		for (size_t i = 0; i < cfg->n_addrs; i++) {
-			r = flowsdn_netlink_host_route(true, out.host_ifindex, &cfg->addrs[i].addr, err);
+			r = host_route(true, out.host_ifindex, &cfg->addrs[i].addr, err);
 			if (r < 0)
 				goto out;
 		}
@@ -838,7 +853,7 @@ out:
 
 struct veth_delete_args {
 	const char *ifname;
-	struct flowsdn_nl_err *err;
+	struct diag *err;
 };
 
 /* Deletes the veth @a->ifname of the calling thread's netns. */
@@ -878,22 +893,26 @@ static int veth_delete_cb(void *p)
 	return r;
 }
 
-FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *ifname, struct flowsdn_nl_err *err)
+FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *ifname, struct flowsdn_diag *diag)
 {
+	struct diag *err = flowsdn__diag(diag);
 	struct veth_delete_args a = { ifname, err };
 
+	diag_begin(err, 0);
 	if (!netns_path || !flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
 	return run_in_netns_at(netns_path, err, veth_delete_cb, &a);
 }
 
 FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
-					      struct flowsdn_nl_err *err)
+					      struct flowsdn_diag *diag)
 {
+	struct diag *err = flowsdn__diag(diag);
 	_cleanup_nl_ struct nl_sock *sk = NULL;
 	struct rtnl_link *l = NULL;
 	int r, ifindex;
 
+	diag_begin(err, 0);
 	if (!flowsdn_netlink_ifname_valid(host_ifname) || (n_addrs && !addrs) || n_addrs > MAX_ADDRS)
 		return -EINVAL;
 	sk = nl_open();
@@ -910,7 +929,7 @@ FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const str
 	}
 	ifindex = rtnl_link_get_ifindex(l);
 	for (size_t i = 0; i < n_addrs; i++) {
-		r = flowsdn_netlink_host_route(false, ifindex, &addrs[i], err);
+		r = host_route(false, ifindex, &addrs[i], err);
 		if (r < 0)
 			goto out;
 	}
@@ -930,13 +949,13 @@ out:
 
 struct check_args {
 	const struct flowsdn_endpoint_iface *iface;
-	struct flowsdn_nl_err *err;
+	struct diag *err;
 };
 
 /* Every expected address is on the interface @ifindex, and a default
  * route of its family goes via its gateway (when given). */
 static int check_addrs(struct nl_sock *sk, int ifindex, const struct flowsdn_endpoint_iface *f,
-		       struct flowsdn_nl_err *err)
+		       struct diag *err)
 {
 	struct nl_cache *addrs = NULL, *routes = NULL;
 	int r = 0;
@@ -1025,8 +1044,9 @@ static int check_inside(void *p)
 	return r;
 }
 
-FLOWSDN_API int flowsdn_netlink_endpoint_check(const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+FLOWSDN_API int flowsdn_netlink_endpoint_check(const struct flowsdn_endpoint_iface *iface, struct flowsdn_diag *diag)
 {
+	struct diag *err = flowsdn__diag(diag);
 	_cleanup_nl_ struct nl_sock *sk = NULL;
 	_cleanup_close_ int nsfd = -1;
 	struct check_args a = { iface, err };
@@ -1036,6 +1056,7 @@ FLOWSDN_API int flowsdn_netlink_endpoint_check(const struct flowsdn_endpoint_ifa
 	struct stat st;
 	int r;
 
+	diag_begin(err, 0);
 	if (!iface || !OPTS_VALID(iface, flowsdn_endpoint_iface) || iface->host_ifindex <= 0 ||
 	    !flowsdn_netlink_ifname_valid(iface->host_ifname) || !flowsdn_netlink_ifname_valid(iface->ifname) ||
 	    !iface->netns_path)

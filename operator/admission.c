@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <flash/image.h>
-
 #include "admission.h"
 
 static int admit_default(void *ctx, const char *reference, uint64_t limit, struct op_image_info *ret, char *err,

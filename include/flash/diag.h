@@ -77,6 +77,12 @@ FLASH_API FLASH_WUR int flash_diag_to_json(const struct flash_diag *diag, const 
  * shows one line. */
 FLASH_API const struct flash_diag_entry *flash_diag_first_error(const struct flash_diag *diag);
 
+/* Writes @entry as one line: "line L column C: MESSAGE" for a fault of
+ * the JSON text, "PATH: MESSAGE", or "MESSAGE" when it concerns the whole
+ * input.  snprintf style: returns the length needed (truncated when it is
+ * >= @size), -EINVAL for a NULL entry. */
+FLASH_API int flash_diag_entry_format(const struct flash_diag_entry *entry, char *buf, size_t size);
+
 /* The object the problems are about (a NetworkPolicy's metadata.name),
  * "" when the call names none. */
 FLASH_API const char *flash_diag_subject(const struct flash_diag *diag);

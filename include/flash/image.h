@@ -57,7 +57,8 @@ enum {
 
 struct flash_image_opts {
 	size_t sz;
-	const char *content_store; /* blob store directory; NULL: resolve only, pull nothing */
+	const char *content_store; /* blob store directory (made, mode 0700, if missing; its parent
+	                            * must exist); NULL: resolve only, pull nothing */
 	const char *ca_file;       /* PEM CA bundle for TLS; NULL: system CAs */
 	const char *username;      /* basic auth or token-service credentials; NULL: anonymous */
 	const char *password;

@@ -11,7 +11,9 @@
  * flowsdn_cni_error; flowsdn_cni_code() maps any error of this module (or
  * an errno) to the numeric code the spec defines, so that a plugin prints
  * the right "code".  A parse failure also fills an optional struct
- * flowsdn_cni_diag with a message naming the field.
+ * flowsdn_diag (<flowsdn/diag.h>, the last argument of every parse call)
+ * whose entry names the field (path) and the fault (message);
+ * flowsdn_diag_entry_format() gives the one line a plugin prints.
  *
  * Versions.  A configuration may ask for 0.4.0, 1.0.0 or 1.1.0.  Earlier
  * published versions (0.1.0 .. 0.3.1) are FLOWSDN_E_CNI_INCOMPATIBLE (CNI
@@ -27,6 +29,7 @@
 #include <stddef.h>
 #include <flowsdn/addr.h>
 #include <flowsdn/common.h>
+#include <flowsdn/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,12 +80,6 @@ FLOWSDN_API const char *const *flowsdn_cni_supported_versions(size_t *ret_count)
  * for an older published version, -FLOWSDN_E_CNI_VERSION_UNKNOWN for
  * anything else, -EINVAL for NULL. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_version_check(const char *version);
-
-/* Details of a parse failure: a message naming the field and the fault
- * (NUL-terminated, possibly truncated). */
-struct flowsdn_cni_diag {
-	char msg[256];
-};
 
 /* ------------------------------------------------------------ results */
 
@@ -155,8 +152,8 @@ FLOWSDN_API int flowsdn_cni_result_format(const struct flowsdn_cni_result *resul
  * -EINVAL, -FLOWSDN_E_CNI_DECODE (not JSON / not an object),
  * -FLOWSDN_E_CNI_RESULT (a field is wrong; @diag says which), version
  * errors for its cniVersion, -ENOMEM. */
-FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_result_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-						     struct flowsdn_cni_result **ret);
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_result_parse(const char *json, size_t len, struct flowsdn_cni_result **ret,
+						     struct flowsdn_diag *diag);
 
 /* ------------------------------------------------------- configuration */
 
@@ -175,8 +172,8 @@ struct flowsdn_cni_conf;
  * -FLOWSDN_E_CNI_CONFIG (@diag names the field), version errors,
  * -FLOWSDN_E_CNI_RESULT (prevResult), -ENOMEM.  Free with
  * flowsdn_cni_conf_free(). */
-FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_conf_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-						   struct flowsdn_cni_conf **ret);
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_conf_parse(const char *json, size_t len, struct flowsdn_cni_conf **ret,
+						   struct flowsdn_diag *diag);
 FLOWSDN_API void flowsdn_cni_conf_free(struct flowsdn_cni_conf *conf);
 
 /* The configuration's cniVersion, name and type (never NULL for a parsed
@@ -218,8 +215,8 @@ struct flowsdn_cni_conflist;
  * over cniVersion, as libcni does), string "name", optional booleans
  * "disableCheck"/"disableGC", and "plugins": a non-empty array of objects
  * each with a string "type".  Errors as flowsdn_cni_conf_parse(). */
-FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_conflist_parse(const char *json, size_t len, struct flowsdn_cni_diag *diag,
-						       struct flowsdn_cni_conflist **ret);
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_conflist_parse(const char *json, size_t len,
+						       struct flowsdn_cni_conflist **ret, struct flowsdn_diag *diag);
 FLOWSDN_API void flowsdn_cni_conflist_free(struct flowsdn_cni_conflist *list);
 /* The effective version, the name, disableCheck, the number of plugins. */
 FLOWSDN_API const char *flowsdn_cni_conflist_version(const struct flowsdn_cni_conflist *list);
@@ -277,8 +274,8 @@ struct flowsdn_cni_env {
  * -FLOWSDN_E_CNI_CONTAINER_ID, -FLOWSDN_E_CNI_IFNAME; @diag names the
  * variable.  @ret is written only on success. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_env_read(const char *(*getenv_fn)(const char *name, void *userdata),
-						 void *userdata, struct flowsdn_cni_diag *diag,
-						 struct flowsdn_cni_env *ret);
+						 void *userdata, struct flowsdn_cni_env *ret,
+						 struct flowsdn_diag *diag);
 
 /* Parsed CNI_ARGS ("K=V;K=V"). */
 struct flowsdn_cni_args;
@@ -290,7 +287,7 @@ struct flowsdn_cni_args;
  * -FLOWSDN_E_CNI_ARGS (@diag names the pair), -E2BIG beyond 64 pairs or 4
  * KiB, -ENOMEM. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_args_parse(const char *text, const char *const *known,
-						   struct flowsdn_cni_diag *diag, struct flowsdn_cni_args **ret);
+						   struct flowsdn_cni_args **ret, struct flowsdn_diag *diag);
 FLOWSDN_API void flowsdn_cni_args_free(struct flowsdn_cni_args *args);
 /* The value of @key (owned by @args) or NULL. */
 FLOWSDN_API const char *flowsdn_cni_args_get(const struct flowsdn_cni_args *args, const char *key);

@@ -77,6 +77,12 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_diag_to_json(const struct flowsdn_diag *diag
  * shows one line. */
 FLOWSDN_API const struct flowsdn_diag_entry *flowsdn_diag_first_error(const struct flowsdn_diag *diag);
 
+/* Writes @entry as one line: "line L column C: MESSAGE" for a fault of
+ * the JSON text, "PATH: MESSAGE", or "MESSAGE" when it concerns the whole
+ * input.  snprintf style: returns the length needed (truncated when it is
+ * >= @size), -EINVAL for a NULL entry. */
+FLOWSDN_API int flowsdn_diag_entry_format(const struct flowsdn_diag_entry *entry, char *buf, size_t size);
+
 /* The object the problems are about (a NetworkPolicy's metadata.name),
  * "" when the call names none. */
 FLOWSDN_API const char *flowsdn_diag_subject(const struct flowsdn_diag *diag);

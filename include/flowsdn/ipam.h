@@ -43,6 +43,7 @@
 #include <stdint.h>
 #include <flowsdn/addr.h>
 #include <flowsdn/common.h>
+#include <flowsdn/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,11 +81,7 @@ struct flowsdn_ipam;
 
 struct flowsdn_ipam_opts {
 	size_t sz;
-	/* On failure of flowsdn_ipam_new(), a one-line explanation naming the
-	 * pool or file at fault is written here (NUL-terminated, truncated to
-	 * @errbuf_size).  May be NULL. */
-	char *errbuf;
-	size_t errbuf_size;
+	/* No option yet: the struct is there so that the call can grow. */
 };
 
 /* Opens the IPAM state in @state_dir (created, mode 0700, when missing;
@@ -100,18 +97,14 @@ struct flowsdn_ipam_opts {
  * -FLOWSDN_E_IPAM_POOL_OVERLAP, _POOL_TOO_SMALL, _POOL_TOO_BIG,
  * _POOL_CLASS, _STATE_CORRUPT, _STATE_VERSION, _ORPHAN.  A state file that cannot be
  * read is never overwritten.  *ret is written only on success; free it
- * with flowsdn_ipam_free(). */
+ * with flowsdn_ipam_free().  On failure @diag (may be NULL) names the
+ * pool or file at fault (code "ipam"). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_prefix *pools,
 					     size_t n_pools, const struct flowsdn_ipam_opts *opts,
-					     struct flowsdn_ipam **ret);
+					     struct flowsdn_ipam **ret, struct flowsdn_diag *diag);
 
 /* Closes the handle (the state stays on disk).  NULL is accepted. */
 FLOWSDN_API void flowsdn_ipam_free(struct flowsdn_ipam *ipam);
-
-/* Explanation of the last failed call on @ipam ("pool 10.0.0.0/30 is
- * exhausted: 1 usable address, all in use"), "" when none.  Valid until
- * the next call on @ipam. */
-FLOWSDN_API const char *flowsdn_ipam_errmsg(const struct flowsdn_ipam *ipam);
 
 /* Address family selection (struct flowsdn_ipam_alloc_opts.families). */
 enum {
@@ -150,13 +143,14 @@ struct flowsdn_ipam_alloc_opts {
  * order given to flowsdn_ipam_new().  All or nothing: on failure no
  * address is taken.  @opts may be NULL.  Errors: -EINVAL,
  * -FLOWSDN_E_IPAM_OWNER, _NO_POOL, _EXHAUSTED (every pool of the family
- * is full; flowsdn_ipam_errmsg() names it), _RESERVED, _IN_USE,
+ * is full; @diag names it), _RESERVED, _IN_USE,
  * _OWNER_CONFLICT (an explicit request differs from the address the owner
  * holds), _STATE_CORRUPT, _STATE_VERSION, -errno.
- * *ret (may be NULL) is written only on success. */
+ * *ret (may be NULL) is written only on success; @diag (may be NULL)
+ * names the pool, address or holder at fault. */
 FLOWSDN_API int flowsdn_ipam_allocate(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname,
-				      const struct flowsdn_ipam_alloc_opts *opts,
-				      struct flowsdn_ipam_result *ret);
+				      const struct flowsdn_ipam_alloc_opts *opts, struct flowsdn_ipam_result *ret,
+				      struct flowsdn_diag *diag);
 
 /* The addresses the owner holds.  -ENOENT when none. */
 FLOWSDN_API int flowsdn_ipam_lookup(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname,
@@ -164,8 +158,9 @@ FLOWSDN_API int flowsdn_ipam_lookup(struct flowsdn_ipam *ipam, const char *conta
 
 /* Releases every address of the owner and persists that.  Returns the
  * number released (0 when the owner held none: releasing twice is not an
- * error, as CNI DEL requires). */
-FLOWSDN_API int flowsdn_ipam_release(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname);
+ * error, as CNI DEL requires).  @diag (may be NULL) names what is wrong. */
+FLOWSDN_API int flowsdn_ipam_release(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname,
+				     struct flowsdn_diag *diag);
 
 /* Occupancy of one pool.  size = reserved + used + free. */
 struct flowsdn_ipam_pool_summary {

@@ -28,9 +28,11 @@
  * written the same way: the helper thread opens /proc/sys/... after
  * setns(), and /proc/sys/net resolves to the opener's netns.
  *
- * Errors: -errno, or the negative codes of enum flowsdn_nl_error; when an
- * error struct is passed, its msg names the step and object that failed
- * ("add address 10.0.0.2/32 on eth0 in /var/run/netns/x: File exists").
+ * Errors: -errno, or the negative codes of enum flowsdn_nl_error; the
+ * diag passed last (<flowsdn/diag.h>, may be NULL) gets one entry (code
+ * "netlink") per failed step, the first naming the step and object that
+ * failed ("add address 10.0.0.2/32 on eth0 in /var/run/netns/x: File
+ * exists").
  */
 #ifndef FLOWSDN_NETLINK_H
 #define FLOWSDN_NETLINK_H
@@ -40,6 +42,7 @@
 #include <stdint.h>
 #include <flowsdn/addr.h>
 #include <flowsdn/common.h>
+#include <flowsdn/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,11 +68,6 @@ enum flowsdn_nl_error {
 #define FLOWSDN_GATEWAY_V4 "169.254.1.1"
 #define FLOWSDN_GATEWAY_V6 "fe80::1"
 #define FLOWSDN_IFNAMSIZ 16 /* IFNAMSIZ, with the NUL */
-
-/* Details of a failure (optional out-parameter of the calls below). */
-struct flowsdn_nl_err {
-	char msg[256];
-};
 
 /* What to build for one endpoint. */
 struct flowsdn_veth_config {
@@ -114,13 +112,13 @@ struct flowsdn_veth {
  * taken (on either side), -FLOWSDN_E_NL_NETNS for a bad netns path.
  */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_veth_setup(const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-							struct flowsdn_nl_err *err);
+							struct flowsdn_diag *diag);
 
 /* Removes the endpoint whose host side is @host_ifname (the pair goes
  * with it) and the host routes to @addrs (may be NULL/0).  Idempotent:
  * returns 0 when the interface or routes are already gone. */
 FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
-					      struct flowsdn_nl_err *err);
+					      struct flowsdn_diag *diag);
 
 /* Deletes the veth @ifname inside the netns at @netns_path (entered by a
  * helper thread, the caller's netns untouched): the pair goes with it, so
@@ -129,7 +127,7 @@ FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const str
  * there.  -EINVAL, -FLOWSDN_E_NL_NETNS (not a network namespace),
  * -FLOWSDN_E_NL_MISMATCH (@ifname is not a veth: it is left alone),
  * -FLOWSDN_E_NL_LINK. */
-FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *ifname, struct flowsdn_nl_err *err);
+FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *ifname, struct flowsdn_diag *diag);
 
 /* What an endpoint's host interface must still be (adoption after a
  * restart; used by flowsdn_datapath_adopt()). */
@@ -156,9 +154,9 @@ struct flowsdn_endpoint_iface {
  * @mac and is the veth peer of host_ifindex, holding @addrs with their
  * default routes when given.  0 or
  * -FLOWSDN_E_NL_MISMATCH / -FLOWSDN_E_NL_NOT_FOUND / -FLOWSDN_E_NL_NETNS,
- * with @err saying which check failed. */
+ * with @diag saying which check failed. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_endpoint_check(const struct flowsdn_endpoint_iface *iface,
-							    struct flowsdn_nl_err *err);
+							    struct flowsdn_diag *diag);
 
 /* Looks up @ifname in @netns_path (NULL: the caller's netns): its index
  * and MAC (either output may be NULL).  -FLOWSDN_E_NL_NOT_FOUND. */
@@ -167,20 +165,20 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_link_get(const char *netns_path, con
 
 /* Sets @ifname in @netns_path (NULL: the caller's) up or down. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_link_set_up(const char *netns_path, const char *ifname, bool up,
-							 struct flowsdn_nl_err *err);
+							 struct flowsdn_diag *diag);
 
 /* Adds (@add) or removes a host route @addr/32 or /128 to @ifindex in the
  * caller's netns (egress mode "stack").  Adding an existing identical
  * route and removing a missing one succeed. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_host_route(bool add, int ifindex, const struct flowsdn_addr *addr,
-							struct flowsdn_nl_err *err);
+							struct flowsdn_diag *diag);
 
 /* Writes @value to the sysctl @key ("net.ipv4.ip_forward" or
  * "net/ipv4/ip_forward"; interface names containing '.' need the '/'
  * form) inside @netns_path (NULL: the caller's netns).  Only keys under
  * net. are accepted; no "..". */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sysctl_write(const char *netns_path, const char *key, const char *value,
-							  struct flowsdn_nl_err *err);
+							  struct flowsdn_diag *diag);
 
 /* Inode of the netns at @path (which must be a network namespace). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_netns_ino(const char *path, uint64_t *ret_ino);

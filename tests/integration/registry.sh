@@ -82,7 +82,9 @@ start() {
 	[ "$mode" = tls ] && scheme=https
 	for attempt in 1 2 3 4 5 6 7 8; do
 		port=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 + 20000 ))
-		REGISTRY_HTTP_ADDR=127.0.0.1:$port setsid docker-registry serve "$inst/config.yml" \
+		# timeout: a registry whose test run died never outlives it by
+		# more than 15 minutes (SIGTERM to timeout reaches the registry).
+		REGISTRY_HTTP_ADDR=127.0.0.1:$port setsid timeout 900 docker-registry serve "$inst/config.yml" \
 			</dev/null >"$inst/log" 2>&1 &
 		pid=$!
 		# Ready when /v2/ answers (200, or 401 with auth) from OUR process:

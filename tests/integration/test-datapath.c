@@ -20,7 +20,10 @@
 #include <flowsdn/datapath.h>
 #include <flowsdn/netlink.h>
 
+#include "diag-helpers.h"
 #include "netns-helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
 
 #define A4 "10.200.0.2"
 #define B4 "10.200.0.3"
@@ -48,7 +51,7 @@ static void make_endpoint(struct ep *ep, uint32_t id, const char *host, const ch
 			  uint32_t identity, bool host_routes)
 {
 	struct flowsdn_prefix pfx[2];
-	struct flowsdn_nl_err err = { "" };
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
 
 	ns_spawn(&ep->ns);
 	memset(&ep->e, 0, sizeof(ep->e));
@@ -60,8 +63,8 @@ static void make_endpoint(struct ep *ep, uint32_t id, const char *host, const ch
 
 	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ep->ns.path, .host_ifname = host, .ifname = "eth0",
 		     .mtu = 1500, .addrs = pfx, .n_addrs = 2, .host_routes = host_routes);
-	int r = flowsdn_netlink_veth_setup(&cfg, &ep->veth, &err);
-	cr_assert(r == 0, "veth setup %s: %s (%s)", host, flowsdn_strerror(r), err.msg);
+	int r = flowsdn_netlink_veth_setup(&cfg, &ep->veth, err);
+	cr_assert(r == 0, "veth setup %s: %s (%s)", host, flowsdn_strerror(r), flowsdn_test_messages(err));
 
 	ep->e.id = id;
 	ep->e.identity = identity;
@@ -76,12 +79,12 @@ static void make_endpoint(struct ep *ep, uint32_t id, const char *host, const ch
 static void node_up_routes(enum flowsdn_egress_mode egress, enum flowsdn_attach_mode attach, bool no_peer,
 			   bool host_routes)
 {
-	struct flowsdn_nl_err err;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
 
 	node_enter();
 	flowsdn_set_log(log_cb, FLOWSDN_LOG_WARNING, NULL);
-	ASSERT_OK(flowsdn_netlink_sysctl_write(NULL, "net.ipv4.ip_forward", "1", &err), "ip_forward");
-	ASSERT_OK(flowsdn_netlink_sysctl_write(NULL, "net.ipv6.conf.all.forwarding", "1", &err), "v6 forwarding");
+	ASSERT_OK(flowsdn_netlink_sysctl_write(NULL, "net.ipv4.ip_forward", "1", err), "ip_forward");
+	ASSERT_OK(flowsdn_netlink_sysctl_write(NULL, "net.ipv6.conf.all.forwarding", "1", err), "v6 forwarding");
 	snprintf(pin_dir, sizeof(pin_dir), "/tmp/flowsdn-test-XXXXXX");
 	cr_assert(mkdtemp(pin_dir), "mkdtemp");
 	if (attach == FLOWSDN_ATTACH_TCX && !flowsdn_datapath_probe_tcx())

@@ -36,6 +36,9 @@ static struct proxy storage = { .mode = PROXY_STORAGE };
 static struct proxy redirector = { .mode = PROXY_REDIRECT_BLOBS };
 static struct proxy corrupter = { .mode = PROXY_CORRUPT };
 static struct proxy counter = { .mode = PROXY_FORWARD };
+static struct proxy challenger = { .mode = PROXY_CHALLENGE };
+static struct proxy redirector2 = { .mode = PROXY_REDIRECT_BLOBS };
+static struct proxy bad_tokens = { .mode = PROXY_TOKEN_BAD };
 
 /* ---------------------------------------------------------------- setup (runner process) */
 
@@ -114,7 +117,8 @@ static bool start_registry(const char *script, const char *name, const char *mod
 static void setup(void)
 {
 	const char *src = getenv("top_srcdir");
-	char script[PATH_MAX], anon[16], basic[16], tokenp[16], tls[16], realm[64], buf[PATH_MAX + 64];
+	char script[PATH_MAX], anon[16], basic[16], tokenp[16], tokenbad[16], tls[16], realm[64], bad_realm[64],
+		buf[PATH_MAX + 64];
 	char *token;
 
 	snprintf(regdir, sizeof(regdir), "%s/flash-registry-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -146,8 +150,14 @@ static void setup(void)
 		setup_error("filling the registry failed (umoci, skopeo): see setup.log");
 		return;
 	}
+	if (!proxy_start(&bad_tokens)) {
+		setup_error("the bad token service did not start");
+		return;
+	}
+	snprintf(bad_realm, sizeof(bad_realm), "http://127.0.0.1:%u/token", bad_tokens.port);
 	if (!start_registry(script, "basic", "basic", NULL, basic) ||
 	    !start_registry(script, "token", "token", realm, tokenp) ||
+	    !start_registry(script, "token-bad", "token", bad_realm, tokenbad) ||
 	    !start_registry(script, "tls", "tls", NULL, tls))
 		return;
 
@@ -162,8 +172,14 @@ static void setup(void)
 	}
 	/* another host name and port than the registry's 127.0.0.1 */
 	snprintf(redirector.redirect_base, sizeof(redirector.redirect_base), "http://localhost:%u", storage.port);
-	if (!proxy_start(&redirector)) {
+	snprintf(redirector2.upstream, sizeof(redirector2.upstream), "http://127.0.0.1:%s", basic);
+	if (!proxy_start(&redirector) || !proxy_start(&challenger)) {
 		setup_error("the redirecting proxy did not start");
+		return;
+	}
+	snprintf(redirector2.redirect_base, sizeof(redirector2.redirect_base), "http://localhost:%u", challenger.port);
+	if (!proxy_start(&redirector2)) {
+		setup_error("the second redirecting proxy did not start");
 		return;
 	}
 #define PUT_PORT(name, p)                               \
@@ -176,6 +192,8 @@ static void setup(void)
 	PUT_PORT("redirector", redirector.port);
 	PUT_PORT("corrupter", corrupter.port);
 	PUT_PORT("counter", counter.port);
+	PUT_PORT("challenger", challenger.port);
+	PUT_PORT("redirector2", redirector2.port);
 }
 
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
@@ -187,18 +205,21 @@ ReportHook(PRE_ALL)(struct criterion_test_set *set)
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 {
 	const char *src = getenv("top_srcdir");
-	static const char *names[] = { "anon", "basic", "token", "tls" };
+	static const char *names[] = { "anon", "basic", "token", "token-bad", "tls" };
 
 	(void)stats;
 	if (!regdir[0])
 		return;
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		(void)sh(NULL, 0, "sh '%s/tests/integration/registry.sh' stop '%s' %s 2>/dev/null", src ? src : "..", regdir,
 			 names[i]);
 	proxy_stop(&redirector);
 	proxy_stop(&storage);
 	proxy_stop(&corrupter);
 	proxy_stop(&counter);
+	proxy_stop(&redirector2);
+	proxy_stop(&challenger);
+	proxy_stop(&bad_tokens);
 	proxy_stop(&token_srv);
 	free(token_srv.token);
 	(void)sh(NULL, 0, "rm -rf '%s'", regdir);
@@ -330,6 +351,34 @@ Test(registry, anonymous_resolve_pull_unpack_whiteouts)
 	free(ref);
 }
 
+/* The reference unpacker agrees: umoci's rootfs of the same layout has
+ * exactly the paths and file types of ours (whiteouts and the opaque
+ * directory applied the same way). */
+Test(registry, unpack_agrees_with_umoci)
+{
+	char *ref = ref_at("anon", "small:v1"), *store = scratch("store"), *ours, *theirs, cmd[PATH_MAX * 4];
+	struct flash_image *img = NULL;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .content_store = store);
+
+	cr_assert(asprintf(&ours, "%s/ours", store) > 0 && asprintf(&theirs, "%s/theirs", store) > 0);
+	ASSERT_OK(flash_image_resolve(ref, &o, &img, NULL), "resolve");
+	ASSERT_OK(flash_image_pull(img, NULL), "pull");
+	ASSERT_OK(flash_image_unpack(img, ours, NULL, NULL), "unpack");
+	snprintf(cmd, sizeof(cmd), "umoci raw unpack --rootless --image '%s/layouts/small:v1' '%s' >/dev/null 2>&1", dir(),
+		 theirs);
+	cr_assert(system(cmd) == 0, "umoci raw unpack");
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && find . -printf '%%p %%y\\n' | sort >../ours.list && cd '%s' && "
+		 "find . -printf '%%p %%y\\n' | sort >../theirs.list && cmp -s ../ours.list ../theirs.list",
+		 ours, theirs);
+	cr_assert(system(cmd) == 0, "the same paths and types as umoci (diff %s/ours.list %s/theirs.list)", store, store);
+	flash_image_free(img);
+	free(ours);
+	free(theirs);
+	free(store);
+	free(ref);
+}
+
 Test(registry, docker_v2_manifest)
 {
 	char digest[128];
@@ -453,6 +502,23 @@ Test(registry, bearer_token_auth)
 	free(other);
 }
 
+/* A token service's answer is hostile input too: a token that would put
+ * a line break into the Authorization header is refused. */
+Test(registry, malformed_token_refused)
+{
+	char *ref = ref_at("token-bad", "small:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .username = "flash", .password = "s3cret");
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_CHALLENGE, "token with CR LF");
+	cr_assert(strstr(first_message(diag), "no usable \"token\""), "%s", first_message(diag));
+	cr_assert_null(img);
+	flash_diag_free(diag);
+	free(ref);
+}
+
 Test(registry, tls_with_ca_file)
 {
 	char ca[PATH_MAX + 32], digest[128];
@@ -505,6 +571,27 @@ Test(registry, redirect_does_not_forward_authorization)
 	free(ref);
 }
 
+/* The host a blob is redirected to asks for credentials itself: it is
+ * not answered (only the registry's own challenge is). */
+Test(registry, challenge_from_a_redirect_target_not_answered)
+{
+	char *ref = ref_at("redirector2", "small:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .username = "flash", .password = "s3cret");
+	unsigned long req0, auth0, req, auth, n;
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_OK(proxy_stats((unsigned short)port_of("challenger"), "/", &req0, &auth0, &n), "stats");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_UNAUTHORIZED, "config blob behind a foreign 401");
+	ASSERT_OK(proxy_stats((unsigned short)port_of("challenger"), "/", &req, &auth, &n), "stats");
+	cr_assert(req > req0, "the redirect was followed");
+	cr_assert_eq(auth, auth0, "no credentials sent to the redirect target (%lu times)", auth - auth0);
+	cr_assert_null(img);
+	flash_diag_free(diag);
+	free(ref);
+}
+
 Test(registry, digest_mismatch_refused)
 {
 	char *docker = ref_at("corrupter", "small-docker:v1"), *small = ref_at("corrupter", "small:v1"),
@@ -530,6 +617,35 @@ Test(registry, digest_mismatch_refused)
 	free(store);
 	free(docker);
 	free(small);
+}
+
+Test(registry, content_type_checked)
+{
+	char *ref = ref_at("corrupter", "multi:latest");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true);
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_MEDIA_TYPE, "application/json");
+	cr_assert(strstr(first_message(diag), "application/json"), "%s", first_message(diag));
+	flash_diag_free(diag);
+	free(ref);
+}
+
+Test(registry, manifest_size_bounded)
+{
+	char *ref = ref_at("corrupter", "huge:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true);
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_SIZE, "a 5 MiB manifest");
+	cr_assert(strstr(first_message(diag), "larger than 4194304 bytes"), "%s", first_message(diag));
+	cr_assert_null(img);
+	flash_diag_free(diag);
+	free(ref);
 }
 
 Test(registry, oversized_image_refused_before_start)
@@ -669,14 +785,13 @@ Test(registry, operator_refuses_an_oversized_image_from_the_registry)
 	struct flash_auth_keyset *keys = NULL;
 	unsigned char pub[32];
 	struct op_image_settings cfg = { .plain_http = true, .timeout_ms = 20000 };
-	struct op_image_ops ops = op_image_default_ops;
+	struct op_image_ops ops = { .admit = op_image_default_ops.admit, .ctx = &cfg };
 	struct op_provider_opts po = { .sz = sizeof(po), .issuer = "mp", .audience = "prov", .image = &ops };
 	struct op_service **list = NULL;
 	size_t n = 0;
 	int status;
 	char *answer;
 
-	ops.ctx = &cfg;
 	cr_assert(asprintf(&db, "%s/store.db", state) > 0);
 	ASSERT_OK(op_store_open(db, &st, err, sizeof(err)), err);
 	ASSERT_OK(flash_auth_signer_generate("k1", &signer), "signer");

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <flowsdn/netlink.h>
 
+#include "diag-helpers.h"
 #include "netns-helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
 
 static struct test_ns ns;
 
@@ -46,7 +49,7 @@ Test(netlink, veth_setup_builds_the_endpoint, .init = setup, .fini = teardown, .
 {
 	struct flowsdn_prefix a[2] = { pfx("10.201.0.5/32"), pfx("fd00:201::5/128") };
 	struct flowsdn_veth v;
-	struct flowsdn_nl_err err = { "" };
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
 	char mac[32], cmd[128];
 	uint8_t m[6];
 	int idx;
@@ -54,9 +57,9 @@ Test(netlink, veth_setup_builds_the_endpoint, .init = setup, .fini = teardown, .
 	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ns.path, .host_ifname = "fsdn5", .ifname = "eth0",
 		     .mtu = 1400, .has_mac = true, .mac = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 }, .addrs = a,
 		     .n_addrs = 2, .host_routes = true);
-	int r = flowsdn_netlink_veth_setup(&cfg, &v, &err);
+	int r = flowsdn_netlink_veth_setup(&cfg, &v, err);
 
-	cr_assert(r == 0, "setup: %s (%s)", flowsdn_strerror(r), err.msg);
+	cr_assert(r == 0, "setup: %s (%s)", flowsdn_strerror(r), flowsdn_test_messages(err));
 	cr_assert(v.host_ifindex > 0 && v.ifindex > 0);
 	ASSERT_STREQ(v.ifname, "eth0", "ifname");
 	cr_assert(memcmp(v.mac, cfg.mac, 6) == 0, "requested MAC");
@@ -87,41 +90,41 @@ Test(netlink, veth_setup_builds_the_endpoint, .init = setup, .fini = teardown, .
 		     .netns_path = ns.path, .netns_ino = v.netns_ino, .ifname = "eth0");
 	memcpy(f.host_mac, v.host_mac, 6);
 	memcpy(f.mac, v.mac, 6);
-	ASSERT_OK(flowsdn_netlink_endpoint_check(&f, &err), "check");
+	ASSERT_OK(flowsdn_netlink_endpoint_check(&f, err), "check");
 	f.netns_ino++;
-	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, &err), -FLOWSDN_E_NL_MISMATCH, "other netns inode");
-	cr_assert(strstr(err.msg, "another network namespace"), "message: %s", err.msg);
+	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, err), -FLOWSDN_E_NL_MISMATCH, "other netns inode");
+	cr_assert(strstr(flowsdn_test_messages(err), "another network namespace"), "message: %s", flowsdn_test_messages(err));
 	f.netns_ino--;
 	cr_assert(run_in(ns.path, "ip link set eth0 address 02:11:22:33:44:56") == 0);
-	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, &err), -FLOWSDN_E_NL_MISMATCH, "MAC changed");
+	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, err), -FLOWSDN_E_NL_MISMATCH, "MAC changed");
 
 	/* Teardown removes the pair and the host routes; again: still 0. */
-	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn5", &a[0].addr, 1, &err), "teardown");
+	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn5", &a[0].addr, 1, err), "teardown");
 	cr_assert(system("ip link show fsdn5 >/dev/null 2>&1") != 0, "host side gone");
 	cr_assert(run_in(ns.path, "ip link show eth0 >/dev/null 2>&1") != 0, "peer gone");
 	cr_assert(system("ip route show 10.201.0.5 | grep -q .") != 0, "host route gone");
-	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn5", &a[0].addr, 1, &err), "teardown again");
-	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, &err), -FLOWSDN_E_NL_NOT_FOUND, "gone");
+	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn5", &a[0].addr, 1, err), "teardown again");
+	ASSERT_ERR(flowsdn_netlink_endpoint_check(&f, err), -FLOWSDN_E_NL_NOT_FOUND, "gone");
 }
 
 Test(netlink, taken_names_and_bad_input_leave_nothing, .init = setup, .fini = teardown, .timeout = 60)
 {
 	struct flowsdn_prefix a[1] = { pfx("10.201.0.6/32") };
 	struct flowsdn_veth v;
-	struct flowsdn_nl_err err = { "" };
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
 
 	cr_assert(system("ip link add fsdnT type veth peer name fsdnT2") == 0);
 	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ns.path, .host_ifname = "fsdnT", .ifname = "eth0",
 		     .addrs = a, .n_addrs = 1);
-	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_EXISTS, "host name taken");
-	cr_assert(strstr(err.msg, "fsdnT is taken"), "message: %s", err.msg);
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, err), -FLOWSDN_E_NL_EXISTS, "host name taken");
+	cr_assert(strstr(flowsdn_test_messages(err), "fsdnT is taken"), "message: %s", flowsdn_test_messages(err));
 	cr_assert(run_in(ns.path, "ip link show eth0 >/dev/null 2>&1") != 0, "no peer left");
 
 	/* Name taken inside the netns. */
 	cr_assert(run_in(ns.path, "ip link add eth0 type veth peer name eth0p") == 0);
 	cfg.host_ifname = "fsdnU";
-	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_EXISTS, "peer name taken");
-	cr_assert(strstr(err.msg, "in the netns"), "message: %s", err.msg);
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, err), -FLOWSDN_E_NL_EXISTS, "peer name taken");
+	cr_assert(strstr(flowsdn_test_messages(err), "in the netns"), "message: %s", flowsdn_test_messages(err));
 	cr_assert(system("ip link show fsdnU >/dev/null 2>&1") != 0, "no host side left");
 
 	/* A failure after the pair exists (the kernel refuses a multicast
@@ -132,8 +135,8 @@ Test(netlink, taken_names_and_bad_input_leave_nothing, .init = setup, .fini = te
 	cfg.addrs = b;
 	cfg.n_addrs = 2;
 	cfg.host_ifname = "fsdnV";
-	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_ADDR, "multicast address");
-	cr_assert(strstr(err.msg, "add address ff02::5/128 on eth1"), "message: %s", err.msg);
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, err), -FLOWSDN_E_NL_ADDR, "multicast address");
+	cr_assert(strstr(flowsdn_test_messages(err), "add address ff02::5/128 on eth1"), "message: %s", flowsdn_test_messages(err));
 	cr_assert(system("ip link show fsdnV >/dev/null 2>&1") != 0, "failed setup removed the host side");
 	cr_assert(run_in(ns.path, "ip link show eth1 >/dev/null 2>&1") != 0, "failed setup removed the peer");
 
@@ -141,36 +144,36 @@ Test(netlink, taken_names_and_bad_input_leave_nothing, .init = setup, .fini = te
 	cfg.ifname = "eth2";
 	cfg.host_ifname = "fsdnW";
 	cfg.netns_path = "/var/run/netns/does-not-exist-flowsdn";
-	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_NETNS, "missing netns");
-	cr_assert(strstr(err.msg, "does-not-exist-flowsdn"), "message names the path: %s", err.msg);
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, err), -FLOWSDN_E_NL_NETNS, "missing netns");
+	cr_assert(strstr(flowsdn_test_messages(err), "does-not-exist-flowsdn"), "message names the path: %s", flowsdn_test_messages(err));
 	cfg.netns_path = "/proc/self/ns/mnt";
-	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_NETNS, "not a netns");
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, err), -FLOWSDN_E_NL_NETNS, "not a netns");
 	cfg.netns_path = ns.path;
 	cfg.host_ifname = "this-name-is-too-long";
-	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_IFNAME, "long name");
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, err), -FLOWSDN_E_NL_IFNAME, "long name");
 	cfg.host_ifname = "a/b";
-	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -FLOWSDN_E_NL_IFNAME, "slash");
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, err), -FLOWSDN_E_NL_IFNAME, "slash");
 	cfg.host_ifname = "fsdnW";
 	cfg.mtu = 40;
-	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, &err), -EINVAL, "MTU");
+	ASSERT_ERR(flowsdn_netlink_veth_setup(&cfg, &v, err), -EINVAL, "MTU");
 	cr_assert(system("ip link show fsdnW >/dev/null 2>&1") != 0, "nothing made");
 }
 
 Test(netlink, sysctl_and_link_state_in_netns, .init = setup, .fini = teardown, .timeout = 60)
 {
-	struct flowsdn_nl_err err = { "" };
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
 
-	ASSERT_OK(flowsdn_netlink_sysctl_write(ns.path, "net.ipv4.ip_forward", "1", &err), "sysctl in netns");
+	ASSERT_OK(flowsdn_netlink_sysctl_write(ns.path, "net.ipv4.ip_forward", "1", err), "sysctl in netns");
 	cr_assert(shows(ns.path, "cat /proc/sys/net/ipv4/ip_forward", "1"), "set inside");
 	cr_assert(system("grep -q 0 /proc/sys/net/ipv4/ip_forward") == 0, "not set in the caller's netns");
-	ASSERT_ERR(flowsdn_netlink_sysctl_write(ns.path, "kernel.hostname", "x", &err), -EINVAL, "only net.");
-	ASSERT_ERR(flowsdn_netlink_sysctl_write(ns.path, "net/../kernel/hostname", "x", &err), -EINVAL, "no ..");
+	ASSERT_ERR(flowsdn_netlink_sysctl_write(ns.path, "kernel.hostname", "x", err), -EINVAL, "only net.");
+	ASSERT_ERR(flowsdn_netlink_sysctl_write(ns.path, "net/../kernel/hostname", "x", err), -EINVAL, "no ..");
 	cr_assert(run_in(ns.path, "ip link add d0 type veth peer name d0p") == 0);
-	ASSERT_OK(flowsdn_netlink_link_set_up(ns.path, "d0", true, &err), "up");
+	ASSERT_OK(flowsdn_netlink_link_set_up(ns.path, "d0", true, err), "up");
 	cr_assert(shows(ns.path, "ip -o link show d0", "UP"), "d0 up");
-	ASSERT_OK(flowsdn_netlink_link_set_up(ns.path, "d0", false, &err), "down");
+	ASSERT_OK(flowsdn_netlink_link_set_up(ns.path, "d0", false, err), "down");
 	cr_assert(!shows(ns.path, "ip -o link show d0", ",UP"), "d0 down");
-	ASSERT_ERR(flowsdn_netlink_link_set_up(ns.path, "nope0", true, &err), -FLOWSDN_E_NL_NOT_FOUND, "missing link");
+	ASSERT_ERR(flowsdn_netlink_link_set_up(ns.path, "nope0", true, err), -FLOWSDN_E_NL_NOT_FOUND, "missing link");
 	cr_assert(flowsdn_netlink_ifname_valid("eth0") && !flowsdn_netlink_ifname_valid("") &&
 		  !flowsdn_netlink_ifname_valid("..") && !flowsdn_netlink_ifname_valid("a b") &&
 		  !flowsdn_netlink_ifname_valid("0123456789abcdef"));
@@ -185,28 +188,28 @@ SERIAL_TEST_MAIN()
 Test(netlink, veth_delete_from_inside_the_netns, .init = setup, .fini = teardown, .timeout = 60)
 {
 	struct flowsdn_veth v;
-	struct flowsdn_nl_err err = { "" };
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
 	char fifo[] = "/tmp/test-netlink-fifo-XXXXXX";
 	int fd;
 
 	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ns.path, .host_ifname = "fsdn7", .ifname = "eth0");
-	ASSERT_OK(flowsdn_netlink_veth_setup(&cfg, &v, &err), err.msg);
-	ASSERT_OK(flowsdn_netlink_veth_delete(ns.path, "eth0", &err), err.msg);
+	ASSERT_OK(flowsdn_netlink_veth_setup(&cfg, &v, err), flowsdn_test_messages(err));
+	ASSERT_OK(flowsdn_netlink_veth_delete(ns.path, "eth0", err), flowsdn_test_messages(err));
 	cr_assert(run_in(ns.path, "ip link show eth0 >/dev/null 2>&1") != 0, "container side gone");
 	cr_assert(system("ip link show fsdn7 >/dev/null 2>&1") != 0, "host side went with it");
-	ASSERT_OK(flowsdn_netlink_veth_delete(ns.path, "eth0", &err), "again: already gone");
+	ASSERT_OK(flowsdn_netlink_veth_delete(ns.path, "eth0", err), "again: already gone");
 
 	cr_assert(run_in(ns.path, "ip link add br7 type bridge") == 0);
-	ASSERT_ERR(flowsdn_netlink_veth_delete(ns.path, "br7", &err), -FLOWSDN_E_NL_MISMATCH, "a bridge");
-	cr_assert(strstr(err.msg, "not a veth"), "%s", err.msg);
+	ASSERT_ERR(flowsdn_netlink_veth_delete(ns.path, "br7", err), -FLOWSDN_E_NL_MISMATCH, "a bridge");
+	cr_assert(strstr(flowsdn_test_messages(err), "not a veth"), "%s", flowsdn_test_messages(err));
 	cr_assert(run_in(ns.path, "ip link show br7 >/dev/null 2>&1") == 0, "the bridge is left alone");
 
 	fd = mkstemp(fifo);
 	cr_assert(fd >= 0);
 	close(fd);
 	cr_assert(unlink(fifo) == 0 && mkfifo(fifo, 0600) == 0);
-	ASSERT_ERR(flowsdn_netlink_veth_delete(fifo, "eth0", &err), -FLOWSDN_E_NL_NETNS, "a FIFO");
+	ASSERT_ERR(flowsdn_netlink_veth_delete(fifo, "eth0", err), -FLOWSDN_E_NL_NETNS, "a FIFO");
 	unlink(fifo);
-	ASSERT_ERR(flowsdn_netlink_veth_delete(NULL, "eth0", &err), -EINVAL, "no netns");
-	ASSERT_ERR(flowsdn_netlink_veth_delete(ns.path, "a/b", &err), -EINVAL, "bad name");
+	ASSERT_ERR(flowsdn_netlink_veth_delete(NULL, "eth0", err), -EINVAL, "no netns");
+	ASSERT_ERR(flowsdn_netlink_veth_delete(ns.path, "a/b", err), -EINVAL, "bad name");
 }

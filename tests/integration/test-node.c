@@ -187,7 +187,7 @@ static void ep_add(struct ep *e, const char *cid)
 	snprintf(e->cid, sizeof(e->cid), "%s", cid);
 	st = cni("ADD", cid, e->ns.path, conf, &e->result);
 	cr_assert_eq(st, 0, "ADD %s: %s", cid, e->result);
-	ASSERT_OK(flowsdn_cni_result_parse(e->result, strlen(e->result), NULL, &r), e->result);
+	ASSERT_OK(flowsdn_cni_result_parse(e->result, strlen(e->result), &r, NULL), e->result);
 	cr_assert_eq(flowsdn_cni_result_ip_count(r), 2, "%s", e->result);
 	flowsdn_addr_format(&flowsdn_cni_result_ip(r, 0)->addr, e->v4, sizeof(e->v4));
 	flowsdn_addr_format(&flowsdn_cni_result_ip(r, 1)->addr, e->v6, sizeof(e->v6));
@@ -412,6 +412,8 @@ Test(node, offline_del_from_another_netns_removes_the_pair)
 	agent_start();
 	cr_assert_eq(host_links_named_fsd(), 1, "after the replay");
 	ns_kill(&plugin_ns);
+	free(a.result);
+	free(b.result);
 	free(conf);
 }
 
@@ -453,7 +455,7 @@ Test(node, fifty_parallel_adds)
 		close(pipes[i][0]);
 		waitpid(pids[i], &st, 0);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ADD %d: %s", i, buf);
-		ASSERT_OK(flowsdn_cni_result_parse(buf, (size_t)len, NULL, &r), buf);
+		ASSERT_OK(flowsdn_cni_result_parse(buf, (size_t)len, &r, NULL), buf);
 		flowsdn_addr_format(&flowsdn_cni_result_ip(r, 0)->addr, addrs[i], sizeof(addrs[i]));
 		flowsdn_cni_result_free(r);
 		for (int k = 0; k < i; k++)

@@ -15,11 +15,25 @@
 #include <flowsdn/cni.h>
 #include <flowsdn/ipam.h>
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+
 #include "agent-api.h"
 #include "core.h"
+#include "diag.h"
+#include "diag-helpers.h"
 #include "helpers.h"
 #include "http.h"
 #include "log.h"
+
+/* A time bound, stretched under valgrind (which runs threads one at a
+ * time and every instruction 20-50 times slower). */
+#ifdef RUNNING_ON_VALGRIND
+#define BOUND_MS(ms) ((double)(ms) * (RUNNING_ON_VALGRIND ? 30 : 1))
+#else
+#define BOUND_MS(ms) ((double)(ms))
+#endif
 
 /* The fake kernel: a table of host interfaces. */
 #define FAKE_MAX 64
@@ -37,6 +51,7 @@ struct fake {
 	/* veth_setup for this container id (the netns path) and teardowns
 	 * wait until released */
 	char block_netns[64];
+	bool block_setups; /* every veth_setup */
 	bool block_teardown;
 	unsigned int blocked;
 };
@@ -49,6 +64,7 @@ static void fake_release(void)
 {
 	pthread_mutex_lock(&fk_lock);
 	fk.block_netns[0] = '\0';
+	fk.block_setups = false;
 	fk.block_teardown = false;
 	pthread_cond_broadcast(&fk_cond);
 	pthread_mutex_unlock(&fk_lock);
@@ -96,13 +112,14 @@ static int f_netns_ino(void *ctx, const char *path, uint64_t *ret)
 }
 
 static int f_veth_setup_locked(const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-			       struct flowsdn_nl_err *err)
+			       struct flowsdn_diag *err)
 {
 	if (fk.fail_setup) {
 		int e = fk.fail_setup;
 
 		fk.fail_setup = 0;
-		snprintf(err->msg, sizeof(err->msg), "fake: setup fails");
+		/* A fake of libflowsdn: its diag is the common engine's. */
+		diag_add_text((struct diag *)err, DIAG_ERROR, "", "netlink", NULL, "fake: setup fails");
 		return e;
 	}
 	if (fake_by_host(cfg->host_ifname))
@@ -133,7 +150,7 @@ static int f_veth_setup_locked(const struct flowsdn_veth_config *cfg, struct flo
 }
 
 static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct flowsdn_veth *ret,
-			struct flowsdn_nl_err *err)
+			struct flowsdn_diag *err)
 {
 	int r;
 
@@ -141,7 +158,7 @@ static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct
 	if (fk.setup_sleep_ms)
 		usleep(fk.setup_sleep_ms * 1000);
 	pthread_mutex_lock(&fk_lock);
-	while (fk.block_netns[0] && !strcmp(fk.block_netns, cfg->netns_path)) {
+	while (fk.block_setups || (fk.block_netns[0] && !strcmp(fk.block_netns, cfg->netns_path))) {
 		fk.blocked++;
 		pthread_cond_wait(&fk_cond, &fk_lock);
 		fk.blocked--;
@@ -152,7 +169,7 @@ static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct
 }
 
 static int f_veth_teardown(void *ctx, const char *host, const struct flowsdn_addr *a, size_t n,
-			   struct flowsdn_nl_err *err)
+			   struct flowsdn_diag *err)
 {
 	struct fake_if *f;
 
@@ -174,19 +191,19 @@ static int f_veth_teardown(void *ctx, const char *host, const struct flowsdn_add
 	return 0;
 }
 
-static int f_endpoint_check_unlocked(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+static int f_endpoint_check_unlocked(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_diag *err)
 {
 	struct fake_if *f = fake_by_index(iface->host_ifindex);
 
 	(void)ctx;
 	if (!f || strcmp(f->host, iface->host_ifname) != 0) {
-		snprintf(err->msg, sizeof(err->msg), "fake: %s is gone", iface->host_ifname);
+		diag_add_text((struct diag *)err, DIAG_ERROR, "", "netlink", NULL, "fake: %s is gone", iface->host_ifname);
 		return -FLOWSDN_E_NL_NOT_FOUND;
 	}
 	return 0;
 }
 
-static int f_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_nl_err *err)
+static int f_endpoint_check(void *ctx, const struct flowsdn_endpoint_iface *iface, struct flowsdn_diag *err)
 {
 	int r;
 
@@ -278,9 +295,7 @@ static int f_dp_is_attached(void *ctx, struct flowsdn_datapath *dp, int ifindex)
 
 static int f_dp_adopt(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface)
 {
-	struct flowsdn_nl_err err = { { 0 } };
-
-	if (f_endpoint_check(ctx, iface, &err) < 0)
+	if (f_endpoint_check(ctx, iface, NULL) < 0)
 		return -FLOWSDN_E_BPF_IFACE_MISMATCH;
 	return f_dp_attach(ctx, dp, iface->host_ifindex);
 }
@@ -345,12 +360,12 @@ static const struct agent_ops fake_ops = {
 static struct agent_config *config(const char *pools)
 {
 	struct agent_config *c = NULL;
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	char *json = NULL;
 
 	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":%s}", dir, dir,
 			   pools ? pools : "[\"10.9.0.0/29\",\"fd00:9::/125\"]") > 0);
-	ASSERT_OK(agent_config_parse(json, strlen(json), &d, &c), d.msg);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
 	free(json);
 	return c;
 }
@@ -635,19 +650,14 @@ Test(agent_api, error_body_round_trip)
 {
 	struct json_value *root = NULL;
 	char *json = NULL, msg[64];
-	yajl_gen g = yajl_gen_alloc(NULL);
+	struct json_writer *g = json_writer_new(0);
 	size_t len;
 	int err = 0;
 
 	cr_assert(g);
 	agent_api_error_gen(g, -FLOWSDN_E_IPAM_EXHAUSTED, "pool 10.0.0.0/30 is full");
-	{
-		const unsigned char *buf;
-
-		cr_assert_eq(yajl_gen_get_buf(g, &buf, &len), yajl_gen_status_ok);
-		json = strndup((const char *)buf, len);
-	}
-	yajl_gen_free(g);
+	ASSERT_OK(json_writer_finish(g, &json, &len), "finish");
+	cr_assert_eq(len, strlen(json));
 	ASSERT_STREQ(json, "{\"error\":{\"code\":\"FLOWSDN_E_IPAM_EXHAUSTED\",\"number\":4100,"
 			   "\"message\":\"pool 10.0.0.0/30 is full\"}}", "body");
 	ASSERT_OK(json_parse(json, strlen(json), NULL, &root, NULL), json);
@@ -702,32 +712,31 @@ static void adder_start(struct adder *x, struct agent_core *core, const char *ci
 
 static void wait_blocked(unsigned int n)
 {
-	for (int i = 0; i < 500 && fake_blocked() < n; i++)
+	for (int i = 0; i < 5000 && fake_blocked() < n; i++)
 		usleep(2000);
 	cr_assert_eq(fake_blocked(), n, "kernel calls blocked");
 }
 
-/* Item 13: no global lock across kernel calls: ADDs of different owners
- * overlap (each veth setup takes 40 ms). */
+/* Item 13: no global lock across kernel calls: four ADDs of different
+ * owners are inside their veth setup at the same time. */
 Test(agent_core, parallel_adds_overlap)
 {
 	struct agent_core *core = core_start();
 	struct adder x[4];
-	double t0 = now_ms(), total;
 
-	fk.setup_sleep_ms = 40;
+	fk.block_setups = true;
 	for (int i = 0; i < 4; i++) {
 		char cid[16];
 
 		snprintf(cid, sizeof(cid), "par%d", i);
 		adder_start(&x[i], core, cid, 20 + i, 0);
 	}
+	wait_blocked(4);
+	fake_release();
 	for (int i = 0; i < 4; i++) {
 		pthread_join(x[i].t, NULL);
 		ASSERT_OK(x[i].err, x[i].cid);
 	}
-	total = now_ms() - t0;
-	cr_assert_lt(total, 4 * 40 - 20, "4 ADDs of 40 ms took %.1f ms: serialised", total);
 	cr_assert_eq(agent_core_endpoint_count(core), 4);
 	agent_core_free(core);
 }
@@ -749,7 +758,7 @@ Test(agent_core, stuck_add_blocks_nobody_else)
 	agent_core_status(core, &st);
 	cr_assert_eq(st.endpoints, 1, "the stuck one is not reported yet");
 	cr_assert_eq(agent_core_del(core, "other", "eth0", 0, NULL), 1, "DEL");
-	cr_assert_lt(now_ms() - t0, 100.0, "others waited for the stuck ADD");
+	cr_assert_lt(now_ms() - t0, BOUND_MS(100), "others waited for the stuck ADD");
 	fake_release();
 	pthread_join(stuck.t, NULL);
 	ASSERT_OK(stuck.err, "the stuck ADD finishes");
@@ -782,7 +791,7 @@ Test(agent_core, deadlines_and_order)
 	adder_start(&second, core, "slow", 42, agent_api_now_ms() + 50);
 	pthread_join(second.t, NULL);
 	ASSERT_ERR(second.err, -FLOWSDN_E_AGENT_DEADLINE, "stale ADD refused");
-	cr_assert_lt(second.ms, 200.0, "gave up at its deadline (%.1f ms)", second.ms);
+	cr_assert_lt(second.ms, BOUND_MS(200), "gave up at its deadline (%.1f ms)", second.ms);
 	fake_release();
 	pthread_join(first.t, NULL);
 	ASSERT_OK(first.err, "first ADD");
@@ -793,8 +802,8 @@ Test(agent_core, deadlines_and_order)
 	snprintf(qdir, sizeof(qdir), "%s/state", dir);
 	q = agent_api_queue_dir(qdir);
 	cr_assert(q);
-	/* The core made (and marked) its queue directory at start. */
-	cr_assert(mkdir(q, 0700) == 0 || errno == EEXIST, "queue dir %s: %s", q, strerror(errno));
+	/* The agent made (and marked) its queue directory at start. */
+	cr_assert(access(q, W_OK) == 0, "queue directory %s", q);
 	queue_del(q, "slow");
 	ASSERT_OK(add(core, "slow", "/fake/ns/43", &e), "ADD after a queued DEL");
 	ASSERT_STREQ(e.netns, "/fake/ns/43", "the new endpoint");
@@ -838,7 +847,7 @@ Test(agent_core, del_answers_before_the_veth_goes)
 	fk.block_teardown = true;
 	t0 = now_ms();
 	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, NULL), 1);
-	cr_assert_lt(now_ms() - t0, 100.0, "DEL waited for the veth");
+	cr_assert_lt(now_ms() - t0, BOUND_MS(100), "DEL waited for the veth");
 	wait_blocked(1);
 	cr_assert(!fake_by_host(a.host_ifname)->published, "unpublished before the answer");
 	ASSERT_OK(util_read_file(path, 1 << 20, &data, &len), "state");
@@ -913,6 +922,24 @@ Test(agent_core, restore_reconciles_with_ipam)
 	cr_assert_eq(st.refused, 1, "duplicate id");
 	agent_core_free(core);
 	free(edited);
+
+	/* The same owner twice (copied whole): the second is refused and the
+	 * interface they share stays. */
+	p = strstr(data, "\"containerID\":\"beta\"");
+	cr_assert(p, "%s", data);
+	cr_assert(asprintf(&edited, "%.*s\"containerID\":\"alpha\"%s", (int)(p - data), data,
+			   p + strlen("\"containerID\":\"beta\"")) > 0);
+	p = strstr(edited, b.host_ifname);
+	cr_assert(p, "%s", edited);
+	memcpy(p, a.host_ifname, strlen(a.host_ifname));
+	write_text(path, edited);
+	core = core_start();
+	agent_core_status(core, &st);
+	cr_assert_eq(st.refused, 1, "duplicate owner: %s", edited);
+	cr_assert_eq(st.endpoints, 1);
+	cr_assert(fake_by_host(a.host_ifname), "the shared interface stays");
+	agent_core_free(core);
+	free(edited);
 	free(data);
 }
 
@@ -948,7 +975,7 @@ Test(agent_core, fifo_netns_does_not_block)
 	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, fifo, &ino), -FLOWSDN_E_NL_NETNS, "FIFO");
 	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, "/dev/null", &ino), -FLOWSDN_E_NL_NETNS, "device");
 	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, dir, &ino), -FLOWSDN_E_NL_NETNS, "directory");
-	cr_assert_lt(now_ms() - t0, 100.0);
+	cr_assert_lt(now_ms() - t0, BOUND_MS(100));
 	ASSERT_OK(agent_ops_kernel.netns_ino(NULL, "/proc/self/ns/net", &ino), "a netns");
 	cr_assert_gt(ino, 0);
 }
@@ -1064,7 +1091,7 @@ Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeo
 		worst = ms > worst ? ms : worst;
 		usleep(100000);
 	}
-	cr_assert_lt(worst, 100.0, "healthz took %.1f ms with %d slow clients", worst, SLOW);
+	cr_assert_lt(worst, BOUND_MS(100), "healthz took %.1f ms with %d slow clients", worst, SLOW);
 	cr_assert_eq(http_raw(s.sock, del, sizeof(del) - 1, out, sizeof(out)), 200, "DEL: %s", out);
 	for (int i = 0; i < SLOW; i++)
 		close(fds[i]);
@@ -1079,7 +1106,7 @@ Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeo
 
 		cr_assert_eq(write(stuck, req, strlen(req)), (ssize_t)strlen(req));
 		wait_blocked(1);
-		cr_assert_lt(healthz_ms(s.sock, &status), 100.0, "healthz while an ADD is stuck");
+		cr_assert_lt(healthz_ms(s.sock, &status), BOUND_MS(100), "healthz while an ADD is stuck");
 		cr_assert_eq(status, 200);
 		fake_release();
 		close(stuck);

@@ -14,6 +14,7 @@
 
 #include "agent-api.h"
 #include "conf.h"
+#include "diag-helpers.h"
 #include "helpers.h"
 #include "install.h"
 #include "plugin.h"
@@ -171,7 +172,7 @@ Test(cni_plugin, add_result_from_agent, .init = setup, .fini = teardown)
 	cr_assert(strstr(f->last, "POST /v1/cni/add "), "%s", f->last);
 	cr_assert(strstr(f->last, "\"containerID\":\"c1\",\"ifname\":\"eth0\",\"netns\":\"/proc/self/ns/net\""), "%s",
 		  f->last);
-	ASSERT_OK(flowsdn_cni_result_parse(out, strlen(out), NULL, &r), out);
+	ASSERT_OK(flowsdn_cni_result_parse(out, strlen(out), &r, NULL), out);
 	cr_assert(strstr(out, "\"cniVersion\":\"1.0.0\""), "a 1.0.0 config gets a 1.0.0 result: %s", out);
 	cr_assert_eq(flowsdn_cni_result_iface_count(r), 2);
 	ASSERT_STREQ(flowsdn_cni_result_iface(r, 0)->name, "fsd0123456789ab", "host side first");
@@ -492,7 +493,7 @@ Test(cni_plugin, install_writes_conflist, .init = setup, .fini = teardown)
 	data = calloc(1, 4096);
 	len = fread(data, 1, 4095, fp);
 	fclose(fp);
-	ASSERT_OK(flowsdn_cni_conflist_parse(data, len, NULL, &l), data);
+	ASSERT_OK(flowsdn_cni_conflist_parse(data, len, &l, NULL), data);
 	ASSERT_STREQ(flowsdn_cni_conflist_name(l), "flowsdn", "name");
 	ASSERT_STREQ(flowsdn_cni_conflist_version(l), "1.1.0", "newest of cniVersions");
 	cr_assert_eq(flowsdn_cni_conflist_plugin_count(l), 1);
@@ -529,7 +530,7 @@ Test(cni_plugin, queue_and_host_ifname, .init = setup, .fini = teardown)
 Test(agent_config, defaults_parse_and_errors)
 {
 	struct agent_config *c = NULL;
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	static const char good[] = "{\"socket\":\"/tmp/x.sock\",\"state-dir\":\"/tmp/st\",\"pools\":[\"10.1.0.0/24\"],"
 				   "\"datapath\":false,\"egress-mode\":\"stack\",\"http-listen\":\"127.0.0.1:9090\","
 				   "\"mtu\":9000,\"max-connections\":8}";
@@ -558,7 +559,7 @@ Test(agent_config, defaults_parse_and_errors)
 	free(out);
 	agent_config_free(c);
 
-	ASSERT_OK(agent_config_parse(good, strlen(good), &d, &c), d.msg);
+	ASSERT_OK(agent_config_parse(good, strlen(good), &c, d), test_engine_text(d));
 	ASSERT_STREQ(c->socket, "/tmp/x.sock", "socket");
 	ASSERT_OK(agent_config_format(c, &out), "format");
 	cr_assert(strstr(out, "\"egress-mode\": \"stack\""), "%s", out);
@@ -569,9 +570,10 @@ Test(agent_config, defaults_parse_and_errors)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		c = (struct agent_config *)0x1;
-		ASSERT_ERR(agent_config_parse(bad[i][0], strlen(bad[i][0]), &d, &c), -FLOWSDN_E_AGENT_CONFIG,
+		ASSERT_ERR(agent_config_parse(bad[i][0], strlen(bad[i][0]), &c, d), -FLOWSDN_E_AGENT_CONFIG,
 			   bad[i][0]);
-		cr_assert(strstr(d.msg, bad[i][1]), "%s: \"%s\" lacks \"%s\"", bad[i][0], d.msg, bad[i][1]);
+		cr_assert(strstr(test_engine_text(d), bad[i][1]), "%s: \"%s\" lacks \"%s\"", bad[i][0], test_engine_text(d),
+			  bad[i][1]);
 		cr_assert_eq(c, (struct agent_config *)0x1);
 	}
 }

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <flowsdn/cni.h>
 
+#include "diag-helpers.h"
 #include "helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
 
 /* The specification's example configuration list ("dbnet"). */
 static const char spec_conflist[] =
@@ -28,20 +31,20 @@ static const char spec_result[] =
 	"\"ips\":[{\"address\":\"10.1.0.5/16\",\"gateway\":\"10.1.0.1\",\"interface\":2}],"
 	"\"routes\":[{\"dst\":\"0.0.0.0/0\"}],\"dns\":{\"nameservers\":[\"10.1.0.1\"]}}";
 
-static int conf_parse(const char *json, struct flowsdn_cni_diag *d, struct flowsdn_cni_conf **c)
+static int conf_parse(const char *json, struct flowsdn_diag *d, struct flowsdn_cni_conf **c)
 {
-	return flowsdn_cni_conf_parse(json, strlen(json), d, c);
+	return flowsdn_cni_conf_parse(json, strlen(json), c, d);
 }
 
 Test(cni, spec_conflist_and_derived_plugin_conf)
 {
 	struct flowsdn_cni_conflist *l = NULL;
 	struct flowsdn_cni_conf *c = NULL;
-	struct flowsdn_cni_diag d = { { 0 } };
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	char *pc = NULL;
 	const char *s;
 
-	ASSERT_OK(flowsdn_cni_conflist_parse(spec_conflist, strlen(spec_conflist), &d, &l), d.msg);
+	ASSERT_OK(flowsdn_cni_conflist_parse(spec_conflist, strlen(spec_conflist), &l, d), flowsdn_test_text(d));
 	ASSERT_STREQ(flowsdn_cni_conflist_name(l), "dbnet", "name");
 	ASSERT_STREQ(flowsdn_cni_conflist_version(l), "1.1.0", "newest of cniVersions");
 	cr_assert_eq(flowsdn_cni_conflist_plugin_count(l), 3);
@@ -50,7 +53,7 @@ Test(cni, spec_conflist_and_derived_plugin_conf)
 
 	/* The tuning plugin gets the bridge's result as prevResult. */
 	ASSERT_OK(flowsdn_cni_conflist_plugin_conf(l, 1, spec_result, &pc), "plugin 1");
-	ASSERT_OK(conf_parse(pc, &d, &c), d.msg);
+	ASSERT_OK(conf_parse(pc, d, &c), flowsdn_test_text(d));
 	ASSERT_STREQ(flowsdn_cni_conf_type(c), "tuning", "type");
 	ASSERT_STREQ(flowsdn_cni_conf_name(c), "dbnet", "name inserted");
 	ASSERT_STREQ(flowsdn_cni_conf_version(c), "1.1.0", "version inserted");
@@ -61,7 +64,7 @@ Test(cni, spec_conflist_and_derived_plugin_conf)
 	free(pc);
 
 	ASSERT_OK(flowsdn_cni_conflist_plugin_conf(l, 0, NULL, &pc), "plugin 0");
-	ASSERT_OK(conf_parse(pc, &d, &c), d.msg);
+	ASSERT_OK(conf_parse(pc, d, &c), flowsdn_test_text(d));
 	ASSERT_OK(flowsdn_cni_conf_get_string(c, "bridge", &s), "bridge key");
 	ASSERT_STREQ(s, "cni0", "bridge");
 	ASSERT_ERR(flowsdn_cni_conf_get_string(c, "keyA", &s), -FLOWSDN_E_CNI_CONFIG, "array is not a string");
@@ -80,7 +83,7 @@ Test(cni, spec_result_parses_and_round_trips)
 	char *out = NULL, buf[FLOWSDN_ADDR_STRLEN];
 	size_t len;
 
-	ASSERT_OK(flowsdn_cni_result_parse(spec_result, strlen(spec_result), NULL, &r), "spec result");
+	ASSERT_OK(flowsdn_cni_result_parse(spec_result, strlen(spec_result), &r, NULL), "spec result");
 	cr_assert_eq(flowsdn_cni_result_iface_count(r), 3);
 	ASSERT_STREQ(flowsdn_cni_result_iface(r, 2)->sandbox, "/var/run/netns/blue", "sandbox");
 	ASSERT_STREQ(flowsdn_cni_result_iface(r, 0)->sandbox, "", "host interface");
@@ -97,7 +100,7 @@ Test(cni, spec_result_parses_and_round_trips)
 	ASSERT_OK(flowsdn_cni_result_format(r, "1.1.0", &out, &len), "format 1.1.0");
 	cr_assert_eq(len, strlen(out));
 	ASSERT_STREQ(out, spec_result, "1.1.0 output is the spec's example");
-	ASSERT_OK(flowsdn_cni_result_parse(out, len, NULL, &r2), "reparse");
+	ASSERT_OK(flowsdn_cni_result_parse(out, len, &r2, NULL), "reparse");
 	cr_assert_eq(flowsdn_cni_result_ip_count(r2), 1);
 	flowsdn_cni_result_free(r2);
 	free(out);
@@ -210,13 +213,13 @@ Test(cni, bad_configurations)
 {
 	for (size_t i = 0; i < sizeof(bad_confs) / sizeof(bad_confs[0]); i++) {
 		struct flowsdn_cni_conf *c = (struct flowsdn_cni_conf *)0x1;
-		struct flowsdn_cni_diag d = { { 0 } };
-		int err = conf_parse(bad_confs[i].json, &d, &c);
+		_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
+		int err = conf_parse(bad_confs[i].json, d, &c);
 
-		cr_assert_eq(err, bad_confs[i].err, "%s: got %d (%s) want %d", bad_confs[i].json, err, d.msg,
+		cr_assert_eq(err, bad_confs[i].err, "%s: got %d (%s) want %d", bad_confs[i].json, err, flowsdn_test_text(d),
 			     bad_confs[i].err);
 		cr_assert_eq(flowsdn_cni_code(err), bad_confs[i].code, "%s: code", bad_confs[i].json);
-		cr_assert(strstr(d.msg, bad_confs[i].diag), "%s: diag \"%s\" lacks \"%s\"", bad_confs[i].json, d.msg,
+		cr_assert(strstr(flowsdn_test_text(d), bad_confs[i].diag), "%s: diag \"%s\" lacks \"%s\"", bad_confs[i].json, flowsdn_test_text(d),
 			  bad_confs[i].diag);
 		cr_assert_eq(c, (struct flowsdn_cni_conf *)0x1, "ret untouched on failure");
 	}
@@ -271,16 +274,16 @@ Test(cni, conflist_errors)
 	struct flowsdn_cni_conflist *l = NULL;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct flowsdn_cni_diag d = { { 0 } };
+		_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
-		ASSERT_ERR(flowsdn_cni_conflist_parse(bad[i], strlen(bad[i]), &d, &l), -FLOWSDN_E_CNI_CONFIG, bad[i]);
-		cr_assert(d.msg[0], "diag for %s", bad[i]);
+		ASSERT_ERR(flowsdn_cni_conflist_parse(bad[i], strlen(bad[i]), &l, d), -FLOWSDN_E_CNI_CONFIG, bad[i]);
+		cr_assert(flowsdn_test_text(d)[0], "diag for %s", bad[i]);
 	}
 	/* cniVersions naming only unknown versions falls back to cniVersion. */
 	static const char fb[] = "{\"cniVersion\":\"1.0.0\",\"cniVersions\":[\"7.0.0\"],\"name\":\"n\","
 				 "\"disableCheck\":true,\"plugins\":[{\"type\":\"t\"}]}";
 
-	ASSERT_OK(flowsdn_cni_conflist_parse(fb, strlen(fb), NULL, &l), "fallback");
+	ASSERT_OK(flowsdn_cni_conflist_parse(fb, strlen(fb), &l, NULL), "fallback");
 	ASSERT_STREQ(flowsdn_cni_conflist_version(l), "1.0.0", "version");
 	cr_assert(flowsdn_cni_conflist_disable_check(l));
 	flowsdn_cni_conflist_free(l);
@@ -329,48 +332,48 @@ Test(cni, environment)
 	const char *version[] = { "CNI_COMMAND", "VERSION", NULL };
 	const char *bad_if[] = { "CNI_COMMAND", "DEL", "CNI_CONTAINERID", "c1", "CNI_IFNAME", "a/b", NULL };
 	struct flowsdn_cni_env e = { 0 };
-	struct flowsdn_cni_diag d = { { 0 } };
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
-	ASSERT_OK(flowsdn_cni_env_read(table_getenv, ok, &d, &e), d.msg);
+	ASSERT_OK(flowsdn_cni_env_read(table_getenv, ok, &e, d), flowsdn_test_text(d));
 	cr_assert_eq(e.command, FLOWSDN_CNI_CMD_ADD);
 	ASSERT_STREQ(e.netns, "/run/netns/x", "netns");
 	ASSERT_STREQ(e.args, "IgnoreUnknown=1", "args");
-	ASSERT_OK(flowsdn_cni_env_read(table_getenv, del_no_netns, &d, &e), "DEL without netns");
-	ASSERT_OK(flowsdn_cni_env_read(table_getenv, version, &d, &e), "VERSION needs nothing");
-	ASSERT_ERR(flowsdn_cni_env_read(table_getenv, bad_id, &d, &e), -FLOWSDN_E_CNI_CONTAINER_ID, "bad id");
+	ASSERT_OK(flowsdn_cni_env_read(table_getenv, del_no_netns, &e, d), "DEL without netns");
+	ASSERT_OK(flowsdn_cni_env_read(table_getenv, version, &e, d), "VERSION needs nothing");
+	ASSERT_ERR(flowsdn_cni_env_read(table_getenv, bad_id, &e, d), -FLOWSDN_E_CNI_CONTAINER_ID, "bad id");
 	cr_assert_eq(flowsdn_cni_code(-FLOWSDN_E_CNI_CONTAINER_ID), 4);
-	ASSERT_ERR(flowsdn_cni_env_read(table_getenv, no_netns, &d, &e), -FLOWSDN_E_CNI_ENV, "ADD without netns");
-	cr_assert(strstr(d.msg, "CNI_NETNS"), "%s", d.msg);
-	ASSERT_ERR(flowsdn_cni_env_read(table_getenv, bad_cmd, &d, &e), -FLOWSDN_E_CNI_ENV, "lower-case command");
-	ASSERT_ERR(flowsdn_cni_env_read(table_getenv, bad_if, &d, &e), -FLOWSDN_E_CNI_IFNAME, "bad ifname");
+	ASSERT_ERR(flowsdn_cni_env_read(table_getenv, no_netns, &e, d), -FLOWSDN_E_CNI_ENV, "ADD without netns");
+	cr_assert(strstr(flowsdn_test_text(d), "CNI_NETNS"), "%s", flowsdn_test_text(d));
+	ASSERT_ERR(flowsdn_cni_env_read(table_getenv, bad_cmd, &e, d), -FLOWSDN_E_CNI_ENV, "lower-case command");
+	ASSERT_ERR(flowsdn_cni_env_read(table_getenv, bad_if, &e, d), -FLOWSDN_E_CNI_IFNAME, "bad ifname");
 }
 
 Test(cni, cni_args)
 {
 	static const char *const known[] = { "K8S_POD_NAME", "K8S_POD_NAMESPACE", NULL };
 	struct flowsdn_cni_args *a = NULL;
-	struct flowsdn_cni_diag d = { { 0 } };
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
-	ASSERT_OK(flowsdn_cni_args_parse("K8S_POD_NAME=web;K8S_POD_NAMESPACE=default", known, &d, &a), d.msg);
+	ASSERT_OK(flowsdn_cni_args_parse("K8S_POD_NAME=web;K8S_POD_NAMESPACE=default", known, &a, d), flowsdn_test_text(d));
 	ASSERT_STREQ(flowsdn_cni_args_get(a, "K8S_POD_NAME"), "web", "pod");
 	cr_assert_null(flowsdn_cni_args_get(a, "OTHER"));
 	flowsdn_cni_args_free(a);
 
-	ASSERT_ERR(flowsdn_cni_args_parse("FOO=bar", known, &d, &a), -FLOWSDN_E_CNI_ARGS, "unknown key");
-	cr_assert(strstr(d.msg, "FOO"), "%s", d.msg);
-	ASSERT_OK(flowsdn_cni_args_parse("IgnoreUnknown=1;FOO=bar;K8S_POD_NAME=x=y", known, &d, &a), d.msg);
+	ASSERT_ERR(flowsdn_cni_args_parse("FOO=bar", known, &a, d), -FLOWSDN_E_CNI_ARGS, "unknown key");
+	cr_assert(strstr(flowsdn_test_text(d), "FOO"), "%s", flowsdn_test_text(d));
+	ASSERT_OK(flowsdn_cni_args_parse("IgnoreUnknown=1;FOO=bar;K8S_POD_NAME=x=y", known, &a, d), flowsdn_test_text(d));
 	ASSERT_STREQ(flowsdn_cni_args_get(a, "K8S_POD_NAME"), "x=y", "value with =");
 	ASSERT_STREQ(flowsdn_cni_args_get(a, "FOO"), "bar", "tolerated key");
 	flowsdn_cni_args_free(a);
-	ASSERT_OK(flowsdn_cni_args_parse("FOO=bar;IgnoreUnknown=true", NULL, &d, &a), "IgnoreUnknown anywhere");
+	ASSERT_OK(flowsdn_cni_args_parse("FOO=bar;IgnoreUnknown=true", NULL, &a, d), "IgnoreUnknown anywhere");
 	flowsdn_cni_args_free(a);
-	ASSERT_ERR(flowsdn_cni_args_parse("IgnoreUnknown=0;FOO=bar", NULL, &d, &a), -FLOWSDN_E_CNI_ARGS, "0");
-	ASSERT_ERR(flowsdn_cni_args_parse("noequals", NULL, &d, &a), -FLOWSDN_E_CNI_ARGS, "no =");
-	ASSERT_ERR(flowsdn_cni_args_parse("=v", NULL, &d, &a), -FLOWSDN_E_CNI_ARGS, "empty key");
-	ASSERT_ERR(flowsdn_cni_args_parse("IgnoreUnknown=maybe", NULL, &d, &a), -FLOWSDN_E_CNI_ARGS, "maybe");
-	ASSERT_OK(flowsdn_cni_args_parse("", NULL, &d, &a), "empty");
+	ASSERT_ERR(flowsdn_cni_args_parse("IgnoreUnknown=0;FOO=bar", NULL, &a, d), -FLOWSDN_E_CNI_ARGS, "0");
+	ASSERT_ERR(flowsdn_cni_args_parse("noequals", NULL, &a, d), -FLOWSDN_E_CNI_ARGS, "no =");
+	ASSERT_ERR(flowsdn_cni_args_parse("=v", NULL, &a, d), -FLOWSDN_E_CNI_ARGS, "empty key");
+	ASSERT_ERR(flowsdn_cni_args_parse("IgnoreUnknown=maybe", NULL, &a, d), -FLOWSDN_E_CNI_ARGS, "maybe");
+	ASSERT_OK(flowsdn_cni_args_parse("", NULL, &a, d), "empty");
 	flowsdn_cni_args_free(a);
-	ASSERT_OK(flowsdn_cni_args_parse(NULL, NULL, &d, &a), "NULL");
+	ASSERT_OK(flowsdn_cni_args_parse(NULL, NULL, &a, d), "NULL");
 	flowsdn_cni_args_free(a);
 }
 

@@ -41,7 +41,7 @@ static int open_ipam(struct flowsdn_ipam **ret)
 	for (int i = 0; i < 2; i++)
 		if (flowsdn_prefix_parse(pool_text[i], strlen(pool_text[i]), NULL, &p[i]) < 0)
 			return -EINVAL;
-	return flowsdn_ipam_new(dir, p, 2, NULL, ret);
+	return flowsdn_ipam_new(dir, p, 2, NULL, ret, NULL);
 }
 
 /* Child: allocate "r<round>-<k>" for k = 0, 1, ... and report each k
@@ -61,13 +61,13 @@ _Noreturn static void allocator_child(int round, int fd)
 			pause();
 
 		snprintf(owner, sizeof(owner), "r%d-%d", round, k);
-		if (flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, NULL) < 0)
+		if (flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, NULL, NULL) < 0)
 			_exit(4);
 		if (write(fd, &msg, sizeof(msg)) != sizeof(msg))
 			_exit(5);
 		if (k % 4 == 3) {
 			snprintf(owner, sizeof(owner), "r%d-%d", round, k - 1);
-			if (flowsdn_ipam_release(ipam, owner, "eth0") != 2) /* IPv4 and IPv6 */
+			if (flowsdn_ipam_release(ipam, owner, "eth0", NULL) != 2) /* IPv4 and IPv6 */
 				_exit(6);
 			msg = -(k - 1) - 1;
 			if (write(fd, &msg, sizeof(msg)) != sizeof(msg))
@@ -213,7 +213,7 @@ Test(ipam_crash, sigkill_at_random_moments)
 			char owner[32];
 
 			snprintf(owner, sizeof(owner), "r%d-%zu", round, k);
-			cr_assert(flowsdn_ipam_release(ipam, owner, "eth0") >= 0);
+			cr_assert(flowsdn_ipam_release(ipam, owner, "eth0", NULL) >= 0);
 		}
 		flowsdn_ipam_free(ipam);
 	}
@@ -250,7 +250,7 @@ Test(ipam_crash, fifty_parallel_processes)
 
 			close(fds[0]);
 			snprintf(owner, sizeof(owner), "p%d", i);
-			if (open_ipam(&h) < 0 || flowsdn_ipam_allocate(h, owner, "eth0", NULL, &res) < 0)
+			if (open_ipam(&h) < 0 || flowsdn_ipam_allocate(h, owner, "eth0", NULL, &res, NULL) < 0)
 				_exit(1);
 			if (write(fds[1], &res.leases[0].addr, sizeof(res.leases[0].addr)) !=
 			    sizeof(res.leases[0].addr))

@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 #include <flowsdn/ipam.h>
 
+#include "diag-helpers.h"
 #include "helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
 
 static char top[256], dir[300], state[320];
 
@@ -28,14 +31,13 @@ static struct flowsdn_ipam *open_pools(const char *const *cidrs, size_t n)
 {
 	struct flowsdn_prefix p[8];
 	struct flowsdn_ipam *ipam = NULL;
-	char err[256] = "";
-	FLOWSDN_OPTS(flowsdn_ipam_opts, o, .errbuf = err, .errbuf_size = sizeof(err));
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
 	int r;
 
 	for (size_t i = 0; i < n; i++)
 		p[i] = PFX(cidrs[i]);
-	r = flowsdn_ipam_new(dir, p, n, &o, &ipam);
-	cr_assert(r == 0, "ipam_new: %s (%s)", flowsdn_strerror(r), err);
+	r = flowsdn_ipam_new(dir, p, n, NULL, &ipam, err);
+	cr_assert(r == 0, "ipam_new: %s (%s)", flowsdn_strerror(r), flowsdn_test_messages(err));
 	return ipam;
 }
 
@@ -63,14 +65,14 @@ Test(ipam, allocate_both_families_and_same_owner_again)
 	struct stat st;
 
 	cr_assert(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "state directory created with mode 0700");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c1", "eth0", NULL, &res), "allocate");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c1", "eth0", NULL, &res, NULL), "allocate");
 	cr_assert_eq(res.n, 2);
 	expect_lease(&res.leases[0], "10.1.0.2", "10.1.0.0/29", "10.1.0.1");
 	expect_lease(&res.leases[1], "fd00:1::2", "fd00:1::/125", "fd00:1::1");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c1", "eth0", NULL, &again), "allocate again");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c1", "eth0", NULL, &again, NULL), "allocate again");
 	cr_assert(memcmp(&res, &again, sizeof(res)) == 0, "same owner must get the same addresses");
 	/* Another interface of the same container is another owner. */
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c1", "eth1", NULL, &res), "second interface");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c1", "eth1", NULL, &res, NULL), "second interface");
 	expect_lease(&res.leases[0], "10.1.0.3", "10.1.0.0/29", "10.1.0.1");
 	ASSERT_OK(flowsdn_ipam_lookup(ipam, "c1", "eth0", &again), "lookup");
 	expect_lease(&again.leases[0], "10.1.0.2", "10.1.0.0/29", "10.1.0.1");
@@ -80,6 +82,7 @@ Test(ipam, allocate_both_families_and_same_owner_again)
 
 Test(ipam, reserved_addresses_never_given_and_exhaustion_names_pool)
 {
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	static const char *const pools[] = { "10.1.0.0/29" };
 	struct flowsdn_ipam *ipam = open_pools(pools, 1);
 	struct flowsdn_ipam_result res;
@@ -89,16 +92,16 @@ Test(ipam, reserved_addresses_never_given_and_exhaustion_names_pool)
 	/* /29: 8 addresses, network .0, gateway .1, broadcast .7 reserved. */
 	for (int i = 0; i < 5; i++) {
 		snprintf(owner, sizeof(owner), "c%d", i);
-		ASSERT_OK(flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, &res), "allocate");
+		ASSERT_OK(flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, &res, NULL), "allocate");
 		cr_assert_eq(res.n, 1);
 		FMT(&res.leases[0].addr, a);
 		cr_assert(res.leases[0].addr.bytes[3] >= 2 && res.leases[0].addr.bytes[3] <= 6, "got %s", a);
 		cr_assert(!seen[res.leases[0].addr.bytes[3]], "%s given twice", a);
 		seen[res.leases[0].addr.bytes[3]] = true;
 	}
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c5", "eth0", NULL, &res), -FLOWSDN_E_IPAM_EXHAUSTED, "sixth");
-	cr_assert(strstr(flowsdn_ipam_errmsg(ipam), "10.1.0.0/29"), "message names the pool: %s",
-		  flowsdn_ipam_errmsg(ipam));
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c5", "eth0", NULL, &res, d), -FLOWSDN_E_IPAM_EXHAUSTED, "sixth");
+	cr_assert(strstr(flowsdn_test_messages(d), "10.1.0.0/29"), "message names the pool: %s",
+		  flowsdn_test_messages(d));
 	ASSERT_STREQ(flowsdn_strerror(-FLOWSDN_E_IPAM_EXHAUSTED), "address pool is exhausted", "strerror");
 	flowsdn_ipam_free(ipam);
 }
@@ -109,14 +112,14 @@ Test(ipam, smallest_pools)
 	struct flowsdn_ipam *ipam = open_pools(pools, 2);
 	struct flowsdn_ipam_result res;
 
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res), "first");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "first");
 	expect_lease(&res.leases[0], "192.168.5.6", "192.168.5.4/30", "192.168.5.5");
 	expect_lease(&res.leases[1], "2001:db8::2", "2001:db8::/126", "2001:db8::1");
 	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, v6, .families = FLOWSDN_IPAM_IPV6);
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", &v6, &res), "IPv6 only");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", &v6, &res, NULL), "IPv6 only");
 	cr_assert_eq(res.n, 1);
 	expect_lease(&res.leases[0], "2001:db8::3", "2001:db8::/126", "2001:db8::1");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c", "eth0", &v6, &res), -FLOWSDN_E_IPAM_EXHAUSTED, "v6 full");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c", "eth0", &v6, &res, NULL), -FLOWSDN_E_IPAM_EXHAUSTED, "v6 full");
 	flowsdn_ipam_free(ipam);
 }
 
@@ -128,56 +131,84 @@ Test(ipam, all_or_nothing)
 	struct flowsdn_ipam_result res;
 	size_t n;
 
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res), "a");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", NULL, &res), "b");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "a");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", NULL, &res, NULL), "b");
 	/* IPv6 is full now; IPv4 is not, but c must get nothing. */
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res), -FLOWSDN_E_IPAM_EXHAUSTED, "c");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_EXHAUSTED, "c");
 	ASSERT_OK(flowsdn_ipam_summary(ipam, sum, 2, &n), "summary");
 	cr_assert_eq(sum[0].used, 2, "the IPv4 address of the failed call was kept");
 	ASSERT_ERR(flowsdn_ipam_lookup(ipam, "c", "eth0", &res), -ENOENT, "c holds nothing");
 	/* And the next allocation still works. */
-	ASSERT_OK(flowsdn_ipam_release(ipam, "a", "eth0"), "release a");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res), "c after release");
+	ASSERT_OK(flowsdn_ipam_release(ipam, "a", "eth0", NULL), "release a");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), "c after release");
 	cr_assert_eq(res.n, 2);
 	flowsdn_ipam_free(ipam);
 }
 
+/* NULL state directory: in memory only, all or nothing as on disk (the
+ * failed call's IPv4 address is given back), nothing written. */
+Test(ipam, in_memory_only)
+{
+	struct flowsdn_prefix pools[2] = { PFX("10.3.0.0/24"), PFX("fd00:3::/126") };
+	struct flowsdn_ipam *ipam = NULL;
+	struct flowsdn_ipam_pool_summary sum[2];
+	struct flowsdn_ipam_result res;
+	struct flowsdn_addr want = ADDR("10.3.0.7");
+	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, o, .families = FLOWSDN_IPAM_IPV4, .request = &want, .n_request = 1);
+	size_t n;
+
+	ASSERT_OK(flowsdn_ipam_new(NULL, pools, 2, NULL, &ipam, NULL), "in memory");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "a");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", NULL, &res, NULL), "b");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_EXHAUSTED, "c");
+	ASSERT_OK(flowsdn_ipam_summary(ipam, sum, 2, &n), "summary");
+	cr_assert_eq(sum[0].used, 2, "the IPv4 address of the failed call was given back");
+	ASSERT_ERR(flowsdn_ipam_lookup(ipam, "c", "eth0", &res), -ENOENT, "c holds nothing");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "d", "eth1", &o, &res, NULL), "explicit");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "e", "eth1", &o, &res, NULL), -FLOWSDN_E_IPAM_IN_USE, "never two owners");
+	cr_assert_eq(flowsdn_ipam_release(ipam, "a", "eth0", NULL), 2);
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), "c after release");
+	flowsdn_ipam_free(ipam);
+	ASSERT_ERR(flowsdn_ipam_new("", pools, 2, NULL, &ipam, NULL), -EINVAL, "empty path");
+}
+
 Test(ipam, explicit_requests)
 {
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	struct flowsdn_ipam *ipam = open_default();
 	struct flowsdn_ipam_result res;
 	struct flowsdn_addr want[2] = { ADDR("10.1.0.5"), ADDR("fd00:1::6") };
 	struct flowsdn_addr bad;
 	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, o, .request = want, .n_request = 2);
 
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "x", "eth0", &o, &res), "request both");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "x", "eth0", &o, &res, NULL), "request both");
 	expect_lease(&res.leases[0], "10.1.0.5", "10.1.0.0/29", "10.1.0.1");
 	expect_lease(&res.leases[1], "fd00:1::6", "fd00:1::/125", "fd00:1::1");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "x", "eth0", &o, &res), "same request again");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "y", "eth0", &o, &res), -FLOWSDN_E_IPAM_IN_USE, "held by x");
-	cr_assert(strstr(flowsdn_ipam_errmsg(ipam), "x/eth0"), "names the holder: %s", flowsdn_ipam_errmsg(ipam));
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "x", "eth0", &o, &res, NULL), "same request again");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "y", "eth0", &o, &res, d), -FLOWSDN_E_IPAM_IN_USE, "held by x");
+	cr_assert(strstr(flowsdn_test_messages(d), "x/eth0"), "names the holder: %s", flowsdn_test_messages(d));
 
 	o.n_request = 1;
 	static const char *const reserved[] = { "10.1.0.0", "10.1.0.1", "10.1.0.7" };
 	for (size_t i = 0; i < 3; i++) {
 		bad = ADDR(reserved[i]);
 		o.request = &bad;
-		ASSERT_ERR(flowsdn_ipam_allocate(ipam, "y", "eth0", &o, &res), -FLOWSDN_E_IPAM_RESERVED, reserved[i]);
+		ASSERT_ERR(flowsdn_ipam_allocate(ipam, "y", "eth0", &o, &res, NULL), -FLOWSDN_E_IPAM_RESERVED, reserved[i]);
 	}
 	bad = ADDR("fd00:1::1");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "y", "eth0", &o, &res), -FLOWSDN_E_IPAM_RESERVED, "v6 gateway");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "y", "eth0", &o, &res, NULL), -FLOWSDN_E_IPAM_RESERVED, "v6 gateway");
 	bad = ADDR("fd00:1::7"); /* no broadcast in IPv6: usable */
 	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, o6, .request = &bad, .n_request = 1, .families = FLOWSDN_IPAM_IPV6);
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "y", "eth0", &o6, &res), "last IPv6 address");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "y", "eth0", &o6, &res, NULL), "last IPv6 address");
 	bad = ADDR("10.9.9.9");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "z", "eth0", &o, &res), -FLOWSDN_E_IPAM_NO_POOL, "outside");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "z", "eth0", &o, &res, NULL), -FLOWSDN_E_IPAM_NO_POOL, "outside");
 	bad = ADDR("10.1.0.6");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "x", "eth0", &o, &res), -FLOWSDN_E_IPAM_OWNER_CONFLICT,
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "x", "eth0", &o, &res, NULL), -FLOWSDN_E_IPAM_OWNER_CONFLICT,
 		   "x asks for another address");
 	o.n_request = 2;
 	want[1] = ADDR("10.1.0.4");
 	o.request = want;
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "z", "eth0", &o, &res), -EINVAL, "two IPv4 requests");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "z", "eth0", &o, &res, NULL), -EINVAL, "two IPv4 requests");
 	flowsdn_ipam_free(ipam);
 }
 
@@ -187,18 +218,18 @@ Test(ipam, release_and_next_fit)
 	struct flowsdn_ipam_result res;
 	char a[FLOWSDN_ADDR_STRLEN];
 
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res), "a");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", NULL, &res), "b");
-	ASSERT_ERR(flowsdn_ipam_release(ipam, "a", "eth0"), 2, "release both addresses of a");
-	ASSERT_ERR(flowsdn_ipam_release(ipam, "a", "eth0"), 0, "second release is a no-op");
-	ASSERT_ERR(flowsdn_ipam_release(ipam, "nobody", "eth0"), 0, "unknown owner");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res), "c");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "a");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", NULL, &res, NULL), "b");
+	ASSERT_ERR(flowsdn_ipam_release(ipam, "a", "eth0", NULL), 2, "release both addresses of a");
+	ASSERT_ERR(flowsdn_ipam_release(ipam, "a", "eth0", NULL), 0, "second release is a no-op");
+	ASSERT_ERR(flowsdn_ipam_release(ipam, "nobody", "eth0", NULL), 0, "unknown owner");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), "c");
 	/* Next fit: .2 (released) is not reused before .4 .. .6. */
 	ASSERT_STREQ(FMT(&res.leases[0].addr, a), "10.1.0.4", "next address after the last given");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "d", "eth0", NULL, &res), "d");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "e", "eth0", NULL, &res), "e");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "d", "eth0", NULL, &res, NULL), "d");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "e", "eth0", NULL, &res, NULL), "e");
 	ASSERT_STREQ(FMT(&res.leases[0].addr, a), "10.1.0.6", "e");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "f", "eth0", NULL, &res), "f wraps around");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "f", "eth0", NULL, &res, NULL), "f wraps around");
 	ASSERT_STREQ(FMT(&res.leases[0].addr, a), "10.1.0.2", "wrapped to the released one");
 	flowsdn_ipam_free(ipam);
 }
@@ -212,10 +243,10 @@ Test(ipam, persisted_and_restored)
 	size_t n = 0;
 	char a[FLOWSDN_ADDR_STRLEN];
 
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c1", "eth0", NULL, &res), "c1");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c2", "eth0", NULL, &res), "c2");
-	ASSERT_OK(flowsdn_ipam_release(ipam, "c1", "eth0"), "release c1");
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c3", "net1", NULL, &res), "c3");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c1", "eth0", NULL, &res, NULL), "c1");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c2", "eth0", NULL, &res, NULL), "c2");
+	ASSERT_OK(flowsdn_ipam_release(ipam, "c1", "eth0", NULL), "release c1");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c3", "net1", NULL, &res, NULL), "c3");
 	flowsdn_ipam_free(ipam);
 
 	ipam = open_default();
@@ -234,7 +265,7 @@ Test(ipam, persisted_and_restored)
 	cr_assert(sum[1].size == 8 && sum[1].reserved == 2 && sum[1].used == 2 && sum[1].free == 4);
 	ASSERT_STREQ(FMT(&sum[0].gateway, a), "10.1.0.1", "gateway");
 	/* The cursor survived too: next is .5, not the released .2. */
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c4", "eth0", NULL, &res), "c4");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c4", "eth0", NULL, &res, NULL), "c4");
 	ASSERT_STREQ(FMT(&res.leases[0].addr, a), "10.1.0.5", "next fit across restart");
 	ASSERT_OK(flowsdn_ipam_summary(ipam, sum, 1, &n), "summary into one slot");
 	cr_assert_eq(n, 2, "the number of pools even when fewer fit");
@@ -247,12 +278,12 @@ Test(ipam, two_handles_share_state)
 	struct flowsdn_ipam *h1 = open_pools(pools, 1), *h2 = open_pools(pools, 1);
 	struct flowsdn_ipam_result r1, r2;
 
-	ASSERT_OK(flowsdn_ipam_allocate(h1, "a", "eth0", NULL, &r1), "h1");
-	ASSERT_OK(flowsdn_ipam_allocate(h2, "b", "eth0", NULL, &r2), "h2");
+	ASSERT_OK(flowsdn_ipam_allocate(h1, "a", "eth0", NULL, &r1, NULL), "h1");
+	ASSERT_OK(flowsdn_ipam_allocate(h2, "b", "eth0", NULL, &r2, NULL), "h2");
 	cr_assert(!flowsdn_addr_equal(&r1.leases[0].addr, &r2.leases[0].addr), "two handles gave the same address");
 	ASSERT_OK(flowsdn_ipam_lookup(h2, "a", "eth0", &r2), "h2 sees h1's allocation");
 	cr_assert(flowsdn_addr_equal(&r1.leases[0].addr, &r2.leases[0].addr));
-	ASSERT_ERR(flowsdn_ipam_release(h2, "a", "eth0"), 1, "h2 releases h1's");
+	ASSERT_ERR(flowsdn_ipam_release(h2, "a", "eth0", NULL), 1, "h2 releases h1's");
 	ASSERT_ERR(flowsdn_ipam_lookup(h1, "a", "eth0", &r1), -ENOENT, "h1 sees the release");
 	flowsdn_ipam_free(h1);
 	flowsdn_ipam_free(h2);
@@ -262,14 +293,13 @@ static void expect_bad_pools(const char *const *cidrs, size_t n, int err, const 
 {
 	struct flowsdn_prefix p[4];
 	struct flowsdn_ipam *ipam = NULL;
-	char msg[256] = "";
-	FLOWSDN_OPTS(flowsdn_ipam_opts, o, .errbuf = msg, .errbuf_size = sizeof(msg));
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
 	for (size_t i = 0; i < n; i++)
 		p[i] = PFX(cidrs[i]);
-	ASSERT_ERR(flowsdn_ipam_new(dir, p, n, &o, &ipam), err, cidrs[n - 1]);
+	ASSERT_ERR(flowsdn_ipam_new(dir, p, n, NULL, &ipam, d), err, cidrs[n - 1]);
 	cr_assert_null(ipam);
-	cr_assert(strstr(msg, needle), "message \"%s\" lacks \"%s\"", msg, needle);
+	cr_assert(strstr(flowsdn_test_messages(d), needle), "message \"%s\" lacks \"%s\"", flowsdn_test_messages(d), needle);
 }
 
 Test(ipam, bad_pools)
@@ -297,9 +327,9 @@ Test(ipam, bad_pools)
 	ipam = NULL;
 
 	p.addr.bytes[3] = 1; /* host bits set */
-	ASSERT_ERR(flowsdn_ipam_new(dir, &p, 1, NULL, &ipam), -EINVAL, "host bits");
-	ASSERT_ERR(flowsdn_ipam_new(dir, &p, 0, NULL, &ipam), -EINVAL, "no pool");
-	ASSERT_ERR(flowsdn_ipam_new(NULL, &p, 1, NULL, &ipam), -EINVAL, "no directory");
+	ASSERT_ERR(flowsdn_ipam_new(dir, &p, 1, NULL, &ipam, NULL), -EINVAL, "host bits");
+	ASSERT_ERR(flowsdn_ipam_new(dir, &p, 0, NULL, &ipam, NULL), -EINVAL, "no pool");
+	ASSERT_ERR(flowsdn_ipam_new(NULL, &p, 1, NULL, &ipam, NULL), -EINVAL, "no directory");
 	cr_assert_null(ipam);
 }
 
@@ -356,24 +386,25 @@ Test(ipam, unusable_pools_are_refused_with_the_reason)
 
 Test(ipam, bad_owner)
 {
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 	struct flowsdn_ipam *ipam = open_default();
 	struct flowsdn_ipam_result res;
 	char longid[300];
 
 	memset(longid, 'a', sizeof(longid) - 1);
 	longid[sizeof(longid) - 1] = '\0';
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "", "eth0", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "empty id");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a/b", "eth0", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "slash in id");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "-a", "eth0", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "leading dash");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, longid, "eth0", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "long id");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "empty ifname");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "..", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "..");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "eth 0", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "space");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "abcdefghijklmnop", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "16 bytes");
-	ASSERT_ERR(flowsdn_ipam_allocate(ipam, NULL, "eth0", NULL, &res), -FLOWSDN_E_IPAM_OWNER, "NULL id");
-	ASSERT_ERR(flowsdn_ipam_allocate(NULL, "a", "eth0", NULL, &res), -EINVAL, "NULL handle");
-	ASSERT_ERR(flowsdn_ipam_release(ipam, "a/b", "eth0"), -FLOWSDN_E_IPAM_OWNER, "release, bad id");
-	cr_assert(strstr(flowsdn_ipam_errmsg(ipam), "invalid owner \"a/b\""), "%s", flowsdn_ipam_errmsg(ipam));
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "", "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "empty id");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a/b", "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "slash in id");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "-a", "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "leading dash");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, longid, "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "long id");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "empty ifname");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "..", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "..");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "eth 0", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "space");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "a", "abcdefghijklmnop", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "16 bytes");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, NULL, "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_OWNER, "NULL id");
+	ASSERT_ERR(flowsdn_ipam_allocate(NULL, "a", "eth0", NULL, &res, NULL), -EINVAL, "NULL handle");
+	ASSERT_ERR(flowsdn_ipam_release(ipam, "a/b", "eth0", d), -FLOWSDN_E_IPAM_OWNER, "release, bad id");
+	cr_assert(strstr(flowsdn_test_messages(d), "invalid owner \"a/b\""), "%s", flowsdn_test_messages(d));
 	ASSERT_ERR(flowsdn_ipam_lookup(ipam, "a", "x/y", &res), -FLOWSDN_E_IPAM_OWNER, "lookup, bad ifname");
 	cr_assert(flowsdn_ipam_owner_valid("0123abc_d.e-f", "abcdefghijklmno"));
 	flowsdn_ipam_free(ipam);
@@ -387,12 +418,11 @@ static void expect_state_refused(int err, const char *what)
 	struct flowsdn_ipam *ipam = NULL;
 	uint8_t *before, *after;
 	size_t nb, na;
-	char msg[256] = "";
-	FLOWSDN_OPTS(flowsdn_ipam_opts, o, .errbuf = msg, .errbuf_size = sizeof(msg));
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
 	read_whole(state, &before, &nb);
-	ASSERT_ERR(flowsdn_ipam_new(dir, p, 2, &o, &ipam), err, what);
-	cr_assert(strstr(msg, "ipam.state"), "%s: message names the file: %s", what, msg);
+	ASSERT_ERR(flowsdn_ipam_new(dir, p, 2, NULL, &ipam, d), err, what);
+	cr_assert(strstr(flowsdn_test_messages(d), "ipam.state"), "%s: message names the file: %s", what, flowsdn_test_messages(d));
 	read_whole(state, &after, &na);
 	cr_assert(nb == na && memcmp(before, after, nb) == 0, "%s: the state file was changed", what);
 	free(before);
@@ -406,7 +436,7 @@ Test(ipam, bad_state_files)
 	uint8_t *good, *bad;
 	size_t n;
 
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "keep", "eth0", NULL, &res), "allocate");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "keep", "eth0", NULL, &res, NULL), "allocate");
 	flowsdn_ipam_free(ipam);
 	read_whole(state, &good, &n);
 	bad = malloc(n);
@@ -466,17 +496,16 @@ Test(ipam, removed_pool_with_allocations_is_refused)
 	struct flowsdn_ipam *ipam = open_pools(both, 2);
 	struct flowsdn_prefix p = PFX("10.2.0.0/29");
 	struct flowsdn_ipam_result res;
-	char msg[256] = "";
-	FLOWSDN_OPTS(flowsdn_ipam_opts, o, .errbuf = msg, .errbuf_size = sizeof(msg));
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
-	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res), "a in the first pool");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "a in the first pool");
 	flowsdn_ipam_free(ipam);
 	ipam = NULL;
-	ASSERT_ERR(flowsdn_ipam_new(dir, &p, 1, &o, &ipam), -FLOWSDN_E_IPAM_ORPHAN, "pool removed");
-	cr_assert(strstr(msg, "10.1.0.2"), "names the address: %s", msg);
+	ASSERT_ERR(flowsdn_ipam_new(dir, &p, 1, NULL, &ipam, d), -FLOWSDN_E_IPAM_ORPHAN, "pool removed");
+	cr_assert(strstr(flowsdn_test_messages(d), "10.1.0.2"), "names the address: %s", flowsdn_test_messages(d));
 	ipam = open_pools(both, 2);
 	ASSERT_OK(flowsdn_ipam_lookup(ipam, "a", "eth0", &res), "still there");
-	ASSERT_OK(flowsdn_ipam_release(ipam, "a", "eth0"), "release");
+	ASSERT_OK(flowsdn_ipam_release(ipam, "a", "eth0", NULL), "release");
 	flowsdn_ipam_free(ipam);
 	/* Empty now: the pool may go. */
 	ipam = open_pools(only2, 1);

@@ -19,9 +19,16 @@
 #include <flowsdn/policy.h>
 
 #include "agent-api.h"
+#include "diag-helpers.h"
+#ifdef TEST_NAMES_AGENT
+#include "conf.h"
+#include "core.h"
+#endif
 #include "helpers.h"
 #include "json.h"
 #include "unit/ipam-helpers.h"
+
+DIAG_TEST_HELPERS(flowsdn)
 
 enum rule { R_CID, R_IFNAME, R_LABEL, R_SUBDOMAIN, R_KEY, R_VALUE, N_RULES };
 
@@ -172,6 +179,20 @@ static struct flowsdn_ipam *ipam;
 static struct flowsdn_identity_store *ids;
 static struct flowsdn_policy_db *pdb;
 static struct flash_operator_config *config;
+#ifdef TEST_NAMES_AGENT
+static struct agent_core *agent;
+
+/* The agent core in-process, without a datapath: its only kernel call
+ * on the ADD path before the endpoint is built is the netns lookup, which
+ * this stub refuses, so an ADD whose names pass stops there. */
+static int stub_netns_ino(void *ctx, const char *path, uint64_t *ret)
+{
+	(void)ctx, (void)path, (void)ret;
+	return -ENOENT;
+}
+
+static const struct agent_ops stub_ops = { .netns_ino = stub_netns_ino };
+#endif
 
 static void setup(void)
 {
@@ -182,7 +203,7 @@ static void setup(void)
 	cr_assert(mkdtemp(state_top));
 	snprintf(dir, sizeof(dir), "%s/ipam", state_top);
 	ASSERT_OK(flowsdn_prefix_parse("10.9.0.0/24", strlen("10.9.0.0/24"), NULL, &pool), "pool");
-	ASSERT_OK(flowsdn_ipam_new(dir, &pool, 1, NULL, &ipam), "ipam");
+	ASSERT_OK(flowsdn_ipam_new(dir, &pool, 1, NULL, &ipam, NULL), "ipam");
 	snprintf(dir, sizeof(dir), "%s/identity", state_top);
 	ASSERT_OK(flowsdn_identity_new(dir, NULL, &ids), "identity store");
 	{
@@ -191,10 +212,27 @@ static void setup(void)
 		ASSERT_OK(flowsdn_policy_db_new(&o, &pdb), "policy db");
 	}
 	ASSERT_OK(flash_operator_config_default(&config), "operator config");
+#ifdef TEST_NAMES_AGENT
+	{
+		struct agent_config *c = NULL;
+		_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+		char *json = NULL;
+
+		cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/agent\",\"pools\":[\"10.8.0.0/24\"],"
+				   "\"datapath\":false}", state_top, state_top) > 0);
+		ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
+		ASSERT_OK(agent_core_new(c, &stub_ops, NULL, &agent), "agent core");
+		agent_config_free(c);
+		free(json);
+	}
+#endif
 }
 
 static void teardown(void)
 {
+#ifdef TEST_NAMES_AGENT
+	agent_core_free(agent);
+#endif
 	flash_operator_config_free(config);
 	flowsdn_policy_db_free(pdb);
 	flowsdn_identity_free(ids);
@@ -227,9 +265,9 @@ static bool cni_env(const char *cid, const char *ifname)
 {
 	struct env e = { cid, ifname };
 	struct flowsdn_cni_env out;
-	struct flowsdn_cni_diag d;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
 
-	return flowsdn_cni_env_read(env_get, &e, &d, &out) == 0;
+	return flowsdn_cni_env_read(env_get, &e, &out, d) == 0;
 }
 
 static bool ep_cni_env_cid(const char *s) { return cni_env(s, "eth0"); }
@@ -244,10 +282,10 @@ static bool ep_ipam_owner_ifname(const char *s) { return flowsdn_ipam_owner_vali
 static bool ipam_alloc(const char *cid, const char *ifname)
 {
 	struct flowsdn_ipam_result res;
-	int r = flowsdn_ipam_allocate(ipam, cid, ifname, NULL, &res);
+	int r = flowsdn_ipam_allocate(ipam, cid, ifname, NULL, &res, NULL);
 
 	if (r == 0) {
-		ASSERT_OK(flowsdn_ipam_release(ipam, cid, ifname), "release");
+		ASSERT_OK(flowsdn_ipam_release(ipam, cid, ifname, NULL), "release");
 		return true;
 	}
 	cr_assert(r == -FLOWSDN_E_IPAM_OWNER, "IPAM refused (%s, %s) with %d, not the owner error", show(cid), ifname, r);
@@ -263,8 +301,8 @@ static bool ep_cni_network_name(const char *s)
 {
 	char *json = jwrap("{\"cniVersion\":\"1.0.0\",\"name\":", s, ",\"type\":\"flowsdn-cni\"}");
 	struct flowsdn_cni_conf *conf = NULL;
-	struct flowsdn_cni_diag d;
-	int r = flowsdn_cni_conf_parse(json, strlen(json), &d, &conf);
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
+	int r = flowsdn_cni_conf_parse(json, strlen(json), &conf, d);
 
 	flowsdn_cni_conf_free(conf);
 	free(json);
@@ -294,6 +332,25 @@ static bool agent_owner(const char *cid, const char *ifname)
 	free(qi);
 	return ok;
 }
+
+#ifdef TEST_NAMES_AGENT
+/* POST /v1/cni/add as the agent core takes it: -EINVAL is the refusal of
+ * the request's names (the netns is absolute); anything else means they
+ * passed (the stub's netns refusal). */
+static bool agent_add(const char *cid, const char *ifname)
+{
+	struct agent_request rq = { .container_id = cid, .ifname = ifname, .netns = "/stub/ns" };
+	struct agent_api_endpoint ep;
+	struct agent_diag d = { { 0 } };
+	int r = agent_core_add(agent, &rq, &ep, &d);
+
+	cr_assert(r < 0, "the stub refuses every netns, yet ADD (%s, %s) succeeded", show(cid), ifname);
+	return r != -EINVAL;
+}
+
+static bool ep_agent_add_cid(const char *s) { return agent_add(s, "eth0"); }
+static bool ep_agent_add_ifname(const char *s) { return agent_add("c1", s); }
+#endif
 
 static bool ep_agent_owner_cid(const char *s) { return agent_owner(s, "eth0"); }
 static bool ep_agent_owner_ifname(const char *s) { return agent_owner("c1", s); }
@@ -457,12 +514,18 @@ static const struct entry_point entry_points[] = {
 	{ R_CID, "flowsdn_ipam_owner_valid (id)", ep_ipam_owner_cid },
 	{ R_CID, "flowsdn_ipam_allocate (id)", ep_ipam_alloc_cid },
 	{ R_CID, "agent API owner body (agent_api_queue_entry_parse)", ep_agent_owner_cid },
+#ifdef TEST_NAMES_AGENT
+	{ R_CID, "POST /v1/cni/add (agent_core_add)", ep_agent_add_cid },
+#endif
 	{ R_IFNAME, "CNI_IFNAME (flowsdn_cni_env_read)", ep_cni_env_ifname },
 	{ R_IFNAME, "flowsdn_cni_ifname_valid", ep_cni_ifname_valid },
 	{ R_IFNAME, "flowsdn_netlink_ifname_valid", ep_netlink_ifname_valid },
 	{ R_IFNAME, "flowsdn_ipam_owner_valid (ifname)", ep_ipam_owner_ifname },
 	{ R_IFNAME, "flowsdn_ipam_allocate (ifname)", ep_ipam_alloc_ifname },
 	{ R_IFNAME, "agent API owner body (agent_api_queue_entry_parse)", ep_agent_owner_ifname },
+#ifdef TEST_NAMES_AGENT
+	{ R_IFNAME, "POST /v1/cni/add (agent_core_add)", ep_agent_add_ifname },
+#endif
 	{ R_LABEL, "NetworkPolicy metadata.namespace (flowsdn_policy_parse)", ep_policy_namespace },
 	{ R_LABEL, "flowsdn_policy_db_set_namespace (name)", ep_policy_db_namespace },
 	{ R_LABEL, "spec region (flash_spec_parse)", ep_spec_region },
