@@ -66,6 +66,7 @@ struct agent_core {
 	size_t n_busy, cap_busy;
 	uint64_t gen, saved_gen;    /* state changes made / on disk */
 	bool writing, stopping;
+	int save_err;               /* of the last state write (0: it worked) */
 	pthread_t deleter;
 	bool deleter_started;
 	char *state_path, *queue_dir;
@@ -332,6 +333,7 @@ static int state_sync(struct agent_core *a)
 		free(json);
 		pthread_mutex_lock(&a->lock);
 		a->writing = false;
+		a->save_err = err;
 		if (err == 0 && gen > a->saved_gen)
 			a->saved_gen = gen;
 		pthread_cond_broadcast(&a->state_cond);
@@ -911,7 +913,8 @@ static int restore_claim(struct agent_core *a, const struct agent_api_endpoint *
 		}
 		if (!strcmp(a->eps[i]->e.container_id, e->container_id) && !strcmp(a->eps[i]->e.ifname, e->ifname)) {
 			snprintf(why, size, "its owner has endpoint %u already", a->eps[i]->e.id);
-			return -FLOWSDN_E_AGENT_CONFLICT;
+			/* Same owner, same host interface: not to be removed. */
+			return -EEXIST;
 		}
 	}
 	if (e->n_addrs == 0) {
@@ -991,11 +994,13 @@ static int restore(struct agent_core *a)
 		}
 		err = restore_claim(a, &ep->e, why, sizeof(why));
 		if (err < 0) {
-			pr_err("agent: endpoint %u (%s/%s) refused: %s; removing its interface", ep->e.id,
-			       ep->e.container_id, ep->e.ifname, why);
+			pr_err("agent: endpoint %u (%s/%s) refused: %s%s", ep->e.id, ep->e.container_id, ep->e.ifname,
+			       why, err == -EEXIST ? "" : "; removing its interface");
 			/* Only its own interface: its addresses and map
-			 * entries may be another endpoint's. */
-			endpoint_teardown(a, &ep->e);
+			 * entries may be another endpoint's (and a duplicate
+			 * of an owner shares the first one's interface). */
+			if (err != -EEXIST)
+				endpoint_teardown(a, &ep->e);
 			free(ep);
 			a->refused++;
 			changed = true;
@@ -1119,7 +1124,7 @@ void agent_core_status(struct agent_core *a, struct agent_status *ret)
 	ret->datapath = a->dp != NULL;
 	ret->datapath_mode = a->dp ? a->ops->dp_mode(a->ctx, a->dp) : NULL;
 	ret->ipam_err = flowsdn_ipam_summary(a->ipam, s, AGENT_MAX_POOLS, &n);
-	ret->state_ok = a->saved_gen == a->gen && !a->refused;
+	ret->state_ok = !a->save_err && !a->refused;
 	pthread_mutex_unlock(&a->lock);
 }
 

@@ -107,7 +107,7 @@ struct agent_status {
 	bool datapath;              /* loaded ("datapath": true) */
 	const char *datapath_mode;  /* "tcx", "tc clsact"; static */
 	int ipam_err;               /* 0 or the IPAM summary's error */
-	bool state_ok;              /* the state file is readable (or no endpoint yet) */
+	bool state_ok;              /* the last state write worked and no saved endpoint was refused */
 };
 void agent_core_status(struct agent_core *core, struct agent_status *ret);
 

@@ -15,6 +15,10 @@
 
 /* ---------------------------------------------------------------- parsers */
 
+/* Every failure of the module says why in a caller's buffer (@why may be
+ * NULL or @size 0: nothing written). */
+void image_why(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* "sha256:" + 64 lowercase hex. */
 #define IMAGE_DIGEST_LEN (7 + 64)
 bool image_digest_valid(const char *s);

@@ -15,9 +15,9 @@
 #include "internal.h"
 #include "json.h"
 
-static void why_set(char *why, size_t size, const char *fmt, ...) _printf_(3, 4);
+#define why_set image_why
 
-static void why_set(char *why, size_t size, const char *fmt, ...)
+void image_why(char *why, size_t size, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -732,6 +732,32 @@ static int doc_media_check(const struct json_value *doc, enum image_media media,
 	return 0;
 }
 
+/* Document @text of Content-Type @media, which must be an index type
+ * (@index) or a manifest type: a JSON object with schemaVersion 2 and a
+ * mediaType (if any) agreeing with @media. */
+static int doc_open(const char *text, size_t len, enum image_media media, bool index, struct json_value **ret,
+		    char *why, size_t why_size)
+{
+	const char *what = index ? "index" : "manifest";
+	struct json_value *doc = NULL;
+	int rc;
+
+	if (index ? !image_media_is_index(media) : !image_media_is_manifest(media)) {
+		why_set(why, why_size, "%s is not an image %s type", image_media_name(media), what);
+		return -FLASH_E_IMAGE_MEDIA_TYPE;
+	}
+	rc = doc_parse(text, len, &doc, why, why_size, what);
+	if (rc < 0)
+		return rc;
+	rc = doc_media_check(doc, media, what, why, why_size);
+	if (rc < 0) {
+		json_free(doc);
+		return rc;
+	}
+	*ret = doc;
+	return 0;
+}
+
 static int desc_parse(const struct json_value *v, const char *what, struct image_desc *d, char *why,
 		      size_t why_size)
 {
@@ -783,16 +809,9 @@ int image_manifest_parse(const char *text, size_t len, enum image_media media, s
 
 	if (!text || !ret)
 		return -EINVAL;
-	if (!image_media_is_manifest(media)) {
-		why_set(why, why_size, "%s is not an image manifest type", image_media_name(media));
-		return -FLASH_E_IMAGE_MEDIA_TYPE;
-	}
-	rc = doc_parse(text, len, &doc, why, why_size, "manifest");
+	rc = doc_open(text, len, media, false, &doc, why, why_size);
 	if (rc < 0)
 		return rc;
-	rc = doc_media_check(doc, media, "manifest", why, why_size);
-	if (rc < 0)
-		goto out;
 	rc = desc_parse(json_get(doc, "config"), "manifest config", &m.config, why, why_size);
 	if (rc < 0)
 		goto out;
@@ -883,16 +902,9 @@ int image_index_select(const char *text, size_t len, enum image_media media, con
 
 	if (!text || !ret || (!platform && !tag))
 		return -EINVAL;
-	if (!image_media_is_index(media)) {
-		why_set(why, why_size, "%s is not an image index type", image_media_name(media));
-		return -FLASH_E_IMAGE_MEDIA_TYPE;
-	}
-	rc = doc_parse(text, len, &doc, why, why_size, "index");
+	rc = doc_open(text, len, media, true, &doc, why, why_size);
 	if (rc < 0)
 		return rc;
-	rc = doc_media_check(doc, media, "index", why, why_size);
-	if (rc < 0)
-		goto out;
 	list = json_get(doc, "manifests");
 	if (!list || list->type != JSON_ARRAY) {
 		why_set(why, why_size, "index: manifests missing or not an array");

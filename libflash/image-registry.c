@@ -34,18 +34,7 @@ struct image_registry {
 	uint64_t deadline; /* monotonic ms */
 };
 
-static void why_set(char *why, size_t size, const char *fmt, ...) _printf_(3, 4);
-
-static void why_set(char *why, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, size, fmt, ap);
-	va_end(ap);
-}
+#define why_set image_why
 
 uint64_t image_now_ms(void)
 {

@@ -88,16 +88,8 @@ static int fail(struct flash_diag *diag, int rc, const char *why)
 	return rc;
 }
 
-static void why_set(char *why, const char *fmt, ...) _printf_(2, 3);
-
-static void why_set(char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, WHY_SIZE, fmt, ap);
-	va_end(ap);
-}
+/* @why is always a WHY_SIZE buffer here. */
+#define why_set(why, ...) image_why((why), WHY_SIZE, __VA_ARGS__)
 
 FLASH_API void flash_image_free(struct flash_image *img)
 {

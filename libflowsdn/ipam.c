@@ -848,8 +848,10 @@ out_undo:
 			uint64_t index;
 			int pi = find_pool(ipam, &al->addr, &index);
 
-			if (pi >= 0)
+			if (pi >= 0) {
 				bit_clear(ipam->pools[pi].bitmap, index);
+				ipam->pools[pi].used--;
+			}
 			free(al->id);
 			al->id = NULL;
 		}

@@ -23,11 +23,13 @@
 enum proxy_mode {
 	PROXY_FORWARD,        /* forward everything (counting) */
 	PROXY_CORRUPT,        /* forward; flip a byte of large blobs and of small-docker manifests,
-			 * give multi's manifests Content-Type application/json */
+			 * give multi's manifests Content-Type application/json, answer
+			 * huge's with 5 MiB */
 	PROXY_REDIRECT_BLOBS, /* forward manifests; answer blob GETs with 307 to redirect_base */
 	PROXY_STORAGE,        /* forward with its own upstream credentials (the redirect target) */
 	PROXY_TOKEN,          /* the token service: Basic flash:s3cret gets the token */
 	PROXY_CHALLENGE,      /* answers every request 401 with a Bearer challenge to itself */
+	PROXY_TOKEN_BAD,      /* a token service answering a token with CR LF in it */
 };
 
 #define PROXY_PATHS 64
@@ -212,6 +214,11 @@ static enum MHD_Result proxy_request(void *cls, struct MHD_Connection *c, const 
 		snprintf(body, sizeof(body), "{\"token\":\"%s\",\"expires_in\":3600}", p->token);
 		return proxy_answer(c, 200, body, strlen(body), NULL);
 	}
+	if (p->mode == PROXY_TOKEN_BAD) {
+		static const char body[] = "{\"token\":\"abc\\r\\nX-Injected: 1\"}";
+
+		return proxy_answer(c, 200, body, strlen(body), NULL);
+	}
 	if (p->mode == PROXY_CHALLENGE) {
 		/* a token service of its own: a client answering this would
 		 * send the registry credentials here */
@@ -225,6 +232,19 @@ static enum MHD_Result proxy_request(void *cls, struct MHD_Connection *c, const 
 
 		snprintf(target, sizeof(target), "%s%s", p->redirect_base, url);
 		return proxy_answer(c, 307, "", 0, h);
+	}
+	if (p->mode == PROXY_CORRUPT && strstr(url, "/huge/manifests/")) {
+		/* a manifest past any bound: 5 MiB of JSON whitespace */
+		size_t n = 5u << 20;
+		char *big = malloc(n);
+		const char *h[] = { "Content-Type", "application/vnd.oci.image.manifest.v1+json", NULL };
+
+		if (!big)
+			return MHD_NO;
+		memset(big, ' ', n);
+		ret = proxy_answer(c, 200, big, n, h);
+		free(big);
+		return ret;
 	}
 	snprintf(target, sizeof(target), "%s%s", p->upstream, url);
 	if (fetch_url(target, accept, p->mode == PROXY_STORAGE ? p->upstream_auth : auth, &f) < 0) {

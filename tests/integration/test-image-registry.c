@@ -38,6 +38,7 @@ static struct proxy corrupter = { .mode = PROXY_CORRUPT };
 static struct proxy counter = { .mode = PROXY_FORWARD };
 static struct proxy challenger = { .mode = PROXY_CHALLENGE };
 static struct proxy redirector2 = { .mode = PROXY_REDIRECT_BLOBS };
+static struct proxy bad_tokens = { .mode = PROXY_TOKEN_BAD };
 
 /* ---------------------------------------------------------------- setup (runner process) */
 
@@ -116,7 +117,8 @@ static bool start_registry(const char *script, const char *name, const char *mod
 static void setup(void)
 {
 	const char *src = getenv("top_srcdir");
-	char script[PATH_MAX], anon[16], basic[16], tokenp[16], tls[16], realm[64], buf[PATH_MAX + 64];
+	char script[PATH_MAX], anon[16], basic[16], tokenp[16], tokenbad[16], tls[16], realm[64], bad_realm[64],
+		buf[PATH_MAX + 64];
 	char *token;
 
 	snprintf(regdir, sizeof(regdir), "%s/flash-registry-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -148,8 +150,14 @@ static void setup(void)
 		setup_error("filling the registry failed (umoci, skopeo): see setup.log");
 		return;
 	}
+	if (!proxy_start(&bad_tokens)) {
+		setup_error("the bad token service did not start");
+		return;
+	}
+	snprintf(bad_realm, sizeof(bad_realm), "http://127.0.0.1:%u/token", bad_tokens.port);
 	if (!start_registry(script, "basic", "basic", NULL, basic) ||
 	    !start_registry(script, "token", "token", realm, tokenp) ||
+	    !start_registry(script, "token-bad", "token", bad_realm, tokenbad) ||
 	    !start_registry(script, "tls", "tls", NULL, tls))
 		return;
 
@@ -197,12 +205,12 @@ ReportHook(PRE_ALL)(struct criterion_test_set *set)
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 {
 	const char *src = getenv("top_srcdir");
-	static const char *names[] = { "anon", "basic", "token", "tls" };
+	static const char *names[] = { "anon", "basic", "token", "token-bad", "tls" };
 
 	(void)stats;
 	if (!regdir[0])
 		return;
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		(void)sh(NULL, 0, "sh '%s/tests/integration/registry.sh' stop '%s' %s 2>/dev/null", src ? src : "..", regdir,
 			 names[i]);
 	proxy_stop(&redirector);
@@ -211,6 +219,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 	proxy_stop(&counter);
 	proxy_stop(&redirector2);
 	proxy_stop(&challenger);
+	proxy_stop(&bad_tokens);
 	proxy_stop(&token_srv);
 	free(token_srv.token);
 	(void)sh(NULL, 0, "rm -rf '%s'", regdir);
@@ -493,6 +502,23 @@ Test(registry, bearer_token_auth)
 	free(other);
 }
 
+/* A token service's answer is hostile input too: a token that would put
+ * a line break into the Authorization header is refused. */
+Test(registry, malformed_token_refused)
+{
+	char *ref = ref_at("token-bad", "small:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true, .username = "flash", .password = "s3cret");
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_CHALLENGE, "token with CR LF");
+	cr_assert(strstr(first_message(diag), "no usable \"token\""), "%s", first_message(diag));
+	cr_assert_null(img);
+	flash_diag_free(diag);
+	free(ref);
+}
+
 Test(registry, tls_with_ca_file)
 {
 	char ca[PATH_MAX + 32], digest[128];
@@ -603,6 +629,21 @@ Test(registry, content_type_checked)
 	ASSERT_OK(flash_diag_new(&diag), "diag");
 	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_MEDIA_TYPE, "application/json");
 	cr_assert(strstr(first_message(diag), "application/json"), "%s", first_message(diag));
+	flash_diag_free(diag);
+	free(ref);
+}
+
+Test(registry, manifest_size_bounded)
+{
+	char *ref = ref_at("corrupter", "huge:v1");
+	struct flash_image *img = NULL;
+	struct flash_diag *diag;
+	FLASH_OPTS(flash_image_opts, o, .plain_http = true);
+
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	ASSERT_ERR(flash_image_resolve(ref, &o, &img, diag), -FLASH_E_IMAGE_SIZE, "a 5 MiB manifest");
+	cr_assert(strstr(first_message(diag), "larger than 4194304 bytes"), "%s", first_message(diag));
+	cr_assert_null(img);
 	flash_diag_free(diag);
 	free(ref);
 }

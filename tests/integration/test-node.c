@@ -412,6 +412,8 @@ Test(node, offline_del_from_another_netns_removes_the_pair)
 	agent_start();
 	cr_assert_eq(host_links_named_fsd(), 1, "after the replay");
 	ns_kill(&plugin_ns);
+	free(a.result);
+	free(b.result);
 	free(conf);
 }
 

@@ -15,6 +15,10 @@
 #include <flowsdn/cni.h>
 #include <flowsdn/ipam.h>
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+
 #include "agent-api.h"
 #include "core.h"
 #include "diag.h"
@@ -22,6 +26,14 @@
 #include "helpers.h"
 #include "http.h"
 #include "log.h"
+
+/* A time bound, stretched under valgrind (which runs threads one at a
+ * time and every instruction 20-50 times slower). */
+#ifdef RUNNING_ON_VALGRIND
+#define BOUND_MS(ms) ((double)(ms) * (RUNNING_ON_VALGRIND ? 30 : 1))
+#else
+#define BOUND_MS(ms) ((double)(ms))
+#endif
 
 /* The fake kernel: a table of host interfaces. */
 #define FAKE_MAX 64
@@ -39,6 +51,7 @@ struct fake {
 	/* veth_setup for this container id (the netns path) and teardowns
 	 * wait until released */
 	char block_netns[64];
+	bool block_setups; /* every veth_setup */
 	bool block_teardown;
 	unsigned int blocked;
 };
@@ -51,6 +64,7 @@ static void fake_release(void)
 {
 	pthread_mutex_lock(&fk_lock);
 	fk.block_netns[0] = '\0';
+	fk.block_setups = false;
 	fk.block_teardown = false;
 	pthread_cond_broadcast(&fk_cond);
 	pthread_mutex_unlock(&fk_lock);
@@ -144,7 +158,7 @@ static int f_veth_setup(void *ctx, const struct flowsdn_veth_config *cfg, struct
 	if (fk.setup_sleep_ms)
 		usleep(fk.setup_sleep_ms * 1000);
 	pthread_mutex_lock(&fk_lock);
-	while (fk.block_netns[0] && !strcmp(fk.block_netns, cfg->netns_path)) {
+	while (fk.block_setups || (fk.block_netns[0] && !strcmp(fk.block_netns, cfg->netns_path))) {
 		fk.blocked++;
 		pthread_cond_wait(&fk_cond, &fk_lock);
 		fk.blocked--;
@@ -698,32 +712,31 @@ static void adder_start(struct adder *x, struct agent_core *core, const char *ci
 
 static void wait_blocked(unsigned int n)
 {
-	for (int i = 0; i < 500 && fake_blocked() < n; i++)
+	for (int i = 0; i < 5000 && fake_blocked() < n; i++)
 		usleep(2000);
 	cr_assert_eq(fake_blocked(), n, "kernel calls blocked");
 }
 
-/* Item 13: no global lock across kernel calls: ADDs of different owners
- * overlap (each veth setup takes 40 ms). */
+/* Item 13: no global lock across kernel calls: four ADDs of different
+ * owners are inside their veth setup at the same time. */
 Test(agent_core, parallel_adds_overlap)
 {
 	struct agent_core *core = core_start();
 	struct adder x[4];
-	double t0 = now_ms(), total;
 
-	fk.setup_sleep_ms = 40;
+	fk.block_setups = true;
 	for (int i = 0; i < 4; i++) {
 		char cid[16];
 
 		snprintf(cid, sizeof(cid), "par%d", i);
 		adder_start(&x[i], core, cid, 20 + i, 0);
 	}
+	wait_blocked(4);
+	fake_release();
 	for (int i = 0; i < 4; i++) {
 		pthread_join(x[i].t, NULL);
 		ASSERT_OK(x[i].err, x[i].cid);
 	}
-	total = now_ms() - t0;
-	cr_assert_lt(total, 4 * 40 - 20, "4 ADDs of 40 ms took %.1f ms: serialised", total);
 	cr_assert_eq(agent_core_endpoint_count(core), 4);
 	agent_core_free(core);
 }
@@ -745,7 +758,7 @@ Test(agent_core, stuck_add_blocks_nobody_else)
 	agent_core_status(core, &st);
 	cr_assert_eq(st.endpoints, 1, "the stuck one is not reported yet");
 	cr_assert_eq(agent_core_del(core, "other", "eth0", 0, NULL), 1, "DEL");
-	cr_assert_lt(now_ms() - t0, 100.0, "others waited for the stuck ADD");
+	cr_assert_lt(now_ms() - t0, BOUND_MS(100), "others waited for the stuck ADD");
 	fake_release();
 	pthread_join(stuck.t, NULL);
 	ASSERT_OK(stuck.err, "the stuck ADD finishes");
@@ -778,7 +791,7 @@ Test(agent_core, deadlines_and_order)
 	adder_start(&second, core, "slow", 42, agent_api_now_ms() + 50);
 	pthread_join(second.t, NULL);
 	ASSERT_ERR(second.err, -FLOWSDN_E_AGENT_DEADLINE, "stale ADD refused");
-	cr_assert_lt(second.ms, 200.0, "gave up at its deadline (%.1f ms)", second.ms);
+	cr_assert_lt(second.ms, BOUND_MS(200), "gave up at its deadline (%.1f ms)", second.ms);
 	fake_release();
 	pthread_join(first.t, NULL);
 	ASSERT_OK(first.err, "first ADD");
@@ -834,7 +847,7 @@ Test(agent_core, del_answers_before_the_veth_goes)
 	fk.block_teardown = true;
 	t0 = now_ms();
 	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, NULL), 1);
-	cr_assert_lt(now_ms() - t0, 100.0, "DEL waited for the veth");
+	cr_assert_lt(now_ms() - t0, BOUND_MS(100), "DEL waited for the veth");
 	wait_blocked(1);
 	cr_assert(!fake_by_host(a.host_ifname)->published, "unpublished before the answer");
 	ASSERT_OK(util_read_file(path, 1 << 20, &data, &len), "state");
@@ -909,6 +922,24 @@ Test(agent_core, restore_reconciles_with_ipam)
 	cr_assert_eq(st.refused, 1, "duplicate id");
 	agent_core_free(core);
 	free(edited);
+
+	/* The same owner twice (copied whole): the second is refused and the
+	 * interface they share stays. */
+	p = strstr(data, "\"containerID\":\"beta\"");
+	cr_assert(p, "%s", data);
+	cr_assert(asprintf(&edited, "%.*s\"containerID\":\"alpha\"%s", (int)(p - data), data,
+			   p + strlen("\"containerID\":\"beta\"")) > 0);
+	p = strstr(edited, b.host_ifname);
+	cr_assert(p, "%s", edited);
+	memcpy(p, a.host_ifname, strlen(a.host_ifname));
+	write_text(path, edited);
+	core = core_start();
+	agent_core_status(core, &st);
+	cr_assert_eq(st.refused, 1, "duplicate owner: %s", edited);
+	cr_assert_eq(st.endpoints, 1);
+	cr_assert(fake_by_host(a.host_ifname), "the shared interface stays");
+	agent_core_free(core);
+	free(edited);
 	free(data);
 }
 
@@ -944,7 +975,7 @@ Test(agent_core, fifo_netns_does_not_block)
 	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, fifo, &ino), -FLOWSDN_E_NL_NETNS, "FIFO");
 	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, "/dev/null", &ino), -FLOWSDN_E_NL_NETNS, "device");
 	ASSERT_ERR(agent_ops_kernel.netns_ino(NULL, dir, &ino), -FLOWSDN_E_NL_NETNS, "directory");
-	cr_assert_lt(now_ms() - t0, 100.0);
+	cr_assert_lt(now_ms() - t0, BOUND_MS(100));
 	ASSERT_OK(agent_ops_kernel.netns_ino(NULL, "/proc/self/ns/net", &ino), "a netns");
 	cr_assert_gt(ino, 0);
 }
@@ -1060,7 +1091,7 @@ Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeo
 		worst = ms > worst ? ms : worst;
 		usleep(100000);
 	}
-	cr_assert_lt(worst, 100.0, "healthz took %.1f ms with %d slow clients", worst, SLOW);
+	cr_assert_lt(worst, BOUND_MS(100), "healthz took %.1f ms with %d slow clients", worst, SLOW);
 	cr_assert_eq(http_raw(s.sock, del, sizeof(del) - 1, out, sizeof(out)), 200, "DEL: %s", out);
 	for (int i = 0; i < SLOW; i++)
 		close(fds[i]);
@@ -1075,7 +1106,7 @@ Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeo
 
 		cr_assert_eq(write(stuck, req, strlen(req)), (ssize_t)strlen(req));
 		wait_blocked(1);
-		cr_assert_lt(healthz_ms(s.sock, &status), 100.0, "healthz while an ADD is stuck");
+		cr_assert_lt(healthz_ms(s.sock, &status), BOUND_MS(100), "healthz while an ADD is stuck");
 		cr_assert_eq(status, 200);
 		fake_release();
 		close(stuck);

@@ -145,6 +145,33 @@ Test(ipam, all_or_nothing)
 	flowsdn_ipam_free(ipam);
 }
 
+/* NULL state directory: in memory only, all or nothing as on disk (the
+ * failed call's IPv4 address is given back), nothing written. */
+Test(ipam, in_memory_only)
+{
+	struct flowsdn_prefix pools[2] = { PFX("10.3.0.0/24"), PFX("fd00:3::/126") };
+	struct flowsdn_ipam *ipam = NULL;
+	struct flowsdn_ipam_pool_summary sum[2];
+	struct flowsdn_ipam_result res;
+	struct flowsdn_addr want = ADDR("10.3.0.7");
+	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, o, .families = FLOWSDN_IPAM_IPV4, .request = &want, .n_request = 1);
+	size_t n;
+
+	ASSERT_OK(flowsdn_ipam_new(NULL, pools, 2, NULL, &ipam, NULL), "in memory");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "a");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", NULL, &res, NULL), "b");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), -FLOWSDN_E_IPAM_EXHAUSTED, "c");
+	ASSERT_OK(flowsdn_ipam_summary(ipam, sum, 2, &n), "summary");
+	cr_assert_eq(sum[0].used, 2, "the IPv4 address of the failed call was given back");
+	ASSERT_ERR(flowsdn_ipam_lookup(ipam, "c", "eth0", &res), -ENOENT, "c holds nothing");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "d", "eth1", &o, &res, NULL), "explicit");
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "e", "eth1", &o, &res, NULL), -FLOWSDN_E_IPAM_IN_USE, "never two owners");
+	cr_assert_eq(flowsdn_ipam_release(ipam, "a", "eth0", NULL), 2);
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", NULL, &res, NULL), "c after release");
+	flowsdn_ipam_free(ipam);
+	ASSERT_ERR(flowsdn_ipam_new("", pools, 2, NULL, &ipam, NULL), -EINVAL, "empty path");
+}
+
 Test(ipam, explicit_requests)
 {
 	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();

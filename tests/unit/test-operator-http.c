@@ -80,7 +80,7 @@ static int unix_connect(void)
 
 static struct flash_client *client(const char *endpoint, const char *ca)
 {
-	struct flash_client_opts co = { .sz = sizeof(co), .endpoint = endpoint, .ca_file = ca, .timeout_ms = 3000 };
+	struct flash_client_opts co = { .sz = sizeof(co), .endpoint = endpoint, .ca_file = ca, .timeout_ms = 60000 };
 	struct flash_client_identity id = { .sz = sizeof(id), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE,
 					    .organization = "org-h", .project = "p1" };
 	struct flash_client *c = NULL;
@@ -170,8 +170,9 @@ Test(operator_http, tls)
 		 "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1 && chmod 600 '%s'",
 		 key, cert, key);
 	cr_assert(system(cmd) == 0, "openssl (scripts/deps.sh installs it)");
+	/* Generous timeouts: a TLS handshake under valgrind takes seconds. */
 	struct op_http_opts ho = { .sz = sizeof(ho), .listen = "127.0.0.1:0", .tls_cert_file = cert,
-				   .tls_key_file = key };
+				   .tls_key_file = key, .timeout_s = 60 };
 	char err[256] = "";
 	ASSERT_OK(op_http_start(prov, &ho, &http, err, sizeof(err)), err);
 	cr_assert(op_http_port(http) > 0);
