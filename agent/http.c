@@ -746,8 +746,13 @@ static void door_accept(struct agent_http *h, struct listener *l)
 	struct pending p = { .l = l, .addr_len = sizeof(p.addr) };
 
 	p.fd = accept4(l->fd, (struct sockaddr *)&p.addr, &p.addr_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (p.fd < 0)
+	if (p.fd < 0) {
+		/* Out of descriptors: the listener stays readable; do not
+		 * spin on it. */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			usleep(10000);
 		return;
+	}
 	if (p.addr_len == 0 || l->fd == h->lis[0].fd) {
 		/* AF_UNIX peers are unnamed: give the family at least. */
 		p.addr.ss_family = AF_UNIX;

@@ -382,39 +382,60 @@ void check_ctx_init(struct check_ctx *ctx, struct diag *diag)
 	ctx->oom = false;
 }
 
-void check_error(struct check_ctx *ctx, const char *code, const struct json_value *value, const char *fmt, ...)
-{
-	char *msg = NULL;
-	va_list ap;
+/* The shared body of check_error(), check_warning() and check_error_at():
+ * counts the problem, and reports it at ctx->path (+ @field). */
+static void check_vreport(struct check_ctx *ctx, enum diag_severity sev, const char *field, const char *code,
+			  const struct json_value *value, const char *fmt, va_list ap) _printf_(6, 0);
 
-	ctx->errors++;
+static void check_vreport(struct check_ctx *ctx, enum diag_severity sev, const char *field, const char *code,
+			  const struct json_value *value, const char *fmt, va_list ap)
+{
+	size_t saved = ctx->path.len;
+	char *msg;
+
+	if (sev == DIAG_WARNING)
+		ctx->warnings++;
+	else
+		ctx->errors++;
 	if (!ctx->diag)
 		return;
-	va_start(ap, fmt);
 	msg = vformat(fmt, ap);
-	va_end(ap);
-	diag_add(ctx->diag, DIAG_ERROR, json_path_str(&ctx->path), code, value, "%s", msg ? msg : "(out of memory)");
+	if (field)
+		saved = json_path_push_key(&ctx->path, field);
+	diag_add(ctx->diag, sev, json_path_str(&ctx->path), code, value, "%s", msg ? msg : "(out of memory)");
+	if (field)
+		json_path_pop(&ctx->path, saved);
 	if (!msg)
 		ctx->diag->oom = true;
 	free(msg);
 }
 
-void check_warning(struct check_ctx *ctx, const char *code, const struct json_value *value, const char *fmt, ...)
+void check_error(struct check_ctx *ctx, const char *code, const struct json_value *value, const char *fmt, ...)
 {
-	char *msg = NULL;
 	va_list ap;
 
-	ctx->warnings++;
-	if (!ctx->diag)
-		return;
 	va_start(ap, fmt);
-	msg = vformat(fmt, ap);
+	check_vreport(ctx, DIAG_ERROR, NULL, code, value, fmt, ap);
 	va_end(ap);
-	diag_add(ctx->diag, DIAG_WARNING, json_path_str(&ctx->path), code, value, "%s",
-		 msg ? msg : "(out of memory)");
-	if (!msg)
-		ctx->diag->oom = true;
-	free(msg);
+}
+
+void check_warning(struct check_ctx *ctx, const char *code, const struct json_value *value, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	check_vreport(ctx, DIAG_WARNING, NULL, code, value, fmt, ap);
+	va_end(ap);
+}
+
+void check_error_at(struct check_ctx *ctx, const char *field, const char *code, const struct json_value *value,
+		    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	check_vreport(ctx, DIAG_ERROR, field, code, value, fmt, ap);
+	va_end(ap);
 }
 
 int diag_entry_format(const struct diag_entry *e, char *buf, size_t size)
@@ -438,27 +459,6 @@ const struct diag_entry *diag_first_error(const struct diag *diag)
 		if (diag->entries[i].severity == DIAG_ERROR)
 			return &diag->entries[i];
 	return NULL;
-}
-
-void check_error_at(struct check_ctx *ctx, const char *field, const char *code, const struct json_value *value,
-		    const char *fmt, ...)
-{
-	size_t saved = json_path_push_key(&ctx->path, field);
-	char *msg = NULL;
-	va_list ap;
-
-	ctx->errors++;
-	if (ctx->diag) {
-		va_start(ap, fmt);
-		msg = vformat(fmt, ap);
-		va_end(ap);
-		diag_add(ctx->diag, DIAG_ERROR, json_path_str(&ctx->path), code, value, "%s",
-			 msg ? msg : "(out of memory)");
-		if (!msg)
-			ctx->diag->oom = true;
-		free(msg);
-	}
-	json_path_pop(&ctx->path, saved);
 }
 
 int diag_to_json(const struct diag *diag, const char *source, char **ret_json, size_t *ret_len)

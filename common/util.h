@@ -160,6 +160,18 @@ static inline int util_hexval(char c)
 		P##_log_cb_(level, buf, P##_log_userdata_);                            \
 	}
 
+/* A library's P_strerror() over its table of blocks (util_strerror())
+ * and P_version(), written once. */
+#define UTIL_ERRORS_EXPORT(P, API, BLOCKS, ERRNO_END, UNKNOWN)                       \
+	API const char *P##_strerror(int err)                                        \
+	{                                                                            \
+		return util_strerror(BLOCKS, ARRAY_SIZE(BLOCKS), err, ERRNO_END, UNKNOWN); \
+	}                                                                            \
+	API const char *P##_version(void)                                            \
+	{                                                                            \
+		return PACKAGE_VERSION;                                              \
+	}
+
 /* fsync() of the directory holding @path. */
 int util_fsync_parent(const char *path);
 

@@ -29,14 +29,6 @@ static const struct util_errblock blocks[] = {
 	{ FLOWSDN_E_BASE, FLOWSDN_E_END, flowsdn_strerror },
 };
 
-FLASH_API const char *flash_strerror(int err)
-{
-	/* errno values end below libflowsdn's range, the lowest domain code
-	 * libflash can return. */
-	return util_strerror(blocks, ARRAY_SIZE(blocks), err, FLOWSDN_E_BASE, "unknown flash error");
-}
-
-FLASH_API const char *flash_version(void)
-{
-	return PACKAGE_VERSION;
-}
+/* errno values end below libflowsdn's range, the lowest domain code
+ * libflash can return. */
+UTIL_ERRORS_EXPORT(flash, FLASH_API, blocks, FLOWSDN_E_BASE, "unknown flash error")

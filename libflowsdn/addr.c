@@ -670,6 +670,7 @@ static const struct special specials[] = {
 #undef C
 
 static struct flowsdn_prefix special_prefix[ARRAY_SIZE(specials)];
+_Static_assert(ARRAY_SIZE(specials) < UINT8_MAX, "entry indexes fit a byte");
 static pthread_once_t special_once = PTHREAD_ONCE_INIT;
 
 static void special_init(void)
@@ -750,48 +751,59 @@ FLOWSDN_API bool flowsdn_addr_is_public(const struct flowsdn_addr *addr)
 	return flowsdn_addr_classify(addr) == FLOWSDN_ADDR_PUBLIC;
 }
 
-/* Whether some address of @p has a most specific entry (-1: none) that
- * @pred accepts: walk down the prefix tree only where a table entry lies
- * strictly inside it. */
-static bool prefix_any(const struct flowsdn_prefix *p, bool (*pred)(int best, int arg), int arg)
-{
-	int governing = -1;
-	bool split = false;
+#define N_SPECIALS ARRAY_SIZE(specials)
 
-	for (size_t i = 0; i < ARRAY_SIZE(specials); i++) {
-		const struct flowsdn_prefix *e = &special_prefix[i];
+/*
+ * Marks in @seen each entry that is the most specific one for some address
+ * of @p (seen[N_SPECIALS]: an address in no entry).  Walks down the prefix
+ * tree only where an entry lies strictly inside the current prefix, and
+ * looks at the @n candidate entries @cand only: those that can matter
+ * below (the one governing the parent, and the entries inside it), so a
+ * call costs about the table size times the depth of its entries.
+ */
+static void prefix_governing(const struct flowsdn_prefix *p, const uint8_t *cand, size_t n, bool *seen)
+{
+	uint8_t sub[N_SPECIALS + 1];
+	size_t m = 0;
+	int governing = -1;
+
+	for (size_t k = 0; k < n; k++) {
+		const struct flowsdn_prefix *e = &special_prefix[cand[k]];
 
 		if (flowsdn_prefix_contains(e, p)) {
 			if (governing < 0 || e->len > special_prefix[governing].len)
-				governing = (int)i;
+				governing = cand[k];
 		} else if (flowsdn_prefix_contains(p, e)) {
-			split = true;
+			sub[m++] = cand[k];
 		}
 	}
-	if (split && p->len < flowsdn_addr_bits(&p->addr)) {
+	if (m && p->len < flowsdn_addr_bits(&p->addr)) {
 		struct flowsdn_prefix lo = *p, hi;
 		unsigned int bit = p->len;
+		bool news = !seen[governing < 0 ? N_SPECIALS : (size_t)governing];
 
+		/* Below, only these entries (or none) can govern: nothing to
+		 * learn when each was seen already. */
+		for (size_t k = 0; k < m && !news; k++)
+			news = !seen[sub[k]];
+		if (!news)
+			return;
+		if (governing >= 0)
+			sub[m++] = (uint8_t)governing;
 		lo.len = (uint8_t)(p->len + 1);
 		hi = lo;
 		hi.addr.bytes[bit / 8] |= (uint8_t)(0x80 >> (bit % 8));
-		return prefix_any(&lo, pred, arg) || prefix_any(&hi, pred, arg);
+		prefix_governing(&lo, sub, m, seen);
+		prefix_governing(&hi, sub, m, seen);
+		return;
 	}
-	return pred(governing, arg);
-}
-
-static bool best_is_global(int best, int arg _unused_)
-{
-	return best < 0 || specials[best].global;
-}
-
-static bool best_is(int best, int arg)
-{
-	return best == arg;
+	seen[governing < 0 ? N_SPECIALS : (size_t)governing] = true;
 }
 
 FLOWSDN_API unsigned int flowsdn_prefix_classify(const struct flowsdn_prefix *prefix)
 {
+	bool seen[N_SPECIALS + 1] = { false };
+	uint8_t all[N_SPECIALS];
 	unsigned int classes = 0;
 
 	if (!prefix || !family_ok(prefix->addr.family))
@@ -799,18 +811,19 @@ FLOWSDN_API unsigned int flowsdn_prefix_classify(const struct flowsdn_prefix *pr
 	if (prefix->len == flowsdn_addr_bits(&prefix->addr))
 		return flowsdn_addr_classify(&prefix->addr);
 	pthread_once(&special_once, special_init);
-	for (size_t i = 0; i < ARRAY_SIZE(specials); i++) {
-		const struct flowsdn_prefix *e = &special_prefix[i];
-
-		if (!flowsdn_prefix_overlaps(e, prefix))
-			continue;
-		/* A space block: only if some of its addresses in @prefix are
-		 * no special-purpose entry's (overlapping prefixes nest, so the
-		 * longer one is the overlap). */
-		if (!specials[i].space || prefix_any(e->len > prefix->len ? e : prefix, best_is, (int)i))
+	for (size_t i = 0; i < N_SPECIALS; i++)
+		all[i] = (uint8_t)i;
+	prefix_governing(prefix, all, N_SPECIALS, seen);
+	for (size_t i = 0; i < N_SPECIALS; i++) {
+		/* A special-purpose entry counts where it overlaps; a space
+		 * block only where some address of @prefix is no
+		 * special-purpose entry's (it governs that address). */
+		if (specials[i].space ? seen[i] : flowsdn_prefix_overlaps(&special_prefix[i], prefix))
 			classes |= specials[i].classes;
+		if (seen[i] && specials[i].global)
+			classes |= FLOWSDN_ADDR_PUBLIC;
 	}
-	if (prefix_any(prefix, best_is_global, 0))
+	if (seen[N_SPECIALS])
 		classes |= FLOWSDN_ADDR_PUBLIC;
 	return classes;
 }

@@ -211,12 +211,4 @@ static const struct util_errblock blocks[] = {
 	{ FLOWSDN_E_NL_BASE, FLOWSDN_E_NL_MAX_, netlink_strerror },
 };
 
-FLOWSDN_API const char *flowsdn_strerror(int err)
-{
-	return util_strerror(blocks, ARRAY_SIZE(blocks), err, FLOWSDN_E_BASE, "unknown flowsdn error");
-}
-
-FLOWSDN_API const char *flowsdn_version(void)
-{
-	return PACKAGE_VERSION;
-}
+UTIL_ERRORS_EXPORT(flowsdn, FLOWSDN_API, blocks, FLOWSDN_E_BASE, "unknown flowsdn error")

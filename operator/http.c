@@ -217,7 +217,9 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 	unsigned int max_conn = OPTS_GET(opts, max_connections, 0) ?: 512;
 	unsigned int per_ip = OPTS_GET(opts, per_ip_connections, 0) ?: 64;
 	unsigned int timeout = OPTS_GET(opts, timeout_s, 0) ?: 10;
-	unsigned int threads = OPTS_GET(opts, threads, 0) ?: 4;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	/* One thread per CPU: more only adds context switches (epoll). */
+	unsigned int threads = OPTS_GET(opts, threads, 0) ?: (unsigned int)(cpus < 1 ? 1 : cpus > 16 ? 16 : cpus);
 	size_t max_header = OPTS_GET(opts, max_header_bytes, 0) ?: 16384;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
 	struct op_http *h;

@@ -29,7 +29,7 @@ struct op_http_opts {
 	unsigned int timeout_s;    /* idle timeout, 0: 10 */
 	size_t max_header_bytes;   /* 0: 16 KiB */
 	size_t max_body_bytes;     /* 0: 1 MiB */
-	unsigned int threads;      /* 0: 4 */
+	unsigned int threads;      /* 0: one per CPU (at most 16) */
 };
 
 struct op_http;
