@@ -320,6 +320,8 @@ Test(operator_http, trickling_heads_are_cut_at_the_header_deadline, .timeout = 6
 		closed_at_end += !open_[i];
 		close(fds[i]);
 	}
+	cr_log_info("%d trickling clients: healthz worst %.1f ms, list worst %.1f ms, %d cut by 5 s", SLOW, worst_hz,
+		    worst_list, closed_at_end);
 	cr_assert_eq(closed_at_1s, 0, "%d trickling clients were cut before the deadline", closed_at_1s);
 	cr_assert_eq(closed_at_end, SLOW, "%d of %d trickling clients still open after 5 s (deadline 2 s)",
 		     SLOW - closed_at_end, SLOW);
