@@ -80,7 +80,7 @@ int agent_config_new(struct agent_config **ret)
 	c->attach_mode = 2;
 	c->mtu = 1500;
 	c->max_connections = 64;
-	c->reserved_connections = 8;
+	c->reserved_connections = 8; /* max-connections/8, at least 1 */
 	c->header_timeout_ms = 2000;
 	c->max_request_bytes = 65536;
 	c->request_timeout_s = 10;
@@ -205,7 +205,8 @@ static int read_attach(struct check_ctx *ctx, const struct json_value *v, void *
 	return read_word(ctx, v, attach_words, "\"auto\", \"tcx\" or \"tc\"", dst);
 }
 
-static const struct json_int_range mtu_range = { 1280, 65535 }, conn_range = { 1, 1024 },
+static const struct json_int_range mtu_range = { 1280, 65535 }, conn_range = { 2, 1024 },
+				   reserve_range = { 1, 512 }, head_range = { 10, 60000 },
 				   req_range = { 1024, 1 << 20 }, timeout_range = { 1, 600 };
 static const char optional[] = "";
 
@@ -216,11 +217,13 @@ static const struct json_field config_fields[] = {
 	F("bpf-pin-dir", JSON_STRING, read_path, pin_dir, NULL),
 	F("datapath", JSON_BOOL, json_read_bool, datapath, NULL),
 	F("egress-mode", JSON_STRING, read_egress, egress_stack, NULL),
+	F("header-timeout-ms", JSON_NUMBER, json_read_uint32, header_timeout_ms, &head_range),
 	F("http-listen", JSON_STRING, read_listen, http_listen, optional),
 	F("max-connections", JSON_NUMBER, json_read_uint32, max_connections, &conn_range),
 	F("max-request-bytes", JSON_NUMBER, json_read_uint32, max_request_bytes, &req_range),
 	F("mtu", JSON_NUMBER, json_read_uint32, mtu, &mtu_range),
 	{ "pools", JSON_ARRAY, false, read_pools, 0, NULL },
+	F("reserved-connections", JSON_NUMBER, json_read_uint32, reserved_connections, &reserve_range),
 	F("request-timeout-seconds", JSON_NUMBER, json_read_uint32, request_timeout_s, &timeout_range),
 	F("socket", JSON_STRING, read_path, socket, NULL),
 	F("state-dir", JSON_STRING, read_path, state_dir, NULL),
@@ -266,6 +269,21 @@ int agent_config_parse_listen(const char *text, struct flowsdn_addr *ret_addr, u
 	return 0;
 }
 
+/* The reserve defaults to a eighth of max-connections (at least 1) and
+ * must leave at least one connection for other requests. */
+static int config_check_reserve(struct agent_config *c, struct diag *diag)
+{
+	if (!c->reserved_connections)
+		c->reserved_connections = c->max_connections / 8 ? c->max_connections / 8 : 1;
+	if (c->reserved_connections >= c->max_connections) {
+		diag_add_text(diag, DIAG_ERROR, "reserved-connections", "maximum", NULL,
+			      "must be less than max-connections (%u), is %u", c->max_connections,
+			      c->reserved_connections);
+		return -FLOWSDN_E_AGENT_CONFIG;
+	}
+	return 0;
+}
+
 int agent_config_parse(const char *json, size_t len, struct agent_config **ret, struct diag *diag)
 {
 	struct agent_config *c = NULL;
@@ -288,9 +306,12 @@ int agent_config_parse(const char *json, size_t len, struct agent_config **ret, 
 	if (err < 0)
 		goto out;
 	check_ctx_init(&ctx, diag);
+	c->reserved_connections = 0; /* not given: follows max-connections */
 	err = json_read_object(&ctx, root, config_fields, ARRAY_SIZE(config_fields), c);
 	if (err == JSON_READ_REPORTED)
 		err = -FLOWSDN_E_AGENT_CONFIG;
+	if (err == 0)
+		err = config_check_reserve(c, diag);
 out:
 	json_free(root);
 	if (err < 0)
@@ -326,6 +347,8 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_kv_string(w, "attach-mode", attach_words[c->attach_mode % 3]);
 	jw_kv_uint(w, "mtu", c->mtu);
 	jw_kv_uint(w, "max-connections", c->max_connections);
+	jw_kv_uint(w, "reserved-connections", c->reserved_connections);
+	jw_kv_uint(w, "header-timeout-ms", c->header_timeout_ms);
 	jw_kv_uint(w, "max-request-bytes", c->max_request_bytes);
 	jw_kv_uint(w, "request-timeout-seconds", c->request_timeout_s);
 	jw_object_close(w);

@@ -547,6 +547,10 @@ Test(agent_config, defaults_parse_and_errors)
 		{ "{\"mtu\":100}", "mtu: must be an integer" },
 		{ "{\"mtu\":1500.5}", "mtu: must be an integer" },
 		{ "{\"mtu\":1500,\"mtu\":1400}", "line 1" },
+		{ "{\"max-connections\":4,\"reserved-connections\":4}", "must be less than max-connections (4)" },
+		{ "{\"max-connections\":1}", "max-connections" },
+		{ "{\"reserved-connections\":0}", "reserved-connections" },
+		{ "{\"header-timeout-ms\":5}", "header-timeout-ms" },
 	};
 	char *out = NULL;
 
@@ -565,8 +569,18 @@ Test(agent_config, defaults_parse_and_errors)
 	cr_assert(strstr(out, "\"egress-mode\": \"stack\""), "%s", out);
 	cr_assert(strstr(out, "\"datapath\": false"), "%s", out);
 	cr_assert(strstr(out, "\"max-connections\": 8"), "%s", out);
+	cr_assert(strstr(out, "\"reserved-connections\": 1"), "the reserve follows max-connections: %s", out);
 	free(out);
 	agent_config_free(c);
+
+	{
+		static const char tuned[] = "{\"max-connections\":16,\"reserved-connections\":3,\"header-timeout-ms\":750}";
+
+		ASSERT_OK(agent_config_parse(tuned, strlen(tuned), &c, d), test_engine_text(d));
+		cr_assert_eq(c->reserved_connections, 3, "reserved-connections read");
+		cr_assert_eq(c->header_timeout_ms, 750, "header-timeout-ms read");
+		agent_config_free(c);
+	}
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		c = (struct agent_config *)0x1;
