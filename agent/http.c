@@ -145,53 +145,6 @@ static void timing_gen(struct json_writer *g, const char *name, const struct age
 	jw_object_close(g);
 }
 
-/* The request body as a JSON object; an error reply when it is not. */
-static struct json_value *parse_body(const struct request *req, struct reply *r)
-{
-	struct json_value *root = NULL;
-	struct json_error je = { 0 };
-	int err;
-
-	err = json_parse(req->body ? req->body : "", req->len, NULL, &root, &je);
-	if (err == -ENOMEM) {
-		reply_error(r, 500, -ENOMEM, "out of memory");
-		return NULL;
-	}
-	if (err < 0) {
-		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: line %u column %u: %s", je.line, je.column,
-			    je.message);
-		return NULL;
-	}
-	if (!json_is(root, JSON_OBJECT)) {
-		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: not a JSON object");
-		json_free(root);
-		return NULL;
-	}
-	return root;
-}
-
-static bool owner_fields(const struct json_value *root, bool need_netns, const char **cid, const char **ifn,
-			 const char **netns, struct reply *r)
-{
-	*cid = json_string_value(json_get(root, "containerID"));
-	*ifn = json_string_value(json_get(root, "ifname"));
-	*netns = json_string_value(json_get(root, "netns"));
-	if (!*cid || !flowsdn_cni_container_id_valid(*cid)) {
-		reply_error(r, 400, -FLOWSDN_E_CNI_CONTAINER_ID,
-			    "containerID: missing or not ^[A-Za-z0-9][A-Za-z0-9_.-]*$");
-		return false;
-	}
-	if (!*ifn || !flowsdn_cni_ifname_valid(*ifn)) {
-		reply_error(r, 400, -FLOWSDN_E_CNI_IFNAME, "ifname: missing or not an interface name");
-		return false;
-	}
-	if (need_netns && (!*netns || (*netns)[0] != '/' || strlen(*netns) >= 256)) {
-		reply_error(r, 400, -FLOWSDN_E_NL_NETNS, "netns: missing or not an absolute path");
-		return false;
-	}
-	return true;
-}
-
 /* The HTTP status of a failed call (the body carries the domain code). */
 static unsigned int status_of(int err)
 {
@@ -250,46 +203,47 @@ static void count_reply(struct reply *r, const char *key, int n)
 	reply_json(r, 200, g);
 }
 
+/* The body of @verb (agent_http_body_read()); an error reply when it is
+ * refused. */
+static bool read_body(enum agent_http_verb verb, const struct request *req, struct agent_http_body *b,
+		      struct reply *r)
+{
+	struct agent_diag diag = { "" };
+	unsigned int status = 500;
+	int err = agent_http_body_read(verb, req->body, req->len, b, &status, &diag);
+
+	if (err < 0)
+		reply_error(r, status, err, "%s", diag.msg);
+	return err == 0;
+}
+
 static void route_add_check(struct agent_core *core, const struct request *req, bool add, struct reply *r)
 {
-	struct json_value *root = parse_body(req, r);
+	struct agent_http_body b;
 	struct agent_api_endpoint e;
 	struct agent_diag diag = { "" };
-	struct agent_request rq;
-	uint64_t mtu = 0;
 	int err;
 
-	if (!root)
+	if (!read_body(add ? AGENT_HTTP_ADD : AGENT_HTTP_CHECK, req, &b, r))
 		return;
-	if (!owner_fields(root, true, &rq.container_id, &rq.ifname, &rq.netns, r))
-		goto out;
-	if (json_get(root, "mtu") && (json_get_uint64(json_get(root, "mtu"), &mtu) < 0 || mtu < 1280 || mtu > 65535)) {
-		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "mtu: must be an integer in [1280, 65535]");
-		goto out;
-	}
-	rq.mtu = (unsigned int)mtu;
-	rq.deadline_ms = req->deadline_ms;
-	err = add ? agent_core_add(core, &rq, &e, &diag) : agent_core_check(core, &rq, &e, &diag);
+	b.rq.deadline_ms = req->deadline_ms;
+	err = add ? agent_core_add(core, &b.rq, &e, &diag) : agent_core_check(core, &b.rq, &e, &diag);
 	if (err == 0)
 		endpoint_reply(r, &e);
 	else
 		reply_failure(r, err, &diag);
-out:
-	json_free(root);
+	agent_http_body_clear(&b);
 }
 
 static void route_del(struct agent_core *core, const struct request *req, struct reply *r)
 {
-	struct json_value *root = parse_body(req, r);
+	struct agent_http_body b;
 	struct agent_diag diag = { "" };
-	const char *cid, *ifn, *netns;
 	int err;
 
-	if (!root)
+	if (!read_body(AGENT_HTTP_DEL, req, &b, r))
 		return;
-	if (!owner_fields(root, false, &cid, &ifn, &netns, r))
-		goto out;
-	err = agent_core_del(core, cid, ifn, req->deadline_ms, &diag);
+	err = agent_core_del(core, b.rq.container_id, b.rq.ifname, req->deadline_ms, &diag);
 	/* A DEL queued while this agent was starting is picked up now. */
 	if (err >= 0)
 		(void)agent_core_replay_queue(core);
@@ -297,48 +251,23 @@ static void route_del(struct agent_core *core, const struct request *req, struct
 		reply_failure(r, err, &diag);
 	else
 		count_reply(r, "removed", err);
-out:
-	json_free(root);
+	agent_http_body_clear(&b);
 }
 
 static void route_gc(struct agent_core *core, const struct request *req, struct reply *r)
 {
-	struct json_value *root = parse_body(req, r);
+	struct agent_http_body b;
 	struct agent_diag diag = { "" };
-	const struct json_value *list;
-	const char **ids = NULL, **ifns = NULL;
-	size_t n;
 	int removed;
 
-	if (!root)
+	if (!read_body(AGENT_HTTP_GC, req, &b, r))
 		return;
-	list = json_get(root, "validAttachments");
-	if (!json_is(list, JSON_ARRAY)) {
-		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "validAttachments: must be an array");
-		goto out;
-	}
-	n = list->u.array.n;
-	ids = calloc(n + 1, sizeof(*ids));
-	ifns = calloc(n + 1, sizeof(*ifns));
-	if (!ids || !ifns) {
-		reply_error(r, 500, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *netns;
-
-		if (!owner_fields(list->u.array.items[i], false, &ids[i], &ifns[i], &netns, r))
-			goto out;
-	}
-	removed = agent_core_gc(core, ids, ifns, n, req->deadline_ms, &diag);
+	removed = agent_core_gc(core, b.ids, b.ifnames, b.n, req->deadline_ms, &diag);
 	if (removed < 0)
 		reply_failure(r, removed, &diag);
 	else
 		count_reply(r, "removed", removed);
-out:
-	free(ids);
-	free(ifns);
-	json_free(root);
+	agent_http_body_clear(&b);
 }
 
 static void route_healthz(struct agent_core *core, struct reply *r)
@@ -671,7 +600,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 }
 
 /* Best effort: the peer may be gone, and nothing waits for it. */
-static void door_reply(int fd, unsigned int status, const char *reason, const char *fmt, ...)
+_printf_(4, 5) static void door_reply(int fd, unsigned int status, const char *reason, const char *fmt, ...)
 {
 	char msg[256], *body = NULL, head[256];
 	va_list ap;
