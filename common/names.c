@@ -63,6 +63,18 @@ bool names_opaque_id_valid(const char *s, size_t len, size_t max)
 	return true;
 }
 
+bool names_service_id_valid(const char *s)
+{
+	const size_t plen = sizeof(NAMES_SERVICE_ID_PREFIX) - 1;
+
+	if (!s || strlen(s) != NAMES_SERVICE_ID_LEN || strncmp(s, NAMES_SERVICE_ID_PREFIX, plen) != 0)
+		return false;
+	for (s += plen; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
 /* ------------------------------------------------------------ Kubernetes (apimachinery) */
 
 static const char qualified_name_msg[] =

@@ -19,6 +19,9 @@
  *   port name            1..15   [a-z0-9-], a letter, no "--", no '-' at an end
  *   opaque id            1..max  [A-Za-z0-9._:-]  (key ids, meter ids: the
  *                                caller's module sets the limit)
+ *   Flash service id     35      "fs-" and 32 lower-case hex digits (the
+ *                                operator's ids; flashctl tells an id from
+ *                                a name by it)
  *
  * The Kubernetes rules are those of apimachinery (k8s.io/apimachinery/pkg/
  * util/validation): lengths are in bytes, nothing outside ASCII passes.
@@ -39,6 +42,8 @@
 #define NAMES_LABEL_NAME_MAX 63
 #define NAMES_LABEL_VALUE_MAX 63
 #define NAMES_PORT_NAME_MAX 15
+#define NAMES_SERVICE_ID_PREFIX "fs-"
+#define NAMES_SERVICE_ID_LEN 35 /* the prefix and 32 lower-case hex digits */
 
 bool names_container_id_valid(const char *s);
 bool names_ifname_valid(const char *s);
@@ -48,6 +53,7 @@ bool names_dns_subdomain_valid(const char *s);
 bool names_label_key_valid(const char *s);
 bool names_label_value_valid(const char *s);
 bool names_port_name_valid(const char *s);
+bool names_service_id_valid(const char *s);
 /* @len bytes at @s (NUL not required); false when @len is 0 or > @max. */
 bool names_opaque_id_valid(const char *s, size_t len, size_t max);
 

@@ -19,7 +19,8 @@
  * NULL or @size 0: nothing written). */
 void image_why(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* "sha256:" + 64 lowercase hex. */
+/* "sha256:" + 64 lowercase hex: libflash's one OCI digest rule (admission
+ * and the renderer's image pinning both check with it). */
 #define IMAGE_DIGEST_LEN (7 + 64)
 bool image_digest_valid(const char *s);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <flash/spec.h>
 
+#include "image-internal.h"
 #include "internal.h"
 #include "json.h"
 #include "names.h"
@@ -296,16 +297,6 @@ static char *pinned_image(const char *image, const char *digest)
 	if (asprintf(&out, "%.*s@%s", (int)len, image, digest) < 0)
 		return NULL;
 	return out;
-}
-
-static bool valid_digest(const char *d)
-{
-	if (strncmp(d, "sha256:", 7) != 0 || strlen(d) != 7 + 64)
-		return false;
-	for (const char *p = d + 7; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-			return false;
-	return true;
 }
 
 static void node_selector_into(struct kdoc *pod, const struct flash_spec *spec, const struct flash_operator_config *c)
@@ -680,7 +671,7 @@ static int check_opts(const struct flash_render_opts *o, struct diag *diag)
 	if (s && (!s[0] || strlen(s) > 128 || strpbrk(s, " \t\n\"")))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "uid", "\"%s\" is not a uid", s);
 	s = OPTS_GET(o, image_digest, NULL);
-	if (s && !valid_digest(s))
+	if (s && !image_digest_valid(s))
 		return render_diag_fail(diag, -FLASH_E_RENDER_NAME, "image_digest", "\"%s\" is not sha256:<64 lower-case hex>", s);
 	if (OPTS_GET(o, n_public_ports, 0) && !o->public_ports)
 		return -EINVAL;

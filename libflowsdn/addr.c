@@ -539,6 +539,12 @@ FLOWSDN_API int flowsdn_prefix_index(const struct flowsdn_prefix *prefix, const 
 
 FLOWSDN_API void flowsdn_prefix_iter_init(struct flowsdn_prefix_iter *it, const struct flowsdn_prefix *prefix)
 {
+	if (!it)
+		return;
+	if (!prefix) {
+		*it = (struct flowsdn_prefix_iter){ .done = true };
+		return;
+	}
 	flowsdn_prefix_first(prefix, &it->next);
 	flowsdn_prefix_last(prefix, &it->last);
 	it->done = false;
@@ -546,7 +552,7 @@ FLOWSDN_API void flowsdn_prefix_iter_init(struct flowsdn_prefix_iter *it, const 
 
 FLOWSDN_API bool flowsdn_prefix_iter_next(struct flowsdn_prefix_iter *it, struct flowsdn_addr *ret_addr)
 {
-	if (it->done)
+	if (!it || !ret_addr || it->done)
 		return false;
 	*ret_addr = it->next;
 	if (flowsdn_addr_equal(&it->next, &it->last) || flowsdn_addr_add(&it->next, 1, &it->next) < 0)

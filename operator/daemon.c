@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <flash/auth.h>
+#include <flash/file.h>
 #include <flash/policy.h>
 #include <flash/render.h>
 #include <flash/spec.h>
@@ -44,6 +45,23 @@ static int read_input(const char *path, char **ret, size_t *ret_len, char *err, 
 	return r;
 }
 
+/* Reads the --keys JWKS through flash_file_read_public(): whoever can
+ * write the key set can mint commands, so a group- or world-writable file,
+ * or one another user owns, is refused (a world-readable one is fine). */
+static int read_keys(const char *path, char **ret, size_t *ret_len, char *err, size_t err_size)
+{
+	int r = flash_file_read_public(path, 0, ret, ret_len);
+
+	if (r < 0)
+		snprintf(err, err_size, "%s: %s", path,
+			 r == -EPERM    ? "group- or world-writable, or not owned by this user or root (a key set "
+					  "others can write is refused)" :
+			 r == -ELOOP    ? "a symbolic link" :
+			 r == -EBADFD   ? "not a regular file" :
+			 r == -EFBIG    ? "too large" : strerror(-r));
+	return r;
+}
+
 static void first_problem(const struct flash_diag *d, char *out, size_t size)
 {
 	const struct flash_diag_entry *e = flash_diag_get(d, 0);
@@ -65,7 +83,7 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 	if (!d)
 		return -ENOMEM;
 
-	r = read_input(opts->keys_file, &text, &len, err, err_size);
+	r = read_keys(opts->keys_file, &text, &len, err, err_size);
 	if (r < 0)
 		goto fail;
 	r = flash_auth_keyset_parse(text, len, &d->keys, detail, sizeof(detail));

@@ -255,6 +255,10 @@ static int service_json(const struct op_service *s, const struct op_event *ev, s
 
 /* ---------------------------------------------------------------- ids */
 
+#define SID_PREFIX_LEN (sizeof(NAMES_SERVICE_ID_PREFIX) - 1)
+#define SID_HASH_BYTES ((NAMES_SERVICE_ID_LEN - SID_PREFIX_LEN) / 2)
+_Static_assert(SID_HASH_BYTES == 16, "a service id carries 16 bytes of the hash in hex");
+
 int op_service_id(const char *org, const char *project, const char *name, char ret[OP_SERVICE_ID_STRLEN])
 {
 	const char *parts[] = { "flash-service-id/1", org, project, name };
@@ -274,19 +278,9 @@ int op_service_id(const char *org, const char *project, const char *name, char r
 		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
 	}
 	crypto_generichash_final(&st, h, sizeof(h));
-	memcpy(ret, "fs-", 3);
-	sodium_bin2hex(ret + 3, OP_SERVICE_ID_STRLEN - 3, h, 16);
+	memcpy(ret, NAMES_SERVICE_ID_PREFIX, SID_PREFIX_LEN);
+	sodium_bin2hex(ret + SID_PREFIX_LEN, OP_SERVICE_ID_STRLEN - SID_PREFIX_LEN, h, SID_HASH_BYTES);
 	return 0;
-}
-
-static bool service_id_valid(const char *s)
-{
-	if (strlen(s) != OP_SERVICE_ID_STRLEN - 1 || strncmp(s, "fs-", 3) != 0)
-		return false;
-	for (s += 3; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
 }
 
 /* Service names become Kubernetes object names in the Kubernetes mode:
@@ -1160,7 +1154,7 @@ void op_provider_handle(struct op_provider *p, const struct op_request *req, str
 		answer_error(ret, 404, "no-route", "no route %s %s", req->method, req->path);
 	} else if (!method_ok) {
 		answer_error(ret, 405, "method-not-allowed", "%s is not allowed on %s", req->method, req->path);
-	} else if (id && !service_id_valid(id)) {
+	} else if (id && !names_service_id_valid(id)) {
 		/* Checked after the token so that a malformed id tells an
 		 * unauthenticated caller nothing more than a 401. */
 		if (verify_token(p, req, &c, ret))

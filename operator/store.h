@@ -27,11 +27,13 @@
 #include <flash/policy.h>
 #include <flash/render.h>
 
+#include "names.h"
+
 /* Current schema version (the number of migrations). */
 #define OP_STORE_SCHEMA_VERSION 1
 
-/* "fs-" and 32 lower-case hex digits, and the NUL. */
-#define OP_SERVICE_ID_STRLEN 36
+/* A service id (names_service_id_valid()) and the NUL. */
+#define OP_SERVICE_ID_STRLEN (NAMES_SERVICE_ID_LEN + 1)
 
 /* What a service's status says (there is no runtime yet, issue 17: a
  * service never becomes "ready" here). */

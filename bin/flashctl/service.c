@@ -21,6 +21,7 @@
 
 #include "flashctl.h"
 #include "json.h"
+#include "names.h"
 #include "util.h"
 
 #define SPEC_MAX (1u << 20)
@@ -261,16 +262,6 @@ static int print_answer(struct ctx *x, const struct flash_client_response *resp,
 	return FLASHCTL_EXIT_OK;
 }
 
-static bool looks_like_id(const char *s)
-{
-	if (strlen(s) != 35 || strncmp(s, "fs-", 3) != 0)
-		return false;
-	for (s += 3; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
-}
-
 /* ID or NAME -> the id (a name is looked up in list). */
 static int resolve(struct ctx *x, const char *what, char *ret, size_t size)
 {
@@ -280,7 +271,7 @@ static int resolve(struct ctx *x, const char *what, char *ret, size_t size)
 	size_t len, found = 0;
 	int r, status;
 
-	if (looks_like_id(what)) {
+	if (names_service_id_valid(what)) {
 		snprintf(ret, size, "%s", what);
 		return FLASHCTL_EXIT_OK;
 	}

@@ -219,11 +219,12 @@ FLASH_API FLASH_WUR int flash_auth_signer_sign(const struct flash_auth_signer *s
 /* Frees and wipes @s; NULL is accepted. */
 FLASH_API void flash_auth_signer_free(struct flash_auth_signer *s);
 
+/* The size of a thumbprint with its NUL. */
+#define FLASH_AUTH_THUMBPRINT_STRLEN 44
 /* RFC 7638 JWK thumbprint of a 32-byte Ed25519 public key (RFC 8037 §2):
  * the base64url SHA-256 of {"crv":"Ed25519","kty":"OKP","x":"<x>"}, 43
  * characters and a NUL into @buf (at least FLASH_AUTH_THUMBPRINT_STRLEN
  * bytes); a natural kid.  Returns 43, -EINVAL or -ENOSPC. */
-#define FLASH_AUTH_THUMBPRINT_STRLEN 44
 FLASH_API int flash_auth_jwk_thumbprint(const unsigned char *public_key, char *buf, size_t size);
 
 /* ---------------------------------------------------------------- JWS */
@@ -290,6 +291,8 @@ FLASH_API int64_t flash_auth_token_exp(const struct flash_auth_token *t);
 FLASH_API bool flash_auth_token_generation(const struct flash_auth_token *t, uint64_t *ret_gen);
 /* The claims set exactly as signed (a JSON object, NUL-terminated). */
 FLASH_API const char *flash_auth_token_claims_json(const struct flash_auth_token *t);
+/* Frees a token from flash_auth_verify() and the strings it owns; NULL is
+ * accepted. */
 FLASH_API void flash_auth_token_free(struct flash_auth_token *t);
 
 /* ---------------------------------------------------------------- generations and operation ids */

@@ -73,6 +73,9 @@ FLASH_API FLASH_WUR int flash_client_set_signer(struct flash_client *c, const st
 /* An answer of the operator. */
 struct flash_client_response;
 
+/* The HTTP status of the answer (200, 201, 4xx, 5xx; with retries of 503
+ * answers, the last attempt's), 0 when @r is NULL.  Every string a response gives is
+ * owned by it and lives until flash_client_response_free(). */
 FLASH_API int flash_client_response_status(const struct flash_client_response *r);
 /* The body, NUL-terminated (JSON), owned by @r. */
 FLASH_API const char *flash_client_response_body(const struct flash_client_response *r, size_t *ret_len);
@@ -83,6 +86,7 @@ FLASH_API const char *flash_client_response_error_code(const struct flash_client
 FLASH_API const char *flash_client_response_error_message(const struct flash_client_response *r);
 /* Retry-After seconds of the last answer, 0 without one. */
 FLASH_API unsigned int flash_client_response_retry_after(const struct flash_client_response *r);
+/* Frees a response with its body and strings; NULL is accepted. */
 FLASH_API void flash_client_response_free(struct flash_client_response *r);
 
 /* create: @name and the spec JSON (@spec_len bytes) as generation

@@ -57,6 +57,8 @@ FLASH_API FLASH_WUR int flash_operator_config_parse(const char *json, size_t len
 /* The configuration with every default (the same as parsing "{}"). */
 FLASH_API FLASH_WUR int flash_operator_config_default(struct flash_operator_config **ret_config);
 
+/* Frees a configuration from flash_operator_config_parse() or _default();
+ * NULL is accepted. */
 FLASH_API void flash_operator_config_free(struct flash_operator_config *config);
 
 /* A few values operators and tests look at. */
@@ -132,6 +134,7 @@ FLASH_API FLASH_WUR int flash_render(const struct flash_spec *spec, const struct
 				     const struct flash_render_opts *opts, struct flash_render **ret_render,
 				     struct flash_diag *diag);
 
+/* Frees a rendering and every object in it; NULL is accepted. */
 FLASH_API void flash_render_free(struct flash_render *render);
 
 /* Number of objects and the kind ("Deployment", ...) of object @i (NULL
@@ -203,7 +206,11 @@ FLASH_API FLASH_WUR int flash_manifest_render(enum flash_manifest m, const struc
  * Read-only once filled. */
 struct flash_schema_set;
 
+/* Creates an empty set, to fill with flash_schema_set_add_openapi() and
+ * flash_schema_set_add_crd().  Returns 0 and *ret_set (free with
+ * flash_schema_set_free()), -EINVAL (@ret_set NULL), -ENOMEM. */
 FLASH_API FLASH_WUR int flash_schema_set_new(struct flash_schema_set **ret_set);
+/* Frees a set and the documents added to it; NULL is accepted. */
 FLASH_API void flash_schema_set_free(struct flash_schema_set *set);
 
 /* Adds an OpenAPI v3 document (GET /openapi/v3/...): every schema of

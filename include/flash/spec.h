@@ -140,6 +140,9 @@ FLASH_API const char *flash_spec_gpu_type(const struct flash_spec *spec);
 FLASH_API uint32_t flash_spec_gpu_count(const struct flash_spec *spec);
 FLASH_API uint32_t flash_spec_ephemeral_storage_gib(const struct flash_spec *spec);
 
+/* The ports, in spec order: their number (0 for a NULL @spec), then the
+ * name (owned by @spec), protocol and containerPort of port @i (NULL,
+ * FLASH_SPEC_PROTOCOL_TCP and 0 when @i is out of range). */
 FLASH_API size_t flash_spec_port_count(const struct flash_spec *spec);
 FLASH_API const char *flash_spec_port_name(const struct flash_spec *spec, size_t i);
 FLASH_API enum flash_spec_protocol flash_spec_port_protocol(const struct flash_spec *spec, size_t i);
@@ -147,6 +150,9 @@ FLASH_API uint16_t flash_spec_port_container_port(const struct flash_spec *spec,
 /* "tcp" or "udp". */
 FLASH_API const char *flash_spec_protocol_name(enum flash_spec_protocol protocol);
 
+/* The network section: exposure, traffic mode, egress mode and whether
+ * egress to the same organization is allowed.  A NULL @spec reads as the
+ * defaults (internal, forwarded, disabled, false). */
 FLASH_API enum flash_spec_exposure flash_spec_exposure_type(const struct flash_spec *spec);
 FLASH_API enum flash_spec_traffic_mode flash_spec_traffic_mode(const struct flash_spec *spec);
 FLASH_API enum flash_spec_egress flash_spec_egress_mode(const struct flash_spec *spec);

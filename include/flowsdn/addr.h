@@ -148,7 +148,12 @@ struct flowsdn_prefix_iter {
 	struct flowsdn_addr last;
 	bool done;
 };
+/* Starts @it at the first address of @prefix (which is read, not kept);
+ * with a NULL @prefix the iteration is empty.  Nothing to free. */
 FLOWSDN_API void flowsdn_prefix_iter_init(struct flowsdn_prefix_iter *it, const struct flowsdn_prefix *prefix);
+/* Stores the next address in *ret_addr and returns true; returns false,
+ * *ret_addr untouched, once the last address was given (or when an
+ * argument is NULL). */
 FLOWSDN_API bool flowsdn_prefix_iter_next(struct flowsdn_prefix_iter *it, struct flowsdn_addr *ret_addr);
 
 /* Address classes: a bit set, since ranges nest (169.254.169.254 is

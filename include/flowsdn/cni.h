@@ -72,8 +72,10 @@ enum flowsdn_cni_code {
  * a plugin reports for it (0 for 0). */
 FLOWSDN_API unsigned int flowsdn_cni_code(int err);
 
-/* Versions this library reads and writes, oldest first, and the newest. */
+/* The newest version this library speaks. */
 #define FLOWSDN_CNI_VERSION_LATEST "1.1.0"
+/* The versions this library reads and writes, oldest first: a static
+ * array (not to be freed) of *ret_count strings (@ret_count may be NULL). */
 FLOWSDN_API const char *const *flowsdn_cni_supported_versions(size_t *ret_count);
 
 /* 0 when @version is one this library speaks, -FLOWSDN_E_CNI_INCOMPATIBLE

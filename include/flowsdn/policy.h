@@ -190,6 +190,8 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_policy_parse(const char *json, size_t len,
 /* Frees a policy (NULL is fine).  Do not free one handed to a database. */
 FLOWSDN_API void flowsdn_policy_free(struct flowsdn_policy *policy);
 
+/* metadata.name and metadata.namespace of @policy, owned by it (NULL when
+ * @policy is NULL). */
 FLOWSDN_API const char *flowsdn_policy_name(const struct flowsdn_policy *policy);
 FLOWSDN_API const char *flowsdn_policy_namespace(const struct flowsdn_policy *policy);
 /* Bit (1 << FLOWSDN_POLICY_INGRESS) and/or (1 << FLOWSDN_POLICY_EGRESS):

@@ -10,6 +10,9 @@
 #    "calls" relation between files, read from the objects with nm (A calls
 #    B when A refers to a symbol that B defines), has no cycle: the shared
 #    helpers of a module sit in leaf files that the others call.
+# 3. Every function a public header <lib/x.h> declares is defined, in the
+#    library's objects (nm), by libx/x.c or libx/x-*.c: no header has part
+#    of its functions in a file its name does not lead to.
 set -eu
 : "${top_srcdir:?}" "${top_builddir:?}"
 status=0
@@ -84,6 +87,33 @@ for defs in "$tmp"/*.defs; do
 		status=1
 	fi
 done
+
+# ---------------------------------------------------------------- 3. definitions
+# Every function a public header <lib/x.h> declares is defined (nm, in the
+# library's objects) by libx/x.c or libx/x-*.c, the files its name leads to.
+n_fns=0
+for hdr in "$top_srcdir"/include/flowsdn/*.h "$top_srcdir"/include/flash/*.h; do
+	lib=$(basename "$(dirname "$hdr")")
+	x=$(basename "$hdr" .h)
+	sed -n 's/^\(FLOWSDN\|FLASH\)_API[^(]*[ *]\([a-z_0-9]*\)(.*/\2/p' "$hdr" |
+		while read -r fn; do echo "$fn $lib $x"; done
+done | sort >"$tmp/declared"
+while read -r dir mod src o; do
+	case $dir in libflowsdn | libflash) ;; *) continue ;; esac
+	nm --defined-only -g "$o" | awk -v d="$dir" -v f="$src" 'NF == 3 && $2 == "T" {print $3, d, f}'
+done <"$tmp/objects" | sort >"$tmp/lib-defs"
+while read -r fn lib x; do
+	n_fns=$((n_fns + 1))
+	where=$(awk -v fn="$fn" -v d="lib$lib" '$1 == fn && $2 == d {print $3}' "$tmp/lib-defs")
+	case $where in
+	"") echo "$fn (<$lib/$x.h>) is defined in no object of lib$lib"; status=1 ;;
+	"$x" | "$x"-*) ;;
+	*) echo "$fn (<$lib/$x.h>) is defined in lib$lib/$where.c, not in lib$lib/$x.c or lib$lib/$x-*.c"; status=1 ;;
+	esac
+done <"$tmp/declared"
+
 test "$n_files" -gt 0 || { echo "no library objects under $top_builddir"; exit 1; }
-test $status = 0 && echo "$n_files objects in $n_modules modules: public headers map to files, no module calls itself in a circle"
+test "$n_fns" -gt 0 || { echo "no function declared in include/"; exit 1; }
+test $status = 0 && echo "$n_files objects in $n_modules modules: public headers map to files, no module calls itself in a circle;" \
+	"the $n_fns functions of include/ are defined in the files of their headers"
 exit $status

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The man pages: each renders without groff/man warnings; the man3 pages
 # follow one naming scheme (man/man3-links.sh) and document every function
-# the libraries export; every reference to one of this project's pages
+# the libraries export; every function in a public header has a header
+# comment; every reference to one of this project's pages
 # resolves to a page in man/ (or to a function's link page); every page is
 # installed.
 set -eu
@@ -68,6 +69,27 @@ while read -r fn page; do
 	echo "$fn: not described on $page(3)"
 	status=1
 done <"$tmp/links"
+
+# ---------------------------------------------------------------- header comments
+# Every function a public header declares has a comment right above it, or
+# above the run of declarations (no blank line between) it belongs to.
+awk '
+FNR == 1 { in_decl = 0; cend = -1; dend = -1; doc = 0 }
+in_decl { text = text " " $0; if ($0 ~ /;/) { in_decl = 0; finish() }; next }
+/^(FLOWSDN|FLASH)_API / {
+	start = FNR; text = $0
+	doc = (FNR - 1 == cend) || (FNR - 1 == dend && doc)
+	if ($0 ~ /;/) finish(); else in_decl = 1
+	next
+}
+/\*\/[ \t]*$/ { cend = FNR }
+function finish(   name) {
+	dend = FNR
+	if (doc) return
+	name = text; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name)
+	print FILENAME ":" start ": " name " has no header comment (what it does, who owns what, which errors)"
+}' "$top_srcdir"/include/flowsdn/*.h "$top_srcdir"/include/flash/*.h | sed "s|^$top_srcdir/||" >"$tmp/undocumented"
+if [ -s "$tmp/undocumented" ]; then cat "$tmp/undocumented"; status=1; fi
 
 # ---------------------------------------------------------------- references
 # .BR name (N) and \fBname\fR(N) naming this project's pages.

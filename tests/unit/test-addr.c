@@ -383,6 +383,25 @@ Test(prefix, iterate)
 	cr_assert(n == 1);
 }
 
+/* NULL arguments give an empty iteration; the output is left alone. */
+Test(prefix, iterate_null_arguments)
+{
+	struct flowsdn_prefix p = P("10.0.0.0/31");
+	struct flowsdn_prefix_iter it;
+	struct flowsdn_addr a = A("192.0.2.1"), b = a;
+
+	flowsdn_prefix_iter_init(&it, NULL);
+	cr_assert(!flowsdn_prefix_iter_next(&it, &a), "a NULL prefix has no address");
+	cr_assert(flowsdn_addr_equal(&a, &b), "output untouched");
+	flowsdn_prefix_iter_init(NULL, &p);
+	cr_assert(!flowsdn_prefix_iter_next(NULL, &a), "NULL iterator");
+	flowsdn_prefix_iter_init(&it, &p);
+	cr_assert(!flowsdn_prefix_iter_next(&it, NULL), "NULL output");
+	cr_assert(flowsdn_prefix_iter_next(&it, &a), "a NULL output consumes nothing");
+	b = A("10.0.0.0");
+	cr_assert(flowsdn_addr_equal(&a, &b), "the first address comes first");
+}
+
 Test(addr, add_bounds)
 {
 	struct flowsdn_addr a = A("255.255.255.255"), r;

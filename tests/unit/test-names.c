@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <flash/image.h>
 #include <flash/render.h>
 #include <flash/spec.h>
 #include <flowsdn/cni.h>
@@ -26,6 +27,7 @@
 #endif
 #include "helpers.h"
 #include "json.h"
+#include "names.h"
 #include "unit/ipam-helpers.h"
 
 DIAG_TEST_HELPERS(flowsdn)
@@ -622,4 +624,76 @@ Test(names, crd_pattern_agrees_with_the_rule)
 	}
 	free(crd);
 	flash_schema_set_free(set);
+}
+
+#define HEX64 "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+/* One OCI digest rule in libflash: the renderer's image pinning and the
+ * image module's blob paths give the same verdict on every digest. */
+Test(names, one_digest_rule_for_render_and_image)
+{
+	static const struct {
+		const char *digest;
+		bool ok;
+	} cases[] = {
+		{ "sha256:" HEX64, true },
+		{ "sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD", false },
+		{ "sha256:" HEX64 "0", false },
+		{ "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015a", false },
+		{ "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ag", false },
+		{ "sha512:" HEX64, false },
+		{ "SHA256:" HEX64, false },
+		{ "sha256;" HEX64, false },
+		{ "sha256:", false },
+		{ "", false },
+	};
+	static const char json[] = "{\"region\":\"r1\",\"image\":\"nginx:1\",\"cpu_millis\":100,\"memory_mib\":64}";
+	struct flash_spec *spec = NULL;
+
+	ASSERT_OK(flash_spec_parse(json, strlen(json), NULL, &spec, NULL), "spec");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FLASH_OPTS(flash_render_opts, opts, .name = "fs-a", .namespace_ = "ns", .organization_id = "org",
+			   .image_digest = cases[i].digest);
+		struct flash_render *rd = NULL;
+		char *path = NULL;
+		int r_render = flash_render(spec, config, &opts, &rd, NULL);
+		int r_image = flash_image_blob_path("/store", cases[i].digest, &path);
+
+		cr_expect_eq(r_render, cases[i].ok ? 0 : -FLASH_E_RENDER_NAME, "flash_render(image_digest \"%s\"): %d",
+			     cases[i].digest, r_render);
+		cr_expect_eq(r_image, cases[i].ok ? 0 : -EINVAL, "flash_image_blob_path(\"%s\"): %d", cases[i].digest,
+			     r_image);
+		flash_render_free(rd);
+		free(path);
+	}
+	flash_spec_free(spec);
+}
+
+/* The service id rule: the operator's ids and flashctl's id-or-name test
+ * share names_service_id_valid(). */
+Test(names, service_id_rule)
+{
+	static const struct {
+		const char *id;
+		bool ok;
+	} cases[] = {
+		{ "fs-0123456789abcdef0123456789abcdef", true },
+		{ "fs-00000000000000000000000000000000", true },
+		{ "fs-0123456789ABCDEF0123456789abcdef", false },
+		{ "fs-0123456789abcdef0123456789abcde", false },
+		{ "fs-0123456789abcdef0123456789abcdef0", false },
+		{ "fs-0123456789abcdef0123456789abcdeg", false },
+		{ "fx-0123456789abcdef0123456789abcdef", false },
+		{ "fs_0123456789abcdef0123456789abcdef", false },
+		{ "FS-0123456789abcdef0123456789abcdef", false },
+		{ "0123456789abcdef0123456789abcdef012", false },
+		{ "fs-api", false },
+		{ "fs-", false },
+		{ "", false },
+	};
+
+	cr_assert_eq(strlen(cases[0].id), NAMES_SERVICE_ID_LEN);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(names_service_id_valid(cases[i].id), cases[i].ok, "\"%s\"", cases[i].id);
+	cr_expect(!names_service_id_valid(NULL), "NULL");
 }

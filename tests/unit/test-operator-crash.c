@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -176,14 +177,31 @@ static void cleanup(void)
 	kill_operator();
 }
 
-Test(operator_crash, sigkill_during_1000_commands, .timeout = 300, .fini = cleanup)
+/* A new signer "k1" whose public key set is written to @path (mode 0600). */
+static struct flash_auth_signer *write_keys(const char *path)
 {
 	struct flash_auth_signer *signer = NULL;
 	struct flash_auth_keyset *ks = NULL;
+	unsigned char pk[32];
+	char *jwks = NULL;
+
+	ASSERT_OK(flash_auth_signer_generate("k1", &signer), "signer");
+	ASSERT_OK(flash_auth_signer_public_key(signer, pk), "pk");
+	ASSERT_OK(flash_auth_keyset_new(&ks), "ks");
+	ASSERT_OK(flash_auth_keyset_add(ks, "k1", pk), "add");
+	ASSERT_OK(flash_auth_keyset_to_jwks(ks, &jwks), "jwks");
+	ASSERT_OK(util_write_file_atomic(path, jwks, strlen(jwks), 0600), "keys file");
+	free(jwks);
+	flash_auth_keyset_free(ks);
+	return signer;
+}
+
+Test(operator_crash, sigkill_during_1000_commands, .timeout = 300, .fini = cleanup)
+{
+	struct flash_auth_signer *signer = NULL;
 	struct flash_client *c = NULL;
 	struct svc svcs[N_SERVICES] = { 0 };
-	unsigned char pk[32];
-	char *jwks = NULL, cmd[128];
+	char cmd[128];
 	unsigned int seed = 1, acked = 0;
 	pthread_t kt;
 
@@ -191,14 +209,7 @@ Test(operator_crash, sigkill_during_1000_commands, .timeout = 300, .fini = clean
 	cr_assert(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/op.sock", dir);
 	snprintf(keys_path, sizeof(keys_path), "%s/keys.jwks", dir);
-	ASSERT_OK(flash_auth_signer_generate("k1", &signer), "signer");
-	ASSERT_OK(flash_auth_signer_public_key(signer, pk), "pk");
-	ASSERT_OK(flash_auth_keyset_new(&ks), "ks");
-	ASSERT_OK(flash_auth_keyset_add(ks, "k1", pk), "add");
-	ASSERT_OK(flash_auth_keyset_to_jwks(ks, &jwks), "jwks");
-	ASSERT_OK(util_write_file_atomic(keys_path, jwks, strlen(jwks), 0600), "keys file");
-	free(jwks);
-	flash_auth_keyset_free(ks);
+	signer = write_keys(keys_path);
 
 	char ep[160];
 	snprintf(ep, sizeof(ep), "unix:%s", sock);
@@ -322,4 +333,40 @@ Test(operator_crash, sigkill_during_1000_commands, .timeout = 300, .fini = clean
 	flash_auth_signer_free(signer);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert(system(cmd) == 0);
+}
+
+/* --keys is read as a public key file: one that others can write is
+ * refused at start (-EPERM, the message naming the file); a world-readable
+ * one is read, and the start goes on to the next input. */
+Test(operator_daemon, keys_file_others_can_write_is_refused)
+{
+	char kdir[] = "/tmp/test-operator-keys-XXXXXX", kpath[128], missing[160], err[512];
+	struct flash_auth_signer *signer;
+	struct op_daemon *d = NULL;
+	static const mode_t refused[] = { 0666, 0662, 0646, 0620, 0602 };
+
+	cr_assert(mkdtemp(kdir));
+	snprintf(kpath, sizeof(kpath), "%s/keys.jwks", kdir);
+	snprintf(missing, sizeof(missing), "%s/no-such-policy.json", kdir);
+	signer = write_keys(kpath);
+
+	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = kdir, .keys_file = kpath, .issuer = TEST_ISSUER,
+				    .audience = TEST_AUDIENCE, .policy_file = missing, .image = &test_image_ops };
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		cr_assert(chmod(kpath, refused[i]) == 0);
+		err[0] = '\0';
+		ASSERT_ERR(op_daemon_start(&o, &d, err, sizeof(err)), -EPERM, "a key set others can write");
+		cr_assert(d == NULL, "no daemon on failure");
+		cr_assert(strstr(err, kpath) && strstr(err, "writable"), "mode %04o: %s", refused[i], err);
+	}
+	/* World-readable is fine: the keys are read and the start stops at
+	 * the missing policy file instead. */
+	cr_assert(chmod(kpath, 0644) == 0);
+	err[0] = '\0';
+	ASSERT_ERR(op_daemon_start(&o, &d, err, sizeof(err)), -ENOENT, "the policy file is missing");
+	cr_assert(strstr(err, missing) && !strstr(err, kpath), "%s", err);
+
+	unlink(kpath);
+	rmdir(kdir);
+	flash_auth_signer_free(signer);
 }

@@ -796,4 +796,5 @@ Test(operator, service_ids)
 	cr_assert_str_neq(a, c, "length-prefixed: no ambiguity between fields");
 	cr_assert_eq(strlen(a), 35);
 	cr_assert(strncmp(a, "fs-", 3) == 0);
+	cr_assert(names_service_id_valid(a) && names_service_id_valid(c), "the ids pass the one service id rule");
 }
