@@ -101,7 +101,7 @@ done | sort >"$tmp/declared"
 while read -r dir mod src o; do
 	case $dir in libflowsdn | libflash) ;; *) continue ;; esac
 	nm --defined-only -g "$o" | awk -v d="$dir" -v f="$src" 'NF == 3 && $2 == "T" {print $3, d, f}'
-done <"$tmp/objects" | sort >"$tmp/lib-defs"
+done <"$tmp/objects" | sort -u >"$tmp/lib-defs" # one row per (function, file): a stale object of a library split since may repeat one
 while read -r fn lib x; do
 	n_fns=$((n_fns + 1))
 	where=$(awk -v fn="$fn" -v d="lib$lib" '$1 == fn && $2 == d {print $3}' "$tmp/lib-defs")
