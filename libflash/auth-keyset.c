@@ -246,8 +246,8 @@ static int parse_map(struct flash_auth_keyset *ks, const struct json_value *root
 	return 0;
 }
 
-FLASH_API int flash_auth_keyset_parse(const char *json, size_t len, struct flash_auth_keyset **ret_keyset,
-				      char *ret_detail, size_t detail_size)
+static int keyset_parse_detail(const char *json, size_t len, struct flash_auth_keyset **ret_keyset,
+			       char *ret_detail, size_t detail_size)
 {
 	const struct json_limits lim = { .max_depth = 8, .max_input = 65536, .max_members = 256 };
 	struct flash_auth_keyset *ks = NULL;
@@ -299,6 +299,16 @@ out_free_keyset:
 	flash_auth_keyset_free(ks);
 out_free_json:
 	json_free(root);
+	return r;
+}
+
+FLASH_API int flash_auth_keyset_parse(const char *json, size_t len, struct flash_auth_keyset **ret_keyset,
+				      struct flash_diag *diag)
+{
+	char buf[AUTH_DETAIL_MAX], *detail = auth__diag_begin(diag, buf);
+	int r = keyset_parse_detail(json, len, ret_keyset, detail, sizeof(buf));
+
+	auth__diag_end(diag, r, detail);
 	return r;
 }
 
