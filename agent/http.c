@@ -5,8 +5,6 @@
 #include "config.h"
 
 #include <arpa/inet.h>
-#include <poll.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -21,55 +19,31 @@
 #include <flowsdn/netlink.h>
 
 #include "http.h"
+#include "http-server.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
 
 /*
- * Connections: the front door (one thread) accepts each connection and
- * holds it until its request head (request line and headers) has arrived,
- * peeking without consuming: a head that is malformed (a NUL or control
- * character, two Content-Length headers, Content-Length with
- * Transfer-Encoding, larger than HEAD_MAX) is answered 400 (431) there,
- * one that takes longer than "header-timeout-ms" is closed, and when
- * "max-connections" heads are pending the oldest is closed for the
- * newcomer.  Complete heads go to libmicrohttpd (a thread per
- * connection), at most "max-connections" at once per listener, of which
- * the last "reserved-connections" only take GET /v1/healthz and
- * POST /v1/cni/del.  So neither slow clients nor stuck requests keep
- * healthz and DEL from answering.
+ * Connections go through the front door of common/http-server.h (head
+ * checks, "header-timeout-ms", "max-connections" per listener with
+ * "reserved-connections" kept for GET /v1/healthz and POST /v1/cni/del),
+ * then to libmicrohttpd, a thread per connection.
  */
 #define HEAD_MAX 16384
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 struct listener {
 	struct agent_http *http;
 	bool read_only;
-	int fd;                 /* listening socket */
-	struct MHD_Daemon *d;
-	unsigned int active;    /* connections libmicrohttpd serves (http->lock) */
-};
-
-struct pending {
-	int fd;
-	int64_t since;
-	struct listener *l;
-	struct sockaddr_storage addr;
-	socklen_t addr_len;
-	size_t peeked;          /* bytes of an incomplete head seen so far */
 };
 
 struct agent_http {
 	struct agent_core *core;
 	const struct agent_config *cfg;
+	struct http_server *server;
 	struct listener lis[2];
 	size_t n_lis;
-	pthread_mutex_t lock;
-	pthread_t door;
-	bool door_started, unix_bound;
-	int wake[2];            /* written to stop the front door */
-	struct pending *pend;   /* the front door's own */
-	size_t n_pend;
+	bool unix_bound;
 };
 
 /* One request's body, accumulated up to the configured bound. */
@@ -145,53 +119,6 @@ static void timing_gen(struct json_writer *g, const char *name, const struct age
 	jw_object_close(g);
 }
 
-/* The request body as a JSON object; an error reply when it is not. */
-static struct json_value *parse_body(const struct request *req, struct reply *r)
-{
-	struct json_value *root = NULL;
-	struct json_error je = { 0 };
-	int err;
-
-	err = json_parse(req->body ? req->body : "", req->len, NULL, &root, &je);
-	if (err == -ENOMEM) {
-		reply_error(r, 500, -ENOMEM, "out of memory");
-		return NULL;
-	}
-	if (err < 0) {
-		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: line %u column %u: %s", je.line, je.column,
-			    je.message);
-		return NULL;
-	}
-	if (!json_is(root, JSON_OBJECT)) {
-		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "body: not a JSON object");
-		json_free(root);
-		return NULL;
-	}
-	return root;
-}
-
-static bool owner_fields(const struct json_value *root, bool need_netns, const char **cid, const char **ifn,
-			 const char **netns, struct reply *r)
-{
-	*cid = json_string_value(json_get(root, "containerID"));
-	*ifn = json_string_value(json_get(root, "ifname"));
-	*netns = json_string_value(json_get(root, "netns"));
-	if (!*cid || !flowsdn_cni_container_id_valid(*cid)) {
-		reply_error(r, 400, -FLOWSDN_E_CNI_CONTAINER_ID,
-			    "containerID: missing or not ^[A-Za-z0-9][A-Za-z0-9_.-]*$");
-		return false;
-	}
-	if (!*ifn || !flowsdn_cni_ifname_valid(*ifn)) {
-		reply_error(r, 400, -FLOWSDN_E_CNI_IFNAME, "ifname: missing or not an interface name");
-		return false;
-	}
-	if (need_netns && (!*netns || (*netns)[0] != '/' || strlen(*netns) >= 256)) {
-		reply_error(r, 400, -FLOWSDN_E_NL_NETNS, "netns: missing or not an absolute path");
-		return false;
-	}
-	return true;
-}
-
 /* The HTTP status of a failed call (the body carries the domain code). */
 static unsigned int status_of(int err)
 {
@@ -250,46 +177,47 @@ static void count_reply(struct reply *r, const char *key, int n)
 	reply_json(r, 200, g);
 }
 
+/* The body of @verb (agent_http_body_read()); an error reply when it is
+ * refused. */
+static bool read_body(enum agent_http_verb verb, const struct request *req, struct agent_http_body *b,
+		      struct reply *r)
+{
+	struct agent_diag diag = { "" };
+	unsigned int status = 500;
+	int err = agent_http_body_read(verb, req->body, req->len, b, &status, &diag);
+
+	if (err < 0)
+		reply_error(r, status, err, "%s", diag.msg);
+	return err == 0;
+}
+
 static void route_add_check(struct agent_core *core, const struct request *req, bool add, struct reply *r)
 {
-	struct json_value *root = parse_body(req, r);
+	struct agent_http_body b;
 	struct agent_api_endpoint e;
 	struct agent_diag diag = { "" };
-	struct agent_request rq;
-	uint64_t mtu = 0;
 	int err;
 
-	if (!root)
+	if (!read_body(add ? AGENT_HTTP_ADD : AGENT_HTTP_CHECK, req, &b, r))
 		return;
-	if (!owner_fields(root, true, &rq.container_id, &rq.ifname, &rq.netns, r))
-		goto out;
-	if (json_get(root, "mtu") && (json_get_uint64(json_get(root, "mtu"), &mtu) < 0 || mtu < 1280 || mtu > 65535)) {
-		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "mtu: must be an integer in [1280, 65535]");
-		goto out;
-	}
-	rq.mtu = (unsigned int)mtu;
-	rq.deadline_ms = req->deadline_ms;
-	err = add ? agent_core_add(core, &rq, &e, &diag) : agent_core_check(core, &rq, &e, &diag);
+	b.rq.deadline_ms = req->deadline_ms;
+	err = add ? agent_core_add(core, &b.rq, &e, &diag) : agent_core_check(core, &b.rq, &e, &diag);
 	if (err == 0)
 		endpoint_reply(r, &e);
 	else
 		reply_failure(r, err, &diag);
-out:
-	json_free(root);
+	agent_http_body_clear(&b);
 }
 
 static void route_del(struct agent_core *core, const struct request *req, struct reply *r)
 {
-	struct json_value *root = parse_body(req, r);
+	struct agent_http_body b;
 	struct agent_diag diag = { "" };
-	const char *cid, *ifn, *netns;
 	int err;
 
-	if (!root)
+	if (!read_body(AGENT_HTTP_DEL, req, &b, r))
 		return;
-	if (!owner_fields(root, false, &cid, &ifn, &netns, r))
-		goto out;
-	err = agent_core_del(core, cid, ifn, req->deadline_ms, &diag);
+	err = agent_core_del(core, b.rq.container_id, b.rq.ifname, req->deadline_ms, &diag);
 	/* A DEL queued while this agent was starting is picked up now. */
 	if (err >= 0)
 		(void)agent_core_replay_queue(core);
@@ -297,48 +225,23 @@ static void route_del(struct agent_core *core, const struct request *req, struct
 		reply_failure(r, err, &diag);
 	else
 		count_reply(r, "removed", err);
-out:
-	json_free(root);
+	agent_http_body_clear(&b);
 }
 
 static void route_gc(struct agent_core *core, const struct request *req, struct reply *r)
 {
-	struct json_value *root = parse_body(req, r);
+	struct agent_http_body b;
 	struct agent_diag diag = { "" };
-	const struct json_value *list;
-	const char **ids = NULL, **ifns = NULL;
-	size_t n;
 	int removed;
 
-	if (!root)
+	if (!read_body(AGENT_HTTP_GC, req, &b, r))
 		return;
-	list = json_get(root, "validAttachments");
-	if (!json_is(list, JSON_ARRAY)) {
-		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "validAttachments: must be an array");
-		goto out;
-	}
-	n = list->u.array.n;
-	ids = calloc(n + 1, sizeof(*ids));
-	ifns = calloc(n + 1, sizeof(*ifns));
-	if (!ids || !ifns) {
-		reply_error(r, 500, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *netns;
-
-		if (!owner_fields(list->u.array.items[i], false, &ids[i], &ifns[i], &netns, r))
-			goto out;
-	}
-	removed = agent_core_gc(core, ids, ifns, n, req->deadline_ms, &diag);
+	removed = agent_core_gc(core, b.ids, b.ifnames, b.n, req->deadline_ms, &diag);
 	if (removed < 0)
 		reply_failure(r, removed, &diag);
 	else
 		count_reply(r, "removed", removed);
-out:
-	free(ids);
-	free(ifns);
-	json_free(root);
+	agent_http_body_clear(&b);
 }
 
 static void route_healthz(struct agent_core *core, struct reply *r)
@@ -655,250 +558,28 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 }
 
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-			  enum MHD_ConnectionNotificationCode toe)
+/* The door's answers: the agent's error body with the domain code. */
+static char *door_refusal(unsigned int status, const char *msg)
 {
-	struct listener *l = cls;
-
-	(void)conn;
-	(void)socket_context;
-	pthread_mutex_lock(&l->http->lock);
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-		l->active++;
-	else if (l->active)
-		l->active--;
-	pthread_mutex_unlock(&l->http->lock);
-}
-
-/* Best effort: the peer may be gone, and nothing waits for it. */
-static void door_reply(int fd, unsigned int status, const char *reason, const char *fmt, ...)
-{
-	char msg[256], *body = NULL, head[256];
-	va_list ap;
 	struct json_writer *g = json_writer_new(0);
-	int n;
+	char *body = NULL;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	(void)status;
 	if (!g)
-		return;
+		return NULL;
 	agent_api_error_gen(g, -FLOWSDN_E_AGENT_REFUSED, msg);
-	if (json_writer_finish(g, &body, NULL) == 0) {
-		n = snprintf(head, sizeof(head),
-			     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-			     "Connection: close\r\n\r\n", status, reason, strlen(body));
-		if (n > 0 && send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n)
-			(void)!send(fd, body, strlen(body), MSG_NOSIGNAL | MSG_DONTWAIT);
-	}
-	free(body);
-}
-
-/* What the front door reads of a complete request head. */
-struct head {
-	char method[8];
-	char path[64];
-};
-
-/* Checks a complete request head of @len bytes (up to and with the empty
- * line): 0 and @ret, or -EBADMSG with the reason in @why. */
-static int head_check(const char *buf, size_t len, struct head *ret, char *why, size_t why_size)
-{
-	const char *line = buf, *end = buf + len, *sp1, *sp2, *eol;
-	unsigned int n_cl = 0, n_te = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)buf[i];
-
-		if (c == 0 || (c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f) {
-			snprintf(why, why_size, "a NUL or control character (0x%02x) in the request head", c);
-			return -EBADMSG;
-		}
-	}
-	eol = memchr(line, '\n', (size_t)(end - line));
-	sp1 = eol ? memchr(line, ' ', (size_t)(eol - line)) : NULL;
-	sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
-	if (!sp2 || sp1 == line || (size_t)(sp1 - line) >= sizeof(ret->method)) {
-		snprintf(why, why_size, "not an HTTP/1.1 request line");
-		return -EBADMSG;
-	}
-	memset(ret, 0, sizeof(*ret));
-	memcpy(ret->method, line, (size_t)(sp1 - line));
-	memcpy(ret->path, sp1 + 1, MIN((size_t)(sp2 - sp1 - 1), sizeof(ret->path) - 1));
-	for (line = eol + 1; line < end; line = eol + 1) {
-		eol = memchr(line, '\n', (size_t)(end - line));
-		if (!eol)
-			break;
-		if (!strncasecmp(line, "Content-Length:", 15))
-			n_cl++;
-		else if (!strncasecmp(line, "Transfer-Encoding:", 18))
-			n_te++;
-	}
-	if (n_cl > 1) {
-		snprintf(why, why_size, "%u Content-Length headers", n_cl);
-		return -EBADMSG;
-	}
-	if (n_cl && n_te) {
-		snprintf(why, why_size, "Content-Length and Transfer-Encoding together");
-		return -EBADMSG;
-	}
-	return 0;
+	if (json_writer_finish(g, &body, NULL) < 0)
+		return NULL;
+	return body;
 }
 
 /* The requests the reserve keeps room for. */
-static bool head_reserved(const struct head *hd)
+static bool door_reserved(const char *method, const char *path)
 {
-	return (!strcmp(hd->method, "GET") && !strcmp(hd->path, "/v1/healthz")) ||
-	       (!strcmp(hd->method, "POST") && !strcmp(hd->path, "/v1/cni/del"));
+	return (!strcmp(method, "GET") && !strcmp(path, "/v1/healthz")) ||
+	       (!strcmp(method, "POST") && !strcmp(path, "/v1/cni/del"));
 }
 
-static void pend_drop(struct agent_http *h, size_t i)
-{
-	close(h->pend[i].fd);
-	h->pend[i] = h->pend[--h->n_pend];
-}
-
-/* A pending connection is readable: hands it on, refuses it, or waits
- * for more.  Returns true when it left the pending set. */
-static bool pend_advance(struct agent_http *h, size_t i)
-{
-	struct pending *p = &h->pend[i];
-	const struct agent_config *cfg = h->cfg;
-	char buf[HEAD_MAX + 1], why[160];
-	struct head hd;
-	const char *end;
-	ssize_t n;
-	bool admit;
-
-	n = recv(p->fd, buf, HEAD_MAX, MSG_PEEK | MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return false;
-	if (n <= 0) {
-		pend_drop(h, i);
-		return true;
-	}
-	if ((size_t)n == p->peeked)
-		return false;
-	buf[n] = '\0';
-	end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
-	if (!end) {
-		/* Part of a head: polled again by time, not by POLLIN, which
-		 * the unread bytes would keep raised. */
-		p->peeked = (size_t)n;
-		if (n < HEAD_MAX)
-			return false;
-		door_reply(p->fd, 431, "Request Header Fields Too Large", "request head larger than %d bytes", HEAD_MAX);
-		pend_drop(h, i);
-		return true;
-	}
-	if (head_check(buf, (size_t)(end + 4 - buf), &hd, why, sizeof(why)) < 0) {
-		door_reply(p->fd, 400, "Bad Request", "%s", why);
-		pend_drop(h, i);
-		return true;
-	}
-	pthread_mutex_lock(&h->lock);
-	admit = p->l->active < cfg->max_connections - cfg->reserved_connections ||
-		(p->l->active < cfg->max_connections && head_reserved(&hd));
-	pthread_mutex_unlock(&h->lock);
-	if (!admit) {
-		door_reply(p->fd, 503, "Service Unavailable", "%u requests in progress on this listener",
-			   p->l->active);
-		pend_drop(h, i);
-		return true;
-	}
-	/* libmicrohttpd owns the socket from here, also on failure. */
-	(void)MHD_add_connection(p->l->d, p->fd, (const struct sockaddr *)&p->addr, p->addr_len);
-	h->pend[i] = h->pend[--h->n_pend];
-	return true;
-}
-
-static void door_accept(struct agent_http *h, struct listener *l)
-{
-	struct pending p = { .l = l, .addr_len = sizeof(p.addr) };
-
-	p.fd = accept4(l->fd, (struct sockaddr *)&p.addr, &p.addr_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (p.fd < 0) {
-		/* Out of descriptors: the listener stays readable; do not
-		 * spin on it. */
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-			usleep(10000);
-		return;
-	}
-	if (p.addr_len == 0 || l->fd == h->lis[0].fd) {
-		/* AF_UNIX peers are unnamed: give the family at least. */
-		p.addr.ss_family = AF_UNIX;
-		p.addr_len = sizeof(sa_family_t);
-	}
-	p.since = agent_api_now_ms();
-	if (h->n_pend >= h->cfg->max_connections) {
-		/* Full of heads still arriving: the slowest makes room. */
-		size_t oldest = 0;
-
-		for (size_t i = 1; i < h->n_pend; i++)
-			if (h->pend[i].since < h->pend[oldest].since)
-				oldest = i;
-		door_reply(h->pend[oldest].fd, 408, "Request Timeout", "request head not received in time");
-		pend_drop(h, oldest);
-	}
-	h->pend[h->n_pend++] = p;
-}
-
-static void *door_main(void *arg)
-{
-	struct agent_http *h = arg;
-	struct pollfd *fds = calloc(h->cfg->max_connections + 3, sizeof(*fds));
-	int *idx = calloc(h->cfg->max_connections + 3, sizeof(*idx));
-
-	if (!fds || !idx)
-		goto out;
-	for (;;) {
-		size_t n = 0, first_pend;
-		bool partial = false;
-		int64_t now;
-
-		fds[n++] = (struct pollfd){ .fd = h->wake[0], .events = POLLIN };
-		for (size_t i = 0; i < h->n_lis; i++)
-			fds[n++] = (struct pollfd){ .fd = h->lis[i].fd, .events = POLLIN };
-		first_pend = n;
-		for (size_t i = 0; i < h->n_pend; i++) {
-			if (h->pend[i].peeked) {
-				partial = true;
-				continue;
-			}
-			idx[n] = (int)i;
-			fds[n++] = (struct pollfd){ .fd = h->pend[i].fd, .events = POLLIN };
-		}
-		if (poll(fds, n, partial ? 10 : 50) < 0 && errno != EINTR)
-			break;
-		if (fds[0].revents)
-			break;
-		/* Pending connections from the last (indexes move as they
-		 * leave): the readable ones, and every partial head again. */
-		for (size_t i = h->n_pend; i-- > 0;) {
-			bool ready = h->pend[i].peeked > 0;
-
-			for (size_t k = first_pend; k < n && !ready; k++)
-				ready = idx[k] == (int)i && fds[k].fd == h->pend[i].fd && fds[k].revents;
-			if (ready)
-				(void)pend_advance(h, i);
-		}
-		now = agent_api_now_ms();
-		for (size_t i = h->n_pend; i-- > 0;) {
-			if (now - h->pend[i].since >= (int64_t)h->cfg->header_timeout_ms) {
-				door_reply(h->pend[i].fd, 408, "Request Timeout", "request head not received within %u ms",
-					   h->cfg->header_timeout_ms);
-				pend_drop(h, i);
-			}
-		}
-		for (size_t i = 0; i < h->n_lis; i++)
-			if (fds[1 + i].revents & POLLIN)
-				door_accept(h, &h->lis[i]);
-	}
-out:
-	free(fds);
-	free(idx);
-	return NULL;
-}
 
 /* Binds the Unix socket under a temporary name, sets mode 0600, then
  * renames it over the configured path: the socket never exists with a
@@ -991,52 +672,42 @@ void agent_http_stop(struct agent_http *h)
 {
 	if (!h)
 		return;
-	if (h->door_started) {
-		(void)!write(h->wake[1], "x", 1);
-		pthread_join(h->door, NULL);
-	}
-	for (size_t i = 0; i < h->n_pend; i++)
-		close(h->pend[i].fd);
-	for (size_t i = 0; i < h->n_lis; i++) {
-		if (h->lis[i].d)
-			MHD_stop_daemon(h->lis[i].d);
-		if (h->lis[i].fd >= 0)
-			close(h->lis[i].fd);
-	}
+	http_server_free(h->server);
 	if (h->unix_bound)
 		unlink(h->cfg->socket);
-	if (h->wake[0] >= 0)
-		close(h->wake[0]);
-	if (h->wake[1] >= 0)
-		close(h->wake[1]);
-	free(h->pend);
-	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
-/* libmicrohttpd for the connections the front door hands on. */
+/* The listening socket @fd, served with the routes (read-only or not). */
 static int listener_start(struct agent_http *h, int fd, bool read_only)
 {
-	const struct agent_config *cfg = h->cfg;
 	struct listener *l = &h->lis[h->n_lis++];
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 
 	l->http = h;
 	l->read_only = read_only;
-	l->fd = fd;
-	l->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, l, MHD_OPTION_CONNECTION_LIMIT,
-				cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->request_timeout_s,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_NOTIFY_COMPLETED,
-				on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l, MHD_OPTION_END);
-	return l->d ? 0 : -FLOWSDN_E_AGENT_LISTEN;
+	return http_server_listen(h->server, fd, l) < 0 ? -FLOWSDN_E_AGENT_LISTEN : 0;
 }
 
 static int http_start(struct agent_http *h)
 {
 	const struct agent_config *cfg = h->cfg;
+	struct http_server_opts so = {
+		.sz = sizeof(so),
+		.max_connections = cfg->max_connections,
+		.reserved_connections = cfg->reserved_connections,
+		.header_timeout_ms = cfg->header_timeout_ms,
+		.idle_timeout_s = cfg->request_timeout_s,
+		.max_header_bytes = HEAD_MAX,
+		.handler = on_request,
+		.completed = on_completed,
+		.reserved = door_reserved,
+		.refusal = door_refusal,
+	};
 	int fd, err;
 
+	err = http_server_new(&so, &h->server);
+	if (err < 0)
+		return err == -ENOMEM ? err : -FLOWSDN_E_AGENT_LISTEN;
 	err = mkdir_parent(cfg->socket);
 	if (err < 0) {
 		pr_err("agent: creating the directory of %s: %s", cfg->socket, strerror(-err));
@@ -1060,20 +731,11 @@ static int http_start(struct agent_http *h)
 			return -FLOWSDN_E_AGENT_LISTEN;
 		}
 		if (listener_start(h, fd, true) < 0) {
-			close(fd);
-			h->lis[--h->n_lis].fd = -1;
 			pr_err("agent: libmicrohttpd refused to start for %s", cfg->http_listen);
 			return -FLOWSDN_E_AGENT_LISTEN;
 		}
 	}
-	h->pend = calloc(cfg->max_connections + 1, sizeof(*h->pend));
-	if (!h->pend || pipe2(h->wake, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -ENOMEM;
-	err = pthread_create(&h->door, NULL, door_main, h);
-	if (err)
-		return -err;
-	h->door_started = true;
-	return 0;
+	return http_server_start(h->server);
 }
 
 int agent_http_start(struct agent_core *core, struct agent_http **ret)
@@ -1088,9 +750,6 @@ int agent_http_start(struct agent_core *core, struct agent_http **ret)
 		return -ENOMEM;
 	h->core = core;
 	h->cfg = agent_core_config(core);
-	h->lis[0].fd = h->lis[1].fd = -1;
-	h->wake[0] = h->wake[1] = -1;
-	pthread_mutex_init(&h->lock, NULL);
 	err = http_start(h);
 	if (err < 0) {
 		agent_http_stop(h);

@@ -24,6 +24,7 @@ static void usage(FILE *out)
 		"                      (--socket PATH | --listen ADDRESS:PORT [--tls-cert FILE --tls-key FILE])\n"
 		"                      [--state-dir DIR] [--policy FILE] [--config FILE]\n"
 		"                      [--max-connections N] [--per-ip-connections N] [--timeout SECONDS]\n"
+		"                      [--header-timeout MS] [--reserved-connections N]\n"
 		"                      [--max-body BYTES] [--threads N] [--registry-ca FILE] [--registry-plain-http]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
@@ -60,6 +61,8 @@ int main(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, 'm' },
 		{ "per-ip-connections", required_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "header-timeout", required_argument, NULL, 'e' },
+		{ "reserved-connections", required_argument, NULL, 'r' },
 		{ "max-body", required_argument, NULL, 'b' },
 		{ "threads", required_argument, NULL, 'T' },
 		{ "registry-ca", required_argument, NULL, 'R' },
@@ -95,12 +98,16 @@ int main(int argc, char **argv)
 		case 't':
 		case 'T':
 		case 'b':
+		case 'e':
+		case 'r':
 			if (parse_uint(c == 'm'   ? "--max-connections"
 				       : c == 'P' ? "--per-ip-connections"
 				       : c == 't' ? "--timeout"
 				       : c == 'T' ? "--threads"
+				       : c == 'e' ? "--header-timeout"
+				       : c == 'r' ? "--reserved-connections"
 						  : "--max-body",
-				       optarg, c == 'b' ? 64ul << 20 : 65535, &v) < 0)
+				       optarg, c == 'b' ? 64ul << 20 : c == 'e' ? 600000 : 65535, &v) < 0)
 				return 2;
 			if (c == 'm')
 				o.http.max_connections = (unsigned int)v;
@@ -110,6 +117,10 @@ int main(int argc, char **argv)
 				o.http.timeout_s = (unsigned int)v;
 			else if (c == 'T')
 				o.http.threads = (unsigned int)v;
+			else if (c == 'e')
+				o.http.header_timeout_ms = (unsigned int)v;
+			else if (c == 'r')
+				o.http.reserved_connections = (unsigned int)v;
 			else
 				o.http.max_body_bytes = v;
 			break;

@@ -258,8 +258,7 @@ static int hex4(const char *s, size_t avail)
 	if (avail < 4)
 		return -1;
 	for (int i = 0; i < 4; i++) {
-		char c = s[i];
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		int d = util_hexval(s[i]);
 
 		if (d < 0)
 			return -1;

@@ -1294,27 +1294,28 @@ static int check_keys(struct loader *l, const struct json_value *obj, const char
 	return 0;
 }
 
-/* Member @key of @obj of @type; *ret NULL when absent and not required.
- * On success the path is left unchanged. */
+/* Member @key of @obj of @type (the common typed getter, reporting at the
+ * loader's path); *ret NULL when absent and not required.  The path is
+ * left unchanged. */
 static int member(struct loader *l, const struct json_value *obj, const char *key, enum json_type type,
 		  bool required, const struct json_value **ret)
 {
-	const struct json_value *v = json_get(obj, key);
-	size_t saved = json_path_push_key(&l->path, key);
+	const struct json_value *v = NULL;
+	struct check_ctx ctx;
+	int r;
 
-	if (!v) {
-		if (required)
-			return fail(l, FLASH_E_METER_STATE_INVALID, "is required");
+	check_ctx_init(&ctx, l->diag);
+	ctx.path = l->path;
+	r = json_read_value_at(&ctx, obj, key, type, required, &v);
+	if (r < 0)
+		return r == JSON_READ_REPORTED ? -FLASH_E_METER_STATE_INVALID : r;
+	if (v && type == JSON_STRING && v->u.string.has_nul) {
+		size_t saved = json_path_push_key(&l->path, key);
+
+		r = fail(l, FLASH_E_METER_STATE_INVALID, "must not contain a NUL character");
 		json_path_pop(&l->path, saved);
-		*ret = NULL;
-		return 0;
+		return r;
 	}
-	if (v->type != type)
-		return fail(l, FLASH_E_METER_STATE_INVALID, "must be a%s %s",
-			    type == JSON_ARRAY || type == JSON_OBJECT ? "n" : "", json_type_name(type));
-	if (type == JSON_STRING && v->u.string.has_nul)
-		return fail(l, FLASH_E_METER_STATE_INVALID, "must not contain a NUL character");
-	json_path_pop(&l->path, saved);
 	*ret = v;
 	return 0;
 }

@@ -160,25 +160,14 @@ static int labels_from_user(const struct flowsdn_policy_label *labels, size_t n,
 
 #define CIDR_PINNED ((size_t)1 << 40)
 
+static int cidr_cmp(const void *key, const void *elem)
+{
+	return flowsdn_prefix_compare(key, &((const struct pcidr *)elem)->prefix);
+}
+
 static size_t cidr_find(const struct flowsdn_policy_db *db, const struct flowsdn_prefix *p, bool *found)
 {
-	size_t lo = 0, hi = db->n_cidrs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = flowsdn_prefix_compare(&db->cidrs[mid].prefix, p);
-
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
+	return util_lower_bound(db->cidrs, db->n_cidrs, sizeof(*db->cidrs), p, cidr_cmp, found);
 }
 
 static uint32_t cidr_new_id(struct flowsdn_policy_db *db)

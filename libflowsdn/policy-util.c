@@ -53,22 +53,17 @@ int plabels_sort(struct plabels *l)
 	return 0;
 }
 
+static int label_key_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct plabel *)elem)->key);
+}
+
 const char *plabels_get(const struct plabels *l, const char *key)
 {
-	size_t lo = 0, hi = l->n;
+	bool found;
+	size_t i = util_lower_bound(l->v, l->n, sizeof(*l->v), key, label_key_cmp, &found);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(l->v[mid].key, key);
-
-		if (c == 0)
-			return l->v[mid].value;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return found ? l->v[i].value : NULL;
 }
 
 int plabels_copy(struct plabels *dst, const struct plabels *src)

@@ -19,11 +19,14 @@
 #include <flash/file.h>
 
 #include "http.h"
+#include "http-server.h"
+#include "json.h"
 #include "util.h"
 
 struct op_http {
 	struct op_provider *provider;
-	struct MHD_Daemon *tcp, *unix_d;
+	struct http_server *door;  /* the Unix socket and plain TCP */
+	struct MHD_Daemon *tls;    /* TCP with TLS: libmicrohttpd's own listener */
 	size_t max_body;
 	uint16_t port;
 	char *cert, *key;
@@ -211,17 +214,83 @@ static int read_pem(const char *path, bool secret, char **ret, size_t *ret_len, 
 	return r;
 }
 
+/* The front door's answers in the provider API's error shape; a head
+ * that did not arrive in time is closed without one. */
+static char *door_refusal(unsigned int status, const char *msg)
+{
+	struct json_writer *w;
+	char *body = NULL;
+
+	if (status == 408)
+		return NULL;
+	w = json_writer_new(0);
+	jw_object_open(w);
+	jw_key(w, "error");
+	jw_object_open(w);
+	jw_kv_string(w, "code", status == 503 ? "unavailable" : status == 431 ? "too-large" : "bad-request");
+	jw_kv_string(w, "message", msg);
+	jw_object_close(w);
+	jw_object_close(w);
+	if (json_writer_finish(w, &body, NULL) < 0)
+		return NULL;
+	return body;
+}
+
+/* The reserve keeps room for the health check. */
+static bool door_reserved(const char *method, const char *path)
+{
+	return !strcmp(method, "GET") && !strcmp(path, "/healthz");
+}
+
+/* A plain TCP listener on @ss; the bound port in @ret_port. */
+static int tcp_listen(const struct sockaddr_storage *ss, socklen_t sl, uint16_t *ret_port)
+{
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof(bound);
+	int fd, one = 1, r;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (const struct sockaddr *)ss, sl) < 0 || listen(fd, 256) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&bound, &bl) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	*ret_port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+						       : ((struct sockaddr_in *)&bound)->sin_port);
+	return fd;
+}
+
 int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct op_http **ret, char *err,
 		  size_t err_size)
 {
 	unsigned int max_conn = OPTS_GET(opts, max_connections, 0) ?: 512;
 	unsigned int per_ip = OPTS_GET(opts, per_ip_connections, 0) ?: 64;
 	unsigned int timeout = OPTS_GET(opts, timeout_s, 0) ?: 10;
+	/* A head arrives within the idle timeout, and within 5 s. */
+	unsigned int header_ms = OPTS_GET(opts, header_timeout_ms, 0) ?: (timeout >= 5 ? 5000 : timeout * 1000);
+	unsigned int reserved = OPTS_GET(opts, reserved_connections, 0) ?: max_conn / 16;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	/* One thread per CPU: more only adds context switches (epoll). */
 	unsigned int threads = OPTS_GET(opts, threads, 0) ?: (unsigned int)(cpus < 1 ? 1 : cpus > 16 ? 16 : cpus);
 	size_t max_header = OPTS_GET(opts, max_header_bytes, 0) ?: 16384;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	struct http_server_opts so = {
+		.sz = sizeof(so),
+		.max_connections = max_conn,
+		.reserved_connections = reserved,
+		.header_timeout_ms = header_ms,
+		.idle_timeout_s = timeout,
+		.per_ip_connections = per_ip,
+		.max_header_bytes = max_header,
+		.threads = threads,
+		.handler = on_request,
+		.completed = on_completed,
+		.reserved = door_reserved,
+		.refusal = door_refusal,
+	};
 	struct op_http *h;
 	size_t cert_len = 0;
 	int r, fd;
@@ -229,12 +298,24 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 	if (!p || !opts || !OPTS_VALID(opts, op_http_opts) || !ret || (!opts->listen && !opts->unix_path) ||
 	    (!opts->tls_cert_file != !opts->tls_key_file))
 		return -EINVAL;
+	if (reserved >= max_conn || header_ms > 600000) {
+		snprintf(err, err_size, "%s", reserved >= max_conn ? "the reserve must be smaller than the connection bound"
+								   : "the header timeout is at most 600000 ms");
+		return -EINVAL;
+	}
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	h->provider = p;
 	h->max_body = OPTS_GET(opts, max_body_bytes, 0) ?: 1u << 20;
 
+	if (opts->unix_path || !opts->tls_cert_file) {
+		r = http_server_new(&so, &h->door);
+		if (r < 0) {
+			snprintf(err, err_size, "cannot set up the HTTP server: %s", strerror(-r));
+			goto fail;
+		}
+	}
 	if (opts->unix_path) {
 		fd = unix_listen(opts->unix_path, err, err_size);
 		if (fd < 0) {
@@ -242,12 +323,12 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 			goto fail;
 		}
 		h->unix_path = strdup(opts->unix_path);
-		h->unix_d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd,
-					     MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, max_conn,
-					     MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-					     max_header, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-		if (!h->unix_d) {
+		if (!h->unix_path) {
 			close(fd);
+			r = -ENOMEM;
+			goto fail;
+		}
+		if (http_server_listen(h->door, fd, h) < 0) {
 			snprintf(err, err_size, "%s: cannot start the HTTP server", opts->unix_path);
 			r = -EIO;
 			goto fail;
@@ -256,14 +337,24 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 	if (opts->listen) {
 		struct sockaddr_storage ss;
 		socklen_t sl;
-		unsigned int f = flags;
+		unsigned int f = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS;
 
 		r = parse_listen(opts->listen, &ss, &sl, err, err_size);
 		if (r < 0)
 			goto fail;
-		if (ss.ss_family == AF_INET6)
-			f |= MHD_USE_IPv6;
-		if (opts->tls_cert_file) {
+		if (!opts->tls_cert_file) {
+			fd = tcp_listen(&ss, sl, &h->port);
+			if (fd < 0 || http_server_listen(h->door, fd, h) < 0) {
+				snprintf(err, err_size, "%s: cannot listen (address in use or not local?)", opts->listen);
+				r = -EADDRNOTAVAIL;
+				goto fail;
+			}
+		} else {
+			/* The front door reads heads in clear text: over TLS,
+			 * libmicrohttpd's own bounds (idle timeout, connection
+			 * limits) apply. */
+			if (ss.ss_family == AF_INET6)
+				f |= MHD_USE_IPv6;
 			if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
 				snprintf(err, err_size, "libmicrohttpd was built without TLS");
 				r = -ENOTSUP;
@@ -274,28 +365,27 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 				r = read_pem(opts->tls_key_file, true, &h->key, &h->key_len, err, err_size);
 			if (r < 0)
 				goto fail;
-			f |= MHD_USE_TLS;
-		}
-		if (h->cert)
-			h->tcp = MHD_start_daemon(f, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &ss,
+			h->tls = MHD_start_daemon(f, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &ss,
 						  MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, max_conn,
 						  MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
 						  timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, max_header,
 						  MHD_OPTION_HTTPS_MEM_CERT, h->cert, MHD_OPTION_HTTPS_MEM_KEY, h->key,
 						  MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-		else
-			h->tcp = MHD_start_daemon(f, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &ss,
-						  MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, max_conn,
-						  MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
-						  timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, max_header,
-						  MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-		if (!h->tcp) {
-			snprintf(err, err_size, "%s: cannot listen (address in use or not local?)", opts->listen);
-			r = -EADDRNOTAVAIL;
+			if (!h->tls) {
+				snprintf(err, err_size, "%s: cannot listen (address in use or not local?)", opts->listen);
+				r = -EADDRNOTAVAIL;
+				goto fail;
+			}
+			const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->tls, MHD_DAEMON_INFO_BIND_PORT);
+			h->port = di ? di->port : 0;
+		}
+	}
+	if (h->door) {
+		r = http_server_start(h->door);
+		if (r < 0) {
+			snprintf(err, err_size, "cannot start the HTTP front door: %s", strerror(-r));
 			goto fail;
 		}
-		const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->tcp, MHD_DAEMON_INFO_BIND_PORT);
-		h->port = di ? di->port : 0;
 	}
 	*ret = h;
 	return 0;
@@ -313,10 +403,9 @@ void op_http_stop(struct op_http *h)
 {
 	if (!h)
 		return;
-	if (h->tcp)
-		MHD_stop_daemon(h->tcp);
-	if (h->unix_d)
-		MHD_stop_daemon(h->unix_d);
+	if (h->tls)
+		MHD_stop_daemon(h->tls);
+	http_server_free(h->door);
 	if (h->unix_path) {
 		unlink(h->unix_path);
 		free(h->unix_path);

@@ -4,11 +4,16 @@
  * on TCP (TLS with a certificate and key) and/or a Unix socket, feeding
  * complete requests to op_provider_handle().
  *
- * Bounds: connections in total and per client address, an idle timeout
- * (a client that stops sending in the middle of its headers or body is
- * closed), header bytes (the connection memory limit) and body bytes
- * (413 beyond).  The server is event driven (epoll, a small thread pool):
- * a slow client holds one connection slot, never a thread or a lock.
+ * The Unix socket and plain TCP go through the front door of
+ * common/http-server.h: a malformed head (a NUL or control character, two
+ * Content-Length headers) is 400, a head not received within the header
+ * timeout is closed, pending heads and requests served are bounded per
+ * listener with a reserve for GET /healthz; then an idle timeout, client
+ * addresses, header bytes and body bytes (413 beyond) are bounded.  TCP
+ * with TLS is libmicrohttpd's own listener (connections in total and per
+ * client address, the idle timeout): the door cannot read heads there.
+ * The server is event driven (epoll, a small thread pool): a slow client
+ * holds one connection slot, never a thread or a lock.
  */
 #ifndef FLASH_OPERATOR_HTTP_H
 #define FLASH_OPERATOR_HTTP_H
@@ -24,12 +29,14 @@ struct op_http_opts {
 	const char *unix_path;     /* Unix socket (mode 0600); NULL: none */
 	const char *tls_cert_file; /* PEM; with tls_key_file: HTTPS on TCP */
 	const char *tls_key_file;  /* PEM, mode 0600 or 0400, owned by us */
-	unsigned int max_connections; /* 0: 512 */
+	unsigned int max_connections; /* per listener, heads pending and served each; 0: 512 */
 	unsigned int per_ip_connections; /* 0: 64 (TCP only) */
 	unsigned int timeout_s;    /* idle timeout, 0: 10 */
 	size_t max_header_bytes;   /* 0: 16 KiB */
 	size_t max_body_bytes;     /* 0: 1 MiB */
 	unsigned int threads;      /* 0: one per CPU (at most 16) */
+	unsigned int header_timeout_ms; /* to receive a head; 0: min(timeout_s, 5 s) */
+	unsigned int reserved_connections; /* of those served, for GET /healthz; 0: 1/16 */
 };
 
 struct op_http;

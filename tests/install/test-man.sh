@@ -38,6 +38,19 @@ while read -r page; do
 	status=1
 done <"$tmp/module-pages"
 
+# Every struct a man3 SYNOPSIS names is one a public header declares
+# ("struct NAME;" or "struct NAME {"): a page cannot keep a type that is gone.
+cat "$top_srcdir"/include/flowsdn/*.h "$top_srcdir"/include/flash/*.h |
+	sed -n 's/.*struct \([a-z_0-9]*\) *[{;].*/\1/p' | sort -u >"$tmp/structs"
+for page in "$top_srcdir"/man/man3/*.3; do
+	awk '/^\.SH SYNOPSIS/ { s = 1; next } /^\.SH/ { s = 0 } s' "$page" |
+		grep -o 'struct [A-Za-z_][A-Za-z0-9_]*' | awk '{print $2}' | sort -u |
+		comm -23 - "$tmp/structs" | while read -r st; do
+		echo "man/man3/$(basename "$page"): SYNOPSIS names struct $st, which no public header declares"
+	done
+done >"$tmp/stale-structs"
+if [ -s "$tmp/stale-structs" ]; then cat "$tmp/stale-structs"; status=1; fi
+
 # Every exported symbol is declared in a public header (so it gets a link
 # page) and named on its module's page.
 for lib in libflowsdn/.libs/libflowsdn.so libflash/.libs/libflash.so; do

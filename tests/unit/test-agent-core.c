@@ -24,6 +24,7 @@
 #include "diag.h"
 #include "diag-helpers.h"
 #include "helpers.h"
+#include "http-helpers.h"
 #include "http.h"
 #include "log.h"
 
@@ -996,20 +997,7 @@ static int sock_connect(const char *path)
 /* Sends @len bytes of @req and returns the status of the answer (0: none). */
 static int http_raw(const char *sock, const char *req, size_t len, char *out, size_t out_size)
 {
-	int fd = sock_connect(sock), status = 0;
-	size_t got = 0;
-	ssize_t n;
-	struct timeval tv = { .tv_sec = 3 };
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	cr_assert_eq(write(fd, req, len), (ssize_t)len);
-	while (got < out_size - 1 && (n = read(fd, out + got, out_size - 1 - got)) > 0)
-		got += (size_t)n;
-	out[got] = '\0';
-	close(fd);
-	if (sscanf(out, "HTTP/1.%*d %d", &status) != 1)
-		status = 0;
-	return status;
+	return test_http_exchange(sock_connect(sock), req, len, out, out_size);
 }
 
 static double healthz_ms(const char *sock, int *status)

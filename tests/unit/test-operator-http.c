@@ -17,10 +17,14 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
 #include <flash/auth.h>
 #include <flash/client.h>
 
 #include "helpers.h"
+#include "http-helpers.h"
 #include "http.h"
 #include "operator-helpers.h"
 #include "util.h"
@@ -200,4 +204,154 @@ Test(operator_http, tls)
 	chmod(key, 0644);
 	ASSERT_ERR(op_http_start(prov, &ho, &http, err, sizeof(err)), -EPERM, "key mode");
 	cr_assert(strstr(err, "0600"), "%s", err);
+}
+
+/* A time bound, stretched under valgrind (threads run one at a time, and
+ * every instruction 20-50 times slower). */
+#ifdef RUNNING_ON_VALGRIND
+#define OP_BOUND_MS(ms) ((double)(ms) * (RUNNING_ON_VALGRIND ? 30 : 1))
+#else
+#define OP_BOUND_MS(ms) ((double)(ms))
+#endif
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A raw request on a new connection: the status of the answer (0: none),
+ * the answer in @out. */
+static int raw_request(const char *req, size_t len, char *out, size_t out_size)
+{
+	return test_http_exchange(unix_connect(), req, len, out, out_size);
+}
+
+/* Issue 13 item 9: two Content-Length headers and a NUL in the path are
+ * 400 before any route sees them (they were routed: 404, 200). */
+Test(operator_http, malformed_heads_are_400)
+{
+	static const char dup_cl[] = "POST /provider/v1/services HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+				     "Content-Length: 40\r\n\r\n{}";
+	static const char nul[] = "GET /healthz\0x HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char ctl[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\001b\r\n\r\n";
+	static const char cl_te[] = "POST /provider/v1/services HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+				    "Transfer-Encoding: chunked\r\n\r\n{}";
+	static const char ok[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct op_http_opts ho = { .sz = sizeof(ho), .unix_path = sock, .threads = 1 };
+	char out[4096];
+
+	ASSERT_OK(op_http_start(prov, &ho, &http, NULL, 0), "start");
+	cr_assert_eq(raw_request(dup_cl, sizeof(dup_cl) - 1, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "Content-Length headers"), "%s", out);
+	cr_assert(strstr(out, "\"code\":\"bad-request\""), "the provider API's error shape: %s", out);
+	cr_assert_eq(raw_request(nul, sizeof(nul) - 1, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "NUL"), "%s", out);
+	cr_assert_eq(raw_request(ctl, sizeof(ctl) - 1, out, sizeof(out)), 400, "%s", out);
+	cr_assert_eq(raw_request(cl_te, sizeof(cl_te) - 1, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "Transfer-Encoding"), "%s", out);
+	cr_assert_eq(raw_request(ok, sizeof(ok) - 1, out, sizeof(out)), 200, "%s", out);
+}
+
+/* Issue 13 items 5 and 9 for the operator: 64 clients trickling their
+ * heads one byte per second are never idle, yet are cut at the header
+ * deadline (the idle timeout, 2 s here); meanwhile healthz and an
+ * authenticated list answer in under 100 ms. */
+Test(operator_http, trickling_heads_are_cut_at_the_header_deadline, .timeout = 60)
+{
+	enum { SLOW = 64 };
+	static const char partial[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct op_http_opts ho = { .sz = sizeof(ho), .unix_path = sock, .timeout_s = 2, .threads = 1 };
+	struct flash_client_response *r = NULL;
+	struct flash_client *c;
+	int fds[SLOW], status;
+	bool open_[SLOW];
+	char out[4096], ep[160];
+	double t0, worst_hz = 0, worst_list = 0, ms;
+	int closed_at_1s = 0, closed_at_end = 0;
+
+	ASSERT_OK(op_http_start(prov, &ho, &http, NULL, 0), "start");
+	snprintf(ep, sizeof(ep), "unix:%s", sock);
+	c = client(ep, NULL);
+	t0 = mono_ms();
+	for (int i = 0; i < SLOW; i++) {
+		fds[i] = unix_connect();
+		open_[i] = true;
+		cr_assert_eq(write(fds[i], partial, 10), 10);
+	}
+	for (int round = 1; round <= 5; round++) {
+		/* One more byte each, a second apart. */
+		while (mono_ms() - t0 < round * 1000.0)
+			usleep(10000);
+		for (int i = 0; i < SLOW; i++) {
+			struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+			if (!open_[i])
+				continue;
+			if (poll(&p, 1, 0) == 1 && read(fds[i], out, sizeof(out)) <= 0)
+				open_[i] = false;
+			else
+				(void)!send(fds[i], partial + 9 + round, 1, MSG_NOSIGNAL);
+		}
+		if (round == 1)
+			for (int i = 0; i < SLOW; i++)
+				closed_at_1s += !open_[i];
+		ms = mono_ms();
+		status = raw_request(hz, sizeof(hz) - 1, out, sizeof(out));
+		ms = mono_ms() - ms;
+		cr_assert_eq(status, 200, "healthz with %d trickling clients: %s", SLOW, out);
+		worst_hz = ms > worst_hz ? ms : worst_hz;
+		ms = mono_ms();
+		ASSERT_OK(flash_client_list(c, &r), "list with trickling clients");
+		ms = mono_ms() - ms;
+		cr_assert_eq(flash_client_response_status(r), 200, "%s", flash_client_response_body(r, NULL));
+		flash_client_response_free(r);
+		r = NULL;
+		worst_list = ms > worst_list ? ms : worst_list;
+	}
+	for (int i = 0; i < SLOW; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+		if (open_[i] && poll(&p, 1, 0) == 1 && read(fds[i], out, sizeof(out)) <= 0)
+			open_[i] = false;
+		closed_at_end += !open_[i];
+		close(fds[i]);
+	}
+	cr_log_info("%d trickling clients: healthz worst %.1f ms, list worst %.1f ms, %d cut by 5 s", SLOW, worst_hz,
+		    worst_list, closed_at_end);
+	cr_assert_eq(closed_at_1s, 0, "%d trickling clients were cut before the deadline", closed_at_1s);
+	cr_assert_eq(closed_at_end, SLOW, "%d of %d trickling clients still open after 5 s (deadline 2 s)",
+		     SLOW - closed_at_end, SLOW);
+	cr_assert_lt(worst_hz, OP_BOUND_MS(100), "healthz took %.1f ms with %d trickling clients", worst_hz, SLOW);
+	cr_assert_lt(worst_list, OP_BOUND_MS(100), "list took %.1f ms with %d trickling clients", worst_list, SLOW);
+	flash_client_free(c);
+}
+
+/* The reserve: with every ordinary slot of a listener taken by requests
+ * in progress, GET /healthz is still served and others get 503. */
+Test(operator_http, reserve_keeps_healthz)
+{
+	static const char body_partial[] = "POST /provider/v1/services HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+	static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	static const char metrics[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct op_http_opts ho = { .sz = sizeof(ho), .unix_path = sock, .timeout_s = 30, .threads = 1,
+				   .max_connections = 4, .reserved_connections = 1 };
+	int fds[3];
+	char out[4096];
+
+	ASSERT_OK(op_http_start(prov, &ho, &http, NULL, 0), "start");
+	/* Three requests with complete heads wait for their bodies. */
+	for (int i = 0; i < 3; i++) {
+		fds[i] = unix_connect();
+		cr_assert_eq(write(fds[i], body_partial, sizeof(body_partial) - 1), (ssize_t)(sizeof(body_partial) - 1));
+	}
+	usleep(300000);
+	cr_assert_eq(raw_request(metrics, sizeof(metrics) - 1, out, sizeof(out)), 503, "%s", out);
+	cr_assert(strstr(out, "\"code\":\"unavailable\""), "%s", out);
+	cr_assert_eq(raw_request(hz, sizeof(hz) - 1, out, sizeof(out)), 200, "%s", out);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
 }
