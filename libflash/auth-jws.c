@@ -366,11 +366,7 @@ out:
 FLASH_API int flash_auth_signer_parse(const char *json, size_t len, struct flash_auth_signer **ret_signer,
 				      struct flash_diag *diag)
 {
-	char buf[AUTH_DETAIL_MAX], *detail = auth__diag_begin(diag, buf);
-	int r = signer_parse_detail(json, len, ret_signer, detail, sizeof(buf));
-
-	auth__diag_end(diag, r, detail);
-	return r;
+	return AUTH_DIAG_CALL(diag, signer_parse_detail, json, len, ret_signer);
 }
 
 FLASH_API int flash_auth_signer_set_kid(struct flash_auth_signer *s, const char *kid)

@@ -305,11 +305,7 @@ out_free_json:
 FLASH_API int flash_auth_keyset_parse(const char *json, size_t len, struct flash_auth_keyset **ret_keyset,
 				      struct flash_diag *diag)
 {
-	char buf[AUTH_DETAIL_MAX], *detail = auth__diag_begin(diag, buf);
-	int r = keyset_parse_detail(json, len, ret_keyset, detail, sizeof(buf));
-
-	auth__diag_end(diag, r, detail);
-	return r;
+	return AUTH_DIAG_CALL(diag, keyset_parse_detail, json, len, ret_keyset);
 }
 
 FLASH_API int flash_auth_keyset_to_jwks(const struct flash_auth_keyset *ks, char **ret_json)

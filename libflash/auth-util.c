@@ -119,12 +119,12 @@ char *auth__diag_begin(struct flash_diag *diag, char *buf)
 	return buf;
 }
 
-void auth__diag_end(struct flash_diag *diag, int r, const char *detail)
+int auth__diag_end(struct flash_diag *diag, int r, const char *detail)
 {
 	const char *code;
 
 	if (!diag || r >= 0 || r == -ENOMEM)
-		return;
+		return r;
 	code = r == -EINVAL ? "invalid-argument" : flash_auth_reason_name(r);
 	if ((!detail || !detail[0]) && r == -EINVAL)
 		detail = "invalid arguments or options";
@@ -133,6 +133,7 @@ void auth__diag_end(struct flash_diag *diag, int r, const char *detail)
 	if (!detail)
 		detail = "refused";
 	diag_add_text(flash__diag(diag), DIAG_ERROR, "", code, NULL, "%s", detail);
+	return r;
 }
 
 int auth__b64url_decode(const char *text, size_t len, unsigned char *out, size_t size,

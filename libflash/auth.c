@@ -304,11 +304,7 @@ FLASH_API int flash_auth_verify(const struct flash_auth_keyset *keys, const char
 				const struct flash_auth_verify_opts *opts, struct flash_auth_token **ret_token,
 				struct flash_diag *diag)
 {
-	char buf[AUTH_DETAIL_MAX], *detail = auth__diag_begin(diag, buf);
-	int r = verify_detail(keys, token, len, opts, ret_token, detail, sizeof(buf));
-
-	auth__diag_end(diag, r, detail);
-	return r;
+	return AUTH_DIAG_CALL(diag, verify_detail, keys, token, len, opts, ret_token);
 }
 
 FLASH_API const char *flash_auth_token_kid(const struct flash_auth_token *t) { return t ? t->kid : NULL; }
