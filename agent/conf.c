@@ -12,15 +12,23 @@
 #include "json.h"
 #include "util.h"
 
-void agent_diag_set(struct agent_diag *diag, const char *fmt, ...)
+void agent_diag_set(struct diag *diag, const char *fmt, ...)
 {
 	va_list ap;
 
 	if (!diag)
 		return;
+	diag_reset(diag);
 	va_start(ap, fmt);
-	vsnprintf(diag->msg, sizeof(diag->msg), fmt, ap);
+	diag_add_textv(diag, DIAG_ERROR, "", "agent-request", NULL, fmt, ap);
 	va_end(ap);
+}
+
+const char *agent_diag_message(const struct diag *diag)
+{
+	const struct diag_entry *e = diag_first_error(diag);
+
+	return e ? e->message : "";
 }
 
 static int set_str(char **dst, const char *s)

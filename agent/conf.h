@@ -15,12 +15,12 @@
 
 struct diag;
 
-/* A failure's explanation, naming the key or the object at fault. */
-struct agent_diag {
-	char msg[384];
-};
-/* Sets @diag's message (@diag may be NULL). */
-void agent_diag_set(struct agent_diag *diag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A failure's explanation, naming the key or the object at fault, is one
+ * error in the engine's struct diag (common/diag.h), code "agent-request".
+ * Replaces what @diag held by that one error (@diag may be NULL). */
+void agent_diag_set(struct diag *diag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The message of @diag's first error; "" when none or @diag is NULL. */
+const char *agent_diag_message(const struct diag *diag);
 
 struct agent_config {
 	char *socket;

@@ -529,7 +529,7 @@ static int del_owned(struct agent_core *a, const char *cid, const char *ifn, boo
 }
 
 int agent_core_del(struct agent_core *a, const char *cid, const char *ifn, int64_t deadline_ms,
-		   struct agent_diag *diag)
+		   struct diag *diag)
 {
 	double t0 = mono_ms();
 	bool passed = false;
@@ -555,7 +555,7 @@ int agent_core_del(struct agent_core *a, const char *cid, const char *ifn, int64
 /* --------------------------------------------------------------- ADD */
 
 /* Refuses the agent's own and the initial network namespace. */
-static int netns_refuse_own(struct agent_core *a, uint64_t ino, const char *netns, struct agent_diag *diag)
+static int netns_refuse_own(struct agent_core *a, uint64_t ino, const char *netns, struct diag *diag)
 {
 	for (size_t k = 0; k < 2; k++) {
 		if (a->own_netns[k] && a->own_netns[k] == ino) {
@@ -568,7 +568,7 @@ static int netns_refuse_own(struct agent_core *a, uint64_t ino, const char *netn
 }
 
 static int add_owned(struct agent_core *a, const struct agent_request *rq, struct agent_api_endpoint *ret,
-		     struct agent_diag *diag)
+		     struct diag *diag)
 {
 	struct flowsdn_ipam_result lease;
 	struct flowsdn_prefix prefixes[AGENT_API_MAX_ADDRS];
@@ -720,7 +720,7 @@ out_release:
 	return err;
 }
 
-static bool request_valid(const struct agent_request *rq, struct agent_diag *diag)
+static bool request_valid(const struct agent_request *rq, struct diag *diag)
 {
 	if (!rq || !names_container_id_valid(rq->container_id) || !names_ifname_valid(rq->ifname) || !rq->netns ||
 	    rq->netns[0] != '/') {
@@ -730,7 +730,7 @@ static bool request_valid(const struct agent_request *rq, struct agent_diag *dia
 	return true;
 }
 
-static int deadline_err(struct agent_diag *diag, const char *verb, const struct agent_request *rq)
+static int deadline_err(struct diag *diag, const char *verb, const struct agent_request *rq)
 {
 	agent_diag_set(diag, "%s %s/%s: the client's deadline passed before it could start", verb, rq->container_id,
 		       rq->ifname);
@@ -738,7 +738,7 @@ static int deadline_err(struct agent_diag *diag, const char *verb, const struct 
 }
 
 int agent_core_add(struct agent_core *a, const struct agent_request *rq, struct agent_api_endpoint *ret,
-		   struct agent_diag *diag)
+		   struct diag *diag)
 {
 	double t0 = mono_ms();
 	int err;
@@ -759,7 +759,7 @@ int agent_core_add(struct agent_core *a, const struct agent_request *rq, struct 
 }
 
 int agent_core_check(struct agent_core *a, const struct agent_request *rq, struct agent_api_endpoint *ret,
-		     struct agent_diag *diag)
+		     struct diag *diag)
 {
 	struct agent_api_endpoint e;
 	struct flowsdn_endpoint_iface f;
@@ -812,7 +812,7 @@ static bool owner_in(const char *const *ids, const char *const *ifnames, size_t 
 }
 
 int agent_core_gc(struct agent_core *a, const char *const *ids, const char *const *ifnames, size_t n,
-		  int64_t deadline_ms, struct agent_diag *diag)
+		  int64_t deadline_ms, struct diag *diag)
 {
 	int64_t started = agent_api_now_ms();
 	struct busy *victims = NULL;

@@ -23,7 +23,7 @@
  *
  * Errors are -errno or negative domain codes (libflowsdn's and
  * FLOWSDN_E_AGENT_* of common/agent-api.h), with an explanation in the
- * optional struct agent_diag.
+ * optional struct diag (common/diag.h).
  */
 #ifndef FLOWSDN_AGENT_CORE_H
 #define FLOWSDN_AGENT_CORE_H
@@ -70,20 +70,20 @@ struct agent_request {
  * -FLOWSDN_E_AGENT_HOST_NETNS (the agent's own or the initial netns),
  * -FLOWSDN_E_NL_NETNS, IPAM, netlink and datapath errors. */
 int agent_core_add(struct agent_core *core, const struct agent_request *rq, struct agent_api_endpoint *ret,
-		   struct agent_diag *diag);
+		   struct diag *diag);
 /* CHECK: 0 and the endpoint, -FLOWSDN_E_AGENT_NOT_FOUND, or the failed
  * check. */
 int agent_core_check(struct agent_core *core, const struct agent_request *rq, struct agent_api_endpoint *ret,
-		     struct agent_diag *diag);
+		     struct diag *diag);
 /* DEL of one owner: 1 when an endpoint was removed, 0 when there was none
  * (its addresses and a leftover host interface are still released),
  * -errno when the state could not be saved. */
 int agent_core_del(struct agent_core *core, const char *container_id, const char *ifname, int64_t deadline_ms,
-		   struct agent_diag *diag);
+		   struct diag *diag);
 /* GC: removes every endpoint whose owner is not among the @n valid ones
  * and that existed when the GC started.  Returns the number removed. */
 int agent_core_gc(struct agent_core *core, const char *const *ids, const char *const *ifnames, size_t n,
-		  int64_t deadline_ms, struct agent_diag *diag);
+		  int64_t deadline_ms, struct diag *diag);
 /* Waits until every background veth deletion is done. */
 void agent_core_flush(struct agent_core *core);
 /* Replays the delete queue; returns the number of entries replayed. */

@@ -20,7 +20,7 @@ static int refuse(unsigned int *ret_status, unsigned int status, int err)
 
 /* The owner of @o: containerID and ifname always, netns when @need_netns. */
 static int owner_fields(const struct json_value *o, bool need_netns, const char **cid, const char **ifn,
-			const char **netns, unsigned int *ret_status, struct agent_diag *diag)
+			const char **netns, unsigned int *ret_status, struct diag *diag)
 {
 	*cid = json_string_value(json_get(o, "containerID"));
 	*ifn = json_string_value(json_get(o, "ifname"));
@@ -41,7 +41,7 @@ static int owner_fields(const struct json_value *o, bool need_netns, const char 
 }
 
 int agent_http_body_read(enum agent_http_verb verb, const char *body, size_t len, struct agent_http_body *ret,
-			 unsigned int *ret_status, struct agent_diag *diag)
+			 unsigned int *ret_status, struct diag *diag)
 {
 	struct agent_http_body b = { .root = NULL };
 	struct json_error je = { 0 };

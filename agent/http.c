@@ -18,6 +18,8 @@
 #include <flowsdn/ipam.h>
 #include <flowsdn/netlink.h>
 
+#include "conf.h"
+#include "diag.h"
 #include "http.h"
 #include "http-server.h"
 #include "json.h"
@@ -150,9 +152,20 @@ static unsigned int status_of(int err)
 	}
 }
 
-static void reply_failure(struct reply *r, int err, const struct agent_diag *diag)
+static void reply_failure(struct reply *r, int err, const struct diag *diag)
 {
-	reply_error(r, status_of(err), err, "%s", diag->msg[0] ? diag->msg : agent_api_strerror(err));
+	const char *msg = agent_diag_message(diag);
+
+	reply_error(r, status_of(err), err, "%s", msg[0] ? msg : agent_api_strerror(err));
+}
+
+/* A diag for one request; NULL when out of memory (the reply then names
+ * the code only). */
+static struct diag *request_diag(void)
+{
+	struct diag *d = NULL;
+
+	return diag_new(&d) < 0 ? NULL : d;
 }
 
 static void endpoint_reply(struct reply *r, const struct agent_api_endpoint *e)
@@ -182,12 +195,16 @@ static void count_reply(struct reply *r, const char *key, int n)
 static bool read_body(enum agent_http_verb verb, const struct request *req, struct agent_http_body *b,
 		      struct reply *r)
 {
-	struct agent_diag diag = { "" };
+	struct diag *diag = request_diag();
 	unsigned int status = 500;
-	int err = agent_http_body_read(verb, req->body, req->len, b, &status, &diag);
+	int err = agent_http_body_read(verb, req->body, req->len, b, &status, diag);
 
-	if (err < 0)
-		reply_error(r, status, err, "%s", diag.msg);
+	if (err < 0) {
+		const char *msg = agent_diag_message(diag);
+
+		reply_error(r, status, err, "%s", msg[0] ? msg : agent_api_strerror(err));
+	}
+	diag_free(diag);
 	return err == 0;
 }
 
@@ -195,53 +212,59 @@ static void route_add_check(struct agent_core *core, const struct request *req, 
 {
 	struct agent_http_body b;
 	struct agent_api_endpoint e;
-	struct agent_diag diag = { "" };
+	struct diag *diag;
 	int err;
 
 	if (!read_body(add ? AGENT_HTTP_ADD : AGENT_HTTP_CHECK, req, &b, r))
 		return;
+	diag = request_diag();
 	b.rq.deadline_ms = req->deadline_ms;
-	err = add ? agent_core_add(core, &b.rq, &e, &diag) : agent_core_check(core, &b.rq, &e, &diag);
+	err = add ? agent_core_add(core, &b.rq, &e, diag) : agent_core_check(core, &b.rq, &e, diag);
 	if (err == 0)
 		endpoint_reply(r, &e);
 	else
-		reply_failure(r, err, &diag);
+		reply_failure(r, err, diag);
 	agent_http_body_clear(&b);
+	diag_free(diag);
 }
 
 static void route_del(struct agent_core *core, const struct request *req, struct reply *r)
 {
 	struct agent_http_body b;
-	struct agent_diag diag = { "" };
+	struct diag *diag;
 	int err;
 
 	if (!read_body(AGENT_HTTP_DEL, req, &b, r))
 		return;
-	err = agent_core_del(core, b.rq.container_id, b.rq.ifname, req->deadline_ms, &diag);
+	diag = request_diag();
+	err = agent_core_del(core, b.rq.container_id, b.rq.ifname, req->deadline_ms, diag);
 	/* A DEL queued while this agent was starting is picked up now. */
 	if (err >= 0)
 		(void)agent_core_replay_queue(core);
 	if (err < 0)
-		reply_failure(r, err, &diag);
+		reply_failure(r, err, diag);
 	else
 		count_reply(r, "removed", err);
 	agent_http_body_clear(&b);
+	diag_free(diag);
 }
 
 static void route_gc(struct agent_core *core, const struct request *req, struct reply *r)
 {
 	struct agent_http_body b;
-	struct agent_diag diag = { "" };
+	struct diag *diag;
 	int removed;
 
 	if (!read_body(AGENT_HTTP_GC, req, &b, r))
 		return;
-	removed = agent_core_gc(core, b.ids, b.ifnames, b.n, req->deadline_ms, &diag);
+	diag = request_diag();
+	removed = agent_core_gc(core, b.ids, b.ifnames, b.n, req->deadline_ms, diag);
 	if (removed < 0)
-		reply_failure(r, removed, &diag);
+		reply_failure(r, removed, diag);
 	else
 		count_reply(r, "removed", removed);
 	agent_http_body_clear(&b);
+	diag_free(diag);
 }
 
 static void route_healthz(struct agent_core *core, struct reply *r)

@@ -48,7 +48,7 @@ struct agent_http_body {
  * status in *ret_status and what is wrong in @diag; *ret is untouched on
  * failure. */
 int agent_http_body_read(enum agent_http_verb verb, const char *body, size_t len, struct agent_http_body *ret,
-			 unsigned int *ret_status, struct agent_diag *diag);
+			 unsigned int *ret_status, struct diag *diag);
 /* Frees what a read body holds (NULL is fine). */
 void agent_http_body_clear(struct agent_http_body *b);
 

@@ -32,6 +32,7 @@ int main(int argc, char **argv)
 	long blocks = argc > 1 ? strtol(argv[1], NULL, 10) : 200, per_block = argc > 2 ? strtol(argv[2], NULL, 10) : 50;
 	struct flash_auth_signer *s = NULL;
 	struct flash_auth_keyset *ks = NULL;
+	struct flash_diag *diag = NULL; /* passed, as callers do: it must cost nothing on success */
 	unsigned char pk[32], sig[64];
 	double full = 0, bare = 0, n;
 	char claims[512], *tok = NULL, *dot2;
@@ -43,7 +44,8 @@ int main(int argc, char **argv)
 	if (blocks <= 0 || per_block <= 0 || sodium_init() < 0)
 		return 2;
 	if (flash_auth_signer_generate("bench-key-2026", &s) < 0 || flash_auth_keyset_new(&ks) < 0 ||
-	    flash_auth_signer_public_key(s, pk) < 0 || flash_auth_keyset_add(ks, "bench-key-2026", pk) < 0)
+	    flash_auth_signer_public_key(s, pk) < 0 || flash_auth_keyset_add(ks, "bench-key-2026", pk) < 0 ||
+	    flash_diag_new(&diag) < 0)
 		return 1;
 	snprintf(claims, sizeof(claims),
 		 "{\"iss\":\"https://api.heterocloud.example\",\"aud\":\"flash-provider/eu-1\",\"action\":\"update\","
@@ -68,7 +70,7 @@ int main(int argc, char **argv)
 		for (long i = 0; i < per_block; i++) {
 			struct flash_auth_token *t = NULL;
 
-			r = flash_auth_verify(ks, tok, toklen, &o, &t, NULL, 0);
+			r = flash_auth_verify(ks, tok, toklen, &o, &t, diag);
 			failures += r != 0;
 			flash_auth_token_free(t);
 		}
@@ -90,5 +92,6 @@ int main(int argc, char **argv)
 	free(tok);
 	flash_auth_keyset_free(ks);
 	flash_auth_signer_free(s);
+	flash_diag_free(diag);
 	return failures ? 1 : 0;
 }

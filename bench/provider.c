@@ -88,7 +88,7 @@ static double verify_rate(double secs)
 
 	do {
 		for (int i = 0; i < 64; i++)
-			if (flash_auth_verify(keyset, tok, len, &vo, NULL, NULL, 0) == 0)
+			if (flash_auth_verify(keyset, tok, len, &vo, NULL, NULL) == 0)
 				n++;
 		t = now_s();
 	} while (t - t0 < secs);

@@ -21,7 +21,13 @@ struct agent_client_opts {
 	unsigned int timeout_ms;  /* whole request; 0: 10000; at most 600000 */
 };
 
-/* Error detail of a call: the agent's HTTP status and message. */
+/* Error detail of a call: the agent's HTTP status and message.  Kept
+ * apart from the one diag engine on purpose: it is the outcome of one
+ * HTTP exchange (connect/send/read failures with status 0, or the status
+ * and the single message of the agent's error reply, whose own problem
+ * the agent already reported from its struct diag), relayed as the CNI
+ * error's msg/details -- not a list of problems found in an input, so it
+ * has no path, rule code or line to carry. */
 struct agent_client_err {
 	long http_status;         /* 0 when no answer */
 	char message[256];

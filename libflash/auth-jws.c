@@ -288,8 +288,8 @@ FLASH_API int flash_auth_signer_from_seed(const unsigned char *seed, const char 
 	return 0;
 }
 
-FLASH_API int flash_auth_signer_parse(const char *json, size_t len, struct flash_auth_signer **ret_signer,
-				      char *ret_detail, size_t detail_size)
+static int signer_parse_detail(const char *json, size_t len, struct flash_auth_signer **ret_signer,
+			       char *ret_detail, size_t detail_size)
 {
 	const struct json_limits lim = { .max_depth = 4, .max_input = 65536 };
 	unsigned char seed[crypto_sign_SEEDBYTES], x[crypto_sign_PUBLICKEYBYTES];
@@ -361,6 +361,12 @@ out:
 	}
 	json_free(root);
 	return r;
+}
+
+FLASH_API int flash_auth_signer_parse(const char *json, size_t len, struct flash_auth_signer **ret_signer,
+				      struct flash_diag *diag)
+{
+	return AUTH_DIAG_CALL(diag, signer_parse_detail, json, len, ret_signer);
 }
 
 FLASH_API int flash_auth_signer_set_kid(struct flash_auth_signer *s, const char *kid)

@@ -246,8 +246,8 @@ static int parse_map(struct flash_auth_keyset *ks, const struct json_value *root
 	return 0;
 }
 
-FLASH_API int flash_auth_keyset_parse(const char *json, size_t len, struct flash_auth_keyset **ret_keyset,
-				      char *ret_detail, size_t detail_size)
+static int keyset_parse_detail(const char *json, size_t len, struct flash_auth_keyset **ret_keyset,
+			       char *ret_detail, size_t detail_size)
 {
 	const struct json_limits lim = { .max_depth = 8, .max_input = 65536, .max_members = 256 };
 	struct flash_auth_keyset *ks = NULL;
@@ -300,6 +300,12 @@ out_free_keyset:
 out_free_json:
 	json_free(root);
 	return r;
+}
+
+FLASH_API int flash_auth_keyset_parse(const char *json, size_t len, struct flash_auth_keyset **ret_keyset,
+				      struct flash_diag *diag)
+{
+	return AUTH_DIAG_CALL(diag, keyset_parse_detail, json, len, ret_keyset);
 }
 
 FLASH_API int flash_auth_keyset_to_jwks(const struct flash_auth_keyset *ks, char **ret_json)

@@ -49,6 +49,29 @@ const unsigned char *auth__keyset_find_header(const struct flash_auth_keyset *ks
 /* Writes a formatted detail into @buf (ignored when NULL or @size 0). */
 void auth__detail(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
 
+/* Room for one detail: the public calls keep it on the stack and copy
+ * it into the caller's diag only on failure. */
+#define AUTH_DETAIL_MAX 256
+
+/* Starts @diag for one call and returns the detail buffer to fill (NULL
+ * without a diag, so that no detail is even formatted). */
+char *auth__diag_begin(struct flash_diag *diag, char *buf);
+
+/* After a call that returned @r: on failure (other than -ENOMEM, which
+ * the diag could not hold either) adds one error to @diag, coded by the
+ * reason's name ("invalid-argument" for -EINVAL), with @detail (or the
+ * reason's text when the call left it empty) as the message.  Returns @r. */
+int auth__diag_end(struct flash_diag *diag, int r, const char *detail);
+/* Calls @call(..., detail, size) (the detail buffer appended) with a
+ * stack buffer behind @diag and returns its result. */
+#define AUTH_DIAG_CALL(diag, call, ...)                                                          \
+	({                                                                                      \
+		char auth_buf_[AUTH_DETAIL_MAX];                                                \
+		auth__diag_end((diag), call(__VA_ARGS__, auth__diag_begin((diag), auth_buf_),   \
+					    sizeof(auth_buf_)),                                 \
+			       auth_buf_);                                                      \
+	})
+
 /* Maps a json_parse() failure to the auth reason and a detail naming
  * @what ("header", "claims", "key set"). */
 int auth__json_error(int r, const struct json_error *err, const char *what, char *detail, size_t size);

@@ -1,14 +1,69 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The auth module's shared leaf: strict base64url (RFC 4648 section 5,
- * unpadded), key id syntax, detail strings and JSON error mapping, called
+/* The auth module's shared leaf: reason names and texts, strict base64url
+ * (RFC 4648 section 5, unpadded), key id syntax, detail strings, the one
+ * diag entry of a refusal and JSON error mapping, called
  * by auth.c, auth-jws.c and auth-keyset.c and calling none of them. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "auth-private.h"
+#include "internal.h"
 #include "names.h"
+/* Reason texts and short names, indexed by code - FLASH_E_AUTH_MALFORMED. */
+static const struct {
+	const char *name;
+	const char *text;
+} reasons[] = {
+#define R(code, n, t) [FLASH_E_AUTH_##code - FLASH_E_AUTH_MALFORMED] = { n, t }
+	R(MALFORMED, "malformed", "token is not a compact JWS (three base64url parts joined by '.')"),
+	R(OVERSIZED, "oversized", "token or one of its parts is too large"),
+	R(BASE64, "bad-base64", "bad base64url (padding, foreign character or non-canonical trailing bits)"),
+	R(JSON, "bad-json", "header or claims are not one strict JSON object"),
+	R(DUPLICATE_KEY, "duplicate-key", "header or claims repeat a member"),
+	R(ALG, "wrong-alg", "algorithm is not EdDSA"),
+	R(TYP, "wrong-typ", "typ is not JWT"),
+	R(CRIT, "crit", "critical header extensions are refused"),
+	R(HEADER, "bad-header", "header parameter not accepted or of the wrong type"),
+	R(KID_MISSING, "missing-kid", "token header has no kid"),
+	R(UNKNOWN_KID, "unknown-kid", "kid is not in the key set"),
+	R(SIGNATURE, "bad-signature", "signature does not verify"),
+	R(EXPIRED, "expired", "token has expired"),
+	R(NOT_YET_VALID, "not-yet-valid", "token is not yet valid (nbf)"),
+	R(ISSUED_IN_FUTURE, "issued-in-future", "token is issued in the future (iat beyond the clock skew)"),
+	R(LIFETIME, "lifetime-too-long", "token lifetime exp - iat exceeds 60 seconds or is not positive"),
+	R(ISSUER, "wrong-issuer", "issuer is not the configured one"),
+	R(AUDIENCE, "wrong-audience", "audience does not include this provider"),
+	R(ACTION, "wrong-action", "action does not match the request"),
+	R(MISSING_CLAIM, "missing-claim", "a required claim is missing"),
+	R(GENERATION_MISSING, "missing-generation", "create, update and delete need a generation (gen)"),
+	R(CLAIM_INVALID, "bad-claim", "a claim has the wrong type, range or length"),
+	R(STALE_GENERATION, "stale-generation", "generation is older than the stored one"),
+	R(GENERATION_CONFLICT, "generation-conflict", "same generation as stored but a different operation"),
+	R(KEYSET, "bad-keyset", "key set is malformed or empty"),
+	R(KEY, "bad-key", "key is not a valid Ed25519 OKP key"),
+	R(DUPLICATE_KID, "duplicate-kid", "two keys have the same kid"),
+#undef R
+};
+_Static_assert(ARRAY_SIZE(reasons) == FLASH_E_AUTH_MAX_ - FLASH_E_AUTH_MALFORMED, "a reason without text");
+
+const char *flash__auth_strerror(int code)
+{
+	size_t i = (size_t)(code - FLASH_E_AUTH_MALFORMED);
+
+	return code >= FLASH_E_AUTH_MALFORMED && i < ARRAY_SIZE(reasons) ? reasons[i].text : NULL;
+}
+
+FLASH_API const char *flash_auth_reason_name(int err)
+{
+	int code = err < 0 ? -err : err;
+	size_t i = (size_t)(code - FLASH_E_AUTH_MALFORMED);
+
+	return code >= FLASH_E_AUTH_MALFORMED && i < ARRAY_SIZE(reasons) ? reasons[i].name : "unknown";
+}
+
 static const char b64url_alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -53,6 +108,32 @@ void auth__detail(char *buf, size_t size, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, size, fmt, ap);
 	va_end(ap);
+}
+
+char *auth__diag_begin(struct flash_diag *diag, char *buf)
+{
+	diag_begin(flash__diag(diag), 0);
+	if (!diag)
+		return NULL;
+	buf[0] = '\0';
+	return buf;
+}
+
+int auth__diag_end(struct flash_diag *diag, int r, const char *detail)
+{
+	const char *code;
+
+	if (!diag || r >= 0 || r == -ENOMEM)
+		return r;
+	code = r == -EINVAL ? "invalid-argument" : flash_auth_reason_name(r);
+	if ((!detail || !detail[0]) && r == -EINVAL)
+		detail = "invalid arguments or options";
+	else if (!detail || !detail[0])
+		detail = flash__auth_strerror(-r);
+	if (!detail)
+		detail = "refused";
+	diag_add_text(flash__diag(diag), DIAG_ERROR, "", code, NULL, "%s", detail);
+	return r;
 }
 
 int auth__b64url_decode(const char *text, size_t len, unsigned char *out, size_t size,

@@ -11,58 +11,6 @@
 
 #include "auth-private.h"
 
-/* Reason texts and short names, indexed by code - FLASH_E_AUTH_MALFORMED. */
-static const struct {
-	const char *name;
-	const char *text;
-} reasons[] = {
-#define R(code, n, t) [FLASH_E_AUTH_##code - FLASH_E_AUTH_MALFORMED] = { n, t }
-	R(MALFORMED, "malformed", "token is not a compact JWS (three base64url parts joined by '.')"),
-	R(OVERSIZED, "oversized", "token or one of its parts is too large"),
-	R(BASE64, "bad-base64", "bad base64url (padding, foreign character or non-canonical trailing bits)"),
-	R(JSON, "bad-json", "header or claims are not one strict JSON object"),
-	R(DUPLICATE_KEY, "duplicate-key", "header or claims repeat a member"),
-	R(ALG, "wrong-alg", "algorithm is not EdDSA"),
-	R(TYP, "wrong-typ", "typ is not JWT"),
-	R(CRIT, "crit", "critical header extensions are refused"),
-	R(HEADER, "bad-header", "header parameter not accepted or of the wrong type"),
-	R(KID_MISSING, "missing-kid", "token header has no kid"),
-	R(UNKNOWN_KID, "unknown-kid", "kid is not in the key set"),
-	R(SIGNATURE, "bad-signature", "signature does not verify"),
-	R(EXPIRED, "expired", "token has expired"),
-	R(NOT_YET_VALID, "not-yet-valid", "token is not yet valid (nbf)"),
-	R(ISSUED_IN_FUTURE, "issued-in-future", "token is issued in the future (iat beyond the clock skew)"),
-	R(LIFETIME, "lifetime-too-long", "token lifetime exp - iat exceeds 60 seconds or is not positive"),
-	R(ISSUER, "wrong-issuer", "issuer is not the configured one"),
-	R(AUDIENCE, "wrong-audience", "audience does not include this provider"),
-	R(ACTION, "wrong-action", "action does not match the request"),
-	R(MISSING_CLAIM, "missing-claim", "a required claim is missing"),
-	R(GENERATION_MISSING, "missing-generation", "create, update and delete need a generation (gen)"),
-	R(CLAIM_INVALID, "bad-claim", "a claim has the wrong type, range or length"),
-	R(STALE_GENERATION, "stale-generation", "generation is older than the stored one"),
-	R(GENERATION_CONFLICT, "generation-conflict", "same generation as stored but a different operation"),
-	R(KEYSET, "bad-keyset", "key set is malformed or empty"),
-	R(KEY, "bad-key", "key is not a valid Ed25519 OKP key"),
-	R(DUPLICATE_KID, "duplicate-kid", "two keys have the same kid"),
-#undef R
-};
-_Static_assert(ARRAY_SIZE(reasons) == FLASH_E_AUTH_MAX_ - FLASH_E_AUTH_MALFORMED, "a reason without text");
-
-const char *flash__auth_strerror(int code)
-{
-	size_t i = (size_t)(code - FLASH_E_AUTH_MALFORMED);
-
-	return code >= FLASH_E_AUTH_MALFORMED && i < ARRAY_SIZE(reasons) ? reasons[i].text : NULL;
-}
-
-FLASH_API const char *flash_auth_reason_name(int err)
-{
-	int code = err < 0 ? -err : err;
-	size_t i = (size_t)(code - FLASH_E_AUTH_MALFORMED);
-
-	return code >= FLASH_E_AUTH_MALFORMED && i < ARRAY_SIZE(reasons) ? reasons[i].name : "unknown";
-}
-
 /* ---------------------------------------------------------------- actions */
 
 static const char *const action_names[] = {
@@ -247,9 +195,9 @@ static int check_times(const struct json_value *c, int64_t now, int64_t skew, st
 	return 0;
 }
 
-FLASH_API int flash_auth_verify(const struct flash_auth_keyset *keys, const char *token, size_t len,
-				const struct flash_auth_verify_opts *opts, struct flash_auth_token **ret_token,
-				char *ret_detail, size_t detail_size)
+static int verify_detail(const struct flash_auth_keyset *keys, const char *token, size_t len,
+			 const struct flash_auth_verify_opts *opts, struct flash_auth_token **ret_token,
+			 char *ret_detail, size_t detail_size)
 {
 	const struct json_limits lim = { .max_depth = 16, .max_input = FLASH_AUTH_PAYLOAD_MAX };
 	const char *org, *project, *jti;
@@ -350,6 +298,13 @@ FLASH_API int flash_auth_verify(const struct flash_auth_keyset *keys, const char
 out:
 	json_free(claims);
 	return r;
+}
+
+FLASH_API int flash_auth_verify(const struct flash_auth_keyset *keys, const char *token, size_t len,
+				const struct flash_auth_verify_opts *opts, struct flash_auth_token **ret_token,
+				struct flash_diag *diag)
+{
+	return AUTH_DIAG_CALL(diag, verify_detail, keys, token, len, opts, ret_token);
 }
 
 FLASH_API const char *flash_auth_token_kid(const struct flash_auth_token *t) { return t ? t->kid : NULL; }

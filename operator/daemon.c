@@ -72,7 +72,7 @@ static void first_problem(const struct flash_diag *d, char *out, size_t size)
 int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, char *err, size_t err_size)
 {
 	struct op_daemon *d;
-	char *text = NULL, detail[256] = "", path[4096];
+	char *text = NULL, path[4096];
 	size_t len = 0;
 	int r;
 
@@ -86,12 +86,24 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 	r = read_keys(opts->keys_file, &text, &len, err, err_size);
 	if (r < 0)
 		goto fail;
-	r = flash_auth_keyset_parse(text, len, &d->keys, detail, sizeof(detail));
-	free(text);
-	text = NULL;
-	if (r < 0) {
-		snprintf(err, err_size, "%s: %s", opts->keys_file, detail[0] ? detail : flash_strerror(r));
-		goto fail;
+	{
+		struct flash_diag *kd = NULL;
+
+		r = flash_diag_new(&kd);
+		if (r == 0)
+			r = flash_auth_keyset_parse(text, len, &d->keys, kd);
+		free(text);
+		text = NULL;
+		if (r < 0) {
+			char what[512];
+
+			first_problem(kd, what, sizeof(what));
+			snprintf(err, err_size, "%s: %s", opts->keys_file,
+				 flash_diag_count(kd) ? what : flash_strerror(r));
+			flash_diag_free(kd);
+			goto fail;
+		}
+		flash_diag_free(kd);
 	}
 	if (opts->policy_file) {
 		struct flash_diag *diag = NULL;

@@ -390,8 +390,9 @@ static bool verify_token(struct op_provider *p, const struct op_request *req, st
 {
 	FLASH_OPTS(flash_auth_verify_opts, vo, .issuer = p->o.issuer, .audience = p->o.audience, .action = c->action,
 		   .now = now_of(p), .skew = p->o.skew ? p->o.skew : 5);
-	const char *h = req->authorization, *tok;
-	char detail[256] = "";
+	const char *h = req->authorization, *tok, *detail;
+	struct flash_diag *diag = NULL;
+	bool ok = false;
 	int r;
 
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
@@ -401,17 +402,21 @@ static bool verify_token(struct op_provider *p, const struct op_request *req, st
 	}
 	for (tok = h + 7; *tok == ' '; tok++)
 		;
-	r = flash_auth_verify(p->o.keys, tok, strlen(tok), &vo, &c->token, detail, sizeof(detail));
-	if (r == -FLASH_E_AUTH_ACTION) {
+	if (flash_diag_new(&diag) < 0)
+		diag = NULL; /* out of memory: the refusal names the reason only */
+	r = flash_auth_verify(p->o.keys, tok, strlen(tok), &vo, &c->token, diag);
+	detail = flash_diag_first_error(diag) ? flash_diag_first_error(diag)->message : flash_strerror(r);
+	if (r == -FLASH_E_AUTH_ACTION)
 		answer_error_extra(ret, 403, "wrong-action", extra_reason, flash_auth_reason_name(r),
 				   "the token is not for %s: %s", flash_auth_action_name(c->action), detail);
-		return false;
-	}
-	if (r < 0) {
+	else if (r < 0)
 		answer_error_extra(ret, 401, "unauthorized", extra_reason, flash_auth_reason_name(r), "token refused: %s",
-				   detail[0] ? detail : flash_strerror(r));
+				   detail);
+	else
+		ok = true;
+	flash_diag_free(diag);
+	if (!ok)
 		return false;
-	}
 	c->org = flash_auth_token_org(c->token);
 	c->project = flash_auth_token_project(c->token);
 	if (!c->project)

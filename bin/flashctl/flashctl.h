@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include <flash/diag.h>
+
 enum flashctl_exit {
 	FLASHCTL_EXIT_OK = 0,
 	FLASHCTL_EXIT_FAILURE = 1, /* the input was checked and refused */
@@ -46,6 +48,15 @@ struct flashctl_globals {
 };
 
 /* One per subcommand (see the table in main.c). */
+/* The message of the first error in @d ("" when none or @d is NULL): for
+ * the one-line refusals of calls that report one problem. */
+static inline const char *flashctl_diag_message(const struct flash_diag *d)
+{
+	const struct flash_diag_entry *e = flash_diag_first_error(d);
+
+	return e ? e->message : "";
+}
+
 int flashctl_render_main(int argc, char **argv, const struct flashctl_globals *g);
 int flashctl_validate_main(int argc, char **argv, const struct flashctl_globals *g);
 int flashctl_keygen_main(int argc, char **argv, const struct flashctl_globals *g);

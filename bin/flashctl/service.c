@@ -56,7 +56,6 @@ static int ctx_init(struct ctx *x, const struct flashctl_globals *g, const char 
 	const char *ep = g->endpoint ? g->endpoint : getenv("FLASH_ENDPOINT");
 	struct flash_client_opts co = { .sz = sizeof(co), .endpoint = ep && ep[0] ? ep : DEFAULT_ENDPOINT,
 					.ca_file = g->ca_file, .retries = 3 };
-	char detail[256] = "";
 	int r;
 
 	x->g = g;
@@ -75,12 +74,18 @@ static int ctx_init(struct ctx *x, const struct flashctl_globals *g, const char 
 		const char *iss = g->issuer ? g->issuer : getenv("FLASH_ISSUER");
 		const char *aud = g->audience ? g->audience : getenv("FLASH_AUDIENCE");
 
-		r = flash_auth_signer_parse(g->token, g->token_len, &x->signer, detail, sizeof(detail));
+		struct flash_diag *diag = NULL;
+
+		if (flash_diag_new(&diag) < 0)
+			diag = NULL; /* out of memory: the refusal names the reason only */
+		r = flash_auth_signer_parse(g->token, g->token_len, &x->signer, diag);
 		if (r < 0) {
 			fprintf(stderr, "%s %s: --token-file %s: not a token and not a signing key: %s\n", g->progname, cmd,
-				g->token_file, detail[0] ? detail : flash_strerror(r));
+				g->token_file, flashctl_diag_message(diag)[0] ? flashctl_diag_message(diag) : flash_strerror(r));
+			flash_diag_free(diag);
 			return FLASHCTL_EXIT_USAGE;
 		}
+		flash_diag_free(diag);
 		if (!g->organization_id || !iss || !aud) {
 			fprintf(stderr, "%s %s: minting tokens with a signing key needs --organization-id, --issuer and --audience\n",
 				g->progname, cmd);

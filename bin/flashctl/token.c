@@ -195,7 +195,9 @@ static int token_sign(int argc, char **argv, const struct flashctl_globals *g)
 	};
 	const char *key = NULL, *kid = NULL, *claims = NULL, *file_kid;
 	struct flash_auth_signer *signer = NULL;
-	char *text = NULL, *tok = NULL, detail[160] = "";
+	char *text = NULL, *tok = NULL;
+	const char *detail;
+	struct flash_diag *diag = NULL;
 	size_t len = 0;
 	int c, r, status = FLASHCTL_EXIT_USAGE;
 
@@ -218,7 +220,10 @@ static int token_sign(int argc, char **argv, const struct flashctl_globals *g)
 	}
 	if (read_key_file(g->progname, "token sign", "--key", key, true, &text, &len) < 0)
 		return FLASHCTL_EXIT_USAGE;
-	r = flash_auth_signer_parse(text, len, &signer, detail, sizeof(detail));
+	if (flash_diag_new(&diag) < 0)
+		diag = NULL; /* out of memory: the refusal names the reason only */
+	r = flash_auth_signer_parse(text, len, &signer, diag);
+	detail = flashctl_diag_message(diag);
 	if (r < 0) {
 		fprintf(stderr, "%s token sign: --key %s: %s%s%s\n", g->progname, key, flash_strerror(r),
 			detail[0] ? ": " : "", detail);
@@ -243,6 +248,7 @@ static int token_sign(int argc, char **argv, const struct flashctl_globals *g)
 	printf("%s\n", tok);
 	status = FLASHCTL_EXIT_OK;
 out:
+	flash_diag_free(diag);
 	free(tok);
 	flash_auth_signer_free(signer);
 	wipe_free(text, len);
@@ -298,7 +304,9 @@ static int token_verify(int argc, char **argv, const struct flashctl_globals *g)
 	enum flash_auth_action action;
 	struct flash_auth_keyset *ks = NULL;
 	struct flash_auth_token *t = NULL;
-	char *text = NULL, detail[256] = "";
+	char *text = NULL;
+	const char *detail;
+	struct flash_diag *diag = NULL;
 	size_t len = 0, token_len = 0;
 	int64_t now = 0, skew = 0;
 	int c, r, status = FLASHCTL_EXIT_USAGE;
@@ -361,7 +369,10 @@ static int token_verify(int argc, char **argv, const struct flashctl_globals *g)
 
 	if (read_key_file(g->progname, "token verify", "--keys", keys, false, &text, &len) < 0)
 		return FLASHCTL_EXIT_USAGE;
-	r = flash_auth_keyset_parse(text, len, &ks, detail, sizeof(detail));
+	if (flash_diag_new(&diag) < 0)
+		diag = NULL; /* out of memory: the refusal names the reason only */
+	r = flash_auth_keyset_parse(text, len, &ks, diag);
+	detail = flashctl_diag_message(diag);
 	if (r < 0) {
 		fprintf(stderr, "%s token verify: --keys %s: %s%s%s\n", g->progname, keys, flash_strerror(r),
 			detail[0] ? ": " : "", detail);
@@ -369,8 +380,8 @@ static int token_verify(int argc, char **argv, const struct flashctl_globals *g)
 	}
 	FLASH_OPTS(flash_auth_verify_opts, o, .issuer = issuer, .audience = audience, .action = action,
 		   .now = now, .skew = (unsigned int)skew);
-	detail[0] = '\0';
-	r = flash_auth_verify(ks, token, token_len, &o, &t, detail, sizeof(detail));
+	r = flash_auth_verify(ks, token, token_len, &o, &t, diag);
+	detail = flashctl_diag_message(diag);
 	if (r == -ENOMEM || r == -EINVAL) {
 		fprintf(stderr, "%s token verify: %s\n", g->progname, flash_strerror(r));
 		goto out;
@@ -384,6 +395,7 @@ static int token_verify(int argc, char **argv, const struct flashctl_globals *g)
 	printf("%s\n", flash_auth_token_claims_json(t));
 	status = FLASHCTL_EXIT_OK;
 out:
+	flash_diag_free(diag);
 	flash_auth_token_free(t);
 	flash_auth_keyset_free(ks);
 	wipe_free(text, len);

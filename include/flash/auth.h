@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include <flash/common.h>
+#include <flash/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -135,13 +136,14 @@ struct flash_auth_keyset;
  * optional "use" "sig" and "alg" "EdDSA"; a private "d" is refused) or a
  * map {"kid": "<base64url of the 32-byte public key>", ...}.  Every key
  * must be a valid Ed25519 point; at most FLASH_AUTH_KEYSET_MAX keys.
- * On failure @ret_detail (if non-NULL, @detail_size bytes) names what is
- * wrong.  Returns 0 and *ret_keyset (free with flash_auth_keyset_free()),
+ * On failure @diag (if non-NULL) holds one error naming what is wrong, its
+ * code the reason's flash_auth_reason_name().  Returns 0 and *ret_keyset
+ * (free with flash_auth_keyset_free()),
  * -FLASH_E_AUTH_KEYSET, -FLASH_E_AUTH_KEY, -FLASH_E_AUTH_DUPLICATE_KID,
  * -FLASH_E_AUTH_BASE64, -ENOMEM or -EINVAL. */
 FLASH_API FLASH_WUR int flash_auth_keyset_parse(const char *json, size_t len,
 						struct flash_auth_keyset **ret_keyset,
-						char *ret_detail, size_t detail_size);
+						struct flash_diag *diag);
 
 /* An empty key set, to be filled with flash_auth_keyset_add(). */
 FLASH_API FLASH_WUR int flash_auth_keyset_new(struct flash_auth_keyset **ret_keyset);
@@ -178,12 +180,13 @@ FLASH_API FLASH_WUR int flash_auth_signer_from_seed(const unsigned char *seed, c
 						    struct flash_auth_signer **ret_signer);
 
 /* Parses a private JWK {"kty":"OKP","crv":"Ed25519","d":...,"x":...,"kid":...}
- * ("kid" optional; "x" must be the public key of "d").  On failure
- * @ret_detail names what is wrong.  Returns 0, -FLASH_E_AUTH_KEY,
+ * ("kid" optional; "x" must be the public key of "d").  On failure @diag
+ * (if non-NULL) holds one error naming what is wrong, its code the
+ * reason's flash_auth_reason_name().  Returns 0, -FLASH_E_AUTH_KEY,
  * -FLASH_E_AUTH_BASE64, -ENOMEM or -EINVAL. */
 FLASH_API FLASH_WUR int flash_auth_signer_parse(const char *json, size_t len,
 						struct flash_auth_signer **ret_signer,
-						char *ret_detail, size_t detail_size);
+						struct flash_diag *diag);
 
 /* Replaces the kid of @s (1..64 of [A-Za-z0-9._:-]).  Returns 0,
  * -FLASH_E_AUTH_KEY (invalid kid) or -EINVAL. */
@@ -270,13 +273,14 @@ struct flash_auth_token;
  * Other claims are ignored.  Returns 0 and, if @ret_token is non-NULL,
  * the claims in *ret_token (free with flash_auth_token_free()); or the
  * negated reason (enum flash_auth_error), -EINVAL (bad arguments or
- * options) or -ENOMEM.  On failure @ret_detail (if non-NULL, @detail_size
- * bytes) says what was wrong, naming the claim or parameter.
+ * options) or -ENOMEM.  On failure @diag (if non-NULL) holds one error
+ * whose code is flash_auth_reason_name() of the reason ("invalid-argument"
+ * for -EINVAL) and whose message names the claim or parameter.  Nothing is
+ * allocated when verification succeeds.
  */
 FLASH_API FLASH_WUR int flash_auth_verify(const struct flash_auth_keyset *keys, const char *token,
 					  size_t len, const struct flash_auth_verify_opts *opts,
-					  struct flash_auth_token **ret_token, char *ret_detail,
-					  size_t detail_size);
+					  struct flash_auth_token **ret_token, struct flash_diag *diag);
 
 /* Accessors of a verified token.  Strings are owned by the token; NULL
  * (or 0/false) for an absent optional claim or a NULL token. */

@@ -20,7 +20,19 @@
 #include <flowsdn/cni.h>
 
 #include "agent-api.h"
+#include "conf.h"
+#include "diag.h"
 #include "http.h"
+
+/* One diag for the whole run (refilled by every call). */
+static struct diag *fuzz_diag(void)
+{
+	static struct diag *d;
+
+	if (!d && diag_new(&d) < 0)
+		abort();
+	return d;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -38,12 +50,12 @@ static bool same(const char *a, const char *b)
 static void owner_round_trip(enum agent_http_verb verb, const struct agent_http_body *b)
 {
 	struct agent_http_body again;
-	struct agent_diag diag = { "" };
+	struct diag *diag = fuzz_diag();
 	unsigned int status = 0;
 	char *text = NULL;
 
 	check(agent_api_owner_body(b->rq.container_id, b->rq.ifname, b->rq.netns, b->rq.mtu, &text) == 0);
-	check(agent_http_body_read(verb, text, strlen(text), &again, &status, &diag) == 0);
+	check(agent_http_body_read(verb, text, strlen(text), &again, &status, diag) == 0);
 	check(same(again.rq.container_id, b->rq.container_id) && same(again.rq.ifname, b->rq.ifname));
 	check(same(again.rq.netns, b->rq.netns) && again.rq.mtu == b->rq.mtu);
 	agent_http_body_clear(&again);
@@ -53,14 +65,14 @@ static void owner_round_trip(enum agent_http_verb verb, const struct agent_http_
 static void body(enum agent_http_verb verb, const char *text, size_t len)
 {
 	struct agent_http_body b = { .n = 12345 };
-	struct agent_diag diag = { "" };
+	struct diag *diag = fuzz_diag();
 	unsigned int status = 0;
-	int r = agent_http_body_read(verb, text, len, &b, &status, &diag);
+	int r = agent_http_body_read(verb, text, len, &b, &status, diag);
 
 	if (r < 0) {
 		check(b.n == 12345 && !b.root);
 		check(status == (r == -ENOMEM ? 500u : 400u));
-		check(diag.msg[0] != '\0');
+		check(agent_diag_message(diag)[0] != '\0');
 		return;
 	}
 	check(r == 0 && b.root);

@@ -14,6 +14,7 @@
  *   anything else: the whole input as a token.
  * Crashes, sanitizer reports and broken invariants are findings.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static const char valid_claims[] =
 static struct flash_auth_signer *signer;
 static struct flash_auth_keyset *keys;
 static unsigned char public_key[32];
+static struct flash_diag *diag;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,7 +43,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	if (flash_auth_signer_from_seed(seed, "k1", &signer) < 0 || flash_auth_signer_public_key(signer, public_key) < 0 ||
-	    flash_auth_keyset_new(&keys) < 0 || flash_auth_keyset_add(keys, "k1", public_key) < 0)
+	    flash_auth_keyset_new(&keys) < 0 || flash_auth_keyset_add(keys, "k1", public_key) < 0 ||
+	    flash_diag_new(&diag) < 0)
 		abort();
 	return 0;
 }
@@ -51,9 +54,11 @@ static void verify(const char *tok, size_t len, enum flash_auth_action action)
 	FLASH_OPTS(flash_auth_verify_opts, o, .issuer = "mp", .audience = "prov", .action = action, .now = NOW,
 		   .skew = 2);
 	struct flash_auth_token *t = NULL;
-	char detail[128];
-	int r = flash_auth_verify(keys, tok, len, &o, &t, detail, sizeof(detail));
+	int r = flash_auth_verify(keys, tok, len, &o, &t, diag);
 
+	/* One entry naming the refusal, none on success. */
+	if (flash_diag_count(diag) != (r < 0 && r != -ENOMEM ? 1u : 0u))
+		abort();
 	if (r == 0) {
 		/* Accepted: the accessors hold what was checked. */
 		if (!t || flash_auth_token_action(t) != action || !flash_auth_token_org(t) ||
@@ -126,11 +131,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_signed(data + 1, size - 1, valid_claims, strlen(valid_claims), FLASH_AUTH_ACTION_UPDATE);
 		break;
 	case 'k':
-		if (flash_auth_keyset_parse((const char *)data + 1, size - 1, &ks, NULL, 0) == 0 &&
+		if (flash_auth_keyset_parse((const char *)data + 1, size - 1, &ks, NULL) == 0 &&
 		    flash_auth_keyset_count(ks) == 0)
 			abort();
 		flash_auth_keyset_free(ks);
-		if (flash_auth_signer_parse((const char *)data + 1, size - 1, &s, NULL, 0) == 0 && !s)
+		if (flash_auth_signer_parse((const char *)data + 1, size - 1, &s, diag) == 0 && !s)
 			abort();
 		flash_auth_signer_free(s);
 		break;

@@ -422,9 +422,9 @@ static void queue_del(const char *qdir, const char *cid)
 static int add(struct agent_core *core, const char *cid, const char *netns, struct agent_api_endpoint *ep)
 {
 	struct agent_request rq = { .container_id = cid, .ifname = "eth0", .netns = netns };
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 
-	return agent_core_add(core, &rq, ep, &d);
+	return agent_core_add(core, &rq, ep, d);
 }
 
 TestSuite(agent_core, .init = setup, .fini = teardown);
@@ -434,7 +434,7 @@ Test(agent_core, second_add_is_an_error_and_check_sees_the_kernel)
 	struct agent_core *core = core_start();
 	struct agent_api_endpoint a, b, c;
 	struct agent_request rq = { .container_id = "alpha", .ifname = "eth0", .netns = "/fake/ns/11" };
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 
 	ASSERT_OK(add(core, "alpha", "/fake/ns/11", &a), "ADD");
 	cr_assert_eq(a.n_addrs, 2, "one address per family");
@@ -451,16 +451,16 @@ Test(agent_core, second_add_is_an_error_and_check_sees_the_kernel)
 	cr_assert_eq(fk.teardowns, 0, "the live endpoint was not torn down");
 	cr_assert_eq(agent_core_endpoint_count(core), 1);
 
-	ASSERT_OK(agent_core_check(core, &rq, &c, &d), d.msg);
+	ASSERT_OK(agent_core_check(core, &rq, &c, d), agent_diag_message(d));
 	rq.netns = "/fake/ns/12";
-	ASSERT_ERR(agent_core_check(core, &rq, &c, &d), -FLOWSDN_E_NL_MISMATCH, "CHECK in another netns");
+	ASSERT_ERR(agent_core_check(core, &rq, &c, d), -FLOWSDN_E_NL_MISMATCH, "CHECK in another netns");
 	rq.netns = "/fake/ns/11";
 	fake_by_host(a.host_ifname)->attached = false;
-	ASSERT_ERR(agent_core_check(core, &rq, &c, &d), -FLOWSDN_E_BPF_ATTACH, "CHECK without the datapath");
+	ASSERT_ERR(agent_core_check(core, &rq, &c, d), -FLOWSDN_E_BPF_ATTACH, "CHECK without the datapath");
 	fake_by_host(a.host_ifname)->used = false;
-	ASSERT_ERR(agent_core_check(core, &rq, &c, &d), -FLOWSDN_E_NL_NOT_FOUND, "CHECK with the veth gone");
+	ASSERT_ERR(agent_core_check(core, &rq, &c, d), -FLOWSDN_E_NL_NOT_FOUND, "CHECK with the veth gone");
 	rq.container_id = "nobody";
-	ASSERT_ERR(agent_core_check(core, &rq, &c, &d), -FLOWSDN_E_AGENT_NOT_FOUND, "CHECK of an unknown owner");
+	ASSERT_ERR(agent_core_check(core, &rq, &c, d), -FLOWSDN_E_AGENT_NOT_FOUND, "CHECK of an unknown owner");
 	agent_core_free(core);
 }
 
@@ -472,12 +472,12 @@ Test(agent_core, errors_leave_nothing_behind)
 	struct flowsdn_ipam_allocation *alloc = NULL;
 	size_t n = 0, n_alloc = 9;
 	struct agent_request bad = { .container_id = "-x", .ifname = "eth0", .netns = "/fake/ns/1" };
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 
 	ASSERT_ERR(add(core, "alpha", "/not/a/netns", &e), -FLOWSDN_E_NL_NETNS, "netns that does not exist");
 	fk.fail_setup = -FLOWSDN_E_NL_EXISTS;
 	ASSERT_ERR(add(core, "alpha", "/fake/ns/1", &e), -FLOWSDN_E_NL_EXISTS, "veth setup fails");
-	ASSERT_ERR(agent_core_add(core, &bad, &e, &d), -EINVAL, "invalid container id");
+	ASSERT_ERR(agent_core_add(core, &bad, &e, d), -EINVAL, "invalid container id");
 	ASSERT_OK(agent_core_ipam(core, s, 4, &n, &alloc, &n_alloc), "ipam");
 	cr_assert_eq(n_alloc, 0, "failed ADDs released their addresses");
 	free(alloc);
@@ -501,17 +501,17 @@ Test(agent_core, del_gc_and_restore)
 	struct agent_core *core = core_start();
 	struct agent_api_endpoint a, b, c, *list = NULL;
 	const char *ids[] = { "beta" }, *ifns[] = { "eth0" };
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	size_t n = 0;
 
 	ASSERT_OK(add(core, "alpha", "/fake/ns/1", &a), "ADD alpha");
 	ASSERT_OK(add(core, "beta", "/fake/ns/2", &b), "ADD beta");
 	ASSERT_OK(add(core, "gamma", "/fake/ns/3", &c), "ADD gamma");
-	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, &d), 1, "DEL removes one");
-	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, &d), 0, "DEL again: nothing, not an error");
+	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, d), 1, "DEL removes one");
+	cr_assert_eq(agent_core_del(core, "alpha", "eth0", 0, d), 0, "DEL again: nothing, not an error");
 	agent_core_flush(core);
 	cr_assert(!fake_by_host(a.host_ifname), "alpha's veth is gone");
-	cr_assert_eq(agent_core_gc(core, ids, ifns, 1, 0, &d), 1, "GC keeps only beta");
+	cr_assert_eq(agent_core_gc(core, ids, ifns, 1, 0, d), 1, "GC keeps only beta");
 	agent_core_flush(core);
 	cr_assert(!fake_by_host(c.host_ifname), "gamma's veth is gone");
 	agent_core_free(core);
@@ -694,11 +694,14 @@ static void *adder_main(void *arg)
 	struct agent_request rq = { .container_id = x->cid, .ifname = "eth0", .netns = x->netns,
 				    .deadline_ms = x->deadline_ms };
 	struct agent_api_endpoint e;
-	struct agent_diag d = { { 0 } };
+	struct diag *d = NULL; /* no criterion assertion in this thread */
 	double t0 = now_ms();
 
-	x->err = agent_core_add(x->core, &rq, &e, &d);
+	if (diag_new(&d) < 0)
+		d = NULL;
+	x->err = agent_core_add(x->core, &rq, &e, d);
 	x->ms = now_ms() - t0;
+	diag_free(d);
 	return NULL;
 }
 
@@ -774,14 +777,14 @@ Test(agent_core, deadlines_and_order)
 	struct agent_api_endpoint e;
 	struct agent_request rq = { .container_id = "late", .ifname = "eth0", .netns = "/fake/ns/40",
 				    .deadline_ms = agent_api_now_ms() - 1 };
-	struct agent_diag d = { { 0 } };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	struct adder first, second;
 	char qdir[128], *q;
 
-	ASSERT_ERR(agent_core_add(core, &rq, &e, &d), -FLOWSDN_E_AGENT_DEADLINE, "deadline already past");
-	cr_assert(strstr(d.msg, "deadline"), "%s", d.msg);
+	ASSERT_ERR(agent_core_add(core, &rq, &e, d), -FLOWSDN_E_AGENT_DEADLINE, "deadline already past");
+	cr_assert(strstr(agent_diag_message(d), "deadline"), "%s", agent_diag_message(d));
 	cr_assert_eq(fk.setups, 0, "nothing started");
-	ASSERT_ERR(agent_core_gc(core, NULL, NULL, 0, agent_api_now_ms() - 1, &d), -FLOWSDN_E_AGENT_DEADLINE,
+	ASSERT_ERR(agent_core_gc(core, NULL, NULL, 0, agent_api_now_ms() - 1, d), -FLOWSDN_E_AGENT_DEADLINE,
 		   "an abandoned GC");
 
 	/* The first ADD of "slow" is stuck; a second ADD of the same owner

@@ -9,6 +9,8 @@
 #include <flowsdn/netlink.h>
 
 #include "agent-api.h"
+#include "conf.h"
+#include "diag-helpers.h"
 #include "helpers.h"
 #include "http.h"
 
@@ -16,28 +18,28 @@
 static void expect(enum agent_http_verb verb, const char *body, int err, unsigned int status, const char *msg_part)
 {
 	struct agent_http_body b = { .n = 77 };
-	struct agent_diag diag = { "" };
+	_cleanup_engine_diag_ struct diag *diag = test_engine_diag();
 	unsigned int st = 0;
-	int r = agent_http_body_read(verb, body, strlen(body), &b, &st, &diag);
+	int r = agent_http_body_read(verb, body, strlen(body), &b, &st, diag);
 
-	cr_assert_eq(r, err, "%s: got %d (%s), want %d", body, r, diag.msg, err);
+	cr_assert_eq(r, err, "%s: got %d (%s), want %d", body, r, agent_diag_message(diag), err);
 	if (err == 0) {
 		agent_http_body_clear(&b);
 		return;
 	}
 	cr_assert_eq(st, status, "%s: status %u, want %u", body, st, status);
-	cr_assert(strstr(diag.msg, msg_part), "%s: message \"%s\" lacks \"%s\"", body, diag.msg, msg_part);
+	cr_assert(strstr(agent_diag_message(diag), msg_part), "%s: message \"%s\" lacks \"%s\"", body, agent_diag_message(diag), msg_part);
 	cr_assert(b.n == 77 && !b.root, "%s: output touched on failure", body);
 }
 
 Test(agent_http_body, add_check_fields)
 {
 	struct agent_http_body b;
-	struct agent_diag diag = { "" };
+	_cleanup_engine_diag_ struct diag *diag = test_engine_diag();
 	unsigned int st = 0;
 	const char *ok = "{\"containerID\":\"blue\",\"ifname\":\"eth0\",\"netns\":\"/run/netns/blue\",\"mtu\":1450}";
 
-	ASSERT_OK(agent_http_body_read(AGENT_HTTP_ADD, ok, strlen(ok), &b, &st, &diag), "add body");
+	ASSERT_OK(agent_http_body_read(AGENT_HTTP_ADD, ok, strlen(ok), &b, &st, diag), "add body");
 	ASSERT_STREQ(b.rq.container_id, "blue", "containerID");
 	ASSERT_STREQ(b.rq.ifname, "eth0", "ifname");
 	ASSERT_STREQ(b.rq.netns, "/run/netns/blue", "netns");

@@ -11,7 +11,10 @@
 #include <flash/auth.h>
 #include <flash/file.h>
 
+#include "diag-helpers.h"
 #include "helpers.h"
+
+DIAG_TEST_HELPERS(flash)
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -91,23 +94,26 @@ static char *sign_raw(const struct flash_auth_signer *s, const char *header, con
 static const char HDR[] = "{\"alg\":\"EdDSA\",\"typ\":\"JWT\",\"kid\":\"k1\"}";
 
 static int verify_at(const char *tok, enum flash_auth_action action, long long now, unsigned int skew,
-		     struct flash_auth_token **ret, char *detail, size_t size)
+		     struct flash_auth_token **ret, struct flash_diag *diag)
 {
 	FLASH_OPTS(flash_auth_verify_opts, o, .issuer = ISS, .audience = AUD, .action = action, .now = now,
 		   .skew = skew);
 
-	return flash_auth_verify(KS, tok, strlen(tok), &o, ret, detail, size);
+	return flash_auth_verify(KS, tok, strlen(tok), &o, ret, diag);
 }
 
 /* Verifies @tok (freed) for @action at NOW and expects @reason. */
 static void expect_reason(char *tok, enum flash_auth_action action, int reason, const char *what)
 {
-	char detail[256] = "";
-	int r = verify_at(tok, action, NOW, 0, NULL, detail, sizeof(detail));
+	_cleanup_flash_diag_ struct flash_diag *d = flash_test_diag();
+	int r = verify_at(tok, action, NOW, 0, NULL, d);
+	const char *detail = flash_test_message(d);
 
 	cr_assert(r == -reason, "%s: got %d (%s: %s), expected %d (%s)", what, r, flash_auth_reason_name(r),
 		  detail, -reason, flash_auth_reason_name(reason));
 	cr_assert(detail[0], "%s: no detail", what);
+	cr_assert(flash_diag_count(d) == 1, "%s: %zu entries, not one", what, flash_diag_count(d));
+	ASSERT_STREQ(flash_diag_first_error(d)->code, flash_auth_reason_name(reason), "diag code");
 	free(tok);
 }
 
@@ -230,11 +236,12 @@ Test(verify, valid_create_token, .init = setup, .fini = teardown)
 {
 	char *c = claims_with(NOW - 10, NOW + 50, "create", "\"gen\":18446744073709551615,\"jti\":\"j-1\""), *tok = NULL;
 	struct flash_auth_token *t = NULL;
-	char detail[128] = "";
+	_cleanup_flash_diag_ struct flash_diag *d = flash_test_diag();
 	uint64_t gen = 0;
 
 	ASSERT_OK(flash_auth_signer_sign(S, c, strlen(c), &tok), "sign");
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_CREATE, NOW, 0, &t, detail, sizeof(detail)), detail);
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_CREATE, NOW, 0, &t, d), flash_test_message(d));
+	cr_assert(flash_diag_count(d) == 0, "success leaves the diag empty");
 	ASSERT_STREQ(flash_auth_token_kid(t), "k1", "kid");
 	ASSERT_STREQ(flash_auth_token_org(t), "org-7f3a", "org");
 	ASSERT_STREQ(flash_auth_token_project(t), "prj-19", "project");
@@ -258,7 +265,7 @@ Test(verify, audience_array_and_second_key, .init = setup, .fini = teardown)
 	struct flash_auth_token *t = NULL;
 
 	ASSERT_OK(flash_auth_signer_sign(S2, c, strlen(c), &tok), "sign with k2");
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW, 0, &t, NULL, 0), "aud array, lifetime 60");
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW, 0, &t, NULL), "aud array, lifetime 60");
 	ASSERT_STREQ(flash_auth_token_kid(t), "k2", "kid");
 	cr_assert(!flash_auth_token_generation(t, NULL), "no gen on get");
 	cr_assert_null(flash_auth_token_jti(t));
@@ -283,7 +290,7 @@ Test(verify, canonical_and_other_headers_agree, .init = setup, .fini = teardown)
 		struct flash_auth_token *t = NULL;
 		char *tok = sign_raw(S2, headers[i], c);
 
-		ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW, 0, &t, NULL, 0), headers[i]);
+		ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW, 0, &t, NULL), headers[i]);
 		ASSERT_STREQ(flash_auth_token_kid(t), "k2", headers[i]);
 		flash_auth_token_free(t);
 		free(tok);
@@ -302,7 +309,7 @@ Test(verify, list_needs_neither_project_nor_gen, .init = setup, .fini = teardown
 			    "\"org\":\"o\"}", NOW, NOW + 30);
 	char *tok = sign_raw(S, HDR, c);
 
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_LIST, NOW, 0, NULL, NULL, 0), "list");
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_LIST, NOW, 0, NULL, NULL), "list");
 	free(tok);
 	free(c);
 }
@@ -312,19 +319,19 @@ Test(verify, time_window_edges, .init = setup, .fini = teardown)
 	char *c = claims_with(NOW, NOW + 60, "delete", "\"gen\":3");
 	char *tok = sign_raw(S, HDR, c);
 
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW, 0, NULL, NULL, 0), "at iat");
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW + 59, 0, NULL, NULL, 0), "exp - 1");
-	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW + 60, 0, NULL, NULL, 0), -FLASH_E_AUTH_EXPIRED,
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW, 0, NULL, NULL), "at iat");
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW + 59, 0, NULL, NULL), "exp - 1");
+	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW + 60, 0, NULL, NULL), -FLASH_E_AUTH_EXPIRED,
 		   "at exp");
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW + 64, 5, NULL, NULL, 0), "exp + 4, skew 5");
-	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW + 65, 5, NULL, NULL, 0), -FLASH_E_AUTH_EXPIRED,
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW + 64, 5, NULL, NULL), "exp + 4, skew 5");
+	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW + 65, 5, NULL, NULL), -FLASH_E_AUTH_EXPIRED,
 		   "exp + 5, skew 5");
-	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW - 1, 0, NULL, NULL, 0),
+	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW - 1, 0, NULL, NULL),
 		   -FLASH_E_AUTH_ISSUED_IN_FUTURE, "iat - 1, no skew");
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW - 2, 2, NULL, NULL, 0), "iat - 2, skew 2");
-	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW - 3, 2, NULL, NULL, 0),
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW - 2, 2, NULL, NULL), "iat - 2, skew 2");
+	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW - 3, 2, NULL, NULL),
 		   -FLASH_E_AUTH_ISSUED_IN_FUTURE, "iat - 3, skew 2");
-	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW, 6, NULL, NULL, 0), -EINVAL, "skew 6");
+	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_DELETE, NOW, 6, NULL, NULL), -EINVAL, "skew 6");
 	free(tok);
 	free(c);
 }
@@ -334,12 +341,12 @@ Test(verify, nbf_is_honoured, .init = setup, .fini = teardown)
 	char *c = claims_with(NOW, NOW + 60, "get", "\"nbf\":1800000020");
 	char *tok = sign_raw(S, HDR, c);
 
-	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW + 10, 0, NULL, NULL, 0), -FLASH_E_AUTH_NOT_YET_VALID,
+	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW + 10, 0, NULL, NULL), -FLASH_E_AUTH_NOT_YET_VALID,
 		   "before nbf");
-	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW + 10, 5, NULL, NULL, 0), -FLASH_E_AUTH_NOT_YET_VALID,
+	ASSERT_ERR(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW + 10, 5, NULL, NULL), -FLASH_E_AUTH_NOT_YET_VALID,
 		   "nbf - 10, skew 5");
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW + 20, 0, NULL, NULL, 0), "at nbf");
-	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW + 16, 5, NULL, NULL, 0), "nbf - 4, skew 5");
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW + 20, 0, NULL, NULL), "at nbf");
+	ASSERT_OK(verify_at(tok, FLASH_AUTH_ACTION_GET, NOW + 16, 5, NULL, NULL), "nbf - 4, skew 5");
 	free(tok);
 	free(c);
 }
@@ -351,13 +358,13 @@ Test(verify, bad_options)
 	ASSERT_OK(flash_auth_keyset_new(&ks), "keyset");
 	{
 		FLASH_OPTS(flash_auth_verify_opts, o, .issuer = ISS, .audience = AUD);
-		ASSERT_ERR(flash_auth_verify(ks, "a.b.c", 5, &o, NULL, NULL, 0), -EINVAL, "no action");
+		ASSERT_ERR(flash_auth_verify(ks, "a.b.c", 5, &o, NULL, NULL), -EINVAL, "no action");
 	}
 	{
 		FLASH_OPTS(flash_auth_verify_opts, o, .issuer = "", .audience = AUD, .action = FLASH_AUTH_ACTION_GET);
-		ASSERT_ERR(flash_auth_verify(ks, "a.b.c", 5, &o, NULL, NULL, 0), -EINVAL, "empty issuer");
+		ASSERT_ERR(flash_auth_verify(ks, "a.b.c", 5, &o, NULL, NULL), -EINVAL, "empty issuer");
 	}
-	ASSERT_ERR(flash_auth_verify(ks, "a.b.c", 5, NULL, NULL, NULL, 0), -EINVAL, "no options");
+	ASSERT_ERR(flash_auth_verify(ks, "a.b.c", 5, NULL, NULL, NULL), -EINVAL, "no options");
 	flash_auth_keyset_free(ks);
 }
 
@@ -678,18 +685,18 @@ Test(keyset, jwks_and_map_forms)
 			       "\"use\":\"sig\",\"alg\":\"EdDSA\"}]}", rfc8037_x);
 	char *map = xasprintf("{\"a\":\"%s\"}", rfc8037_x), *out = NULL;
 	struct flash_auth_keyset *ks = NULL, *ks2 = NULL;
-	char detail[160] = "";
+	_cleanup_flash_diag_ struct flash_diag *d = flash_test_diag();
 
-	ASSERT_OK(flash_auth_keyset_parse(jwks, strlen(jwks), &ks, detail, sizeof(detail)), detail);
+	ASSERT_OK(flash_auth_keyset_parse(jwks, strlen(jwks), &ks, d), flash_test_message(d));
 	cr_assert(flash_auth_keyset_count(ks) == 1 && flash_auth_keyset_has(ks, "a") && !flash_auth_keyset_has(ks, "b"));
 	ASSERT_OK(flash_auth_keyset_to_jwks(ks, &out), "to_jwks");
-	ASSERT_OK(flash_auth_keyset_parse(out, strlen(out), &ks2, detail, sizeof(detail)), "re-parse own JWKS");
+	ASSERT_OK(flash_auth_keyset_parse(out, strlen(out), &ks2, d), "re-parse own JWKS");
 	cr_assert(flash_auth_keyset_has(ks2, "a"));
 	flash_auth_keyset_free(ks2);
 	ks2 = NULL;
 	flash_auth_keyset_free(ks);
 	ks = NULL;
-	ASSERT_OK(flash_auth_keyset_parse(map, strlen(map), &ks, detail, sizeof(detail)), detail);
+	ASSERT_OK(flash_auth_keyset_parse(map, strlen(map), &ks, d), flash_test_message(d));
 	cr_assert(flash_auth_keyset_has(ks, "a"));
 	flash_auth_keyset_free(ks);
 	free(out);
@@ -700,11 +707,13 @@ Test(keyset, jwks_and_map_forms)
 static void expect_keyset_error(const char *json, int err)
 {
 	struct flash_auth_keyset *ks = NULL;
-	char detail[160] = "";
-	int r = flash_auth_keyset_parse(json, strlen(json), &ks, detail, sizeof(detail));
+	_cleanup_flash_diag_ struct flash_diag *d = flash_test_diag();
+	int r = flash_auth_keyset_parse(json, strlen(json), &ks, d);
+	const char *detail = flash_test_message(d);
 
 	cr_assert(r == err, "%s: got %d (%s), expected %d", json, r, detail, err);
 	cr_assert(detail[0], "%s: no detail", json);
+	ASSERT_STREQ(flash_diag_first_error(d)->code, flash_auth_reason_name(err), "diag code");
 	cr_assert_null(ks);
 }
 
@@ -759,7 +768,7 @@ Test(keyset, rotation, .init = setup, .fini = teardown)
 	/* Before: k1 in use.  During: k1 and k3.  After: k3 only. */
 	ASSERT_OK(flash_auth_signer_generate("k3", &k3), "k3");
 	new_tok = sign_raw(k3, "{\"alg\":\"EdDSA\",\"kid\":\"k3\"}", c);
-	ASSERT_ERR(flash_auth_verify(KS, new_tok, strlen(new_tok), &o, NULL, NULL, 0), -FLASH_E_AUTH_UNKNOWN_KID,
+	ASSERT_ERR(flash_auth_verify(KS, new_tok, strlen(new_tok), &o, NULL, NULL), -FLASH_E_AUTH_UNKNOWN_KID,
 		   "k3 before rotation");
 	ASSERT_OK(flash_auth_keyset_new(&rotated), "new set");
 	ASSERT_OK(flash_auth_signer_public_key(S, pk), "pk k1");
@@ -767,15 +776,15 @@ Test(keyset, rotation, .init = setup, .fini = teardown)
 	ASSERT_OK(flash_auth_signer_public_key(k3, pk), "pk k3");
 	ASSERT_OK(flash_auth_keyset_add(rotated, "k3", pk), "k3");
 	ASSERT_ERR(flash_auth_keyset_add(rotated, "k3", pk), -FLASH_E_AUTH_DUPLICATE_KID, "k3 twice");
-	ASSERT_OK(flash_auth_verify(rotated, old_tok, strlen(old_tok), &o, NULL, NULL, 0), "k1 during rotation");
-	ASSERT_OK(flash_auth_verify(rotated, new_tok, strlen(new_tok), &o, NULL, NULL, 0), "k3 during rotation");
+	ASSERT_OK(flash_auth_verify(rotated, old_tok, strlen(old_tok), &o, NULL, NULL), "k1 during rotation");
+	ASSERT_OK(flash_auth_verify(rotated, new_tok, strlen(new_tok), &o, NULL, NULL), "k3 during rotation");
 	flash_auth_keyset_free(rotated);
 	rotated = NULL;
 	ASSERT_OK(flash_auth_keyset_new(&rotated), "after");
 	ASSERT_OK(flash_auth_keyset_add(rotated, "k3", pk), "k3");
-	ASSERT_ERR(flash_auth_verify(rotated, old_tok, strlen(old_tok), &o, NULL, NULL, 0), -FLASH_E_AUTH_UNKNOWN_KID,
+	ASSERT_ERR(flash_auth_verify(rotated, old_tok, strlen(old_tok), &o, NULL, NULL), -FLASH_E_AUTH_UNKNOWN_KID,
 		   "k1 after rotation");
-	ASSERT_OK(flash_auth_verify(rotated, new_tok, strlen(new_tok), &o, NULL, NULL, 0), "k3 after rotation");
+	ASSERT_OK(flash_auth_verify(rotated, new_tok, strlen(new_tok), &o, NULL, NULL), "k3 after rotation");
 	flash_auth_keyset_free(rotated);
 	flash_auth_signer_free(k3);
 	free(old_tok);
@@ -788,12 +797,13 @@ Test(keyset, rotation, .init = setup, .fini = teardown)
 Test(signer, private_jwk_round_trip, .init = setup, .fini = teardown)
 {
 	struct flash_auth_signer *back = NULL;
-	char *jwk = NULL, detail[160] = "", *bad;
+	_cleanup_flash_diag_ struct flash_diag *d = flash_test_diag();
+	char *jwk = NULL, *bad;
 	unsigned char a[32], b[32];
 
 	ASSERT_OK(flash_auth_signer_to_jwk(S, &jwk), "to_jwk");
 	cr_assert(strstr(jwk, rfc8037_d) && strstr(jwk, rfc8037_x) && strstr(jwk, "\"kid\":\"k1\""), "%s", jwk);
-	ASSERT_OK(flash_auth_signer_parse(jwk, strlen(jwk), &back, detail, sizeof(detail)), detail);
+	ASSERT_OK(flash_auth_signer_parse(jwk, strlen(jwk), &back, d), flash_test_message(d));
 	ASSERT_STREQ(flash_auth_signer_kid(back), "k1", "kid");
 	ASSERT_OK(flash_auth_signer_set_kid(back, "k-2026.11"), "set kid");
 	ASSERT_STREQ(flash_auth_signer_kid(back), "k-2026.11", "kid replaced");
@@ -806,8 +816,10 @@ Test(signer, private_jwk_round_trip, .init = setup, .fini = teardown)
 	/* x of another key. */
 	bad = xasprintf("{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"d\":\"%s\",\"x\":\"%s\"}", rfc8037_d,
 			"AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
-	ASSERT_ERR(flash_auth_signer_parse(bad, strlen(bad), &back, detail, sizeof(detail)), -FLASH_E_AUTH_KEY,
+	ASSERT_ERR(flash_auth_signer_parse(bad, strlen(bad), &back, d), -FLASH_E_AUTH_KEY,
 		   "x not of d");
+	cr_assert(strstr(flash_test_message(d), "x is not the public key of d"), "%s", flash_test_message(d));
+	ASSERT_STREQ(flash_diag_first_error(d)->code, "bad-key", "diag code");
 	cr_assert_null(back);
 	free(bad);
 	free(jwk);

@@ -343,8 +343,8 @@ static bool agent_add(const char *cid, const char *ifname)
 {
 	struct agent_request rq = { .container_id = cid, .ifname = ifname, .netns = "/stub/ns" };
 	struct agent_api_endpoint ep;
-	struct agent_diag d = { { 0 } };
-	int r = agent_core_add(agent, &rq, &ep, &d);
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	int r = agent_core_add(agent, &rq, &ep, d);
 
 	cr_assert(r < 0, "the stub refuses every netns, yet ADD (%s, %s) succeeded", show(cid), ifname);
 	return r != -EINVAL;
