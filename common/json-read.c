@@ -169,6 +169,12 @@ int json_read_bool_at(struct check_ctx *ctx, const struct json_value *root, cons
 int json_read_object(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields, size_t n,
 		     void *target)
 {
+	return json_read_object_flags(ctx, obj, fields, n, 0, target);
+}
+
+int json_read_object_flags(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields,
+			   size_t n, unsigned int flags, void *target)
+{
 	size_t errors = ctx->errors;
 
 	if (!obj || obj->type != JSON_OBJECT) {
@@ -184,6 +190,8 @@ int json_read_object(struct check_ctx *ctx, const struct json_value *obj, const 
 		for (size_t k = 0; k < n && !f; k++)
 			if (strcmp(fields[k].name, m->key) == 0)
 				f = &fields[k];
+		if (!f && (flags & JSON_READ_IGNORE_UNKNOWN))
+			continue;
 		saved = json_path_push_key(&ctx->path, m->key);
 		if (!f)
 			check_error(ctx, "unknown-field", NULL, "unknown key");
@@ -298,5 +306,25 @@ int json_read_nested(struct check_ctx *ctx, const struct json_value *v, void *ds
 {
 	const struct json_table *t = arg;
 
-	return json_read_object(ctx, v, t->fields, t->n, dst);
+	return json_read_object_flags(ctx, v, t->fields, t->n, t->flags, dst);
+}
+
+int json_read_objects(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	const struct json_table *t = arg;
+	size_t errors = ctx->errors;
+
+	if (v->type != JSON_ARRAY) {
+		check_error(ctx, "type", v, "must be an array");
+		return JSON_READ_REPORTED;
+	}
+	for (size_t i = 0; i < v->u.array.n; i++) {
+		size_t saved = json_path_push_index(&ctx->path, i);
+		int r = json_read_object_flags(ctx, v->u.array.items[i], t->fields, t->n, t->flags, dst);
+
+		json_path_pop(&ctx->path, saved);
+		if (r < 0 && r != JSON_READ_REPORTED)
+			return r;
+	}
+	return ctx->errors > errors ? JSON_READ_REPORTED : 0;
 }

@@ -188,10 +188,20 @@ struct json_field {
 	const void *arg;         /* the reader's parameter (bounds, a nested table) */
 };
 
-/* A nested table, as the arg of json_read_nested. */
+/* How json_read_object_flags() treats the object. */
+enum json_read_flags {
+	/* Keys the table does not name are skipped, not refused: for open
+	 * formats whose readers must ignore what they do not know (CNI
+	 * network configurations). */
+	JSON_READ_IGNORE_UNKNOWN = 1u << 0,
+};
+
+/* A nested table, as the arg of json_read_nested (flags: enum
+ * json_read_flags). */
 struct json_table {
 	const struct json_field *fields;
 	size_t n;
+	unsigned int flags;
 };
 
 /* Bounds for json_read_int64/_uint16/_uint32 (NULL: the type's range). */
@@ -201,6 +211,10 @@ struct json_int_range {
 
 int json_read_object(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields, size_t n,
 		     void *target);
+/* json_read_object() with @flags (enum json_read_flags); 0 is
+ * json_read_object(). */
+int json_read_object_flags(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields,
+			   size_t n, unsigned int flags, void *target);
 
 /* Readers for struct json_field.read.  Strings: _string copies into a
  * char * (the old value freed), _strref points into the tree. */
@@ -212,6 +226,9 @@ int json_read_uint16(struct check_ctx *ctx, const struct json_value *v, void *ds
 int json_read_uint32(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
 /* A nested closed object into the same target (arg: struct json_table). */
 int json_read_nested(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+/* An array whose every item is such an object, each read into the same
+ * target (arg: struct json_table); every item is checked. */
+int json_read_objects(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
 
 /*
  * Writing: one emitter for every JSON document the libraries and programs

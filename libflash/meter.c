@@ -1276,22 +1276,45 @@ static int _printf_(3, 4) fail(struct loader *l, int code, const char *fmt, ...)
 	return -code;
 }
 
-static int check_keys(struct loader *l, const struct json_value *obj, const char *const *allowed)
-{
-	if (!obj || obj->type != JSON_OBJECT)
-		return fail(l, FLASH_E_METER_STATE_INVALID, "must be an object");
-	for (size_t i = 0; i < obj->u.object.n; i++) {
-		const char *key = obj->u.object.members[i].key;
-		bool ok = false;
+/*
+ * The state file's formats, each a list of fields: json_read_object()
+ * refuses unknown keys, missing required fields and wrong types (at the
+ * loader's path); the getters below then check each value's meaning.
+ */
+#define REQ(name, type) { name, type, true, NULL, 0, NULL }
+#define OPT(name, type) { name, type, false, NULL, 0, NULL }
+static const struct json_field doc_fields[] = {
+	REQ("format", JSON_STRING), REQ("prunedBefore", JSON_STRING),
+	REQ("records", JSON_ARRAY), REQ("services", JSON_ARRAY),
+};
+static const struct json_field record_fields[] = {
+	REQ("scope", JSON_STRING), REQ("organization", JSON_STRING), OPT("serviceId", JSON_STRING),
+	REQ("week", JSON_STRING), REQ("weekStart", JSON_STRING), REQ("weekEnd", JSON_STRING),
+	REQ("cpuMillicoreSeconds", JSON_NUMBER), REQ("memoryMiBSeconds", JSON_NUMBER), REQ("gpuSeconds", JSON_NUMBER),
+	REQ("saturated", JSON_BOOL), REQ("accruedUntil", JSON_STRING), OPT("serviceDeleted", JSON_BOOL),
+	OPT("deletedAt", JSON_STRING),
+};
+static const struct json_field service_fields[] = {
+	REQ("serviceId", JSON_STRING), REQ("organization", JSON_STRING), REQ("committedAt", JSON_STRING),
+	REQ("fresh", JSON_BOOL), REQ("readyReplicas", JSON_NUMBER), REQ("cpuMillis", JSON_NUMBER),
+	REQ("memoryMiB", JSON_NUMBER), REQ("gpuCount", JSON_NUMBER), REQ("held", JSON_ARRAY),
+};
+static const struct json_field held_fields[] = {
+	REQ("time", JSON_STRING), REQ("readyReplicas", JSON_NUMBER), REQ("cpuMillis", JSON_NUMBER),
+	REQ("memoryMiB", JSON_NUMBER), REQ("gpuCount", JSON_NUMBER),
+};
+#undef REQ
+#undef OPT
 
-		for (size_t j = 0; allowed[j] && !ok; j++)
-			ok = strcmp(key, allowed[j]) == 0;
-		if (!ok) {
-			json_path_push_key(&l->path, key);
-			return fail(l, FLASH_E_METER_STATE_INVALID, "unknown field");
-		}
-	}
-	return 0;
+static int check_fields(struct loader *l, const struct json_value *obj, const struct json_field *fields, size_t n)
+{
+	struct check_ctx ctx;
+	int r;
+
+	check_ctx_init(&ctx, l->diag);
+	ctx.path = l->path;
+	r = json_read_object(&ctx, obj, fields, n, NULL);
+	return r == JSON_READ_REPORTED ? -FLASH_E_METER_STATE_INVALID : r;
 }
 
 /* Member @key of @obj of @type (the common typed getter, reporting at the
@@ -1417,11 +1440,6 @@ static int load_rec_insert(struct flash_meter *m, struct record *rec)
 
 static int load_record(struct loader *l, struct flash_meter *m, const struct json_value *o)
 {
-	static const char *const keys[] = {
-		"scope", "organization", "serviceId", "week", "weekStart", "weekEnd",
-		"cpuMillicoreSeconds", "memoryMiBSeconds", "gpuSeconds", "saturated",
-		"accruedUntil", "serviceDeleted", "deletedAt", NULL,
-	};
 	const struct json_value *v;
 	const char *scope_s, *org, *svc, *week_s;
 	char week[FLASH_METER_WEEK_STRLEN];
@@ -1429,7 +1447,7 @@ static int load_record(struct loader *l, struct flash_meter *m, const struct jso
 	int64_t ws = 0, we = 0;
 	int r;
 
-	r = check_keys(l, o, keys);
+	r = check_fields(l, o, record_fields, ARRAY_SIZE(record_fields));
 	if (r < 0)
 		return r;
 	r = member(l, o, "scope", JSON_STRING, true, &v);
@@ -1547,13 +1565,6 @@ static int load_values(struct loader *l, const struct json_value *o, struct valu
 
 static int load_service(struct loader *l, struct flash_meter *m, const struct json_value *o)
 {
-	static const char *const keys[] = {
-		"serviceId", "organization", "committedAt", "fresh", "readyReplicas", "cpuMillis",
-		"memoryMiB", "gpuCount", "held", NULL,
-	};
-	static const char *const held_keys[] = {
-		"time", "readyReplicas", "cpuMillis", "memoryMiB", "gpuCount", NULL,
-	};
 	const struct json_value *held;
 	const char *id, *org;
 	struct service *sv;
@@ -1562,7 +1573,7 @@ static int load_service(struct loader *l, struct flash_meter *m, const struct js
 	int64_t tc = 0;
 	int r;
 
-	r = check_keys(l, o, keys);
+	r = check_fields(l, o, service_fields, ARRAY_SIZE(service_fields));
 	if (r < 0)
 		return r;
 	if ((r = get_id(l, o, "serviceId", true, &id)) < 0 ||
@@ -1591,7 +1602,7 @@ static int load_service(struct loader *l, struct flash_meter *m, const struct js
 		size_t saved = json_path_push_index(&l->path, i);
 		int64_t t = 0;
 
-		if ((r = check_keys(l, h, held_keys)) < 0 ||
+		if ((r = check_fields(l, h, held_fields, ARRAY_SIZE(held_fields))) < 0 ||
 		    (r = get_time(l, h, "time", true, FLASH_METER_TIME_MAX, &t)) < 0 ||
 		    (r = load_values(l, h, &v)) < 0)
 			return r;
@@ -1680,7 +1691,6 @@ static int check_consistency(struct loader *l, const struct flash_meter *m)
 
 static int meter_from_json(struct flash_meter *m, const char *text, size_t len, struct diag *diag)
 {
-	static const char *const keys[] = { "format", "prunedBefore", "records", "services", NULL };
 	const struct json_limits limits = {
 		.max_depth = 8,
 		.max_string = 1024,
@@ -1706,7 +1716,7 @@ static int meter_from_json(struct flash_meter *m, const char *text, size_t len, 
 	tmp.window = m->window;
 	tmp.max_pending = m->max_pending;
 	tmp.max_gap = m->max_gap;
-	if ((r = check_keys(&l, doc, keys)) < 0 ||
+	if ((r = check_fields(&l, doc, doc_fields, ARRAY_SIZE(doc_fields))) < 0 ||
 	    (r = member(&l, doc, "format", JSON_STRING, true, &v)) < 0)
 		goto out;
 	if (strcmp(v->u.string.ptr, STATE_FORMAT) != 0) {

@@ -554,11 +554,59 @@ static int copy_field(char *dst, size_t size, const char *src)
 	return 0;
 }
 
+/*
+ * The result format (CNI spec 1.1.0, "Success"), strict: a key that is
+ * not one of these is refused.  The values' meaning (addresses, prefixes,
+ * interface indexes) is checked by result_from_tree(), which runs first
+ * so that its messages stay; the table then names what is left over.
+ */
+static const struct json_field iface_fields[] = {
+	{ "name", JSON_STRING, true, NULL, 0, NULL },
+	{ "mac", JSON_STRING, false, NULL, 0, NULL },
+	{ "mtu", JSON_NUMBER, false, NULL, 0, NULL },
+	{ "sandbox", JSON_STRING, false, NULL, 0, NULL },
+	{ "socketPath", JSON_STRING, false, NULL, 0, NULL },
+	{ "pciID", JSON_STRING, false, NULL, 0, NULL },
+};
+static const struct json_field ip_fields[] = {
+	{ "address", JSON_STRING, true, NULL, 0, NULL },
+	{ "gateway", JSON_STRING, false, NULL, 0, NULL },
+	{ "interface", JSON_NUMBER, false, NULL, 0, NULL },
+	{ "version", JSON_STRING, false, NULL, 0, NULL }, /* 0.4.0 */
+};
+static const struct json_field route_fields[] = {
+	{ "dst", JSON_STRING, true, NULL, 0, NULL },
+	{ "gw", JSON_STRING, false, NULL, 0, NULL },
+	{ "mtu", JSON_NUMBER, false, NULL, 0, NULL },
+	{ "advmss", JSON_NUMBER, false, NULL, 0, NULL },
+	{ "priority", JSON_NUMBER, false, NULL, 0, NULL },
+	{ "table", JSON_NUMBER, false, NULL, 0, NULL },
+	{ "scope", JSON_NUMBER, false, NULL, 0, NULL },
+};
+static const struct json_field dns_fields[] = {
+	{ "nameservers", JSON_ARRAY, false, NULL, 0, NULL },
+	{ "domain", JSON_STRING, false, NULL, 0, NULL },
+	{ "search", JSON_ARRAY, false, NULL, 0, NULL },
+	{ "options", JSON_ARRAY, false, NULL, 0, NULL },
+};
+static const struct json_table iface_table = { iface_fields, ARRAY_SIZE(iface_fields), 0 };
+static const struct json_table ip_table = { ip_fields, ARRAY_SIZE(ip_fields), 0 };
+static const struct json_table route_table = { route_fields, ARRAY_SIZE(route_fields), 0 };
+static const struct json_table dns_table = { dns_fields, ARRAY_SIZE(dns_fields), 0 };
+static const struct json_field result_fields[] = {
+	{ "cniVersion", JSON_STRING, true, NULL, 0, NULL },
+	{ "interfaces", JSON_ARRAY, false, json_read_objects, 0, &iface_table },
+	{ "ips", JSON_ARRAY, false, json_read_objects, 0, &ip_table },
+	{ "routes", JSON_ARRAY, false, json_read_objects, 0, &route_table },
+	{ "dns", JSON_OBJECT, false, json_read_nested, 0, &dns_table },
+};
+
 static int result_from_tree(const struct json_value *root, struct diag *diag, struct flowsdn_cni_result **ret)
 {
 	_cleanup_(flowsdn_cni_result_freep) struct flowsdn_cni_result *r = NULL;
 	const char *version;
 	const struct json_value *v;
+	struct check_ctx ctx;
 	int err;
 
 	if (!IS_OBJ(root)) {
@@ -670,6 +718,11 @@ static int result_from_tree(const struct json_value *root, struct diag *diag, st
 		if (err < 0)
 			return err;
 	}
+	check_ctx_init(&ctx, diag);
+	json_path_push_key(&ctx.path, "result");
+	err = json_read_object(&ctx, root, result_fields, ARRAY_SIZE(result_fields), NULL);
+	if (err < 0)
+		return err == JSON_READ_REPORTED ? -FLOWSDN_E_CNI_RESULT : err;
 	*ret = TAKE_PTR(r);
 	return 0;
 }
@@ -756,18 +809,27 @@ static int req_str(const struct json_value *obj, const char *key, const char *wh
 	return 0;
 }
 
-static int opt_type(const struct json_value *obj, const char *key, enum json_type type, const char *what, struct diag *diag)
-{
-	const struct json_value *v = json_get(obj, key);
-
-	if (!v)
-		return 0;
-	if (v->type != type) {
-		diag_set(diag, "%s: must be %s", key, what);
-		return -FLOWSDN_E_CNI_CONFIG;
-	}
-	return 0;
-}
+/*
+ * The network configuration's fields and their types (CNI spec 1.1.0,
+ * "Network configuration format").  The format is open: plugins must
+ * ignore keys they do not know, so unknown keys are skipped.  The three
+ * required strings are checked first by req_str(); dns, prevResult and
+ * the attachments are read after the types hold.
+ */
+static const struct json_field conf_fields[] = {
+	{ "cniVersion", JSON_STRING, true, NULL, 0, NULL },
+	{ "name", JSON_STRING, true, NULL, 0, NULL },
+	{ "type", JSON_STRING, true, NULL, 0, NULL },
+	{ "args", JSON_OBJECT, false, NULL, 0, NULL },
+	{ "runtimeConfig", JSON_OBJECT, false, NULL, 0, NULL },
+	{ "capabilities", JSON_OBJECT, false, NULL, 0, NULL },
+	{ "ipam", JSON_OBJECT, false, NULL, 0, NULL },
+	{ "dns", JSON_OBJECT, false, NULL, 0, NULL },
+	{ "disableCheck", JSON_BOOL, false, NULL, 0, NULL },
+	{ "disableGC", JSON_BOOL, false, NULL, 0, NULL },
+	{ "prevResult", JSON_OBJECT, false, NULL, 0, NULL },
+	{ "cni.dev/valid-attachments", JSON_ARRAY, false, NULL, 0, NULL },
+};
 
 static int check_version(const char *version, const char *where, struct diag *diag)
 {
@@ -783,10 +845,6 @@ static int check_version(const char *version, const char *where, struct diag *di
 
 static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value *a, struct diag *diag)
 {
-	if (!IS_ARR(a)) {
-		diag_set(diag, "cni.dev/valid-attachments: must be an array");
-		return -FLOWSDN_E_CNI_CONFIG;
-	}
 	c->has_attachments = true;
 	if (a->u.array.n > 65536) {
 		diag_set(diag, "cni.dev/valid-attachments: too many entries");
@@ -840,6 +898,7 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_conf_freep) struct flowsdn_cni_conf *c = NULL;
 	const struct json_value *v;
+	struct check_ctx ctx;
 	int err;
 
 	if (!json || !ret)
@@ -864,13 +923,11 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 	err = req_str(c->root, "type", "", diag, &c->type);
 	if (err < 0)
 		return err;
-	if (opt_type(c->root, "args", JSON_OBJECT, "an object", diag) < 0 ||
-	    opt_type(c->root, "runtimeConfig", JSON_OBJECT, "an object", diag) < 0 ||
-	    opt_type(c->root, "capabilities", JSON_OBJECT, "an object", diag) < 0 ||
-	    opt_type(c->root, "ipam", JSON_OBJECT, "an object", diag) < 0 ||
-	    opt_type(c->root, "disableCheck", JSON_BOOL, "a boolean", diag) < 0 ||
-	    opt_type(c->root, "disableGC", JSON_BOOL, "a boolean", diag) < 0)
-		return -FLOWSDN_E_CNI_CONFIG;
+	check_ctx_init(&ctx, diag);
+	err = json_read_object_flags(&ctx, c->root, conf_fields, ARRAY_SIZE(conf_fields), JSON_READ_IGNORE_UNKNOWN,
+				     NULL);
+	if (err < 0)
+		return err == JSON_READ_REPORTED ? -FLOWSDN_E_CNI_CONFIG : err;
 	v = json_get(c->root, "dns");
 	if (v) {
 		err = flowsdn_cni_result_new(&c->dns);
@@ -1004,12 +1061,26 @@ FLOWSDN_API void flowsdn_cni_conflist_free(struct flowsdn_cni_conflist *l)
 	free(l);
 }
 
+/* The configuration list's fields (CNI spec 1.1.0, "Configuration
+ * format"); open like a network configuration.  cniVersion, cniVersions
+ * and name are checked first (their messages name the version rules);
+ * each plugin's own configuration is checked when it is derived. */
+static const struct json_field conflist_fields[] = {
+	{ "cniVersion", JSON_STRING, true, NULL, 0, NULL },
+	{ "cniVersions", JSON_ARRAY, false, NULL, 0, NULL },
+	{ "name", JSON_STRING, true, NULL, 0, NULL },
+	{ "disableCheck", JSON_BOOL, false, json_read_bool, offsetof(struct flowsdn_cni_conflist, disable_check), NULL },
+	{ "disableGC", JSON_BOOL, false, NULL, 0, NULL },
+	{ "plugins", JSON_ARRAY, false, NULL, 0, NULL },
+};
+
 FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct flowsdn_cni_conflist **ret,
 					   struct flowsdn_diag *public_diag)
 {
 	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_conflist_freep) struct flowsdn_cni_conflist *l = NULL;
-	const struct json_value *versions, *dc;
+	const struct json_value *versions;
+	struct check_ctx ctx;
 	int err;
 
 	if (!json || !ret)
@@ -1056,11 +1127,11 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 		diag_set(diag, "name: \"%.64s\" must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$", l->name);
 		return -FLOWSDN_E_CNI_CONFIG;
 	}
-	if (opt_type(l->root, "disableCheck", JSON_BOOL, "a boolean", diag) < 0 ||
-	    opt_type(l->root, "disableGC", JSON_BOOL, "a boolean", diag) < 0)
-		return -FLOWSDN_E_CNI_CONFIG;
-	dc = json_get(l->root, "disableCheck");
-	l->disable_check = json_is(dc, JSON_BOOL) && dc->u.boolean;
+	check_ctx_init(&ctx, diag);
+	err = json_read_object_flags(&ctx, l->root, conflist_fields, ARRAY_SIZE(conflist_fields),
+				     JSON_READ_IGNORE_UNKNOWN, l);
+	if (err < 0)
+		return err == JSON_READ_REPORTED ? -FLOWSDN_E_CNI_CONFIG : err;
 	l->plugins = json_get(l->root, "plugins");
 	if (!IS_ARR(l->plugins) || l->plugins->u.array.n == 0) {
 		diag_set(diag, "plugins: must be a non-empty array");

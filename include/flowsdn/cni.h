@@ -150,7 +150,9 @@ FLOWSDN_API int flowsdn_cni_result_format(const struct flowsdn_cni_result *resul
 					  char **ret_json, size_t *ret_len);
 
 /* Parses a result object of any supported version (from a plugin's output
- * or a configuration's prevResult), @len bytes at @json.  Errors:
+ * or a configuration's prevResult), @len bytes at @json.  The format is
+ * strict: a key the CNI 1.1.0 result format does not name (top level,
+ * interfaces, ips, routes, dns) is refused.  Errors:
  * -EINVAL, -FLOWSDN_E_CNI_DECODE (not JSON / not an object),
  * -FLOWSDN_E_CNI_RESULT (a field is wrong; @diag says which), version
  * errors for its cniVersion, -ENOMEM. */
@@ -166,7 +168,7 @@ struct flowsdn_cni_conf;
  * supported version), string "name" (starting with an alphanumeric, then
  * [A-Za-z0-9_.-]) and string "type"; optional "prevResult" (a result),
  * "dns" (nameservers/search/options arrays of strings, domain string),
- * "args", "runtimeConfig", "capabilities" (objects),
+ * "args", "runtimeConfig", "capabilities", "ipam" (objects),
  * "cni.dev/valid-attachments" (array of {containerID, ifname} for GC) and
  * "disableCheck"/"disableGC" (booleans); other keys are kept for the
  * plugin (flowsdn_cni_conf_get_*).  Errors: -EINVAL,

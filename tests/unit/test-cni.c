@@ -164,6 +164,42 @@ Test(cni, result_versions)
 	flowsdn_cni_result_free(r);
 }
 
+/* The result format is strict: every key the spec does not name is
+ * refused, at the top and in each entry, naming where it is. */
+Test(cni, result_refuses_unknown_keys)
+{
+	static const struct {
+		const char *json;
+		const char *diag;
+	} bad[] = {
+		{ "{\"cniVersion\":\"1.0.0\",\"extra\":1}", "result.extra: unknown key" },
+		{ "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\",\"colour\":\"red\"}]}",
+		  "result.interfaces[0].colour: unknown key" },
+		{ "{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.0.0.2/24\"},{\"address\":\"10.0.0.3/24\",\"x\":0}]}",
+		  "result.ips[1].x: unknown key" },
+		{ "{\"cniVersion\":\"1.0.0\",\"routes\":[{\"dst\":\"0.0.0.0/0\",\"mtu\":\"1500\"}]}",
+		  "result.routes[0].mtu: must be a number" },
+		{ "{\"cniVersion\":\"1.0.0\",\"dns\":{\"nameservers\":[],\"sortlist\":[]}}", "result.dns.sortlist: unknown key" },
+	};
+	static const char ok[] = "{\"cniVersion\":\"1.1.0\",\"interfaces\":[{\"name\":\"eth0\",\"socketPath\":\"/s\",\"pciID\":\"0000:00:01.0\"}],"
+				 "\"routes\":[{\"dst\":\"0.0.0.0/0\",\"mtu\":1400,\"advmss\":1360,\"priority\":5,\"table\":100,\"scope\":0}],"
+				 "\"dns\":{\"domain\":\"example\",\"options\":[\"ndots:2\"]}}";
+	struct flowsdn_cni_result *r = NULL;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
+
+		ASSERT_ERR(flowsdn_cni_result_parse(bad[i].json, strlen(bad[i].json), &r, d), -FLOWSDN_E_CNI_RESULT,
+			   bad[i].json);
+		cr_assert(strstr(flowsdn_test_text(d), bad[i].diag), "%s: diag \"%s\" lacks \"%s\"", bad[i].json,
+			  flowsdn_test_text(d), bad[i].diag);
+		cr_assert_null(r, "ret untouched on failure");
+	}
+	ASSERT_OK(flowsdn_cni_result_parse(ok, strlen(ok), &r, NULL), "every 1.1.0 field known");
+	cr_assert_eq(flowsdn_cni_result_iface_count(r), 1);
+	flowsdn_cni_result_free(r);
+}
+
 Test(cni, result_builder_refuses_bad_entries)
 {
 	struct flowsdn_cni_result *r = NULL;
@@ -207,6 +243,15 @@ static const struct {
 	{ "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"name\":\"m\",\"type\":\"t\"}", -FLOWSDN_E_CNI_DECODE, 6, "line 1" },
 	{ "{\"cniVersion\":\"1.0.0\",", -FLOWSDN_E_CNI_DECODE, 6, "line 1" },
 	{ "[1,2]", -FLOWSDN_E_CNI_CONFIG, 7, "not a JSON object" },
+	/* The known fields keep their types in the open format. */
+	{ "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"ipam\":[]}", -FLOWSDN_E_CNI_CONFIG, 7,
+	  "ipam: must be an object" },
+	{ "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"x\":1,\"args\":\"k=v\"}", -FLOWSDN_E_CNI_CONFIG, 7,
+	  "args: must be an object" },
+	{ "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"disableGC\":0}", -FLOWSDN_E_CNI_CONFIG, 7,
+	  "disableGC: must be a boolean" },
+	{ "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\",\"cni.dev/valid-attachments\":{}}",
+	  -FLOWSDN_E_CNI_CONFIG, 7, "[\"cni.dev/valid-attachments\"]: must be an array" },
 };
 
 Test(cni, bad_configurations)
@@ -270,6 +315,8 @@ Test(cni, conflist_errors)
 		"{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"plugins\":[1]}",
 		"{\"cniVersion\":\"1.0.0\",\"cniVersions\":[1],\"name\":\"n\",\"plugins\":[{\"type\":\"t\"}]}",
 		"{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"disableCheck\":1,\"plugins\":[{\"type\":\"t\"}]}",
+		"{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"disableGC\":\"no\",\"plugins\":[{\"type\":\"t\"}]}",
+		"{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"plugins\":{\"type\":\"t\"}}",
 	};
 	struct flowsdn_cni_conflist *l = NULL;
 
@@ -286,6 +333,26 @@ Test(cni, conflist_errors)
 	ASSERT_OK(flowsdn_cni_conflist_parse(fb, strlen(fb), &l, NULL), "fallback");
 	ASSERT_STREQ(flowsdn_cni_conflist_version(l), "1.0.0", "version");
 	cr_assert(flowsdn_cni_conflist_disable_check(l));
+	flowsdn_cni_conflist_free(l);
+}
+
+/* CNI 1.1.0: plugins must ignore keys they do not know, in network
+ * configurations and in configuration lists alike. */
+Test(cni, open_formats_ignore_unknown_keys)
+{
+	static const char conf[] = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"vendor.example/x\":{\"a\":[1]},"
+				   "\"bridge\":\"cni0\",\"ipam\":{\"type\":\"host-local\",\"extra\":true},\"disableGC\":false}";
+	static const char list[] = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"futureKey\":null,"
+				   "\"disableCheck\":false,\"plugins\":[{\"type\":\"t\",\"x\":1}]}";
+	struct flowsdn_cni_conf *c = NULL;
+	struct flowsdn_cni_conflist *l = NULL;
+
+	ASSERT_OK(conf_parse(conf, NULL, &c), "configuration with unknown keys");
+	ASSERT_STREQ(flowsdn_cni_conf_type(c), "t", "type");
+	flowsdn_cni_conf_free(c);
+	ASSERT_OK(flowsdn_cni_conflist_parse(list, strlen(list), &l, NULL), "list with unknown keys");
+	cr_assert(!flowsdn_cni_conflist_disable_check(l));
+	cr_assert_eq(flowsdn_cni_conflist_plugin_count(l), 1);
 	flowsdn_cni_conflist_free(l);
 }
 

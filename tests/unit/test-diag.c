@@ -166,7 +166,8 @@ static const struct json_field inner_fields[] = {
 	{ "on", JSON_BOOL, false, json_read_bool, offsetof(struct inner, on), NULL },
 	{ "port", JSON_NUMBER, true, json_read_uint16, offsetof(struct inner, port), NULL },
 };
-static const struct json_table inner_table = { inner_fields, 2 };
+static const struct json_table inner_table = { inner_fields, 2, 0 };
+static const struct json_table open_inner_table = { inner_fields, 2, JSON_READ_IGNORE_UNKNOWN };
 
 static const struct json_field fields[] = {
 	{ "count", JSON_NUMBER, false, json_read_int64, offsetof(struct target, count), &count_range },
@@ -223,6 +224,72 @@ Test(json_read, table_refuses_unknown_keys_and_reports_all)
 	/* Not an object at all. */
 	ASSERT_ERR(json_read_object(&ctx, json_get(v, "count"), fields, 1, &t), JSON_READ_REPORTED, "not an object");
 	diag_free(d);
+	json_free(v);
+}
+
+/* An open format: unknown keys skipped (at any depth whose table says
+ * so), every other rule kept. */
+Test(json_read, table_ignore_unknown_keeps_the_other_rules)
+{
+	static const struct json_field open_fields[] = {
+		{ "inner", JSON_OBJECT, false, json_read_nested, offsetof(struct target, in), &open_inner_table },
+		{ "name", JSON_STRING, true, json_read_string, offsetof(struct target, name), NULL },
+	};
+	struct json_value *v = parse("{\"x-vendor\":{\"a\":1},\"name\":\"n\",\"inner\":{\"port\":53,\"extra\":[]},\"zz\":0}");
+	struct json_value *bad = parse("{\"x\":1,\"name\":7,\"inner\":{\"on\":\"yes\",\"extra\":0}}");
+	struct diag *d = new_diag();
+	struct target t = { 0 };
+	struct check_ctx ctx;
+
+	check_ctx_init(&ctx, NULL);
+	ASSERT_OK(json_read_object_flags(&ctx, v, open_fields, 2, JSON_READ_IGNORE_UNKNOWN, &t), "open read");
+	ASSERT_STREQ(t.name, "n", "known field read");
+	cr_assert_eq(t.in.port, 53, "nested open table read");
+	/* Without the flag the same document is refused. */
+	check_ctx_init(&ctx, NULL);
+	ASSERT_ERR(json_read_object_flags(&ctx, v, open_fields, 2, 0, &t), JSON_READ_REPORTED, "closed read");
+	cr_assert_eq(ctx.errors, 2, "x-vendor and zz refused, got %zu", ctx.errors);
+	/* Known keys keep their types; required fields stay required. */
+	diag_begin(d, 0);
+	check_ctx_init(&ctx, d);
+	ASSERT_ERR(json_read_object_flags(&ctx, bad, open_fields, 2, JSON_READ_IGNORE_UNKNOWN, &t), JSON_READ_REPORTED,
+		   "types");
+	expect(d, 0, "name", "type");
+	expect(d, 1, "inner.on", "type");
+	expect(d, 2, "inner.port", "required");
+	cr_assert_eq(diag_count(d), 3);
+	ASSERT_STREQ(t.name, "n", "nothing stored over on a type error");
+	free(t.name);
+	diag_free(d);
+	json_free(bad);
+	json_free(v);
+}
+
+/* An array of closed objects: each item checked, its index in the path. */
+Test(json_read, table_array_of_objects)
+{
+	static const struct json_field list_fields[] = {
+		{ "items", JSON_ARRAY, true, json_read_objects, offsetof(struct target, in), &inner_table },
+	};
+	struct json_value *v = parse("{\"items\":[{\"port\":1},{\"port\":2,\"on\":true}]}");
+	struct json_value *bad = parse("{\"items\":[{\"port\":1},3,{\"on\":true,\"x\":1}]}");
+	struct diag *d = new_diag();
+	struct target t = { 0 };
+	struct check_ctx ctx;
+
+	check_ctx_init(&ctx, NULL);
+	ASSERT_OK(json_read_object(&ctx, v, list_fields, 1, &t), "read");
+	cr_assert_eq(t.in.port, 2, "items read in order into the target");
+	cr_assert(t.in.on);
+	diag_begin(d, 0);
+	check_ctx_init(&ctx, d);
+	ASSERT_ERR(json_read_object(&ctx, bad, list_fields, 1, &t), JSON_READ_REPORTED, "refused");
+	expect(d, 0, "items[1]", "type");
+	expect(d, 1, "items[2].x", "unknown-field");
+	expect(d, 2, "items[2].port", "required");
+	cr_assert_eq(diag_count(d), 3);
+	diag_free(d);
+	json_free(bad);
 	json_free(v);
 }
 

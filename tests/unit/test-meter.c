@@ -691,6 +691,10 @@ Test(meter, corruption_table)
 		{ "\"fresh\": false", "\"fresh\": null", -FLASH_E_METER_STATE_INVALID, "services[0].fresh" },
 		{ "{", "{\"format\": \"x\", ", -FLASH_E_METER_STATE_SYNTAX, "" },
 		{ "\"records\"", "\"records\": [], \"x\"", -FLASH_E_METER_STATE_INVALID, "x" },
+		/* The field tables: a misspelt record field is named (before the
+		 * then missing one), a held entry is closed too. */
+		{ "\"saturated\"", "\"saturatd\"", -FLASH_E_METER_STATE_INVALID, "records[" },
+		{ "\"time\"", "\"x\": 1, \"time\"", -FLASH_E_METER_STATE_INVALID, "services[0].held[0].x" },
 	};
 	char *doc = NULL;
 	size_t len;
