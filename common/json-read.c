@@ -199,7 +199,8 @@ int json_read_object_flags(struct check_ctx *ctx, const struct json_value *obj, 
 			check_error(ctx, "type", m->value, "must be %s, not %s", type_phrase(f->type),
 				    type_phrase(m->value->type));
 		else if (f->read)
-			r = f->read(ctx, m->value, (char *)target + f->offset, f->arg);
+			/* A NULL target checks without storing (the reader gets NULL). */
+			r = f->read(ctx, m->value, target ? (char *)target + f->offset : NULL, f->arg);
 		json_path_pop(&ctx->path, saved);
 		if (r < 0 && r != JSON_READ_REPORTED)
 			return r;

@@ -25,19 +25,24 @@ static void check(int ok)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct flash_auth_keyset *ks = (struct flash_auth_keyset *)&ks, *again = NULL;
-	char detail[256] = "", *j1 = NULL, *j2 = NULL;
+	struct flash_diag *diag = NULL;
+	char *j1 = NULL, *j2 = NULL;
 	int r;
 
-	r = flash_auth_keyset_parse((const char *)data, size, &ks, detail, sizeof(detail));
+	if (flash_diag_new(&diag) < 0)
+		return 0;
+	r = flash_auth_keyset_parse((const char *)data, size, &ks, diag);
 	if (r < 0) {
-		/* *ret_keyset untouched on failure. */
+		/* *ret_keyset untouched on failure, and the diag says why. */
 		check(ks == (struct flash_auth_keyset *)&ks);
-		check(r == -ENOMEM || detail[0] != '\0');
+		check(r == -ENOMEM || flash_diag_errors(diag) == 1);
+		flash_diag_free(diag);
 		return 0;
 	}
+	check(flash_diag_count(diag) == 0);
 	check(flash_auth_keyset_count(ks) >= 1 && flash_auth_keyset_count(ks) <= FLASH_AUTH_KEYSET_MAX);
 	check(flash_auth_keyset_to_jwks(ks, &j1) == 0);
-	check(flash_auth_keyset_parse(j1, strlen(j1), &again, detail, sizeof(detail)) == 0);
+	check(flash_auth_keyset_parse(j1, strlen(j1), &again, diag) == 0);
 	check(flash_auth_keyset_count(again) == flash_auth_keyset_count(ks));
 	check(flash_auth_keyset_to_jwks(again, &j2) == 0);
 	check(strcmp(j1, j2) == 0);
@@ -45,5 +50,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(j2);
 	flash_auth_keyset_free(again);
 	flash_auth_keyset_free(ks);
+	flash_diag_free(diag);
 	return 0;
 }

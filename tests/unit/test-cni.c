@@ -467,3 +467,18 @@ Test(cni, error_and_version_output)
 	ASSERT_STREQ(flowsdn_strerror(-FLOWSDN_E_CNI_CONFIG), "invalid network configuration", "strerror");
 	(void)r;
 }
+
+/* Found by fuzz-cni: the result's table reader computed "NULL + offset"
+ * for the nested ips table it only checks (UBSan: applying zero offset to
+ * null pointer; clang's UBSan reports it, gcc's does not).  The input is
+ * replayed here; tests/fuzz/corpus/fuzz-cni/ keeps it for the fuzzer. */
+Test(cni, result_tables_checked_without_a_target)
+{
+	static const char json[] = "{\"cniVersion\":\"0.4.0\",\"ips\":[{\"version\":\"4\",\"address\":\"10.244.7.3/24\","
+				   "\"gateway\":\"10.244.7.1\"}]}";
+	struct flowsdn_cni_result *r = NULL;
+
+	ASSERT_OK(flowsdn_cni_result_parse(json, strlen(json), &r, NULL), "a 0.4.0 result with one address");
+	cr_assert_eq(flowsdn_cni_result_ip_count(r), 1, "its one address");
+	flowsdn_cni_result_free(r);
+}
