@@ -186,14 +186,14 @@ static struct agent_core *agent;
 
 /* The agent core in-process, without a datapath: its only kernel call
  * on the ADD path before the endpoint is built is the netns lookup, which
- * this stub refuses, so an ADD whose names pass stops there. */
-static int stub_netns_ino(void *ctx, const char *path, uint64_t *ret)
+ * this fake refuses, so an ADD whose names pass stops there. */
+static int refusing_netns_ino(void *ctx, const char *path, uint64_t *ret)
 {
 	(void)ctx, (void)path, (void)ret;
 	return -ENOENT;
 }
 
-static const struct agent_ops stub_ops = { .netns_ino = stub_netns_ino };
+static const struct agent_ops refusing_ops = { .netns_ino = refusing_netns_ino };
 #endif
 
 static void setup(void)
@@ -223,7 +223,7 @@ static void setup(void)
 		cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/agent\",\"pools\":[\"10.8.0.0/24\"],"
 				   "\"datapath\":false}", state_top, state_top) > 0);
 		ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
-		ASSERT_OK(agent_core_new(c, &stub_ops, NULL, &agent), "agent core");
+		ASSERT_OK(agent_core_new(c, &refusing_ops, NULL, &agent), "agent core");
 		agent_config_free(c);
 		free(json);
 	}
@@ -338,15 +338,15 @@ static bool agent_owner(const char *cid, const char *ifname)
 #ifdef TEST_NAMES_AGENT
 /* POST /v1/cni/add as the agent core takes it: -EINVAL is the refusal of
  * the request's names (the netns is absolute); anything else means they
- * passed (the stub's netns refusal). */
+ * passed (the fake's netns refusal). */
 static bool agent_add(const char *cid, const char *ifname)
 {
-	struct agent_request rq = { .container_id = cid, .ifname = ifname, .netns = "/stub/ns" };
+	struct agent_request rq = { .container_id = cid, .ifname = ifname, .netns = "/fake/ns" };
 	struct agent_api_endpoint ep;
 	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	int r = agent_core_add(agent, &rq, &ep, d);
 
-	cr_assert(r < 0, "the stub refuses every netns, yet ADD (%s, %s) succeeded", show(cid), ifname);
+	cr_assert(r < 0, "the fake refuses every netns, yet ADD (%s, %s) succeeded", show(cid), ifname);
 	return r != -EINVAL;
 }
 
