@@ -552,6 +552,18 @@ static int adopt_doc(struct flash_schema_set *set, struct json_value *doc, size_
 	return r;
 }
 
+/* Starts reading a document for @set: the diag emptied, @ctx reporting
+ * into it, the text parsed into *ret_doc. */
+static int open_doc(struct flash_schema_set *set, const char *text, size_t len, struct diag *diag,
+		    struct json_value **ret_doc, struct check_ctx *ctx)
+{
+	if (!set || !text)
+		return -EINVAL;
+	diag_begin(diag, 0);
+	check_ctx_init(ctx, diag);
+	return parse_text(text, len, ret_doc, diag);
+}
+
 /* What a check that reported problems into @ctx returns. */
 static int read_result(const struct check_ctx *ctx, int r)
 {
@@ -576,20 +588,14 @@ static const struct json_field gvk_fields[] = {
 FLASH_API int flash_schema_set_add_openapi(struct flash_schema_set *set, const char *text, size_t len,
 					   struct flash_diag *public_diag)
 {
-	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
 	const struct json_value *schemas = NULL;
 	struct check_ctx ctx;
 	size_t n_before;
-	int r;
+	int r = open_doc(set, text, len, flash__diag(public_diag), &doc, &ctx);
 
-	if (!set || !text)
-		return -EINVAL;
-	diag_begin(diag, 0);
-	r = parse_text(text, len, &doc, diag);
 	if (r < 0)
 		return r;
-	check_ctx_init(&ctx, diag);
 	n_before = set->n_gvks;
 	r = json_read_value_at(&ctx, doc, "components.schemas", JSON_OBJECT, true, &schemas);
 	for (size_t i = 0; r == 0 && i < schemas->u.object.n; i++) {
@@ -652,20 +658,14 @@ static const struct json_field crd_fields[] = {
 FLASH_API int flash_schema_set_add_crd(struct flash_schema_set *set, const char *text, size_t len,
 				       struct flash_diag *public_diag)
 {
-	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
 	struct crd_head h = { 0 };
 	struct check_ctx ctx;
 	size_t n_before;
-	int r;
+	int r = open_doc(set, text, len, flash__diag(public_diag), &doc, &ctx);
 
-	if (!set || !text)
-		return -EINVAL;
-	diag_begin(diag, 0);
-	r = parse_text(text, len, &doc, diag);
 	if (r < 0)
 		return r;
-	check_ctx_init(&ctx, diag);
 	n_before = set->n_gvks;
 	r = json_read_object_flags(&ctx, doc, crd_fields, ARRAY_SIZE(crd_fields), JSON_READ_IGNORE_UNKNOWN, &h);
 	if (r == 0 && strcmp(h.api_version, "apiextensions.k8s.io/v1") != 0)
