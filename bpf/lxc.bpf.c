@@ -29,6 +29,7 @@
 #include "lib/common.h"
 #include "lib/conntrack.h"
 #include "lib/counters.h"
+#include "lib/frag.h"
 #include "lib/l3.h"
 #include "lib/parse.h"
 #include "lib/policy.h"
@@ -131,6 +132,7 @@ int from_container(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (rc)
 		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+	frag_track(&p);
 
 	src = ep_lookup(p.family, p.saddr);
 	if (!src || src->ifindex != skb->ifindex)
@@ -184,6 +186,7 @@ int to_container(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (rc)
 		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+	frag_track(&p);
 
 	dst = ep_lookup(p.family, p.daddr);
 	if (!dst || dst->ifindex != skb->ifindex)

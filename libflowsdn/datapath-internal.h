@@ -17,6 +17,7 @@ enum fsdn_map {
 	FSDN_MAP_MAGLEV,
 	FSDN_MAP_CT,
 	FSDN_MAP_CTSTAT,
+	FSDN_MAP_FRAG,
 	FSDN_MAP_COUNT_,
 };
 

@@ -19,3 +19,5 @@ struct flowsdn_drop_counters btf_drop_counters;
 struct flowsdn_ct_key btf_ct_key;
 struct flowsdn_ct_entry btf_ct_entry;
 struct flowsdn_ct_stats btf_ct_stats;
+struct flowsdn_frag_key btf_frag_key;
+struct flowsdn_frag_entry btf_frag_entry;
