@@ -947,4 +947,19 @@ Test(fragments, ipv6_extension_headers_are_walked, .init = setup_fib, .fini = te
 	cr_assert(drops(FLOWSDN_DROP_MALFORMED) == 1, "counted as malformed");
 }
 
+/* Kubernetes: a pod cannot block access to itself.  A hairpin (A to its
+ * own address through its veth) passes A's default-deny egress and
+ * ingress; another endpoint is still denied. */
+Test(lxc, a_pod_reaches_itself_under_default_deny, .init = setup_fib, .fini = teardown)
+{
+	struct frame f;
+
+	publish(&ep_a, 1, 5001, LO, mac_a, host_a, "10.0.0.1", "fd00::1", FLOWSDN_EP_F_ALL);
+	f = l4_4("10.0.0.1", "10.0.0.1", IPPROTO_TCP, 40000, 80, SYN);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "A to itself");
+	f = l4_4("10.0.0.1", "10.0.0.2", IPPROTO_TCP, 40000, 80, SYN);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "A to B: default deny egress");
+	cr_assert(counters(1).deny_egress == 1 && counters(1).allow_egress == 1, "verdicts counted");
+}
+
 SERIAL_TEST_MAIN()
