@@ -53,6 +53,10 @@ static const struct map_spec {
 	[FSDN_MAP_BACKEND] = { FLOWSDN_MAP_BACKENDS, BPF_MAP_TYPE_HASH, sizeof(__u32), sizeof(struct flowsdn_backend) },
 	[FSDN_MAP_MAGLEV] = { FLOWSDN_MAP_MAGLEV, BPF_MAP_TYPE_HASH, sizeof(struct flowsdn_maglev_key),
 			      sizeof(struct flowsdn_maglev_value) },
+	[FSDN_MAP_CT] = { FLOWSDN_MAP_CT, BPF_MAP_TYPE_LRU_HASH, sizeof(struct flowsdn_ct_key),
+			  sizeof(struct flowsdn_ct_entry) },
+	[FSDN_MAP_CTSTAT] = { FLOWSDN_MAP_CT_STATS, BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),
+			      sizeof(struct flowsdn_ct_stats) },
 };
 
 const char *flowsdn__map_name(enum fsdn_map m)
