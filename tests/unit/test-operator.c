@@ -847,3 +847,59 @@ Test(operator, registry_credentials_file)
 	cr_assert_null(a.v);
 	unlink(path);
 }
+
+/* A get answered from the kept answer is the answer of the store: the
+ * same bytes while nothing changed, a new answer after any write (an
+ * update, an event), and still 404 for another tenant once the owner's
+ * answer is kept. */
+Test(operator, get_answers_kept_only_while_the_store_is_unchanged)
+{
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1), *ub = update_body(spec), *first, *p;
+	char id[OP_SERVICE_ID_STRLEN];
+	struct op_response r;
+	struct json_value *v;
+	uint64_t g = 0;
+
+	memcpy(id, create("org-a", "p1", "kept", 1, spec), sizeof(id));
+	p = path_of(id);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	first = strdup(r.body);
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	ASSERT_STREQ(r.body, first, "an unchanged store answers the same bytes");
+	op_response_clear(&r);
+
+	/* Kept for org-a p1: another organization and another project still
+	 * get the unknown id's answer. */
+	r = req("GET", p, "org-b", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p2", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+
+	r = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 2, ub);
+	cr_assert(r.status == 200 || r.status == 202, "%u %s", r.status, r.body);
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_neq(r.body, first, "an update retires the kept answer");
+	v = parse(&r);
+	json_get_uint64(json_get(v, "generation"), &g);
+	cr_assert_eq(g, 2, "the new generation is shown");
+	json_free(v);
+	op_response_clear(&r);
+
+	r = req("DELETE", p, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 3, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	free(first);
+	free(p);
+	free(ub);
+	free(spec);
+}
