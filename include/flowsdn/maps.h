@@ -115,7 +115,7 @@
 /* Capacities (max_entries). */
 #define FLOWSDN_MAX_ENDPOINT_ADDRS 65536
 #define FLOWSDN_MAX_IPCACHE 65536
-#define FLOWSDN_MAX_POLICY 262144
+#define FLOWSDN_MAX_POLICY 1048576 /* 5,000 endpoints x ~50 entries, twice during switches */
 #define FLOWSDN_MAX_ENDPOINTS 16384
 #define FLOWSDN_MAX_SERVICES 65536
 #define FLOWSDN_MAX_BACKENDS 65536
