@@ -91,8 +91,8 @@ static int http_parse(struct buf *b, long *status)
 
 /* One request: @body NULL for GET.  Returns 0 with the reply body and
  * status, or a FLOWSDN_E_AGENT_* transport error. */
-static int request(const struct agent_client_opts *opts, const char *path, const char *body,
-		   struct buf *reply, long *status, struct agent_client_err *err)
+static int request_method(const struct agent_client_opts *opts, const char *method, const char *path,
+			  const char *body, struct buf *reply, long *status, struct agent_client_err *err)
 {
 	const char *sock = opts ? opts->socket : NULL;
 	unsigned int timeout = opts ? opts->timeout_ms : 0u;
@@ -114,9 +114,9 @@ static int request(const struct agent_client_opts *opts, const char *path, const
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	deadline = agent_api_now_ms() + timeout;
 	/* The agent does not start what we will no longer wait for. */
-	n = body ? asprintf(&req, "POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+	n = body ? asprintf(&req, "%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
 			    AGENT_API_DEADLINE_HEADER ": %lld\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-			    path, (long long)deadline, strlen(body), body)
+			    method, path, (long long)deadline, strlen(body), body)
 		 : asprintf(&req, "GET %s HTTP/1.1\r\nHost: localhost\r\n" AGENT_API_DEADLINE_HEADER
 			    ": %lld\r\nConnection: close\r\n\r\n", path, (long long)deadline);
 	if (n < 0)
@@ -238,6 +238,13 @@ static int reply_parse(struct buf *reply, long status, struct json_value **ret_r
 	}
 	*ret_root = root;
 	return 0;
+}
+
+/* One request: POST with @body, GET without. */
+static int request(const struct agent_client_opts *opts, const char *path, const char *body, struct buf *reply,
+		   long *status, struct agent_client_err *err)
+{
+	return request_method(opts, "POST", path, body, reply, status, err);
 }
 
 static int call(const struct agent_client_opts *opts, const char *path, const char *body,
@@ -395,4 +402,24 @@ int agent_client_get(const struct agent_client_opts *opts, const char *path,
 	*ret_body = reply.data;
 	*ret_status = status;
 	return 0;
+}
+
+int agent_client_endpoint_labels(const struct agent_client_opts *opts, uint32_t id, const char *body,
+				 struct agent_client_err *err)
+{
+	struct buf reply = { 0 };
+	struct json_value *root = NULL;
+	char path[64];
+	long status = 0;
+	int r;
+
+	if (!body || !id)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/v1/endpoint/%u/labels", id);
+	r = request_method(opts, "PUT", path, body, &reply, &status, err);
+	if (r == 0)
+		r = reply_parse(&reply, status, &root, err);
+	json_free(root);
+	free(reply.data);
+	return r;
 }

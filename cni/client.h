@@ -50,4 +50,9 @@ int agent_client_health(const struct agent_client_opts *opts, struct agent_clien
 /* GET @path (a /v1/... route): the body (freed by the caller) and status. */
 int agent_client_get(const struct agent_client_opts *opts, const char *path, char **ret_body, long *ret_status);
 
+/* PUT /v1/endpoint/@id/labels with @body ({"namespace", "name",
+ * "labels", "namedPorts"}, contracts C3). */
+int agent_client_endpoint_labels(const struct agent_client_opts *opts, uint32_t id, const char *body,
+				 struct agent_client_err *err);
+
 #endif
