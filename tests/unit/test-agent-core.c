@@ -4,6 +4,7 @@
  * memory. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -548,6 +549,56 @@ Test(agent_core, del_gc_and_restore)
 		cr_assert_eq(na, 0, "its addresses are released");
 		free(alloc);
 	}
+	agent_core_free(core);
+}
+
+/* issue 13: the entry name "<id>.<ifname>.json" of a 255-byte id is 265
+ * bytes, over NAME_MAX, so an offline DEL of such an owner could not be
+ * queued.  Long owners get "<prefix>~<hash>.json"; two ids that share the
+ * prefix get different entries, and the agent replays both. */
+Test(agent_core, queue_entries_of_the_longest_ids)
+{
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint a, b;
+	char id_a[256], id_b[256], path[1024];
+	_cleanup_free_ char *qdir = NULL, *na = NULL, *nb = NULL;
+
+	memset(id_a, 'x', 255);
+	id_a[255] = '\0';
+	memcpy(id_b, id_a, sizeof(id_b));
+	id_b[254] = 'y';
+	ASSERT_OK(add(core, id_a, "/fake/ns/1", &a), "ADD a 255-byte id");
+	ASSERT_OK(add(core, id_b, "/fake/ns/2", &b), "ADD another");
+	agent_core_free(core);
+
+	na = agent_api_queue_entry_name(id_a, "eth0");
+	nb = agent_api_queue_entry_name(id_b, "eth0");
+	cr_assert(na && nb);
+	cr_assert_leq(strlen(na), NAME_MAX, "%zu bytes", strlen(na));
+	cr_assert_str_neq(na, nb, "ids sharing a prefix get their own entries");
+	cr_assert(strstr(na, ".json") && na[strlen(na) - 5] == '.', "%s", na);
+	{
+		_cleanup_free_ char *shorter = agent_api_queue_entry_name("c1", "eth0");
+
+		ASSERT_STREQ(shorter, "c1.eth0.json", "short owners keep the plain name");
+	}
+	snprintf(path, sizeof(path), "%s/state", dir);
+	qdir = agent_api_queue_dir(path);
+	cr_assert(qdir);
+	/* As the plugin writes them (cni/queue.c): the owner body under the
+	 * entry name. */
+	for (int k = 0; k < 2; k++) {
+		_cleanup_free_ char *body = NULL;
+
+		ASSERT_OK(agent_api_owner_body(k ? id_b : id_a, "eth0", NULL, 0, &body), "body");
+		snprintf(path, sizeof(path), "%s/%s", qdir, k ? nb : na);
+		write_text(path, body);
+	}
+	snprintf(path, sizeof(path), "%s/%s", qdir, na);
+
+	core = core_start();
+	cr_assert_eq(agent_core_endpoint_count(core), 0, "both queued DELs ran at start");
+	cr_assert(access(path, F_OK) < 0, "entry consumed");
 	agent_core_free(core);
 }
 
