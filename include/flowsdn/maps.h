@@ -133,7 +133,11 @@ FLOWSDN_CHECK_OFF(flowsdn_endpoint_key, pad0, 17);
 /* endpoint_info.flags */
 #define FLOWSDN_EP_F_ENFORCE_INGRESS (1u << 0) /* default deny for traffic to the endpoint */
 #define FLOWSDN_EP_F_ENFORCE_EGRESS (1u << 1)  /* default deny for traffic from the endpoint */
-#define FLOWSDN_EP_F_ALL (FLOWSDN_EP_F_ENFORCE_INGRESS | FLOWSDN_EP_F_ENFORCE_EGRESS)
+/* Services are translated per packet at tc on the endpoint's veth (its
+ * sockets never reach the host kernel: gVisor netstack sandboxes), not by
+ * the socket LB. */
+#define FLOWSDN_EP_F_SVC_PACKET (1u << 2)
+#define FLOWSDN_EP_F_ALL (FLOWSDN_EP_F_ENFORCE_INGRESS | FLOWSDN_EP_F_ENFORCE_EGRESS | FLOWSDN_EP_F_SVC_PACKET)
 
 /* flowsdn_ep value: where the endpoint is and who it is. */
 struct flowsdn_endpoint_info {
