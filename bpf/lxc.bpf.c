@@ -27,6 +27,7 @@
 #include "lib/l3.h"
 #include "lib/parse.h"
 #include "lib/policy.h"
+#include "lib/srcrange.h" /* the map: node.bpf.c enforces it, every object shares it */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

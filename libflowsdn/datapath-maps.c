@@ -53,6 +53,8 @@ static const struct map_spec {
 	[FSDN_MAP_BACKEND] = { FLOWSDN_MAP_BACKENDS, BPF_MAP_TYPE_HASH, sizeof(__u32), sizeof(struct flowsdn_backend) },
 	[FSDN_MAP_MAGLEV] = { FLOWSDN_MAP_MAGLEV, BPF_MAP_TYPE_HASH, sizeof(struct flowsdn_maglev_key),
 			      sizeof(struct flowsdn_maglev_value) },
+	[FSDN_MAP_SRCRANGE] = { FLOWSDN_MAP_SRCRANGE, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct flowsdn_srcrange_key),
+				sizeof(struct flowsdn_srcrange_value) },
 };
 
 const char *flowsdn__map_name(enum fsdn_map m)

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * A test harness for bpf/lib/nat.h: one tc program that applies the NAT
- * primitive named in the nat_req map to the packet it is run on, so that
- * tests/bpf/test-nat.c can check the rewritten bytes and checksums with
- * BPF_PROG_TEST_RUN.  Not part of the datapath.
+ * A test harness for bpf/lib/nat.h and bpf/lib/srcrange.h: nat_run
+ * applies the NAT primitive named in the nat_req map to the packet it is
+ * run on, so that tests/bpf/test-nat.c can check the rewritten bytes and
+ * checksums with BPF_PROG_TEST_RUN; srcrange_run gives the source-range
+ * verdict of a packet's source for the service in srcrange_req
+ * (tests/bpf/test-srcrange.c).  Not part of the datapath.
  */
 #include "lib/common.h"
+#include "lib/counters.h"
 #include "lib/parse.h"
 #include "lib/nat.h"
+#include "lib/srcrange.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -75,4 +79,26 @@ int nat_run(struct __sk_buff *skb)
 	if (req)
 		req->result = r;
 	return r ? TC_ACT_SHOT : TC_ACT_OK;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32); /* the svc_id to check */
+} srcrange_req SEC(".maps");
+
+/* TC_ACT_OK when the source may reach the service, else the drop (counted
+ * under its reason). */
+SEC("tc")
+int srcrange_run(struct __sk_buff *skb)
+{
+	struct pkt p = {};
+	__u32 zero = 0, *svc_id, reason;
+
+	svc_id = bpf_map_lookup_elem(&srcrange_req, &zero);
+	if (!svc_id || parse_packet(skb, &p))
+		return TC_ACT_UNSPEC;
+	reason = srcrange_check(*svc_id, p.family, p.saddr);
+	return reason ? drop(reason, NULL, p.len) : TC_ACT_OK;
 }

@@ -16,3 +16,5 @@ struct flowsdn_backend btf_backend;
 struct flowsdn_maglev_key btf_maglev_key;
 struct flowsdn_maglev_value btf_maglev_value;
 struct flowsdn_drop_counters btf_drop_counters;
+struct flowsdn_srcrange_key btf_srcrange_key;
+struct flowsdn_srcrange_value btf_srcrange_value;

@@ -63,6 +63,11 @@ static const struct layout layouts[] = {
 	L(flowsdn_maglev_key, M(flowsdn_maglev_key, svc_id), M(flowsdn_maglev_key, slot)),
 	L(flowsdn_maglev_value, M(flowsdn_maglev_value, backend_id)),
 	L(flowsdn_drop_counters, M(flowsdn_drop_counters, packets), M(flowsdn_drop_counters, bytes)),
+	L(flowsdn_srcrange_key, M(flowsdn_srcrange_key, prefixlen), M(flowsdn_srcrange_key, svc_id),
+	  M(flowsdn_srcrange_key, list), M(flowsdn_srcrange_key, family), M(flowsdn_srcrange_key, pad0),
+	  M(flowsdn_srcrange_key, addr)),
+	L(flowsdn_srcrange_value, M(flowsdn_srcrange_value, flags), M(flowsdn_srcrange_value, pad0),
+	  M(flowsdn_srcrange_value, packets)),
 };
 
 Test(maps, btf_layout_matches_host)
