@@ -470,19 +470,23 @@ FLOWSDN_API int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct 
 	return 0;
 }
 
+int flowsdn__prefix_bits(const struct flowsdn_prefix *p)
+{
+	unsigned int bits = p ? flowsdn_addr_bits(&p->addr) : 0;
+
+	return bits == 0 || p->len > bits ? -EINVAL : (int)bits;
+}
+
 static int ipcache_key(const struct flowsdn_prefix *p, struct flowsdn_ipcache_key *k)
 {
-	unsigned int bits;
+	int bits = flowsdn__prefix_bits(p);
 
-	if (!p)
-		return -EINVAL;
-	bits = flowsdn_addr_bits(&p->addr);
-	if (bits == 0 || p->len > bits)
-		return -EINVAL;
+	if (bits < 0)
+		return bits;
 	memset(k, 0, sizeof(*k));
 	k->prefixlen = FLOWSDN_IPCACHE_PREFIX_BASE + p->len;
 	k->family = p->addr.family;
-	memcpy(k->addr, p->addr.bytes, bits / 8);
+	memcpy(k->addr, p->addr.bytes, (size_t)bits / 8);
 	return 0;
 }
 

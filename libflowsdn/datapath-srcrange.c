@@ -18,17 +18,14 @@
 /* The key of range @p of @list (host bits cleared). */
 static int range_key(uint32_t svc_id, uint8_t list, const struct flowsdn_prefix *p, struct flowsdn_srcrange_key *k)
 {
-	unsigned int bits;
+	int bits = flowsdn__prefix_bits(p);
 	uint8_t a[16];
 
-	if (!p)
-		return -EINVAL;
-	bits = flowsdn_addr_bits(&p->addr);
-	if (bits == 0 || p->len > bits)
-		return -EINVAL;
+	if (bits < 0)
+		return bits;
 	memset(k, 0, sizeof(*k));
-	memcpy(a, p->addr.bytes, bits / 8);
-	for (unsigned int i = 0; i < bits / 8; i++) {
+	memcpy(a, p->addr.bytes, (size_t)bits / 8);
+	for (unsigned int i = 0; i < (unsigned int)bits / 8; i++) {
 		unsigned int keep = p->len > i * 8 ? p->len - i * 8 : 0;
 
 		if (keep < 8)
@@ -38,7 +35,7 @@ static int range_key(uint32_t svc_id, uint8_t list, const struct flowsdn_prefix 
 	k->svc_id = svc_id;
 	k->list = list;
 	k->family = p->addr.family;
-	memcpy(k->addr, a, bits / 8);
+	memcpy(k->addr, a, (size_t)bits / 8);
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "harness.h"
 #include "netns-helpers.h"
 
 #define NAT_OP_DNAT 1
@@ -44,22 +45,11 @@ static int prog_fd, req_fd;
 
 static void setup(void)
 {
-	const char *top = getenv("top_builddir") ? getenv("top_builddir") : ".";
-	char path[4096];
-	LIBBPF_OPTS(bpf_object_open_opts, oo);
-
 	node_enter();
 	snprintf(pin_dir, sizeof(pin_dir), "/tmp/flowsdn-nattest-XXXXXX");
 	cr_assert(mkdtemp(pin_dir));
 	cr_assert(mount("bpffs", pin_dir, "bpf", 0, "mode=0700") == 0, "bpffs: %s", strerror(errno));
-	oo.pin_root_path = pin_dir;
-	snprintf(path, sizeof(path), "%s/tests/bpf/nat-test.bpf.o", top);
-	obj = bpf_object__open_file(path, &oo);
-	cr_assert(obj, "open %s: %s", path, strerror(errno));
-	cr_assert(bpf_object__load(obj) == 0, "load %s (verifier log above)", path);
-	prog_fd = bpf_program__fd(bpf_object__find_program_by_name(obj, "nat_run"));
-	req_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "nat_req"));
-	cr_assert(prog_fd >= 0 && req_fd >= 0);
+	obj = harness_load(pin_dir, "nat_run", "nat_req", &prog_fd, &req_fd);
 }
 
 static void teardown(void)

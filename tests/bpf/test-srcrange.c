@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 #include <flowsdn/datapath.h>
 
+#include "harness.h"
 #include "netns-helpers.h"
 
 static char pin_dir[64];
@@ -31,9 +32,6 @@ static int prog_fd, req_fd;
 
 static void setup(void)
 {
-	const char *top = getenv("top_builddir") ? getenv("top_builddir") : ".";
-	char path[4096];
-	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	int r;
 
 	node_enter();
@@ -43,14 +41,8 @@ static void setup(void)
 	r = flowsdn_datapath_open(&o, &dp);
 	cr_assert(r == 0, "load: %s", flowsdn_strerror(r));
 	maps = flowsdn_datapath_maps(dp);
-	oo.pin_root_path = pin_dir;
-	snprintf(path, sizeof(path), "%s/tests/bpf/nat-test.bpf.o", top);
-	obj = bpf_object__open_file(path, &oo);
-	cr_assert(obj, "open %s: %s", path, strerror(errno));
-	cr_assert(bpf_object__load(obj) == 0, "load %s", path);
-	prog_fd = bpf_program__fd(bpf_object__find_program_by_name(obj, "srcrange_run"));
-	req_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "srcrange_req"));
-	cr_assert(prog_fd >= 0 && req_fd >= 0);
+	/* The harness reuses the datapath's pinned maps. */
+	obj = harness_load(pin_dir, "srcrange_run", "srcrange_req", &prog_fd, &req_fd);
 }
 
 static void teardown(void)
