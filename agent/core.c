@@ -15,6 +15,7 @@
 #include <flowsdn/ipam.h>
 #include <flowsdn/netlink.h>
 
+#include "conntrack.h"
 #include "core.h"
 #include "json.h"
 #include "log.h"
@@ -58,6 +59,7 @@ struct agent_core {
 	pthread_cond_t del_cond;    /* a deletion was queued or ended */
 	struct flowsdn_ipam *ipam;  /* in memory: the state file holds the addresses */
 	struct flowsdn_datapath *dp; /* NULL with "datapath": false */
+	struct agent_ct *ct_gc;     /* conntrack collector (with dp, when the ops have one) */
 	struct ep **eps;
 	size_t n_eps, cap_eps;
 	struct agent_api_endpoint **dels; /* unpublished, veth being removed (FIFO) */
@@ -1262,6 +1264,7 @@ void agent_core_free(struct agent_core *a)
 		free(a->dels[i]);
 	free(a->dels);
 	free(a->busy);
+	agent_ct_stop(a->ct_gc);
 	if (a->dp)
 		a->ops->dp_free(a->ctx, a->dp);
 	flowsdn_ipam_free(a->ipam);
@@ -1337,12 +1340,18 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	if (cfg->datapath) {
 		FLOWSDN_OPTS(flowsdn_datapath_opts, dpo, .pin_dir = cfg->pin_dir,
 			     .egress_mode = cfg->egress_stack ? FLOWSDN_EGRESS_STACK : FLOWSDN_EGRESS_FIB,
-			     .attach_mode = (enum flowsdn_attach_mode)cfg->attach_mode);
+			     .attach_mode = (enum flowsdn_attach_mode)cfg->attach_mode, .ct_max = cfg->ct_max,
+			     .ct_timeouts = &cfg->ct_timeouts);
 
 		err = a->ops->dp_open(a->ctx, &dpo, &a->dp);
 		if (err < 0) {
 			pr_err("agent: loading the datapath in %s: %s", cfg->pin_dir, flowsdn_strerror(err));
 			goto out;
+		}
+		if (a->ops->dp_ct_gc) {
+			err = agent_ct_start(a->ops, a->ctx, a->dp, cfg->ct_gc_interval_s, &a->ct_gc);
+			if (err < 0)
+				goto out;
 		}
 	}
 	err = restore(a);

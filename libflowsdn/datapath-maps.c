@@ -55,6 +55,10 @@ static const struct map_spec {
 			      sizeof(struct flowsdn_maglev_value) },
 	[FSDN_MAP_SRCRANGE] = { FLOWSDN_MAP_SRCRANGE, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct flowsdn_srcrange_key),
 				sizeof(struct flowsdn_srcrange_value) },
+	[FSDN_MAP_CT] = { FLOWSDN_MAP_CT, BPF_MAP_TYPE_LRU_HASH, sizeof(struct flowsdn_ct_key),
+			  sizeof(struct flowsdn_ct_entry) },
+	[FSDN_MAP_CTSTAT] = { FLOWSDN_MAP_CT_STATS, BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),
+			      sizeof(struct flowsdn_ct_stats) },
 };
 
 const char *flowsdn__map_name(enum fsdn_map m)

@@ -187,6 +187,70 @@ FLOWSDN_API int flowsdn_maps_srcrange_clear(struct flowsdn_maps *maps, uint32_t 
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_srcrange_packets(struct flowsdn_maps *maps, uint32_t svc_id,
 							   enum flowsdn_srcrange_list list,
 							   const struct flowsdn_prefix *prefix, uint64_t *ret);
+/* ------------------------------------------------------------ conntrack */
+
+/*
+ * The connection tracking table flowsdn_ct (<flowsdn/maps.h>): the BPF
+ * programs create, update and read entries; userspace counts, lists,
+ * collects the dead and flushes.  An entry is dead once its expires (ns,
+ * CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns()) has passed; the
+ * datapath ignores dead entries, flowsdn_maps_ct_gc() removes them.
+ */
+
+/* Timeouts in seconds; a member of 0 keeps its default
+ * (FLOWSDN_CT_TIMEOUT_* of <flowsdn/maps.h>). */
+struct flowsdn_ct_timeouts {
+	uint32_t tcp;         /* established TCP */
+	uint32_t tcp_syn;     /* handshake not finished */
+	uint32_t tcp_close;   /* after RST or both FINs */
+	uint32_t udp;         /* UDP and other ported protocols, no reply yet */
+	uint32_t udp_replied; /* once a reply was seen */
+	uint32_t icmp;        /* ICMP/ICMPv6 echo */
+};
+
+/* Fills a conntrack key for the tuple @src:@sport -> @dst:@dport of
+ * @protocol (ports in host order; ICMP/ICMPv6 echo: the identifier in
+ * @sport, @dport 0), the original direction.  -EINVAL when the families
+ * differ or are not IPv4/IPv6, or ICMP has a non-zero @dport. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_ct_key_make(const struct flowsdn_addr *src, uint16_t sport,
+						 const struct flowsdn_addr *dst, uint16_t dport, uint8_t protocol,
+						 struct flowsdn_ct_key *ret);
+
+/* Reads the entry of @key (exact: the original direction).  -ENOENT when
+ * absent (dead entries are returned: compare expires with the clock). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ct_lookup(struct flowsdn_maps *maps, const struct flowsdn_ct_key *key,
+						    struct flowsdn_ct_entry *ret);
+
+/* Called for each entry by flowsdn_maps_ct_iterate(): 0 goes on, any
+ * other value stops the walk and is returned. */
+typedef int (*flowsdn_ct_visit_fn)(const struct flowsdn_ct_key *key, const struct flowsdn_ct_entry *entry,
+				   void *userdata);
+
+/* Calls @fn for each entry (dead ones too).  The datapath keeps writing
+ * while the walk runs: an entry created or evicted meanwhile may be
+ * missed or seen with newer counters, none is seen twice unless the
+ * table is flushed meanwhile.  Returns 0, @fn's value, or -errno. */
+FLOWSDN_API int flowsdn_maps_ct_iterate(struct flowsdn_maps *maps, flowsdn_ct_visit_fn fn, void *userdata);
+
+/* Removes the dead entries: those that expired before @now_ns
+ * (CLOCK_MONOTONIC ns; 0: the current time).  *ret_removed (may be NULL)
+ * says how many.  0 or -errno. */
+FLOWSDN_API int flowsdn_maps_ct_gc(struct flowsdn_maps *maps, uint64_t now_ns, size_t *ret_removed);
+
+/* Removes every entry (@addr NULL), or those with @addr as source or
+ * destination (an endpoint that goes: a later endpoint with the address
+ * must not inherit its connections).  Their next packets are judged by
+ * policy as new connections.  0 or -errno. */
+FLOWSDN_API int flowsdn_maps_ct_flush(struct flowsdn_maps *maps, const struct flowsdn_addr *addr,
+				      size_t *ret_removed);
+
+/* Counts the entries alive at @now_ns (0: now) and all of them (dead
+ * ones included; either pointer may be NULL).  O(entries). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ct_count(struct flowsdn_maps *maps, uint64_t now_ns, size_t *ret_live,
+						   size_t *ret_total);
+
+/* The lookup counters of the datapath, summed over the CPUs. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ct_stats(struct flowsdn_maps *maps, struct flowsdn_ct_stats *ret);
 
 /* ------------------------------------------------------------ the loader */
 
@@ -212,6 +276,13 @@ struct flowsdn_datapath_opts {
 	bool no_redirect_peer;
 	/* Do not mount bpffs; fail with -FLOWSDN_E_BPF_NO_BPFFS instead. */
 	bool no_mount;
+	/* Connection tracking table size (flowsdn_ct max entries); 0:
+	 * FLOWSDN_CT_DEFAULT_MAX.  A table pinned with another size is
+	 * replaced by an empty one (tracked connections are forgotten:
+	 * their next packets are judged by policy as new ones). */
+	uint32_t ct_max;
+	/* Conntrack timeouts; NULL: the defaults of <flowsdn/maps.h>. */
+	const struct flowsdn_ct_timeouts *ct_timeouts;
 };
 
 /* Loads the embedded datapath (see the top of this file).  Outputs

@@ -21,6 +21,7 @@
 #endif
 
 #include "agent-api.h"
+#include "conntrack.h"
 #include "core.h"
 #include "diag.h"
 #include "diag-helpers.h"
@@ -1090,6 +1091,85 @@ static void unserve(struct served *s)
 }
 
 /* Item 9: duplicate Content-Length and a NUL in the path are 400. */
+/* ---------------------------------------------------------- conntrack */
+
+Test(agent_conf, conntrack_keys_defaults_ranges_and_output)
+{
+	struct agent_config *c = NULL;
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	char *json = NULL;
+	const char *good = "{\"conntrack-max\":4096,\"conntrack-gc-interval-seconds\":5,"
+			   "\"conntrack-timeout-tcp-seconds\":3600,\"conntrack-timeout-udp-seconds\":20,"
+			   "\"conntrack-timeout-icmp-seconds\":7}";
+	const char *bad = "{\"conntrack-max\":10}";
+
+	ASSERT_OK(agent_config_new(&c), "defaults");
+	cr_assert(c->ct_max == FLOWSDN_CT_DEFAULT_MAX && c->ct_gc_interval_s == 30, "default size and interval");
+	cr_assert(c->ct_timeouts.tcp == 21600 && c->ct_timeouts.tcp_syn == 60 && c->ct_timeouts.tcp_close == 10 &&
+			  c->ct_timeouts.udp == 60 && c->ct_timeouts.udp_replied == 180 && c->ct_timeouts.icmp == 30,
+		  "default timeouts");
+	agent_config_free(c);
+	c = NULL;
+	ASSERT_OK(agent_config_parse(good, strlen(good), &c, d), test_engine_text(d));
+	cr_assert(c->ct_max == 4096 && c->ct_gc_interval_s == 5 && c->ct_timeouts.tcp == 3600 &&
+			  c->ct_timeouts.udp == 20 && c->ct_timeouts.icmp == 7 && c->ct_timeouts.udp_replied == 180,
+		  "parsed");
+	ASSERT_OK(agent_config_format(c, &json), "format");
+	cr_assert(strstr(json, "\"conntrack-max\": 4096") && strstr(json, "\"conntrack-timeout-udp-seconds\": 20"),
+		  "formatted: %s", json);
+	free(json);
+	agent_config_free(c);
+	c = NULL;
+	cr_assert(agent_config_parse(bad, strlen(bad), &c, d) == -FLOWSDN_E_AGENT_CONFIG, "conntrack-max 10 refused");
+	cr_assert(c == NULL);
+	cr_assert(strstr(test_engine_text(d), "conntrack-max"), "names the key: %s", test_engine_text(d));
+}
+
+static int gc_calls;
+static pthread_mutex_t gc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int f_dp_ct_gc(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed)
+{
+	(void)ctx;
+	(void)dp;
+	pthread_mutex_lock(&gc_lock);
+	gc_calls++;
+	pthread_mutex_unlock(&gc_lock);
+	*ret_removed = 3;
+	return 0;
+}
+
+Test(agent_conntrack, collector_runs_on_its_interval_and_on_demand, .timeout = 20)
+{
+	struct agent_ops ops = fake_ops;
+	struct agent_ct *ct = NULL;
+	struct agent_ct_status st;
+	size_t removed = 0;
+	int calls;
+
+	ops.dp_ct_gc = f_dp_ct_gc;
+	ASSERT_ERR(agent_ct_start(&fake_ops, NULL, (struct flowsdn_datapath *)&ops, 1, &ct), -EINVAL,
+		   "ops without a collector");
+	ASSERT_ERR(agent_ct_start(&ops, NULL, (struct flowsdn_datapath *)&ops, 0, &ct), -EINVAL, "interval 0");
+	cr_assert(ct == NULL);
+	ASSERT_OK(agent_ct_start(&ops, NULL, (struct flowsdn_datapath *)&ops, 1, &ct), "start");
+	ASSERT_OK(agent_ct_run(ct, &removed), "a pass now");
+	cr_assert(removed == 3);
+	for (int i = 0; i < 50; i++) {
+		pthread_mutex_lock(&gc_lock);
+		calls = gc_calls;
+		pthread_mutex_unlock(&gc_lock);
+		if (calls >= 2)
+			break;
+		usleep(100 * 1000);
+	}
+	cr_assert(calls >= 2, "the thread ran a pass within 5 s (%d calls)", calls);
+	agent_ct_status(ct, &st);
+	cr_assert(st.runs >= 2 && st.removed >= 6 && st.last_err == 0, "runs %llu removed %llu",
+		  (unsigned long long)st.runs, (unsigned long long)st.removed);
+	agent_ct_stop(ct);
+}
+
 Test(agent_http, malformed_heads_are_400)
 {
 	static const char dup_cl[] = "POST /v1/cni/del HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
