@@ -449,6 +449,17 @@ FLOWSDN_CHECK_OFF(flowsdn_ct_key, pad0, 38);
 /* ct_entry.flags */
 #define FLOWSDN_CT_F_SVC_XLATED (1u << 0) /* the tc service path translated it (rev_* valid) */
 #define FLOWSDN_CT_F_REPLIED (1u << 1)    /* a packet was seen in the reply direction */
+/* The tc path rewrote the flow's source (NodePort to another node's
+ * backend): rev_addr/rev_port hold the client's own address and port, to
+ * restore into replies' destination (the entry of the SNATed tuple). */
+#define FLOWSDN_CT_F_SNAT (1u << 2)
+/* The entry of a translated flow's frontend tuple (client -> frontend,
+ * as the client sends it): backend_id is where its packets go;
+ * rev_addr/rev_port is the source they leave with (the client's own, or
+ * the node's address and port with FLOWSDN_CT_F_SNAT).  Never a reply's. */
+#define FLOWSDN_CT_F_SVC_FRONT (1u << 3)
+/* The flags ct_create() takes from its init entry. */
+#define FLOWSDN_CT_F_INIT_MASK (FLOWSDN_CT_F_SVC_XLATED | FLOWSDN_CT_F_SNAT | FLOWSDN_CT_F_SVC_FRONT)
 
 /* ct_entry direction indexes (packets[], bytes[]). */
 #define FLOWSDN_CT_DIR_ORIG 0
@@ -531,7 +542,10 @@ FLOWSDN_CHECK_OFF(flowsdn_ct_stats, closed, 56);
 	X(FIB_FAILED, 6, "FIB lookup failed")                               \
 	X(REDIRECT_FAILED, 7, "redirect failed")                            \
 	X(TTL_EXCEEDED, 8, "TTL or hop limit exhausted")                    \
-	X(SOURCE_RANGE, 9, "source not in the service's source ranges (or denied)")
+	X(SOURCE_RANGE, 9, "source not in the service's source ranges (or denied)") \
+	X(NO_BACKEND, 10, "service has no active backend")                  \
+	X(LOCAL_ONLY, 11, "traffic policy Local: no backend on this node")  \
+	X(NO_SNAT_PORT, 12, "no free source port to SNAT to")
 
 enum flowsdn_drop_reason {
 #define FLOWSDN_X_ENUM(name, value, text) FLOWSDN_DROP_##name = value,
