@@ -19,6 +19,7 @@
 #include "core.h"
 #include "json.h"
 #include "log.h"
+#include "policy.h"
 #include "names.h"
 #include "replay.h"
 #include "util.h"
@@ -60,6 +61,7 @@ struct agent_core {
 	struct flowsdn_ipam *ipam;  /* in memory: the state file holds the addresses */
 	struct flowsdn_datapath *dp; /* NULL with "datapath": false */
 	struct agent_ct *ct_gc;     /* conntrack collector (with dp, when the ops have one) */
+	struct agent_policy *pol;   /* policies, namespaces, endpoint identities (own lock) */
 	struct ep **eps;
 	size_t n_eps, cap_eps;
 	struct agent_api_endpoint **dels; /* unpublished, veth being removed (FIFO) */
@@ -358,6 +360,7 @@ static void endpoint_unpublish(struct agent_core *a, const struct agent_api_endp
 	struct flowsdn_endpoint d;
 	int err;
 
+	agent_policy_endpoint_remove(a->pol, e->id);
 	if (!a->dp)
 		return;
 	endpoint_to_dp(e, &d);
@@ -1146,10 +1149,11 @@ int agent_core_set_translation(struct agent_core *a, uint32_t id, enum flowsdn_c
 		if (a->dp) {
 			struct flowsdn_endpoint d;
 
+			/* Only this flag: the enforcement flags are the policy's. */
 			endpoint_to_dp(&e, &d);
-			err = a->ops->dp_publish(a->ctx, a->dp, &d);
+			err = a->ops->dp_flags(a->ctx, a->dp, &d, FLOWSDN_EP_F_SVC_PACKET, d.flags & FLOWSDN_EP_F_SVC_PACKET);
 			if (err < 0) {
-				agent_diag_set(diag, "publishing endpoint %u: %s", id, flowsdn_strerror(err));
+				agent_diag_set(diag, "endpoint %u: %s", id, flowsdn_strerror(err));
 				goto out;
 			}
 		}
@@ -1169,6 +1173,29 @@ int agent_core_set_translation(struct agent_core *a, uint32_t id, enum flowsdn_c
 out:
 	owner_release(a, cid, ifn);
 	return err;
+}
+
+struct agent_policy *agent_core_policy(struct agent_core *a)
+{
+	return a ? a->pol : NULL;
+}
+
+int agent_core_endpoint_labels(struct agent_core *a, uint32_t id, const struct agent_policy_meta *meta,
+			       struct diag *diag)
+{
+	struct agent_api_endpoint e;
+	struct flowsdn_endpoint d;
+	int err;
+
+	if (!a || !meta)
+		return -EINVAL;
+	err = agent_core_endpoint(a, id, &e);
+	if (err < 0) {
+		agent_diag_set(diag, "no endpoint %u", id);
+		return err;
+	}
+	endpoint_to_dp(&e, &d);
+	return agent_policy_endpoint_set(a->pol, &d, e.container_id, meta, diag);
 }
 
 int agent_core_ipam(struct agent_core *a, struct flowsdn_ipam_pool_summary *pools, size_t max, size_t *ret_n_pools,
@@ -1265,6 +1292,7 @@ void agent_core_free(struct agent_core *a)
 	free(a->dels);
 	free(a->busy);
 	agent_ct_stop(a->ct_gc);
+	agent_policy_free(a->pol);
 	if (a->dp)
 		a->ops->dp_free(a->ctx, a->dp);
 	flowsdn_ipam_free(a->ipam);
@@ -1354,6 +1382,11 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 				goto out;
 		}
 	}
+	/* The policy writes the real maps only (the ops' fakes have none). */
+	err = agent_policy_new(cfg->state_dir, a->dp && a->ops == &agent_ops_kernel ? flowsdn_datapath_maps(a->dp) : NULL,
+			       &a->pol);
+	if (err < 0)
+		goto out;
 	err = restore(a);
 	if (err < 0)
 		goto out;

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <flowsdn/addr.h>
+#include <flowsdn/datapath.h>
 
 enum fsdn_map {
 	FSDN_MAP_EP,
@@ -33,5 +34,10 @@ const char *flowsdn__map_name(enum fsdn_map m);
 int flowsdn__prefix_bits(const struct flowsdn_prefix *p);
 /* "@dir/@name" into @buf; -ENAMETOOLONG if it does not fit. */
 int flowsdn__pin_path(const char *dir, const char *name, char *buf, size_t size);
+
+/* -EINVAL for a policy key with non-zero pad, a bad direction or prefix. */
+int flowsdn__policy_key_valid(const struct flowsdn_policy_key *k);
+/* The flowsdn_ep key of @a; -EINVAL when it is not IPv4/IPv6. */
+int flowsdn__ep_key(const struct flowsdn_addr *a, struct flowsdn_endpoint_key *k);
 
 #endif

@@ -64,6 +64,14 @@
  * FLOWSDN_EP_F_ENFORCE_INGRESS/EGRESS for that direction, else allow).
  * Within one lookup the longest prefix wins, so a compiler that wants
  * "deny wins" writes any more-specific allow that a deny covers as deny.
+ * Atomic switch: the ep_id of a policy key is the endpoint id with the
+ * generation in its top bit (FLOWSDN_POLICY_KEY_ID(ep_id, gen); endpoint
+ * ids stay below 2^31), and the datapath looks up the generation its
+ * endpoint_info.policy_gen names.  A new policy is written complete
+ * under the other generation, then policy_gen and the enforcement flags
+ * flip in one update of each address entry, then the old generation is
+ * deleted: a packet sees the old set or the new one, never a mix or an
+ * empty set.
  * CIDR peers: the compiler gives each CIDR of a policy a local identity
  * (>= FLOWSDN_IDENTITY_LOCAL_BASE, as Cilium's CIDR identities) and
  * writes prefix -> identity into flowsdn_ipcache; a packet's peer
@@ -150,6 +158,8 @@ FLOWSDN_CHECK_OFF(flowsdn_endpoint_key, pad0, 17);
  * sockets never reach the host kernel: gVisor netstack sandboxes), not by
  * the socket LB. */
 #define FLOWSDN_EP_F_SVC_PACKET (1u << 2)
+/* The flags the policy switch owns. */
+#define FLOWSDN_EP_F_ENFORCE (FLOWSDN_EP_F_ENFORCE_INGRESS | FLOWSDN_EP_F_ENFORCE_EGRESS)
 #define FLOWSDN_EP_F_ALL (FLOWSDN_EP_F_ENFORCE_INGRESS | FLOWSDN_EP_F_ENFORCE_EGRESS | FLOWSDN_EP_F_SVC_PACKET)
 
 /* flowsdn_ep value: where the endpoint is and who it is. */
@@ -160,7 +170,8 @@ struct flowsdn_endpoint_info {
 	__u32 flags;      /* FLOWSDN_EP_F_* */
 	__u8 mac[6];      /* the endpoint's own MAC (inside its netns) */
 	__u8 host_mac[6]; /* MAC of the host-side veth (the gateway's MAC) */
-	__u8 pad0[4];     /* zero */
+	__u8 policy_gen;  /* 0 or 1: the policy generation in force (see the policy model) */
+	__u8 pad0[3];     /* zero */
 };
 FLOWSDN_CHECK_SIZE(flowsdn_endpoint_info, 32);
 FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, ifindex, 0);
@@ -169,7 +180,8 @@ FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, identity, 8);
 FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, flags, 12);
 FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, mac, 16);
 FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, host_mac, 22);
-FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, pad0, 28);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, policy_gen, 28);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, pad0, 29);
 
 /* flowsdn_epstat value (per CPU; readers add the CPUs up).  "rx" is
  * traffic delivered to the endpoint, "tx" traffic it sent. */
@@ -249,6 +261,9 @@ FLOWSDN_CHECK_OFF(flowsdn_policy_key, identity, 12);
 FLOWSDN_CHECK_OFF(flowsdn_policy_key, protocol, 16);
 FLOWSDN_CHECK_OFF(flowsdn_policy_key, pad1, 17);
 FLOWSDN_CHECK_OFF(flowsdn_policy_key, dport, 18);
+/* The ep_id field of the keys of generation @gen (0 or 1) of @ep_id. */
+#define FLOWSDN_POLICY_GEN_BIT 0x80000000u
+#define FLOWSDN_POLICY_KEY_ID(ep_id, gen) ((__u32)(ep_id) | ((gen) ? FLOWSDN_POLICY_GEN_BIT : 0u))
 /* prefixlen for "any protocol and port" (ep_id, direction+pad, identity) */
 #define FLOWSDN_POLICY_PREFIX_L3 96
 /* prefixlen for "this protocol, any port" (+ protocol and pad1) */

@@ -764,4 +764,105 @@ Test(conntrack, table_size_and_timeouts_from_the_loader, .init = node_enter)
 	teardown();
 }
 
+/* ------------------------------------------------------------ atomic policy switch */
+
+static struct flowsdn_policy_map_entry allow_tcp(uint32_t identity, uint16_t port, uint32_t rule)
+{
+	struct flowsdn_policy_map_entry e = { .rule_id = rule };
+
+	ASSERT_OK(flowsdn_policy_key_make(2, FLOWSDN_DIR_INGRESS, identity, IPPROTO_TCP, port, 16, &e.key), "key");
+	return e;
+}
+
+static int tcp_to_b(uint16_t port)
+{
+	/* No TCP flags: never tracked, so every frame is judged. */
+	struct frame f = ip4("10.0.0.1", "10.0.0.2", IPPROTO_TCP, port, 64);
+
+	return run(prog_from, &f, LO);
+}
+
+Test(policy_switch, whole_sets_flip_and_a_failed_switch_keeps_the_old, .init = setup_fib, .fini = teardown)
+{
+	struct flowsdn_policy_map_entry v1[2] = { allow_tcp(5001, 80, 1), allow_tcp(5001, 8080, 2) };
+	struct flowsdn_policy_map_entry v2[2] = { allow_tcp(5001, 81, 3), allow_tcp(5001, 8081, 4) };
+	struct flowsdn_policy_map_entry bad[3] = { allow_tcp(5001, 90, 5), allow_tcp(5001, 91, 6), allow_tcp(5001, 92, 7) };
+	struct flowsdn_policy_value v;
+	struct flowsdn_policy_key k;
+	unsigned int gen = 9;
+	size_t removed = 9;
+
+	ASSERT_OK(flowsdn_maps_policy_switch(maps, &ep_b, NULL, 0, v1, 2, FLOWSDN_EP_F_ENFORCE_INGRESS), "v1");
+	ASSERT_OK(flowsdn_maps_policy_generation(maps, 2, &ep_b.addrs[1], &gen), "generation");
+	cr_assert(gen == 1, "v1 went into generation 1 (%u)", gen);
+	cr_assert(tcp_to_b(80) == TC_ACT_REDIRECT && tcp_to_b(8080) == TC_ACT_REDIRECT, "v1 allows 80, 8080");
+	cr_assert(tcp_to_b(81) == TC_ACT_SHOT, "v1 isolates B");
+
+	ASSERT_OK(flowsdn_maps_policy_switch(maps, &ep_b, v1, 2, v2, 2, FLOWSDN_EP_F_ENFORCE_INGRESS), "v2");
+	cr_assert(tcp_to_b(80) == TC_ACT_SHOT && tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(8081) == TC_ACT_REDIRECT,
+		  "v2 in force");
+	k = v1[0].key;
+	k.ep_id = FLOWSDN_POLICY_KEY_ID(2, 1);
+	ASSERT_ERR(flowsdn_maps_policy_get(maps, &k, &v), -ENOENT, "v1's entries deleted");
+	k = v2[0].key;
+	k.ep_id = FLOWSDN_POLICY_KEY_ID(2, 0);
+	ASSERT_OK(flowsdn_maps_policy_get(maps, &k, &v), "v2 in generation 0");
+	cr_assert(v.rule_id == 3);
+
+	/* The third entry is broken: the switch stops there, undoes the two
+	 * it wrote, and v2 stays in force. */
+	bad[2].key.prefixlen = FLOWSDN_POLICY_PREFIX_FULL + 1;
+	ASSERT_ERR(flowsdn_maps_policy_switch(maps, &ep_b, v2, 2, bad, 3, 0), -EINVAL, "bad set refused");
+	ASSERT_OK(flowsdn_maps_policy_generation(maps, 2, &ep_b.addrs[0], &gen), "generation");
+	cr_assert(gen == 0, "still generation 0");
+	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(90) == TC_ACT_SHOT && tcp_to_b(80) == TC_ACT_SHOT,
+		  "v2 still in force, enforcement kept");
+	k = bad[0].key;
+	k.ep_id = FLOWSDN_POLICY_KEY_ID(2, 1);
+	ASSERT_ERR(flowsdn_maps_policy_get(maps, &k, &v), -ENOENT, "the partial set is gone");
+
+	/* Leftovers no packet can meet (a crash mid-switch, a gone endpoint). */
+	ASSERT_OK(flowsdn_maps_policy_update(maps, &k, 0, 8), "stray entry, inactive generation");
+	k.ep_id = 99;
+	ASSERT_OK(flowsdn_maps_policy_update(maps, &k, 0, 9), "stray entry, no endpoint");
+	ASSERT_OK(flowsdn_maps_policy_scrub(maps, &removed), "scrub");
+	cr_assert(removed == 2, "scrubbed %zu", removed);
+	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(8081) == TC_ACT_REDIRECT, "v2 untouched by the scrub");
+	/* Republishing keeps the generation in force. */
+	publish(&ep_b, 2, 5002, FAR_IFINDEX, mac_b, host_b, "10.0.0.2", "fd00::2", FLOWSDN_EP_F_ENFORCE_INGRESS);
+	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(80) == TC_ACT_SHOT, "republished: v2 still in force");
+	struct flowsdn_endpoint other = ep_b;
+
+	other.id = 7;
+	ASSERT_ERR(flowsdn_maps_policy_switch(maps, &other, NULL, 0, v1, 2, 0), -ENOENT, "addresses of another endpoint");
+	other.id = FLOWSDN_POLICY_GEN_BIT | 2;
+	ASSERT_ERR(flowsdn_maps_policy_switch(maps, &other, NULL, 0, v1, 2, 0), -EINVAL, "id with the generation bit");
+	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(80) == TC_ACT_SHOT, "refused switches changed nothing");
+}
+
 SERIAL_TEST_MAIN()
+
+/* The endpoint's own flag (FLOWSDN_EP_F_SVC_PACKET) and the policy's
+ * (FLOWSDN_EP_F_ENFORCE_*) are written apart and never clobber each
+ * other. */
+Test(lxc, endpoint_flags_are_updated_apart, .init = setup_fib, .fini = teardown)
+{
+	struct flowsdn_endpoint_info info;
+
+	ASSERT_OK(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, FLOWSDN_EP_F_SVC_PACKET),
+		  "set the translation flag");
+	ASSERT_OK(flowsdn_maps_policy_switch(maps, &ep_a, NULL, 0, NULL, 0, FLOWSDN_EP_F_ENFORCE_INGRESS), "policy");
+	for (size_t i = 0; i < ep_a.n_addrs; i++) {
+		ASSERT_OK(flowsdn_maps_endpoint_lookup(maps, &ep_a.addrs[i], &info), "lookup");
+		cr_assert_eq(info.flags, FLOWSDN_EP_F_SVC_PACKET | FLOWSDN_EP_F_ENFORCE_INGRESS, "address %zu flags %#x", i,
+			     info.flags);
+	}
+	ASSERT_OK(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, 0), "clear it");
+	ASSERT_OK(flowsdn_maps_endpoint_lookup(maps, &ep_a.addrs[0], &info), "lookup");
+	cr_assert_eq(info.flags, FLOWSDN_EP_F_ENFORCE_INGRESS, "enforcement kept: %#x", info.flags);
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, FLOWSDN_EP_F_ENFORCE_EGRESS),
+		   -EINVAL, "flags outside the mask");
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_a, 1u << 30, 0), -EINVAL, "unknown bit");
+	ep_b.id = 99; /* its addresses are endpoint 2's */
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_b, FLOWSDN_EP_F_SVC_PACKET, 0), -ENOENT, "not its");
+}

@@ -40,7 +40,7 @@ static const struct layout layouts[] = {
 	  M(flowsdn_endpoint_key, pad0)),
 	L(flowsdn_endpoint_info, M(flowsdn_endpoint_info, ifindex), M(flowsdn_endpoint_info, ep_id),
 	  M(flowsdn_endpoint_info, identity), M(flowsdn_endpoint_info, flags), M(flowsdn_endpoint_info, mac),
-	  M(flowsdn_endpoint_info, host_mac), M(flowsdn_endpoint_info, pad0)),
+	  M(flowsdn_endpoint_info, host_mac), M(flowsdn_endpoint_info, policy_gen), M(flowsdn_endpoint_info, pad0)),
 	L(flowsdn_endpoint_counters, M(flowsdn_endpoint_counters, rx_packets), M(flowsdn_endpoint_counters, rx_bytes),
 	  M(flowsdn_endpoint_counters, tx_packets), M(flowsdn_endpoint_counters, tx_bytes),
 	  M(flowsdn_endpoint_counters, drop_packets), M(flowsdn_endpoint_counters, drop_bytes),
