@@ -85,37 +85,33 @@ static bool wait_for(const struct relay *r, int fd, short events, int timeout_ms
 	return n > 0 && !p[1].revents && (p[0].revents & (events | POLLHUP));
 }
 
-/* Writes @n bytes to the clear-text side. */
-static bool plain_write(const struct relay *r, const char *buf, size_t n)
-{
-	while (n) {
-		ssize_t w = send(r->plain, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+/* One non-blocking write of the relay: bytes written, 0 for "try again
+ * when writable", < 0 to give up. */
+typedef ssize_t (*write_fn)(const struct relay *r, gnutls_session_t s, const char *buf, size_t n);
 
-		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-			if (!wait_for(r, r->plain, POLLOUT, -1))
-				return false;
-			continue;
-		}
-		if (w <= 0)
-			return false;
-		buf += w;
-		n -= (size_t)w;
-	}
-	return true;
+static ssize_t plain_send(const struct relay *r, gnutls_session_t s, const char *buf, size_t n)
+{
+	ssize_t w = send(r->plain, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	(void)s;
+	return w < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : w == 0 ? -1 : w;
 }
 
-/* Sends @n bytes as TLS records to the client. */
-static bool tls_write(const struct relay *r, gnutls_session_t s, const char *buf, size_t n)
+static ssize_t tls_send(const struct relay *r, gnutls_session_t s, const char *buf, size_t n)
+{
+	ssize_t w = gnutls_record_send(s, buf, n);
+
+	(void)r;
+	return w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED ? 0 : w == 0 ? -1 : w;
+}
+
+/* Writes all @n bytes with @fn, waiting for @fd to be writable between. */
+static bool write_all(const struct relay *r, gnutls_session_t s, write_fn fn, int fd, const char *buf, size_t n)
 {
 	while (n) {
-		ssize_t w = gnutls_record_send(s, buf, n);
+		ssize_t w = fn(r, s, buf, n);
 
-		if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED) {
-			if (!wait_for(r, r->fd, POLLOUT, -1))
-				return false;
-			continue;
-		}
-		if (w <= 0)
+		if (w < 0 || (w == 0 && !wait_for(r, fd, POLLOUT, -1)))
 			return false;
 		buf += w;
 		n -= (size_t)w;
@@ -156,7 +152,7 @@ static void relay_run(struct relay *r, gnutls_session_t s)
 			ssize_t n = gnutls_record_recv(s, buf, sizeof(buf));
 
 			if (n > 0) {
-				if (!plain_write(r, buf, (size_t)n))
+				if (!write_all(r, s, plain_send, r->plain, buf, (size_t)n))
 					return;
 			} else if (n != GNUTLS_E_AGAIN && n != GNUTLS_E_INTERRUPTED) {
 				return; /* closed, or a fatal TLS error */
@@ -166,7 +162,7 @@ static void relay_run(struct relay *r, gnutls_session_t s)
 			ssize_t n = recv(r->plain, buf, sizeof(buf), MSG_DONTWAIT);
 
 			if (n > 0) {
-				if (!tls_write(r, s, buf, (size_t)n))
+				if (!write_all(r, s, tls_send, r->fd, buf, (size_t)n))
 					return;
 			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 				/* The server is done with it: close the TLS side. */

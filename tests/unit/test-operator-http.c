@@ -163,19 +163,28 @@ Test(operator_http, body_limit)
 	free(s);
 }
 
+/* A self-signed certificate for 127.0.0.1 and its key (mode 0600) in
+ * the test's directory; @alg: openssl req's key options. */
+static void make_cert(const char *alg, char cert[static 128], char key[static 128])
+{
+	char cmd[1024];
+
+	snprintf(cert, 128, "%s/cert.pem", dir);
+	snprintf(key, 128, "%s/key.pem", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 %s -nodes -keyout '%s' -out '%s' -days 1 -subj /CN=127.0.0.1 "
+		 "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1 && chmod 600 '%s'",
+		 alg, key, cert, key);
+	cr_assert(system(cmd) == 0, "openssl (scripts/deps.sh installs it)");
+}
+
 Test(operator_http, tls)
 {
-	char cmd[1024], cert[128], key[128], ep[64];
+	char cert[128], key[128], ep[64];
 	struct flash_client_response *r = NULL;
 	struct flash_client *c;
 
-	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
-	snprintf(key, sizeof(key), "%s/key.pem", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "openssl req -x509 -newkey rsa:2048 -nodes -keyout '%s' -out '%s' -days 1 -subj /CN=127.0.0.1 "
-		 "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1 && chmod 600 '%s'",
-		 key, cert, key);
-	cr_assert(system(cmd) == 0, "openssl (scripts/deps.sh installs it)");
+	make_cert("-newkey rsa:2048", cert, key);
 	/* Generous timeouts: a TLS handshake under valgrind takes seconds. */
 	struct op_http_opts ho = { .sz = sizeof(ho), .listen = "127.0.0.1:0", .tls_cert_file = cert,
 				   .tls_key_file = key, .timeout_s = 60 };
@@ -406,20 +415,14 @@ Test(operator_http, tls_heads_go_through_the_front_door, .timeout = 60)
 {
 	static const char nul[] = "GET /healthz\0x HTTP/1.1\r\nHost: x\r\n\r\n";
 	static const char ok[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-	char cmd[1024], cert[128], key[128], out[4096], err[256] = "";
+	char cert[128], key[128], out[4096], err[256] = "";
 	gnutls_certificate_credentials_t cred;
 	gnutls_session_t s;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	double t0, ms;
 	int fd;
 
-	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
-	snprintf(key, sizeof(key), "%s/key.pem", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout '%s' -out '%s' -days 1 "
-		 "-subj /CN=127.0.0.1 >/dev/null 2>&1 && chmod 600 '%s'",
-		 key, cert, key);
-	cr_assert(system(cmd) == 0, "openssl (scripts/deps.sh installs it)");
+	make_cert("-newkey ec -pkeyopt ec_paramgen_curve:P-256", cert, key);
 	/* A head deadline of 1.5 s (stretched under valgrind, where a
 	 * handshake alone takes seconds). */
 	struct op_http_opts ho = { .sz = sizeof(ho), .listen = "127.0.0.1:0", .tls_cert_file = cert,
