@@ -29,6 +29,7 @@
 #include "lib/common.h"
 #include "lib/conntrack.h"
 #include "lib/counters.h"
+#include "lib/frag.h"
 #include "lib/l3.h"
 #include "lib/parse.h"
 #include "lib/policy.h"
@@ -44,7 +45,9 @@ static __always_inline int deliver_local(struct __sk_buff *skb, const struct pkt
 	struct flowsdn_endpoint_counters *dc = ep_counters(dst->ep_id);
 	__u32 reason;
 
-	if (ct == CT_NEW) {
+	/* A pod's traffic to itself (a hairpin) is never judged: Kubernetes
+	 * says a pod cannot block access to itself. */
+	if (ct == CT_NEW && dst->ep_id != src->ep_id) {
 		reason = policy_check(dst, FLOWSDN_DIR_INGRESS, src->identity, p, dc);
 		if (reason) {
 			/* The sender's counters see its frame dropped too. */
@@ -84,6 +87,7 @@ int from_container(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (rc)
 		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+	frag_track(&p);
 
 	src = ep_lookup(p.family, p.saddr);
 	if (!src || src->ifindex != skb->ifindex)
@@ -93,14 +97,14 @@ int from_container(struct __sk_buff *skb)
 
 	dst = ep_lookup(p.family, p.daddr);
 	ct = ct_lookup(&p, &ce, &ct_dir);
-	if (ct == CT_NEW) {
+	if (ct == CT_NEW && !(dst && dst->ep_id == src->ep_id)) {
 		reason = policy_check(src, FLOWSDN_DIR_EGRESS,
 				      dst ? dst->identity : peer_identity(p.family, p.daddr), &p, sc);
 		if (reason)
 			return drop(reason, sc, p.len);
 	} else {
 		count_allowed(sc, FLOWSDN_DIR_EGRESS);
-		if (ct != CT_RELATED && !(cfg_egress_mode == FLOWSDN_EGRESS_STACK && dst))
+		if (ce && ct != CT_RELATED && !(cfg_egress_mode == FLOWSDN_EGRESS_STACK && dst))
 			ct_update(ce, &p, ct_dir);
 	}
 
@@ -137,6 +141,7 @@ int to_container(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (rc)
 		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+	frag_track(&p);
 
 	dst = ep_lookup(p.family, p.daddr);
 	if (!dst || dst->ifindex != skb->ifindex)

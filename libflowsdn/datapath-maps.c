@@ -59,6 +59,8 @@ static const struct map_spec {
 			  sizeof(struct flowsdn_ct_entry) },
 	[FSDN_MAP_CTSTAT] = { FLOWSDN_MAP_CT_STATS, BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),
 			      sizeof(struct flowsdn_ct_stats) },
+	[FSDN_MAP_FRAG] = { FLOWSDN_MAP_FRAGS, BPF_MAP_TYPE_LRU_HASH, sizeof(struct flowsdn_frag_key),
+			    sizeof(struct flowsdn_frag_entry) },
 };
 
 const char *flowsdn__map_name(enum fsdn_map m)

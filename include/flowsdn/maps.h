@@ -43,6 +43,9 @@
  *                    (policy and service reverse NAT); max entries from
  *                    the agent's conntrack-max, set before load.
  *   flowsdn_ctstat   per-CPU array __u32 0     -> ct_stats
+ *   flowsdn_frag     LRU hash frag_key         -> frag_entry
+ *                    the ports of a fragmented datagram's first fragment,
+ *                    for its later fragments.
  *
  * Policy model.  An LPM trie can only treat the LAST varying field of a
  * key as a prefix: every byte before it must match exactly.  So a key
@@ -111,17 +114,19 @@
 #define FLOWSDN_MAP_SRCRANGE "flowsdn_srcrange"
 #define FLOWSDN_MAP_CT "flowsdn_ct"
 #define FLOWSDN_MAP_CT_STATS "flowsdn_ctstat"
+#define FLOWSDN_MAP_FRAGS "flowsdn_frag"
 
 /* Capacities (max_entries). */
 #define FLOWSDN_MAX_ENDPOINT_ADDRS 65536
 #define FLOWSDN_MAX_IPCACHE 65536
-#define FLOWSDN_MAX_POLICY 262144
+#define FLOWSDN_MAX_POLICY 1048576 /* 5,000 endpoints x ~50 entries, twice during switches */
 #define FLOWSDN_MAX_ENDPOINTS 16384
 #define FLOWSDN_MAX_SERVICES 65536
 #define FLOWSDN_MAX_BACKENDS 65536
 #define FLOWSDN_MAX_MAGLEV_SLOTS 4194304
 #define FLOWSDN_MAX_SRCRANGE 65536
 #define FLOWSDN_CT_DEFAULT_MAX 65536 /* flowsdn_ct, unless the loader sets another size */
+#define FLOWSDN_MAX_FRAGS 8192
 
 /*
  * Security identities.  The reserved ones (host 1, world 2, init 5, ...)
@@ -539,6 +544,40 @@ FLOWSDN_CHECK_OFF(flowsdn_ct_stats, closed, 56);
 #define FLOWSDN_CT_TIMEOUT_UDP 60         /* UDP (and other ported protocols) */
 #define FLOWSDN_CT_TIMEOUT_UDP_REPLIED 180 /* once a reply was seen */
 #define FLOWSDN_CT_TIMEOUT_ICMP 30
+
+/* ------------------------------------------------------------ fragments */
+
+/* flowsdn_frag key: one fragmented datagram (RFC 791/8200: source,
+ * destination, identification and protocol). */
+struct flowsdn_frag_key {
+	__be32 saddr[4];
+	__be32 daddr[4];
+	__be32 id;        /* IPv4: the 16-bit identification in the first 2 bytes of a __be32, rest zero; IPv6: the fragment header's */
+	__u8 protocol;    /* the transport protocol */
+	__u8 family;
+	__u8 pad0[2];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_frag_key, 40);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, saddr, 0);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, daddr, 16);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, id, 32);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, protocol, 36);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, family, 37);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, pad0, 38);
+
+/* flowsdn_frag value: the first fragment's ports. */
+struct flowsdn_frag_entry {
+	__u64 expires;    /* bpf_ktime_get_ns(); FLOWSDN_FRAG_TIMEOUT after the first fragment */
+	__be16 sport;
+	__be16 dport;
+	__u32 pad0;       /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_frag_entry, 16);
+FLOWSDN_CHECK_OFF(flowsdn_frag_entry, expires, 0);
+FLOWSDN_CHECK_OFF(flowsdn_frag_entry, sport, 8);
+FLOWSDN_CHECK_OFF(flowsdn_frag_entry, dport, 10);
+FLOWSDN_CHECK_OFF(flowsdn_frag_entry, pad0, 12);
+#define FLOWSDN_FRAG_TIMEOUT 30 /* seconds, as the kernel's ipfrag_time */
 
 /* ------------------------------------------------------------ drops */
 

@@ -21,3 +21,5 @@ struct flowsdn_srcrange_value btf_srcrange_value;
 struct flowsdn_ct_key btf_ct_key;
 struct flowsdn_ct_entry btf_ct_entry;
 struct flowsdn_ct_stats btf_ct_stats;
+struct flowsdn_frag_key btf_frag_key;
+struct flowsdn_frag_entry btf_frag_entry;

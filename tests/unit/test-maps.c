@@ -80,6 +80,10 @@ static const struct layout layouts[] = {
 	L(flowsdn_ct_stats, M(flowsdn_ct_stats, new_flows), M(flowsdn_ct_stats, established), M(flowsdn_ct_stats, reply),
 	  M(flowsdn_ct_stats, related), M(flowsdn_ct_stats, created), M(flowsdn_ct_stats, create_failed),
 	  M(flowsdn_ct_stats, untracked), M(flowsdn_ct_stats, closed)),
+	L(flowsdn_frag_key, M(flowsdn_frag_key, saddr), M(flowsdn_frag_key, daddr), M(flowsdn_frag_key, id),
+	  M(flowsdn_frag_key, protocol), M(flowsdn_frag_key, family), M(flowsdn_frag_key, pad0)),
+	L(flowsdn_frag_entry, M(flowsdn_frag_entry, expires), M(flowsdn_frag_entry, sport),
+	  M(flowsdn_frag_entry, dport), M(flowsdn_frag_entry, pad0)),
 };
 
 Test(maps, btf_layout_matches_host)
