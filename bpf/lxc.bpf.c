@@ -33,6 +33,7 @@
 #include "lib/l3.h"
 #include "lib/parse.h"
 #include "lib/policy.h"
+#include "lib/srcrange.h" /* the map: node.bpf.c enforces it, every object shares it */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -69,54 +70,6 @@ static __always_inline int deliver_local(struct __sk_buff *skb, const struct pkt
 		return bpf_redirect_peer(dst->ifindex, 0);
 	skb->mark = cfg_delivered_mark;
 	return bpf_redirect(dst->ifindex, 0);
-}
-
-static __always_inline int forward_fib(struct __sk_buff *skb, const struct pkt *p,
-				       struct flowsdn_endpoint_counters *sc)
-{
-	struct bpf_fib_lookup fib = {};
-	long rc;
-
-	fib.ifindex = skb->ifindex;
-	fib.l4_protocol = p->protocol;
-	/* A GSO packet is segmented to the MTU later: no MTU check for it. */
-	fib.tot_len = skb->gso_size ? 0 : p->len - sizeof(struct ethhdr);
-	if (p->family == AF_INET) {
-		fib.family = AF_INET;
-		fib.ipv4_src = p->saddr[0];
-		fib.ipv4_dst = p->daddr[0];
-	} else {
-		fib.family = AF_INET6;
-		__builtin_memcpy(fib.ipv6_src, p->saddr, 16);
-		__builtin_memcpy(fib.ipv6_dst, p->daddr, 16);
-	}
-	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
-	if (rc < 0)
-		return drop(FLOWSDN_DROP_FIB_FAILED, sc, p->len);
-	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
-		if (l3_dec_ttl(skb, p))
-			return drop(FLOWSDN_DROP_TTL_EXCEEDED, sc, p->len);
-		if (l2_rewrite(skb, fib.smac, fib.dmac))
-			return drop(FLOWSDN_DROP_MALFORMED, sc, p->len);
-		return bpf_redirect(fib.ifindex, 0);
-	}
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
-		struct bpf_redir_neigh nh = {};
-
-		if (l3_dec_ttl(skb, p))
-			return drop(FLOWSDN_DROP_TTL_EXCEEDED, sc, p->len);
-		if (p->family == AF_INET) {
-			nh.nh_family = AF_INET;
-			nh.ipv4_nh = fib.ipv4_dst;
-		} else {
-			nh.nh_family = AF_INET6;
-			__builtin_memcpy(nh.ipv6_nh, fib.ipv6_dst, 16);
-		}
-		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
-	}
-	/* Not forwarded by the FIB (local address, unreachable, needs
-	 * fragmentation, forwarding disabled...): the stack decides. */
-	return TC_ACT_OK;
 }
 
 SEC("tc")
@@ -165,7 +118,7 @@ int from_container(struct __sk_buff *skb)
 		return deliver_local(skb, &p, src, dst, sc, ct);
 	if (ct == CT_NEW)
 		ct_track(&p, src->ep_id);
-	return forward_fib(skb, &p, sc);
+	return fib_forward(skb, &p, sc);
 }
 
 SEC("tc")

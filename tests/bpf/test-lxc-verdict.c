@@ -963,3 +963,28 @@ Test(lxc, a_pod_reaches_itself_under_default_deny, .init = setup_fib, .fini = te
 }
 
 SERIAL_TEST_MAIN()
+
+/* The endpoint's own flag (FLOWSDN_EP_F_SVC_PACKET) and the policy's
+ * (FLOWSDN_EP_F_ENFORCE_*) are written apart and never clobber each
+ * other. */
+Test(lxc, endpoint_flags_are_updated_apart, .init = setup_fib, .fini = teardown)
+{
+	struct flowsdn_endpoint_info info;
+
+	ASSERT_OK(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, FLOWSDN_EP_F_SVC_PACKET),
+		  "set the translation flag");
+	ASSERT_OK(flowsdn_maps_policy_switch(maps, &ep_a, NULL, 0, NULL, 0, FLOWSDN_EP_F_ENFORCE_INGRESS), "policy");
+	for (size_t i = 0; i < ep_a.n_addrs; i++) {
+		ASSERT_OK(flowsdn_maps_endpoint_lookup(maps, &ep_a.addrs[i], &info), "lookup");
+		cr_assert_eq(info.flags, FLOWSDN_EP_F_SVC_PACKET | FLOWSDN_EP_F_ENFORCE_INGRESS, "address %zu flags %#x", i,
+			     info.flags);
+	}
+	ASSERT_OK(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, 0), "clear it");
+	ASSERT_OK(flowsdn_maps_endpoint_lookup(maps, &ep_a.addrs[0], &info), "lookup");
+	cr_assert_eq(info.flags, FLOWSDN_EP_F_ENFORCE_INGRESS, "enforcement kept: %#x", info.flags);
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, FLOWSDN_EP_F_ENFORCE_EGRESS),
+		   -EINVAL, "flags outside the mask");
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_a, 1u << 30, 0), -EINVAL, "unknown bit");
+	ep_b.id = 99; /* its addresses are endpoint 2's */
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_b, FLOWSDN_EP_F_SVC_PACKET, 0), -ENOENT, "not its");
+}

@@ -16,6 +16,8 @@ struct flowsdn_backend btf_backend;
 struct flowsdn_maglev_key btf_maglev_key;
 struct flowsdn_maglev_value btf_maglev_value;
 struct flowsdn_drop_counters btf_drop_counters;
+struct flowsdn_srcrange_key btf_srcrange_key;
+struct flowsdn_srcrange_value btf_srcrange_value;
 struct flowsdn_ct_key btf_ct_key;
 struct flowsdn_ct_entry btf_ct_entry;
 struct flowsdn_ct_stats btf_ct_stats;
