@@ -42,10 +42,35 @@ static int set_str(char **dst, const char *s)
 	return 0;
 }
 
+static void free_list(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A copy of the @n strings at @src into *@dst. */
+static int dup_list(char ***dst, char *const *src, size_t n)
+{
+	char **v = calloc(n + 1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!(v[i] = strdup(src[i]))) {
+			free_list(v, i);
+			return -ENOMEM;
+		}
+	*dst = v;
+	return 0;
+}
+
 void agent_config_free(struct agent_config *c)
 {
 	if (!c)
 		return;
+	free_list(c->namespaces, c->n_namespaces);
+	free_list(c->policies, c->n_policies);
 	free(c->socket);
 	free(c->state_dir);
 	free(c->pin_dir);
@@ -182,6 +207,59 @@ static int read_pools(struct check_ctx *ctx, const struct json_value *v, void *d
 	return 0;
 }
 
+/* "namespaces" or "policies" (@arg "namespaces" checks each item's
+ * shape): an array of objects, each kept as its JSON text.  Policies are
+ * validated when the agent applies them (the API server's messages). */
+static int read_objects_text(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	struct agent_config *c = dst;
+	bool ns = arg != NULL;
+	char **list;
+	size_t n = v->u.array.n;
+
+	if (n > 100000) {
+		check_error(ctx, "maximum", v, "at most 100000 items");
+		return JSON_READ_REPORTED;
+	}
+	list = calloc(n + 1, sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct json_value *it = v->u.array.items[i];
+		const struct json_value *name = json_is(it, JSON_OBJECT) ? json_get(it, "name") : NULL;
+		const struct json_value *labels = name ? json_get(it, "labels") : NULL;
+		struct json_writer *w;
+
+		if (!json_is(it, JSON_OBJECT) ||
+		    (ns && (!json_is(name, JSON_STRING) || (labels && !json_is(labels, JSON_OBJECT)) ||
+			    it->u.object.n != 1u + (labels != NULL)))) {
+			size_t saved = json_path_push_index(&ctx->path, i);
+
+			check_error(ctx, "type", it, ns ? "must be {\"name\": NAME, \"labels\": {...}}"
+							: "must be a NetworkPolicy object");
+			json_path_pop(&ctx->path, saved);
+			free_list(list, i);
+			return JSON_READ_REPORTED;
+		}
+		w = json_writer_new(0);
+		jw_value(w, it);
+		if (json_writer_finish(w, &list[i], NULL) < 0) {
+			free_list(list, i);
+			return -ENOMEM;
+		}
+	}
+	if (ns) {
+		free_list(c->namespaces, c->n_namespaces);
+		c->namespaces = list;
+		c->n_namespaces = n;
+	} else {
+		free_list(c->policies, c->n_policies);
+		c->policies = list;
+		c->n_policies = n;
+	}
+	return 0;
+}
+
 static const char *const egress_words[] = { "fib", "stack", NULL };
 static const char *const attach_words[] = { "auto", "tcx", "tc", NULL };
 
@@ -250,6 +328,8 @@ static const struct json_field config_fields[] = {
 	F("max-connections", JSON_NUMBER, json_read_uint32, max_connections, &conn_range),
 	F("max-request-bytes", JSON_NUMBER, json_read_uint32, max_request_bytes, &req_range),
 	F("mtu", JSON_NUMBER, json_read_uint32, mtu, &mtu_range),
+	{ "namespaces", JSON_ARRAY, false, read_objects_text, 0, "namespaces" },
+	{ "policies", JSON_ARRAY, false, read_objects_text, 0, NULL },
 	{ "pools", JSON_ARRAY, false, read_pools, 0, NULL },
 	F("reserved-connections", JSON_NUMBER, json_read_uint32, reserved_connections, &reserve_range),
 	F("request-timeout-seconds", JSON_NUMBER, json_read_uint32, request_timeout_s, &timeout_range),
@@ -387,6 +467,16 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_kv_uint(w, "conntrack-timeout-udp-seconds", c->ct_timeouts.udp);
 	jw_kv_uint(w, "conntrack-timeout-udp-replied-seconds", c->ct_timeouts.udp_replied);
 	jw_kv_uint(w, "conntrack-timeout-icmp-seconds", c->ct_timeouts.icmp);
+	jw_key(w, "namespaces");
+	jw_array_open(w);
+	for (size_t i = 0; i < c->n_namespaces; i++)
+		jw_raw(w, c->namespaces[i], strlen(c->namespaces[i]));
+	jw_array_close(w);
+	jw_key(w, "policies");
+	jw_array_open(w);
+	for (size_t i = 0; i < c->n_policies; i++)
+		jw_raw(w, c->policies[i], strlen(c->policies[i]));
+	jw_array_close(w);
 	jw_object_close(w);
 	return json_writer_finish(w, ret_json, NULL);
 }
@@ -425,6 +515,13 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 	c->ct_max = src->ct_max;
 	c->ct_gc_interval_s = src->ct_gc_interval_s;
 	c->ct_timeouts = src->ct_timeouts;
+	if (dup_list(&c->namespaces, src->namespaces, src->n_namespaces) < 0 ||
+	    dup_list(&c->policies, src->policies, src->n_policies) < 0) {
+		agent_config_free(c);
+		return -ENOMEM;
+	}
+	c->n_namespaces = src->n_namespaces;
+	c->n_policies = src->n_policies;
 	*ret = c;
 	return 0;
 }

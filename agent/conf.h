@@ -42,6 +42,12 @@ struct agent_config {
 	unsigned int ct_max;               /* conntrack table entries */
 	unsigned int ct_gc_interval_s;     /* garbage collection of dead entries */
 	struct flowsdn_ct_timeouts ct_timeouts; /* seconds */
+	/* "namespaces": [{"name", "labels"}] and "policies": [NetworkPolicy],
+	 * each item kept as its JSON text (applied by agent/policy.c). */
+	char **namespaces;
+	size_t n_namespaces;
+	char **policies;
+	size_t n_policies;
 };
 
 /* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */

@@ -16,6 +16,7 @@
 #include <flowsdn/netlink.h>
 
 #include "conntrack.h"
+#include "diag.h"
 #include "core.h"
 #include "json.h"
 #include "log.h"
@@ -1385,6 +1386,16 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	/* The policy writes the real maps only (the ops' fakes have none). */
 	err = agent_policy_new(cfg->state_dir, a->dp && a->ops == &agent_ops_kernel ? flowsdn_datapath_maps(a->dp) : NULL,
 			       &a->pol);
+	if (err == 0) {
+		struct diag *d = NULL;
+
+		if (diag_new(&d) < 0)
+			d = NULL;
+		err = agent_policy_load(a->pol, cfg, d);
+		if (err < 0)
+			pr_err("agent: configuration: %s", d ? agent_diag_message(d) : flowsdn_strerror(err));
+		diag_free(d);
+	}
 	if (err < 0)
 		goto out;
 	err = restore(a);

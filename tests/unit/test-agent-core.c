@@ -29,6 +29,7 @@
 #include "http-helpers.h"
 #include "http.h"
 #include "log.h"
+#include "policy.h"
 
 /* A time bound, stretched under valgrind (which runs threads one at a
  * time and every instruction 20-50 times slower). */
@@ -1425,4 +1426,54 @@ Test(agent_http, policy_namespace_identity_and_labels_routes, .timeout = 30)
 	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/namespace/prod", NULL, out, sizeof(out)), 200, "%s", out);
 	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/namespace/prod", NULL, out, sizeof(out)), 404, "%s", out);
 	unserve(&s);
+}
+
+/* flowsdn-agent.conf(5) "namespaces" and "policies": applied at start,
+ * listed by the API, kept by agent_config_format(); a refused policy
+ * stops the start, naming its item. */
+Test(agent_core, config_namespaces_and_policies_are_applied_at_start, .init = setup, .fini = teardown)
+{
+	static const char pol[] = "{\"metadata\":{\"name\":\"deny\",\"namespace\":\"prod\"},\"spec\":{\"podSelector\":{}}}";
+	static const char bad[] = "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"prod\"},\"spec\":{\"podSelector\":{},"
+				  "\"ingress\":[{\"from\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/33\"}}]}]}}";
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	struct agent_config *c = NULL;
+	struct agent_core *core = NULL;
+	char *json = NULL, *out = NULL;
+
+	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":[\"10.9.0.0/29\"],"
+				  "\"namespaces\":[{\"name\":\"prod\",\"labels\":{\"env\":\"prod\"}}],\"policies\":[%s]}",
+			   dir, dir, pol) > 0);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
+	free(json);
+	ASSERT_OK(agent_config_format(c, &json), "format");
+	cr_assert(strstr(json, "\"env\": \"prod\"") && strstr(json, "\"name\": \"deny\""), "kept: %s", json);
+	free(json);
+	ASSERT_OK(agent_core_new(c, &fake_ops, NULL, &core), "start");
+	ASSERT_OK(agent_policy_get(agent_core_policy(core), NULL, NULL, &out), "list");
+	cr_assert(strstr(out, "\"deny\""), "%s", out);
+	free(out);
+	ASSERT_OK(agent_policy_namespaces(agent_core_policy(core), &out), "namespaces");
+	cr_assert(strstr(out, "\"env\":\"prod\""), "%s", out);
+	free(out);
+	agent_core_free(core);
+	agent_config_free(c);
+	c = NULL;
+
+	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state2\",\"pools\":[\"10.9.0.0/29\"],"
+				  "\"policies\":[%s,%s]}", dir, dir, pol, bad) > 0);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
+	free(json);
+	core = NULL;
+	cr_assert(agent_core_new(c, &fake_ops, NULL, &core) == -FLOWSDN_E_POLICY_INVALID, "refused at start");
+	cr_assert(core == NULL);
+	agent_config_free(c);
+	c = NULL;
+	{
+		static const char nameless[] = "{\"namespaces\":[{\"labels\":{}}]}";
+
+		ASSERT_ERR(agent_config_parse(nameless, strlen(nameless), &c, d), -FLOWSDN_E_AGENT_CONFIG,
+			   "a namespace without its name");
+	}
+	cr_assert(strstr(test_engine_text(d), "namespaces[0]"), "%s", test_engine_text(d));
 }
