@@ -19,6 +19,7 @@
 #include "core.h"
 #include "json.h"
 #include "log.h"
+#include "policy.h"
 #include "names.h"
 #include "replay.h"
 #include "util.h"
@@ -60,6 +61,7 @@ struct agent_core {
 	struct flowsdn_ipam *ipam;  /* in memory: the state file holds the addresses */
 	struct flowsdn_datapath *dp; /* NULL with "datapath": false */
 	struct agent_ct *ct_gc;     /* conntrack collector (with dp, when the ops have one) */
+	struct agent_policy *pol;   /* policies, namespaces, endpoint identities (own lock) */
 	struct ep **eps;
 	size_t n_eps, cap_eps;
 	struct agent_api_endpoint **dels; /* unpublished, veth being removed (FIFO) */
@@ -130,6 +132,8 @@ static void endpoint_to_dp(const struct agent_api_endpoint *e, struct flowsdn_en
 	d->id = e->id;
 	d->identity = FLOWSDN_IDENTITY_INIT;
 	d->host_ifindex = e->host_ifindex;
+	if (e->svc_translation == FLOWSDN_CNI_SVC_PACKET)
+		d->flags |= FLOWSDN_EP_F_SVC_PACKET;
 	memcpy(d->mac, e->mac, 6);
 	memcpy(d->host_mac, e->host_mac, 6);
 	d->n_addrs = e->n_addrs;
@@ -356,6 +360,7 @@ static void endpoint_unpublish(struct agent_core *a, const struct agent_api_endp
 	struct flowsdn_endpoint d;
 	int err;
 
+	agent_policy_endpoint_remove(a->pol, e->id);
 	if (!a->dp)
 		return;
 	endpoint_to_dp(e, &d);
@@ -646,6 +651,7 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 	t[1] = mono_ms();
 	agent_api_host_ifname(rq->container_id, rq->ifname, e->host_ifname, sizeof(e->host_ifname));
 	e->mtu = rq->mtu ? rq->mtu : a->cfg->mtu;
+	e->svc_translation = rq->svc_translation;
 	e->n_addrs = lease.n;
 	for (unsigned int k = 0; k < lease.n; k++) {
 		e->addrs[k] = lease.leases[k].addr;
@@ -1094,6 +1100,104 @@ int agent_core_endpoint(struct agent_core *a, uint32_t id, struct agent_api_endp
 	return err;
 }
 
+/* The ready endpoint @id (lock held), or NULL. */
+static struct ep *ep_by_id_locked(struct agent_core *a, uint32_t id)
+{
+	for (size_t i = 0; i < a->n_eps; i++)
+		if (a->eps[i]->ready && a->eps[i]->e.id == id)
+			return a->eps[i];
+	return NULL;
+}
+
+int agent_core_set_translation(struct agent_core *a, uint32_t id, enum flowsdn_cni_svc_translation svc,
+			       struct agent_api_endpoint *ret, struct diag *diag)
+{
+	char cid[sizeof(((struct busy *)0)->container_id)], ifn[sizeof(((struct busy *)0)->ifname)];
+	struct agent_api_endpoint e;
+	struct ep *ep;
+	int err;
+
+	if (!a || !ret || !flowsdn_cni_svc_translation_name(svc))
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	ep = ep_by_id_locked(a, id);
+	if (ep) {
+		memcpy(cid, ep->e.container_id, sizeof(cid));
+		memcpy(ifn, ep->e.ifname, sizeof(ifn));
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (!ep) {
+		agent_diag_set(diag, "no endpoint %u", id);
+		return -FLOWSDN_E_AGENT_NOT_FOUND;
+	}
+	/* The owner's slot keeps a DEL or GC of this endpoint out meanwhile. */
+	err = owner_acquire(a, cid, ifn, 0);
+	if (err < 0)
+		return err;
+	pthread_mutex_lock(&a->lock);
+	ep = ep_by_id_locked(a, id);
+	if (ep)
+		e = ep->e;
+	pthread_mutex_unlock(&a->lock);
+	if (!ep) {
+		agent_diag_set(diag, "no endpoint %u", id);
+		err = -FLOWSDN_E_AGENT_NOT_FOUND;
+		goto out;
+	}
+	if (e.svc_translation != svc) {
+		e.svc_translation = svc;
+		if (a->dp) {
+			struct flowsdn_endpoint d;
+
+			/* Only this flag: the enforcement flags are the policy's. */
+			endpoint_to_dp(&e, &d);
+			err = a->ops->dp_flags(a->ctx, a->dp, &d, FLOWSDN_EP_F_SVC_PACKET, d.flags & FLOWSDN_EP_F_SVC_PACKET);
+			if (err < 0) {
+				agent_diag_set(diag, "endpoint %u: %s", id, flowsdn_strerror(err));
+				goto out;
+			}
+		}
+		pthread_mutex_lock(&a->lock);
+		ep = ep_by_id_locked(a, id);
+		if (ep)
+			ep->e.svc_translation = svc;
+		a->gen++;
+		pthread_mutex_unlock(&a->lock);
+		err = state_sync(a);
+		if (err < 0) {
+			agent_diag_set(diag, "saving state: %s", strerror(-err));
+			goto out;
+		}
+	}
+	*ret = e;
+out:
+	owner_release(a, cid, ifn);
+	return err;
+}
+
+struct agent_policy *agent_core_policy(struct agent_core *a)
+{
+	return a ? a->pol : NULL;
+}
+
+int agent_core_endpoint_labels(struct agent_core *a, uint32_t id, const struct agent_policy_meta *meta,
+			       struct diag *diag)
+{
+	struct agent_api_endpoint e;
+	struct flowsdn_endpoint d;
+	int err;
+
+	if (!a || !meta)
+		return -EINVAL;
+	err = agent_core_endpoint(a, id, &e);
+	if (err < 0) {
+		agent_diag_set(diag, "no endpoint %u", id);
+		return err;
+	}
+	endpoint_to_dp(&e, &d);
+	return agent_policy_endpoint_set(a->pol, &d, e.container_id, meta, diag);
+}
+
 int agent_core_ipam(struct agent_core *a, struct flowsdn_ipam_pool_summary *pools, size_t max, size_t *ret_n_pools,
 		    struct flowsdn_ipam_allocation **ret_allocs, size_t *ret_n_allocs)
 {
@@ -1188,6 +1292,7 @@ void agent_core_free(struct agent_core *a)
 	free(a->dels);
 	free(a->busy);
 	agent_ct_stop(a->ct_gc);
+	agent_policy_free(a->pol);
 	if (a->dp)
 		a->ops->dp_free(a->ctx, a->dp);
 	flowsdn_ipam_free(a->ipam);
@@ -1277,6 +1382,11 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 				goto out;
 		}
 	}
+	/* The policy writes the real maps only (the ops' fakes have none). */
+	err = agent_policy_new(cfg->state_dir, a->dp && a->ops == &agent_ops_kernel ? flowsdn_datapath_maps(a->dp) : NULL,
+			       &a->pol);
+	if (err < 0)
+		goto out;
 	err = restore(a);
 	if (err < 0)
 		goto out;

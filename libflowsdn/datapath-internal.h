@@ -4,6 +4,8 @@
 #define FLOWSDN_DATAPATH_INTERNAL_H
 
 #include <stddef.h>
+#include <flowsdn/addr.h>
+#include <flowsdn/datapath.h>
 
 enum fsdn_map {
 	FSDN_MAP_EP,
@@ -14,8 +16,10 @@ enum fsdn_map {
 	FSDN_MAP_SVC,
 	FSDN_MAP_BACKEND,
 	FSDN_MAP_MAGLEV,
+	FSDN_MAP_SRCRANGE,
 	FSDN_MAP_CT,
 	FSDN_MAP_CTSTAT,
+	FSDN_MAP_FRAG,
 	FSDN_MAP_COUNT_,
 };
 
@@ -26,7 +30,15 @@ struct flowsdn_maps {
 };
 
 const char *flowsdn__map_name(enum fsdn_map m);
+/* The address width of @p (32 or 128), or -EINVAL for a NULL prefix, a
+ * family that is neither or a length beyond the width. */
+int flowsdn__prefix_bits(const struct flowsdn_prefix *p);
 /* "@dir/@name" into @buf; -ENAMETOOLONG if it does not fit. */
 int flowsdn__pin_path(const char *dir, const char *name, char *buf, size_t size);
+
+/* -EINVAL for a policy key with non-zero pad, a bad direction or prefix. */
+int flowsdn__policy_key_valid(const struct flowsdn_policy_key *k);
+/* The flowsdn_ep key of @a; -EINVAL when it is not IPv4/IPv6. */
+int flowsdn__ep_key(const struct flowsdn_addr *a, struct flowsdn_endpoint_key *k);
 
 #endif

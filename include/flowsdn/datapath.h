@@ -109,6 +109,16 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_publish(struct flowsdn_maps *m
  * read.  Idempotent: 0 when nothing was there. */
 FLOWSDN_API int flowsdn_maps_endpoint_remove(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep);
 
+/* Sets the bits @mask of the flags of every address entry of @ep (only
+ * id and addrs read) to those of @flags, the other bits untouched (the
+ * policy switch owns FLOWSDN_EP_F_ENFORCE, the agent the rest).
+ * -EINVAL for bits outside FLOWSDN_EP_F_ALL or @flags outside @mask,
+ * -ENOENT when an address is not @ep's (the entries before it are
+ * updated). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_flags_update(struct flowsdn_maps *maps,
+							       const struct flowsdn_endpoint *ep, uint32_t mask,
+							       uint32_t flags);
+
 /* Looks @addr up in flowsdn_ep.  -ENOENT when no endpoint has it. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_lookup(struct flowsdn_maps *maps, const struct flowsdn_addr *addr,
 							  struct flowsdn_endpoint_info *ret_info);
@@ -151,11 +161,82 @@ FLOWSDN_API int flowsdn_maps_policy_delete(struct flowsdn_maps *maps, const stru
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key,
 						     struct flowsdn_policy_value *ret);
 
+/* One policy entry to install: a key (its ep_id is ignored: the switch
+ * writes the generation's id) and its value's flags and rule id. */
+struct flowsdn_policy_map_entry {
+	struct flowsdn_policy_key key;
+	uint32_t flags;   /* FLOWSDN_POLICY_F_* */
+	uint32_t rule_id;
+};
+
+/*
+ * Replaces the policy of endpoint @ep (published; its id < 2^31) as one
+ * atomic switch (the policy model of <flowsdn/maps.h>): writes the @n_new
+ * entries under the generation not in force, flips every address entry
+ * of @ep to that generation with the enforcement flags @ep_flags
+ * (FLOWSDN_EP_F_*) in one update each, then deletes the @n_old entries
+ * of the generation that was in force (the set the caller installed
+ * last; NULL/0 for none).  A packet meets the old policy or the new one.
+ * On failure before the flip, what was written is deleted again and the
+ * old policy stays in force, untouched: -EINVAL (a bad entry or
+ * argument), -ENOENT (@ep not published under its id), -errno of the
+ * map (-E2BIG/-ENOMEM: the map is full).  Once flipped, failing to
+ * delete an old entry is not an error of the switch (the entry is in the
+ * generation not in force; flowsdn_maps_policy_scrub() removes it).
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_switch(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep,
+							const struct flowsdn_policy_map_entry *old_entries,
+							size_t n_old,
+							const struct flowsdn_policy_map_entry *new_entries,
+							size_t n_new, uint32_t ep_flags);
+
+/* The policy generation (0 or 1) in force for endpoint @ep_id, read
+ * from the entry of @addr.  -ENOENT when @addr is not @ep_id's. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_generation(struct flowsdn_maps *maps, uint32_t ep_id,
+							    const struct flowsdn_addr *addr, unsigned int *ret_gen);
+
+/* Deletes every policy entry that no packet can meet: those of a
+ * generation not in force and those of endpoints not published (after a
+ * crash between the steps of a switch).  One walk of the policy and
+ * endpoint maps.  *ret_removed may be NULL.  0 or -errno. */
+FLOWSDN_API int flowsdn_maps_policy_scrub(struct flowsdn_maps *maps, size_t *ret_removed);
+
 /* Maps the prefix @prefix to @identity in the ipcache (CIDR identities). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ipcache_update(struct flowsdn_maps *maps, const struct flowsdn_prefix *prefix,
 							 uint32_t identity);
 FLOWSDN_API int flowsdn_maps_ipcache_delete(struct flowsdn_maps *maps, const struct flowsdn_prefix *prefix);
 
+/* ------------------------------------------------------------ source ranges */
+
+/* Most ranges (allowed plus denied) of one service. */
+#define FLOWSDN_SRCRANGE_MAX_PER_SERVICE 1024
+
+/*
+ * Sets the source ranges of service @svc_id (its EXTERNAL scope's
+ * flowsdn_service_value.svc_id; the model is "source ranges" in
+ * <flowsdn/maps.h>): @allow (loadBalancerSourceRanges; none = every
+ * source) and @deny (denied ranges, winning over @allow).  Host bits of
+ * a prefix are ignored.  Writes the denied ranges first, then the
+ * allowed ones and the META entry, then removes the service's ranges that
+ * are no longer listed: a source newly denied is never let in on the
+ * way, and while an allow list is replaced both old and new ranges
+ * allow.  Ranges kept keep their counters.  -EINVAL for a bad prefix,
+ * svc_id 0 or NULL with a count; -E2BIG beyond
+ * FLOWSDN_SRCRANGE_MAX_PER_SERVICE (nothing written then); -ENOMEM,
+ * -errno of the map.
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_srcrange_set(struct flowsdn_maps *maps, uint32_t svc_id,
+						       const struct flowsdn_prefix *allow, size_t n_allow,
+						       const struct flowsdn_prefix *deny, size_t n_deny);
+/* Removes every range of @svc_id (everyone may reach it again);
+ * idempotent. */
+FLOWSDN_API int flowsdn_maps_srcrange_clear(struct flowsdn_maps *maps, uint32_t svc_id);
+/* The packets the range @prefix of @list decided for @svc_id, or the
+ * META entry's (sources refused for being outside the allow list) when
+ * @list is FLOWSDN_SRCRANGE_META (@prefix ignored).  -ENOENT if absent. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_srcrange_packets(struct flowsdn_maps *maps, uint32_t svc_id,
+							   enum flowsdn_srcrange_list list,
+							   const struct flowsdn_prefix *prefix, uint64_t *ret);
 /* ------------------------------------------------------------ conntrack */
 
 /*
