@@ -228,6 +228,18 @@ static void route_add_check(struct agent_core *core, const struct request *req, 
 	diag_free(diag);
 }
 
+/* The answer of a verb that removes: how many, or the failure; then the
+ * request's body and diag are done with. */
+static void removed_reply(struct reply *r, int removed, struct diag *diag, struct agent_http_body *b)
+{
+	if (removed < 0)
+		reply_failure(r, removed, diag);
+	else
+		count_reply(r, "removed", removed);
+	agent_http_body_clear(b);
+	diag_free(diag);
+}
+
 static void route_del(struct agent_core *core, const struct request *req, struct reply *r)
 {
 	struct agent_http_body b;
@@ -241,12 +253,7 @@ static void route_del(struct agent_core *core, const struct request *req, struct
 	/* A DEL queued while this agent was starting is picked up now. */
 	if (err >= 0)
 		(void)agent_core_replay_queue(core);
-	if (err < 0)
-		reply_failure(r, err, diag);
-	else
-		count_reply(r, "removed", err);
-	agent_http_body_clear(&b);
-	diag_free(diag);
+	removed_reply(r, err, diag, &b);
 }
 
 static void route_gc(struct agent_core *core, const struct request *req, struct reply *r)
@@ -259,12 +266,7 @@ static void route_gc(struct agent_core *core, const struct request *req, struct 
 		return;
 	diag = request_diag();
 	removed = agent_core_gc(core, b.ids, b.ifnames, b.n, req->deadline_ms, diag);
-	if (removed < 0)
-		reply_failure(r, removed, diag);
-	else
-		count_reply(r, "removed", removed);
-	agent_http_body_clear(&b);
-	diag_free(diag);
+	removed_reply(r, removed, diag, &b);
 }
 
 static void route_healthz(struct agent_core *core, struct reply *r)
