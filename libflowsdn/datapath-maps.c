@@ -53,6 +53,12 @@ static const struct map_spec {
 	[FSDN_MAP_BACKEND] = { FLOWSDN_MAP_BACKENDS, BPF_MAP_TYPE_HASH, sizeof(__u32), sizeof(struct flowsdn_backend) },
 	[FSDN_MAP_MAGLEV] = { FLOWSDN_MAP_MAGLEV, BPF_MAP_TYPE_HASH, sizeof(struct flowsdn_maglev_key),
 			      sizeof(struct flowsdn_maglev_value) },
+	[FSDN_MAP_SVC_SLOT] = { FLOWSDN_MAP_SVC_SLOTS, BPF_MAP_TYPE_HASH, sizeof(struct flowsdn_svc_slot_key),
+				sizeof(struct flowsdn_svc_slot_value) },
+	[FSDN_MAP_AFFINITY] = { FLOWSDN_MAP_AFFINITY, BPF_MAP_TYPE_LRU_HASH, sizeof(struct flowsdn_affinity_key),
+				sizeof(struct flowsdn_affinity_value) },
+	[FSDN_MAP_SOCK_RNAT] = { FLOWSDN_MAP_SOCK_REVNAT, BPF_MAP_TYPE_LRU_HASH,
+				 sizeof(struct flowsdn_sock_revnat_key), sizeof(struct flowsdn_sock_revnat_value) },
 };
 
 const char *flowsdn__map_name(enum fsdn_map m)
