@@ -374,22 +374,26 @@ static int tc_detach_one(int ifindex, bool ingress)
 	return r == -ENOENT || r == -ENODEV || r == -EINVAL ? 0 : r;
 }
 
-static int tcx_detach_one(struct flowsdn_datapath *dp, int ifindex, bool ingress)
+/* Detaches and unpins the link pinned at @path (absent: 0).  A link
+ * whose target is gone is already detached (-ENOLINK etc.). */
+static int unpin_link(const char *path)
 {
-	char path[PATH_MAX];
-	_cleanup_close_ int fd = -1;
-	int r = link_pin_path(dp, ifindex, ingress, path, sizeof(path));
+	_cleanup_close_ int fd = bpf_obj_get(path);
 
-	if (r < 0)
-		return r;
-	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	/* A link whose interface is gone is already detached (-ENOLINK etc.). */
 	bpf_link_detach(fd);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
+}
+
+static int tcx_detach_one(struct flowsdn_datapath *dp, int ifindex, bool ingress)
+{
+	char path[PATH_MAX];
+	int r = link_pin_path(dp, ifindex, ingress, path, sizeof(path));
+
+	return r < 0 ? r : unpin_link(path);
 }
 
 static int ensure_links_dir(struct flowsdn_datapath *dp)
@@ -553,19 +557,6 @@ static int socklb_pin_path(const struct flowsdn_datapath *dp, const char *name, 
 	int n = snprintf(buf, size, "%s/links/sock-%s", dp->pin_dir, name);
 
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
-/* Detaches and unpins the link pinned at @path (absent: 0). */
-static int unpin_link(const char *path)
-{
-	_cleanup_close_ int fd = bpf_obj_get(path);
-
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	bpf_link_detach(fd);
-	if (unlink(path) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
 }
 
 /* One hook: the pinned link of the same cgroup and type is switched to
