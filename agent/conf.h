@@ -12,6 +12,7 @@
 #include <flowsdn/addr.h>
 
 #define AGENT_MAX_POOLS 16
+#define AGENT_MAX_NODE_ADDRS 16
 
 struct diag;
 
@@ -38,6 +39,11 @@ struct agent_config {
 	unsigned int header_timeout_ms;    /* to receive a request head */
 	unsigned int max_request_bytes;
 	unsigned int request_timeout_s;
+	/* services (agent/services.h) */
+	struct flowsdn_addr node_addrs[AGENT_MAX_NODE_ADDRS]; /* "node-addresses": NodePort frontends */
+	size_t n_node_addrs;
+	char *socket_lb_cgroup; /* "auto" (the cgroup v2 mount), "" (none) or an absolute path */
+	char *services_json;    /* "services", checked, as JSON text; NULL when absent */
 };
 
 /* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */

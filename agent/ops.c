@@ -85,6 +85,25 @@ static int k_dp_remove(void *ctx, struct flowsdn_datapath *dp, const struct flow
 	return flowsdn_maps_endpoint_remove(flowsdn_datapath_maps(dp), ep);
 }
 
+static int k_dp_service_publish(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *svc,
+				const struct flowsdn_lb_service *old)
+{
+	(void)ctx;
+	return flowsdn_maps_service_publish(flowsdn_datapath_maps(dp), svc, old);
+}
+
+static int k_dp_service_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old)
+{
+	(void)ctx;
+	return flowsdn_maps_service_remove(flowsdn_datapath_maps(dp), old);
+}
+
+static int k_dp_socklb_attach(void *ctx, struct flowsdn_datapath *dp, const char *cgroup_path)
+{
+	(void)ctx;
+	return flowsdn_datapath_socklb_attach(dp, cgroup_path);
+}
+
 const struct agent_ops agent_ops_kernel = {
 	.netns_ino = k_netns_ino,
 	.veth_setup = k_veth_setup,
@@ -99,4 +118,7 @@ const struct agent_ops agent_ops_kernel = {
 	.dp_adopt = k_dp_adopt,
 	.dp_publish = k_dp_publish,
 	.dp_remove = k_dp_remove,
+	.dp_service_publish = k_dp_service_publish,
+	.dp_service_remove = k_dp_service_remove,
+	.dp_socklb_attach = k_dp_socklb_attach,
 };

@@ -33,6 +33,13 @@ struct agent_ops {
 	int (*dp_adopt)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface);
 	int (*dp_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
 	int (*dp_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
+	/* services (agent/services.c): flowsdn_maps_service_publish/_remove()
+	 * on the datapath's maps, flowsdn_datapath_socklb_attach().  A table
+	 * without them keeps the service model only. */
+	int (*dp_service_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *svc,
+				  const struct flowsdn_lb_service *old);
+	int (*dp_service_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old);
+	int (*dp_socklb_attach)(void *ctx, struct flowsdn_datapath *dp, const char *cgroup_path);
 };
 
 extern const struct agent_ops agent_ops_kernel;
