@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <flowsdn/addr.h>
+#include <flowsdn/datapath.h>
 
 #define AGENT_MAX_POOLS 16
 #define AGENT_MAX_NODE_ADDRS 16
@@ -44,6 +45,9 @@ struct agent_config {
 	size_t n_node_addrs;
 	char *socket_lb_cgroup; /* "auto" (the cgroup v2 mount), "" (none) or an absolute path */
 	char *services_json;    /* "services", checked, as JSON text; NULL when absent */
+	unsigned int ct_max;               /* conntrack table entries */
+	unsigned int ct_gc_interval_s;     /* garbage collection of dead entries */
+	struct flowsdn_ct_timeouts ct_timeouts; /* seconds */
 };
 
 /* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */

@@ -32,6 +32,9 @@ struct agent_ops {
 	int (*dp_is_attached)(void *ctx, struct flowsdn_datapath *dp, int ifindex);
 	int (*dp_adopt)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface);
 	int (*dp_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
+	/* Removes the endpoint's map entries and the tracked connections of
+	 * its addresses (a later endpoint with an address must not inherit
+	 * them). */
 	int (*dp_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
 	/* services (agent/services.c): flowsdn_maps_service_publish/_remove()
 	 * on the datapath's maps, flowsdn_datapath_socklb_attach().  A table
@@ -40,6 +43,8 @@ struct agent_ops {
 				  const struct flowsdn_lb_service *old);
 	int (*dp_service_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old);
 	int (*dp_socklb_attach)(void *ctx, struct flowsdn_datapath *dp, const char *cgroup_path);
+	/* flowsdn_maps_ct_gc() now; NULL: no collector runs. */
+	int (*dp_ct_gc)(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed);
 };
 
 extern const struct agent_ops agent_ops_kernel;

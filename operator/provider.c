@@ -16,6 +16,7 @@
 #include <flash/meter.h>
 #include <flash/spec.h>
 
+#include "get-cache.h"
 #include "json.h"
 #include "provider.h"
 #include "util.h"
@@ -29,8 +30,9 @@ struct op_provider {
 	const struct op_image_ops *image;
 	struct flash_operator_config *own_config; /* when none was given */
 	const struct flash_operator_config *config;
-	pthread_mutex_t lock; /* store + meter */
+	pthread_mutex_t lock; /* store + meter + get cache */
 	struct flash_meter *meter;
+	struct op_get_cache *get_cache;
 };
 
 static int64_t now_of(struct op_provider *p)
@@ -326,6 +328,9 @@ int op_provider_new(const struct op_provider_opts *opts, struct op_provider **re
 	r = flash_meter_new(NULL, &p->meter);
 	if (r < 0)
 		goto fail;
+	r = op_get_cache_new(&p->get_cache);
+	if (r < 0)
+		goto fail;
 	r = op_store_meter_get(opts->store, &state);
 	if (r == 0 && state)
 		r = flash_meter_from_json(p->meter, state, strlen(state), NULL);
@@ -344,6 +349,7 @@ void op_provider_free(struct op_provider *p)
 	if (!p)
 		return;
 	flash_meter_free(p->meter);
+	op_get_cache_free(p->get_cache);
 	flash_operator_config_free(p->own_config);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -939,13 +945,31 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 {
 	struct op_service *s = NULL;
 	struct op_event *ev = NULL;
+	struct op_get_hit hit;
 	size_t n_ev = 0;
-	int r;
+	uint64_t changes;
+	int r = 0;
 
 	if (!verify_token(p, req, c, ret))
 		return;
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	pthread_mutex_lock(&p->lock);
+	/* The answer rendered for an unchanged store is the answer. */
+	changes = op_store_changes(p->o.store);
+	if (op_get_cache_find(p->get_cache, c->id, changes, &hit)) {
+		if (strcmp(hit.org, c->org) == 0 && strcmp(hit.project, c->project) == 0) {
+			ret->body = malloc(hit.body_len + 1);
+			if (ret->body) {
+				memcpy(ret->body, hit.body, hit.body_len + 1);
+				ret->body_len = hit.body_len;
+				ret->status = 200;
+			}
+		} else {
+			answer_not_found(ret, id);
+		}
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
 	r = load_visible(p, c, &s);
 	if (r == 0 && s && !s->deleted)
 		r = op_store_events(p->o.store, c->id, EVENTS_SHOWN, &ev, &n_ev);
@@ -958,6 +982,14 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 		set_static_500(ret);
 	else
 		ret->status = 200;
+	if (ret->status == 200) {
+		/* Kept only if nothing was written since it was read. */
+		pthread_mutex_lock(&p->lock);
+		if (op_store_changes(p->o.store) == changes)
+			(void)op_get_cache_put(p->get_cache, c->id, changes, s->org, s->project, ret->body,
+					       ret->body_len);
+		pthread_mutex_unlock(&p->lock);
+	}
 	op_events_free(ev, n_ev);
 	op_service_free(s);
 }

@@ -22,3 +22,6 @@ struct flowsdn_affinity_value btf_affinity_value;
 struct flowsdn_sock_revnat_key btf_sock_revnat_key;
 struct flowsdn_sock_revnat_value btf_sock_revnat_value;
 struct flowsdn_drop_counters btf_drop_counters;
+struct flowsdn_ct_key btf_ct_key;
+struct flowsdn_ct_entry btf_ct_entry;
+struct flowsdn_ct_stats btf_ct_stats;
