@@ -118,6 +118,13 @@ static int k_dp_socklb_attach(void *ctx, struct flowsdn_datapath *dp, const char
 	return flowsdn_datapath_socklb_attach(dp, cgroup_path);
 }
 
+static int k_sock_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
+			  size_t *ret_count)
+{
+	(void)ctx;
+	return flowsdn_netlink_sock_destroy(peer, port, protocol, ret_count);
+}
+
 const struct agent_ops agent_ops_kernel = {
 	.netns_ino = k_netns_ino,
 	.veth_setup = k_veth_setup,
@@ -135,5 +142,6 @@ const struct agent_ops agent_ops_kernel = {
 	.dp_service_publish = k_dp_service_publish,
 	.dp_service_remove = k_dp_service_remove,
 	.dp_socklb_attach = k_dp_socklb_attach,
+	.sock_destroy = k_sock_destroy,
 	.dp_ct_gc = k_dp_ct_gc,
 };

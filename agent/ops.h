@@ -43,6 +43,9 @@ struct agent_ops {
 				  const struct flowsdn_lb_service *old);
 	int (*dp_service_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old);
 	int (*dp_socklb_attach)(void *ctx, struct flowsdn_datapath *dp, const char *cgroup_path);
+	/* flowsdn_netlink_sock_destroy(): sockets of removed UDP backends */
+	int (*sock_destroy)(void *ctx, const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
+			    size_t *ret_count);
 	/* flowsdn_maps_ct_gc() now; NULL: no collector runs. */
 	int (*dp_ct_gc)(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed);
 };

@@ -967,6 +967,36 @@ static int dp_remove(struct agent_services *as, const struct lowered *old)
 	return as->ops->dp_service_remove(as->ctx, as->dp, &old->svc);
 }
 
+/* The UDP sockets of host processes still connected to a backend of
+ * @old that @s (NULL: none) no longer has are destroyed, so that their
+ * clients get an error and choose again; TCP connections drain. */
+static void destroy_removed(struct agent_services *as, const struct svc *old, const struct svc *s)
+{
+	bool udp = false;
+
+	if (!as->dp || !as->ops->sock_destroy)
+		return;
+	for (size_t i = 0; i < old->n_fe; i++)
+		udp |= old->fe[i].protocol == 1;
+	for (size_t i = 0; udp && i < old->n_be; i++) {
+		const struct svc_backend *b = &old->be[i];
+		bool kept = false;
+		size_t n = 0;
+		int r;
+
+		for (size_t j = 0; s && j < s->n_be && !kept; j++)
+			kept = s->be[j].port == b->port && flowsdn_addr_equal(&s->be[j].addr, &b->addr);
+		if (kept)
+			continue;
+		r = as->ops->sock_destroy(as->ctx, &b->addr, b->port, IPPROTO_UDP, &n);
+		if (r < 0)
+			pr_warn("agent: service %s: closing the UDP sockets of a removed backend: %s", old->id,
+				flowsdn_strerror(r));
+		else if (n)
+			pr_info("agent: service %s: %zu UDP sockets of a removed backend closed", old->id, n);
+	}
+}
+
 /* Puts @s (taken) in the table: index, ids, datapath, state.  On failure
  * nothing changed and @s is freed. */
 static int apply_locked(struct agent_services *as, struct svc *s, bool save, struct diag *diag)
@@ -1019,8 +1049,10 @@ static int apply_locked(struct agent_services *as, struct svc *s, bool save, str
 			pr_err("agent: service %s: the datapath may hold parts of the refused version", s->id);
 		goto fail;
 	}
-	if (old)
+	if (old) {
+		destroy_removed(as, old, s);
 		fe_keys(as, old, key_drop, old);
+	}
 	fe_keys(as, s, key_add, s);
 	if (old) {
 		as->svcs[at] = s;
@@ -1109,6 +1141,7 @@ int agent_services_delete(struct agent_services *as, const char *id, struct diag
 			      flowsdn_strerror(r));
 		goto out;
 	}
+	destroy_removed(as, as->svcs[at], NULL);
 	fe_keys(as, as->svcs[at], key_drop, as->svcs[at]);
 	svc_free(as->svcs[at]);
 	as->svcs[at] = as->svcs[--as->n];

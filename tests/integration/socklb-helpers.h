@@ -479,9 +479,10 @@ static inline size_t socklb_map_count(const struct socklb_node *nd, const char *
 	return n;
 }
 
-/* A TCP connection from the cgroup to @ip:@port kept open by a child;
+/* A connected TCP (@type SOCK_STREAM) or UDP (SOCK_DGRAM) socket from the
+ * cgroup to @ip:@port, kept open by a child after a first exchange;
  * returns its handle for socklb_hold_ping(). */
-static inline int socklb_hold_tcp(struct socklb_node *nd, const char *ip, int port)
+static inline int socklb_hold(struct socklb_node *nd, int type, const char *ip, int port)
 {
 	int cmd[2], res[2];
 	struct socklb_hold *h;
@@ -500,16 +501,24 @@ static inline int socklb_hold_tcp(struct socklb_node *nd, const char *ip, int po
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		socklb_join(nd);
-		fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
 		set_timeouts(fd, 2000);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0 || read(fd, &who, 1) != 1)
+		if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0 ||
+		    (type == SOCK_DGRAM && write(fd, "x", 1) != 1) || read(fd, &who, 1) != 1)
 			_exit(1);
 		if (write(res[1], &who, 1) != 1)
 			_exit(1);
 		while (read(cmd[0], buf, 1) == 1) {
-			char ok = write(fd, "ping", 4) == 4 && read(fd, buf, sizeof(buf)) == 4 && !memcmp(buf, "ping", 4);
+			/* TCP: the server echoes; UDP: it answers its digit. */
+			unsigned char err = 0;
+			ssize_t n;
 
-			if (write(res[1], ok ? "0" : "1", 1) != 1)
+			errno = 0;
+			if (write(fd, "ping", 4) != 4)
+				err = (unsigned char)(errno ? errno : EIO);
+			else if ((n = read(fd, buf, sizeof(buf))) != (type == SOCK_STREAM ? 4 : 1))
+				err = (unsigned char)(errno ? errno : EIO);
+			if (write(res[1], &err, 1) != 1)
 				_exit(1);
 		}
 		_exit(0);
@@ -523,14 +532,14 @@ static inline int socklb_hold_tcp(struct socklb_node *nd, const char *ip, int po
 	return (int)(nd->n_hold - 1);
 }
 
-/* 0 when the held connection @h still echoes. */
+/* 0 when the held socket @h still exchanges, else the errno it got. */
 static inline int socklb_hold_ping(struct socklb_node *nd, int h)
 {
-	char c = 'p';
+	unsigned char c = 'p';
 
 	cr_assert(write(nd->hold[h].cmd, &c, 1) == 1);
-	cr_assert(read(nd->hold[h].res, &c, 1) == 1, "held connection child died");
-	return c == '0' ? 0 : 1;
+	cr_assert(read(nd->hold[h].res, &c, 1) == 1, "held socket child died");
+	return c;
 }
 
 #endif

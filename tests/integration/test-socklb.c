@@ -22,6 +22,7 @@
 #include <sys/mount.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/maglev.h>
+#include <flowsdn/netlink.h>
 
 #include "netns-helpers.h"
 #include "socklb-helpers.h"
@@ -163,7 +164,7 @@ Test(socklb, terminating_backend_gets_no_new_flows_and_drains)
 	int held;
 
 	socklb_publish(&node, 1, "10.96.0.40", 80, IPPROTO_TCP, SOCKLB_B3, 0, 0, NULL);
-	held = socklb_hold_tcp(&node, "10.96.0.40", 80);
+	held = socklb_hold(&node, SOCK_STREAM, "10.96.0.40", 80);
 	socklb_publish(&node, 1, "10.96.0.40", 80, IPPROTO_TCP, SOCKLB_B2 | SOCKLB_B3, 0, 0, "3");
 	tcp_spread("10.96.0.40", 80, 20, counts);
 	cr_assert(counts[0] == 20 && counts[1] == 0, "terminating B3 got new flows: %d %d", counts[0], counts[1]);
@@ -213,4 +214,32 @@ Test(socklb, attach_refuses_what_is_not_cgroup2)
 	ASSERT_ERR(flowsdn_datapath_socklb_attach(node.dp, "relative"), -EINVAL, "relative");
 	/* Attaching again to the same cgroup switches the links in place. */
 	ASSERT_OK(flowsdn_datapath_socklb_attach(node.dp, node.cgroup), "re-attach");
+}
+
+/* Item 5: a removed UDP backend's connected client sockets are destroyed
+ * (sock_diag SOCK_DESTROY): the client gets ECONNABORTED and can connect
+ * again, to a backend that is there. */
+Test(socklb, removed_udp_backend_client_gets_an_error)
+{
+	struct flowsdn_addr b2;
+	size_t n = 0;
+	int held, r;
+	struct socklb_result res;
+
+	socklb_publish(&node, 1, "10.96.0.80", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, NULL);
+	held = socklb_hold(&node, SOCK_DGRAM, "10.96.0.80", 53);
+	cr_assert_eq(socklb_hold_ping(&node, held), 0, "the UDP client exchanges with B2");
+	socklb_publish(&node, 1, "10.96.0.80", 53, IPPROTO_UDP, SOCKLB_B3, 0, 0, NULL);
+	ASSERT_OK(flowsdn_addr_parse("10.210.1.2", 10, &b2), "addr");
+	r = flowsdn_netlink_sock_destroy(&b2, SOCKLB_PORT, IPPROTO_UDP, &n);
+	if (r == -EOPNOTSUPP)
+		cr_skip_test("the kernel has no CONFIG_INET_DIAG_DESTROY");
+	ASSERT_OK(r, "sock destroy");
+	cr_assert(n >= 1, "the client's socket was found and destroyed (%zu)", n);
+	/* udp_abort() sets ECONNABORTED for the next receive and disconnects
+	 * the socket, so a send that comes first fails with EDESTADDRREQ. */
+	r = socklb_hold_ping(&node, held);
+	cr_assert(r == ECONNABORTED || r == EDESTADDRREQ, "the client's next call fails, got %s", strerror(r));
+	socklb_run(&node, SOCKLB_UDP_CONNECTED, "10.96.0.80", 53, 1, &res);
+	cr_assert(res.err == 0 && res.who[0] == '3', "a new socket reaches the remaining backend");
 }

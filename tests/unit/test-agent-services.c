@@ -33,6 +33,9 @@ static struct {
 	uint8_t backend_state[8][4], backend_flags[8][4];
 	struct flowsdn_lb_frontend fe[16];
 	char cgroup[256];
+	unsigned int destroys;
+	uint16_t destroyed_port;
+	uint8_t destroyed_proto;
 } fk;
 
 static int token;
@@ -87,7 +90,19 @@ static int f_attach(void *ctx, struct flowsdn_datapath *dp, const char *path)
 	return 0;
 }
 
+static int f_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol, size_t *ret)
+{
+	(void)ctx;
+	(void)peer;
+	fk.destroys++;
+	fk.destroyed_port = port;
+	fk.destroyed_proto = protocol;
+	*ret = 1;
+	return 0;
+}
+
 static const struct agent_ops fake_ops = {
+	.sock_destroy = f_destroy,
 	.dp_service_publish = f_publish,
 	.dp_service_remove = f_remove,
 	.dp_socklb_attach = f_attach,
@@ -456,5 +471,30 @@ Test(agent_services, refused_publish_changes_nothing)
 	json = get(s, "fs-00000000000000000000000000000001", &err);
 	cr_assert(strstr(json, "\"svcId\":1"), "the refused one used no id: %s", json);
 	free(json);
+	agent_services_free(s);
+}
+
+Test(agent_services, removed_udp_backend_sockets_are_destroyed)
+{
+	struct agent_services *s = start(NULL);
+	char out[4096];
+	static const char two[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.53\",\"port\":53,"
+				  "\"protocol\":\"UDP\"}],\"backends\":[{\"address\":\"10.0.0.5\",\"port\":5353},"
+				  "{\"address\":\"10.0.0.6\",\"port\":5354}]}";
+	static const char one[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.53\",\"port\":53,"
+				  "\"protocol\":\"UDP\"}],\"backends\":[{\"address\":\"10.0.0.5\",\"port\":5353}]}";
+
+	ASSERT_OK(put(s, "fs-00000000000000000000000000000053", two, out, sizeof(out)), out);
+	cr_assert_eq(fk.destroys, 0);
+	ASSERT_OK(put(s, "fs-00000000000000000000000000000053", one, out, sizeof(out)), out);
+	cr_assert_eq(fk.destroys, 1, "the removed backend's sockets");
+	cr_assert_eq(fk.destroyed_port, 5354);
+	cr_assert_eq(fk.destroyed_proto, IPPROTO_UDP);
+	ASSERT_OK(agent_services_delete(s, "fs-00000000000000000000000000000053", NULL), "delete");
+	cr_assert_eq(fk.destroys, 2, "and the last one's on DELETE");
+	/* TCP services drain: nothing destroyed. */
+	ASSERT_OK(put(s, "fs-00000000000000000000000000000001", WEB "}", out, sizeof(out)), out);
+	ASSERT_OK(agent_services_delete(s, "fs-00000000000000000000000000000001", NULL), "delete");
+	cr_assert_eq(fk.destroys, 2);
 	agent_services_free(s);
 }
