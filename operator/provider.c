@@ -31,6 +31,7 @@ struct op_provider {
 	const struct flash_operator_config *config;
 	pthread_mutex_t lock; /* store + meter */
 	struct flash_meter *meter;
+	struct op_runtime *runtime; /* NULL: services stay admitted */
 };
 
 static int64_t now_of(struct op_provider *p)
@@ -200,7 +201,34 @@ static void o_ports(struct out *o, const struct flash_public_port *ports, size_t
 	o_aclose(o);
 }
 
-static void o_service(struct out *o, const struct op_service *s, const struct op_event *ev, size_t n_ev)
+static void o_runtime_status(struct out *o, const struct op_service_status *st)
+{
+	o_kstr(o, "phase", st->phase);
+	o_kbool(o, "ready", st->ready);
+	o_kstr(o, "message", st->message);
+	o_kuint(o, "replicas_wanted", st->wanted);
+	o_kuint(o, "replicas_ready", st->ready_replicas);
+	o_kuint(o, "restarts", st->restarts);
+	o_key(o, "replicas");
+	o_aopen(o);
+	for (size_t i = 0; i < st->n_replicas; i++) {
+		const struct op_replica_view *v = &st->replicas[i];
+
+		o_open(o);
+		o_kuint(o, "index", v->index);
+		o_kuint(o, "generation", v->generation);
+		o_kstr(o, "state", v->state);
+		o_kstr(o, "address", v->address);
+		o_kuint(o, "restarts", v->restarts);
+		o_close(o);
+	}
+	o_aclose(o);
+}
+
+/* @st: the runtime's view of the service, NULL when there is none yet
+ * (or no runtime). */
+static void o_service(struct out *o, const struct op_service *s, const struct op_event *ev, size_t n_ev,
+		      const struct op_service_status *st)
 {
 	o_open(o);
 	o_kstr(o, "id", s->id);
@@ -210,9 +238,13 @@ static void o_service(struct out *o, const struct op_service *s, const struct op
 	o_kstr(o, "operation_id", s->operation_id);
 	o_key(o, "status");
 	o_open(o);
-	o_kstr(o, "phase", s->phase);
-	o_kbool(o, "ready", false);
-	o_kstr(o, "message", "admitted and stored; replicas are not started (this operator has no runtime yet)");
+	if (st) {
+		o_runtime_status(o, st);
+	} else {
+		o_kstr(o, "phase", s->phase);
+		o_kbool(o, "ready", false);
+		o_kstr(o, "message", "admitted and stored; no replica runs yet");
+	}
 	o_close(o);
 	o_key(o, "image");
 	o_open(o);
@@ -241,15 +273,15 @@ static void o_service(struct out *o, const struct op_service *s, const struct op
 	o_close(o);
 }
 
-static int service_json(const struct op_service *s, const struct op_event *ev, size_t n_ev, char **ret,
-			size_t *ret_len)
+static int service_json(const struct op_service *s, const struct op_event *ev, size_t n_ev,
+			const struct op_service_status *st, char **ret, size_t *ret_len)
 {
 	struct out o;
 	int r = o_begin(&o);
 
 	if (r < 0)
 		return r;
-	o_service(&o, s, ev, n_ev);
+	o_service(&o, s, ev, n_ev, st);
 	return o_end(&o, ret, ret_len);
 }
 
@@ -347,6 +379,25 @@ void op_provider_free(struct op_provider *p)
 	flash_operator_config_free(p->own_config);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
+}
+
+void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt)
+{
+	if (p)
+		p->runtime = rt;
+}
+
+int op_provider_live_services(void *ctx, struct op_service ***ret, size_t *ret_n)
+{
+	struct op_provider *p = ctx;
+	int r;
+
+	if (!p)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	r = op_store_service_list(p->o.store, NULL, NULL, ret, ret_n);
+	pthread_mutex_unlock(&p->lock);
+	return r;
 }
 
 void op_response_clear(struct op_response *r)
@@ -760,7 +811,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	sv.n_ports = n_ports;
 	memcpy(sv.charge, mine.amount, sizeof(sv.charge));
 	sv.answer_status = c->action == FLASH_AUTH_ACTION_CREATE ? 201 : 200;
-	if (service_json(&sv, NULL, 0, &sv.answer, &(size_t){ 0 }) < 0) {
+	if (service_json(&sv, NULL, 0, NULL, &sv.answer, &(size_t){ 0 }) < 0) {
 		set_static_500(ret);
 		goto out;
 	}
@@ -789,6 +840,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	ret->status = sv.answer_status;
 	ret->body = TAKE_PTR(sv.answer);
 	ret->body_len = strlen(ret->body);
+	op_runtime_kick(p->runtime);
 out:
 	if (in_txn)
 		op_store_rollback(p->o.store);
@@ -920,6 +972,7 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			goto del_out;
 		}
 		op_metrics_commit(p->o.metrics, commit_ns);
+		op_runtime_kick(p->runtime);
 		ret->status = 200;
 		ret->body = TAKE_PTR(stored->answer);
 		ret->body_len = strlen(ret->body);
@@ -939,6 +992,7 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 {
 	struct op_service *s = NULL;
 	struct op_event *ev = NULL;
+	struct op_service_status st;
 	size_t n_ev = 0;
 	int r;
 
@@ -954,7 +1008,8 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 		answer_store_error(p, ret, r);
 	else if (!s || s->deleted)
 		answer_not_found(ret, id);
-	else if (service_json(s, ev ? ev : (struct op_event[1]){ { 0 } }, n_ev, &ret->body, &ret->body_len) < 0)
+	else if (service_json(s, ev ? ev : (struct op_event[1]){ { 0 } }, n_ev,
+			      op_runtime_status(p->runtime, s->id, &st) == 0 ? &st : NULL, &ret->body, &ret->body_len) < 0)
 		set_static_500(ret);
 	else
 		ret->status = 200;
@@ -986,8 +1041,11 @@ static void handle_list(struct op_provider *p, const struct op_request *req, str
 	o_open(&o);
 	o_key(&o, "services");
 	o_aopen(&o);
-	for (size_t i = 0; i < n; i++)
-		o_service(&o, list[i], NULL, 0);
+	for (size_t i = 0; i < n; i++) {
+		struct op_service_status st;
+
+		o_service(&o, list[i], NULL, 0, op_runtime_status(p->runtime, list[i]->id, &st) == 0 ? &st : NULL);
+	}
 	o_aclose(&o);
 	o_close(&o);
 	if (o_end(&o, &ret->body, &ret->body_len) < 0)
