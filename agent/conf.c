@@ -92,6 +92,14 @@ int agent_config_new(struct agent_config **ret)
 	c->header_timeout_ms = 2000;
 	c->max_request_bytes = 65536;
 	c->request_timeout_s = 10;
+	c->ct_max = FLOWSDN_CT_DEFAULT_MAX;
+	c->ct_gc_interval_s = 30;
+	c->ct_timeouts = (struct flowsdn_ct_timeouts){ .tcp = FLOWSDN_CT_TIMEOUT_TCP,
+						       .tcp_syn = FLOWSDN_CT_TIMEOUT_TCP_SYN,
+						       .tcp_close = FLOWSDN_CT_TIMEOUT_TCP_CLOSE,
+						       .udp = FLOWSDN_CT_TIMEOUT_UDP,
+						       .udp_replied = FLOWSDN_CT_TIMEOUT_UDP_REPLIED,
+						       .icmp = FLOWSDN_CT_TIMEOUT_ICMP };
 	*ret = c;
 	return 0;
 }
@@ -215,7 +223,9 @@ static int read_attach(struct check_ctx *ctx, const struct json_value *v, void *
 
 static const struct json_int_range mtu_range = { 1280, 65535 }, conn_range = { 2, 1024 },
 				   reserve_range = { 1, 512 }, head_range = { 10, 60000 },
-				   req_range = { 1024, 1 << 20 }, timeout_range = { 1, 600 };
+				   req_range = { 1024, 1 << 20 }, timeout_range = { 1, 600 },
+				   ct_max_range = { 1024, 1 << 24 }, ct_gc_range = { 1, 3600 },
+				   ct_timeout_range = { 1, 7 * 86400 };
 static const char optional[] = "";
 
 /* flowsdn-agent.conf(5), one row per key. */
@@ -223,6 +233,16 @@ static const char optional[] = "";
 static const struct json_field config_fields[] = {
 	F("attach-mode", JSON_STRING, read_attach, attach_mode, NULL),
 	F("bpf-pin-dir", JSON_STRING, read_path, pin_dir, NULL),
+	F("conntrack-gc-interval-seconds", JSON_NUMBER, json_read_uint32, ct_gc_interval_s, &ct_gc_range),
+	F("conntrack-max", JSON_NUMBER, json_read_uint32, ct_max, &ct_max_range),
+	F("conntrack-timeout-icmp-seconds", JSON_NUMBER, json_read_uint32, ct_timeouts.icmp, &ct_timeout_range),
+	F("conntrack-timeout-tcp-close-seconds", JSON_NUMBER, json_read_uint32, ct_timeouts.tcp_close,
+	  &ct_timeout_range),
+	F("conntrack-timeout-tcp-seconds", JSON_NUMBER, json_read_uint32, ct_timeouts.tcp, &ct_timeout_range),
+	F("conntrack-timeout-tcp-syn-seconds", JSON_NUMBER, json_read_uint32, ct_timeouts.tcp_syn, &ct_timeout_range),
+	F("conntrack-timeout-udp-replied-seconds", JSON_NUMBER, json_read_uint32, ct_timeouts.udp_replied,
+	  &ct_timeout_range),
+	F("conntrack-timeout-udp-seconds", JSON_NUMBER, json_read_uint32, ct_timeouts.udp, &ct_timeout_range),
 	F("datapath", JSON_BOOL, json_read_bool, datapath, NULL),
 	F("egress-mode", JSON_STRING, read_egress, egress_stack, NULL),
 	F("header-timeout-ms", JSON_NUMBER, json_read_uint32, header_timeout_ms, &head_range),
@@ -359,6 +379,14 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_kv_uint(w, "header-timeout-ms", c->header_timeout_ms);
 	jw_kv_uint(w, "max-request-bytes", c->max_request_bytes);
 	jw_kv_uint(w, "request-timeout-seconds", c->request_timeout_s);
+	jw_kv_uint(w, "conntrack-max", c->ct_max);
+	jw_kv_uint(w, "conntrack-gc-interval-seconds", c->ct_gc_interval_s);
+	jw_kv_uint(w, "conntrack-timeout-tcp-seconds", c->ct_timeouts.tcp);
+	jw_kv_uint(w, "conntrack-timeout-tcp-syn-seconds", c->ct_timeouts.tcp_syn);
+	jw_kv_uint(w, "conntrack-timeout-tcp-close-seconds", c->ct_timeouts.tcp_close);
+	jw_kv_uint(w, "conntrack-timeout-udp-seconds", c->ct_timeouts.udp);
+	jw_kv_uint(w, "conntrack-timeout-udp-replied-seconds", c->ct_timeouts.udp_replied);
+	jw_kv_uint(w, "conntrack-timeout-icmp-seconds", c->ct_timeouts.icmp);
 	jw_object_close(w);
 	return json_writer_finish(w, ret_json, NULL);
 }
@@ -394,6 +422,9 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 	c->header_timeout_ms = src->header_timeout_ms;
 	c->max_request_bytes = src->max_request_bytes;
 	c->request_timeout_s = src->request_timeout_s;
+	c->ct_max = src->ct_max;
+	c->ct_gc_interval_s = src->ct_gc_interval_s;
+	c->ct_timeouts = src->ct_timeouts;
 	*ret = c;
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <flowsdn/addr.h>
+#include <flowsdn/datapath.h>
 
 #define AGENT_MAX_POOLS 16
 
@@ -38,6 +39,9 @@ struct agent_config {
 	unsigned int header_timeout_ms;    /* to receive a request head */
 	unsigned int max_request_bytes;
 	unsigned int request_timeout_s;
+	unsigned int ct_max;               /* conntrack table entries */
+	unsigned int ct_gc_interval_s;     /* garbage collection of dead entries */
+	struct flowsdn_ct_timeouts ct_timeouts; /* seconds */
 };
 
 /* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */

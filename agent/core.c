@@ -15,9 +15,11 @@
 #include <flowsdn/ipam.h>
 #include <flowsdn/netlink.h>
 
+#include "conntrack.h"
 #include "core.h"
 #include "json.h"
 #include "log.h"
+#include "policy.h"
 #include "names.h"
 #include "replay.h"
 #include "util.h"
@@ -58,6 +60,8 @@ struct agent_core {
 	pthread_cond_t del_cond;    /* a deletion was queued or ended */
 	struct flowsdn_ipam *ipam;  /* in memory: the state file holds the addresses */
 	struct flowsdn_datapath *dp; /* NULL with "datapath": false */
+	struct agent_ct *ct_gc;     /* conntrack collector (with dp, when the ops have one) */
+	struct agent_policy *pol;   /* policies, namespaces, endpoint identities (own lock) */
 	struct ep **eps;
 	size_t n_eps, cap_eps;
 	struct agent_api_endpoint **dels; /* unpublished, veth being removed (FIFO) */
@@ -354,6 +358,7 @@ static void endpoint_unpublish(struct agent_core *a, const struct agent_api_endp
 	struct flowsdn_endpoint d;
 	int err;
 
+	agent_policy_endpoint_remove(a->pol, e->id);
 	if (!a->dp)
 		return;
 	endpoint_to_dp(e, &d);
@@ -1092,6 +1097,29 @@ int agent_core_endpoint(struct agent_core *a, uint32_t id, struct agent_api_endp
 	return err;
 }
 
+struct agent_policy *agent_core_policy(struct agent_core *a)
+{
+	return a ? a->pol : NULL;
+}
+
+int agent_core_endpoint_labels(struct agent_core *a, uint32_t id, const struct agent_policy_meta *meta,
+			       struct diag *diag)
+{
+	struct agent_api_endpoint e;
+	struct flowsdn_endpoint d;
+	int err;
+
+	if (!a || !meta)
+		return -EINVAL;
+	err = agent_core_endpoint(a, id, &e);
+	if (err < 0) {
+		agent_diag_set(diag, "no endpoint %u", id);
+		return err;
+	}
+	endpoint_to_dp(&e, &d);
+	return agent_policy_endpoint_set(a->pol, &d, e.container_id, meta, diag);
+}
+
 int agent_core_ipam(struct agent_core *a, struct flowsdn_ipam_pool_summary *pools, size_t max, size_t *ret_n_pools,
 		    struct flowsdn_ipam_allocation **ret_allocs, size_t *ret_n_allocs)
 {
@@ -1185,6 +1213,8 @@ void agent_core_free(struct agent_core *a)
 		free(a->dels[i]);
 	free(a->dels);
 	free(a->busy);
+	agent_ct_stop(a->ct_gc);
+	agent_policy_free(a->pol);
 	if (a->dp)
 		a->ops->dp_free(a->ctx, a->dp);
 	flowsdn_ipam_free(a->ipam);
@@ -1260,14 +1290,25 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	if (cfg->datapath) {
 		FLOWSDN_OPTS(flowsdn_datapath_opts, dpo, .pin_dir = cfg->pin_dir,
 			     .egress_mode = cfg->egress_stack ? FLOWSDN_EGRESS_STACK : FLOWSDN_EGRESS_FIB,
-			     .attach_mode = (enum flowsdn_attach_mode)cfg->attach_mode);
+			     .attach_mode = (enum flowsdn_attach_mode)cfg->attach_mode, .ct_max = cfg->ct_max,
+			     .ct_timeouts = &cfg->ct_timeouts);
 
 		err = a->ops->dp_open(a->ctx, &dpo, &a->dp);
 		if (err < 0) {
 			pr_err("agent: loading the datapath in %s: %s", cfg->pin_dir, flowsdn_strerror(err));
 			goto out;
 		}
+		if (a->ops->dp_ct_gc) {
+			err = agent_ct_start(a->ops, a->ctx, a->dp, cfg->ct_gc_interval_s, &a->ct_gc);
+			if (err < 0)
+				goto out;
+		}
 	}
+	/* The policy writes the real maps only (the ops' fakes have none). */
+	err = agent_policy_new(cfg->state_dir, a->dp && a->ops == &agent_ops_kernel ? flowsdn_datapath_maps(a->dp) : NULL,
+			       &a->pol);
+	if (err < 0)
+		goto out;
 	err = restore(a);
 	if (err < 0)
 		goto out;

@@ -94,6 +94,16 @@ size_t agent_core_endpoint_count(struct agent_core *core);
 int agent_core_endpoints(struct agent_core *core, struct agent_api_endpoint **ret, size_t *ret_n);
 /* One endpoint by id: 0, -FLOWSDN_E_AGENT_NOT_FOUND. */
 int agent_core_endpoint(struct agent_core *core, uint32_t id, struct agent_api_endpoint *ret);
+
+struct agent_policy;
+struct agent_policy_meta;
+/* The policy state (agent/policy.h), owned by the core. */
+struct agent_policy *agent_core_policy(struct agent_core *core);
+/* PUT /v1/endpoint/{id}/labels: the namespace, pod name, labels and
+ * named ports of endpoint @id (agent_policy_endpoint_set()).
+ * -FLOWSDN_E_AGENT_NOT_FOUND for an unknown id. */
+int agent_core_endpoint_labels(struct agent_core *core, uint32_t id, const struct agent_policy_meta *meta,
+			       struct diag *diag);
 /* IPAM: the pools (at most @max) and every allocation. */
 int agent_core_ipam(struct agent_core *core, struct flowsdn_ipam_pool_summary *pools, size_t max, size_t *ret_n_pools,
 		    struct flowsdn_ipam_allocation **ret_allocs, size_t *ret_n_allocs);

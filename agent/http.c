@@ -467,6 +467,8 @@ static void agent_route(struct agent_http *h, bool read_only, const char *method
 		reply_error(r, 403, -FLOWSDN_E_AGENT_REFUSED, "this listener is read-only: %s is not allowed", method);
 		return;
 	}
+	if (agent_http_policy_route(core, method, url, req->too_big ? NULL : req->body, req->len, &r->status, &r->body))
+		return;
 	if (!known_post && !known_get) {
 		reply_error(r, 404, -FLOWSDN_E_AGENT_NOT_FOUND, "no route %.128s", url);
 		return;

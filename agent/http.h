@@ -52,4 +52,10 @@ int agent_http_body_read(enum agent_http_verb verb, const char *body, size_t len
 /* Frees what a read body holds (NULL is fine). */
 void agent_http_body_clear(struct agent_http_body *b);
 
+/* The policy routes (agent/http-policy.c): true when @url is one of them,
+ * with the reply in *ret_status and *ret_body (JSON, malloc'd; NULL for
+ * the fallback body).  @body is NULL when the request's body was too big. */
+bool agent_http_policy_route(struct agent_core *core, const char *method, const char *url, const char *body,
+			     size_t len, unsigned int *ret_status, char **ret_body);
+
 #endif

@@ -81,8 +81,22 @@ static int k_dp_publish(void *ctx, struct flowsdn_datapath *dp, const struct flo
 
 static int k_dp_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
 {
+	struct flowsdn_maps *m = flowsdn_datapath_maps(dp);
+	int r, t;
+
 	(void)ctx;
-	return flowsdn_maps_endpoint_remove(flowsdn_datapath_maps(dp), ep);
+	r = flowsdn_maps_endpoint_remove(m, ep);
+	for (size_t i = 0; i < ep->n_addrs && i < FLOWSDN_ENDPOINT_MAX_ADDRS; i++) {
+		t = flowsdn_maps_ct_flush(m, &ep->addrs[i], NULL);
+		r = r < 0 ? r : t;
+	}
+	return r;
+}
+
+static int k_dp_ct_gc(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed)
+{
+	(void)ctx;
+	return flowsdn_maps_ct_gc(flowsdn_datapath_maps(dp), 0, ret_removed);
 }
 
 const struct agent_ops agent_ops_kernel = {
@@ -99,4 +113,5 @@ const struct agent_ops agent_ops_kernel = {
 	.dp_adopt = k_dp_adopt,
 	.dp_publish = k_dp_publish,
 	.dp_remove = k_dp_remove,
+	.dp_ct_gc = k_dp_ct_gc,
 };

@@ -32,7 +32,12 @@ struct agent_ops {
 	int (*dp_is_attached)(void *ctx, struct flowsdn_datapath *dp, int ifindex);
 	int (*dp_adopt)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface);
 	int (*dp_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
+	/* Removes the endpoint's map entries and the tracked connections of
+	 * its addresses (a later endpoint with an address must not inherit
+	 * them). */
 	int (*dp_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
+	/* flowsdn_maps_ct_gc() now; NULL: no collector runs. */
+	int (*dp_ct_gc)(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed);
 };
 
 extern const struct agent_ops agent_ops_kernel;

@@ -7,6 +7,10 @@
  *   - ARP, IPv6 ND, link-local and multicast IPv6: to the host stack;
  *   - the source must be an address published for this very interface
  *     (anti-spoofing), else drop;
+ *   - connection tracking (lib/conntrack.h): a packet of a tracked
+ *     connection, in either direction, or an ICMP error about one, is
+ *     not judged by policy again; only a new connection is, and once
+ *     allowed it is tracked;
  *   - egress policy of the sender;
  *   - destination is a local endpoint: its ingress policy, then (mode fib)
  *     TTL decrement, MAC rewrite (gateway MAC -> endpoint MAC) and
@@ -17,12 +21,13 @@
  *     resolved yet; anything the FIB does not forward goes to the stack so
  *     that the kernel answers with the right ICMP); (mode stack) the stack.
  *
- * to_container (frames the host stack sends to the endpoint): ingress
- * policy and counters; same-node frames delivered by from_container never
+ * to_container (frames the host stack sends to the endpoint): connection
+ * tracking, ingress policy of new connections, and counters; same-node frames delivered by from_container never
  * pass here (redirect_peer bypasses the host veth; with plain redirect the
  * delivered mark tells them apart).
  */
 #include "lib/common.h"
+#include "lib/conntrack.h"
 #include "lib/counters.h"
 #include "lib/l3.h"
 #include "lib/parse.h"
@@ -33,19 +38,24 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 static __always_inline int deliver_local(struct __sk_buff *skb, const struct pkt *p,
 					 const struct flowsdn_endpoint_info *src,
 					 const struct flowsdn_endpoint_info *dst,
-					 struct flowsdn_endpoint_counters *sc)
+					 struct flowsdn_endpoint_counters *sc, int ct)
 {
 	struct flowsdn_endpoint_counters *dc = ep_counters(dst->ep_id);
 	__u32 reason;
 
-	reason = policy_check(dst, FLOWSDN_DIR_INGRESS, src->identity, p, dc);
-	if (reason) {
-		/* The sender's counters see its frame dropped too. */
-		if (sc) {
-			sc->drop_packets++;
-			sc->drop_bytes += p->len;
+	if (ct == CT_NEW) {
+		reason = policy_check(dst, FLOWSDN_DIR_INGRESS, src->identity, p, dc);
+		if (reason) {
+			/* The sender's counters see its frame dropped too. */
+			if (sc) {
+				sc->drop_packets++;
+				sc->drop_bytes += p->len;
+			}
+			return drop(reason, dc, p->len);
 		}
-		return drop(reason, dc, p->len);
+		ct_track(p, src->ep_id);
+	} else {
+		count_allowed(dc, FLOWSDN_DIR_INGRESS);
 	}
 	if (l3_dec_ttl(skb, p))
 		return drop(FLOWSDN_DROP_TTL_EXCEEDED, sc, p->len);
@@ -111,9 +121,10 @@ int from_container(struct __sk_buff *skb)
 {
 	struct flowsdn_endpoint_counters *sc;
 	struct flowsdn_endpoint_info *src, *dst;
+	struct flowsdn_ct_entry *ce;
 	struct pkt p = {};
 	__u32 reason;
-	int rc;
+	int rc, ct, ct_dir;
 
 	rc = parse_packet(skb, &p);
 	if (rc == PARSE_PASS)
@@ -128,15 +139,28 @@ int from_container(struct __sk_buff *skb)
 	count_tx(sc, p.len);
 
 	dst = ep_lookup(p.family, p.daddr);
-	reason = policy_check(src, FLOWSDN_DIR_EGRESS,
-			      dst ? dst->identity : peer_identity(p.family, p.daddr), &p, sc);
-	if (reason)
-		return drop(reason, sc, p.len);
+	ct = ct_lookup(&p, &ce, &ct_dir);
+	if (ct == CT_NEW) {
+		reason = policy_check(src, FLOWSDN_DIR_EGRESS,
+				      dst ? dst->identity : peer_identity(p.family, p.daddr), &p, sc);
+		if (reason)
+			return drop(reason, sc, p.len);
+	} else {
+		count_allowed(sc, FLOWSDN_DIR_EGRESS);
+		if (ct != CT_RELATED && !(cfg_egress_mode == FLOWSDN_EGRESS_STACK && dst))
+			ct_update(ce, &p, ct_dir);
+	}
 
-	if (cfg_egress_mode == FLOWSDN_EGRESS_STACK)
+	if (cfg_egress_mode == FLOWSDN_EGRESS_STACK) {
+		/* A local destination's to_container judges and tracks it. */
+		if (ct == CT_NEW && !dst)
+			ct_track(&p, src->ep_id);
 		return TC_ACT_OK;
+	}
 	if (dst)
-		return deliver_local(skb, &p, src, dst, sc);
+		return deliver_local(skb, &p, src, dst, sc, ct);
+	if (ct == CT_NEW)
+		ct_track(&p, src->ep_id);
 	return forward_fib(skb, &p, sc);
 }
 
@@ -145,9 +169,10 @@ int to_container(struct __sk_buff *skb)
 {
 	struct flowsdn_endpoint_counters *dc;
 	struct flowsdn_endpoint_info *dst;
+	struct flowsdn_ct_entry *ce;
 	struct pkt p = {};
 	__u32 reason;
-	int rc;
+	int rc, ct, ct_dir;
 
 	if (!cfg_redirect_peer && skb->mark == cfg_delivered_mark) {
 		/* Delivered (and counted) by from_container. */
@@ -164,9 +189,17 @@ int to_container(struct __sk_buff *skb)
 	if (!dst || dst->ifindex != skb->ifindex)
 		return TC_ACT_OK; /* not addressed to this endpoint (the kernel's business) */
 	dc = ep_counters(dst->ep_id);
-	reason = policy_check(dst, FLOWSDN_DIR_INGRESS, peer_identity(p.family, p.saddr), &p, dc);
-	if (reason)
-		return drop(reason, dc, p.len);
+	ct = ct_lookup(&p, &ce, &ct_dir);
+	if (ct == CT_NEW) {
+		reason = policy_check(dst, FLOWSDN_DIR_INGRESS, peer_identity(p.family, p.saddr), &p, dc);
+		if (reason)
+			return drop(reason, dc, p.len);
+		ct_track(&p, dst->ep_id);
+	} else {
+		count_allowed(dc, FLOWSDN_DIR_INGRESS);
+		if (ct != CT_RELATED)
+			ct_update(ce, &p, ct_dir);
+	}
 	count_rx(dc, p.len);
 	return TC_ACT_OK;
 }

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -356,15 +357,42 @@ char *agent_api_queue_dir(const char *state_dir)
 	return p;
 }
 
+/* FNV-1a 64 over the owner's two parts, each followed by a separator so
+ * that ("ab","c") and ("a","bc") differ; @basis picks one of two
+ * independent hashes. */
+static uint64_t owner_hash(const char *container_id, const char *ifname, uint64_t basis)
+{
+	const char *parts[2] = { container_id, ifname };
+	uint64_t h = basis;
+
+	for (int k = 0; k < 2; k++) {
+		for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++) {
+			h ^= *p;
+			h *= 0x100000001b3ULL;
+		}
+		h ^= 0xff;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+#define FNV_BASIS 0xcbf29ce484222325ULL
+#define FNV_BASIS_ALT 0x84222325cbf29ce4ULL
+
 char *agent_api_queue_entry_name(const char *container_id, const char *ifname)
 {
 	char *p = NULL;
+	int r;
 
 	if (!names_container_id_valid(container_id) || !names_ifname_valid(ifname))
 		return NULL;
-	if (asprintf(&p, "%s.%s.json", container_id, ifname) < 0)
-		return NULL;
-	return p;
+	if (strlen(container_id) + 1 + strlen(ifname) + strlen(".json") <= NAME_MAX)
+		r = asprintf(&p, "%s.%s.json", container_id, ifname);
+	else /* a long id: its prefix and a 128-bit hash of the whole owner */
+		r = asprintf(&p, "%.*s~%016llx%016llx.json", AGENT_API_QUEUE_NAME_PREFIX, container_id,
+			     (unsigned long long)owner_hash(container_id, ifname, FNV_BASIS),
+			     (unsigned long long)owner_hash(container_id, ifname, FNV_BASIS_ALT));
+	return r < 0 ? NULL : p;
 }
 
 int agent_api_queue_entry_parse(const struct json_value *root, const char **ret_container_id, const char **ret_ifname)
@@ -380,19 +408,9 @@ int agent_api_queue_entry_parse(const struct json_value *root, const char **ret_
 
 int agent_api_host_ifname(const char *container_id, const char *ifname, char *buf, size_t size)
 {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
-	const char *parts[2] = { container_id, ifname };
-
 	if (!container_id || !ifname || !buf || size < 16)
 		return -EINVAL;
-	for (int k = 0; k < 2; k++) {
-		for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++) {
-			h ^= *p;
-			h *= 0x100000001b3ULL;
-		}
-		h ^= 0xff; /* separator: ("ab","c") and ("a","bc") differ */
-		h *= 0x100000001b3ULL;
-	}
-	snprintf(buf, size, "fsd%012llx", (unsigned long long)(h & 0xffffffffffffULL));
+	snprintf(buf, size, "fsd%012llx",
+		 (unsigned long long)(owner_hash(container_id, ifname, FNV_BASIS) & 0xffffffffffffULL));
 	return 0;
 }

@@ -99,8 +99,12 @@ const char *agent_api_strerror(int err);
 
 /* The queue directory in a state directory (freed by the caller). */
 char *agent_api_queue_dir(const char *state_dir);
-/* The entry name of an owner: "<container_id>.<ifname>.json" (freed by
- * the caller); NULL when the owner is invalid or on ENOMEM. */
+/* The entry name of an owner (freed by the caller): "<container_id>.<ifname>.json",
+ * or, when that would exceed NAME_MAX (ids longer than about 234 bytes),
+ * "<first AGENT_API_QUEUE_NAME_PREFIX bytes of the id>~<128-bit hash of
+ * the owner in hex>.json".  The entry's body names the owner; the name only
+ * keeps owners apart.  NULL when the owner is invalid or on ENOMEM. */
+#define AGENT_API_QUEUE_NAME_PREFIX 200
 char *agent_api_queue_entry_name(const char *container_id, const char *ifname);
 /* Reads a queue entry (an owner body): pointers into @root. */
 int agent_api_queue_entry_parse(const struct json_value *root, const char **ret_container_id,

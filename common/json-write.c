@@ -7,14 +7,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_gen.h>
 
 #include "json.h"
 
+struct json_level {
+	bool object;
+	size_t n;               /* members or items written so far */
+};
+
 struct json_writer {
-	yajl_gen g;
+	char *buf;
+	size_t len, cap;
 	unsigned int flags;
+	unsigned int indent;    /* spaces a level when pretty, 0 when compact */
 	int error;
+	bool want_value;        /* in an object, after a key */
+	bool complete;          /* the top-level value is written */
+	size_t depth;
+	struct json_level stack[JSON_WRITE_MAX_DEPTH];
 };
 
 struct json_writer *json_writer_new(unsigned int flags)
@@ -23,15 +33,9 @@ struct json_writer *json_writer_new(unsigned int flags)
 
 	if (!w)
 		return NULL;
-	w->g = yajl_gen_alloc(NULL);
-	if (!w->g) {
-		free(w);
-		return NULL;
-	}
 	w->flags = flags;
-	yajl_gen_config(w->g, yajl_gen_validate_utf8, 1);
 	if (flags & JSON_WRITE_PRETTY)
-		yajl_gen_config(w->g, yajl_gen_beautify, 1);
+		w->indent = flags & JSON_WRITE_INDENT2 ? 2 : 4;
 	return w;
 }
 
@@ -39,7 +43,7 @@ void json_writer_free(struct json_writer *w)
 {
 	if (!w)
 		return;
-	yajl_gen_free(w->g);
+	free(w->buf);
 	free(w);
 }
 
@@ -48,58 +52,168 @@ int json_writer_error(const struct json_writer *w)
 	return w ? w->error : -ENOMEM;
 }
 
-/* Records the first failure of a yajl call. */
-static void check(struct json_writer *w, yajl_gen_status st)
-{
-	if (st == yajl_gen_status_ok || w->error)
-		return;
-	/* yajl aborts on allocation failure; what it reports is misuse or
-	 * invalid input (UTF-8, number text, depth). */
-	w->error = -EINVAL;
-}
-
 static bool live(const struct json_writer *w)
 {
 	return w && !w->error;
 }
 
+static void fail(struct json_writer *w, int error)
+{
+	if (!w->error)
+		w->error = error;
+}
+
+/* Room for @n more bytes and a NUL. */
+static bool reserve(struct json_writer *w, size_t n)
+{
+	size_t cap;
+	char *p;
+
+	if (w->cap - w->len > n)
+		return true;
+	if (n > SIZE_MAX / 2 - w->len) {
+		fail(w, -ENOMEM);
+		return false;
+	}
+	cap = w->cap ? w->cap : 256;
+	while (cap - w->len <= n)
+		cap *= 2;
+	p = realloc(w->buf, cap);
+	if (!p) {
+		fail(w, -ENOMEM);
+		return false;
+	}
+	w->buf = p;
+	w->cap = cap;
+	return true;
+}
+
+static void put(struct json_writer *w, const char *s, size_t n)
+{
+	if (!reserve(w, n))
+		return;
+	memcpy(w->buf + w->len, s, n);
+	w->len += n;
+}
+
+static void put_char(struct json_writer *w, char c)
+{
+	if (reserve(w, 1))
+		w->buf[w->len++] = c;
+}
+
+/* A newline and the indentation of @depth (pretty output only). */
+static void newline(struct json_writer *w, size_t depth)
+{
+	size_t n = depth * w->indent;
+
+	if (!w->indent || !reserve(w, n + 1))
+		return;
+	w->buf[w->len++] = '\n';
+	memset(w->buf + w->len, ' ', n);
+	w->len += n;
+}
+
+/* Before a value or a key: the separator and line break its position asks
+ * for.  Returns false (the error set) when nothing may be written here;
+ * *ret_key tells a string in key position. */
+static bool begin(struct json_writer *w, bool string, bool *ret_key)
+{
+	struct json_level *top;
+
+	*ret_key = false;
+	if (w->complete) {
+		fail(w, -EINVAL);
+		return false;
+	}
+	if (w->depth == 0)
+		return true;
+	top = &w->stack[w->depth - 1];
+	if (top->object && w->want_value) {
+		w->want_value = false;
+		return true;
+	}
+	if (top->object && !string) {
+		/* A value where a key belongs. */
+		fail(w, -EINVAL);
+		return false;
+	}
+	if (top->n++)
+		put_char(w, ',');
+	newline(w, w->depth);
+	*ret_key = top->object;
+	return true;
+}
+
+/* After a value: the document is complete when it was the top one. */
+static void end(struct json_writer *w)
+{
+	if (w->depth == 0)
+		w->complete = true;
+}
+
+static void scalar(struct json_writer *w, const char *text, size_t len)
+{
+	bool key;
+
+	if (!live(w) || !begin(w, false, &key))
+		return;
+	put(w, text, len);
+	end(w);
+}
+
+static void open_container(struct json_writer *w, bool object)
+{
+	bool key;
+
+	if (!live(w) || !begin(w, false, &key))
+		return;
+	if (w->depth == JSON_WRITE_MAX_DEPTH) {
+		fail(w, -EINVAL);
+		return;
+	}
+	w->stack[w->depth++] = (struct json_level){ .object = object };
+	put_char(w, object ? '{' : '[');
+}
+
+static void close_container(struct json_writer *w, bool object)
+{
+	struct json_level *top;
+
+	if (!live(w))
+		return;
+	top = w->depth ? &w->stack[w->depth - 1] : NULL;
+	if (!top || top->object != object || w->want_value) {
+		fail(w, -EINVAL);
+		return;
+	}
+	w->depth--;
+	if (top->n)
+		newline(w, w->depth);
+	put_char(w, object ? '}' : ']');
+	end(w);
+}
+
 int json_writer_finish(struct json_writer *w, char **ret, size_t *ret_len)
 {
-	const unsigned char *buf;
-	size_t len;
-	char *out;
 	int r;
 
 	if (!w)
 		return -ENOMEM;
 	r = w->error;
-	if (!r && !ret)
+	/* An incomplete document: open containers, or nothing written. */
+	if (!r && (!ret || !w->complete))
 		r = -EINVAL;
-	if (!r && yajl_gen_get_buf(w->g, &buf, &len) != yajl_gen_status_ok)
-		r = -EINVAL;
-	/* An incomplete document: yajl still has open containers, or nothing
-	 * was written. */
-	if (!r && (len == 0 || yajl_gen_map_close(w->g) != yajl_gen_generation_complete))
-		r = -EINVAL;
+	if (!r && (w->flags & JSON_WRITE_NEWLINE))
+		put_char(w, '\n');
+	if (!r && !reserve(w, 0))
+		r = w->error;
 	if (!r) {
-		/* Beautified output already ends with a newline. */
-		bool nl = (w->flags & JSON_WRITE_NEWLINE) && buf[len - 1] != '\n';
-		bool strip = !(w->flags & JSON_WRITE_NEWLINE) && buf[len - 1] == '\n';
-
-		if (strip)
-			len--;
-		out = malloc(len + 2);
-		if (!out) {
-			r = -ENOMEM;
-		} else {
-			memcpy(out, buf, len);
-			if (nl)
-				out[len++] = '\n';
-			out[len] = '\0';
-			*ret = out;
-			if (ret_len)
-				*ret_len = len;
-		}
+		w->buf[w->len] = '\0';
+		*ret = w->buf;
+		if (ret_len)
+			*ret_len = w->len;
+		w->buf = NULL;
 	}
 	json_writer_free(w);
 	return r;
@@ -107,32 +221,81 @@ int json_writer_finish(struct json_writer *w, char **ret, size_t *ret_len)
 
 void jw_object_open(struct json_writer *w)
 {
-	if (live(w))
-		check(w, yajl_gen_map_open(w->g));
+	open_container(w, true);
 }
 
 void jw_object_close(struct json_writer *w)
 {
-	if (live(w))
-		check(w, yajl_gen_map_close(w->g));
+	close_container(w, true);
 }
 
 void jw_array_open(struct json_writer *w)
 {
-	if (live(w))
-		check(w, yajl_gen_array_open(w->g));
+	open_container(w, false);
 }
 
 void jw_array_close(struct json_writer *w)
 {
-	if (live(w))
-		check(w, yajl_gen_array_close(w->g));
+	close_container(w, false);
+}
+
+/* The escaped body of a string (see json.h for the choices). */
+static void put_escaped(struct json_writer *w, const unsigned char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t run = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = s[i];
+		char esc[6] = { '\\', 0 };
+		size_t n = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		put(w, (const char *)s + run, i - run);
+		run = i + 1;
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 0xf];
+			n = 6;
+		}
+		put(w, esc, n);
+	}
+	put(w, (const char *)s + run, len - run);
 }
 
 void jw_string_len(struct json_writer *w, const char *s, size_t len)
 {
-	if (live(w))
-		check(w, s ? yajl_gen_string(w->g, (const unsigned char *)s, len) : yajl_gen_null(w->g));
+	bool key;
+
+	if (!live(w))
+		return;
+	if (!s) {
+		jw_null(w);
+		return;
+	}
+	if (!json_utf8_valid((const unsigned char *)s, len)) {
+		fail(w, -EINVAL);
+		return;
+	}
+	if (!begin(w, true, &key))
+		return;
+	put_char(w, '"');
+	put_escaped(w, (const unsigned char *)s, len);
+	put_char(w, '"');
+	if (key) {
+		put(w, ": ", w->indent ? 2 : 1);
+		w->want_value = true;
+	} else {
+		end(w);
+	}
 }
 
 void jw_string(struct json_writer *w, const char *s)
@@ -142,15 +305,22 @@ void jw_string(struct json_writer *w, const char *s)
 
 void jw_key(struct json_writer *w, const char *key)
 {
-	if (live(w) && !key)
-		w->error = -EINVAL;
+	if (!live(w))
+		return;
+	/* Only where a key belongs. */
+	if (!key || w->complete || w->depth == 0 || !w->stack[w->depth - 1].object || w->want_value) {
+		fail(w, -EINVAL);
+		return;
+	}
 	jw_string(w, key);
 }
 
 void jw_int(struct json_writer *w, int64_t v)
 {
-	if (live(w))
-		check(w, yajl_gen_integer(w->g, (long long)v));
+	char buf[24];
+	int n = snprintf(buf, sizeof(buf), "%" PRId64, v);
+
+	scalar(w, buf, (size_t)n);
 }
 
 void jw_uint(struct json_writer *w, uint64_t v)
@@ -158,20 +328,20 @@ void jw_uint(struct json_writer *w, uint64_t v)
 	char buf[24];
 	int n = snprintf(buf, sizeof(buf), "%" PRIu64, v);
 
-	if (live(w))
-		check(w, yajl_gen_number(w->g, buf, (size_t)n));
+	scalar(w, buf, (size_t)n);
 }
 
 void jw_bool(struct json_writer *w, bool v)
 {
-	if (live(w))
-		check(w, yajl_gen_bool(w->g, v));
+	if (v)
+		scalar(w, "true", 4);
+	else
+		scalar(w, "false", 5);
 }
 
 void jw_null(struct json_writer *w)
 {
-	if (live(w))
-		check(w, yajl_gen_null(w->g));
+	scalar(w, "null", 4);
 }
 
 /* RFC 8259 number syntax: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)? */
@@ -215,7 +385,7 @@ void jw_number(struct json_writer *w, const char *text, size_t len)
 		w->error = -EINVAL;
 		return;
 	}
-	check(w, yajl_gen_number(w->g, text, len));
+	scalar(w, text, len);
 }
 
 void jw_value(struct json_writer *w, const struct json_value *v)

@@ -211,8 +211,8 @@ static int cb_number(void *ctx, const char *s, size_t len)
 }
 
 /* RFC 3629 UTF-8: yajl's own check lets overlong forms and encoded
- * surrogates through. */
-static bool utf8_valid(const unsigned char *s, size_t len)
+ * surrogates through.  The emitter checks what it writes with it too. */
+bool json_utf8_valid(const unsigned char *s, size_t len)
 {
 	size_t i = 0;
 
@@ -330,7 +330,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t len)
 		set_error(b, JSON_ERR_STRING_SIZE, "string longer than %zu bytes", b->lim.max_string);
 		return 0;
 	}
-	if (!utf8_valid(s, len)) {
+	if (!json_utf8_valid(s, len)) {
 		set_error(b, JSON_ERR_UTF8, "invalid UTF-8 in a string");
 		return 0;
 	}
@@ -384,7 +384,7 @@ static int cb_map_key(void *ctx, const unsigned char *key, size_t len)
 		set_error(b, JSON_ERR_STRING_SIZE, "object key longer than %zu bytes", b->lim.max_string);
 		return 0;
 	}
-	if (!utf8_valid(key, len)) {
+	if (!json_utf8_valid(key, len)) {
 		set_error(b, JSON_ERR_UTF8, "invalid UTF-8 in an object key");
 		return 0;
 	}

@@ -116,6 +116,10 @@ bool json_number_is_integer(const struct json_value *v);
 
 const char *json_type_name(enum json_type t);
 
+/* True when @len bytes at @s are RFC 3629 UTF-8 (no overlong forms, no
+ * encoded surrogates, nothing above U+10FFFF). */
+bool json_utf8_valid(const unsigned char *s, size_t len);
+
 /* The string of @v, or NULL when @v is absent, not a string or holds a
  * NUL character. */
 const char *json_string_value(const struct json_value *v);
@@ -232,16 +236,25 @@ int json_read_objects(struct check_ctx *ctx, const struct json_value *v, void *d
 
 /*
  * Writing: one emitter for every JSON document the libraries and programs
- * produce (built on yajl_gen, which escapes strings and refuses invalid
- * UTF-8).  Errors are sticky so that emitting code stays linear: after the
- * first failure every call does nothing, and json_writer_finish() reports
- * it.  A NULL writer (json_writer_new() out of memory) is accepted
- * everywhere and finishes with -ENOMEM.
+ * produce.  Strings are checked to be UTF-8 (json_utf8_valid()) and
+ * escaped one way everywhere: \" \\ \n \r \t, every other byte below
+ * 0x20 as \u00xx (lowercase hex), everything else (solidus, DEL, non-ASCII)
+ * as itself.  Compact output has no whitespace at all.  Pretty output puts
+ * one member or item a line, "key": value, and writes an empty object or
+ * array as {} or [].  Errors are sticky so that emitting code stays linear:
+ * after the first failure every call does nothing, and
+ * json_writer_finish() reports it.  A NULL writer (json_writer_new() out of
+ * memory) is accepted everywhere and finishes with -ENOMEM.
  */
 enum json_write_flags {
-	JSON_WRITE_PRETTY = 1u << 0,   /* indented by four spaces, one member a line */
+	JSON_WRITE_PRETTY = 1u << 0,   /* one member a line, indented by four spaces */
 	JSON_WRITE_NEWLINE = 1u << 1,  /* end the text with one newline */
+	JSON_WRITE_INDENT2 = 1u << 2,  /* with _PRETTY: indent by two spaces (Kubernetes
+	                                * manifests, kubectl's layout) */
 };
+
+/* Containers nested deeper than this are refused by the emitter. */
+#define JSON_WRITE_MAX_DEPTH 128
 
 struct json_writer;
 

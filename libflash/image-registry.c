@@ -66,6 +66,17 @@ int image_registry_new(const struct image_ref *ref, const struct flash_image_opt
 	struct image_registry *r;
 	const char *ca = OPTS_GET(opts, ca_file, NULL), *user = OPTS_GET(opts, username, NULL),
 		   *pass = OPTS_GET(opts, password, NULL);
+	const struct flash_image_credential *creds = OPTS_GET(opts, credentials, NULL);
+	size_t n_creds = OPTS_GET(opts, n_credentials, 0);
+
+	/* The registry's own entry wins over the catch-all pair. */
+	for (size_t i = 0; creds && i < n_creds; i++) {
+		if (creds[i].registry && strcasecmp(creds[i].registry, ref->host) == 0) {
+			user = creds[i].username;
+			pass = creds[i].password;
+			break;
+		}
+	}
 
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK)

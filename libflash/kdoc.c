@@ -8,6 +8,7 @@
 #include <yaml.h>
 
 #include "internal.h"
+#include "json.h"
 #include "kdoc.h"
 
 enum kdoc_type { KDOC_OBJECT, KDOC_ARRAY, KDOC_STRING, KDOC_INT, KDOC_BOOL, KDOC_REF };
@@ -275,123 +276,49 @@ bool kdoc_failed(const struct kdoc *d)
 
 /* ------------------------------------------------------------- JSON */
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void buf_add(struct buf *b, const char *s, size_t n)
+/* Through the one emitter: two-space indentation, {} and [] for empty
+ * containers, its escapes (json.h) — kubectl's layout. */
+static void json_node(struct json_writer *w, const struct kdoc *d)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void buf_puts(struct buf *b, const char *s) { buf_add(b, s, strlen(s)); }
-
-static void buf_indent(struct buf *b, unsigned int depth)
-{
-	for (unsigned int i = 0; i < depth; i++)
-		buf_add(b, "  ", 2);
-}
-
-static void json_string(struct buf *b, const char *s)
-{
-	buf_add(b, "\"", 1);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		char esc[8];
-
-		switch (*c) {
-		case '"': buf_add(b, "\\\"", 2); break;
-		case '\\': buf_add(b, "\\\\", 2); break;
-		case '\n': buf_add(b, "\\n", 2); break;
-		case '\t': buf_add(b, "\\t", 2); break;
-		case '\r': buf_add(b, "\\r", 2); break;
-		default:
-			if (*c < 0x20) {
-				snprintf(esc, sizeof(esc), "\\u%04x", *c);
-				buf_puts(b, esc);
-			} else {
-				buf_add(b, (const char *)c, 1);
-			}
-		}
-	}
-	buf_add(b, "\"", 1);
-}
-
-static void json_node(struct buf *b, const struct kdoc *d, unsigned int depth)
-{
-	char num[24];
-
 	d = deref(d);
 	switch (d->type) {
 	case KDOC_STRING:
-		json_string(b, d->u.str);
+		jw_string(w, d->u.str);
 		break;
 	case KDOC_INT:
-		snprintf(num, sizeof(num), "%" PRId64, d->u.i);
-		buf_puts(b, num);
+		jw_int(w, d->u.i);
 		break;
 	case KDOC_BOOL:
-		buf_puts(b, d->u.b ? "true" : "false");
+		jw_bool(w, d->u.b);
 		break;
 	case KDOC_REF:
 		break;
 	case KDOC_OBJECT:
-	case KDOC_ARRAY:
-		if (d->n == 0) {
-			buf_puts(b, d->type == KDOC_OBJECT ? "{}" : "[]");
-			break;
-		}
-		buf_puts(b, d->type == KDOC_OBJECT ? "{\n" : "[\n");
+		jw_object_open(w);
 		for (size_t i = 0; i < d->n; i++) {
-			buf_indent(b, depth + 1);
-			if (d->type == KDOC_OBJECT) {
-				json_string(b, d->keys[i]);
-				buf_add(b, ": ", 2);
-			}
-			json_node(b, d->vals[i], depth + 1);
-			buf_puts(b, i + 1 < d->n ? ",\n" : "\n");
+			jw_key(w, d->keys[i]);
+			json_node(w, d->vals[i]);
 		}
-		buf_indent(b, depth);
-		buf_puts(b, d->type == KDOC_OBJECT ? "}" : "]");
+		jw_object_close(w);
+		break;
+	case KDOC_ARRAY:
+		jw_array_open(w);
+		for (size_t i = 0; i < d->n; i++)
+			json_node(w, d->vals[i]);
+		jw_array_close(w);
 		break;
 	}
 }
 
 int kdoc_to_json(const struct kdoc *d, char **ret_text, size_t *ret_len)
 {
-	struct buf b = { 0 };
+	struct json_writer *w;
 
 	if (!ret_text || kdoc_failed(d))
 		return -EINVAL;
-	json_node(&b, d, 0);
-	buf_add(&b, "\n", 1);
-	if (b.oom) {
-		free(b.p);
-		return -ENOMEM;
-	}
-	*ret_text = b.p;
-	if (ret_len)
-		*ret_len = b.len;
-	return 0;
+	w = json_writer_new(JSON_WRITE_PRETTY | JSON_WRITE_INDENT2 | JSON_WRITE_NEWLINE);
+	json_node(w, d);
+	return json_writer_finish(w, ret_text, ret_len);
 }
 
 /* ------------------------------------------------------------- YAML */
@@ -478,6 +405,36 @@ static int yaml_emit_node(yaml_emitter_t *em, const struct kdoc *d)
 	    !yaml_emitter_emit(em, &ev))
 		return -EIO;
 	return 0;
+}
+
+/* libyaml's output sink. */
+struct buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
 }
 
 static int yaml_write(void *data, unsigned char *buffer, size_t size)

@@ -57,9 +57,10 @@ bool kdoc_is_object(const struct kdoc *d);
 /* True when some node of the tree could not be built (out of memory). */
 bool kdoc_failed(const struct kdoc *d);
 
-/* Prints @d as JSON (two-space indentation, a final newline).  Returns 0
- * and a NUL-terminated *ret_text (*ret_len without the NUL), -ENOMEM, or
- * -EINVAL for a failed tree. */
+/* Prints @d as JSON through the one emitter (common/json.h: two-space
+ * indentation, {} and [] when empty, a final newline).  Returns 0 and a
+ * NUL-terminated *ret_text (*ret_len without the NUL), -ENOMEM, or -EINVAL
+ * for a failed tree or a string that is not UTF-8. */
 int kdoc_to_json(const struct kdoc *d, char **ret_text, size_t *ret_len);
 
 /* Prints the @n trees as one YAML stream of @n documents (libyaml emitter,

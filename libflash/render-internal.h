@@ -70,6 +70,10 @@ struct flash_operator_config {
 	char *operator_namespace;
 	char *operator_image;
 	char *agent_image;
+
+	char *registry_ca_file;          /* NULL: system CAs */
+	char *registry_credentials_file; /* NULL: anonymous pulls */
+	char *content_store;             /* NULL: admission resolves only */
 };
 
 /* The label every object carries and the selector label. */

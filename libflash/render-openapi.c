@@ -532,53 +532,15 @@ static int keep_doc(struct flash_schema_set *set, struct json_value *doc)
 	return 0;
 }
 
-FLASH_API int flash_schema_set_add_openapi(struct flash_schema_set *set, const char *text, size_t len,
-					   struct flash_diag *public_diag)
+/* Takes @doc into @set with the kinds added since @n_before when @r is 0;
+ * otherwise (or when that fails) takes those kinds back and frees @doc.
+ * Returns @r or the failure. */
+static int adopt_doc(struct flash_schema_set *set, struct json_value *doc, size_t n_before, int r)
 {
-	struct diag *diag = flash__diag(public_diag);
-	struct json_value *doc = NULL;
-	const struct json_value *schemas;
-	size_t n_before;
-	int r;
-
-	if (!set || !text)
-		return -EINVAL;
-	diag_begin(diag, 0);
-	r = parse_text(text, len, &doc, diag);
-	if (r < 0)
-		return r;
-	schemas = json_get(json_get(doc, "components"), "schemas");
-	if (!schemas || schemas->type != JSON_OBJECT) {
-		r = render_diag_fail(diag, -FLASH_E_RENDER_BAD_DOCUMENT, "components.schemas",
-				     "not an OpenAPI v3 document: no components.schemas object");
-		goto out_doc;
-	}
-	n_before = set->n_gvks;
-	for (size_t i = 0; i < schemas->u.object.n; i++) {
-		const struct json_value *sch = schemas->u.object.members[i].value;
-		const struct json_value *gvks = json_get(sch, "x-kubernetes-group-version-kind");
-
-		if (!gvks || gvks->type != JSON_ARRAY)
-			continue;
-		for (size_t j = 0; j < gvks->u.array.n; j++) {
-			const struct json_value *g = gvks->u.array.items[j];
-			const char *group, *version, *kind;
-
-			if (json_get_string(json_get(g, "group"), &group) < 0 ||
-			    json_get_string(json_get(g, "version"), &version) < 0 ||
-			    json_get_string(json_get(g, "kind"), &kind) < 0) {
-				r = render_diag_fail(diag, -FLASH_E_RENDER_BAD_DOCUMENT, schemas->u.object.members[i].key,
-					 "x-kubernetes-group-version-kind entry without group, version and kind");
-				goto out_gvks;
-			}
-			if ((r = add_gvk(set, group, version, kind, sch, doc)) < 0)
-				goto out_gvks;
-		}
-	}
-	if ((r = keep_doc(set, doc)) < 0)
-		goto out_gvks;
-	return 0;
-out_gvks:
+	if (r == 0)
+		r = keep_doc(set, doc);
+	if (r == 0)
+		return 0;
 	while (set->n_gvks > n_before) {
 		struct gvk_entry *e = &set->gvks[--set->n_gvks];
 
@@ -586,67 +548,149 @@ out_gvks:
 		free(e->version);
 		free(e->kind);
 	}
-out_doc:
 	json_free(doc);
 	return r;
 }
 
-FLASH_API int flash_schema_set_add_crd(struct flash_schema_set *set, const char *text, size_t len,
-				       struct flash_diag *public_diag)
+/* Starts reading a document for @set: the diag emptied, @ctx reporting
+ * into it, the text parsed into *ret_doc. */
+static int open_doc(struct flash_schema_set *set, const char *text, size_t len, struct diag *diag,
+		    struct json_value **ret_doc, struct check_ctx *ctx)
 {
-	struct diag *diag = flash__diag(public_diag);
-	struct json_value *doc = NULL;
-	const struct json_value *spec, *versions;
-	const char *group, *kind, *api_version, *crd_kind;
-	size_t n_before;
-	int r;
-
 	if (!set || !text)
 		return -EINVAL;
 	diag_begin(diag, 0);
-	r = parse_text(text, len, &doc, diag);
+	check_ctx_init(ctx, diag);
+	return parse_text(text, len, ret_doc, diag);
+}
+
+/* What a check that reported problems into @ctx returns. */
+static int read_result(const struct check_ctx *ctx, int r)
+{
+	if (ctx->oom || r == -ENOMEM)
+		return -ENOMEM;
+	if (r < 0 || ctx->errors)
+		return -FLASH_E_RENDER_BAD_DOCUMENT;
+	return 0;
+}
+
+/* One x-kubernetes-group-version-kind entry of an OpenAPI v3 schema. */
+struct gvk_ref {
+	const char *group, *version, *kind;
+};
+
+static const struct json_field gvk_fields[] = {
+	{ "group", JSON_STRING, true, json_read_strref, offsetof(struct gvk_ref, group), NULL },
+	{ "version", JSON_STRING, true, json_read_strref, offsetof(struct gvk_ref, version), NULL },
+	{ "kind", JSON_STRING, true, json_read_strref, offsetof(struct gvk_ref, kind), NULL },
+};
+
+FLASH_API int flash_schema_set_add_openapi(struct flash_schema_set *set, const char *text, size_t len,
+					   struct flash_diag *public_diag)
+{
+	struct json_value *doc = NULL;
+	const struct json_value *schemas = NULL;
+	struct check_ctx ctx;
+	size_t n_before;
+	int r = open_doc(set, text, len, flash__diag(public_diag), &doc, &ctx);
+
 	if (r < 0)
 		return r;
-	spec = json_get(doc, "spec");
-	versions = json_get(spec, "versions");
-	if (json_get_string(json_get(doc, "apiVersion"), &api_version) < 0 ||
-	    json_get_string(json_get(doc, "kind"), &crd_kind) < 0 ||
-	    strcmp(api_version, "apiextensions.k8s.io/v1") != 0 || strcmp(crd_kind, "CustomResourceDefinition") != 0 ||
-	    json_get_string(json_get(spec, "group"), &group) < 0 ||
-	    json_get_string(json_get(json_get(spec, "names"), "kind"), &kind) < 0 ||
-	    !versions || versions->type != JSON_ARRAY) {
-		r = render_diag_fail(diag, -FLASH_E_RENDER_BAD_DOCUMENT, "",
-				     "not an apiextensions.k8s.io/v1 CustomResourceDefinition with group, names.kind and versions");
-		goto out_doc;
-	}
 	n_before = set->n_gvks;
-	for (size_t i = 0; i < versions->u.array.n; i++) {
-		const struct json_value *v = versions->u.array.items[i];
-		const struct json_value *schema = json_get(json_get(v, "schema"), "openAPIV3Schema");
-		const char *name;
+	r = json_read_value_at(&ctx, doc, "components.schemas", JSON_OBJECT, true, &schemas);
+	for (size_t i = 0; r == 0 && i < schemas->u.object.n; i++) {
+		const struct json_member *m = &schemas->u.object.members[i];
+		const struct json_value *gvks = json_get(m->value, "x-kubernetes-group-version-kind");
+		size_t s1, s2;
 
-		if (json_get_string(json_get(v, "name"), &name) < 0 || !schema || schema->type != JSON_OBJECT) {
-			r = render_diag_fail(diag, -FLASH_E_RENDER_BAD_DOCUMENT, "spec.versions",
-					     "version %zu has no name or no schema.openAPIV3Schema", i);
-			goto out_gvks;
+		if (!json_is(gvks, JSON_ARRAY))
+			continue;
+		s1 = json_path_push_key(&ctx.path, "components");
+		json_path_push_key(&ctx.path, "schemas");
+		json_path_push_key(&ctx.path, m->key);
+		json_path_push_key(&ctx.path, "x-kubernetes-group-version-kind");
+		for (size_t j = 0; r == 0 && j < gvks->u.array.n; j++) {
+			struct gvk_ref g = { 0 };
+
+			s2 = json_path_push_index(&ctx.path, j);
+			r = json_read_object_flags(&ctx, gvks->u.array.items[j], gvk_fields, ARRAY_SIZE(gvk_fields),
+						   0, &g);
+			json_path_pop(&ctx.path, s2);
+			if (r == 0)
+				r = add_gvk(set, g.group, g.version, g.kind, m->value, doc);
 		}
-		if ((r = add_gvk(set, group, name, kind, schema, doc)) < 0)
-			goto out_gvks;
+		json_path_pop(&ctx.path, s1);
 	}
-	if ((r = keep_doc(set, doc)) < 0)
-		goto out_gvks;
-	return 0;
-out_gvks:
-	while (set->n_gvks > n_before) {
-		struct gvk_entry *e = &set->gvks[--set->n_gvks];
+	return adopt_doc(set, doc, n_before, read_result(&ctx, r));
+}
 
-		free(e->group);
-		free(e->version);
-		free(e->kind);
+/* The head of a CustomResourceDefinition (an open format: what is not
+ * named here is not looked at). */
+struct crd_head {
+	const char *api_version, *kind, *group, *names_kind;
+	const struct json_value *versions;
+};
+
+static int read_ref(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	(void)ctx;
+	(void)arg;
+	*(const struct json_value **)dst = v;
+	return 0;
+}
+
+static const struct json_field crd_names_fields[] = {
+	{ "kind", JSON_STRING, true, json_read_strref, offsetof(struct crd_head, names_kind), NULL },
+};
+static const struct json_field crd_spec_fields[] = {
+	{ "group", JSON_STRING, true, json_read_strref, offsetof(struct crd_head, group), NULL },
+	{ "names", JSON_OBJECT, true, json_read_nested, 0,
+	  &(struct json_table){ crd_names_fields, ARRAY_SIZE(crd_names_fields), JSON_READ_IGNORE_UNKNOWN } },
+	{ "versions", JSON_ARRAY, true, read_ref, offsetof(struct crd_head, versions), NULL },
+};
+static const struct json_field crd_fields[] = {
+	{ "apiVersion", JSON_STRING, true, json_read_strref, offsetof(struct crd_head, api_version), NULL },
+	{ "kind", JSON_STRING, true, json_read_strref, offsetof(struct crd_head, kind), NULL },
+	{ "spec", JSON_OBJECT, true, json_read_nested, 0,
+	  &(struct json_table){ crd_spec_fields, ARRAY_SIZE(crd_spec_fields), JSON_READ_IGNORE_UNKNOWN } },
+};
+
+FLASH_API int flash_schema_set_add_crd(struct flash_schema_set *set, const char *text, size_t len,
+				       struct flash_diag *public_diag)
+{
+	struct json_value *doc = NULL;
+	struct crd_head h = { 0 };
+	struct check_ctx ctx;
+	size_t n_before;
+	int r = open_doc(set, text, len, flash__diag(public_diag), &doc, &ctx);
+
+	if (r < 0)
+		return r;
+	n_before = set->n_gvks;
+	r = json_read_object_flags(&ctx, doc, crd_fields, ARRAY_SIZE(crd_fields), JSON_READ_IGNORE_UNKNOWN, &h);
+	if (r == 0 && strcmp(h.api_version, "apiextensions.k8s.io/v1") != 0)
+		check_error_at(&ctx, "apiVersion", "const", json_get(doc, "apiVersion"),
+			       "must be apiextensions.k8s.io/v1");
+	if (r == 0 && strcmp(h.kind, "CustomResourceDefinition") != 0)
+		check_error_at(&ctx, "kind", "const", json_get(doc, "kind"), "must be CustomResourceDefinition");
+	for (size_t i = 0; r == 0 && !ctx.errors && i < h.versions->u.array.n; i++) {
+		const struct json_value *v = h.versions->u.array.items[i];
+		const struct json_value *schema = NULL;
+		const char *name = NULL;
+		size_t saved = json_path_push_key(&ctx.path, "spec");
+
+		json_path_push_key(&ctx.path, "versions");
+		json_path_push_index(&ctx.path, i);
+		r = json_read_value_at(&ctx, v, "", JSON_OBJECT, true, NULL);
+		if (r == 0)
+			r = json_read_string_at(&ctx, v, "name", true, &name);
+		if (r == 0)
+			r = json_read_value_at(&ctx, v, "schema.openAPIV3Schema", JSON_OBJECT, true, &schema);
+		json_path_pop(&ctx.path, saved);
+		if (r == 0)
+			r = add_gvk(set, h.group, name, h.names_kind, schema, doc);
 	}
-out_doc:
-	json_free(doc);
-	return r;
+	return adopt_doc(set, doc, n_before, read_result(&ctx, r));
 }
 
 static const struct gvk_entry *find_gvk(const struct flash_schema_set *set, const char *api_version, const char *kind)

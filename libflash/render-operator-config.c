@@ -181,6 +181,11 @@ static const struct json_field port_range_fields[] = {
 	F("first", JSON_NUMBER, json_read_uint16, port_first, &port_range),
 	F("last", JSON_NUMBER, json_read_uint16, port_last, &port_range),
 };
+static const struct json_field registry_fields[] = {
+	F("caFile", JSON_STRING, read_name, registry_ca_file, RULE(STR_PATH)),
+	F("contentStore", JSON_STRING, read_name, content_store, RULE(STR_PATH)),
+	F("credentialsFile", JSON_STRING, read_name, registry_credentials_file, RULE(STR_PATH)),
+};
 static const struct json_field operator_fields[] = {
 	F("agentImage", JSON_STRING, read_name, agent_image, RULE(STR_IMAGE)),
 	F("image", JSON_STRING, read_name, operator_image, RULE(STR_IMAGE)),
@@ -263,6 +268,7 @@ SECTION(read_dns, dns_fields, check_dns)
 SECTION(read_persistence, persistence_fields, NULL)
 SECTION(read_port_range, port_range_fields, check_port_range)
 SECTION(read_operator, operator_fields, NULL)
+SECTION(read_registry, registry_fields, NULL)
 #undef SECTION
 
 static void free_claims(struct admin_claim *a, size_t n)
@@ -358,6 +364,7 @@ static const struct json_field root_fields[] = {
 	F("podCIDRs", JSON_ARRAY, read_prefixes, pod_cidrs, &max64),
 	F("publicNodeLabels", JSON_OBJECT, read_labels, public_node_labels, NULL),
 	W("publicPortRange", JSON_OBJECT, read_port_range),
+	W("registry", JSON_OBJECT, read_registry),
 	W("runtimeClassNames", JSON_OBJECT, read_runtime),
 	F("serviceCIDRs", JSON_ARRAY, read_prefixes, service_cidrs, &max64),
 };
@@ -411,6 +418,9 @@ FLASH_API void flash_operator_config_free(struct flash_operator_config *c)
 	free(c->operator_namespace);
 	free(c->operator_image);
 	free(c->agent_image);
+	free(c->registry_ca_file);
+	free(c->registry_credentials_file);
+	free(c->content_store);
 	free(c);
 }
 
@@ -503,4 +513,17 @@ FLASH_API void flash_operator_config_public_port_range(const struct flash_operat
 		*ret_first = config->port_first;
 	if (ret_last)
 		*ret_last = config->port_last;
+}
+
+FLASH_API void flash_operator_config_registry(const struct flash_operator_config *config, const char **ret_ca_file,
+					      const char **ret_credentials_file, const char **ret_content_store)
+{
+	if (!config)
+		return;
+	if (ret_ca_file)
+		*ret_ca_file = config->registry_ca_file;
+	if (ret_credentials_file)
+		*ret_credentials_file = config->registry_credentials_file;
+	if (ret_content_store)
+		*ret_content_store = config->content_store;
 }

@@ -4,6 +4,7 @@
 #define FLOWSDN_DATAPATH_INTERNAL_H
 
 #include <stddef.h>
+#include <flowsdn/datapath.h>
 
 enum fsdn_map {
 	FSDN_MAP_EP,
@@ -14,6 +15,8 @@ enum fsdn_map {
 	FSDN_MAP_SVC,
 	FSDN_MAP_BACKEND,
 	FSDN_MAP_MAGLEV,
+	FSDN_MAP_CT,
+	FSDN_MAP_CTSTAT,
 	FSDN_MAP_COUNT_,
 };
 
@@ -26,5 +29,10 @@ struct flowsdn_maps {
 const char *flowsdn__map_name(enum fsdn_map m);
 /* "@dir/@name" into @buf; -ENAMETOOLONG if it does not fit. */
 int flowsdn__pin_path(const char *dir, const char *name, char *buf, size_t size);
+
+/* -EINVAL for a policy key with non-zero pad, a bad direction or prefix. */
+int flowsdn__policy_key_valid(const struct flowsdn_policy_key *k);
+/* The flowsdn_ep key of @a; -EINVAL when it is not IPv4/IPv6. */
+int flowsdn__ep_key(const struct flowsdn_addr *a, struct flowsdn_endpoint_key *k);
 
 #endif

@@ -53,6 +53,10 @@ static const struct map_spec {
 	[FSDN_MAP_BACKEND] = { FLOWSDN_MAP_BACKENDS, BPF_MAP_TYPE_HASH, sizeof(__u32), sizeof(struct flowsdn_backend) },
 	[FSDN_MAP_MAGLEV] = { FLOWSDN_MAP_MAGLEV, BPF_MAP_TYPE_HASH, sizeof(struct flowsdn_maglev_key),
 			      sizeof(struct flowsdn_maglev_value) },
+	[FSDN_MAP_CT] = { FLOWSDN_MAP_CT, BPF_MAP_TYPE_LRU_HASH, sizeof(struct flowsdn_ct_key),
+			  sizeof(struct flowsdn_ct_entry) },
+	[FSDN_MAP_CTSTAT] = { FLOWSDN_MAP_CT_STATS, BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),
+			      sizeof(struct flowsdn_ct_stats) },
 };
 
 const char *flowsdn__map_name(enum fsdn_map m)
@@ -141,7 +145,7 @@ out_free:
 	return r;
 }
 
-static int addr_to_key(const struct flowsdn_addr *a, struct flowsdn_endpoint_key *k)
+int flowsdn__ep_key(const struct flowsdn_addr *a, struct flowsdn_endpoint_key *k)
 {
 	memset(k, 0, sizeof(*k));
 	if (a->family == FLOWSDN_AF_INET)
@@ -178,7 +182,7 @@ FLOWSDN_API int flowsdn_maps_endpoint_publish(struct flowsdn_maps *maps, const s
 		struct flowsdn_endpoint_key k;
 		struct flowsdn_endpoint_info cur;
 
-		addr_to_key(&ep->addrs[i], &k);
+		flowsdn__ep_key(&ep->addrs[i], &k);
 		if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_EP], &k, &cur) == 0 && cur.ep_id != ep->id) {
 			char buf[FLOWSDN_ADDR_STRLEN];
 
@@ -204,14 +208,20 @@ FLOWSDN_API int flowsdn_maps_endpoint_publish(struct flowsdn_maps *maps, const s
 	memcpy(info.host_mac, ep->host_mac, 6);
 	for (size_t i = 0; i < ep->n_addrs; i++) {
 		struct flowsdn_endpoint_key k;
+		struct flowsdn_endpoint_info cur;
 
-		addr_to_key(&ep->addrs[i], &k);
+		flowsdn__ep_key(&ep->addrs[i], &k);
+		/* A republished endpoint keeps the policy generation in force. */
+		if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_EP], &k, &cur) == 0 && cur.ep_id == ep->id)
+			info.policy_gen = cur.policy_gen;
+		else
+			info.policy_gen = 0;
 		if (bpf_map_update_elem(maps->fd[FSDN_MAP_EP], &k, &info, BPF_ANY) < 0) {
 			r = -errno;
 			pr_warn("endpoint %u: address entry: %s", ep->id, strerror(errno));
 			/* Undo the entries written so far. */
 			for (size_t j = 0; j < i; j++) {
-				addr_to_key(&ep->addrs[j], &k);
+				flowsdn__ep_key(&ep->addrs[j], &k);
 				bpf_map_delete_elem(maps->fd[FSDN_MAP_EP], &k);
 			}
 			return r;
@@ -230,7 +240,7 @@ static int policy_remove_endpoint(struct flowsdn_maps *maps, uint32_t ep_id)
 	int r = 0;
 
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (next.ep_id == ep_id) {
+		if ((next.ep_id & ~FLOWSDN_POLICY_GEN_BIT) == ep_id) {
 			if (n == cap) {
 				size_t ncap = cap ? cap * 2 : 64;
 				struct flowsdn_policy_key *t = reallocarray(doomed, ncap, sizeof(*t));
@@ -265,7 +275,7 @@ FLOWSDN_API int flowsdn_maps_endpoint_remove(struct flowsdn_maps *maps, const st
 		struct flowsdn_endpoint_key k;
 		struct flowsdn_endpoint_info cur;
 
-		if (addr_to_key(&ep->addrs[i], &k) < 0)
+		if (flowsdn__ep_key(&ep->addrs[i], &k) < 0)
 			return -EINVAL;
 		if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_EP], &k, &cur) < 0 || cur.ep_id != ep->id)
 			continue; /* gone, or re-used by another endpoint: not ours to delete */
@@ -289,7 +299,7 @@ FLOWSDN_API int flowsdn_maps_endpoint_lookup(struct flowsdn_maps *maps, const st
 	struct flowsdn_endpoint_key k;
 	struct flowsdn_endpoint_info info;
 
-	if (!maps || !addr || !ret_info || addr_to_key(addr, &k) < 0)
+	if (!maps || !addr || !ret_info || flowsdn__ep_key(addr, &k) < 0)
 		return -EINVAL;
 	if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_EP], &k, &info) < 0)
 		return -errno;
@@ -403,7 +413,7 @@ FLOWSDN_API int flowsdn_policy_port_blocks(uint16_t first, uint16_t last, uint16
 	return (int)n;
 }
 
-static int policy_key_valid(const struct flowsdn_policy_key *k)
+int flowsdn__policy_key_valid(const struct flowsdn_policy_key *k)
 {
 	if (!k || k->ep_id == 0 || k->pad0[0] || k->pad0[1] || k->pad0[2] || k->pad1 ||
 	    (k->direction != FLOWSDN_DIR_INGRESS && k->direction != FLOWSDN_DIR_EGRESS))
@@ -427,7 +437,7 @@ FLOWSDN_API int flowsdn_maps_policy_update(struct flowsdn_maps *maps, const stru
 {
 	struct flowsdn_policy_value v = { .flags = flags, .rule_id = rule_id };
 
-	if (!maps || policy_key_valid(key) < 0 || (flags & ~FLOWSDN_POLICY_F_DENY))
+	if (!maps || flowsdn__policy_key_valid(key) < 0 || (flags & ~FLOWSDN_POLICY_F_DENY))
 		return -EINVAL;
 	if (bpf_map_update_elem(maps->fd[FSDN_MAP_POLICY], key, &v, BPF_ANY) < 0)
 		return -errno;
@@ -436,7 +446,7 @@ FLOWSDN_API int flowsdn_maps_policy_update(struct flowsdn_maps *maps, const stru
 
 FLOWSDN_API int flowsdn_maps_policy_delete(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key)
 {
-	if (!maps || policy_key_valid(key) < 0)
+	if (!maps || flowsdn__policy_key_valid(key) < 0)
 		return -EINVAL;
 	if (bpf_map_delete_elem(maps->fd[FSDN_MAP_POLICY], key) < 0)
 		return -errno;
@@ -451,7 +461,7 @@ FLOWSDN_API int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct 
 	const void *prev = NULL;
 	bool found = false;
 
-	if (!maps || !ret || policy_key_valid(key) < 0)
+	if (!maps || !ret || flowsdn__policy_key_valid(key) < 0)
 		return -EINVAL;
 	/* A lookup returns the longest match, which may be a shorter entry:
 	 * make sure this very key is in the map first. */

@@ -50,7 +50,11 @@ struct flowsdn_datapath {
 	char *pin_dir;
 	enum flowsdn_attach_mode mode;
 	bool auto_mode; /* mode chosen by probing: an interface TCX refuses gets tc */
+	bool ct_moved;  /* the old conntrack pin is parked as CT_PARKED until the load succeeds */
 };
+
+/* Where a conntrack table pinned with another size waits during a load. */
+#define CT_PARKED FLOWSDN_MAP_CT "_resized" /* bpffs refuses names with a dot */
 
 /* Set around calls whose failures are expected (probing a missing clsact
  * qdisc, creating one that exists): libbpf's warnings become debug. */
@@ -168,6 +172,77 @@ FLOWSDN_API void flowsdn_datapath_free(struct flowsdn_datapath *dp)
 	free(dp);
 }
 
+/* Seconds (0: @def) as nanoseconds. */
+static __u64 ct_ns(uint32_t s, uint32_t def)
+{
+	return (__u64)(s ? s : def) * 1000000000ull;
+}
+
+/* Sizes the conntrack table and writes its timeouts.  A table pinned
+ * with another size cannot be reused (libbpf would refuse the load): its
+ * pin is replaced by the new, empty table. */
+static int ct_configure(struct flowsdn_datapath *dp, const char *dir, uint32_t max,
+			const struct flowsdn_ct_timeouts *t)
+{
+	static const struct flowsdn_ct_timeouts none;
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	char path[PATH_MAX];
+	int r, fd;
+
+	if (!t)
+		t = &none;
+	if (!max)
+		max = FLOWSDN_CT_DEFAULT_MAX;
+	r = bpf_map__set_max_entries(dp->skel->maps.flowsdn_ct, max);
+	if (r < 0)
+		return r;
+	dp->skel->rodata->cfg_ct_timeout_tcp = ct_ns(t->tcp, FLOWSDN_CT_TIMEOUT_TCP);
+	dp->skel->rodata->cfg_ct_timeout_tcp_syn = ct_ns(t->tcp_syn, FLOWSDN_CT_TIMEOUT_TCP_SYN);
+	dp->skel->rodata->cfg_ct_timeout_tcp_close = ct_ns(t->tcp_close, FLOWSDN_CT_TIMEOUT_TCP_CLOSE);
+	dp->skel->rodata->cfg_ct_timeout_udp = ct_ns(t->udp, FLOWSDN_CT_TIMEOUT_UDP);
+	dp->skel->rodata->cfg_ct_timeout_udp_replied = ct_ns(t->udp_replied, FLOWSDN_CT_TIMEOUT_UDP_REPLIED);
+	dp->skel->rodata->cfg_ct_timeout_icmp = ct_ns(t->icmp, FLOWSDN_CT_TIMEOUT_ICMP);
+
+	r = flowsdn__pin_path(dir, FLOWSDN_MAP_CT, path, sizeof(path));
+	if (r < 0)
+		return r;
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0; /* not pinned yet */
+	memset(&info, 0, sizeof(info));
+	r = bpf_obj_get_info_by_fd(fd, &info, &len);
+	close(fd);
+	if (r == 0 && info.type == BPF_MAP_TYPE_LRU_HASH && info.max_entries != max) {
+		char parked[PATH_MAX];
+
+		r = flowsdn__pin_path(dir, CT_PARKED, parked, sizeof(parked));
+		if (r < 0)
+			return r;
+		pr_info("conntrack table %s: resized from %u to %u entries, tracked connections forgotten", path,
+			info.max_entries, max);
+		if (rename(path, parked) < 0)
+			return -errno;
+		dp->ct_moved = true;
+	}
+	return 0;
+}
+
+/* After the load: drops the parked table (@loaded) or puts it back. */
+static void ct_unpark(struct flowsdn_datapath *dp, const char *dir, bool loaded)
+{
+	char path[PATH_MAX], parked[PATH_MAX];
+
+	if (!dp->ct_moved || flowsdn__pin_path(dir, FLOWSDN_MAP_CT, path, sizeof(path)) < 0 ||
+	    flowsdn__pin_path(dir, CT_PARKED, parked, sizeof(parked)) < 0)
+		return;
+	if (loaded)
+		unlink(parked);
+	else if (rename(parked, path) < 0)
+		pr_warn("conntrack table: cannot restore %s: %s", path, strerror(errno));
+	dp->ct_moved = false;
+}
+
 FLOWSDN_API int flowsdn_datapath_open(const struct flowsdn_datapath_opts *opts, struct flowsdn_datapath **ret)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
@@ -220,7 +295,13 @@ FLOWSDN_API int flowsdn_datapath_open(const struct flowsdn_datapath_opts *opts, 
 	}
 	dp->skel->rodata->cfg_egress_mode = (__u32)egress;
 	dp->skel->rodata->cfg_redirect_peer = OPTS_GET(opts, no_redirect_peer, false) ? 0 : 1;
+	r = ct_configure(dp, dir, OPTS_GET(opts, ct_max, 0), OPTS_GET(opts, ct_timeouts, NULL));
+	if (r < 0) {
+		ct_unpark(dp, dir, false);
+		goto out_free;
+	}
 	r = flowsdn_lxc__load(dp->skel);
+	ct_unpark(dp, dir, r == 0);
 	if (r < 0) {
 		pr_warn("load BPF datapath (pins in %s): %s", dir, strerror(-r));
 		/* libbpf says -EINVAL when a pinned map does not match. */

@@ -16,7 +16,8 @@ static int admit_default(void *ctx, const char *reference, uint64_t limit, struc
 {
 	const struct op_image_settings *set = ctx;
 	FLASH_OPTS(flash_image_opts, o, .ca_file = set ? set->ca_file : NULL, .plain_http = set && set->plain_http,
-		   .timeout_ms = set ? set->timeout_ms : 0);
+		   .timeout_ms = set ? set->timeout_ms : 0, .credentials = set ? set->credentials : NULL,
+		   .n_credentials = set ? set->n_credentials : 0, .content_store = set ? set->content_store : NULL);
 	struct flash_image *img = NULL;
 	struct flash_diag *diag = NULL;
 	int r = flash_diag_new(&diag);

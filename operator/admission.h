@@ -46,6 +46,10 @@ struct op_image_settings {
 	const char *ca_file;    /* PEM CA bundle; NULL: system CAs */
 	bool plain_http;        /* allow http:// registries (loopback tests) */
 	unsigned int timeout_ms;
+	/* Per-registry credentials (registry-auth.h); none: anonymous. */
+	const struct flash_image_credential *credentials;
+	size_t n_credentials;
+	const char *content_store; /* blobs kept there at admission; NULL: resolve only */
 };
 
 /* The default ops: flash_image_resolve() and flash_image_check_disk(). */

@@ -17,6 +17,7 @@
 #include <flash/spec.h>
 
 #include "daemon.h"
+#include "registry-auth.h"
 #include "util.h"
 
 #define INPUT_MAX (4u << 20)
@@ -31,6 +32,7 @@ struct op_daemon {
 	struct op_http *http;
 	struct op_runtime *runtime;
 	struct op_image_settings registry;
+	struct op_registry_auth auth;
 	struct op_image_ops image;
 };
 
@@ -183,7 +185,21 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		.image = opts->image,
 	};
 	if (!opts->image) {
+		const char *ca = NULL, *creds = NULL, *store = NULL;
+
 		d->registry = opts->registry; /* strings borrowed: they outlive the daemon */
+		/* The configuration's registry section; the command line's CA wins. */
+		flash_operator_config_registry(d->config, &ca, &creds, &store);
+		if (!d->registry.ca_file)
+			d->registry.ca_file = ca;
+		d->registry.content_store = store;
+		if (creds) {
+			r = op_registry_auth_load(creds, &d->auth, err, err_size);
+			if (r < 0)
+				goto fail;
+			d->registry.credentials = d->auth.v;
+			d->registry.n_credentials = d->auth.n;
+		}
 		d->image = (struct op_image_ops){ .admit = op_image_default_ops.admit, .ctx = &d->registry };
 		po.image = &d->image;
 	}
@@ -197,9 +213,11 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 
 		ro.sz = sizeof(ro);
 		ro.services = op_provider_live_services;
+		ro.observe = op_provider_observe;
+		ro.suspended = op_provider_suspended;
 		ro.services_ctx = d->provider;
 		if (!ro.registry)
-			ro.registry = &opts->registry;
+			ro.registry = opts->image ? &opts->registry : &d->registry;
 		r = op_runtime_start(&ro, &d->runtime, err, err_size);
 		if (r < 0)
 			goto fail;
@@ -234,6 +252,7 @@ void op_daemon_stop(struct op_daemon *d)
 	op_provider_free(d->provider);
 	op_metrics_free(d->metrics);
 	op_store_close(d->store);
+	op_registry_auth_clear(&d->auth);
 	flash_operator_config_free(d->config);
 	flash_policy_free(d->policy);
 	flash_auth_keyset_free(d->keys);

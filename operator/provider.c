@@ -16,6 +16,7 @@
 #include <flash/meter.h>
 #include <flash/spec.h>
 
+#include "get-cache.h"
 #include "json.h"
 #include "provider.h"
 #include "util.h"
@@ -29,9 +30,10 @@ struct op_provider {
 	const struct op_image_ops *image;
 	struct flash_operator_config *own_config; /* when none was given */
 	const struct flash_operator_config *config;
-	pthread_mutex_t lock; /* store + meter */
+	pthread_mutex_t lock; /* store + meter + get cache */
 	struct flash_meter *meter;
 	struct op_runtime *runtime; /* NULL: services stay admitted */
+	struct op_get_cache *get_cache;
 };
 
 static int64_t now_of(struct op_provider *p)
@@ -329,6 +331,93 @@ static bool service_name_valid(const char *s)
 	return true;
 }
 
+/* The one suspension rule (under the lock): 0, or -EDQUOT with @msg when
+ * @org's weekly usage stops @spec's workloads (op_admission_check_suspension),
+ * or a meter error.  No policy or no weekly limits: never suspended. */
+static int suspension_of(struct op_provider *p, const char *org, const struct flash_spec *spec, int64_t now, char *msg,
+			 size_t msg_size)
+{
+	struct flash_policy_weekly_limits wl = { .sz = sizeof(wl) };
+	struct flash_meter_decision d;
+	int r;
+
+	if (!p->o.policy || flash_policy_weekly_limits(p->o.policy, &wl) < 0)
+		return 0;
+	struct flash_meter_limits ml = { .sz = sizeof(ml), .cpu_millicore_seconds = wl.cpu_millicore_seconds,
+					 .memory_mib_seconds = wl.memory_mib_seconds, .gpu_seconds = wl.gpu_seconds };
+
+	r = flash_meter_decide(p->meter, org, &ml, now, &d);
+	if (r == -FLASH_E_METER_ID)
+		return 0; /* nothing metered for it yet */
+	if (r < 0)
+		return r;
+	r = op_admission_check_suspension(&d, spec, msg, msg_size);
+	flash_meter_decision_clear(&d);
+	return r;
+}
+
+/* The meter's id of a service incarnation: "ID:gN" (N: the generation of
+ * the create that started it), so that a re-created service is new. */
+static void meter_id(const struct op_service *s, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s:g%" PRIu64, s->id, s->created_generation);
+}
+
+/* Saves the meter into the store (its own transaction). */
+static int meter_save(struct op_provider *p)
+{
+	char *json = NULL;
+	int r = flash_meter_to_json(p->meter, &json, NULL);
+
+	if (r == 0)
+		r = op_store_begin(p->o.store);
+	if (r == 0) {
+		r = op_store_meter_put(p->o.store, json);
+		if (r == 0)
+			r = op_store_commit(p->o.store, NULL);
+		if (r < 0)
+			op_store_rollback(p->o.store);
+	}
+	free(json);
+	return r;
+}
+
+int op_provider_observe(void *ctx, const struct op_service *s, const struct flash_spec *spec, uint32_t ready)
+{
+	struct op_provider *p = ctx;
+	char id[OP_SERVICE_ID_STRLEN + 24];
+	int r;
+
+	if (!p || !s || !spec)
+		return -EINVAL;
+	meter_id(s, id, sizeof(id));
+	struct flash_meter_observation obs = {
+		.sz = sizeof(obs), .service_id = id, .organization = s->org, .time = now_of(p),
+		.ready_replicas = ready, .cpu_millis = flash_spec_cpu_millis(spec),
+		.memory_mib = flash_spec_memory_mib(spec), .gpu_count = flash_spec_gpu_count(spec),
+	};
+	pthread_mutex_lock(&p->lock);
+	r = flash_meter_observe(p->meter, &obs);
+	if (r >= 0)
+		r = meter_save(p);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+int op_provider_suspended(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
+			  size_t msg_size)
+{
+	struct op_provider *p = ctx;
+	int r;
+
+	if (!p || !s || !spec)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	r = suspension_of(p, s->org, spec, now_of(p), msg, msg_size);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
 /* ---------------------------------------------------------------- lifecycle */
 
 int op_provider_new(const struct op_provider_opts *opts, struct op_provider **ret)
@@ -358,6 +447,9 @@ int op_provider_new(const struct op_provider_opts *opts, struct op_provider **re
 	r = flash_meter_new(NULL, &p->meter);
 	if (r < 0)
 		goto fail;
+	r = op_get_cache_new(&p->get_cache);
+	if (r < 0)
+		goto fail;
 	r = op_store_meter_get(opts->store, &state);
 	if (r == 0 && state)
 		r = flash_meter_from_json(p->meter, state, strlen(state), NULL);
@@ -376,6 +468,7 @@ void op_provider_free(struct op_provider *p)
 	if (!p)
 		return;
 	flash_meter_free(p->meter);
+	op_get_cache_free(p->get_cache);
 	flash_operator_config_free(p->own_config);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -741,27 +834,15 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 			goto out;
 		}
 		/* Suspension by the weekly metering limits. */
-		struct flash_policy_weekly_limits wl = { .sz = sizeof(wl) };
-		struct flash_meter_decision d;
-
-		if (flash_policy_weekly_limits(p->o.policy, &wl) == 0) {
-			struct flash_meter_limits ml = { .sz = sizeof(ml), .cpu_millicore_seconds = wl.cpu_millicore_seconds,
-							 .memory_mib_seconds = wl.memory_mib_seconds,
-							 .gpu_seconds = wl.gpu_seconds };
-
-			r = flash_meter_decide(p->meter, c->org, &ml, now, &d);
-			if (r == 0) {
-				r = op_admission_check_suspension(&d, c->spec, msg, sizeof(msg));
-				flash_meter_decision_clear(&d);
-				if (r < 0) {
-					op_metrics_refused(p->o.metrics, OP_REFUSED_SUSPENDED);
-					answer_error(ret, 403, "suspended", "%s", msg);
-					goto out;
-				}
-			} else if (r != -FLASH_E_METER_ID) {
-				answer_error(ret, 500, "meter", "metering decision failed: %s", flash_strerror(r));
-				goto out;
-			}
+		r = suspension_of(p, c->org, c->spec, now, msg, sizeof(msg));
+		if (r == -EDQUOT) {
+			op_metrics_refused(p->o.metrics, OP_REFUSED_SUSPENDED);
+			answer_error(ret, 403, "suspended", "%s", msg);
+			goto out;
+		}
+		if (r < 0) {
+			answer_error(ret, 500, "meter", "metering decision failed: %s", flash_strerror(r));
+			goto out;
 		}
 	}
 
@@ -962,6 +1043,16 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			set_static_500(ret);
 			goto del_out;
 		}
+		{
+			/* Usage records outlive the service: its incarnation
+			 * stops accruing now. */
+			char mid[OP_SERVICE_ID_STRLEN + 24], *mj = NULL;
+
+			meter_id(stored, mid, sizeof(mid));
+			if (flash_meter_delete_service(p->meter, mid, now) == 0 && flash_meter_to_json(p->meter, &mj, NULL) == 0)
+				(void)op_store_meter_put(p->o.store, mj);
+			free(mj);
+		}
 		r = op_store_service_put(p->o.store, stored);
 		if (r == 0)
 			r = op_store_event_add(p->o.store, c->id, now, "deleted", "deleted; public ports released");
@@ -993,13 +1084,32 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 	struct op_service *s = NULL;
 	struct op_event *ev = NULL;
 	struct op_service_status st;
+	struct op_get_hit hit;
 	size_t n_ev = 0;
-	int r;
+	uint64_t changes;
+	int r = 0;
 
 	if (!verify_token(p, req, c, ret))
 		return;
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	pthread_mutex_lock(&p->lock);
+	/* The answer rendered for an unchanged store is the answer -- unless
+	 * a runtime reports status, which changes without the store. */
+	changes = op_store_changes(p->o.store);
+	if (!p->runtime && op_get_cache_find(p->get_cache, c->id, changes, &hit)) {
+		if (strcmp(hit.org, c->org) == 0 && strcmp(hit.project, c->project) == 0) {
+			ret->body = malloc(hit.body_len + 1);
+			if (ret->body) {
+				memcpy(ret->body, hit.body, hit.body_len + 1);
+				ret->body_len = hit.body_len;
+				ret->status = 200;
+			}
+		} else {
+			answer_not_found(ret, id);
+		}
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
 	r = load_visible(p, c, &s);
 	if (r == 0 && s && !s->deleted)
 		r = op_store_events(p->o.store, c->id, EVENTS_SHOWN, &ev, &n_ev);
@@ -1013,6 +1123,14 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 		set_static_500(ret);
 	else
 		ret->status = 200;
+	if (ret->status == 200 && !p->runtime) {
+		/* Kept only if nothing was written since it was read. */
+		pthread_mutex_lock(&p->lock);
+		if (op_store_changes(p->o.store) == changes)
+			(void)op_get_cache_put(p->get_cache, c->id, changes, s->org, s->project, ret->body,
+					       ret->body_len);
+		pthread_mutex_unlock(&p->lock);
+	}
 	op_events_free(ev, n_ev);
 	op_service_free(s);
 }

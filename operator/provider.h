@@ -74,6 +74,16 @@ void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt);
  * @ctx): the runtime's desired state, read under the provider's lock. */
 int op_provider_live_services(void *ctx, struct op_service ***ret, size_t *ret_n);
 
+/* Feeds the meter (a struct op_provider as @ctx): service @s (of spec
+ * @spec) has @ready ready replicas from now on; saved in the store.
+ * >= 0 (an enum flash_meter_outcome) or a meter/store error. */
+int op_provider_observe(void *ctx, const struct op_service *s, const struct flash_spec *spec, uint32_t ready);
+
+/* -EDQUOT (with @msg: which limit, until when) when the organization of
+ * @s reached a weekly limit that stops @spec's workloads; 0 otherwise. */
+int op_provider_suspended(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
+			  size_t msg_size);
+
 struct op_request {
 	const char *method;
 	const char *path;          /* without the query */

@@ -69,6 +69,8 @@ struct svc_state {
 	int64_t not_before_ms[OP_STATUS_REPLICAS_SHOWN * 4];
 	unsigned int backoff_ms[OP_STATUS_REPLICAS_SHOWN * 4];
 	bool seen;
+	bool observed;            /* the meter was told observed_ready */
+	uint32_t observed_ready;
 	struct op_service_status status;
 	struct svc_state *next;
 };
@@ -81,6 +83,9 @@ struct op_runtime {
 	unsigned int interval_ms;
 	size_t log_max;
 	int (*services)(void *ctx, struct op_service ***ret, size_t *ret_n);
+	int (*observe)(void *ctx, const struct op_service *s, const struct flash_spec *spec, uint32_t ready);
+	int (*suspended)(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
+			 size_t msg_size);
 	void *services_ctx;
 
 	struct replica *replicas;   /* the loop thread's only */
@@ -444,7 +449,7 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 			  char ***ret_entry, char ***ret_env, bool *ret_terminal, char *err, size_t err_size)
 {
 	FLASH_OPTS(flash_image_opts, o, .content_store = rt->content_store, .ca_file = rt->registry.ca_file,
-		   .plain_http = rt->registry.plain_http, .timeout_ms = rt->registry.timeout_ms ? rt->registry.timeout_ms : 120000);
+		   .credentials = rt->registry.credentials, .n_credentials = rt->registry.n_credentials, .plain_http = rt->registry.plain_http, .timeout_ms = rt->registry.timeout_ms ? rt->registry.timeout_ms : 120000);
 	struct flash_image_unpack_opts uo = { .sz = sizeof(uo), .max_bytes = limit };
 	struct flash_image *img = NULL;
 	struct flash_diag *diag = NULL;
@@ -952,7 +957,8 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 	struct flash_spec *spec = NULL;
 	struct op_service_status st = { 0 };
 	unsigned int want, ready = 0, restarts = 0;
-	bool have[IDX_MAX] = { false }, all_ready;
+	bool have[IDX_MAX] = { false }, all_ready, suspended;
+	char suspend_msg[512] = "";
 	int64_t now = mono_ms();
 	char err[1024];
 
@@ -966,6 +972,10 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 	want = flash_spec_replicas(spec);
 	if (want > IDX_MAX)
 		want = IDX_MAX;
+	suspended = rt->suspended &&
+		    rt->suspended(rt->services_ctx, s, spec, suspend_msg, sizeof(suspend_msg)) == -EDQUOT;
+	if (suspended)
+		want = 0; /* stopped until the limit lifts (Monday 00:00 UTC) */
 	if (ss->failed_gen && ss->failed_gen != s->generation)
 		ss->failed_gen = 0, ss->message[0] = '\0';
 	if (ss->transient_gen != s->generation)
@@ -1064,6 +1074,20 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 			pp = &rp->next;
 		}
 	}
+	/* The meter counts ready replicas of the service (any generation:
+	 * during an update both run and both are billed). */
+	{
+		uint32_t billed = 0;
+
+		for (struct replica *rp = rt->replicas; rp; rp = rp->next)
+			if (strcmp(rp->svc, s->id) == 0 && rp->state == R_READY)
+				billed++;
+		if (rt->observe && (!ss->observed || ss->observed_ready != billed) &&
+		    rt->observe(rt->services_ctx, s, spec, billed) >= 0) {
+			ss->observed = true;
+			ss->observed_ready = billed;
+		}
+	}
 	for (unsigned int i = 0; i < IDX_MAX; i++)
 		restarts += ss->restarts[i];
 	st.wanted = want;
@@ -1071,8 +1095,11 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 	st.restarts = restarts;
 	st.ready = all_ready && ss->failed_gen != s->generation;
 	snprintf(st.phase, sizeof(st.phase), "%s",
-		 ss->failed_gen == s->generation ? "failed" : want == 0 ? "stopped" : all_ready ? "ready" : "provisioning");
-	if (ss->failed_gen == s->generation || !all_ready)
+		 ss->failed_gen == s->generation ? "failed" : suspended ? "suspended" : want == 0 ? "stopped" :
+		 all_ready ? "ready" : "provisioning");
+	if (suspended && ss->failed_gen != s->generation)
+		snprintf(st.message, sizeof(st.message), "%s", suspend_msg);
+	else if (ss->failed_gen == s->generation || !all_ready)
 		snprintf(st.message, sizeof(st.message), "%s", ss->message);
 	else
 		snprintf(st.message, sizeof(st.message), "%u of %u replicas ready", ready, want);
@@ -1301,13 +1328,17 @@ int op_runtime_start(const struct op_runtime_opts *opts, struct op_runtime **ret
 	rt->dns = opts->dns ? strdup(opts->dns) : NULL;
 	rt->host_resolv = opts->host_resolv ? strdup(opts->host_resolv) : NULL;
 	rt->runsc_root = path_join(opts->dir, "runsc");
-	rt->content_store = path_join(opts->dir, "images");
+	/* The admission's content store when configured (blobs pulled once). */
+	rt->content_store = opts->registry && opts->registry->content_store ? strdup(opts->registry->content_store)
+									  : path_join(opts->dir, "images");
 	if (opts->registry)
 		rt->registry = *opts->registry;
 	rt->interval_ms = opts->interval_ms ? opts->interval_ms : 500;
 	rt->log_max = opts->log_max_bytes ? opts->log_max_bytes : (1u << 20);
 	rt->services = opts->services;
 	rt->services_ctx = opts->services_ctx;
+	rt->observe = opts->observe;
+	rt->suspended = opts->suspended;
 	if (!rt->dir || !rt->cni_bin || !rt->cni_plugin || !rt->cgroup_parent || !rt->runsc_root || !rt->content_store ||
 	    (opts->cni_conf && !rt->cni_conf) || (opts->agent_socket && !rt->agent_socket) || (opts->dns && !rt->dns) ||
 	    (opts->host_resolv && !rt->host_resolv)) {

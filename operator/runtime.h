@@ -95,6 +95,12 @@ struct op_runtime_opts {
 	unsigned int log_max_bytes; /* per replica log file before rotation; 0: 1 MiB */
 	/* The live services (the reconcile loop's desired state). */
 	int (*services)(void *ctx, struct op_service ***ret, size_t *ret_n);
+	/* Metering (same ctx; NULL: none): told when a service's count of
+	 * ready replicas changes; asked every pass whether its organization
+	 * is suspended (-EDQUOT and a message: its replicas are stopped). */
+	int (*observe)(void *ctx, const struct op_service *s, const struct flash_spec *spec, uint32_t ready);
+	int (*suspended)(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
+			 size_t msg_size);
 	void *services_ctx;
 };
 
@@ -109,7 +115,7 @@ struct op_replica_view {
 };
 
 struct op_service_status {
-	char phase[16];       /* "provisioning", "ready", "failed", "stopped" (zero replicas) */
+	char phase[16];       /* "provisioning", "ready", "failed", "stopped" (zero replicas), "suspended" */
 	bool ready;
 	unsigned int wanted, ready_replicas, restarts;
 	char message[2048];

@@ -572,6 +572,11 @@ int op_store_org_charge(struct op_store *st, const char *org, const char *exclud
 	return rc_errno(rc);
 }
 
+uint64_t op_store_changes(struct op_store *st)
+{
+	return st ? (uint64_t)sqlite3_total_changes64(st->db) : 0;
+}
+
 int op_store_count(struct op_store *st, size_t *ret)
 {
 	sqlite3_stmt *s = NULL;

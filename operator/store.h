@@ -120,5 +120,9 @@ int op_store_meter_put(struct op_store *st, const char *json);
 
 /* Number of live services (for tests and metrics). */
 int op_store_count(struct op_store *st, size_t *ret);
+/* Rows changed through this store since it was opened (every INSERT,
+ * UPDATE and DELETE of any statement, rolled back or not): what was read
+ * is still what is stored while it is unchanged. */
+uint64_t op_store_changes(struct op_store *st);
 
 #endif

@@ -117,7 +117,33 @@ struct pkt {
 	__be32 daddr[4];
 	__u32 l3_off;     /* offset of the IP header */
 	__u32 len;        /* skb->len */
+	__be16 sport;     /* TCP/UDP/SCTP source port; ICMP echo: the identifier; else 0 */
+	__u8 tcp_flags;   /* TCP: the flags byte (PKT_TCP_*); else 0 */
+	__u8 icmp;        /* PKT_ICMP_*: the kind of ICMP/ICMPv6 message */
+	__u8 frag;        /* PKT_FRAG_*: fragment position */
+	/* An ICMP error's embedded packet (PKT_ICMP_ERROR): its tuple as it
+	 * was sent (ports as in struct flowsdn_ct_key). */
+	__u8 inner_protocol;
+	__be16 inner_sport;
+	__be16 inner_dport;
+	__be32 inner_saddr[4];
+	__be32 inner_daddr[4];
 };
+
+#define PKT_TCP_FIN 0x01
+#define PKT_TCP_SYN 0x02
+#define PKT_TCP_RST 0x04
+#define PKT_TCP_ACK 0x10
+
+#define PKT_ICMP_NONE 0       /* not ICMP */
+#define PKT_ICMP_ECHO_REQUEST 1
+#define PKT_ICMP_ECHO_REPLY 2
+#define PKT_ICMP_ERROR 3      /* unreachable, time exceeded, parameter problem, too big */
+#define PKT_ICMP_OTHER 4      /* anything else (never tracked) */
+
+#define PKT_FRAG_NONE 0
+#define PKT_FRAG_FIRST 1      /* first fragment of a fragmented datagram (has the L4 header) */
+#define PKT_FRAG_LATER 2      /* non-first fragment: no L4 header */
 
 static __always_inline void ep_key_make(struct flowsdn_endpoint_key *k, __u8 family, const __be32 *addr)
 {

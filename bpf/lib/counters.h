@@ -27,6 +27,18 @@ static __always_inline void count_rx(struct flowsdn_endpoint_counters *c, __u32 
 	}
 }
 
+/* Counts a packet allowed in @dir without a policy lookup (a tracked
+ * connection's): the verdict counters count every packet either way. */
+static __always_inline void count_allowed(struct flowsdn_endpoint_counters *c, __u8 dir)
+{
+	if (!c)
+		return;
+	if (dir == FLOWSDN_DIR_INGRESS)
+		c->allow_ingress++;
+	else
+		c->allow_egress++;
+}
+
 /* Counts a drop for @reason (and for the endpoint's counters @c, may be
  * NULL) and returns the tc verdict that drops. */
 static __always_inline int drop(__u32 reason, struct flowsdn_endpoint_counters *c, __u32 len)

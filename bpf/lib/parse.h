@@ -14,26 +14,127 @@
 #define PARSE_PASS 1      /* not IP, or IPv6 neighbour discovery / link-local: hand to the stack */
 #define PARSE_MALFORMED 2 /* truncated or inconsistent headers */
 
-/* The destination port of TCP/UDP/SCTP (the same offset in all three), or
- * the ICMP/ICMPv6 type in the high byte. */
+/* The ports of an embedded transport header at @l4 (ICMP echo: the
+ * identifier as sport, 0 as dport), into the inner tuple of @p. */
+static __always_inline int parse_inner_ports(void *data_end, __u8 *l4, struct pkt *p)
+{
+	if ((void *)(l4 + 8) > data_end)
+		return -1;
+	switch (p->inner_protocol) {
+	case TCP_PROTO:
+	case UDP_PROTO:
+	case SCTP_PROTO:
+		p->inner_sport = *(__be16 *)l4;
+		p->inner_dport = *(__be16 *)(l4 + 2);
+		return 0;
+	case ICMP_PROTO:
+	case IPPROTO_ICMPV6_:
+		/* Only an echo request (or reply) can be the packet an error
+		 * is about and belong to a tracked flow. */
+		if (l4[0] != 8 && l4[0] != 0 && l4[0] != 128 && l4[0] != 129)
+			return -1;
+		p->inner_sport = *(__be16 *)(l4 + 4);
+		p->inner_dport = 0;
+		return 0;
+	}
+	p->inner_sport = p->inner_dport = 0;
+	return 0;
+}
+
+/* The packet an ICMP/ICMPv6 error embeds (@inner: its IP header).  An
+ * error whose embedded header cannot be read is PKT_ICMP_OTHER (never
+ * related to a tracked flow). */
+static __always_inline void parse_icmp_inner(void *data_end, __u8 *inner, struct pkt *p)
+{
+	if (p->family == AF_INET) {
+		struct iphdr *ip = (void *)inner;
+		__u32 ihl;
+
+		if ((void *)(ip + 1) > data_end)
+			goto other;
+		ihl = ip->ihl * 4;
+		if (ip->version != 4 || ihl < sizeof(*ip) || (ip->frag_off & bpf_htons(0x1fff)))
+			goto other;
+		p->inner_protocol = ip->protocol;
+		p->inner_saddr[0] = ip->saddr;
+		p->inner_daddr[0] = ip->daddr;
+		p->inner_saddr[1] = p->inner_saddr[2] = p->inner_saddr[3] = 0;
+		p->inner_daddr[1] = p->inner_daddr[2] = p->inner_daddr[3] = 0;
+		if (parse_inner_ports(data_end, inner + ihl, p))
+			goto other;
+	} else {
+		struct ipv6hdr *ip6 = (void *)inner;
+
+		if ((void *)(ip6 + 1) > data_end || ip6->version != 6)
+			goto other;
+		p->inner_protocol = ip6->nexthdr;
+		__builtin_memcpy(p->inner_saddr, &ip6->saddr, 16);
+		__builtin_memcpy(p->inner_daddr, &ip6->daddr, 16);
+		if (parse_inner_ports(data_end, inner + sizeof(*ip6), p))
+			goto other;
+	}
+	return;
+other:
+	p->icmp = PKT_ICMP_OTHER;
+}
+
+/* What kind of ICMP (@v6 0) or ICMPv6 (@v6 1) message type @type is. */
+static __always_inline __u8 icmp_kind(__u8 type, int v6)
+{
+	if (v6) {
+		if (type == 128)
+			return PKT_ICMP_ECHO_REQUEST;
+		if (type == 129)
+			return PKT_ICMP_ECHO_REPLY;
+		return type >= 1 && type <= 4 ? PKT_ICMP_ERROR : PKT_ICMP_OTHER;
+	}
+	if (type == 8)
+		return PKT_ICMP_ECHO_REQUEST;
+	if (type == 0)
+		return PKT_ICMP_ECHO_REPLY;
+	return type == 3 || type == 4 || type == 11 || type == 12 ? PKT_ICMP_ERROR : PKT_ICMP_OTHER;
+}
+
+/* The ports of TCP/UDP/SCTP (the same offsets in all three) and TCP's
+ * flags; for ICMP/ICMPv6 the type in dport's high byte, the echo
+ * identifier in sport and, for an error, the embedded packet's tuple. */
 static __always_inline int parse_l4(void *data, void *data_end, __u32 off, struct pkt *p)
 {
 	__u8 *l4 = (__u8 *)data + off;
 
 	p->dport = 0;
+	p->sport = 0;
 	switch (p->protocol) {
 	case TCP_PROTO:
+		if ((void *)(l4 + 14) > data_end)
+			return PARSE_MALFORMED;
+		p->tcp_flags = l4[13];
+		/* fallthrough */
 	case UDP_PROTO:
 	case SCTP_PROTO:
 		if ((void *)(l4 + 4) > data_end)
 			return PARSE_MALFORMED;
+		p->sport = *(__be16 *)l4;
 		p->dport = *(__be16 *)(l4 + 2);
 		return 0;
 	case ICMP_PROTO:
 	case IPPROTO_ICMPV6_:
 		if ((void *)(l4 + 1) > data_end)
 			return PARSE_MALFORMED;
+		/* ICMP under IPv6 or ICMPv6 under IPv4: not a message of ours. */
+		if ((p->protocol == ICMP_PROTO) != (p->family == AF_INET)) {
+			p->icmp = PKT_ICMP_OTHER;
+			return 0;
+		}
 		p->dport = bpf_htons((__u16)l4[0] << 8);
+		p->icmp = icmp_kind(l4[0], p->family == AF_INET6);
+		if (p->icmp == PKT_ICMP_ECHO_REQUEST || p->icmp == PKT_ICMP_ECHO_REPLY) {
+			if ((void *)(l4 + 8) > data_end)
+				return PARSE_MALFORMED;
+			p->sport = *(__be16 *)(l4 + 4);
+		} else if (p->icmp == PKT_ICMP_ERROR) {
+			parse_icmp_inner(data_end, l4 + 8, p);
+		}
 		return 0;
 	}
 	return 0;
@@ -50,8 +151,9 @@ static __always_inline int parse_l4(void *data, void *data_end, __u32 off, struc
  */
 static __always_inline int parse_packet(struct __sk_buff *skb, struct pkt *p)
 {
-	/* Ethernet + the longest IPv4 header + the L4 bytes we read. */
-	const __u32 want = sizeof(struct ethhdr) + 60 + 4;
+	/* Ethernet + the longest IPv4 header + the L4 bytes we read (an ICMP
+	 * error: its 8 bytes, the embedded IP header and 8 bytes past it). */
+	const __u32 want = sizeof(struct ethhdr) + 60 + 8 + 60 + 8;
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct ethhdr *eth;
@@ -85,8 +187,11 @@ static __always_inline int parse_packet(struct __sk_buff *skb, struct pkt *p)
 		p->daddr[1] = p->daddr[2] = p->daddr[3] = 0;
 		if (ip->frag_off & bpf_htons(0x1fff)) {
 			p->dport = 0;
+			p->frag = PKT_FRAG_LATER;
 			return 0;
 		}
+		if (ip->frag_off & bpf_htons(0x2000))
+			p->frag = PKT_FRAG_FIRST;
 		return parse_l4(data, data_end, sizeof(*eth) + ihl, p);
 	}
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {

@@ -52,7 +52,7 @@ static __always_inline __u32 policy_check(const struct flowsdn_endpoint_info *ep
 	__u32 reason = 0;
 
 	k.prefixlen = FLOWSDN_POLICY_PREFIX_FULL;
-	k.ep_id = ep->ep_id;
+	k.ep_id = FLOWSDN_POLICY_KEY_ID(ep->ep_id, ep->policy_gen & 1);
 	k.direction = dir;
 	k.identity = identity;
 	k.protocol = p->protocol;

@@ -16,75 +16,39 @@
 
 #include <stddef.h>
 #include <flash/common.h>
+#include <flowsdn/diag.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* At most this many problems are kept; later ones are counted as dropped. */
-#define FLASH_DIAG_MAX 64
-
-enum flash_diag_severity {
-	FLASH_DIAG_ERROR = 0,
-	FLASH_DIAG_WARNING = 1,
-};
-
-/* One problem.  Strings are owned by the struct flash_diag and live until it
- * is reset (by the next parse/check into it) or freed. */
-struct flash_diag_entry {
-	enum flash_diag_severity severity;
-	const char *path;     /* JSON path ("ports[1].name"); "" for the document */
-	const char *code;     /* stable rule code ("minimum", "cidr-class", ...) */
-	const char *message;  /* what is wrong, for humans */
-	const char *value;    /* the offending value as (possibly shortened) JSON
-			       * text; NULL when there is none (e.g. a missing field) */
-	unsigned int line;    /* JSON-level problems (codes "json-*"): 1-based */
-	unsigned int column;  /* position of the fault (column in bytes); else 0 */
-};
+/* The entries, their severities and the bound are libflowsdn's (one
+ * definition, <flowsdn/diag.h>): struct flash_diag_entry is struct
+ * flowsdn_diag_entry. */
+#define FLASH_DIAG_MAX FLOWSDN_DIAG_MAX
+#define flash_diag_severity flowsdn_diag_severity
+#define FLASH_DIAG_ERROR FLOWSDN_DIAG_ERROR
+#define FLASH_DIAG_WARNING FLOWSDN_DIAG_WARNING
+#define flash_diag_entry flowsdn_diag_entry
+struct flash_diag_entry; /* that is, struct flowsdn_diag_entry */
 
 /* A list of problems, reused across calls. */
 struct flash_diag;
 
-/* Allocates an empty list.  Returns 0, -EINVAL, -ENOMEM. */
+/* libflash's functions over it: each does what its flowsdn_diag_
+ * counterpart in <flowsdn/diag.h> documents (same returns, same output). */
 FLASH_API int flash_diag_new(struct flash_diag **ret_diag);
-/* Frees @diag (NULL is fine). */
 FLASH_API void flash_diag_free(struct flash_diag *diag);
-/* Empties @diag (NULL is fine). */
 FLASH_API void flash_diag_reset(struct flash_diag *diag);
-
-/* Number of entries kept (errors and warnings, in the order found). */
 FLASH_API size_t flash_diag_count(const struct flash_diag *diag);
-/* Entry @i, or NULL when out of range. */
 FLASH_API const struct flash_diag_entry *flash_diag_get(const struct flash_diag *diag, size_t i);
-/* Errors and warnings found, including dropped ones. */
 FLASH_API size_t flash_diag_errors(const struct flash_diag *diag);
 FLASH_API size_t flash_diag_warnings(const struct flash_diag *diag);
-/* Problems found but not kept because FLASH_DIAG_MAX were already kept. */
 FLASH_API size_t flash_diag_dropped(const struct flash_diag *diag);
-
-/* Writes @diag as one JSON object (no trailing newline) into a new
- * NUL-terminated buffer (*ret_json, freed by the caller):
- *   {"source":SOURCE,"valid":BOOL,"errors":N,"warnings":N,"dropped":N,
- *    "problems":[{"severity":"error","path":...,"code":...,"message":...,
- *                 "value":...,"line":N,"column":N},...]}
- * "value" is omitted when there is none, "line"/"column" when 0, "source"
- * when @source is NULL.
- * Returns 0, -EINVAL, -ENOMEM. */
 FLASH_API FLASH_WUR int flash_diag_to_json(const struct flash_diag *diag, const char *source,
 					   char **ret_json, size_t *ret_len);
-
-/* The first error of @diag (NULL when there is none): for a caller that
- * shows one line. */
 FLASH_API const struct flash_diag_entry *flash_diag_first_error(const struct flash_diag *diag);
-
-/* Writes @entry as one line: "line L column C: MESSAGE" for a fault of
- * the JSON text, "PATH: MESSAGE", or "MESSAGE" when it concerns the whole
- * input.  snprintf style: returns the length needed (truncated when it is
- * >= @size), -EINVAL for a NULL entry. */
 FLASH_API int flash_diag_entry_format(const struct flash_diag_entry *entry, char *buf, size_t size);
-
-/* The object the problems are about (a NetworkPolicy's metadata.name),
- * "" when the call names none. */
 FLASH_API const char *flash_diag_subject(const struct flash_diag *diag);
 
 #ifdef __cplusplus

@@ -55,6 +55,13 @@ enum {
 /* Most layers in one manifest. */
 #define FLASH_IMAGE_LAYERS_MAX 256
 
+/* The credentials of one registry (flash_image_opts.credentials). */
+struct flash_image_credential {
+	const char *registry;      /* "host[:port]" as a reference writes it ("docker.io") */
+	const char *username;
+	const char *password;
+};
+
 struct flash_image_opts {
 	size_t sz;
 	const char *content_store; /* blob store directory (made, mode 0700, if missing; its parent
@@ -65,6 +72,11 @@ struct flash_image_opts {
 	const char *platform;      /* "os/arch[/variant]"; NULL: "linux/amd64" */
 	bool plain_http;           /* allow http:// (loopback test registries) */
 	unsigned int timeout_ms;   /* whole operation; 0: 30000 */
+	/* Per-registry credentials: the entry whose registry is the
+	 * reference's host[:port] (compared case-insensitively) is used
+	 * instead of username/password; none listed: username/password. */
+	const struct flash_image_credential *credentials;
+	size_t n_credentials;
 };
 
 struct flash_image;
@@ -82,7 +94,8 @@ struct flash_image;
  * is checked against its descriptor (and, for a digest reference, against
  * the reference); the config's os/architecture must match the platform.
  * Authentication follows the registry's WWW-Authenticate challenge (Basic,
- * or Bearer through its token service) with opts->username/password.
+ * or Bearer through its token service) with the credentials of the
+ * reference's registry in opts->credentials, else opts->username/password.
  * Redirects are followed (at most 5); Authorization is only ever sent to the
  * registry's own scheme, host and port.  No layer is downloaded.  When
  * opts->content_store is set, the manifest and config are kept there too.

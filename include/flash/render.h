@@ -65,6 +65,11 @@ FLASH_API void flash_operator_config_free(struct flash_operator_config *config);
 FLASH_API bool flash_operator_config_persistence(const struct flash_operator_config *config);
 FLASH_API void flash_operator_config_public_port_range(const struct flash_operator_config *config,
 						       uint16_t *ret_first, uint16_t *ret_last);
+/* The registry section: the CA file, the credentials file and the content
+ * store directory (each NULL when not configured).  Strings live as long
+ * as @config; NULL outputs are skipped. */
+FLASH_API void flash_operator_config_registry(const struct flash_operator_config *config, const char **ret_ca_file,
+					      const char **ret_credentials_file, const char **ret_content_store);
 
 /* ------------------------------------------------------------ public ports */
 

@@ -151,10 +151,115 @@ FLOWSDN_API int flowsdn_maps_policy_delete(struct flowsdn_maps *maps, const stru
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key,
 						     struct flowsdn_policy_value *ret);
 
+/* One policy entry to install: a key (its ep_id is ignored: the switch
+ * writes the generation's id) and its value's flags and rule id. */
+struct flowsdn_policy_map_entry {
+	struct flowsdn_policy_key key;
+	uint32_t flags;   /* FLOWSDN_POLICY_F_* */
+	uint32_t rule_id;
+};
+
+/*
+ * Replaces the policy of endpoint @ep (published; its id < 2^31) as one
+ * atomic switch (the policy model of <flowsdn/maps.h>): writes the @n_new
+ * entries under the generation not in force, flips every address entry
+ * of @ep to that generation with the enforcement flags @ep_flags
+ * (FLOWSDN_EP_F_*) in one update each, then deletes the @n_old entries
+ * of the generation that was in force (the set the caller installed
+ * last; NULL/0 for none).  A packet meets the old policy or the new one.
+ * On failure before the flip, what was written is deleted again and the
+ * old policy stays in force, untouched: -EINVAL (a bad entry or
+ * argument), -ENOENT (@ep not published under its id), -errno of the
+ * map (-E2BIG/-ENOMEM: the map is full).  Once flipped, failing to
+ * delete an old entry is not an error of the switch (the entry is in the
+ * generation not in force; flowsdn_maps_policy_scrub() removes it).
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_switch(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep,
+							const struct flowsdn_policy_map_entry *old_entries,
+							size_t n_old,
+							const struct flowsdn_policy_map_entry *new_entries,
+							size_t n_new, uint32_t ep_flags);
+
+/* The policy generation (0 or 1) in force for endpoint @ep_id, read
+ * from the entry of @addr.  -ENOENT when @addr is not @ep_id's. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_generation(struct flowsdn_maps *maps, uint32_t ep_id,
+							    const struct flowsdn_addr *addr, unsigned int *ret_gen);
+
+/* Deletes every policy entry that no packet can meet: those of a
+ * generation not in force and those of endpoints not published (after a
+ * crash between the steps of a switch).  One walk of the policy and
+ * endpoint maps.  *ret_removed may be NULL.  0 or -errno. */
+FLOWSDN_API int flowsdn_maps_policy_scrub(struct flowsdn_maps *maps, size_t *ret_removed);
+
 /* Maps the prefix @prefix to @identity in the ipcache (CIDR identities). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ipcache_update(struct flowsdn_maps *maps, const struct flowsdn_prefix *prefix,
 							 uint32_t identity);
 FLOWSDN_API int flowsdn_maps_ipcache_delete(struct flowsdn_maps *maps, const struct flowsdn_prefix *prefix);
+
+/* ------------------------------------------------------------ conntrack */
+
+/*
+ * The connection tracking table flowsdn_ct (<flowsdn/maps.h>): the BPF
+ * programs create, update and read entries; userspace counts, lists,
+ * collects the dead and flushes.  An entry is dead once its expires (ns,
+ * CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns()) has passed; the
+ * datapath ignores dead entries, flowsdn_maps_ct_gc() removes them.
+ */
+
+/* Timeouts in seconds; a member of 0 keeps its default
+ * (FLOWSDN_CT_TIMEOUT_* of <flowsdn/maps.h>). */
+struct flowsdn_ct_timeouts {
+	uint32_t tcp;         /* established TCP */
+	uint32_t tcp_syn;     /* handshake not finished */
+	uint32_t tcp_close;   /* after RST or both FINs */
+	uint32_t udp;         /* UDP and other ported protocols, no reply yet */
+	uint32_t udp_replied; /* once a reply was seen */
+	uint32_t icmp;        /* ICMP/ICMPv6 echo */
+};
+
+/* Fills a conntrack key for the tuple @src:@sport -> @dst:@dport of
+ * @protocol (ports in host order; ICMP/ICMPv6 echo: the identifier in
+ * @sport, @dport 0), the original direction.  -EINVAL when the families
+ * differ or are not IPv4/IPv6, or ICMP has a non-zero @dport. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_ct_key_make(const struct flowsdn_addr *src, uint16_t sport,
+						 const struct flowsdn_addr *dst, uint16_t dport, uint8_t protocol,
+						 struct flowsdn_ct_key *ret);
+
+/* Reads the entry of @key (exact: the original direction).  -ENOENT when
+ * absent (dead entries are returned: compare expires with the clock). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ct_lookup(struct flowsdn_maps *maps, const struct flowsdn_ct_key *key,
+						    struct flowsdn_ct_entry *ret);
+
+/* Called for each entry by flowsdn_maps_ct_iterate(): 0 goes on, any
+ * other value stops the walk and is returned. */
+typedef int (*flowsdn_ct_visit_fn)(const struct flowsdn_ct_key *key, const struct flowsdn_ct_entry *entry,
+				   void *userdata);
+
+/* Calls @fn for each entry (dead ones too).  The datapath keeps writing
+ * while the walk runs: an entry created or evicted meanwhile may be
+ * missed or seen with newer counters, none is seen twice unless the
+ * table is flushed meanwhile.  Returns 0, @fn's value, or -errno. */
+FLOWSDN_API int flowsdn_maps_ct_iterate(struct flowsdn_maps *maps, flowsdn_ct_visit_fn fn, void *userdata);
+
+/* Removes the dead entries: those that expired before @now_ns
+ * (CLOCK_MONOTONIC ns; 0: the current time).  *ret_removed (may be NULL)
+ * says how many.  0 or -errno. */
+FLOWSDN_API int flowsdn_maps_ct_gc(struct flowsdn_maps *maps, uint64_t now_ns, size_t *ret_removed);
+
+/* Removes every entry (@addr NULL), or those with @addr as source or
+ * destination (an endpoint that goes: a later endpoint with the address
+ * must not inherit its connections).  Their next packets are judged by
+ * policy as new connections.  0 or -errno. */
+FLOWSDN_API int flowsdn_maps_ct_flush(struct flowsdn_maps *maps, const struct flowsdn_addr *addr,
+				      size_t *ret_removed);
+
+/* Counts the entries alive at @now_ns (0: now) and all of them (dead
+ * ones included; either pointer may be NULL).  O(entries). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ct_count(struct flowsdn_maps *maps, uint64_t now_ns, size_t *ret_live,
+						   size_t *ret_total);
+
+/* The lookup counters of the datapath, summed over the CPUs. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ct_stats(struct flowsdn_maps *maps, struct flowsdn_ct_stats *ret);
 
 /* ------------------------------------------------------------ the loader */
 
@@ -180,6 +285,13 @@ struct flowsdn_datapath_opts {
 	bool no_redirect_peer;
 	/* Do not mount bpffs; fail with -FLOWSDN_E_BPF_NO_BPFFS instead. */
 	bool no_mount;
+	/* Connection tracking table size (flowsdn_ct max entries); 0:
+	 * FLOWSDN_CT_DEFAULT_MAX.  A table pinned with another size is
+	 * replaced by an empty one (tracked connections are forgotten:
+	 * their next packets are judged by policy as new ones). */
+	uint32_t ct_max;
+	/* Conntrack timeouts; NULL: the defaults of <flowsdn/maps.h>. */
+	const struct flowsdn_ct_timeouts *ct_timeouts;
 };
 
 /* Loads the embedded datapath (see the top of this file).  Outputs

@@ -35,6 +35,11 @@
  *   flowsdn_svc      hash     service_key      -> service_value
  *   flowsdn_backend  hash     __u32 backend id -> backend
  *   flowsdn_maglev   hash     maglev_key       -> maglev_value
+ *   flowsdn_ct       LRU hash ct_key           -> ct_entry
+ *                    connection tracking, one table for the whole datapath
+ *                    (policy and service reverse NAT); max entries from
+ *                    the agent's conntrack-max, set before load.
+ *   flowsdn_ctstat   per-CPU array __u32 0     -> ct_stats
  *
  * Policy model.  An LPM trie can only treat the LAST varying field of a
  * key as a prefix: every byte before it must match exactly.  So a key
@@ -56,6 +61,14 @@
  * FLOWSDN_EP_F_ENFORCE_INGRESS/EGRESS for that direction, else allow).
  * Within one lookup the longest prefix wins, so a compiler that wants
  * "deny wins" writes any more-specific allow that a deny covers as deny.
+ * Atomic switch: the ep_id of a policy key is the endpoint id with the
+ * generation in its top bit (FLOWSDN_POLICY_KEY_ID(ep_id, gen); endpoint
+ * ids stay below 2^31), and the datapath looks up the generation its
+ * endpoint_info.policy_gen names.  A new policy is written complete
+ * under the other generation, then policy_gen and the enforcement flags
+ * flip in one update of each address entry, then the old generation is
+ * deleted: a packet sees the old set or the new one, never a mix or an
+ * empty set.
  * CIDR peers: the compiler gives each CIDR of a policy a local identity
  * (>= FLOWSDN_IDENTITY_LOCAL_BASE, as Cilium's CIDR identities) and
  * writes prefix -> identity into flowsdn_ipcache; a packet's peer
@@ -92,6 +105,8 @@
 #define FLOWSDN_MAP_SERVICES "flowsdn_svc"
 #define FLOWSDN_MAP_BACKENDS "flowsdn_backend"
 #define FLOWSDN_MAP_MAGLEV "flowsdn_maglev"
+#define FLOWSDN_MAP_CT "flowsdn_ct"
+#define FLOWSDN_MAP_CT_STATS "flowsdn_ctstat"
 
 /* Capacities (max_entries). */
 #define FLOWSDN_MAX_ENDPOINT_ADDRS 65536
@@ -101,6 +116,7 @@
 #define FLOWSDN_MAX_SERVICES 65536
 #define FLOWSDN_MAX_BACKENDS 65536
 #define FLOWSDN_MAX_MAGLEV_SLOTS 4194304
+#define FLOWSDN_CT_DEFAULT_MAX 65536 /* flowsdn_ct, unless the loader sets another size */
 
 /*
  * Security identities.  The reserved ones (host 1, world 2, init 5, ...)
@@ -143,7 +159,8 @@ struct flowsdn_endpoint_info {
 	__u32 flags;      /* FLOWSDN_EP_F_* */
 	__u8 mac[6];      /* the endpoint's own MAC (inside its netns) */
 	__u8 host_mac[6]; /* MAC of the host-side veth (the gateway's MAC) */
-	__u8 pad0[4];     /* zero */
+	__u8 policy_gen;  /* 0 or 1: the policy generation in force (see the policy model) */
+	__u8 pad0[3];     /* zero */
 };
 FLOWSDN_CHECK_SIZE(flowsdn_endpoint_info, 32);
 FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, ifindex, 0);
@@ -152,7 +169,8 @@ FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, identity, 8);
 FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, flags, 12);
 FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, mac, 16);
 FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, host_mac, 22);
-FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, pad0, 28);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, policy_gen, 28);
+FLOWSDN_CHECK_OFF(flowsdn_endpoint_info, pad0, 29);
 
 /* flowsdn_epstat value (per CPU; readers add the CPUs up).  "rx" is
  * traffic delivered to the endpoint, "tx" traffic it sent. */
@@ -163,7 +181,7 @@ struct flowsdn_endpoint_counters {
 	__u64 tx_bytes;
 	__u64 drop_packets;   /* dropped, any reason, either direction */
 	__u64 drop_bytes;
-	__u64 allow_ingress;  /* policy verdicts (packets) */
+	__u64 allow_ingress;  /* verdicts (packets; a tracked connection's count as allowed) */
 	__u64 deny_ingress;
 	__u64 allow_egress;
 	__u64 deny_egress;
@@ -232,6 +250,9 @@ FLOWSDN_CHECK_OFF(flowsdn_policy_key, identity, 12);
 FLOWSDN_CHECK_OFF(flowsdn_policy_key, protocol, 16);
 FLOWSDN_CHECK_OFF(flowsdn_policy_key, pad1, 17);
 FLOWSDN_CHECK_OFF(flowsdn_policy_key, dport, 18);
+/* The ep_id field of the keys of generation @gen (0 or 1) of @ep_id. */
+#define FLOWSDN_POLICY_GEN_BIT 0x80000000u
+#define FLOWSDN_POLICY_KEY_ID(ep_id, gen) ((__u32)(ep_id) | ((gen) ? FLOWSDN_POLICY_GEN_BIT : 0u))
 /* prefixlen for "any protocol and port" (ep_id, direction+pad, identity) */
 #define FLOWSDN_POLICY_PREFIX_L3 96
 /* prefixlen for "this protocol, any port" (+ protocol and pad1) */
@@ -337,6 +358,110 @@ struct flowsdn_maglev_value {
 };
 FLOWSDN_CHECK_SIZE(flowsdn_maglev_value, 4);
 FLOWSDN_CHECK_OFF(flowsdn_maglev_value, backend_id, 0);
+
+/* ------------------------------------------------------------ conntrack */
+
+/*
+ * flowsdn_ct key: the tuple as the packet carries it in the direction the
+ * connection was first seen (the "original" direction), after any service
+ * DNAT of the tc path.  A reply is looked up with addresses and ports
+ * swapped.  ICMP echo: the identifier in sport and 0 in dport, in both
+ * directions (a reply's key swaps the addresses only).
+ */
+struct flowsdn_ct_key {
+	__be32 saddr[4];  /* IPv4 in [0], rest zero */
+	__be32 daddr[4];
+	__be16 sport;     /* network order; ICMP: the echo identifier */
+	__be16 dport;     /* network order; ICMP: 0 */
+	__u8 protocol;    /* IPPROTO_* */
+	__u8 family;      /* FLOWSDN_AF_INET or FLOWSDN_AF_INET6 */
+	__u8 pad0[2];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_ct_key, 40);
+FLOWSDN_CHECK_OFF(flowsdn_ct_key, saddr, 0);
+FLOWSDN_CHECK_OFF(flowsdn_ct_key, daddr, 16);
+FLOWSDN_CHECK_OFF(flowsdn_ct_key, sport, 32);
+FLOWSDN_CHECK_OFF(flowsdn_ct_key, dport, 34);
+FLOWSDN_CHECK_OFF(flowsdn_ct_key, protocol, 36);
+FLOWSDN_CHECK_OFF(flowsdn_ct_key, family, 37);
+FLOWSDN_CHECK_OFF(flowsdn_ct_key, pad0, 38);
+
+/* ct_entry.tcp_state: what the connection has shown (bits accumulate). */
+#define FLOWSDN_CT_TCP_SYN (1u << 0)        /* SYN in the original direction */
+#define FLOWSDN_CT_TCP_SYNACK (1u << 1)     /* SYN+ACK in the reply direction */
+#define FLOWSDN_CT_TCP_ESTABLISHED (1u << 2) /* handshake done (or picked up mid-stream) */
+#define FLOWSDN_CT_TCP_FIN_ORIG (1u << 3)   /* FIN from the originator */
+#define FLOWSDN_CT_TCP_FIN_REPLY (1u << 4)  /* FIN from the responder */
+#define FLOWSDN_CT_TCP_RST (1u << 5)        /* RST from either side */
+#define FLOWSDN_CT_TCP_CLOSING (FLOWSDN_CT_TCP_RST | FLOWSDN_CT_TCP_FIN_ORIG | FLOWSDN_CT_TCP_FIN_REPLY)
+
+/* ct_entry.flags */
+#define FLOWSDN_CT_F_SVC_XLATED (1u << 0) /* the tc service path translated it (rev_* valid) */
+#define FLOWSDN_CT_F_REPLIED (1u << 1)    /* a packet was seen in the reply direction */
+
+/* ct_entry direction indexes (packets[], bytes[]). */
+#define FLOWSDN_CT_DIR_ORIG 0
+#define FLOWSDN_CT_DIR_REPLY 1
+
+/* flowsdn_ct value. */
+struct flowsdn_ct_entry {
+	__u64 expires;      /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) after which it is dead */
+	__u64 created;      /* bpf_ktime_get_ns() at creation */
+	__u64 packets[2];   /* [FLOWSDN_CT_DIR_ORIG], [FLOWSDN_CT_DIR_REPLY] */
+	__u64 bytes[2];
+	__be32 rev_addr[4]; /* service frontend address to restore in replies' source */
+	__be16 rev_port;    /* and its port (network order) */
+	__u8 tcp_state;     /* FLOWSDN_CT_TCP_* */
+	__u8 pad0;          /* zero */
+	__u32 flags;        /* FLOWSDN_CT_F_* */
+	__u32 svc_id;       /* service and backend of a translated flow */
+	__u32 backend_id;
+	__u32 policy_rule;  /* rule id that allowed the connection (0: no rule, default allow) */
+	__u32 ep_id;        /* the local endpoint that judged it (0: none) */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_ct_entry, 88);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, expires, 0);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, created, 8);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, packets, 16);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, bytes, 32);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, rev_addr, 48);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, rev_port, 64);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, tcp_state, 66);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, pad0, 67);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, flags, 68);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, svc_id, 72);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, backend_id, 76);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, policy_rule, 80);
+FLOWSDN_CHECK_OFF(flowsdn_ct_entry, ep_id, 84);
+
+/* flowsdn_ctstat value (per CPU, one entry, key 0): what lookups found. */
+struct flowsdn_ct_stats {
+	__u64 new_flows;    /* no live entry: the packet was judged by policy */
+	__u64 established;  /* matched in the original direction */
+	__u64 reply;        /* matched in the reply direction */
+	__u64 related;      /* ICMP errors about a tracked flow */
+	__u64 created;      /* entries written */
+	__u64 create_failed; /* map update refused */
+	__u64 untracked;    /* packets never tracked (TCP without SYN/ACK/RST, other ICMP) */
+	__u64 closed;       /* TCP entries that saw RST or both FINs */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_ct_stats, 64);
+FLOWSDN_CHECK_OFF(flowsdn_ct_stats, new_flows, 0);
+FLOWSDN_CHECK_OFF(flowsdn_ct_stats, established, 8);
+FLOWSDN_CHECK_OFF(flowsdn_ct_stats, reply, 16);
+FLOWSDN_CHECK_OFF(flowsdn_ct_stats, related, 24);
+FLOWSDN_CHECK_OFF(flowsdn_ct_stats, created, 32);
+FLOWSDN_CHECK_OFF(flowsdn_ct_stats, create_failed, 40);
+FLOWSDN_CHECK_OFF(flowsdn_ct_stats, untracked, 48);
+FLOWSDN_CHECK_OFF(flowsdn_ct_stats, closed, 56);
+
+/* Default timeouts (seconds); the loader may set others. */
+#define FLOWSDN_CT_TIMEOUT_TCP 21600      /* established TCP: 6 h */
+#define FLOWSDN_CT_TIMEOUT_TCP_SYN 60     /* handshake not finished */
+#define FLOWSDN_CT_TIMEOUT_TCP_CLOSE 10   /* after RST or both FINs */
+#define FLOWSDN_CT_TIMEOUT_UDP 60         /* UDP (and other ported protocols) */
+#define FLOWSDN_CT_TIMEOUT_UDP_REPLIED 180 /* once a reply was seen */
+#define FLOWSDN_CT_TIMEOUT_ICMP 30
 
 /* ------------------------------------------------------------ drops */
 

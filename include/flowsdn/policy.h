@@ -65,15 +65,17 @@
  * power-of-two port blocks each.
  *
  * Atomic switch.  An endpoint's entries are replaced as a whole, never
- * edited in place: the loader writes the complete new set under the
- * endpoint's inactive policy generation (ep_id * 2 + slot, slot 0 or 1),
- * then switches the endpoint (one update of its endpoint-info value,
- * which carries the generation and the default-deny flags together), then
- * deletes the old generation.  A packet sees either the old set or the
- * new one, never a partial set and never an empty one.  So the map needs
- * room for two sets of the largest endpoint: the capacity check at
- * compile time (max_entries_per_endpoint) is what guarantees it, and an
- * endpoint that exceeds it is an error, never a truncated map.
+ * edited in place: flowsdn_maps_policy_switch() (<flowsdn/datapath.h>)
+ * writes the complete new set under the endpoint's inactive policy
+ * generation (the key's ep_id with its top bit = the generation,
+ * FLOWSDN_POLICY_KEY_ID() of <flowsdn/maps.h>), then switches the
+ * endpoint (one update of each of its endpoint-info values, which carry
+ * the generation and the default-deny flags together), then deletes the
+ * old generation.  A packet sees either the old set or the new one, never
+ * a partial set and never an empty one.  So the map needs room for two
+ * sets of the largest endpoint: the capacity check at compile time
+ * (max_entries_per_endpoint) is what guarantees it, and an endpoint that
+ * exceeds it is an error, never a truncated map.
  *
  * Incremental updates.  Applying, replacing or deleting a policy marks
  * dirty the endpoints it selects (before and after the change) — plus,

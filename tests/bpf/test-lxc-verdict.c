@@ -3,7 +3,9 @@
  * The endpoint programs on crafted packets (BPF_PROG_TEST_RUN, root):
  * verdicts, rewritten bytes (MACs, TTL and its checksum) and counters, for
  * local delivery, anti-spoofing, policy (deny, port ranges, default deny,
- * identity wildcard), neighbour discovery, malformed packets and TTL.
+ * identity wildcard), neighbour discovery, malformed packets, TTL, and
+ * connection tracking (replies under default deny, TCP states, UDP and
+ * ICMP echo, related ICMP errors, garbage collection, flush, table size).
  * The programs are the embedded ones, loaded by flowsdn_datapath_open()
  * into a private bpffs; maps are written through the public API.
  */
@@ -17,6 +19,7 @@
 #include <linux/udp.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <time.h>
 #include <sys/mount.h>
 #include <bpf/bpf.h>
 #include <flowsdn/datapath.h>
@@ -416,6 +419,425 @@ Test(lxc, incompatible_pins_are_refused, .init = node_enter)
 	cr_assert(umount2(dir, MNT_DETACH) == 0);
 	ASSERT_ERR(flowsdn_datapath_open(&o, &d), -FLOWSDN_E_BPF_NO_BPFFS, "not bpffs");
 	close(fd);
+}
+
+/* ------------------------------------------------------------ conntrack */
+
+#define L4(f) ((f)->b + sizeof(struct ethhdr) + sizeof(struct iphdr))
+
+/* A TCP/UDP frame with both ports (and TCP @flags). */
+static struct frame l4_4(const char *src, const char *dst, uint8_t proto, uint16_t sport, uint16_t dport, uint8_t flags)
+{
+	struct frame f = ip4(src, dst, proto, dport, 64);
+
+	L4(&f)[0] = (uint8_t)(sport >> 8);
+	L4(&f)[1] = (uint8_t)sport;
+	if (proto == IPPROTO_TCP)
+		L4(&f)[13] = flags;
+	return f;
+}
+
+static struct frame echo4(const char *src, const char *dst, uint8_t type, uint16_t id)
+{
+	struct frame f = ip4(src, dst, IPPROTO_ICMP, 0, 64);
+
+	L4(&f)[0] = type;
+	L4(&f)[4] = (uint8_t)(id >> 8);
+	L4(&f)[5] = (uint8_t)id;
+	return f;
+}
+
+/* An ICMP destination unreachable from @src to @dst about the UDP
+ * datagram @isrc:@isport -> @idst:@idport. */
+static struct frame unreach4(const char *src, const char *dst, const char *isrc, uint16_t isport, const char *idst,
+			     uint16_t idport)
+{
+	struct frame f = ip4(src, dst, IPPROTO_ICMP, 0, 64);
+	struct iphdr *ip = (void *)(f.b + sizeof(struct ethhdr));
+	uint8_t *icmp = L4(&f);
+	struct iphdr *in = (void *)(icmp + 8);
+	uint8_t *iu = (uint8_t *)(in + 1);
+
+	f.len = sizeof(struct ethhdr) + sizeof(*ip) + 8 + sizeof(*in) + 8;
+	memset(icmp, 0, 8 + sizeof(*in) + 8);
+	icmp[0] = 3;
+	icmp[1] = 3; /* port unreachable */
+	in->version = 4;
+	in->ihl = 5;
+	in->ttl = 64;
+	in->protocol = IPPROTO_UDP;
+	in->tot_len = htons(28);
+	inet_pton(AF_INET, isrc, &in->saddr);
+	inet_pton(AF_INET, idst, &in->daddr);
+	iu[0] = (uint8_t)(isport >> 8);
+	iu[1] = (uint8_t)isport;
+	iu[2] = (uint8_t)(idport >> 8);
+	iu[3] = (uint8_t)idport;
+	ip->tot_len = htons((uint16_t)(f.len - sizeof(struct ethhdr)));
+	ip->check = 0;
+	ip->check = htons(csum(ip, sizeof(*ip)));
+	return f;
+}
+
+static struct flowsdn_ct_key ct_key(const char *src, uint16_t sport, const char *dst, uint16_t dport, uint8_t proto)
+{
+	struct flowsdn_addr s, d;
+	struct flowsdn_ct_key k;
+
+	ASSERT_OK(flowsdn_addr_parse(src, strlen(src), &s), src);
+	ASSERT_OK(flowsdn_addr_parse(dst, strlen(dst), &d), dst);
+	ASSERT_OK(flowsdn_ct_key_make(&s, sport, &d, dport, proto, &k), "ct key");
+	return k;
+}
+
+static struct flowsdn_ct_entry ct_get(const char *src, uint16_t sport, const char *dst, uint16_t dport, uint8_t proto)
+{
+	struct flowsdn_ct_key k = ct_key(src, sport, dst, dport, proto);
+	struct flowsdn_ct_entry e;
+
+	ASSERT_OK(flowsdn_maps_ct_lookup(maps, &k, &e), "conntrack entry");
+	return e;
+}
+
+static bool ct_has(const char *src, uint16_t sport, const char *dst, uint16_t dport, uint8_t proto)
+{
+	struct flowsdn_ct_key k = ct_key(src, sport, dst, dport, proto);
+	struct flowsdn_ct_entry e;
+
+	return flowsdn_maps_ct_lookup(maps, &k, &e) == 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define SEC_NS 1000000000ull
+#define SYN 0x02
+#define ACK 0x10
+#define RST 0x04
+#define FIN 0x01
+
+/* A (10.0.0.1) under default-deny ingress, C (10.0.0.3) open, both behind
+ * loopback so that from_container accepts either as the sender. */
+static struct flowsdn_endpoint ep_c;
+
+static void setup_ct(void)
+{
+	load(FLOWSDN_EGRESS_FIB);
+	publish(&ep_a, 1, 5001, LO, mac_a, host_a, "10.0.0.1", "fd00::1", FLOWSDN_EP_F_ENFORCE_INGRESS);
+	publish(&ep_c, 3, 5003, LO, mac_b, host_b, "10.0.0.3", "fd00::3", 0);
+}
+
+Test(conntrack, tcp_replies_pass_default_deny_and_states_follow, .init = setup_ct, .fini = teardown)
+{
+	struct frame f;
+	struct flowsdn_ct_entry e;
+	struct flowsdn_ct_stats st;
+	uint64_t t0 = now_ns();
+
+	/* C cannot open a connection to A... */
+	f = l4_4("10.0.0.3", "10.0.0.1", IPPROTO_TCP, 41000, 80, SYN);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "new connection to A: default deny");
+	cr_assert(!ct_has("10.0.0.3", 41000, "10.0.0.1", 80, IPPROTO_TCP), "a denied connection is not tracked");
+	/* ...but A's own connection to C gets its replies. */
+	f = l4_4("10.0.0.1", "10.0.0.3", IPPROTO_TCP, 40000, 80, SYN);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "A's SYN");
+	e = ct_get("10.0.0.1", 40000, "10.0.0.3", 80, IPPROTO_TCP);
+	cr_assert(e.tcp_state == FLOWSDN_CT_TCP_SYN && e.packets[0] == 1 && e.ep_id == 1, "state %#x packets %llu",
+		  e.tcp_state, (unsigned long long)e.packets[0]);
+	cr_assert(e.expires > t0 + 59 * SEC_NS && e.expires <= now_ns() + 60 * SEC_NS, "SYN timeout 60 s");
+	f = l4_4("10.0.0.3", "10.0.0.1", IPPROTO_TCP, 80, 40000, SYN | ACK);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "C's SYN-ACK reaches A under default deny");
+	f = l4_4("10.0.0.1", "10.0.0.3", IPPROTO_TCP, 40000, 80, ACK);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "A's ACK");
+	e = ct_get("10.0.0.1", 40000, "10.0.0.3", 80, IPPROTO_TCP);
+	cr_assert(e.tcp_state == (FLOWSDN_CT_TCP_SYN | FLOWSDN_CT_TCP_SYNACK | FLOWSDN_CT_TCP_ESTABLISHED), "state %#x",
+		  e.tcp_state);
+	cr_assert(e.packets[0] == 2 && e.packets[1] == 1 && e.bytes[1] == f.len, "counted both ways");
+	cr_assert(e.expires > now_ns() + 21000 * SEC_NS, "established: 6 h");
+	f = l4_4("10.0.0.3", "10.0.0.1", IPPROTO_TCP, 80, 40000, ACK);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "data from C");
+	/* Policy judged the first packets only; the verdict counters count
+	 * every packet (A sent 2, received 3, one denied). */
+	ASSERT_OK(flowsdn_maps_ct_stats(maps, &st), "stats");
+	cr_assert(st.new_flows == 2 && st.established == 1 && st.reply == 2, "new %llu established %llu reply %llu",
+		  (unsigned long long)st.new_flows, (unsigned long long)st.established, (unsigned long long)st.reply);
+	cr_assert(counters(1).allow_egress == 2 && counters(1).allow_ingress == 2 && counters(1).deny_ingress == 1,
+		  "A verdicts: egress %llu ingress %llu", (unsigned long long)counters(1).allow_egress,
+		  (unsigned long long)counters(1).allow_ingress);
+	/* A RST closes it: 10 s left; a new SYN on the tuple is a new connection. */
+	f = l4_4("10.0.0.3", "10.0.0.1", IPPROTO_TCP, 80, 40000, RST);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "RST passes");
+	e = ct_get("10.0.0.1", 40000, "10.0.0.3", 80, IPPROTO_TCP);
+	cr_assert((e.tcp_state & FLOWSDN_CT_TCP_RST) && e.expires <= now_ns() + 10 * SEC_NS, "closing");
+	f = l4_4("10.0.0.1", "10.0.0.3", IPPROTO_TCP, 40000, 80, SYN);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "SYN again");
+	e = ct_get("10.0.0.1", 40000, "10.0.0.3", 80, IPPROTO_TCP);
+	cr_assert(e.tcp_state == FLOWSDN_CT_TCP_SYN && e.packets[0] == 1 && e.packets[1] == 0, "a fresh entry");
+	ASSERT_OK(flowsdn_maps_ct_stats(maps, &st), "stats");
+	cr_assert(st.new_flows == 3, "the new connection was judged (%llu new)", (unsigned long long)st.new_flows);
+	/* Segments without SYN, ACK or RST are never tracked. */
+	f = l4_4("10.0.0.1", "10.0.0.3", IPPROTO_TCP, 40001, 80, 0);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT);
+	cr_assert(!ct_has("10.0.0.1", 40001, "10.0.0.3", 80, IPPROTO_TCP), "flagless segment not tracked");
+	ASSERT_OK(flowsdn_maps_ct_stats(maps, &st), "stats");
+	cr_assert(st.reply == 3 && st.closed == 1 && st.untracked == 1 && st.created == 2, "reply %llu closed %llu "
+		  "untracked %llu created %llu", (unsigned long long)st.reply, (unsigned long long)st.closed,
+		  (unsigned long long)st.untracked, (unsigned long long)st.created);
+}
+
+Test(conntrack, udp_icmp_and_related_errors, .init = setup_ct, .fini = teardown)
+{
+	struct frame f;
+	struct flowsdn_ct_entry e;
+
+	f = l4_4("10.0.0.1", "10.0.0.3", IPPROTO_UDP, 40000, 53, 0);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "A's DNS query");
+	e = ct_get("10.0.0.1", 40000, "10.0.0.3", 53, IPPROTO_UDP);
+	cr_assert(!(e.flags & FLOWSDN_CT_F_REPLIED) && e.expires <= now_ns() + 60 * SEC_NS, "UDP: 60 s");
+	f = l4_4("10.0.0.3", "10.0.0.1", IPPROTO_UDP, 53, 40000, 0);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "the answer reaches A");
+	e = ct_get("10.0.0.1", 40000, "10.0.0.3", 53, IPPROTO_UDP);
+	cr_assert((e.flags & FLOWSDN_CT_F_REPLIED) && e.expires > now_ns() + 170 * SEC_NS, "replied: 180 s");
+	f = l4_4("10.0.0.3", "10.0.0.1", IPPROTO_UDP, 53, 40001, 0);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "a datagram to another port of A is new: denied");
+
+	f = echo4("10.0.0.1", "10.0.0.3", 8, 7);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "echo request");
+	e = ct_get("10.0.0.1", 7, "10.0.0.3", 0, IPPROTO_ICMP);
+	cr_assert(e.expires <= now_ns() + 30 * SEC_NS, "ICMP: 30 s");
+	f = echo4("10.0.0.3", "10.0.0.1", 0, 7);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "its echo reply");
+	f = echo4("10.0.0.3", "10.0.0.1", 0, 8);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "an echo reply nobody asked for");
+	f = echo4("10.0.0.3", "10.0.0.1", 8, 9);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "C's echo request to A: denied");
+
+	/* C says port unreachable about A's query: related. */
+	f = unreach4("10.0.0.3", "10.0.0.1", "10.0.0.1", 40000, "10.0.0.3", 53);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "ICMP error about a tracked flow");
+	f = unreach4("10.0.0.3", "10.0.0.1", "10.0.0.1", 40002, "10.0.0.3", 53);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "ICMP error about an unknown flow");
+	struct flowsdn_ct_stats st;
+
+	ASSERT_OK(flowsdn_maps_ct_stats(maps, &st), "stats");
+	cr_assert(st.related == 1, "related %llu", (unsigned long long)st.related);
+}
+
+Test(conntrack, stack_traffic_and_world_replies, .init = setup_ct, .fini = teardown)
+{
+	struct frame f;
+
+	f = l4_4("198.51.100.7", "10.0.0.1", IPPROTO_TCP, 443, 40000, SYN | ACK);
+	cr_assert(run(prog_to, &f, LO) == TC_ACT_SHOT, "unsolicited from the world: denied");
+	f = l4_4("10.0.0.1", "198.51.100.7", IPPROTO_TCP, 40000, 443, SYN);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_OK, "A to the world: the FIB/stack forwards");
+	cr_assert(ct_has("10.0.0.1", 40000, "198.51.100.7", 443, IPPROTO_TCP), "tracked by from_container");
+	f = l4_4("198.51.100.7", "10.0.0.1", IPPROTO_TCP, 443, 40000, SYN | ACK);
+	cr_assert(run(prog_to, &f, LO) == TC_ACT_OK, "the world's reply reaches A");
+	/* C accepts from the world; A's reply to that connection passes its
+	 * egress even when A denies egress by default. */
+	publish(&ep_a, 1, 5001, LO, mac_a, host_a, "10.0.0.1", "fd00::1", FLOWSDN_EP_F_ALL);
+	f = l4_4("198.51.100.8", "10.0.0.3", IPPROTO_UDP, 5000, 53, 0);
+	cr_assert(run(prog_to, &f, LO) == TC_ACT_OK, "world to C");
+	cr_assert(ct_has("198.51.100.8", 5000, "10.0.0.3", 53, IPPROTO_UDP), "tracked by to_container");
+	f = l4_4("10.0.0.1", "198.51.100.7", IPPROTO_UDP, 40000, 53, 0);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "A's new egress: default deny");
+	f = l4_4("10.0.0.1", "198.51.100.7", IPPROTO_TCP, 40000, 443, ACK);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_OK, "A's tracked connection still flows");
+}
+
+Test(conntrack, gc_flush_and_count, .init = setup_ct, .fini = teardown)
+{
+	struct frame f;
+	size_t live = 99, total = 99, removed = 99;
+	struct flowsdn_addr c;
+
+	for (uint16_t port = 1000; port < 1010; port++) {
+		f = l4_4("10.0.0.1", "10.0.0.3", IPPROTO_UDP, port, 53, 0);
+		cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT);
+	}
+	f = l4_4("10.0.0.1", "198.51.100.7", IPPROTO_UDP, 2000, 53, 0);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_OK);
+	ASSERT_OK(flowsdn_maps_ct_count(maps, 0, &live, &total), "count");
+	cr_assert(live == 11 && total == 11, "live %zu total %zu", live, total);
+	ASSERT_OK(flowsdn_maps_ct_gc(maps, 0, &removed), "gc now");
+	cr_assert(removed == 0, "nothing expired yet (%zu)", removed);
+	/* Seen from 61 s later, every UDP entry without a reply is dead. */
+	ASSERT_OK(flowsdn_maps_ct_count(maps, now_ns() + 61 * SEC_NS, &live, &total), "count later");
+	cr_assert(live == 0 && total == 11, "live %zu total %zu", live, total);
+	ASSERT_OK(flowsdn_addr_parse("10.0.0.3", 8, &c), "C");
+	ASSERT_OK(flowsdn_maps_ct_flush(maps, &c, &removed), "flush C's");
+	cr_assert(removed == 10, "C's 10 entries (%zu)", removed);
+	ASSERT_OK(flowsdn_maps_ct_count(maps, 0, &live, &total), "count");
+	cr_assert(total == 1, "the world entry stays (%zu)", total);
+	ASSERT_OK(flowsdn_maps_ct_gc(maps, now_ns() + 61 * SEC_NS, &removed), "gc later");
+	cr_assert(removed == 1, "gc removed %zu", removed);
+	ASSERT_OK(flowsdn_maps_ct_count(maps, 0, &live, &total), "count");
+	cr_assert(total == 0, "empty (%zu)", total);
+	/* After the flush, A's reply traffic is a new (denied) connection. */
+	f = l4_4("10.0.0.3", "10.0.0.1", IPPROTO_UDP, 53, 1000, 0);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "forgotten connection: judged again");
+}
+
+static int count_one(const struct flowsdn_ct_key *k, const struct flowsdn_ct_entry *e, void *userdata)
+{
+	(void)k;
+	(void)e;
+	return ++*(int *)userdata == 3 ? 42 : 0;
+}
+
+static uint32_t ct_max_entries(const char *dir)
+{
+	char path[128];
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/flowsdn_ct", dir);
+	fd = bpf_obj_get(path);
+	cr_assert(fd >= 0, "pinned conntrack table");
+	cr_assert(bpf_obj_get_info_by_fd(fd, &info, &len) == 0);
+	close(fd);
+	return info.max_entries;
+}
+
+Test(conntrack, table_size_and_timeouts_from_the_loader, .init = node_enter)
+{
+	struct flowsdn_ct_timeouts t = { .udp = 5 };
+	struct flowsdn_datapath *d = NULL;
+	struct flowsdn_endpoint e;
+	struct flowsdn_ct_entry ce;
+	struct frame f;
+	int n = 0, r;
+	char path[128];
+
+	snprintf(pin_dir, sizeof(pin_dir), "/tmp/flowsdn-cttest-XXXXXX");
+	cr_assert(mkdtemp(pin_dir));
+	{
+		FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir, .ct_max = 1024, .ct_timeouts = &t);
+		r = flowsdn_datapath_open(&o, &dp);
+		cr_assert(r == 0, "load: %s", flowsdn_strerror(r));
+	}
+	cr_assert(ct_max_entries(pin_dir) == 1024, "conntrack-max applied");
+	maps = flowsdn_datapath_maps(dp);
+	snprintf(path, sizeof(path), "%s/prog_from_container", pin_dir);
+	prog_from = bpf_obj_get(path);
+	publish(&e, 1, 5001, LO, mac_a, host_a, "10.0.0.1", "fd00::1", 0);
+	for (uint16_t port = 1; port <= 4; port++) {
+		f = l4_4("10.0.0.1", "198.51.100.7", IPPROTO_UDP, port, 53, 0);
+		cr_assert(run(prog_from, &f, LO) == TC_ACT_OK);
+	}
+	ce = ct_get("10.0.0.1", 1, "198.51.100.7", 53, IPPROTO_UDP);
+	cr_assert(ce.expires <= now_ns() + 5 * SEC_NS, "UDP timeout of 5 s applied");
+	ASSERT_ERR(flowsdn_maps_ct_iterate(maps, count_one, &n), 42, "the visitor's value stops the walk");
+	cr_assert(n == 3, "stopped after 3 (%d)", n);
+	/* Same size again: the table and its entries are reused. */
+	{
+		FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir, .ct_max = 1024);
+		r = flowsdn_datapath_open(&o, &d);
+		cr_assert(r == 0, "reload: %s", flowsdn_strerror(r));
+		size_t total = 0;
+		ASSERT_OK(flowsdn_maps_ct_count(flowsdn_datapath_maps(d), 0, NULL, &total), "count");
+		cr_assert(total == 4, "entries kept (%zu)", total);
+		flowsdn_datapath_free(d);
+		d = NULL;
+	}
+	/* Another size: a new, empty table. */
+	{
+		FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir, .ct_max = 2048);
+		size_t total = 9;
+
+		r = flowsdn_datapath_open(&o, &d);
+		cr_assert(r == 0, "resize: %s", flowsdn_strerror(r));
+		cr_assert(ct_max_entries(pin_dir) == 2048, "resized");
+		ASSERT_OK(flowsdn_maps_ct_count(flowsdn_datapath_maps(d), 0, NULL, &total), "count");
+		cr_assert(total == 0, "a new table (%zu)", total);
+		snprintf(path, sizeof(path), "%s/flowsdn_ct_resized", pin_dir);
+		cr_assert(access(path, F_OK) != 0, "the old table is not left pinned");
+		flowsdn_datapath_free(d);
+	}
+	teardown();
+}
+
+/* ------------------------------------------------------------ atomic policy switch */
+
+static struct flowsdn_policy_map_entry allow_tcp(uint32_t identity, uint16_t port, uint32_t rule)
+{
+	struct flowsdn_policy_map_entry e = { .rule_id = rule };
+
+	ASSERT_OK(flowsdn_policy_key_make(2, FLOWSDN_DIR_INGRESS, identity, IPPROTO_TCP, port, 16, &e.key), "key");
+	return e;
+}
+
+static int tcp_to_b(uint16_t port)
+{
+	/* No TCP flags: never tracked, so every frame is judged. */
+	struct frame f = ip4("10.0.0.1", "10.0.0.2", IPPROTO_TCP, port, 64);
+
+	return run(prog_from, &f, LO);
+}
+
+Test(policy_switch, whole_sets_flip_and_a_failed_switch_keeps_the_old, .init = setup_fib, .fini = teardown)
+{
+	struct flowsdn_policy_map_entry v1[2] = { allow_tcp(5001, 80, 1), allow_tcp(5001, 8080, 2) };
+	struct flowsdn_policy_map_entry v2[2] = { allow_tcp(5001, 81, 3), allow_tcp(5001, 8081, 4) };
+	struct flowsdn_policy_map_entry bad[3] = { allow_tcp(5001, 90, 5), allow_tcp(5001, 91, 6), allow_tcp(5001, 92, 7) };
+	struct flowsdn_policy_value v;
+	struct flowsdn_policy_key k;
+	unsigned int gen = 9;
+	size_t removed = 9;
+
+	ASSERT_OK(flowsdn_maps_policy_switch(maps, &ep_b, NULL, 0, v1, 2, FLOWSDN_EP_F_ENFORCE_INGRESS), "v1");
+	ASSERT_OK(flowsdn_maps_policy_generation(maps, 2, &ep_b.addrs[1], &gen), "generation");
+	cr_assert(gen == 1, "v1 went into generation 1 (%u)", gen);
+	cr_assert(tcp_to_b(80) == TC_ACT_REDIRECT && tcp_to_b(8080) == TC_ACT_REDIRECT, "v1 allows 80, 8080");
+	cr_assert(tcp_to_b(81) == TC_ACT_SHOT, "v1 isolates B");
+
+	ASSERT_OK(flowsdn_maps_policy_switch(maps, &ep_b, v1, 2, v2, 2, FLOWSDN_EP_F_ENFORCE_INGRESS), "v2");
+	cr_assert(tcp_to_b(80) == TC_ACT_SHOT && tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(8081) == TC_ACT_REDIRECT,
+		  "v2 in force");
+	k = v1[0].key;
+	k.ep_id = FLOWSDN_POLICY_KEY_ID(2, 1);
+	ASSERT_ERR(flowsdn_maps_policy_get(maps, &k, &v), -ENOENT, "v1's entries deleted");
+	k = v2[0].key;
+	k.ep_id = FLOWSDN_POLICY_KEY_ID(2, 0);
+	ASSERT_OK(flowsdn_maps_policy_get(maps, &k, &v), "v2 in generation 0");
+	cr_assert(v.rule_id == 3);
+
+	/* The third entry is broken: the switch stops there, undoes the two
+	 * it wrote, and v2 stays in force. */
+	bad[2].key.prefixlen = FLOWSDN_POLICY_PREFIX_FULL + 1;
+	ASSERT_ERR(flowsdn_maps_policy_switch(maps, &ep_b, v2, 2, bad, 3, 0), -EINVAL, "bad set refused");
+	ASSERT_OK(flowsdn_maps_policy_generation(maps, 2, &ep_b.addrs[0], &gen), "generation");
+	cr_assert(gen == 0, "still generation 0");
+	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(90) == TC_ACT_SHOT && tcp_to_b(80) == TC_ACT_SHOT,
+		  "v2 still in force, enforcement kept");
+	k = bad[0].key;
+	k.ep_id = FLOWSDN_POLICY_KEY_ID(2, 1);
+	ASSERT_ERR(flowsdn_maps_policy_get(maps, &k, &v), -ENOENT, "the partial set is gone");
+
+	/* Leftovers no packet can meet (a crash mid-switch, a gone endpoint). */
+	ASSERT_OK(flowsdn_maps_policy_update(maps, &k, 0, 8), "stray entry, inactive generation");
+	k.ep_id = 99;
+	ASSERT_OK(flowsdn_maps_policy_update(maps, &k, 0, 9), "stray entry, no endpoint");
+	ASSERT_OK(flowsdn_maps_policy_scrub(maps, &removed), "scrub");
+	cr_assert(removed == 2, "scrubbed %zu", removed);
+	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(8081) == TC_ACT_REDIRECT, "v2 untouched by the scrub");
+	/* Republishing keeps the generation in force. */
+	publish(&ep_b, 2, 5002, FAR_IFINDEX, mac_b, host_b, "10.0.0.2", "fd00::2", FLOWSDN_EP_F_ENFORCE_INGRESS);
+	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(80) == TC_ACT_SHOT, "republished: v2 still in force");
+	struct flowsdn_endpoint other = ep_b;
+
+	other.id = 7;
+	ASSERT_ERR(flowsdn_maps_policy_switch(maps, &other, NULL, 0, v1, 2, 0), -ENOENT, "addresses of another endpoint");
+	other.id = FLOWSDN_POLICY_GEN_BIT | 2;
+	ASSERT_ERR(flowsdn_maps_policy_switch(maps, &other, NULL, 0, v1, 2, 0), -EINVAL, "id with the generation bit");
+	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(80) == TC_ACT_SHOT, "refused switches changed nothing");
 }
 
 SERIAL_TEST_MAIN()

@@ -441,4 +441,46 @@ Test(datapath, fib_forwards_off_node_in_bpf, .init = setup_fib_routes, .fini = n
 }
 
 /* One test at a time: they push real traffic and measure loss. */
+/* Kubernetes: "reply traffic for those allowed connections will also be
+ * implicitly allowed".  A under default-deny ingress opens TCP, UDP (DNS
+ * port) and ICMP to B and gets every answer; B cannot open anything to A.
+ * Both egress modes: in stack mode B's to_container tracks, in fib mode
+ * A's from_container does. */
+static void replies_under_default_deny(void)
+{
+	struct flowsdn_maps *m = flowsdn_datapath_maps(dp);
+	struct flowsdn_ct_stats st;
+	size_t live = 0, removed = 0;
+
+	epa.e.flags = FLOWSDN_EP_F_ENFORCE_INGRESS;
+	ASSERT_OK(flowsdn_maps_endpoint_publish(m, &epa.e), "republish A");
+	cr_assert(run_in(epb.ns.path, "ping -q -c 1 -W 1 " A4 " >/dev/null") != 0, "B cannot ping A");
+	cr_assert(l4_echo(epb.ns.path, epa.ns.path, A4, 8080, SOCK_STREAM) != 0, "B cannot connect to A");
+	cr_assert(l4_echo(epb.ns.path, epa.ns.path, A6, 53, SOCK_DGRAM) != 0, "B's datagrams to A dropped");
+	cr_assert(run_in(epa.ns.path, "ping -q -c 2 -W 2 " B4 " >/dev/null") == 0, "A's ping gets its replies");
+	cr_assert(run_in(epa.ns.path, "ping -6 -q -c 2 -W 2 " B6 " >/dev/null") == 0, "and over IPv6");
+	cr_assert(l4_echo(epa.ns.path, epb.ns.path, B4, 8080, SOCK_STREAM) == 0, "A's TCP connection gets its replies");
+	cr_assert(l4_echo(epa.ns.path, epb.ns.path, B6, 8080, SOCK_STREAM) == 0, "and over IPv6");
+	cr_assert(l4_echo(epa.ns.path, epb.ns.path, B4, 53, SOCK_DGRAM) == 0, "A's DNS query gets its answer");
+	cr_assert(l4_echo(epa.ns.path, epb.ns.path, B6, 53, SOCK_DGRAM) == 0, "and over IPv6");
+	ASSERT_OK(flowsdn_maps_ct_stats(m, &st), "ct stats");
+	cr_assert(st.reply >= 6 && st.created >= 6, "replies %llu created %llu", (unsigned long long)st.reply,
+		  (unsigned long long)st.created);
+	ASSERT_OK(flowsdn_maps_ct_count(m, 0, &live, NULL), "count");
+	cr_assert(live >= 6, "%zu live entries", live);
+	/* Forgotten connections: their replies are judged (and denied). */
+	ASSERT_OK(flowsdn_maps_ct_flush(m, &epa.e.addrs[0], &removed), "flush A's IPv4 entries");
+	cr_assert(removed >= 3, "removed %zu", removed);
+}
+
+Test(datapath, conntrack_replies_under_default_deny_fib, .init = setup_fib_tcx, .fini = node_down, .timeout = 120)
+{
+	replies_under_default_deny();
+}
+
+Test(datapath, conntrack_replies_under_default_deny_stack, .init = setup_stack, .fini = node_down, .timeout = 120)
+{
+	replies_under_default_deny();
+}
+
 SERIAL_TEST_MAIN()

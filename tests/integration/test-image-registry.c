@@ -459,6 +459,29 @@ Test(registry, basic_auth)
 	ASSERT_STREQ(flash_image_digest(img), digest, "digest");
 	ASSERT_OK(flash_image_pull(img, diag), first_message(diag));
 	flash_image_free(img);
+	img = NULL;
+
+	/* Per-registry credentials: this registry's entry wins over the
+	 * catch-all pair; another registry's entry is not used. */
+	{
+		char host[64];
+		const struct flash_image_credential ours[] = {
+			{ "registry.example", "flash", "nope" },
+			{ host, "flash", "s3cret" },
+		};
+		const struct flash_image_credential theirs[] = { { "registry.example", "flash", "s3cret" } };
+		FLASH_OPTS(flash_image_opts, listed, .plain_http = true, .username = "flash", .password = "nope",
+			   .credentials = ours, .n_credentials = 2);
+		FLASH_OPTS(flash_image_opts, other, .plain_http = true, .credentials = theirs, .n_credentials = 1);
+
+		snprintf(host, sizeof(host), "127.0.0.1:%u", port_of("basic"));
+		ASSERT_OK(flash_image_resolve(ref, &listed, &img, diag), first_message(diag));
+		ASSERT_STREQ(flash_image_digest(img), digest, "digest with per-registry credentials");
+		flash_image_free(img);
+		img = NULL;
+		ASSERT_ERR(flash_image_resolve(ref, &other, &img, diag), -FLASH_E_IMAGE_UNAUTHORIZED,
+			   "another registry's credentials");
+	}
 	flash_diag_free(diag);
 	free(store);
 	free(ref);

@@ -16,3 +16,6 @@ struct flowsdn_backend btf_backend;
 struct flowsdn_maglev_key btf_maglev_key;
 struct flowsdn_maglev_value btf_maglev_value;
 struct flowsdn_drop_counters btf_drop_counters;
+struct flowsdn_ct_key btf_ct_key;
+struct flowsdn_ct_entry btf_ct_entry;
+struct flowsdn_ct_stats btf_ct_stats;

@@ -4,6 +4,7 @@
  * memory. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #endif
 
 #include "agent-api.h"
+#include "conntrack.h"
 #include "core.h"
 #include "diag.h"
 #include "diag-helpers.h"
@@ -551,6 +553,56 @@ Test(agent_core, del_gc_and_restore)
 	agent_core_free(core);
 }
 
+/* issue 13: the entry name "<id>.<ifname>.json" of a 255-byte id is 265
+ * bytes, over NAME_MAX, so an offline DEL of such an owner could not be
+ * queued.  Long owners get "<prefix>~<hash>.json"; two ids that share the
+ * prefix get different entries, and the agent replays both. */
+Test(agent_core, queue_entries_of_the_longest_ids)
+{
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint a, b;
+	char id_a[256], id_b[256], path[1024];
+	_cleanup_free_ char *qdir = NULL, *na = NULL, *nb = NULL;
+
+	memset(id_a, 'x', 255);
+	id_a[255] = '\0';
+	memcpy(id_b, id_a, sizeof(id_b));
+	id_b[254] = 'y';
+	ASSERT_OK(add(core, id_a, "/fake/ns/1", &a), "ADD a 255-byte id");
+	ASSERT_OK(add(core, id_b, "/fake/ns/2", &b), "ADD another");
+	agent_core_free(core);
+
+	na = agent_api_queue_entry_name(id_a, "eth0");
+	nb = agent_api_queue_entry_name(id_b, "eth0");
+	cr_assert(na && nb);
+	cr_assert_leq(strlen(na), NAME_MAX, "%zu bytes", strlen(na));
+	cr_assert_str_neq(na, nb, "ids sharing a prefix get their own entries");
+	cr_assert(strstr(na, ".json") && na[strlen(na) - 5] == '.', "%s", na);
+	{
+		_cleanup_free_ char *shorter = agent_api_queue_entry_name("c1", "eth0");
+
+		ASSERT_STREQ(shorter, "c1.eth0.json", "short owners keep the plain name");
+	}
+	snprintf(path, sizeof(path), "%s/state", dir);
+	qdir = agent_api_queue_dir(path);
+	cr_assert(qdir);
+	/* As the plugin writes them (cni/queue.c): the owner body under the
+	 * entry name. */
+	for (int k = 0; k < 2; k++) {
+		_cleanup_free_ char *body = NULL;
+
+		ASSERT_OK(agent_api_owner_body(k ? id_b : id_a, "eth0", NULL, 0, &body), "body");
+		snprintf(path, sizeof(path), "%s/%s", qdir, k ? nb : na);
+		write_text(path, body);
+	}
+	snprintf(path, sizeof(path), "%s/%s", qdir, na);
+
+	core = core_start();
+	cr_assert_eq(agent_core_endpoint_count(core), 0, "both queued DELs ran at start");
+	cr_assert(access(path, F_OK) < 0, "entry consumed");
+	agent_core_free(core);
+}
+
 Test(agent_core, queue_replay_at_start_and_on_demand)
 {
 	struct agent_core *core = core_start();
@@ -1035,6 +1087,85 @@ static void unserve(struct served *s)
 }
 
 /* Item 9: duplicate Content-Length and a NUL in the path are 400. */
+/* ---------------------------------------------------------- conntrack */
+
+Test(agent_conf, conntrack_keys_defaults_ranges_and_output)
+{
+	struct agent_config *c = NULL;
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	char *json = NULL;
+	const char *good = "{\"conntrack-max\":4096,\"conntrack-gc-interval-seconds\":5,"
+			   "\"conntrack-timeout-tcp-seconds\":3600,\"conntrack-timeout-udp-seconds\":20,"
+			   "\"conntrack-timeout-icmp-seconds\":7}";
+	const char *bad = "{\"conntrack-max\":10}";
+
+	ASSERT_OK(agent_config_new(&c), "defaults");
+	cr_assert(c->ct_max == FLOWSDN_CT_DEFAULT_MAX && c->ct_gc_interval_s == 30, "default size and interval");
+	cr_assert(c->ct_timeouts.tcp == 21600 && c->ct_timeouts.tcp_syn == 60 && c->ct_timeouts.tcp_close == 10 &&
+			  c->ct_timeouts.udp == 60 && c->ct_timeouts.udp_replied == 180 && c->ct_timeouts.icmp == 30,
+		  "default timeouts");
+	agent_config_free(c);
+	c = NULL;
+	ASSERT_OK(agent_config_parse(good, strlen(good), &c, d), test_engine_text(d));
+	cr_assert(c->ct_max == 4096 && c->ct_gc_interval_s == 5 && c->ct_timeouts.tcp == 3600 &&
+			  c->ct_timeouts.udp == 20 && c->ct_timeouts.icmp == 7 && c->ct_timeouts.udp_replied == 180,
+		  "parsed");
+	ASSERT_OK(agent_config_format(c, &json), "format");
+	cr_assert(strstr(json, "\"conntrack-max\": 4096") && strstr(json, "\"conntrack-timeout-udp-seconds\": 20"),
+		  "formatted: %s", json);
+	free(json);
+	agent_config_free(c);
+	c = NULL;
+	cr_assert(agent_config_parse(bad, strlen(bad), &c, d) == -FLOWSDN_E_AGENT_CONFIG, "conntrack-max 10 refused");
+	cr_assert(c == NULL);
+	cr_assert(strstr(test_engine_text(d), "conntrack-max"), "names the key: %s", test_engine_text(d));
+}
+
+static int gc_calls;
+static pthread_mutex_t gc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int f_dp_ct_gc(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed)
+{
+	(void)ctx;
+	(void)dp;
+	pthread_mutex_lock(&gc_lock);
+	gc_calls++;
+	pthread_mutex_unlock(&gc_lock);
+	*ret_removed = 3;
+	return 0;
+}
+
+Test(agent_conntrack, collector_runs_on_its_interval_and_on_demand, .timeout = 20)
+{
+	struct agent_ops ops = fake_ops;
+	struct agent_ct *ct = NULL;
+	struct agent_ct_status st;
+	size_t removed = 0;
+	int calls;
+
+	ops.dp_ct_gc = f_dp_ct_gc;
+	ASSERT_ERR(agent_ct_start(&fake_ops, NULL, (struct flowsdn_datapath *)&ops, 1, &ct), -EINVAL,
+		   "ops without a collector");
+	ASSERT_ERR(agent_ct_start(&ops, NULL, (struct flowsdn_datapath *)&ops, 0, &ct), -EINVAL, "interval 0");
+	cr_assert(ct == NULL);
+	ASSERT_OK(agent_ct_start(&ops, NULL, (struct flowsdn_datapath *)&ops, 1, &ct), "start");
+	ASSERT_OK(agent_ct_run(ct, &removed), "a pass now");
+	cr_assert(removed == 3);
+	for (int i = 0; i < 50; i++) {
+		pthread_mutex_lock(&gc_lock);
+		calls = gc_calls;
+		pthread_mutex_unlock(&gc_lock);
+		if (calls >= 2)
+			break;
+		usleep(100 * 1000);
+	}
+	cr_assert(calls >= 2, "the thread ran a pass within 5 s (%d calls)", calls);
+	agent_ct_status(ct, &st);
+	cr_assert(st.runs >= 2 && st.removed >= 6 && st.last_err == 0, "runs %llu removed %llu",
+		  (unsigned long long)st.runs, (unsigned long long)st.removed);
+	agent_ct_stop(ct);
+}
+
 Test(agent_http, malformed_heads_are_400)
 {
 	static const char dup_cl[] = "POST /v1/cni/del HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
@@ -1102,5 +1233,95 @@ Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeo
 		fake_release();
 		close(stuck);
 	}
+	unserve(&s);
+}
+
+/* ---------------------------------------------------------- policy API */
+
+/* @method @path with @body (may be NULL) over the agent's socket. */
+static int http_call(const char *sock, const char *method, const char *path, const char *body, char *out, size_t size)
+{
+	char req[8192];
+	int n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+				    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+			 method, path, body ? strlen(body) : 0, body ? body : "");
+
+	cr_assert(n > 0 && (size_t)n < sizeof(req));
+	return http_raw(sock, req, (size_t)n, out, size);
+}
+
+Test(agent_http, policy_namespace_identity_and_labels_routes, .timeout = 30)
+{
+	static const char deny_all[] = "{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"NetworkPolicy\","
+				       "\"metadata\":{\"name\":\"deny-all\",\"namespace\":\"prod\"},"
+				       "\"spec\":{\"podSelector\":{},\"policyTypes\":[\"Ingress\"]}}";
+	static const char bad_cidr[] = "{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"podSelector\":{},"
+				       "\"ingress\":[{\"from\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/33\"}}]}]}}";
+	static const char bad_tier[] = "{\"metadata\":{\"name\":\"t\",\"annotations\":{\"flowsdn.io/tier\":\"top\"}},"
+				       "\"spec\":{\"podSelector\":{}}}";
+	struct served s;
+	struct agent_api_endpoint a, b;
+	char out[8192], path[128];
+
+	serve(&s);
+	ASSERT_OK(add(s.core, "alpha", "/fake/ns/21", &a), "ADD alpha");
+	ASSERT_OK(add(s.core, "beta", "/fake/ns/22", &b), "ADD beta");
+
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/namespace/prod", "{\"labels\":{\"team\":\"a\"}}", out, sizeof(out)),
+		     200, "%s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/namespace/prod", "{\"labels\":{\"team\":7}}", out, sizeof(out)), 400,
+		     "%s", out);
+	cr_assert(strstr(out, "labels.team"), "names the label: %s", out);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/namespace", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"name\":\"prod\"") && strstr(out, "\"team\":\"a\""), "%s", out);
+
+	snprintf(path, sizeof(path), "/v1/endpoint/%u/labels", a.id);
+	cr_assert_eq(http_call(s.sock, "PUT", path,
+			       "{\"namespace\":\"prod\",\"name\":\"web-1\",\"labels\":{\"app\":\"web\"},"
+			       "\"namedPorts\":[{\"name\":\"http\",\"protocol\":\"TCP\",\"port\":8080}]}",
+			       out, sizeof(out)),
+		     200, "%s", out);
+	snprintf(path, sizeof(path), "/v1/endpoint/%u/labels", b.id);
+	cr_assert_eq(http_call(s.sock, "PUT", path, "{\"namespace\":\"prod\",\"labels\":{\"app\":\"web\"}}", out,
+			       sizeof(out)),
+		     200, "%s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", path, "{\"namespace\":\"prod\",\"labels\":{\"-bad\":\"x\"}}", out,
+			       sizeof(out)),
+		     400, "%s", out);
+	cr_assert(strstr(out, "labels.-bad"), "%s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/endpoint/999/labels", "{\"namespace\":\"prod\"}", out, sizeof(out)),
+		     404, "%s", out);
+	/* Same labels: one identity for both, a local one (>= 256). */
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/identity", NULL, out, sizeof(out)), 200, "%s", out);
+	{
+		const char *p1 = strstr(out, "\"identity\":"), *p2 = p1 ? strstr(p1 + 1, "\"identity\":") : NULL;
+		unsigned int i1 = 0, i2 = 1;
+
+		cr_assert(p1 && p2, "%s", out);
+		cr_assert(sscanf(p1, "\"identity\":%u", &i1) == 1 && sscanf(p2, "\"identity\":%u", &i2) == 1);
+		cr_assert(i1 == i2 && i1 >= 256, "identities %u and %u", i1, i2);
+	}
+	cr_assert(strstr(out, "\"name\":\"web-1\"") && strstr(out, "app=web,io.kubernetes.pod.namespace=prod"), "%s", out);
+
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/policy/prod/deny-all", deny_all, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"deny-all\""), "the stored object: %s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/policy/prod/bad", bad_cidr, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "NetworkPolicy.networking.k8s.io \\\"bad\\\" is invalid: spec.ingress[0].from[0].ipBlock.cidr"),
+		  "the API server's message: %s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/policy/prod/t", bad_tier, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "flowsdn.io/tier"), "%s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/policy/prod/other", deny_all, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "the path names prod/other"), "%s", out);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/policy", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"items\":[{") && strstr(out, "deny-all") && !strstr(out, "\"bad\""), "%s", out);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/policy/prod/deny-all", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/policy/verdicts", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"endpoints\":["), "%s", out);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/prod/deny-all", deny_all, out, sizeof(out)), 405, "%s", out);
+	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/policy/prod/deny-all", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/policy/prod/deny-all", NULL, out, sizeof(out)), 404, "%s", out);
+	cr_assert(strstr(out, "not found"), "%s", out);
+	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/namespace/prod", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/namespace/prod", NULL, out, sizeof(out)), 404, "%s", out);
 	unserve(&s);
 }

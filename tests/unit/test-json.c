@@ -360,6 +360,107 @@ Test(json_write, pretty_and_newline)
 	cr_assert_eq(json_writer_finish(w, &out, NULL), -EINVAL, "raw text that is not JSON");
 }
 
+Test(json_write, pretty_layout_empty_containers_and_escapes)
+{
+	static const char s[] = "q\"\\/\b\f\n\r\t\x01\x1f\x7f\xc3\xa9";
+	struct json_writer *w = json_writer_new(JSON_WRITE_PRETTY | JSON_WRITE_INDENT2 | JSON_WRITE_NEWLINE);
+	char *out;
+
+	jw_object_open(w);
+	jw_key(w, "o");
+	jw_object_open(w);
+	jw_object_close(w);
+	jw_key(w, "a");
+	jw_array_open(w);
+	jw_array_close(w);
+	jw_key(w, "l");
+	jw_array_open(w);
+	jw_int(w, 1);
+	jw_object_open(w);
+	jw_kv_string(w, "s", s);
+	jw_object_close(w);
+	jw_array_close(w);
+	jw_object_close(w);
+	out = emit_done(w);
+	ASSERT_STREQ(out,
+		     "{\n"
+		     "  \"o\": {},\n"
+		     "  \"a\": [],\n"
+		     "  \"l\": [\n"
+		     "    1,\n"
+		     "    {\n"
+		     "      \"s\": \"q\\\"\\\\/\\u0008\\u000c\\n\\r\\t\\u0001\\u001f\x7f\xc3\xa9\"\n"
+		     "    }\n"
+		     "  ]\n"
+		     "}\n",
+		     "two-space pretty, empty containers on one line, escapes");
+	free(out);
+
+	/* Four spaces without INDENT2, and no newline without _NEWLINE. */
+	w = json_writer_new(JSON_WRITE_PRETTY);
+	jw_array_open(w);
+	jw_object_open(w);
+	jw_object_close(w);
+	jw_array_close(w);
+	out = emit_done(w);
+	ASSERT_STREQ(out, "[\n    {}\n]", "four-space pretty");
+	free(out);
+}
+
+Test(json_write, keys_only_where_keys_belong)
+{
+	struct json_writer *w;
+	char *out = NULL;
+
+	w = json_writer_new(0);
+	jw_array_open(w);
+	jw_key(w, "k");
+	cr_assert_eq(json_writer_error(w), -EINVAL, "a key in an array");
+	json_writer_free(w);
+
+	w = json_writer_new(0);
+	jw_object_open(w);
+	jw_key(w, "k");
+	jw_key(w, "k2");
+	cr_assert_eq(json_writer_error(w), -EINVAL, "a key after a key");
+	json_writer_free(w);
+
+	w = json_writer_new(0);
+	jw_object_open(w);
+	jw_key(w, "k");
+	jw_object_close(w);
+	cr_assert_eq(json_writer_finish(w, &out, NULL), -EINVAL, "an object closed after a key");
+	cr_assert_null(out);
+
+	w = json_writer_new(0);
+	jw_array_open(w);
+	jw_object_close(w);
+	cr_assert_eq(json_writer_error(w), -EINVAL, "an array closed as an object");
+	json_writer_free(w);
+
+	w = json_writer_new(0);
+	jw_int(w, 1);
+	jw_int(w, 2);
+	cr_assert_eq(json_writer_error(w), -EINVAL, "a second top-level value");
+	json_writer_free(w);
+
+	w = json_writer_new(0);
+	for (int i = 0; i <= JSON_WRITE_MAX_DEPTH; i++)
+		jw_array_open(w);
+	cr_assert_eq(json_writer_error(w), -EINVAL, "nested deeper than JSON_WRITE_MAX_DEPTH");
+	json_writer_free(w);
+
+	/* Overlong and surrogate UTF-8 are refused, as the parser refuses them. */
+	w = json_writer_new(0);
+	jw_string(w, "\xc0\xaf");
+	cr_assert_eq(json_writer_error(w), -EINVAL, "overlong solidus");
+	json_writer_free(w);
+	w = json_writer_new(0);
+	jw_string(w, "\xed\xa0\x80");
+	cr_assert_eq(json_writer_error(w), -EINVAL, "encoded surrogate");
+	json_writer_free(w);
+}
+
 Test(json, equal)
 {
 	struct json_value *a = ok("{\"x\":[1,\"s\",null,true],\"y\":{\"z\":1.0}}");

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <bpf/btf.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/netlink.h>
@@ -25,7 +27,7 @@ struct layout {
 	const char *name;
 	size_t size;
 	size_t n;
-	struct member m[12];
+	struct member m[16];
 };
 
 #define M(T, F) { #F, offsetof(struct T, F), sizeof(((struct T *)0)->F) }
@@ -38,7 +40,7 @@ static const struct layout layouts[] = {
 	  M(flowsdn_endpoint_key, pad0)),
 	L(flowsdn_endpoint_info, M(flowsdn_endpoint_info, ifindex), M(flowsdn_endpoint_info, ep_id),
 	  M(flowsdn_endpoint_info, identity), M(flowsdn_endpoint_info, flags), M(flowsdn_endpoint_info, mac),
-	  M(flowsdn_endpoint_info, host_mac), M(flowsdn_endpoint_info, pad0)),
+	  M(flowsdn_endpoint_info, host_mac), M(flowsdn_endpoint_info, policy_gen), M(flowsdn_endpoint_info, pad0)),
 	L(flowsdn_endpoint_counters, M(flowsdn_endpoint_counters, rx_packets), M(flowsdn_endpoint_counters, rx_bytes),
 	  M(flowsdn_endpoint_counters, tx_packets), M(flowsdn_endpoint_counters, tx_bytes),
 	  M(flowsdn_endpoint_counters, drop_packets), M(flowsdn_endpoint_counters, drop_bytes),
@@ -63,6 +65,16 @@ static const struct layout layouts[] = {
 	L(flowsdn_maglev_key, M(flowsdn_maglev_key, svc_id), M(flowsdn_maglev_key, slot)),
 	L(flowsdn_maglev_value, M(flowsdn_maglev_value, backend_id)),
 	L(flowsdn_drop_counters, M(flowsdn_drop_counters, packets), M(flowsdn_drop_counters, bytes)),
+	L(flowsdn_ct_key, M(flowsdn_ct_key, saddr), M(flowsdn_ct_key, daddr), M(flowsdn_ct_key, sport),
+	  M(flowsdn_ct_key, dport), M(flowsdn_ct_key, protocol), M(flowsdn_ct_key, family), M(flowsdn_ct_key, pad0)),
+	L(flowsdn_ct_entry, M(flowsdn_ct_entry, expires), M(flowsdn_ct_entry, created), M(flowsdn_ct_entry, packets),
+	  M(flowsdn_ct_entry, bytes), M(flowsdn_ct_entry, rev_addr), M(flowsdn_ct_entry, rev_port),
+	  M(flowsdn_ct_entry, tcp_state), M(flowsdn_ct_entry, pad0), M(flowsdn_ct_entry, flags),
+	  M(flowsdn_ct_entry, svc_id), M(flowsdn_ct_entry, backend_id), M(flowsdn_ct_entry, policy_rule),
+	  M(flowsdn_ct_entry, ep_id)),
+	L(flowsdn_ct_stats, M(flowsdn_ct_stats, new_flows), M(flowsdn_ct_stats, established), M(flowsdn_ct_stats, reply),
+	  M(flowsdn_ct_stats, related), M(flowsdn_ct_stats, created), M(flowsdn_ct_stats, create_failed),
+	  M(flowsdn_ct_stats, untracked), M(flowsdn_ct_stats, closed)),
 };
 
 Test(maps, btf_layout_matches_host)
@@ -199,4 +211,33 @@ Test(maps, bad_arguments_without_privileges)
 	cr_assert(!flowsdn_netlink_ifname_valid(NULL));
 	ASSERT_ERR(flowsdn_netlink_sysctl_write(NULL, "vm.swappiness", "1", NULL), -EINVAL, "non-net sysctl");
 	ASSERT_ERR(flowsdn_netlink_veth_setup(NULL, NULL, NULL), -EINVAL, "NULL config");
+}
+
+Test(maps, ct_key_make_fills_the_original_tuple)
+{
+	struct flowsdn_addr a, b, c6;
+	struct flowsdn_ct_key k, untouched;
+
+	ASSERT_OK(flowsdn_addr_parse("10.0.0.1", 8, &a), "a");
+	ASSERT_OK(flowsdn_addr_parse("10.0.0.2", 8, &b), "b");
+	ASSERT_OK(flowsdn_addr_parse("fd00::2", 7, &c6), "c6");
+	memset(&k, 0xff, sizeof(k));
+	ASSERT_OK(flowsdn_ct_key_make(&a, 40000, &b, 80, IPPROTO_TCP, &k), "TCP key");
+	cr_assert(memcmp(k.saddr, a.bytes, 4) == 0 && k.saddr[1] == 0 && k.saddr[3] == 0, "saddr");
+	cr_assert(memcmp(k.daddr, b.bytes, 4) == 0 && k.daddr[1] == 0, "daddr");
+	cr_assert(k.sport == htons(40000) && k.dport == htons(80), "ports in network order");
+	cr_assert(k.protocol == IPPROTO_TCP && k.family == FLOWSDN_AF_INET && k.pad0[0] == 0 && k.pad0[1] == 0);
+	ASSERT_OK(flowsdn_ct_key_make(&a, 77, &b, 0, IPPROTO_ICMP, &k), "ICMP echo: identifier in sport");
+	cr_assert(k.sport == htons(77) && k.dport == 0);
+	memset(&untouched, 0x5a, sizeof(untouched));
+	k = untouched;
+	ASSERT_ERR(flowsdn_ct_key_make(&a, 77, &b, 1, IPPROTO_ICMP, &k), -EINVAL, "ICMP with a dport");
+	ASSERT_ERR(flowsdn_ct_key_make(&a, 1, &c6, 2, IPPROTO_UDP, &k), -EINVAL, "mixed families");
+	ASSERT_ERR(flowsdn_ct_key_make(NULL, 1, &b, 2, IPPROTO_UDP, &k), -EINVAL, "NULL source");
+	cr_assert(memcmp(&k, &untouched, sizeof(k)) == 0, "ret untouched on failure");
+	ASSERT_ERR(flowsdn_maps_ct_gc(NULL, 0, NULL), -EINVAL, "gc NULL maps");
+	ASSERT_ERR(flowsdn_maps_ct_flush(NULL, NULL, NULL), -EINVAL, "flush NULL maps");
+	ASSERT_ERR(flowsdn_maps_ct_iterate(NULL, NULL, NULL), -EINVAL, "iterate NULL");
+	ASSERT_ERR(flowsdn_maps_ct_count(NULL, 0, NULL, NULL), -EINVAL, "count NULL");
+	ASSERT_ERR(flowsdn_maps_ct_stats(NULL, NULL), -EINVAL, "stats NULL");
 }

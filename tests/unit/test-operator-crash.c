@@ -370,3 +370,48 @@ Test(operator_daemon, keys_file_others_can_write_is_refused)
 	rmdir(kdir);
 	flash_auth_signer_free(signer);
 }
+
+/* The configuration's registry credentials file is mode-checked at start:
+ * one that others may read stops the operator with its name. */
+Test(operator_daemon, registry_credentials_file_others_can_read_is_refused)
+{
+	char kdir[] = "/tmp/test-operator-creds-XXXXXX", kpath[128], cpath[128], conf[128], text[512], err[1024];
+	struct flash_auth_signer *signer;
+	struct op_daemon *d = NULL;
+	FILE *f;
+
+	cr_assert(mkdtemp(kdir));
+	snprintf(kpath, sizeof(kpath), "%s/keys.jwks", kdir);
+	snprintf(cpath, sizeof(cpath), "%s/registries.json", kdir);
+	snprintf(conf, sizeof(conf), "%s/flash-operator.conf", kdir);
+	signer = write_keys(kpath);
+	cr_assert((f = fopen(cpath, "w")));
+	fputs("{\"registry.example\":{\"username\":\"u\",\"password\":\"p\"}}", f);
+	fclose(f);
+	cr_assert(chmod(cpath, 0644) == 0);
+	snprintf(text, sizeof(text), "{\"registry\":{\"credentialsFile\":\"%s\"}}", cpath);
+	cr_assert((f = fopen(conf, "w")));
+	fputs(text, f);
+	fclose(f);
+
+	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = kdir, .keys_file = kpath, .issuer = TEST_ISSUER,
+				    .audience = TEST_AUDIENCE, .config_file = conf };
+	o.http.sz = sizeof(o.http);
+	err[0] = '\0';
+	ASSERT_ERR(op_daemon_start(&o, &d, err, sizeof(err)), -EPERM, "credentials others can read");
+	cr_assert(d == NULL, "no daemon on failure");
+	cr_assert(strstr(err, cpath) && strstr(err, "0600"), "%s", err);
+
+	unlink(cpath);
+	unlink(conf);
+	unlink(kpath);
+	char db[160];
+	snprintf(db, sizeof(db), "%s/flash.db", kdir);
+	unlink(db);
+	snprintf(db, sizeof(db), "%s/flash.db-wal", kdir);
+	unlink(db);
+	snprintf(db, sizeof(db), "%s/flash.db-shm", kdir);
+	unlink(db);
+	rmdir(kdir);
+	flash_auth_signer_free(signer);
+}

@@ -23,6 +23,7 @@
 #include "json.h"
 #include "operator-helpers.h"
 #include "provider.h"
+#include "registry-auth.h"
 #include "util.h"
 
 static char dir[64];
@@ -797,4 +798,108 @@ Test(operator, service_ids)
 	cr_assert_eq(strlen(a), 35);
 	cr_assert(strncmp(a, "fs-", 3) == 0);
 	cr_assert(names_service_id_valid(a) && names_service_id_valid(c), "the ids pass the one service id rule");
+}
+
+/* The registry credentials file: a table per registry, every fault named
+ * by its key, secrets only from a file of mode 0600 or 0400. */
+Test(operator, registry_credentials_file)
+{
+	static const char good[] = "{\"registry.example:5000\":{\"username\":\"u\",\"password\":\"p\"},"
+				   "\"docker.io\":{\"username\":\"d\",\"password\":\"q\"}}";
+	static const struct {
+		const char *json, *msg;
+	} bad[] = {
+		{ "[]", "must be an object" },
+		{ "{\"r.example\":{\"username\":\"u\"}}", "[\"r.example\"].password: is required" },
+		{ "{\"r.example\":{\"username\":\"u\",\"password\":\"p\",\"token\":\"t\"}}", "[\"r.example\"].token" },
+		{ "{\"https://r.example\":{\"username\":\"u\",\"password\":\"p\"}}", "not a registry" },
+		{ "{\"r.example\":{\"username\":1,\"password\":\"p\"}}", "[\"r.example\"].username" },
+		{ "{\"r\":{}", "line 1" },
+	};
+	struct op_registry_auth a = { 0 };
+	char err[512], path[] = "/tmp/test-operator-creds.XXXXXX";
+	int fd;
+
+	ASSERT_OK(op_registry_auth_parse(good, strlen(good), &a, err, sizeof(err)), err);
+	cr_assert_eq(a.n, 2);
+	ASSERT_STREQ(a.v[0].registry, "registry.example:5000", "first registry");
+	ASSERT_STREQ(a.v[1].password, "q", "second password");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		ASSERT_ERR(op_registry_auth_parse(bad[i].json, strlen(bad[i].json), &a, err, sizeof(err)), -EINVAL,
+			   bad[i].json);
+		cr_assert(strstr(err, bad[i].msg), "%s: \"%s\" lacks \"%s\"", bad[i].json, err, bad[i].msg);
+		cr_assert_eq(a.n, 0, "nothing kept on failure");
+	}
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, good, strlen(good)), (ssize_t)strlen(good));
+	close(fd);
+	cr_assert_eq(chmod(path, 0644), 0);
+	ASSERT_ERR(op_registry_auth_load(path, &a, err, sizeof(err)), -EPERM, "mode 0644");
+	cr_assert(strstr(err, "0600"), "%s", err);
+	cr_assert_eq(chmod(path, 0600), 0);
+	ASSERT_OK(op_registry_auth_load(path, &a, err, sizeof(err)), err);
+	cr_assert_eq(a.n, 2);
+	op_registry_auth_clear(&a);
+	cr_assert_eq(a.n, 0);
+	cr_assert_null(a.v);
+	unlink(path);
+}
+
+/* A get answered from the kept answer is the answer of the store: the
+ * same bytes while nothing changed, a new answer after any write (an
+ * update, an event), and still 404 for another tenant once the owner's
+ * answer is kept. */
+Test(operator, get_answers_kept_only_while_the_store_is_unchanged)
+{
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1), *ub = update_body(spec), *first, *p;
+	char id[OP_SERVICE_ID_STRLEN];
+	struct op_response r;
+	struct json_value *v;
+	uint64_t g = 0;
+
+	memcpy(id, create("org-a", "p1", "kept", 1, spec), sizeof(id));
+	p = path_of(id);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	first = strdup(r.body);
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	ASSERT_STREQ(r.body, first, "an unchanged store answers the same bytes");
+	op_response_clear(&r);
+
+	/* Kept for org-a p1: another organization and another project still
+	 * get the unknown id's answer. */
+	r = req("GET", p, "org-b", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p2", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+
+	r = req("PUT", p, "org-a", "p1", FLASH_AUTH_ACTION_UPDATE, 2, ub);
+	cr_assert(r.status == 200 || r.status == 202, "%u %s", r.status, r.body);
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_str_neq(r.body, first, "an update retires the kept answer");
+	v = parse(&r);
+	json_get_uint64(json_get(v, "generation"), &g);
+	cr_assert_eq(g, 2, "the new generation is shown");
+	json_free(v);
+	op_response_clear(&r);
+
+	r = req("DELETE", p, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 3, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	op_response_clear(&r);
+	r = req("GET", p, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX, NULL);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	free(first);
+	free(p);
+	free(ub);
+	free(spec);
 }

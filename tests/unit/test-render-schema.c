@@ -205,3 +205,51 @@ Test(schema, recorded_crd_agrees_with_server)
 	free(invalid);
 	free(unknown);
 }
+
+/* Documents that are not OpenAPI documents or CRDs are refused with the
+ * path of what is wrong, and leave the set as it was. */
+Test(schema, bad_documents_named_by_path)
+{
+	static const struct {
+		bool crd;
+		const char *text, *path, *code;
+	} cases[] = {
+		{ false, "{\"openapi\":\"3.0.0\"}", "components.schemas", "required" },
+		{ false, "{\"components\":{\"schemas\":[]}}", "components.schemas", "type" },
+		{ false, "{\"components\":{\"schemas\":{\"a\":{\"x-kubernetes-group-version-kind\":"
+			 "[{\"group\":\"\",\"version\":\"v1\"}]}}}}",
+		  "components.schemas.a[\"x-kubernetes-group-version-kind\"][0].kind", "required" },
+		{ false, "{\"components\":{\"schemas\":{\"a\":{\"x-kubernetes-group-version-kind\":"
+			 "[{\"group\":\"\",\"version\":1,\"kind\":\"K\"}]}}}}",
+		  "components.schemas.a[\"x-kubernetes-group-version-kind\"][0].version", "type" },
+		{ true, "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+			"\"spec\":{\"group\":\"g\",\"names\":{\"kind\":\"K\"}}}", "spec.versions", "required" },
+		{ true, "{\"apiVersion\":\"v1\",\"kind\":\"CustomResourceDefinition\","
+			"\"spec\":{\"group\":\"g\",\"names\":{\"kind\":\"K\"},\"versions\":[]}}", "apiVersion", "const" },
+		{ true, "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+			"\"spec\":{\"group\":\"g\",\"names\":{},\"versions\":[]}}", "spec.names.kind", "required" },
+		{ true, "{\"apiVersion\":\"apiextensions.k8s.io/v1\",\"kind\":\"CustomResourceDefinition\","
+			"\"spec\":{\"group\":\"g\",\"names\":{\"kind\":\"K\"},\"versions\":[{\"name\":\"v1\","
+			"\"schema\":{\"openAPIV3Schema\":{}}},{\"name\":\"v2\"}]}}",
+		  "spec.versions[1].schema.openAPIV3Schema", "required" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct flash_schema_set *s = NULL;
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
+		const char *t = cases[i].text;
+		int r;
+
+		ASSERT_OK(flash_schema_set_new(&s), "new");
+		r = cases[i].crd ? flash_schema_set_add_crd(s, t, strlen(t), d) : flash_schema_set_add_openapi(s, t, strlen(t), d);
+		ASSERT_ERR(r, -FLASH_E_RENDER_BAD_DOCUMENT, t);
+		ASSERT_STREQ(diag_path(d), cases[i].path, t);
+		ASSERT_STREQ(flash_diag_first_error(d)->code, cases[i].code, t);
+		/* Nothing was taken in: the first version of the last case is
+		 * not there. */
+		t = "{\"apiVersion\":\"g/v1\",\"kind\":\"K\"}";
+		r = flash_schema_validate_object(s, t, strlen(t), d);
+		ASSERT_ERR(r, -FLASH_E_RENDER_NO_SCHEMA, cases[i].text);
+		flash_schema_set_free(s);
+	}
+}

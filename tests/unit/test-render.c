@@ -562,12 +562,28 @@ Test(render, operator_config)
 		{ "{\"adminVolumeClaims\":[{\"name\":\"root\",\"claimName\":\"c\"}]}", "adminVolumeClaims[0]" },
 		{ "{\"loadBalancerClas\":\"x\"}", "loadBalancerClas" },
 		{ "{\"a\":1,\"a\":2}", "" },
+		{ "{\"registry\":{\"caFile\":\"ca.pem\"}}", "registry.caFile" },
+		{ "{\"registry\":{\"credentialsFile\":\"/etc/../x\"}}", "registry.credentialsFile" },
+		{ "{\"registry\":{\"contentStore\":1}}", "registry.contentStore" },
+		{ "{\"registry\":{\"token\":\"x\"}}", "registry.token" },
 	};
+	const char *ca = "x", *creds = "x", *store = "x";
+	static const char with_registry[] = "{\"registry\":{\"caFile\":\"/etc/flash/ca.pem\","
+					    "\"credentialsFile\":\"/etc/flash/registries.json\","
+					    "\"contentStore\":\"/var/lib/flash/blobs\"}}";
 
 	ASSERT_OK(flash_operator_config_default(&c), "defaults");
 	cr_assert(!flash_operator_config_persistence(c));
 	flash_operator_config_public_port_range(c, &first, &last);
 	cr_assert(first == 30000 && last == 32767);
+	flash_operator_config_registry(c, &ca, &creds, &store);
+	cr_assert(!ca && !creds && !store, "no registry settings by default");
+	flash_operator_config_free(c);
+	ASSERT_OK(flash_operator_config_parse(with_registry, strlen(with_registry), &c, d), "registry section");
+	flash_operator_config_registry(c, &ca, &creds, &store);
+	ASSERT_STREQ(ca, "/etc/flash/ca.pem", "caFile");
+	ASSERT_STREQ(creds, "/etc/flash/registries.json", "credentialsFile");
+	ASSERT_STREQ(store, "/var/lib/flash/blobs", "contentStore");
 	flash_operator_config_free(c);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		c = NULL;

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The policy routes of the agent's API (flowsdn-agent(8)):
+ *   GET    /v1/policy                    every stored NetworkPolicy
+ *   GET    /v1/policy/verdicts           per endpoint, per rule counters
+ *   GET|PUT|DELETE /v1/policy/{ns}/{name}
+ *   GET    /v1/namespace
+ *   PUT|DELETE /v1/namespace/{name}      {"labels": {...}}
+ *   GET    /v1/identity
+ *   PUT    /v1/endpoint/{id}/labels      {"namespace", "name", "labels", "namedPorts"}
+ * They call the core (agent_core_policy(), agent_core_endpoint_labels()).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent-api.h"
+#include "conf.h"
+#include "core.h"
+#include "diag.h"
+#include "http.h"
+#include "json.h"
+#include "names.h"
+#include "policy.h"
+
+#define MAX_LABELS 64
+#define MAX_PORTS 64
+
+static unsigned int policy_status(int err)
+{
+	switch (-err) {
+	case FLOWSDN_E_POLICY_INVALID:
+	case FLOWSDN_E_POLICY_JSON:
+	case FLOWSDN_E_AGENT_REFUSED:
+	case EINVAL:
+		return 400;
+	case FLOWSDN_E_POLICY_NOT_FOUND:
+	case FLOWSDN_E_AGENT_NOT_FOUND:
+		return 404;
+	case FLOWSDN_E_POLICY_CAPACITY:
+	case FLOWSDN_E_POLICY_ADDR_IN_USE:
+		return 409;
+	case FLOWSDN_E_POLICY_IDENTITIES:
+	case FLOWSDN_E_IDENTITY_EXHAUSTED:
+		return 503;
+	default:
+		return 500;
+	}
+}
+
+static void error_reply(int err, const struct diag *diag, unsigned int *status, char **body)
+{
+	struct json_writer *g = json_writer_new(0);
+	const char *msg = agent_diag_message(diag);
+
+	agent_api_error_gen(g, err, msg[0] ? msg : agent_api_strerror(err));
+	*status = policy_status(err);
+	if (json_writer_finish(g, body, NULL) < 0)
+		*status = 500;
+}
+
+/* "{ns}/{name}" into its two parts (each a DNS subdomain/label). */
+static bool split_ns_name(const char *rest, char *ns, size_t ns_size, char *name, size_t name_size)
+{
+	const char *slash = strchr(rest, '/');
+	size_t n;
+
+	if (!slash || strchr(slash + 1, '/'))
+		return false;
+	n = (size_t)(slash - rest);
+	if (n == 0 || n >= ns_size || strlen(slash + 1) >= name_size)
+		return false;
+	memcpy(ns, rest, n);
+	ns[n] = '\0';
+	strcpy(name, slash + 1);
+	return names_dns_label_valid(ns) && names_dns_subdomain_valid(name);
+}
+
+static int parse_protocol(const char *s, uint8_t *ret)
+{
+	if (!strcmp(s, "TCP"))
+		*ret = IPPROTO_TCP;
+	else if (!strcmp(s, "UDP"))
+		*ret = IPPROTO_UDP;
+	else if (!strcmp(s, "SCTP"))
+		*ret = IPPROTO_SCTP;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* PUT /v1/endpoint/{id}/labels. */
+static int endpoint_labels(struct agent_core *core, uint32_t id, const char *body, size_t len, struct diag *diag)
+{
+	struct json_value *root = NULL;
+	struct json_error je = { 0 };
+	struct flowsdn_policy_label labels[MAX_LABELS];
+	struct flowsdn_policy_named_port ports[MAX_PORTS];
+	struct agent_policy_meta meta = { .labels = labels, .ports = ports };
+	int err = -FLOWSDN_E_AGENT_REFUSED;
+
+	if (json_parse(body, len, NULL, &root, &je) < 0) {
+		agent_diag_set(diag, "body: %s (line %u, column %u)", je.message, je.line, je.column);
+		return -FLOWSDN_E_AGENT_REFUSED;
+	}
+	if (!json_is(root, JSON_OBJECT)) {
+		agent_diag_set(diag, "body: must be an object");
+		goto out;
+	}
+	for (size_t i = 0; i < root->u.object.n; i++) {
+		const struct json_member *m = &root->u.object.members[i];
+		const struct json_value *v = m->value;
+
+		if (!strcmp(m->key, "namespace") || !strcmp(m->key, "name")) {
+			bool is_ns = !strcmp(m->key, "namespace");
+			const char *s;
+
+			if (json_get_string(v, &s) < 0 || !(is_ns ? names_dns_label_valid(s) : names_dns_subdomain_valid(s))) {
+				agent_diag_set(diag, "%s: must be a %s", m->key,
+					       is_ns ? "DNS label (RFC 1123)" : "DNS subdomain (RFC 1123)");
+				goto out;
+			}
+			if (is_ns)
+				meta.namespace_name = s;
+			else
+				meta.pod_name = s;
+		} else if (!strcmp(m->key, "labels")) {
+			if (!json_is(v, JSON_OBJECT) || v->u.object.n > MAX_LABELS) {
+				agent_diag_set(diag, "labels: must be an object of at most %d string values", MAX_LABELS);
+				goto out;
+			}
+			for (size_t j = 0; j < v->u.object.n; j++) {
+				const char *s;
+
+				if (json_get_string(v->u.object.members[j].value, &s) < 0 ||
+				    !names_label_key_valid(v->u.object.members[j].key) || !names_label_value_valid(s)) {
+					agent_diag_set(diag, "labels.%s: not a valid Kubernetes label",
+						       v->u.object.members[j].key);
+					goto out;
+				}
+				labels[j] = (struct flowsdn_policy_label){ v->u.object.members[j].key, s };
+			}
+			meta.n_labels = v->u.object.n;
+		} else if (!strcmp(m->key, "namedPorts")) {
+			if (!json_is(v, JSON_ARRAY) || v->u.array.n > MAX_PORTS) {
+				agent_diag_set(diag, "namedPorts: must be an array of at most %d ports", MAX_PORTS);
+				goto out;
+			}
+			for (size_t j = 0; j < v->u.array.n; j++) {
+				const struct json_value *o = v->u.array.items[j];
+				const struct json_value *pn = json_is(o, JSON_OBJECT) ? json_get(o, "name") : NULL;
+				const struct json_value *pp = pn ? json_get(o, "port") : NULL;
+				const struct json_value *pr = pn ? json_get(o, "protocol") : NULL;
+				const char *name = NULL, *proto = "TCP";
+				uint64_t port = 0;
+
+				if (!pn || json_get_string(pn, &name) < 0 || !names_port_name_valid(name) || !pp ||
+				    json_get_uint64(pp, &port) < 0 || port < 1 || port > 65535 ||
+				    (pr && json_get_string(pr, &proto) < 0) ||
+				    parse_protocol(proto, &ports[j].protocol) < 0 || o->u.object.n != 2u + (pr != NULL)) {
+					agent_diag_set(diag, "namedPorts[%zu]: must be {\"name\": IANA_SVC_NAME, \"protocol\": "
+							     "\"TCP\"|\"UDP\"|\"SCTP\", \"port\": 1-65535}", j);
+					goto out;
+				}
+				ports[j].name = name;
+				ports[j].port = (uint16_t)port;
+			}
+			meta.n_ports = v->u.array.n;
+		} else {
+			agent_diag_set(diag, "%s: unknown field", m->key);
+			goto out;
+		}
+	}
+	err = agent_core_endpoint_labels(core, id, &meta, diag);
+out:
+	json_free(root);
+	return err;
+}
+
+bool agent_http_policy_route(struct agent_core *core, const char *method, const char *url, const char *body,
+			     size_t len, unsigned int *ret_status, char **ret_body)
+{
+	struct agent_policy *pol = agent_core_policy(core);
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), put = !strcmp(method, "PUT"),
+	     del = !strcmp(method, "DELETE");
+	struct diag *diag = NULL;
+	char ns[64], name[254];
+	char *out = NULL;
+	int err = -FLOWSDN_E_AGENT_REFUSED;
+	unsigned long id = 0;
+	bool ok_method;
+
+	if (!strcmp(url, "/v1/policy") || !strcmp(url, "/v1/policy/verdicts") || !strcmp(url, "/v1/namespace") ||
+	    !strcmp(url, "/v1/identity"))
+		ok_method = get;
+	else if (!strncmp(url, "/v1/policy/", 11) || !strncmp(url, "/v1/namespace/", 14))
+		ok_method = get || put || del;
+	else if (!strncmp(url, "/v1/endpoint/", 13) && strstr(url + 13, "/labels") &&
+		 !strcmp(strstr(url + 13, "/labels"), "/labels"))
+		ok_method = put;
+	else
+		return false;
+	diag_new(&diag);
+	if (!ok_method) {
+		agent_diag_set(diag, "%s is not allowed on %.128s", method, url);
+		error_reply(-FLOWSDN_E_AGENT_REFUSED, diag, ret_status, ret_body);
+		*ret_status = 405;
+		goto out;
+	}
+	if (put && (!body || !len)) {
+		agent_diag_set(diag, body ? "%s needs a body" : "%s: request body larger than max-request-bytes", url);
+		error_reply(-FLOWSDN_E_AGENT_REFUSED, diag, ret_status, ret_body);
+		*ret_status = body ? 400 : 413;
+		goto out;
+	}
+	if (!strcmp(url, "/v1/policy")) {
+		err = agent_policy_get(pol, NULL, NULL, &out);
+	} else if (!strcmp(url, "/v1/policy/verdicts")) {
+		err = agent_policy_verdicts(pol, &out);
+	} else if (!strcmp(url, "/v1/namespace")) {
+		err = agent_policy_namespaces(pol, &out);
+	} else if (!strcmp(url, "/v1/identity")) {
+		err = agent_policy_identities(pol, &out);
+	} else if (!strncmp(url, "/v1/policy/", 11)) {
+		if (!split_ns_name(url + 11, ns, sizeof(ns), name, sizeof(name))) {
+			agent_diag_set(diag, "%.128s: not /v1/policy/NAMESPACE/NAME", url);
+			goto fail;
+		}
+		if (get) {
+			err = agent_policy_get(pol, ns, name, &out);
+			if (err < 0)
+				agent_diag_set(diag, "networkpolicies.networking.k8s.io \"%s\" not found", name);
+		} else {
+			err = put ? agent_policy_put(pol, ns, name, body, len, diag) : agent_policy_delete(pol, ns, name, diag);
+			if (err == 0 && put)
+				err = agent_policy_get(pol, ns, name, &out);
+		}
+	} else if (!strncmp(url, "/v1/namespace/", 14)) {
+		if (!names_dns_label_valid(url + 14)) {
+			agent_diag_set(diag, "%.128s: a namespace name is a DNS label (RFC 1123)", url);
+			goto fail;
+		}
+		if (get) {
+			agent_diag_set(diag, "GET /v1/namespace lists them all");
+			goto fail;
+		}
+		err = put ? agent_policy_namespace_put(pol, url + 14, body, len, diag)
+			  : agent_policy_namespace_delete(pol, url + 14, diag);
+	} else {
+		char *end;
+
+		id = strtoul(url + 13, &end, 10);
+		if (end == url + 13 || strcmp(end, "/labels") || id == 0 || id > UINT32_MAX) {
+			agent_diag_set(diag, "%.128s: not /v1/endpoint/ID/labels", url);
+			goto fail;
+		}
+		err = endpoint_labels(core, (uint32_t)id, body, len, diag);
+	}
+	if (err < 0)
+		goto fail;
+	if (!out) {
+		struct json_writer *g = json_writer_new(0);
+
+		jw_object_open(g);
+		jw_kv_bool(g, "ok", true);
+		jw_object_close(g);
+		if (json_writer_finish(g, &out, NULL) < 0)
+			out = NULL;
+	}
+	*ret_status = out ? 200 : 500;
+	*ret_body = out;
+	goto out;
+fail:
+	error_reply(err, diag, ret_status, ret_body);
+out:
+	diag_free(diag);
+	return true;
+}

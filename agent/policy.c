@@ -1,0 +1,829 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The agent's policy state and live enforcement (policy.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <flowsdn/identity.h>
+
+#include "agent-api.h"
+#include "conf.h"
+#include "json.h"
+#include "log.h"
+#include "policy.h"
+#include "util.h"
+
+/* A stored NetworkPolicy: the object as it was PUT. */
+struct pobj {
+	char *ns, *name;
+	char *json;
+	size_t len;
+};
+
+/* A namespace as it was PUT: its labels. */
+struct nsobj {
+	char *name;
+	char **keys, **values;
+	size_t n;
+};
+
+/* An endpoint the policy knows. */
+struct pep {
+	struct flowsdn_endpoint dp;     /* as published (id, interface, addresses) */
+	char ns[64], pod[254];          /* ns "" : outside policy */
+	uint32_t db_id;                 /* the database's endpoint id (in_db) */
+	bool in_db;
+	struct flowsdn_policy_map_entry *inst; /* installed set */
+	size_t n_inst;
+	uint32_t inst_flags;            /* FLOWSDN_EP_F_* installed */
+};
+
+struct agent_policy {
+	pthread_mutex_t lock;
+	struct flowsdn_identity_store *ids;
+	struct flowsdn_policy_db *db;
+	struct flowsdn_maps *maps;
+	struct pobj *pols;
+	size_t n_pols;
+	struct nsobj *nss;
+	size_t n_nss;
+	struct pep **eps;
+	size_t n_eps;
+	struct flowsdn_policy_ipcache_entry *ipc; /* installed ipcache */
+	size_t n_ipc;
+};
+
+static const char *const tier_words[] = { "", "allow", "deny", "exception", "protect" };
+
+static void ns_clear(struct nsobj *n)
+{
+	for (size_t i = 0; i < n->n; i++) {
+		free(n->keys[i]);
+		free(n->values[i]);
+	}
+	free(n->keys);
+	free(n->values);
+	free(n->name);
+}
+
+void agent_policy_free(struct agent_policy *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_pols; i++) {
+		free(p->pols[i].ns);
+		free(p->pols[i].name);
+		free(p->pols[i].json);
+	}
+	free(p->pols);
+	for (size_t i = 0; i < p->n_nss; i++)
+		ns_clear(&p->nss[i]);
+	free(p->nss);
+	for (size_t i = 0; i < p->n_eps; i++) {
+		free(p->eps[i]->inst);
+		free(p->eps[i]);
+	}
+	free(p->eps);
+	free(p->ipc);
+	flowsdn_policy_db_free(p->db);
+	flowsdn_identity_free(p->ids);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+int agent_policy_new(const char *state_dir, struct flowsdn_maps *maps, struct agent_policy **ret)
+{
+	_cleanup_free_ char *dir = NULL;
+	struct agent_policy *p;
+	int err;
+
+	if (!state_dir || !ret)
+		return -EINVAL;
+	if (asprintf(&dir, "%s/identities", state_dir) < 0)
+		return -ENOMEM;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	p->maps = maps;
+	err = flowsdn_identity_new(dir, NULL, &p->ids);
+	if (err < 0) {
+		pr_err("agent: identity store %s: %s", dir, flowsdn_strerror(err));
+		goto out;
+	}
+	{
+		FLOWSDN_OPTS(flowsdn_policy_db_opts, o, .identities = p->ids);
+
+		err = flowsdn_policy_db_new(&o, &p->db);
+	}
+	if (err < 0)
+		goto out;
+	*ret = p;
+	return 0;
+out:
+	agent_policy_free(p);
+	return err;
+}
+
+static struct pep *pep_find(struct agent_policy *p, uint32_t ep_id)
+{
+	for (size_t i = 0; i < p->n_eps; i++)
+		if (p->eps[i]->dp.id == ep_id)
+			return p->eps[i];
+	return NULL;
+}
+
+static struct pep *pep_by_db(struct agent_policy *p, uint32_t db_id)
+{
+	for (size_t i = 0; i < p->n_eps; i++)
+		if (p->eps[i]->in_db && p->eps[i]->db_id == db_id)
+			return p->eps[i];
+	return NULL;
+}
+
+/* Installs @n entries with @flags on @e (atomic switch). */
+static int install(struct agent_policy *p, struct pep *e, struct flowsdn_policy_map_entry *set, size_t n,
+		   uint32_t flags)
+{
+	int err;
+
+	if (!p->maps) {
+		free(set);
+		return 0;
+	}
+	err = flowsdn_maps_policy_switch(p->maps, &e->dp, e->inst, e->n_inst, set, n, flags);
+	if (err < 0) {
+		pr_warn("agent: endpoint %u: policy switch failed, the previous policy stays: %s", e->dp.id,
+			flowsdn_strerror(err));
+		free(set);
+		return err;
+	}
+	free(e->inst);
+	e->inst = set;
+	e->n_inst = n;
+	e->inst_flags = flags;
+	return 0;
+}
+
+/* The compiled entries of @e as map entries. */
+static int entries_of(struct agent_policy *p, struct pep *e, struct flowsdn_policy_map_entry **ret, size_t *ret_n,
+		      uint32_t *ret_flags)
+{
+	const struct flowsdn_policy_entry *ce;
+	struct flowsdn_policy_map_entry *set;
+	unsigned int flags = 0;
+	size_t n = 0;
+	int err = flowsdn_policy_db_entries(p->db, e->db_id, &ce, &n, &flags);
+
+	if (err < 0)
+		return err;
+	set = calloc(n ? n : 1, sizeof(*set));
+	if (!set)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		err = flowsdn_policy_entry_to_key(&ce[i], e->dp.id, &set[i].key, &set[i].flags);
+		if (err < 0) {
+			free(set);
+			return err;
+		}
+		set[i].rule_id = ce[i].rule_id;
+	}
+	*ret = set;
+	*ret_n = n;
+	*ret_flags = ((flags & FLOWSDN_POLICY_ENFORCE_INGRESS) ? FLOWSDN_EP_F_ENFORCE_INGRESS : 0) |
+		     ((flags & FLOWSDN_POLICY_ENFORCE_EGRESS) ? FLOWSDN_EP_F_ENFORCE_EGRESS : 0);
+	return 0;
+}
+
+static bool prefix_equal(const struct flowsdn_prefix *a, const struct flowsdn_prefix *b)
+{
+	return a->len == b->len && a->addr.family == b->addr.family &&
+	       !memcmp(a->addr.bytes, b->addr.bytes, a->addr.family == FLOWSDN_AF_INET ? 4 : 16);
+}
+
+/* The ipcache the compiled entries assume: new prefixes before the
+ * switches (@add), stale ones after (!@add). */
+static int ipcache_sync(struct agent_policy *p, bool add)
+{
+	const struct flowsdn_policy_ipcache_entry *cur;
+	size_t n;
+	int err;
+
+	if (!p->maps)
+		return 0;
+	err = flowsdn_policy_db_ipcache(p->db, &cur, &n);
+	if (err < 0)
+		return err;
+	if (add) {
+		for (size_t i = 0; i < n; i++) {
+			err = flowsdn_maps_ipcache_update(p->maps, &cur[i].prefix, cur[i].identity);
+			if (err < 0)
+				return err;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < p->n_ipc; i++) {
+		bool kept = false;
+
+		for (size_t j = 0; j < n && !kept; j++)
+			kept = prefix_equal(&p->ipc[i].prefix, &cur[j].prefix);
+		if (!kept)
+			(void)flowsdn_maps_ipcache_delete(p->maps, &p->ipc[i].prefix);
+	}
+	free(p->ipc);
+	p->ipc = NULL;
+	p->n_ipc = 0;
+	if (n) {
+		p->ipc = malloc(n * sizeof(*cur));
+		if (!p->ipc)
+			return -ENOMEM;
+		memcpy(p->ipc, cur, n * sizeof(*cur));
+		p->n_ipc = n;
+	}
+	return 0;
+}
+
+/* Compiles what changed and switches each endpoint it recomputed.
+ * Returns the compile's error (nothing installed), else the first
+ * switch error (the others went on). */
+static int apply(struct agent_policy *p, struct diag *diag)
+{
+	FLOWSDN_OPTS(flowsdn_policy_compile_report, rep);
+	int err, first = 0;
+
+	err = flowsdn_policy_db_compile(p->db, &rep);
+	if (err < 0) {
+		if (err == -FLOWSDN_E_POLICY_CAPACITY)
+			agent_diag_set(diag, "endpoint %u would need %zu policy entries, the limit is %zu",
+				       rep.failed_ep_id, rep.failed_entries, rep.capacity);
+		else
+			agent_diag_set(diag, "compiling the policy: %s", flowsdn_strerror(err));
+		return err;
+	}
+	err = ipcache_sync(p, true);
+	if (err < 0) {
+		agent_diag_set(diag, "writing the ipcache: %s", flowsdn_strerror(err));
+		return err;
+	}
+	for (size_t i = 0; i < rep.n_ep_ids; i++) {
+		struct pep *e = pep_by_db(p, rep.ep_ids[i]);
+		struct flowsdn_policy_map_entry *set = NULL;
+		size_t n = 0;
+		uint32_t flags = 0;
+
+		if (!e)
+			continue;
+		err = entries_of(p, e, &set, &n, &flags);
+		if (err == 0)
+			err = install(p, e, set, n, flags);
+		if (err < 0 && !first) {
+			first = err;
+			agent_diag_set(diag, "endpoint %u: the policy switch failed (the previous policy stays): %s",
+				       e->dp.id, flowsdn_strerror(err));
+		}
+	}
+	err = ipcache_sync(p, false);
+	return first ? first : err;
+}
+
+/* ------------------------------------------------------------ endpoints */
+
+/* Takes @e out of the database (its entries and enforcement removed). */
+static void pep_leave_db(struct agent_policy *p, struct pep *e)
+{
+	if (!e->in_db)
+		return;
+	(void)flowsdn_policy_db_delete_pod(p->db, e->ns, e->pod);
+	e->in_db = false;
+	(void)install(p, e, NULL, 0, 0);
+}
+
+int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpoint *ep, const char *container_id,
+			      const struct agent_policy_meta *meta, struct diag *diag)
+{
+	struct pep *e;
+	bool fresh = false;
+	int err = 0;
+
+	(void)container_id;
+	if (!p || !ep || !meta)
+		return -EINVAL;
+	if (meta->namespace_name && strlen(meta->namespace_name) >= sizeof(e->ns)) {
+		agent_diag_set(diag, "namespace: at most 63 characters");
+		return -EINVAL;
+	}
+	if (meta->pod_name && strlen(meta->pod_name) >= sizeof(e->pod)) {
+		agent_diag_set(diag, "name: at most 253 characters");
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&p->lock);
+	e = pep_find(p, ep->id);
+	if (!e) {
+		struct pep **t = reallocarray(p->eps, p->n_eps + 1, sizeof(*t));
+
+		e = t ? calloc(1, sizeof(*e)) : NULL;
+		if (t)
+			p->eps = t;
+		if (!e) {
+			err = -ENOMEM;
+			goto out;
+		}
+		p->eps[p->n_eps++] = e;
+		fresh = true;
+	}
+	e->dp = *ep;
+	pep_leave_db(p, e);
+	snprintf(e->ns, sizeof(e->ns), "%s", meta->namespace_name ? meta->namespace_name : "");
+	if (meta->pod_name && meta->pod_name[0])
+		snprintf(e->pod, sizeof(e->pod), "%s", meta->pod_name);
+	else
+		snprintf(e->pod, sizeof(e->pod), "endpoint-%u", ep->id);
+	if (e->ns[0]) {
+		FLOWSDN_OPTS(flowsdn_policy_pod, pod, .namespace_name = e->ns, .name = e->pod, .labels = meta->labels,
+			     .n_labels = meta->n_labels, .ports = meta->ports, .n_ports = meta->n_ports,
+			     .addrs = ep->addrs, .n_addrs = ep->n_addrs);
+
+		err = flowsdn_policy_db_set_pod(p->db, &pod, &e->db_id);
+		if (err < 0) {
+			agent_diag_set(diag, "endpoint %u: %s", ep->id,
+				       err == -EINVAL ? "a label, port name or protocol Kubernetes refuses"
+						      : flowsdn_strerror(err));
+			goto out;
+		}
+		e->in_db = true;
+		(void)flowsdn_policy_db_identity(p->db, e->db_id, &e->dp.identity);
+	} else {
+		e->dp.identity = FLOWSDN_IDENTITY_INIT;
+	}
+	if (p->maps) {
+		struct flowsdn_endpoint pub = e->dp;
+
+		pub.flags = e->inst_flags;
+		err = flowsdn_maps_endpoint_publish(p->maps, &pub);
+		if (err < 0) {
+			agent_diag_set(diag, "endpoint %u: publishing its identity: %s", ep->id, flowsdn_strerror(err));
+			goto out;
+		}
+	}
+	err = apply(p, diag);
+out:
+	(void)fresh;
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+void agent_policy_endpoint_remove(struct agent_policy *p, uint32_t ep_id)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_eps; i++) {
+		struct pep *e = p->eps[i];
+
+		if (e->dp.id != ep_id)
+			continue;
+		if (e->in_db)
+			(void)flowsdn_policy_db_delete_pod(p->db, e->ns, e->pod);
+		/* Its map entries go with the endpoint (flowsdn_maps_endpoint_remove). */
+		free(e->inst);
+		free(e);
+		p->eps[i] = p->eps[--p->n_eps];
+		(void)apply(p, NULL);
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ------------------------------------------------------------ policies */
+
+static ssize_t pol_find(struct agent_policy *p, const char *ns, const char *name)
+{
+	for (size_t i = 0; i < p->n_pols; i++)
+		if (!strcmp(p->pols[i].ns, ns) && !strcmp(p->pols[i].name, name))
+			return (ssize_t)i;
+	return -1;
+}
+
+/* The tier of the annotation flowsdn.io/tier (absent: allow). */
+static int tier_of(const char *json, size_t len, const char *name, int *ret, struct diag *diag)
+{
+	struct json_value *root = NULL;
+	const struct json_value *md, *an, *t;
+	const char *s;
+	int err = 0;
+
+	*ret = FLOWSDN_POLICY_TIER_ALLOW;
+	if (json_parse(json, len, NULL, &root, NULL) < 0)
+		return 0; /* the parser below says what is wrong */
+	md = json_get(root, "metadata");
+	an = md ? json_get(md, "annotations") : NULL;
+	t = an ? json_get(an, "flowsdn.io/tier") : NULL;
+	if (t) {
+		err = -FLOWSDN_E_POLICY_INVALID;
+		if (json_get_string(t, &s) == 0)
+			for (int i = 1; i <= FLOWSDN_POLICY_TIER_PROTECT; i++)
+				if (!strcmp(s, tier_words[i])) {
+					*ret = i;
+					err = 0;
+				}
+		if (err)
+			agent_diag_set(diag,
+				       "NetworkPolicy.networking.k8s.io \"%s\" is invalid: metadata.annotations[flowsdn.io/tier]: "
+				       "Unsupported value: supported values: \"allow\", \"deny\", \"exception\", \"protect\"",
+				       name);
+	}
+	json_free(root);
+	return err;
+}
+
+/* Parses @json as the policy @ns/@name. */
+static int pol_parse(const char *ns, const char *name, const char *json, size_t len, struct flowsdn_policy **ret,
+		     struct diag *diag)
+{
+	struct flowsdn_diag *d = NULL;
+	int tier, err;
+
+	err = tier_of(json, len, name, &tier, diag);
+	if (err < 0)
+		return err;
+	err = flowsdn_diag_new(&d);
+	if (err < 0)
+		return err;
+	{
+		FLOWSDN_OPTS(flowsdn_policy_parse_opts, o, .default_namespace = ns, .tier = tier);
+
+		err = flowsdn_policy_parse(json, len, &o, ret, d);
+	}
+	if (err < 0) {
+		char msg[1024];
+
+		flowsdn_policy_diag_format(d, msg, sizeof(msg));
+		agent_diag_set(diag, "%s", msg);
+	} else if (strcmp(flowsdn_policy_namespace(*ret), ns) || strcmp(flowsdn_policy_name(*ret), name)) {
+		agent_diag_set(diag, "the object is %s/%s, the path names %s/%s", flowsdn_policy_namespace(*ret),
+			       flowsdn_policy_name(*ret), ns, name);
+		flowsdn_policy_free(*ret);
+		*ret = NULL;
+		err = -FLOWSDN_E_POLICY_INVALID;
+	}
+	flowsdn_diag_free(d);
+	return err;
+}
+
+int agent_policy_put(struct agent_policy *p, const char *ns, const char *name, const char *json, size_t len,
+		     struct diag *diag)
+{
+	struct flowsdn_policy *pol = NULL, *old = NULL;
+	char *copy = NULL, *cns = NULL, *cname = NULL;
+	ssize_t at;
+	int err;
+
+	if (!p || !ns || !name || !json)
+		return -EINVAL;
+	err = pol_parse(ns, name, json, len, &pol, diag);
+	if (err < 0)
+		return err;
+	pthread_mutex_lock(&p->lock);
+	at = pol_find(p, ns, name);
+	if (at >= 0 && pol_parse(ns, name, p->pols[at].json, p->pols[at].len, &old, NULL) < 0)
+		old = NULL;
+	copy = strndup(json, len);
+	if (at < 0) {
+		struct pobj *t = reallocarray(p->pols, p->n_pols + 1, sizeof(*t));
+
+		if (t)
+			p->pols = t;
+		cns = strdup(ns);
+		cname = strdup(name);
+		if (!t || !cns || !cname)
+			copy = (free(copy), NULL);
+	}
+	if (!copy) {
+		free(cns);
+		free(cname);
+		flowsdn_policy_free(pol);
+		flowsdn_policy_free(old);
+		err = -ENOMEM;
+		goto out;
+	}
+	err = flowsdn_policy_db_apply(p->db, pol);
+	if (err == 0)
+		err = apply(p, diag);
+	if (err == -FLOWSDN_E_POLICY_CAPACITY || err == -ENOMEM) {
+		/* Undo: the previous object (or none) comes back. */
+		if (old)
+			(void)flowsdn_policy_db_apply(p->db, TAKE_PTR(old));
+		else
+			(void)flowsdn_policy_db_delete(p->db, ns, name);
+		(void)apply(p, NULL);
+		free(copy);
+		free(cns);
+		free(cname);
+		goto out;
+	}
+	if (at < 0) {
+		p->pols[p->n_pols++] = (struct pobj){ cns, cname, copy, len };
+	} else {
+		free(p->pols[at].json);
+		p->pols[at].json = copy;
+		p->pols[at].len = len;
+	}
+out:
+	flowsdn_policy_free(old);
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+int agent_policy_delete(struct agent_policy *p, const char *ns, const char *name, struct diag *diag)
+{
+	ssize_t at;
+	int err;
+
+	if (!p || !ns || !name)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	at = pol_find(p, ns, name);
+	if (at < 0) {
+		agent_diag_set(diag, "networkpolicies.networking.k8s.io \"%s\" not found", name);
+		err = -FLOWSDN_E_POLICY_NOT_FOUND;
+		goto out;
+	}
+	err = flowsdn_policy_db_delete(p->db, ns, name);
+	if (err == 0) {
+		free(p->pols[at].ns);
+		free(p->pols[at].name);
+		free(p->pols[at].json);
+		p->pols[at] = p->pols[--p->n_pols];
+		err = apply(p, diag);
+	}
+out:
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+int agent_policy_get(struct agent_policy *p, const char *ns, const char *name, char **ret_json)
+{
+	struct json_writer *w;
+	int err = 0;
+
+	if (!p || !ret_json)
+		return -EINVAL;
+	w = json_writer_new(0);
+	pthread_mutex_lock(&p->lock);
+	if (ns) {
+		ssize_t at = pol_find(p, ns, name ? name : "");
+
+		if (at < 0)
+			err = -FLOWSDN_E_POLICY_NOT_FOUND;
+		else
+			jw_raw(w, p->pols[at].json, p->pols[at].len);
+	} else {
+		jw_object_open(w);
+		jw_key(w, "items");
+		jw_array_open(w);
+		for (size_t i = 0; i < p->n_pols; i++)
+			jw_raw(w, p->pols[i].json, p->pols[i].len);
+		jw_array_close(w);
+		jw_object_close(w);
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (err < 0) {
+		json_writer_free(w);
+		return err;
+	}
+	return json_writer_finish(w, ret_json, NULL);
+}
+
+/* ------------------------------------------------------------ namespaces */
+
+int agent_policy_namespace_put(struct agent_policy *p, const char *name, const char *json, size_t len,
+			       struct diag *diag)
+{
+	struct json_value *root = NULL;
+	const struct json_value *labels;
+	struct flowsdn_policy_label *lv = NULL;
+	struct nsobj n = { 0 };
+	struct json_error je = { 0 };
+	int err;
+
+	if (!p || !name || !json)
+		return -EINVAL;
+	err = json_parse(json, len, NULL, &root, &je);
+	if (err < 0) {
+		agent_diag_set(diag, "namespace body: %s (line %u, column %u)", je.message, je.line, je.column);
+		return -FLOWSDN_E_AGENT_REFUSED;
+	}
+	labels = json_is(root, JSON_OBJECT) ? json_get(root, "labels") : NULL;
+	if (!json_is(root, JSON_OBJECT) || root->u.object.n > (labels ? 1u : 0u) ||
+	    (labels && !json_is(labels, JSON_OBJECT))) {
+		agent_diag_set(diag, "namespace body: must be {\"labels\": {\"key\": \"value\", ...}}");
+		err = -FLOWSDN_E_AGENT_REFUSED;
+		goto out;
+	}
+	n.n = labels ? labels->u.object.n : 0;
+	n.name = strdup(name);
+	n.keys = calloc(n.n + 1, sizeof(char *));
+	n.values = calloc(n.n + 1, sizeof(char *));
+	lv = calloc(n.n + 1, sizeof(*lv));
+	if (!n.name || !n.keys || !n.values || !lv) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n.n; i++) {
+		const struct json_member *m = &labels->u.object.members[i];
+		const char *v;
+
+		if (json_get_string(m->value, &v) < 0) {
+			agent_diag_set(diag, "labels.%s: must be a string", m->key);
+			err = -FLOWSDN_E_AGENT_REFUSED;
+			goto out;
+		}
+		n.keys[i] = strdup(m->key);
+		n.values[i] = strdup(v);
+		if (!n.keys[i] || !n.values[i]) {
+			err = -ENOMEM;
+			goto out;
+		}
+		lv[i] = (struct flowsdn_policy_label){ n.keys[i], n.values[i] };
+	}
+	pthread_mutex_lock(&p->lock);
+	err = flowsdn_policy_db_set_namespace(p->db, name, lv, n.n);
+	if (err == -EINVAL) {
+		agent_diag_set(diag, "Namespace \"%s\" is invalid: a name or label Kubernetes refuses", name);
+		err = -FLOWSDN_E_AGENT_REFUSED;
+	}
+	if (err == 0) {
+		size_t i = 0;
+
+		while (i < p->n_nss && strcmp(p->nss[i].name, name))
+			i++;
+		if (i == p->n_nss) {
+			struct nsobj *t = reallocarray(p->nss, p->n_nss + 1, sizeof(*t));
+
+			if (!t) {
+				err = -ENOMEM;
+			} else {
+				p->nss = t;
+				p->n_nss++;
+			}
+		} else {
+			ns_clear(&p->nss[i]);
+		}
+		if (err == 0) {
+			p->nss[i] = n;
+			n = (struct nsobj){ 0 };
+			err = apply(p, diag);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+out:
+	ns_clear(&n);
+	free(lv);
+	json_free(root);
+	return err;
+}
+
+int agent_policy_namespace_delete(struct agent_policy *p, const char *name, struct diag *diag)
+{
+	int err = -FLOWSDN_E_POLICY_NOT_FOUND;
+
+	if (!p || !name)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_nss; i++) {
+		if (strcmp(p->nss[i].name, name))
+			continue;
+		/* Back to the implicit namespace (its name label only). */
+		err = flowsdn_policy_db_set_namespace(p->db, name, NULL, 0);
+		ns_clear(&p->nss[i]);
+		p->nss[i] = p->nss[--p->n_nss];
+		if (err == 0)
+			err = apply(p, diag);
+		break;
+	}
+	if (err == -FLOWSDN_E_POLICY_NOT_FOUND)
+		agent_diag_set(diag, "namespaces \"%s\" not found", name);
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+int agent_policy_namespaces(struct agent_policy *p, char **ret_json)
+{
+	struct json_writer *w;
+
+	if (!p || !ret_json)
+		return -EINVAL;
+	w = json_writer_new(0);
+	pthread_mutex_lock(&p->lock);
+	jw_object_open(w);
+	jw_key(w, "items");
+	jw_array_open(w);
+	for (size_t i = 0; i < p->n_nss; i++) {
+		jw_object_open(w);
+		jw_kv_string(w, "name", p->nss[i].name);
+		jw_key(w, "labels");
+		jw_object_open(w);
+		for (size_t j = 0; j < p->nss[i].n; j++)
+			jw_kv_string(w, p->nss[i].keys[j], p->nss[i].values[j]);
+		jw_object_close(w);
+		jw_object_close(w);
+	}
+	jw_array_close(w);
+	jw_object_close(w);
+	pthread_mutex_unlock(&p->lock);
+	return json_writer_finish(w, ret_json, NULL);
+}
+
+/* ------------------------------------------------------------ reports */
+
+int agent_policy_identities(struct agent_policy *p, char **ret_json)
+{
+	struct json_writer *w;
+
+	if (!p || !ret_json)
+		return -EINVAL;
+	w = json_writer_new(0);
+	pthread_mutex_lock(&p->lock);
+	jw_object_open(w);
+	jw_key(w, "items");
+	jw_array_open(w);
+	for (size_t i = 0; i < p->n_eps; i++) {
+		const struct pep *e = p->eps[i];
+		_cleanup_free_ char *labels = NULL;
+
+		jw_object_open(w);
+		jw_kv_uint(w, "endpoint", e->dp.id);
+		jw_kv_uint(w, "identity", e->dp.identity);
+		jw_kv_string(w, "namespace", e->ns);
+		jw_kv_string(w, "name", e->pod);
+		if (flowsdn_identity_lookup_id(p->ids, e->dp.identity, &labels) == 0)
+			jw_kv_string(w, "labels", labels);
+		if (e->in_db)
+			jw_kv_uint(w, "references", (uint64_t)flowsdn_identity_refcount(p->ids, e->dp.identity));
+		jw_object_close(w);
+	}
+	jw_array_close(w);
+	jw_object_close(w);
+	pthread_mutex_unlock(&p->lock);
+	return json_writer_finish(w, ret_json, NULL);
+}
+
+int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
+{
+	struct json_writer *w;
+
+	if (!p || !ret_json)
+		return -EINVAL;
+	w = json_writer_new(0);
+	pthread_mutex_lock(&p->lock);
+	jw_object_open(w);
+	jw_key(w, "endpoints");
+	jw_array_open(w);
+	for (size_t i = 0; i < p->n_eps; i++) {
+		const struct pep *e = p->eps[i];
+		struct flowsdn_endpoint_counters c = { 0 };
+		unsigned int gen = 0;
+
+		if (p->maps) {
+			if (flowsdn_maps_endpoint_counters(p->maps, e->dp.id, &c) < 0)
+				memset(&c, 0, sizeof(c));
+			if (flowsdn_maps_policy_generation(p->maps, e->dp.id, &e->dp.addrs[0], &gen) < 0)
+				gen = 0;
+		}
+		jw_object_open(w);
+		jw_kv_uint(w, "endpoint", e->dp.id);
+		jw_kv_uint(w, "allowIngress", c.allow_ingress);
+		jw_kv_uint(w, "denyIngress", c.deny_ingress);
+		jw_kv_uint(w, "allowEgress", c.allow_egress);
+		jw_kv_uint(w, "denyEgress", c.deny_egress);
+		jw_key(w, "rules");
+		jw_array_open(w);
+		for (size_t j = 0; p->maps && j < e->n_inst; j++) {
+			struct flowsdn_policy_key k = e->inst[j].key;
+			struct flowsdn_policy_value v;
+			char name[256];
+
+			k.ep_id = FLOWSDN_POLICY_KEY_ID(e->dp.id, gen);
+			if (flowsdn_maps_policy_get(p->maps, &k, &v) < 0 || !v.packets)
+				continue;
+			jw_object_open(w);
+			jw_kv_uint(w, "rule", v.rule_id);
+			if (flowsdn_policy_db_rule_name(p->db, v.rule_id, name, sizeof(name)) >= 0)
+				jw_kv_string(w, "name", name);
+			jw_kv_string(w, "direction", k.direction == FLOWSDN_DIR_INGRESS ? "ingress" : "egress");
+			jw_kv_string(w, "verdict", (v.flags & FLOWSDN_POLICY_F_DENY) ? "deny" : "allow");
+			jw_kv_uint(w, "packets", v.packets);
+			jw_kv_uint(w, "bytes", v.bytes);
+			jw_object_close(w);
+		}
+		jw_array_close(w);
+		jw_object_close(w);
+	}
+	jw_array_close(w);
+	jw_object_close(w);
+	pthread_mutex_unlock(&p->lock);
+	return json_writer_finish(w, ret_json, NULL);
+}

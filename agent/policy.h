@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The agent's policy state (flowsdn-agent(8), /v1/policy, /v1/namespace,
+ * /v1/identity, PUT /v1/endpoint/{id}/labels): Kubernetes NetworkPolicy
+ * objects and namespaces, the endpoints' namespace, pod name, labels and
+ * named ports, identities allocated from the labels (released with the
+ * endpoint), and live enforcement: after every change the policy
+ * database (<flowsdn/policy.h>) recompiles the endpoints it touches and
+ * each one is switched atomically (flowsdn_maps_policy_switch()).
+ *
+ * A change that cannot be compiled (an endpoint over its capacity) is
+ * undone: the database and the maps keep the previous policy and the
+ * call fails.  A switch that fails leaves that endpoint's previous policy
+ * in force; the call fails and names it.  One mutex guards the state; it
+ * is held across map updates (kernel calls the outside does not drive),
+ * never across network or file I/O of a client.  Private to agent/.
+ */
+#ifndef FLOWSDN_AGENT_POLICY_H
+#define FLOWSDN_AGENT_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <flowsdn/datapath.h>
+#include <flowsdn/policy.h>
+
+struct diag;
+struct agent_policy;
+
+/* Creates the state; identities are kept under @state_dir/identities.
+ * @maps (borrowed, may be NULL: compile without a datapath). */
+int agent_policy_new(const char *state_dir, struct flowsdn_maps *maps, struct agent_policy **ret);
+void agent_policy_free(struct agent_policy *p);
+
+/* What an endpoint is, as the policy sees it. */
+struct agent_policy_meta {
+	const char *namespace_name; /* NULL or "": the endpoint is outside policy (allows everything) */
+	const char *pod_name;       /* NULL: the container id's first 63 bytes */
+	const struct flowsdn_policy_label *labels;
+	size_t n_labels;
+	const struct flowsdn_policy_named_port *ports;
+	size_t n_ports;
+};
+
+/* Sets (or replaces) the metadata of the published endpoint @ep (its id,
+ * addresses and interface), allocates its identity, republishes it with
+ * that identity and applies the policy.  -EINVAL (names or labels
+ * Kubernetes refuses; @diag says which), -FLOWSDN_E_POLICY_* codes,
+ * -errno of the maps. */
+int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpoint *ep, const char *container_id,
+			      const struct agent_policy_meta *meta, struct diag *diag);
+/* Forgets endpoint @ep_id (its identity reference is released). */
+void agent_policy_endpoint_remove(struct agent_policy *p, uint32_t ep_id);
+
+/* PUT /v1/policy/{ns}/{name}: @json is a networking.k8s.io/v1
+ * NetworkPolicy; its tier from metadata.annotations["flowsdn.io/tier"].
+ * -FLOWSDN_E_POLICY_INVALID/_JSON with the API server's message in
+ * @diag. */
+int agent_policy_put(struct agent_policy *p, const char *ns, const char *name, const char *json, size_t len,
+		     struct diag *diag);
+/* -FLOWSDN_E_POLICY_NOT_FOUND when there is none. */
+int agent_policy_delete(struct agent_policy *p, const char *ns, const char *name, struct diag *diag);
+/* The stored object (@ns and @name) or the list of all (@ns NULL) as
+ * JSON.  -FLOWSDN_E_POLICY_NOT_FOUND. */
+int agent_policy_get(struct agent_policy *p, const char *ns, const char *name, char **ret_json);
+
+/* PUT /v1/namespace/{name} {"labels":{...}}. */
+int agent_policy_namespace_put(struct agent_policy *p, const char *name, const char *json, size_t len,
+			       struct diag *diag);
+int agent_policy_namespace_delete(struct agent_policy *p, const char *name, struct diag *diag);
+int agent_policy_namespaces(struct agent_policy *p, char **ret_json);
+
+/* GET /v1/identity: the identities of the endpoints. */
+int agent_policy_identities(struct agent_policy *p, char **ret_json);
+/* GET /v1/policy/verdicts: per endpoint, per rule, allowed and denied
+ * packets (from the policy map's entry counters). */
+int agent_policy_verdicts(struct agent_policy *p, char **ret_json);
+
+#endif

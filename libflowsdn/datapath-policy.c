@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The atomic per-endpoint policy switch and the scrub of unreachable
+ * entries (<flowsdn/datapath.h>; the model is in <flowsdn/maps.h>).
+ *
+ * Order of a switch: (1) every new entry under the generation not in
+ * force, (2) the flip of policy_gen and flags in each address entry of
+ * the endpoint, (3) the old generation's entries deleted.  A failure in
+ * (1) deletes what (1) wrote; in (2) flips back the addresses already
+ * flipped, then as in (1).  The datapath reads policy_gen per packet, so
+ * every packet is judged by one complete set.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <flowsdn/datapath.h>
+
+#include "datapath-internal.h"
+#include "internal.h"
+
+static int key_for(const struct flowsdn_policy_map_entry *e, uint32_t id, struct flowsdn_policy_key *k)
+{
+	*k = e->key;
+	k->ep_id = id;
+	if (flowsdn__policy_key_valid(k) < 0 || (e->flags & ~FLOWSDN_POLICY_F_DENY))
+		return -EINVAL;
+	return 0;
+}
+
+static void delete_entries(int fd, const struct flowsdn_policy_map_entry *e, size_t n, uint32_t id)
+{
+	struct flowsdn_policy_key k;
+
+	for (size_t i = 0; i < n; i++)
+		if (key_for(&e[i], id, &k) == 0)
+			bpf_map_delete_elem(fd, &k);
+}
+
+/* Sets policy_gen/flags of the first @n addresses of @ep to @gen/@flags
+ * (each was @ep's; BPF_EXIST: a removed address is not recreated). */
+static int flip(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep, size_t n, unsigned int gen,
+		uint32_t flags, size_t *ret_done)
+{
+	int fd = maps->fd[FSDN_MAP_EP];
+
+	for (size_t i = 0; i < n; i++) {
+		struct flowsdn_endpoint_key k;
+		struct flowsdn_endpoint_info info;
+
+		*ret_done = i;
+		if (flowsdn__ep_key(&ep->addrs[i], &k) < 0)
+			return -EINVAL;
+		if (bpf_map_lookup_elem(fd, &k, &info) < 0 || info.ep_id != ep->id)
+			return -ENOENT;
+		info.policy_gen = (__u8)gen;
+		info.flags = flags;
+		if (bpf_map_update_elem(fd, &k, &info, BPF_EXIST) < 0)
+			return -errno;
+	}
+	*ret_done = n;
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_maps_policy_generation(struct flowsdn_maps *maps, uint32_t ep_id,
+					       const struct flowsdn_addr *addr, unsigned int *ret_gen)
+{
+	struct flowsdn_endpoint_info info;
+	int r;
+
+	if (!maps || !addr || !ret_gen)
+		return -EINVAL;
+	r = flowsdn_maps_endpoint_lookup(maps, addr, &info);
+	if (r < 0)
+		return r;
+	if (info.ep_id != ep_id)
+		return -ENOENT;
+	*ret_gen = info.policy_gen & 1;
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_maps_policy_switch(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep,
+					   const struct flowsdn_policy_map_entry *old_entries, size_t n_old,
+					   const struct flowsdn_policy_map_entry *new_entries, size_t n_new,
+					   uint32_t ep_flags)
+{
+	struct flowsdn_endpoint_info info;
+	int fd;
+	unsigned int cur, next;
+	uint32_t cur_id, next_id, cur_flags;
+	size_t written = 0, flipped = 0;
+	int r;
+
+	if (!maps || !ep || ep->id == 0 || (ep->id & FLOWSDN_POLICY_GEN_BIT) || ep->n_addrs == 0 ||
+	    ep->n_addrs > FLOWSDN_ENDPOINT_MAX_ADDRS || (ep_flags & ~FLOWSDN_EP_F_ALL) || (n_old && !old_entries) ||
+	    (n_new && !new_entries))
+		return -EINVAL;
+	fd = maps->fd[FSDN_MAP_POLICY];
+	r = flowsdn_maps_endpoint_lookup(maps, &ep->addrs[0], &info);
+	if (r < 0)
+		return r;
+	if (info.ep_id != ep->id)
+		return -ENOENT;
+	cur = info.policy_gen & 1;
+	cur_flags = info.flags;
+	next = cur ^ 1;
+	cur_id = FLOWSDN_POLICY_KEY_ID(ep->id, cur);
+	next_id = FLOWSDN_POLICY_KEY_ID(ep->id, next);
+
+	for (; written < n_new; written++) {
+		struct flowsdn_policy_key k;
+		struct flowsdn_policy_value v = { .flags = new_entries[written].flags,
+						  .rule_id = new_entries[written].rule_id };
+
+		r = key_for(&new_entries[written], next_id, &k);
+		if (r < 0) {
+			pr_warn("endpoint %u: policy entry %zu is invalid", ep->id, written);
+			goto out_undo;
+		}
+		if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) {
+			r = -errno;
+			pr_warn("endpoint %u: writing policy entry %zu of %zu: %s", ep->id, written, n_new, strerror(errno));
+			goto out_undo;
+		}
+	}
+	r = flip(maps, ep, ep->n_addrs, next, ep_flags, &flipped);
+	if (r < 0) {
+		size_t ignored;
+
+		pr_warn("endpoint %u: switching to policy generation %u: %s", ep->id, next, strerror(-r));
+		/* Back to the generation and flags in force. */
+		flip(maps, ep, flipped, cur, cur_flags, &ignored);
+		goto out_undo;
+	}
+	delete_entries(fd, old_entries, n_old, cur_id);
+	return 0;
+
+out_undo:
+	delete_entries(fd, new_entries, written, next_id);
+	return r;
+}
+
+/* The generation in force per endpoint id, from a walk of flowsdn_ep. */
+struct gen_of {
+	uint32_t ep_id;
+	unsigned int gen;
+};
+
+static int cmp_gen(const void *a, const void *b)
+{
+	uint32_t x = ((const struct gen_of *)a)->ep_id, y = ((const struct gen_of *)b)->ep_id;
+
+	return x < y ? -1 : x > y;
+}
+
+FLOWSDN_API int flowsdn_maps_policy_scrub(struct flowsdn_maps *maps, size_t *ret_removed)
+{
+	struct flowsdn_endpoint_key ek, enext;
+	struct flowsdn_policy_key pk, pnext, doomed;
+	struct gen_of *gens = NULL;
+	size_t n = 0, cap = 0, removed = 0;
+	bool have = false, have_doomed = false;
+	int r = 0;
+
+	if (!maps)
+		return -EINVAL;
+	while (bpf_map_get_next_key(maps->fd[FSDN_MAP_EP], have ? &ek : NULL, &enext) == 0) {
+		struct flowsdn_endpoint_info info;
+
+		ek = enext;
+		have = true;
+		if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_EP], &ek, &info) < 0)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct gen_of *t = reallocarray(gens, ncap, sizeof(*t));
+
+			if (!t) {
+				r = -ENOMEM;
+				goto out;
+			}
+			gens = t;
+			cap = ncap;
+		}
+		gens[n++] = (struct gen_of){ info.ep_id, info.policy_gen & 1u };
+	}
+	qsort(gens, n, sizeof(*gens), cmp_gen);
+	have = false;
+	while (bpf_map_get_next_key(maps->fd[FSDN_MAP_POLICY], have ? &pk : NULL, &pnext) == 0) {
+		struct gen_of want = { pnext.ep_id & ~FLOWSDN_POLICY_GEN_BIT, 0 }, *g;
+
+		if (have_doomed) {
+			if (bpf_map_delete_elem(maps->fd[FSDN_MAP_POLICY], &doomed) == 0)
+				removed++;
+			have_doomed = false;
+		}
+		pk = pnext;
+		have = true;
+		g = bsearch(&want, gens, n, sizeof(*gens), cmp_gen);
+		if (!g || FLOWSDN_POLICY_KEY_ID(g->ep_id, g->gen) != pk.ep_id) {
+			doomed = pk;
+			have_doomed = true;
+		}
+	}
+	if (have_doomed && bpf_map_delete_elem(maps->fd[FSDN_MAP_POLICY], &doomed) == 0)
+		removed++;
+out:
+	free(gens);
+	if (ret_removed)
+		*ret_removed = removed;
+	return r;
+}
