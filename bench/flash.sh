@@ -30,9 +30,9 @@ node_up
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # Waits until ADDR:7777 echoes; prints nothing.
 until_echo() {
-	i=0
+	tries=0
 	until [ "$(timeout 1 bash -c 'exec 3<>/dev/udp/$0/7777; printf x >&3; timeout 0.05 head -c 1 <&3' "$1" 2>/dev/null)" = x ]; do
-		i=$((i + 1)); [ $i -lt 2000 ] || node_fail "no echo from $1"
+		tries=$((tries + 1)); [ $tries -lt 2000 ] || node_fail "no echo from $1"
 	done
 }
 jq --arg img "$image" '.image = $img | del(.gpu_type) | .ephemeral_storage_gib = 1' "$S/examples/udp-echo.json" >"$T/spec.json"
@@ -103,13 +103,15 @@ bare_mem() {
 
 : >"$T/op.ms"; : >"$T/bare.ms"
 bm=0
-for i in $(seq 1 "$N"); do
-	if [ $((i % 2)) -eq 1 ]; then
-		op_once "e$i" >>"$T/op.ms"; op_clean "e$i"
-		bare_once >>"$T/bare.ms"; [ "$i" -eq 1 ] && bm=$(bare_mem); bare_clean
+for run in $(seq 1 "$N"); do
+	if [ $((run % 2)) -eq 1 ]; then
+		op_once "e$run" >>"$T/op.ms"; op_clean "e$run"
+		bare_once >>"$T/bare.ms"
+		if [ "$run" -eq 1 ]; then bm=$(bare_mem); fi
+		bare_clean
 	else
 		bare_once >>"$T/bare.ms"; bare_clean
-		op_once "e$i" >>"$T/op.ms"; op_clean "e$i"
+		op_once "e$run" >>"$T/op.ms"; op_clean "e$run"
 	fi
 done
 stats() { sort -n "$1" | awk '{a[NR]=$1} END {printf "min %d  median %d  p90 %d  max %d ms (n=%d)", a[1], (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2), a[int(NR*0.9+0.999)], a[NR], NR}'; }

@@ -28,6 +28,7 @@
 #include <flash/image.h>
 
 #include "admission.h"
+#include "agent-client.h"
 #include "json.h"
 #include "runtime-internal.h"
 #include "runtime.h"
@@ -1354,6 +1355,19 @@ int op_runtime_start(const struct op_runtime_opts *opts, struct op_runtime **ret
 		snprintf(err, err_size, "%s: not executable (flowsdn-cni install puts it there)", rt->cni_plugin);
 		r = -ENOENT;
 		goto fail;
+	}
+	if (rt->agent_socket) {
+		/* The agent's API is the runtime's peer (contracts C5): it must
+		 * answer before replicas are wired through it. */
+		struct agent_client_opts ao = { .socket = rt->agent_socket, .timeout_ms = 5000 };
+		struct agent_client_err ae = { 0 };
+
+		r = agent_client_health(&ao, &ae);
+		if (r < 0) {
+			snprintf(err, err_size, "flowsdn-agent at %s: %s", rt->agent_socket,
+				 ae.message[0] ? ae.message : "not healthy");
+			goto fail;
+		}
 	}
 	if (rt->cgroup_parent[0] != '/' || strstr(rt->cgroup_parent, "..")) {
 		snprintf(err, err_size, "%s: the cgroup parent must be an absolute path without ..", rt->cgroup_parent);

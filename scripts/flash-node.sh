@@ -48,7 +48,7 @@ start_op() {
 	rm -f "$T/op.sock"
 	"$B/bin/flash-operator" --keys "$T/pk.jwks" --issuer mp --audience prov --socket "$T/op.sock" \
 		--state-dir "$T/opstate" --registry-plain-http --runtime-dir "$T/rt" --cni-bin-dir "$T/opt/cni/bin" \
-		--cni-conf "$T/etc/cni/net.d/00-flowsdn.conflist" --cgroup-parent "$CG" --dns 192.0.2.53 2>>"$T/op.log" &
+		--cni-conf "$T/etc/cni/net.d/00-flowsdn.conflist" --agent-socket "$T/run/flowsdn.sock" --cgroup-parent "$CG" --dns 192.0.2.53 2>>"$T/op.log" &
 	OP=$!
 	i=0
 	until [ -S "$T/op.sock" ]; do
