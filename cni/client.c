@@ -14,8 +14,8 @@
 #include "util.h"
 
 static int endpoint_call(const struct agent_client_opts *opts, const char *path, const char *container_id,
-			 const char *ifname, const char *netns, unsigned int mtu, struct agent_api_endpoint *ret,
-			 struct agent_client_err *err)
+			 const char *ifname, const char *netns, unsigned int mtu, enum flowsdn_cni_svc_translation svc,
+			 struct agent_api_endpoint *ret, struct agent_client_err *err)
 {
 	_cleanup_free_ char *body = NULL;
 	struct json_value *root = NULL;
@@ -24,7 +24,7 @@ static int endpoint_call(const struct agent_client_opts *opts, const char *path,
 
 	if (!container_id || !ifname || !netns || !ret)
 		return -EINVAL;
-	r = agent_api_owner_body(container_id, ifname, netns, mtu, &body);
+	r = agent_api_add_body(container_id, ifname, netns, mtu, svc, &body);
 	if (r < 0)
 		return r;
 	r = agent_client_call(opts, "POST", path, body, &root, err);
@@ -42,16 +42,17 @@ static int endpoint_call(const struct agent_client_opts *opts, const char *path,
 
 int agent_client_add(const struct agent_client_opts *opts, const char *container_id,
 					 const char *ifname, const char *netns, unsigned int mtu,
-					 struct agent_api_endpoint *ret, struct agent_client_err *err)
+					 enum flowsdn_cni_svc_translation svc, struct agent_api_endpoint *ret,
+					 struct agent_client_err *err)
 {
-	return endpoint_call(opts, "/v1/cni/add", container_id, ifname, netns, mtu, ret, err);
+	return endpoint_call(opts, "/v1/cni/add", container_id, ifname, netns, mtu, svc, ret, err);
 }
 
 int agent_client_check(const struct agent_client_opts *opts, const char *container_id,
 					   const char *ifname, const char *netns, struct agent_api_endpoint *ret,
 					   struct agent_client_err *err)
 {
-	return endpoint_call(opts, "/v1/cni/check", container_id, ifname, netns, 0, ret, err);
+	return endpoint_call(opts, "/v1/cni/check", container_id, ifname, netns, 0, FLOWSDN_CNI_SVC_SOCKET, ret, err);
 }
 
 int agent_client_del(const struct agent_client_opts *opts, const char *container_id,

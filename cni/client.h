@@ -17,9 +17,11 @@
 #include "agent-api.h"
 #include "agent-client.h"
 
-/* POST /v1/cni/add, /v1/cni/check.  @netns required; @mtu 0 = agent's. */
+/* POST /v1/cni/add, /v1/cni/check.  @netns required; @mtu 0 = agent's;
+ * @svc how services reach the endpoint (runtimeConfig serviceTranslation). */
 int agent_client_add(const struct agent_client_opts *opts, const char *container_id, const char *ifname,
-		     const char *netns, unsigned int mtu, struct agent_api_endpoint *ret, struct agent_client_err *err);
+		     const char *netns, unsigned int mtu, enum flowsdn_cni_svc_translation svc,
+		     struct agent_api_endpoint *ret, struct agent_client_err *err);
 int agent_client_check(const struct agent_client_opts *opts, const char *container_id, const char *ifname,
 		       const char *netns, struct agent_api_endpoint *ret, struct agent_client_err *err);
 /* POST /v1/cni/del: 0 (also when the agent had nothing). */

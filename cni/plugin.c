@@ -197,7 +197,7 @@ static void primary_add(struct plugin_ctx *c, struct outcome *o)
 		return;
 	}
 	err = agent_client_add(&c->client, c->env->container_id, c->env->ifname, c->env->netns,
-				       (unsigned int)mtu, &ep, &rerr);
+				       (unsigned int)mtu, flowsdn_cni_conf_svc_translation(c->conf), &ep, &rerr);
 	if (err < 0) {
 		fail_agent(o, c->version, "ADD", err, &rerr);
 		return;
