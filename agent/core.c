@@ -78,6 +78,7 @@ struct agent_core {
 	time_t started;
 	uint64_t own_netns[2];      /* the agent's and the initial netns inodes (0: unknown) */
 	struct timing timing[AGENT_VERB_MAX_];
+	struct agent_services *services; /* agent/services.c */
 };
 
 static void timespec_at(int64_t ms, struct timespec *ts)
@@ -1291,6 +1292,7 @@ void agent_core_free(struct agent_core *a)
 		free(a->dels[i]);
 	free(a->dels);
 	free(a->busy);
+	agent_services_free(a->services);
 	agent_ct_stop(a->ct_gc);
 	agent_policy_free(a->pol);
 	if (a->dp)
@@ -1304,6 +1306,11 @@ void agent_core_free(struct agent_core *a)
 	pthread_cond_destroy(&a->del_cond);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
+}
+
+struct agent_services *agent_core_services(struct agent_core *a)
+{
+	return a ? a->services : NULL;
 }
 
 int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, void *ctx, struct agent_core **ret)
@@ -1388,6 +1395,9 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	if (err < 0)
 		goto out;
 	err = restore(a);
+	if (err < 0)
+		goto out;
+	err = agent_services_new(a->cfg, a->ops, a->ctx, a->dp, &a->services);
 	if (err < 0)
 		goto out;
 	err = pthread_create(&a->deleter, NULL, deleter_main, a);

@@ -37,6 +37,7 @@
 #include "agent-api.h"
 #include "conf.h"
 #include "ops.h"
+#include "services.h"
 
 struct agent_core;
 
@@ -51,6 +52,9 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 /* Releases the core; endpoints, pinned programs and state stay
  * (forwarding goes on).  NULL is fine. */
 void agent_core_free(struct agent_core *core);
+
+/* The services (agent/services.h), owned by the core. */
+struct agent_services *agent_core_services(struct agent_core *core);
 
 /* The configuration the core runs with (owned by the core). */
 const struct agent_config *agent_core_config(const struct agent_core *core);

@@ -114,3 +114,18 @@ int agent_client_gc(const struct agent_client_opts *opts, const char *const *ids
 	return r;
 }
 
+
+int agent_client_endpoint_labels(const struct agent_client_opts *opts, uint32_t id, const char *body,
+				 struct agent_client_err *err)
+{
+	struct json_value *root = NULL;
+	char path[64];
+	int r;
+
+	if (!body || !id)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/v1/endpoint/%u/labels", id);
+	r = agent_client_call(opts, "PUT", path, body, &root, err);
+	json_free(root);
+	return r;
+}

@@ -27,6 +27,10 @@ int agent_client_check(const struct agent_client_opts *opts, const char *contain
 /* POST /v1/cni/del: 0 (also when the agent had nothing). */
 int agent_client_del(const struct agent_client_opts *opts, const char *container_id, const char *ifname,
 		     struct agent_client_err *err);
+/* PUT /v1/endpoint/@id/labels with @body ({"namespace", "name",
+ * "labels", "namedPorts"}, contracts C3). */
+int agent_client_endpoint_labels(const struct agent_client_opts *opts, uint32_t id, const char *body,
+				 struct agent_client_err *err);
 /* POST /v1/cni/gc with @n valid attachments (@ids[i], @ifnames[i]);
  * *ret_removed (may be NULL) gets how many endpoints were removed. */
 int agent_client_gc(const struct agent_client_opts *opts, const char *const *ids, const char *const *ifnames,
