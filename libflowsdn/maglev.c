@@ -44,6 +44,13 @@ static bool is_prime(uint32_t m)
 	return true;
 }
 
+/* The hash of the header comment; @m already checked. */
+static void permute(const void *key, size_t key_len, uint32_t m, uint64_t seed, uint32_t *offset, uint32_t *skip)
+{
+	*offset = (uint32_t)(flowsdn__siphash24(key, key_len, seed, 1) % m);
+	*skip = (uint32_t)(flowsdn__siphash24(key, key_len, seed, 2) % (m - 1) + 1);
+}
+
 FLOWSDN_API int flowsdn_maglev_permutation(const void *key, size_t key_len, uint32_t m, uint64_t seed,
 					   uint32_t *ret_offset, uint32_t *ret_skip)
 {
@@ -53,37 +60,54 @@ FLOWSDN_API int flowsdn_maglev_permutation(const void *key, size_t key_len, uint
 		return -FLOWSDN_E_MAGLEV_KEY;
 	if (m > FLOWSDN_MAGLEV_MAX_SIZE || !is_prime(m))
 		return -FLOWSDN_E_MAGLEV_SIZE;
-	*ret_offset = (uint32_t)(flowsdn__siphash24(key, key_len, seed, 1) % m);
-	*ret_skip = (uint32_t)(flowsdn__siphash24(key, key_len, seed, 2) % (m - 1) + 1);
+	permute(key, key_len, m, seed, ret_offset, ret_skip);
 	return 0;
 }
 
+/* The state of one backend while the table fills: 16 bytes, so that the
+ * round-robin pass walks one contiguous array. */
+struct turn {
+	uint32_t pos;    /* next candidate slot of the permutation, < m */
+	uint32_t skip;
+	uint32_t id;     /* the value written to its slots */
+	uint32_t index;  /* position in the sorted input (the schedule's order) */
+};
+
 /* Scratch of one population: every array is O(N) or O(M). */
 struct scratch {
-	uint32_t *pos;      /* N: current position in the permutation */
+	struct turn *turn;  /* N: backends with a share, in order */
 	uint32_t *quota;    /* N: slots to take */
-	uint32_t *taken;    /* N: slots taken so far */
-	uint32_t *next;     /* N: link in a round's list */
 	uint32_t *order;    /* N: indexes sorted for the remainder apportionment */
 	uint64_t *rem;      /* N: remainders of M w_i / W */
+	uint64_t *filled;   /* ceil(2M / 64) words: slot taken, twice */
+	/* General schedule only: */
+	uint32_t *left;     /* N: turns still owed */
+	uint32_t *step;     /* N: floor(q_max / q_i) */
+	uint32_t *stepr;    /* N: q_max mod q_i */
+	uint32_t *acc;      /* N: floor(k q_max / q_i) after k turns */
+	uint32_t *accr;     /* N: k q_max mod q_i */
+	uint32_t *next;     /* N: link in a round's list */
 	uint32_t *head;     /* q_max + 2: first backend of each round's list */
 	uint32_t *tail;     /* q_max + 2: last backend of each round's list */
-	uint64_t *filled;   /* ceil(M / 64) words */
 };
 
 #define NIL UINT32_MAX
 
 static void scratch_free(struct scratch *s)
 {
-	free(s->pos);
+	free(s->turn);
 	free(s->quota);
-	free(s->taken);
-	free(s->next);
 	free(s->order);
 	free(s->rem);
+	free(s->filled);
+	free(s->left);
+	free(s->step);
+	free(s->stepr);
+	free(s->acc);
+	free(s->accr);
+	free(s->next);
 	free(s->head);
 	free(s->tail);
-	free(s->filled);
 }
 
 /* Largest-remainder order: remainder descending, then index ascending. */
@@ -97,121 +121,241 @@ static int rem_cmp(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
+static inline uint32_t add_mod(uint32_t a, uint32_t b, uint32_t m)
+{
+	a += b;
+	return a >= m ? a - m : a;
+}
+
+static inline uint32_t is_taken(const uint64_t *filled, uint32_t p)
+{
+	return (uint32_t)(filled[p >> 6] >> (p & 63)) & 1;
+}
+
+/* Slot p is bit p and bit p + M of the taken bitmap (see below). */
+static inline void set_taken(uint64_t *filled, uint32_t p, uint32_t m)
+{
+	filled[p >> 6] |= UINT64_C(1) << (p & 63);
+	p += m;
+	filled[p >> 6] |= UINT64_C(1) << (p & 63);
+}
+
+/*
+ * Candidates are tested four at a time: pos + k skip for k = 0..3, each
+ * one addition from pos, so the chain of dependent steps (pos += 4 skip
+ * mod M) is a quarter as long as the permutation walk.  The taken bitmap
+ * has 2M bits, slot j being both bit j and bit j + M, so that a candidate
+ * pos + (k skip mod M) < 2M needs no reduction; only the chain does, with
+ * one conditional subtraction (positions stay below M < 2^20, sums below
+ * 2^21: no modulo, no 64-bit arithmetic).  At M = 65537 the bitmap is
+ * 16 KiB and stays in L1, where the 4-byte table entries would not.
+ */
+struct stride {
+	uint32_t s1, s2, s3, s4;  /* skip, 2, 3 and 4 skip, mod M */
+};
+
+static inline struct stride stride_of(uint32_t skip, uint32_t m)
+{
+	struct stride st = { .s1 = skip };
+
+	st.s2 = add_mod(skip, skip, m);
+	st.s3 = add_mod(st.s2, skip, m);
+	st.s4 = add_mod(st.s2, st.s2, m);
+	return st;
+}
+
+/* Bit k set when candidate p + k skip is free. */
+static inline uint32_t free_of(const uint64_t *filled, uint32_t p, const struct stride *st)
+{
+	return (is_taken(filled, p) | is_taken(filled, p + st->s1) << 1 | is_taken(filled, p + st->s2) << 2 |
+		is_taken(filled, p + st->s3) << 3) ^ 0xf;
+}
+
+static inline uint32_t candidate(uint32_t p, uint32_t free_mask, const struct stride *st, uint32_t m)
+{
+	const uint32_t off[4] = { 0, st->s1, st->s2, st->s3 };
+
+	return add_mod(p, off[__builtin_ctz(free_mask)], m);
+}
+
+static inline void claim(struct turn *t, uint32_t p, uint64_t *filled, uint32_t m, uint32_t *table)
+{
+	set_taken(filled, p, m);
+	table[p] = t->id;
+	t->pos = add_mod(p, t->skip, m);
+}
+
+/*
+ * One turn: the first free slot of t's permutation from t->pos.  The table
+ * is not full when a turn is owed (the quotas sum to M) and a permutation
+ * visits every slot, so the scan ends.
+ */
+static inline void take_turn(struct turn *t, uint64_t *filled, uint32_t m, uint32_t *table)
+{
+	struct stride st = stride_of(t->skip, m);
+	uint32_t p = t->pos, f;
+
+	while (!(f = free_of(filled, p, &st)))
+		p = add_mod(p, st.s4, m);
+	claim(t, candidate(p, f, &st, m), filled, m, table);
+}
+
+/* Exact shares: floor(M w / W), then the leftover slots one each to the
+ * largest remainders (ties: lower index).  M w < 2^20 * 2^32 fits 64 bits. */
+static int apportion(const uint32_t *weight, size_t n, uint32_t m, uint64_t total, struct scratch *s)
+{
+	uint64_t assigned = 0;
+	bool same_rem = true;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t prod = (uint64_t)m * (weight ? weight[i] : 1);
+
+		s->quota[i] = (uint32_t)(prod / total);
+		assigned += s->quota[i];
+	}
+	if (assigned == m)
+		return 0;
+	s->order = calloc(n, sizeof(*s->order));
+	s->rem = calloc(n, sizeof(*s->rem));
+	if (!s->order || !s->rem)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		s->order[i] = (uint32_t)i;
+		s->rem[i] = (uint64_t)m * (weight ? weight[i] : 1) % total;
+		same_rem &= s->rem[i] == s->rem[0];
+	}
+	/* Equal remainders (equal weights): index order is already the order. */
+	if (!same_rem)
+		qsort_r(s->order, n, sizeof(*s->order), rem_cmp, s->rem);
+	/* m - assigned < number of backends with a nonzero remainder, so a
+	 * weight-0 backend never gets a slot here. */
+	for (uint64_t k = 0; k < m - assigned; k++)
+		s->quota[s->order[k]]++;
+	return 0;
+}
+
+/*
+ * The general schedule: backend i has its k-th turn in round
+ * floor((k - 1) q_max / q_i) + 1.  The rounds are a calendar queue: one
+ * FIFO list per round (head/tail arrays of q_max + 2 entries, a next link
+ * per backend); a backend is appended to the list of the round of its next
+ * turn after each turn, so the work is O(M + N + q_max) whatever the
+ * weights.  The round of the next turn is kept as a quotient and a
+ * remainder advanced by (q_max / q_i, q_max mod q_i): no division per turn.
+ */
+static int populate_scheduled(struct scratch *s, size_t k, uint32_t qmax, uint32_t m, uint32_t *table)
+{
+	s->left = malloc(k * sizeof(*s->left));
+	s->step = malloc(k * sizeof(*s->step));
+	s->stepr = malloc(k * sizeof(*s->stepr));
+	s->acc = calloc(k, sizeof(*s->acc));
+	s->accr = calloc(k, sizeof(*s->accr));
+	s->next = malloc(k * sizeof(*s->next));
+	s->head = malloc(((size_t)qmax + 2) * sizeof(*s->head));
+	s->tail = malloc(((size_t)qmax + 2) * sizeof(*s->tail));
+	if (!s->left || !s->step || !s->stepr || !s->acc || !s->accr || !s->next || !s->head || !s->tail)
+		return -ENOMEM;
+	memset(s->head, 0xff, ((size_t)qmax + 2) * sizeof(*s->head));
+	memset(s->tail, 0xff, ((size_t)qmax + 2) * sizeof(*s->tail));
+
+	/* Everyone with a share has its first turn in round 1, in order. */
+	for (size_t j = 0; j < k; j++) {
+		uint32_t q = s->quota[s->turn[j].index];
+
+		s->left[j] = q;
+		s->step[j] = qmax / q;
+		s->stepr[j] = qmax % q;
+		s->next[j] = NIL;
+		if (s->tail[1] == NIL)
+			s->head[1] = (uint32_t)j;
+		else
+			s->next[s->tail[1]] = (uint32_t)j;
+		s->tail[1] = (uint32_t)j;
+	}
+	for (uint32_t round = 1; round <= qmax; round++) {
+		for (uint32_t j = s->head[round]; j != NIL;) {
+			uint32_t following = s->next[j];
+
+			take_turn(&s->turn[j], s->filled, m, table);
+			if (--s->left[j]) {
+				uint32_t q = s->quota[s->turn[j].index], nr;
+
+				s->acc[j] += s->step[j];
+				s->accr[j] += s->stepr[j];
+				if (s->accr[j] >= q) {
+					s->accr[j] -= q;
+					s->acc[j]++;
+				}
+				nr = s->acc[j] + 1;
+				s->next[j] = NIL;
+				if (s->tail[nr] == NIL)
+					s->head[nr] = j;
+				else
+					s->next[s->tail[nr]] = j;
+				s->tail[nr] = j;
+			}
+			j = following;
+		}
+	}
+	return 0;
+}
+
 /*
  * Fills table[] (m entries) with ids[i] (or i when @ids is NULL).
  * Backends are in their final order; offset[i] < m, 1 <= skip[i] < m.
  * Nothing is written to @table unless everything succeeds.
+ *
+ * When every share is q_max or q_max - 1 (equal weights always are), the
+ * schedule above is the paper's plain round robin: rounds 1 .. q_max - 1
+ * give every backend a turn in order, round q_max those with q_max slots.
+ * That case walks the turn array directly, with no queue.
  */
 static int populate(const uint32_t *offset, const uint32_t *skip, const uint32_t *weight, const uint32_t *ids,
 		    size_t n, uint32_t m, uint32_t *table)
 {
 	struct scratch s = { 0 };
-	uint64_t total = 0, assigned = 0;
+	uint64_t total = 0;
 	uint32_t qmax = 0;
-	int r = 0;
+	bool near_equal = true;
+	size_t k = 0;
+	int r;
 
 	for (size_t i = 0; i < n; i++)
 		total += weight ? weight[i] : 1;
 	if (total == 0)
 		return -FLOWSDN_E_MAGLEV_NO_BACKEND;
 
-	s.pos = calloc(n, sizeof(*s.pos));
-	s.quota = calloc(n, sizeof(*s.quota));
-	s.taken = calloc(n, sizeof(*s.taken));
-	s.next = calloc(n, sizeof(*s.next));
-	s.filled = calloc(((size_t)m + 63) / 64, sizeof(*s.filled));
-	if (!s.pos || !s.quota || !s.taken || !s.next || !s.filled) {
+	s.turn = malloc(n * sizeof(*s.turn));
+	s.quota = malloc(n * sizeof(*s.quota));
+	s.filled = calloc((2 * (size_t)m + 63) / 64, sizeof(*s.filled));
+	if (!s.turn || !s.quota || !s.filled) {
 		r = -ENOMEM;
 		goto out;
 	}
-
-	/* Exact shares: floor(M w / W), then the leftover slots one each to
-	 * the largest remainders.  M w < 2^20 * 2^32 fits 64 bits. */
-	for (size_t i = 0; i < n; i++) {
-		uint64_t prod = (uint64_t)m * (weight ? weight[i] : 1);
-
-		s.quota[i] = (uint32_t)(prod / total);
-		assigned += s.quota[i];
-	}
-	if (assigned < m) {
-		s.order = calloc(n, sizeof(*s.order));
-		s.rem = calloc(n, sizeof(*s.rem));
-		if (!s.order || !s.rem) {
-			r = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++) {
-			s.order[i] = (uint32_t)i;
-			s.rem[i] = (uint64_t)m * (weight ? weight[i] : 1) % total;
-		}
-		qsort_r(s.order, n, sizeof(*s.order), rem_cmp, s.rem);
-		/* m - assigned < number of backends with a nonzero remainder,
-		 * so a weight-0 backend never gets a slot here. */
-		for (uint64_t k = 0; k < m - assigned; k++)
-			s.quota[s.order[k]]++;
-	}
+	r = apportion(weight, n, m, total, &s);
+	if (r < 0)
+		goto out;
 	for (size_t i = 0; i < n; i++)
 		if (s.quota[i] > qmax)
 			qmax = s.quota[i];
-
-	s.head = malloc(((size_t)qmax + 2) * sizeof(*s.head));
-	s.tail = malloc(((size_t)qmax + 2) * sizeof(*s.tail));
-	if (!s.head || !s.tail) {
-		r = -ENOMEM;
-		goto out;
-	}
-	memset(s.head, 0xff, ((size_t)qmax + 2) * sizeof(*s.head));
-	memset(s.tail, 0xff, ((size_t)qmax + 2) * sizeof(*s.tail));
-
-	/* Everyone with a share has its first turn in round 1, in order. */
 	for (size_t i = 0; i < n; i++) {
-		s.pos[i] = offset[i];
-		s.next[i] = NIL;
 		if (!s.quota[i])
 			continue;
-		if (s.tail[1] == NIL)
-			s.head[1] = (uint32_t)i;
-		else
-			s.next[s.tail[1]] = (uint32_t)i;
-		s.tail[1] = (uint32_t)i;
+		near_equal &= s.quota[i] + 1 >= qmax;
+		s.turn[k++] = (struct turn){
+			.pos = offset[i], .skip = skip[i], .id = ids ? ids[i] : (uint32_t)i, .index = (uint32_t)i,
+		};
 	}
-
-	for (uint32_t round = 1; round <= qmax; round++) {
-		for (uint32_t i = s.head[round]; i != NIL;) {
-			uint32_t following = s.next[i];
-			uint32_t p = s.pos[i];
-
-			/* The table is not full (sum of quotas = M and this turn is
-			 * owed), and the permutation visits every slot, so this
-			 * ends. */
-			while (s.filled[p / 64] >> (p % 64) & 1) {
-				uint64_t np = (uint64_t)p + skip[i];
-
-				p = (uint32_t)(np >= m ? np - m : np);
-			}
-			s.filled[p / 64] |= UINT64_C(1) << (p % 64);
-			table[p] = ids ? ids[i] : i;
-			{
-				uint64_t np = (uint64_t)p + skip[i];
-
-				s.pos[i] = (uint32_t)(np >= m ? np - m : np);
-			}
-			s.taken[i]++;
-			if (s.taken[i] < s.quota[i]) {
-				/* Turn k + 1 (k = taken) falls in round
-				 * floor(k q_max / q_i) + 1 > round. */
-				uint32_t nr = (uint32_t)((uint64_t)s.taken[i] * qmax / s.quota[i]) + 1;
-
-				s.next[i] = NIL;
-				if (s.tail[nr] == NIL)
-					s.head[nr] = i;
-				else
-					s.next[s.tail[nr]] = i;
-				s.tail[nr] = i;
-			}
-			i = following;
-		}
+	if (!near_equal) {
+		r = populate_scheduled(&s, k, qmax, m, table);
+		goto out;
 	}
+	for (uint32_t round = 1; round < qmax; round++)
+		for (size_t j = 0; j < k; j++)
+			take_turn(&s.turn[j], s.filled, m, table);
+	for (size_t j = 0; j < k; j++)
+		if (s.quota[s.turn[j].index] == qmax)
+			take_turn(&s.turn[j], s.filled, m, table);
 out:
 	scratch_free(&s);
 	return r;
@@ -261,7 +405,6 @@ FLOWSDN_API int flowsdn_maglev_build(const struct flowsdn_maglev_backend *backen
 {
 	_cleanup_free_ uint32_t *order = NULL, *offset = NULL, *skip = NULL, *weight = NULL, *ids = NULL;
 	uint64_t seed;
-	int r;
 
 	if (!backends || n == 0 || !ret_table || !OPTS_VALID(opts, flowsdn_maglev_opts))
 		return -EINVAL;
@@ -291,9 +434,8 @@ FLOWSDN_API int flowsdn_maglev_build(const struct flowsdn_maglev_backend *backen
 
 		if (i > 0 && backend_cmp(&order[i - 1], &order[i], (void *)backends) == 0)
 			return -FLOWSDN_E_MAGLEV_DUPLICATE;
-		r = flowsdn_maglev_permutation(b->key, b->key_len, m, seed, &offset[i], &skip[i]);
-		if (r < 0)
-			return r;
+		/* m is supported and the keys were checked above. */
+		permute(b->key, b->key_len, m, seed, &offset[i], &skip[i]);
 		weight[i] = b->weight;
 		ids[i] = b->id;
 	}

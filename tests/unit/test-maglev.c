@@ -331,3 +331,55 @@ Test(maglev, more_backends_than_slots)
 		for (int k = 0; k < i; k++)
 			cr_assert_neq(t[i], t[k], "slots %d and %d share backend %u", i, k, t[i]);
 }
+
+/* FNV-1a over the table's entries as little-endian bytes. */
+static uint64_t table_digest(const uint32_t *t, uint32_t m)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (uint32_t i = 0; i < m; i++)
+		for (int b = 0; b < 4; b++) {
+			h ^= t[i] >> (8 * b) & 0xff;
+			h *= UINT64_C(0x100000001b3);
+		}
+	return h;
+}
+
+/*
+ * The tables themselves, pinned: digests of tables built by the straight
+ * calendar-queue implementation (before the build was made faster), for
+ * equal, near-equal, skewed (1 and 1000) and zero weights, so that any
+ * change of the fill (fast paths, schedule arithmetic) that moves a single
+ * slot fails here.  A table is shared by every node: it may never change.
+ */
+Test(maglev, tables_pinned)
+{
+	static const struct { size_t n; uint32_t m; int kind; uint64_t digest; } cases[] = {
+		{ 100, 16381, 0, UINT64_C(0xea67c3d64902f01d) },
+		{ 4, 65537, 1, UINT64_C(0x72bca1505089f478) },
+		{ 50, 4093, 2, UINT64_C(0xb6f8014f5868a8f0) },
+		{ 1000, 65537, 3, UINT64_C(0x976ef375991168f6) },
+		{ 7, 251, 4, UINT64_C(0x2412af0f99b22f1e) },
+		{ 300, 131071, 5, UINT64_C(0xdbad56f9c2dce409) },
+	};
+	static struct flowsdn_maglev_backend be[1000];
+	static uint32_t t[131071];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		make_backends(be, cases[c].n, 1);
+		for (size_t i = 0; i < cases[c].n; i++) {
+			switch (cases[c].kind) {
+			case 0: be[i].weight = (uint32_t)(i % 5 + 1); break;
+			case 1: be[i].weight = (uint32_t)(i + 1); break;
+			case 2: be[i].weight = i % 7 == 0 ? 1000 : 1; break;
+			case 3: be[i].weight = 1; break;
+			case 4: be[i].weight = i == 3 ? 0 : (uint32_t)(i * 3 + 1); break;
+			default: be[i].weight = (uint32_t)(i * i % 17); break;
+			}
+		}
+		ASSERT_OK(flowsdn_maglev_build(be, cases[c].n, cases[c].m, NULL, t), "build");
+		cr_assert_eq(table_digest(t, cases[c].m), cases[c].digest, "N=%zu M=%u kind %d: table digest %#llx, pinned %#llx",
+			     cases[c].n, cases[c].m, cases[c].kind, (unsigned long long)table_digest(t, cases[c].m),
+			     (unsigned long long)cases[c].digest);
+	}
+}
