@@ -91,7 +91,7 @@ struct svc {
 	struct flowsdn_prefix *ranges, *denied;
 	size_t n_ranges, n_denied;
 	struct lowered low;       /* what is published */
-	bool published;
+	size_t pos;               /* index in agent_services.svcs */
 };
 
 /* Frontend index: (address, port, protocol) -> service. */
@@ -114,6 +114,8 @@ struct agent_services {
 	size_t n, cap;
 	struct fe_slot *index;
 	size_t index_cap, index_used;
+	struct svc **ids;         /* id hash: NULL free, TOMB deleted */
+	size_t ids_cap, ids_used;
 	uint32_t next_svc_id, next_backend_id;
 };
 
@@ -893,12 +895,71 @@ static size_t fe_key_count(const struct agent_services *as, const struct svc *s)
 	return n;
 }
 
+#define TOMB ((struct svc *)&tomb_marker)
+static const char tomb_marker;
+
+static uint64_t id_hash(const char *id)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *id; id++)
+		h = (h ^ (uint8_t)*id) * 1099511628211ull;
+	return h;
+}
+
+/* The id slot of @id: its entry, or (@for_insert) the first free one. */
+static struct svc **id_slot(const struct agent_services *as, const char *id, bool for_insert)
+{
+	size_t mask = as->ids_cap - 1, i;
+	struct svc **free_slot = NULL;
+
+	if (!as->ids_cap)
+		return NULL;
+	for (i = id_hash(id) & mask;; i = (i + 1) & mask) {
+		struct svc **e = &as->ids[i];
+
+		if (!*e)
+			return for_insert ? (free_slot ? free_slot : e) : NULL;
+		if (*e == TOMB) {
+			if (!free_slot)
+				free_slot = e;
+			continue;
+		}
+		if (!strcmp((*e)->id, id))
+			return e;
+	}
+}
+
+static int ids_grow(struct agent_services *as)
+{
+	struct svc **old = as->ids;
+	size_t old_cap = as->ids_cap, cap = old_cap ? old_cap : 256;
+
+	if (old_cap && (as->ids_used + 1) * 2 < old_cap)
+		return 0;
+	while ((as->n + 1) * 2 >= cap)
+		cap *= 2;
+	as->ids = calloc(cap, sizeof(*as->ids));
+	if (!as->ids) {
+		as->ids = old;
+		return -ENOMEM;
+	}
+	as->ids_cap = cap;
+	as->ids_used = 0;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i] && old[i] != TOMB) {
+			*id_slot(as, old[i]->id, true) = old[i];
+			as->ids_used++;
+		}
+	free(old);
+	return 0;
+}
+
 static ssize_t svc_find(const struct agent_services *as, const char *id)
 {
-	for (size_t i = 0; i < as->n; i++)
-		if (!strcmp(as->svcs[i]->id, id))
-			return (ssize_t)i;
-	return -1;
+	struct svc **e = id_slot(as, id, false);
+
+	return e ? (ssize_t)(*e)->pos : -1;
 }
 
 /* Backend ids: those of @old for the same address and port, new ones
@@ -1019,6 +1080,8 @@ static int apply_locked(struct agent_services *as, struct svc *s, bool save, str
 		goto fail;
 	}
 	r = index_grow(as, fe_key_count(as, s));
+	if (r == 0 && !old)
+		r = ids_grow(as);
 	if (r == 0 && !old && as->n == as->cap) {
 		size_t cap = as->cap ? as->cap * 2 : 64;
 		struct svc **p = realloc(as->svcs, cap * sizeof(*p));
@@ -1055,9 +1118,17 @@ static int apply_locked(struct agent_services *as, struct svc *s, bool save, str
 	}
 	fe_keys(as, s, key_add, s);
 	if (old) {
+		s->pos = (size_t)at;
 		as->svcs[at] = s;
+		*id_slot(as, s->id, false) = s;
 		svc_free(old);
 	} else {
+		struct svc **e = id_slot(as, s->id, true);
+
+		if (!*e)
+			as->ids_used++;
+		*e = s;
+		s->pos = as->n;
 		as->svcs[as->n++] = s;
 	}
 	if (save) {
@@ -1143,8 +1214,12 @@ int agent_services_delete(struct agent_services *as, const char *id, struct diag
 	}
 	destroy_removed(as, as->svcs[at], NULL);
 	fe_keys(as, as->svcs[at], key_drop, as->svcs[at]);
+	*id_slot(as, id, false) = TOMB;
 	svc_free(as->svcs[at]);
-	as->svcs[at] = as->svcs[--as->n];
+	if ((size_t)at != --as->n) {
+		as->svcs[at] = as->svcs[as->n];
+		as->svcs[at]->pos = (size_t)at;
+	}
 	r = state_save(as);
 out:
 	pthread_mutex_unlock(&as->lock);
@@ -1277,6 +1352,7 @@ void agent_services_free(struct agent_services *as)
 	for (size_t i = 0; i < as->n; i++)
 		svc_free(as->svcs[i]);
 	free(as->svcs);
+	free(as->ids);
 	free(as->index);
 	free(as->state_path);
 	pthread_mutex_destroy(&as->lock);

@@ -35,9 +35,6 @@
  *   flowsdn_svc      hash     service_key      -> service_value
  *   flowsdn_backend  hash     __u32 backend id -> backend
  *   flowsdn_maglev   hash     maglev_key       -> maglev_value
- *   flowsdn_srcrange LPM trie srcrange_key     -> srcrange_value
- *                    per service: the sources allowed and denied to
- *                    reach it from outside (see "source ranges").
  *   flowsdn_svc_slot hash     svc_slot_key     -> svc_slot_value
  *                    the backends a new flow of a service may get.
  *   flowsdn_affinity LRU hash affinity_key     -> affinity_value
@@ -60,6 +57,9 @@
  * (flowsdn_maps_service_publish()) write backends, then slots, then the
  * service values, then remove stale slots and backends, so that a lookup
  * never sees a half-written service.
+ *   flowsdn_srcrange LPM trie srcrange_key     -> srcrange_value
+ *                    per service: the sources allowed and denied to
+ *                    reach it from outside (see "source ranges").
  *   flowsdn_ct       LRU hash ct_key           -> ct_entry
  *                    connection tracking, one table for the whole datapath
  *                    (policy and service reverse NAT); max entries from
@@ -133,10 +133,10 @@
 #define FLOWSDN_MAP_SERVICES "flowsdn_svc"
 #define FLOWSDN_MAP_BACKENDS "flowsdn_backend"
 #define FLOWSDN_MAP_MAGLEV "flowsdn_maglev"
-#define FLOWSDN_MAP_SRCRANGE "flowsdn_srcrange"
 #define FLOWSDN_MAP_SVC_SLOTS "flowsdn_svc_slot"
 #define FLOWSDN_MAP_AFFINITY "flowsdn_affinity"
 #define FLOWSDN_MAP_SOCK_REVNAT "flowsdn_sock_rnat"
+#define FLOWSDN_MAP_SRCRANGE "flowsdn_srcrange"
 #define FLOWSDN_MAP_CT "flowsdn_ct"
 #define FLOWSDN_MAP_CT_STATS "flowsdn_ctstat"
 #define FLOWSDN_MAP_FRAGS "flowsdn_frag"
@@ -149,12 +149,12 @@
 #define FLOWSDN_MAX_SERVICES 65536
 #define FLOWSDN_MAX_BACKENDS 65536
 #define FLOWSDN_MAX_MAGLEV_SLOTS 4194304
-#define FLOWSDN_MAX_SRCRANGE 65536
 #define FLOWSDN_MAX_SVC_SLOTS 262144
 #define FLOWSDN_MAX_AFFINITY 65536
 #define FLOWSDN_MAX_SOCK_REVNAT 65536
 /* Slots of one backend set (sum of the weights of its active backends). */
 #define FLOWSDN_SVC_MAX_SLOTS_PER_SET 65536
+#define FLOWSDN_MAX_SRCRANGE 65536
 #define FLOWSDN_CT_DEFAULT_MAX 65536 /* flowsdn_ct, unless the loader sets another size */
 #define FLOWSDN_MAX_FRAGS 8192
 
@@ -413,61 +413,6 @@ struct flowsdn_maglev_value {
 FLOWSDN_CHECK_SIZE(flowsdn_maglev_value, 4);
 FLOWSDN_CHECK_OFF(flowsdn_maglev_value, backend_id, 0);
 
-/* ------------------------------------------------------------ source ranges */
-
-/*
- * Source ranges of a service (loadBalancerSourceRanges, and the denied
- * ranges the Flash spec adds), enforced in BPF on traffic from outside.
- * One LPM trie for every service; a key is
- *
- *   svc_id (32) | list (8) | family (8) | pad (16) | addr (0..128)
- *
- * so that a lookup of (svc_id, list, family, source) finds the longest
- * range of that list.  The verdict for a source: denied if the DENY list
- * matches (deny wins, whatever the allow list says); else allowed if the
- * ALLOW list matches; else allowed only when the service has no allow
- * list at all (an empty allow list = everyone).  Whether it has one is
- * the META entry: list FLOWSDN_SRCRANGE_META with prefixlen
- * FLOWSDN_SRCRANGE_PREFIX_BASE (no address bits, family 0), value flag
- * FLOWSDN_SRCRANGE_F_HAS_ALLOW.  A service without any entry lets
- * everyone in.
- */
-enum flowsdn_srcrange_list {
-	FLOWSDN_SRCRANGE_ALLOW = 0,
-	FLOWSDN_SRCRANGE_DENY = 1,
-	FLOWSDN_SRCRANGE_META = 2,
-};
-
-struct flowsdn_srcrange_key {
-	__u32 prefixlen;  /* FLOWSDN_SRCRANGE_PREFIX_BASE + the range's length */
-	__u32 svc_id;     /* flowsdn_service_value.svc_id (the EXTERNAL scope's) */
-	__u8 list;        /* enum flowsdn_srcrange_list */
-	__u8 family;      /* FLOWSDN_AF_INET/INET6; 0 in the META entry */
-	__u8 pad0[2];     /* zero; part of the exact prefix */
-	__be32 addr[4];   /* the range's network address (host bits zero) */
-};
-FLOWSDN_CHECK_SIZE(flowsdn_srcrange_key, 28);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, prefixlen, 0);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, svc_id, 4);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, list, 8);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, family, 9);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, pad0, 10);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, addr, 12);
-/* prefixlen of (svc_id, list, family, pad): the bits before the address */
-#define FLOWSDN_SRCRANGE_PREFIX_BASE 64
-
-/* srcrange_value.flags */
-#define FLOWSDN_SRCRANGE_F_HAS_ALLOW (1u << 0) /* META: the service has an allow list */
-
-struct flowsdn_srcrange_value {
-	__u32 flags;      /* FLOWSDN_SRCRANGE_F_* (META), 0 in ranges */
-	__u32 pad0;       /* zero */
-	__u64 packets;    /* packets this entry decided (updated by the datapath) */
-};
-FLOWSDN_CHECK_SIZE(flowsdn_srcrange_value, 16);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, flags, 0);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, pad0, 4);
-FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, packets, 8);
 /* flowsdn_svc_slot: slot @slot (0 .. slot_count-1) of backend set
  * @svc_id -> an active backend's id. */
 struct flowsdn_svc_slot_key {
@@ -542,6 +487,61 @@ FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, port, 16);
 FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, family, 18);
 FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, pad0, 19);
 FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, svc_id, 20);
+/* ------------------------------------------------------------ source ranges */
+
+/*
+ * Source ranges of a service (loadBalancerSourceRanges, and the denied
+ * ranges the Flash spec adds), enforced in BPF on traffic from outside.
+ * One LPM trie for every service; a key is
+ *
+ *   svc_id (32) | list (8) | family (8) | pad (16) | addr (0..128)
+ *
+ * so that a lookup of (svc_id, list, family, source) finds the longest
+ * range of that list.  The verdict for a source: denied if the DENY list
+ * matches (deny wins, whatever the allow list says); else allowed if the
+ * ALLOW list matches; else allowed only when the service has no allow
+ * list at all (an empty allow list = everyone).  Whether it has one is
+ * the META entry: list FLOWSDN_SRCRANGE_META with prefixlen
+ * FLOWSDN_SRCRANGE_PREFIX_BASE (no address bits, family 0), value flag
+ * FLOWSDN_SRCRANGE_F_HAS_ALLOW.  A service without any entry lets
+ * everyone in.
+ */
+enum flowsdn_srcrange_list {
+	FLOWSDN_SRCRANGE_ALLOW = 0,
+	FLOWSDN_SRCRANGE_DENY = 1,
+	FLOWSDN_SRCRANGE_META = 2,
+};
+
+struct flowsdn_srcrange_key {
+	__u32 prefixlen;  /* FLOWSDN_SRCRANGE_PREFIX_BASE + the range's length */
+	__u32 svc_id;     /* flowsdn_service_value.svc_id (the EXTERNAL scope's) */
+	__u8 list;        /* enum flowsdn_srcrange_list */
+	__u8 family;      /* FLOWSDN_AF_INET/INET6; 0 in the META entry */
+	__u8 pad0[2];     /* zero; part of the exact prefix */
+	__be32 addr[4];   /* the range's network address (host bits zero) */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_srcrange_key, 28);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, prefixlen, 0);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, svc_id, 4);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, list, 8);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, family, 9);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, pad0, 10);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, addr, 12);
+/* prefixlen of (svc_id, list, family, pad): the bits before the address */
+#define FLOWSDN_SRCRANGE_PREFIX_BASE 64
+
+/* srcrange_value.flags */
+#define FLOWSDN_SRCRANGE_F_HAS_ALLOW (1u << 0) /* META: the service has an allow list */
+
+struct flowsdn_srcrange_value {
+	__u32 flags;      /* FLOWSDN_SRCRANGE_F_* (META), 0 in ranges */
+	__u32 pad0;       /* zero */
+	__u64 packets;    /* packets this entry decided (updated by the datapath) */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_srcrange_value, 16);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, flags, 0);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, pad0, 4);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, packets, 8);
 /* ------------------------------------------------------------ conntrack */
 
 /*

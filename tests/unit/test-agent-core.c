@@ -1259,6 +1259,45 @@ Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeo
 	unserve(&s);
 }
 
+/* /v1/service over the socket: PUT, GET one and all, a refused body
+ * naming its field, 404s, DELETE, and the read-only rules. */
+Test(agent_http, service_routes)
+{
+	static const char body[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.10\",\"port\":80}],"
+				   "\"backends\":[{\"address\":\"10.0.0.5\",\"port\":8080}]}";
+	static const char bad[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.10\",\"port\":80}],"
+				  "\"backends\":[{\"address\":\"10.0.0.5\",\"port\":8080},{\"address\":\"10.0.0.6\"}]}";
+	static const char path[] = "/v1/service/fs-0123456789abcdef0123456789abcdef";
+	struct served s;
+	char out[8192], req[1024];
+	int n;
+
+	serve(&s);
+	n = snprintf(req, sizeof(req), "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		     path, sizeof(body) - 1, body);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"svcId\":1"), "%s", out);
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"address\":\"10.0.0.5\""), "%s", out);
+	n = snprintf(req, sizeof(req), "GET /v1/service HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "{\"services\":[{\"id\":\"fs-0123456789abcdef0123456789abcdef\""), "%s", out);
+	n = snprintf(req, sizeof(req), "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		     path, sizeof(bad) - 1, bad);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "\"field\":\"backends[1].port\""), "the field at fault: %s", out);
+	n = snprintf(req, sizeof(req), "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+		     path);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 405, "%s", out);
+	n = snprintf(req, sizeof(req), "DELETE %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 404, "%s", out);
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 404, "%s", out);
+	unserve(&s);
+}
+
 /* Contract C3: an endpoint ADDed with serviceTranslation "packet" is
  * published with FLOWSDN_EP_F_SVC_PACKET; PUT /v1/endpoint/{id}/translation
  * switches it (republished, saved, restored by the next agent). */
@@ -1335,45 +1374,6 @@ Test(agent_http, translation_route, .timeout = 30)
 	n = snprintf(req, sizeof(req), "PUT /v1/endpoint/%u/x/translation HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
 		     "Content-Length: %zu\r\n\r\n%s", a.id, strlen(body), body);
 	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 400, "%s", out);
-	unserve(&s);
-}
-
-/* /v1/service over the socket: PUT, GET one and all, a refused body
- * naming its field, 404s, DELETE, and the read-only rules. */
-Test(agent_http, service_routes)
-{
-	static const char body[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.10\",\"port\":80}],"
-				   "\"backends\":[{\"address\":\"10.0.0.5\",\"port\":8080}]}";
-	static const char bad[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.10\",\"port\":80}],"
-				  "\"backends\":[{\"address\":\"10.0.0.5\",\"port\":8080},{\"address\":\"10.0.0.6\"}]}";
-	static const char path[] = "/v1/service/fs-0123456789abcdef0123456789abcdef";
-	struct served s;
-	char out[8192], req[1024];
-	int n;
-
-	serve(&s);
-	n = snprintf(req, sizeof(req), "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-		     path, sizeof(body) - 1, body);
-	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
-	cr_assert(strstr(out, "\"svcId\":1"), "%s", out);
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
-	cr_assert(strstr(out, "\"address\":\"10.0.0.5\""), "%s", out);
-	n = snprintf(req, sizeof(req), "GET /v1/service HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
-	cr_assert(strstr(out, "{\"services\":[{\"id\":\"fs-0123456789abcdef0123456789abcdef\""), "%s", out);
-	n = snprintf(req, sizeof(req), "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-		     path, sizeof(bad) - 1, bad);
-	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 400, "%s", out);
-	cr_assert(strstr(out, "\"field\":\"backends[1].port\""), "the field at fault: %s", out);
-	n = snprintf(req, sizeof(req), "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
-		     path);
-	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 405, "%s", out);
-	n = snprintf(req, sizeof(req), "DELETE %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
-	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 404, "%s", out);
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 404, "%s", out);
 	unserve(&s);
 }
 

@@ -498,3 +498,35 @@ Test(agent_services, removed_udp_backend_sockets_are_destroyed)
 	cr_assert_eq(fk.destroys, 2);
 	agent_services_free(s);
 }
+
+Test(agent_services, many_services_found_by_id_after_deletes)
+{
+	struct agent_services *s = start(NULL);
+	char out[4096], body[512], id[40];
+	int err;
+	char *json;
+
+	for (int i = 0; i < 300; i++) {
+		snprintf(id, sizeof(id), "fs-%032x", i + 1);
+		snprintf(body, sizeof(body),
+			 "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.%d.%d\",\"port\":80}]}",
+			 i / 250, i % 250 + 1);
+		ASSERT_OK(put(s, id, body, out, sizeof(out)), out);
+	}
+	for (int i = 0; i < 300; i += 3) {
+		snprintf(id, sizeof(id), "fs-%032x", i + 1);
+		ASSERT_OK(agent_services_delete(s, id, NULL), id);
+	}
+	cr_assert_eq(agent_services_count(s), 200);
+	for (int i = 0; i < 300; i++) {
+		snprintf(id, sizeof(id), "fs-%032x", i + 1);
+		json = get(s, id, &err);
+		if (i % 3 == 0) {
+			cr_assert_eq(err, -FLOWSDN_E_AGENT_NOT_FOUND, "%s deleted", id);
+		} else {
+			cr_assert(json && strstr(json, id), "%s still there", id);
+		}
+		free(json);
+	}
+	agent_services_free(s);
+}
