@@ -77,7 +77,8 @@ node_up() {
 	ip link set lo up
 	ip addr add 192.0.2.1/32 dev lo # the node's address (source of its probes)
 	cat >"$T/agent.json" <<JSON
-{"socket": "$T/run/flowsdn.sock", "state-dir": "$T/state", "bpf-pin-dir": "$T/bpf", "pools": ["$POOL"]}
+{"socket": "$T/run/flowsdn.sock", "state-dir": "$T/state", "bpf-pin-dir": "$T/bpf", "pools": ["$POOL"],
+ "socket-lb-cgroup": ""}
 JSON
 	"$B/bin/flowsdn-agent" --config "$T/agent.json" 2>"$T/agent.log" &
 	AGENT=$!
