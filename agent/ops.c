@@ -121,6 +121,13 @@ static int k_dp_service_publish(void *ctx, struct flowsdn_datapath *dp, const st
 	return flowsdn_maps_service_publish(flowsdn_datapath_maps(dp), svc, old);
 }
 
+static int k_dp_srcrange_set(void *ctx, struct flowsdn_datapath *dp, uint32_t svc_id, const struct flowsdn_prefix *allow,
+			     size_t n_allow, const struct flowsdn_prefix *deny, size_t n_deny)
+{
+	(void)ctx;
+	return flowsdn_maps_srcrange_set(flowsdn_datapath_maps(dp), svc_id, allow, n_allow, deny, n_deny);
+}
+
 static int k_dp_service_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old)
 {
 	(void)ctx;
@@ -158,6 +165,7 @@ const struct agent_ops agent_ops_kernel = {
 	.dp_remove = k_dp_remove,
 	.dp_service_publish = k_dp_service_publish,
 	.dp_service_remove = k_dp_service_remove,
+	.dp_srcrange_set = k_dp_srcrange_set,
 	.dp_socklb_attach = k_dp_socklb_attach,
 	.sock_destroy = k_sock_destroy,
 	.dp_ct_gc = k_dp_ct_gc,

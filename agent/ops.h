@@ -48,6 +48,9 @@ struct agent_ops {
 	int (*dp_service_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *svc,
 				  const struct flowsdn_lb_service *old);
 	int (*dp_service_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old);
+	/* flowsdn_maps_srcrange_set() of backend set @svc_id */
+	int (*dp_srcrange_set)(void *ctx, struct flowsdn_datapath *dp, uint32_t svc_id, const struct flowsdn_prefix *allow,
+			       size_t n_allow, const struct flowsdn_prefix *deny, size_t n_deny);
 	int (*dp_socklb_attach)(void *ctx, struct flowsdn_datapath *dp, const char *cgroup_path);
 	/* flowsdn_netlink_sock_destroy(): sockets of removed UDP backends */
 	int (*sock_destroy)(void *ctx, const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
