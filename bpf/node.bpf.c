@@ -336,14 +336,7 @@ int from_uplink(struct __sk_buff *skb)
 	remote = (be->flags & FLOWSDN_BACKEND_F_REMOTE) != 0;
 	if (remote && (svc->flags & FLOWSDN_SVC_F_LOCAL))
 		return drop(FLOWSDN_DROP_LOCAL_ONLY, NULL, p->len);
-	x->front_addr[0] = p->daddr[0];
-	x->front_addr[1] = p->daddr[1];
-	x->front_addr[2] = p->daddr[2];
-	x->front_addr[3] = p->daddr[3];
-	x->front_port = p->dport;
-	x->svc_id = svc->svc_id;
-	x->backend_id = id;
-	x->translated = 1;
+	svc_xlate_set(x, p, svc->svc_id, id);
 	reason = svc_dnat(skb, p, be);
 	if (reason)
 		return drop(reason, NULL, p->len);

@@ -80,6 +80,20 @@ static __always_inline int svc_addr_eq(const __be32 *a, const __be32 *b)
 	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
+/* Records in @x that @p, sent to a frontend of backend set @svc_id, goes
+ * to backend @backend_id. */
+static __always_inline void svc_xlate_set(struct svc_xlate *x, const struct pkt *p, __u32 svc_id, __u32 backend_id)
+{
+	x->front_addr[0] = p->daddr[0];
+	x->front_addr[1] = p->daddr[1];
+	x->front_addr[2] = p->daddr[2];
+	x->front_addr[3] = p->daddr[3];
+	x->front_port = p->dport;
+	x->svc_id = svc_id;
+	x->backend_id = backend_id;
+	x->translated = 1;
+}
+
 /* Rewrites @p's destination (packet and parsed copy) to backend @be. */
 static __always_inline __u32 svc_dnat(struct __sk_buff *skb, struct pkt *p, const struct flowsdn_backend *be)
 {
@@ -135,14 +149,7 @@ static __noinline __attribute__((unused)) __u32 svc_xlate_from_endpoint(struct _
 			return FLOWSDN_DROP_NO_BACKEND;
 		x->new_flow = 1;
 	}
-	x->front_addr[0] = p->daddr[0];
-	x->front_addr[1] = p->daddr[1];
-	x->front_addr[2] = p->daddr[2];
-	x->front_addr[3] = p->daddr[3];
-	x->front_port = p->dport;
-	x->svc_id = svc->svc_id;
-	x->backend_id = id;
-	x->translated = 1;
+	svc_xlate_set(x, p, svc->svc_id, id);
 	return svc_dnat(skb, p, be);
 }
 
