@@ -4,7 +4,9 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <flowsdn/common.h>
+#include <flowsdn/netlink.h>
 
 #include "agent-api.h"
 #include "conf.h"
@@ -124,6 +126,8 @@ int agent_config_new(struct agent_config **ret)
 	c->request_timeout_s = 10;
 	c->ct_max = FLOWSDN_CT_DEFAULT_MAX;
 	c->ct_gc_interval_s = 30;
+	c->snat_port_min = 61000;
+	c->snat_port_max = 65535;
 	c->ct_timeouts = (struct flowsdn_ct_timeouts){ .tcp = FLOWSDN_CT_TIMEOUT_TCP,
 						       .tcp_syn = FLOWSDN_CT_TIMEOUT_TCP_SYN,
 						       .tcp_close = FLOWSDN_CT_TIMEOUT_TCP_CLOSE,
@@ -346,11 +350,40 @@ static int read_attach(struct check_ctx *ctx, const struct json_value *v, void *
 	return read_word(ctx, v, attach_words, "\"auto\", \"tcx\" or \"tc\"", dst);
 }
 
+static int read_uplinks(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	struct agent_config *c = (struct agent_config *)((char *)dst - offsetof(struct agent_config, uplinks));
+	char names[AGENT_MAX_UPLINKS][16];
+
+	(void)arg;
+	if (v->u.array.n > AGENT_MAX_UPLINKS) {
+		check_error(ctx, "uplink-interfaces", v, "at most %d interfaces", AGENT_MAX_UPLINKS);
+		return JSON_READ_REPORTED;
+	}
+	for (size_t i = 0; i < v->u.array.n; i++) {
+		const char *s = NULL;
+
+		if (json_get_string(v->u.array.items[i], &s) < 0 || !flowsdn_netlink_ifname_valid(s)) {
+			check_error(ctx, "uplink-interfaces", v, "item %zu: must be an interface name", i);
+			return JSON_READ_REPORTED;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(names[j], s)) {
+				check_error(ctx, "uplink-interfaces", v, "\"%s\" twice", s);
+				return JSON_READ_REPORTED;
+			}
+		snprintf(names[i], sizeof(names[i]), "%s", s);
+	}
+	memcpy(c->uplinks, names, sizeof(names[0]) * v->u.array.n);
+	c->n_uplinks = v->u.array.n;
+	return 0;
+}
+
 static const struct json_int_range mtu_range = { 1280, 65535 }, conn_range = { 2, 1024 },
 				   reserve_range = { 1, 512 }, head_range = { 10, 60000 },
 				   req_range = { 1024, 1 << 20 }, timeout_range = { 1, 600 },
 				   ct_max_range = { 1024, 1 << 24 }, ct_gc_range = { 1, 3600 },
-				   ct_timeout_range = { 1, 7 * 86400 };
+				   ct_timeout_range = { 1, 7 * 86400 }, snat_range = { 1024, 65535 };
 static const char optional[] = "";
 
 /* flowsdn-agent.conf(5), one row per key. */
@@ -382,9 +415,12 @@ static const struct json_field config_fields[] = {
 	F("reserved-connections", JSON_NUMBER, json_read_uint32, reserved_connections, &reserve_range),
 	F("request-timeout-seconds", JSON_NUMBER, json_read_uint32, request_timeout_s, &timeout_range),
 	F("services", JSON_ARRAY, agent_services_read_config, services_json, NULL),
+	F("snat-port-max", JSON_NUMBER, json_read_uint32, snat_port_max, &snat_range),
+	F("snat-port-min", JSON_NUMBER, json_read_uint32, snat_port_min, &snat_range),
 	F("socket", JSON_STRING, read_path, socket, NULL),
 	F("socket-lb-cgroup", JSON_STRING, read_cgroup, socket_lb_cgroup, NULL),
 	F("state-dir", JSON_STRING, read_path, state_dir, NULL),
+	{ "uplink-interfaces", JSON_ARRAY, false, read_uplinks, offsetof(struct agent_config, uplinks), NULL },
 };
 #undef F
 
@@ -470,6 +506,11 @@ int agent_config_parse(const char *json, size_t len, struct agent_config **ret, 
 		err = -FLOWSDN_E_AGENT_CONFIG;
 	if (err == 0)
 		err = config_check_reserve(c, diag);
+	if (err == 0 && c->snat_port_min > c->snat_port_max) {
+		diag_add_text(diag, DIAG_ERROR, "snat-port-min", "maximum", NULL, "must not exceed snat-port-max (%u), is %u",
+			      c->snat_port_max, c->snat_port_min);
+		err = -FLOWSDN_E_AGENT_CONFIG;
+	}
 out:
 	json_free(root);
 	if (err < 0)
@@ -526,6 +567,13 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 		jw_array_open(w);
 		jw_array_close(w);
 	}
+	jw_key(w, "uplink-interfaces");
+	jw_array_open(w);
+	for (size_t i = 0; i < c->n_uplinks; i++)
+		jw_string(w, c->uplinks[i]);
+	jw_array_close(w);
+	jw_kv_uint(w, "snat-port-min", c->snat_port_min);
+	jw_kv_uint(w, "snat-port-max", c->snat_port_max);
 	jw_kv_uint(w, "conntrack-max", c->ct_max);
 	jw_kv_uint(w, "conntrack-gc-interval-seconds", c->ct_gc_interval_s);
 	jw_kv_uint(w, "conntrack-timeout-tcp-seconds", c->ct_timeouts.tcp);
@@ -586,6 +634,10 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 	memcpy(c->node_addrs, src->node_addrs, sizeof(c->node_addrs));
 	c->n_node_addrs = src->n_node_addrs;
 	c->ct_max = src->ct_max;
+	memcpy(c->uplinks, src->uplinks, sizeof(c->uplinks));
+	c->n_uplinks = src->n_uplinks;
+	c->snat_port_min = src->snat_port_min;
+	c->snat_port_max = src->snat_port_max;
 	c->ct_gc_interval_s = src->ct_gc_interval_s;
 	c->ct_timeouts = src->ct_timeouts;
 	if (dup_list(&c->namespaces, src->namespaces, src->n_namespaces) < 0 ||

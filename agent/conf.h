@@ -13,6 +13,7 @@
 #include <flowsdn/datapath.h>
 
 #define AGENT_MAX_POOLS 16
+#define AGENT_MAX_UPLINKS 4
 #define AGENT_MAX_NODE_ADDRS 16
 
 struct diag;
@@ -54,6 +55,9 @@ struct agent_config {
 	size_t n_namespaces;
 	char **policies;
 	size_t n_policies;
+	char uplinks[AGENT_MAX_UPLINKS][16]; /* "uplink-interfaces": services from outside arrive there */
+	size_t n_uplinks;
+	unsigned int snat_port_min, snat_port_max; /* source ports of flows sent to other nodes' backends */
 };
 
 /* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */

@@ -18,6 +18,7 @@
 #include "conntrack.h"
 #include "diag.h"
 #include "core.h"
+#include "uplink.h"
 #include "json.h"
 #include "log.h"
 #include "policy.h"
@@ -79,6 +80,7 @@ struct agent_core {
 	time_t started;
 	uint64_t own_netns[2];      /* the agent's and the initial netns inodes (0: unknown) */
 	struct timing timing[AGENT_VERB_MAX_];
+	unsigned int uplinks;       /* uplinks with the uplink program */
 	struct agent_services *services; /* agent/services.c */
 };
 
@@ -1230,6 +1232,7 @@ void agent_core_status(struct agent_core *a, struct agent_status *ret)
 	ret->refused = a->refused;
 	ret->deleting = a->n_dels;
 	ret->datapath = a->dp != NULL;
+	ret->uplinks = a->uplinks;
 	ret->datapath_mode = a->dp ? a->ops->dp_mode(a->ctx, a->dp) : NULL;
 	ret->ipam_err = flowsdn_ipam_summary(a->ipam, s, AGENT_MAX_POOLS, &n);
 	ret->state_ok = !a->save_err && !a->refused;
@@ -1389,6 +1392,7 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 			if (err < 0)
 				goto out;
 		}
+		a->uplinks = a->ops->dp_uplink_attach ? agent_uplinks_attach(cfg, a->ops, a->ctx, a->dp) : 0;
 	}
 	/* The policy writes the real maps only (the ops' fakes have none). */
 	err = agent_policy_new(cfg->state_dir, a->dp && a->ops == &agent_ops_kernel ? flowsdn_datapath_maps(a->dp) : NULL,

@@ -127,6 +127,7 @@ struct agent_status {
 	unsigned int refused;       /* saved endpoints refused at restore (conflicts) */
 	size_t deleting;            /* DELs whose veth is still being removed */
 	bool datapath;              /* loaded ("datapath": true) */
+	unsigned int uplinks;       /* uplink-interfaces with the uplink program */
 	const char *datapath_mode;  /* "tcx", "tc clsact"; static */
 	int ipam_err;               /* 0 or the IPAM summary's error */
 	bool state_ok;              /* the last state write worked and no saved endpoint was refused */

@@ -318,6 +318,12 @@ static void route_modules(struct agent_core *core, struct reply *r)
 	else
 		module_gen(g, "datapath", "ok", st.datapath_mode);
 	module_gen(g, "state", st.state_ok ? "ok" : "degraded", NULL);
+	{
+		const struct agent_config *cfg = agent_core_config(core);
+
+		if (cfg->n_uplinks)
+			module_gen(g, "uplinks", st.uplinks == cfg->n_uplinks ? "ok" : "degraded", NULL);
+	}
 	jw_array_close(g);
 	jw_object_close(g);
 	reply_json(r, 200, g);

@@ -1014,18 +1014,43 @@ static int state_save(struct agent_services *as)
 
 /* ------------------------------------------------------------ changes */
 
-static int dp_publish(struct agent_services *as, const struct lowered *l, const struct lowered *old)
+/* The source ranges of @s (NULL: none, a removal) on every backend set
+ * of @l: the uplink program enforces them on traffic from outside. */
+static int dp_srcranges(struct agent_services *as, const struct lowered *l, const struct svc *s)
 {
+	int r = 0;
+
+	if (!as->dp || !as->ops->dp_srcrange_set)
+		return 0;
+	for (size_t i = 0; i < l->svc.n_sets && r == 0; i++)
+		r = as->ops->dp_srcrange_set(as->ctx, as->dp, l->svc.sets[i].svc_id, s ? s->ranges : NULL,
+					     s ? s->n_ranges : 0, s ? s->denied : NULL, s ? s->n_denied : 0);
+	return r;
+}
+
+static int dp_publish(struct agent_services *as, const struct svc *s, const struct lowered *old)
+{
+	int r;
+
 	if (!as->dp || !as->ops->dp_service_publish)
 		return 0;
-	return as->ops->dp_service_publish(as->ctx, as->dp, &l->svc, old ? &old->svc : NULL);
+	/* Ranges first: a newly denied source is never let in meanwhile. */
+	r = dp_srcranges(as, &s->low, s);
+	if (r == 0)
+		r = as->ops->dp_service_publish(as->ctx, as->dp, &s->low.svc, old ? &old->svc : NULL);
+	return r;
 }
 
 static int dp_remove(struct agent_services *as, const struct lowered *old)
 {
+	int r;
+
 	if (!as->dp || !as->ops->dp_service_remove)
 		return 0;
-	return as->ops->dp_service_remove(as->ctx, as->dp, &old->svc);
+	r = as->ops->dp_service_remove(as->ctx, as->dp, &old->svc);
+	if (r == 0)
+		r = dp_srcranges(as, old, NULL);
+	return r;
 }
 
 /* The UDP sockets of host processes still connected to a backend of
@@ -1103,12 +1128,12 @@ static int apply_locked(struct agent_services *as, struct svc *s, bool save, str
 		assign_ids(as, s, old);
 	r = lower(as, s, &s->low);
 	if (r == 0)
-		r = dp_publish(as, &s->low, old ? &old->low : NULL);
+		r = dp_publish(as, s, old ? &old->low : NULL);
 	if (r < 0) {
 		diag_add_text(diag, DIAG_ERROR, "", "datapath", NULL, "publishing service \"%s\": %s", s->id,
 			      flowsdn_strerror(r));
 		/* Put the old one back over what may be half written. */
-		if (old && dp_publish(as, &old->low, &s->low) < 0)
+		if (old && dp_publish(as, old, &s->low) < 0)
 			pr_err("agent: service %s: the datapath may hold parts of the refused version", s->id);
 		goto fail;
 	}

@@ -345,6 +345,19 @@ out_free:
 	return r;
 }
 
+const char *flowsdn__datapath_pin_dir(const struct flowsdn_datapath *dp)
+{
+	return dp->pin_dir;
+}
+
+void flowsdn__datapath_rodata(const struct flowsdn_datapath *dp, __u32 *egress_mode, __u32 *redirect_peer,
+			      __u32 *delivered_mark)
+{
+	*egress_mode = dp->skel->rodata->cfg_egress_mode;
+	*redirect_peer = dp->skel->rodata->cfg_redirect_peer;
+	*delivered_mark = dp->skel->rodata->cfg_delivered_mark;
+}
+
 FLOWSDN_API struct flowsdn_maps *flowsdn_datapath_maps(struct flowsdn_datapath *dp)
 {
 	return dp ? dp->maps : NULL;
@@ -421,7 +434,7 @@ static int tcx_attach_one(struct flowsdn_datapath *dp, int ifindex, bool ingress
 	return 0;
 }
 
-static int tc_attach_one(int ifindex, bool ingress, int prog_fd)
+int flowsdn__tc_attach(int ifindex, bool ingress, int prog_fd)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY, .prog_fd = prog_fd,
@@ -443,7 +456,7 @@ static int tc_attach_one(int ifindex, bool ingress, int prog_fd)
 	return 0;
 }
 
-static int tc_detach_one(int ifindex, bool ingress)
+int flowsdn__tc_detach(int ifindex, bool ingress)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY);
@@ -513,17 +526,17 @@ FLOWSDN_API int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex
 			goto tc;
 		}
 		/* An older tc attachment of ours would run the old programs too. */
-		tc_detach_one(ifindex, true);
-		tc_detach_one(ifindex, false);
+		flowsdn__tc_detach(ifindex, true);
+		flowsdn__tc_detach(ifindex, false);
 		return 0;
 	}
 tc:
-	r = tc_attach_one(ifindex, true, from);
+	r = flowsdn__tc_attach(ifindex, true, from);
 	if (r == 0)
-		r = tc_attach_one(ifindex, false, to);
+		r = flowsdn__tc_attach(ifindex, false, to);
 	if (r < 0) {
-		tc_detach_one(ifindex, true);
-		tc_detach_one(ifindex, false);
+		flowsdn__tc_detach(ifindex, true);
+		flowsdn__tc_detach(ifindex, false);
 	}
 	return r;
 }
@@ -540,9 +553,9 @@ FLOWSDN_API int flowsdn_datapath_detach(struct flowsdn_datapath *dp, int ifindex
 	r = r ? r : t;
 	t = tcx_detach_one(dp, ifindex, false);
 	r = r ? r : t;
-	t = tc_detach_one(ifindex, true);
+	t = flowsdn__tc_detach(ifindex, true);
 	r = r ? r : t;
-	t = tc_detach_one(ifindex, false);
+	t = flowsdn__tc_detach(ifindex, false);
 	r = r ? r : t;
 	return r;
 }

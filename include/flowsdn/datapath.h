@@ -465,6 +465,35 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_socklb_attach(struct flowsdn_datapa
  * it was not attached. */
 FLOWSDN_API int flowsdn_datapath_socklb_detach(struct flowsdn_datapath *dp);
 
+/* ------------------------------------------------------------ uplinks */
+
+struct flowsdn_uplink_opts {
+	size_t sz;
+	/* The node's addresses on the uplink, the source of the flows it
+	 * sends to other nodes' backends (NodePort/LoadBalancer with
+	 * externalTrafficPolicy Cluster) and what a NodePort answers on;
+	 * NULL: none of that family. */
+	const struct flowsdn_addr *addr4;
+	const struct flowsdn_addr *addr6;
+	/* Source ports of those flows (both 0: 61000..65535, apart from the
+	 * kernel's ephemeral ports). */
+	uint16_t snat_port_min, snat_port_max;
+};
+
+/*
+ * Loads the uplink program (bpf/node.bpf.c: services from outside --
+ * NodePort, LoadBalancer and external IPs -- DNAT to this node's
+ * backends, SNAT and FIB forwarding to other nodes' backends, traffic
+ * policy Local, source ranges) with @opts, pins it as
+ * <dir>/prog_from_uplink_<ifindex> and attaches it to @ifindex's tc
+ * ingress (replacing an older one).  -EINVAL for bad options,
+ * -FLOWSDN_E_BPF_LOAD/_ATTACH, -ENODEV, -errno.
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_uplink_attach(struct flowsdn_datapath *dp, int ifindex,
+							    const struct flowsdn_uplink_opts *opts);
+/* Removes it again (0 also when it was not there). */
+FLOWSDN_API int flowsdn_datapath_uplink_detach(struct flowsdn_datapath *dp, int ifindex);
+
 /* Whether the running kernel supports TCX links: 1 yes, 0 no. */
 FLOWSDN_API int flowsdn_datapath_probe_tcx(void);
 

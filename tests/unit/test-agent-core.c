@@ -346,6 +346,23 @@ static int f_dp_flags(void *ctx, struct flowsdn_datapath *dp, const struct flows
 	return r;
 }
 
+/* Uplinks the core attached (names, ports); "down*" ones fail. */
+static char uplink_names[4][16];
+static unsigned int n_uplink_calls;
+static uint16_t uplink_ports[2];
+
+static int f_dp_uplink_attach(void *ctx, struct flowsdn_datapath *dp, const char *ifname, uint16_t port_min,
+			      uint16_t port_max)
+{
+	(void)ctx, (void)dp;
+	if (n_uplink_calls < 4)
+		snprintf(uplink_names[n_uplink_calls], sizeof(uplink_names[0]), "%s", ifname);
+	n_uplink_calls++;
+	uplink_ports[0] = port_min;
+	uplink_ports[1] = port_max;
+	return strncmp(ifname, "down", 4) ? 0 : -ENODEV;
+}
+
 static int f_dp_remove_unlocked(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
 {
 	struct fake_if *f = fake_by_index(ep->host_ifindex);
@@ -380,6 +397,7 @@ static const struct agent_ops fake_ops = {
 	.dp_adopt = f_dp_adopt,
 	.dp_publish = f_dp_publish,
 	.dp_flags = f_dp_flags,
+	.dp_uplink_attach = f_dp_uplink_attach,
 	.dp_remove = f_dp_remove,
 };
 
@@ -1515,4 +1533,32 @@ Test(agent_core, config_namespaces_and_policies_are_applied_at_start, .init = se
 			   "a namespace without its name");
 	}
 	cr_assert(strstr(test_engine_text(d), "namespaces[0]"), "%s", test_engine_text(d));
+}
+
+/* "uplink-interfaces": each gets the uplink program at start, with the
+ * SNAT ports; one that fails is reported, the others work. */
+Test(agent_core, uplinks_get_the_uplink_program)
+{
+	struct agent_config *c = NULL;
+	struct agent_core *core = NULL;
+	struct agent_status st;
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	char *json = NULL;
+
+	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":[\"10.9.0.0/29\"],"
+			   "\"uplink-interfaces\":[\"up0\",\"down1\"],\"snat-port-min\":50000,\"snat-port-max\":50099}",
+			   dir, dir) > 0);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
+	free(json);
+	n_uplink_calls = 0;
+	ASSERT_OK(agent_core_new(c, &fake_ops, NULL, &core), "core");
+	agent_config_free(c);
+	cr_assert_eq(n_uplink_calls, 2u, "both uplinks tried");
+	ASSERT_STREQ(uplink_names[0], "up0", "first");
+	ASSERT_STREQ(uplink_names[1], "down1", "second");
+	cr_assert(uplink_ports[0] == 50000 && uplink_ports[1] == 50099, "SNAT ports %u-%u", uplink_ports[0],
+		  uplink_ports[1]);
+	agent_core_status(core, &st);
+	cr_assert_eq(st.uplinks, 1u, "the failing one is not counted");
+	agent_core_free(core);
 }

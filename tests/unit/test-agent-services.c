@@ -101,7 +101,31 @@ static int f_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t port, 
 	return 0;
 }
 
+/* Source ranges written per backend set (the last call). */
+static struct {
+	unsigned int calls;
+	uint32_t svc_id;
+	size_t n_allow, n_deny;
+	struct flowsdn_prefix deny0;
+} fr;
+
+static int f_srcrange(void *ctx, struct flowsdn_datapath *dp, uint32_t svc_id, const struct flowsdn_prefix *allow,
+		      size_t n_allow, const struct flowsdn_prefix *deny, size_t n_deny)
+{
+	(void)ctx;
+	(void)dp;
+	(void)allow;
+	fr.calls++;
+	fr.svc_id = svc_id;
+	fr.n_allow = n_allow;
+	fr.n_deny = n_deny;
+	if (n_deny)
+		fr.deny0 = deny[0];
+	return 0;
+}
+
 static const struct agent_ops fake_ops = {
+	.dp_srcrange_set = f_srcrange,
 	.sock_destroy = f_destroy,
 	.dp_service_publish = f_publish,
 	.dp_service_remove = f_remove,
@@ -528,5 +552,31 @@ Test(agent_services, many_services_found_by_id_after_deletes)
 		}
 		free(json);
 	}
+	agent_services_free(s);
+}
+
+/* loadBalancerSourceRanges and deniedSourceRanges reach the datapath's
+ * source-range map for each backend set; DELETE clears them. */
+Test(agent_services, source_ranges_go_to_the_datapath)
+{
+	struct agent_services *s = start(NULL);
+	char out[4096], text[FLOWSDN_PREFIX_STRLEN];
+
+	memset(&fr, 0, sizeof(fr));
+	ASSERT_OK(put(s, "fs-00000000000000000000000000000002",
+		      "{\"frontends\":[{\"type\":\"LoadBalancer\",\"address\":\"198.51.100.80\",\"port\":80,"
+		      "\"protocol\":\"TCP\"}],\"backends\":[{\"address\":\"10.0.0.5\",\"port\":8080}],"
+		      "\"loadBalancerSourceRanges\":[\"203.0.113.0/24\",\"198.51.100.0/24\"],"
+		      "\"deniedSourceRanges\":[\"203.0.113.7/32\"]}",
+		      out, sizeof(out)),
+		  out);
+	cr_assert_eq(fr.calls, fk.n_sets, "one write per backend set (%u for %zu)", fr.calls, (size_t)fk.n_sets);
+	cr_assert_eq(fr.svc_id, fk.sets[fk.n_sets - 1].svc_id);
+	cr_assert(fr.n_allow == 2 && fr.n_deny == 1, "allow %zu deny %zu", fr.n_allow, fr.n_deny);
+	cr_assert(flowsdn_prefix_format(&fr.deny0, text, sizeof(text)) > 0);
+	cr_assert_str_eq(text, "203.0.113.7/32");
+	fr.calls = 0;
+	ASSERT_OK(agent_services_delete(s, "fs-00000000000000000000000000000002", NULL), "delete");
+	cr_assert(fr.calls > 0 && fr.n_allow == 0 && fr.n_deny == 0, "cleared on delete");
 	agent_services_free(s);
 }
