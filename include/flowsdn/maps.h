@@ -34,7 +34,8 @@
  *   flowsdn_drops    per-CPU array __u32 drop reason -> drop_counters
  *   flowsdn_svc      hash     service_key      -> service_value
  *   flowsdn_backend  hash     __u32 backend id -> backend
- *   flowsdn_maglev   hash     maglev_key       -> maglev_value
+ *   flowsdn_maglev   array of maps  __u32 svc_id -> (array __u32 slot -> maglev_value)
+ *                    one Maglev table per service, its own size M.
  *   flowsdn_ct       LRU hash ct_key           -> ct_entry
  *                    connection tracking, one table for the whole datapath
  *                    (policy and service reverse NAT); max entries from
@@ -115,7 +116,7 @@
 #define FLOWSDN_MAX_ENDPOINTS 16384
 #define FLOWSDN_MAX_SERVICES 65536
 #define FLOWSDN_MAX_BACKENDS 65536
-#define FLOWSDN_MAX_MAGLEV_SLOTS 4194304
+#define FLOWSDN_MAX_MAGLEV_TABLES FLOWSDN_MAX_SERVICES /* svc_id 1 .. this - 1 */
 #define FLOWSDN_CT_DEFAULT_MAX 65536 /* flowsdn_ct, unless the loader sets another size */
 
 /*
@@ -342,17 +343,29 @@ FLOWSDN_CHECK_OFF(flowsdn_backend, family, 19);
 FLOWSDN_CHECK_OFF(flowsdn_backend, state, 20);
 FLOWSDN_CHECK_OFF(flowsdn_backend, pad0, 21);
 
-/* flowsdn_maglev: slot @slot (0 .. maglev_size-1) of service @svc_id.
- * One entry per slot so that a table change writes only the changed
- * slots (the Maglev diff). */
-struct flowsdn_maglev_key {
-	__u32 svc_id;
-	__u32 slot;
-};
-FLOWSDN_CHECK_SIZE(flowsdn_maglev_key, 8);
-FLOWSDN_CHECK_OFF(flowsdn_maglev_key, svc_id, 0);
-FLOWSDN_CHECK_OFF(flowsdn_maglev_key, slot, 4);
-
+/*
+ * flowsdn_maglev: the Maglev tables, one per service.  The outer map is a
+ * BPF_MAP_TYPE_ARRAY_OF_MAPS indexed by the service's svc_id (1 ..
+ * FLOWSDN_MAX_MAGLEV_TABLES - 1; 0 is never a service); its entry is a
+ * BPF_MAP_TYPE_ARRAY (BPF_F_INNER_MAP, so each table has its own size)
+ * of service_value.maglev_size slots, key __u32 slot, value struct
+ * flowsdn_maglev_value.  A flow's backend is slot (hash mod M); see
+ * maglev_lookup() in bpf/lib/maglev.h.
+ *
+ * Why this layout: an array slot costs 8 bytes of kernel memory (array
+ * values are rounded up to 8) and its lookup is an index; a hash entry
+ * {svc_id, slot} costs an htab element (about 64 bytes with its 8-byte
+ * key and value) and a jhash and bucket walk per lookup.  A table of
+ * 16381 slots is 128 KiB as an array, about 1 MiB as hash entries.  A
+ * flat array indexed by service base + slot would need a range allocator
+ * and could not change one service's size without moving others.
+ *
+ * Writers (flowsdn_maps_maglev_write()) write only the slots that differ
+ * from the previous table (the Maglev diff), in place; a new service or
+ * a new size gets a new inner table, filled before it is put in the
+ * outer map, so a lookup sees either the old table or the complete new
+ * one.  Slot ids are backend ids of flowsdn_backend (0 is no backend).
+ */
 struct flowsdn_maglev_value {
 	__u32 backend_id;
 };
