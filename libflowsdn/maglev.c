@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <endian.h>
 #include <flowsdn/maglev.h>
 
 #include "internal.h"
@@ -47,8 +48,11 @@ static bool is_prime(uint32_t m)
 /* The hash of the header comment; @m already checked. */
 static void permute(const void *key, size_t key_len, uint32_t m, uint64_t seed, uint32_t *offset, uint32_t *skip)
 {
-	*offset = (uint32_t)(flowsdn__siphash24(key, key_len, seed, 1) % m);
-	*skip = (uint32_t)(flowsdn__siphash24(key, key_len, seed, 2) % (m - 1) + 1);
+	uint64_t h1, h2;
+
+	flowsdn__siphash24_x2(key, key_len, seed, 1, 2, &h1, &h2);
+	*offset = (uint32_t)(h1 % m);
+	*skip = (uint32_t)(h2 % (m - 1) + 1);
 }
 
 FLOWSDN_API int flowsdn_maglev_permutation(const void *key, size_t key_len, uint32_t m, uint64_t seed,
@@ -400,11 +404,104 @@ static int backend_cmp(const void *a, const void *b, void *ctx)
 	return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
+/* A backend's first 16 key bytes (zero-padded) as two big-endian words:
+ * comparing (hi, lo) is memcmp on those bytes. */
+struct sort_item {
+	uint64_t hi, lo;
+	uint32_t index;
+};
+
+static uint64_t load_be64(const uint8_t *p, size_t len)
+{
+	uint8_t buf[8] = { 0 };
+	uint64_t v;
+
+	memcpy(buf, p, len < 8 ? len : 8);
+	memcpy(&v, buf, 8);
+	return be64toh(v);
+}
+
+static uint8_t item_byte(const struct sort_item *it, unsigned int k)
+{
+	return (uint8_t)((k < 8 ? it->hi >> (56 - 8 * k) : it->lo >> (56 - 8 * (k - 8))) & 0xff);
+}
+
+/*
+ * Sorts order[] (the backend indexes) by key in backend_cmp() order: a
+ * stable LSD radix sort on the zero-padded 16-byte prefixes (only over
+ * the byte positions where keys differ), then insertion sort by
+ * the full comparison within runs of equal prefixes (keys that share
+ * their first 16 bytes, or differ only by trailing zero bytes).  O(N)
+ * for the usual keys, and no comparison callback per pair as qsort has.
+ */
+static int sort_backends(const struct flowsdn_maglev_backend *be, size_t n, uint32_t *order)
+{
+	_cleanup_free_ struct sort_item *a = malloc(n * sizeof(*a)), *b = malloc(n * sizeof(*b));
+	uint64_t vary_hi = 0, vary_lo = 0;
+	size_t count[256];
+
+	if (!a || !b)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *k = be[i].key;
+		size_t len = be[i].key_len;
+
+		a[i] = (struct sort_item){
+			.hi = load_be64(k, len),
+			.lo = len > 8 ? load_be64(k + 8, len - 8) : 0,
+			.index = (uint32_t)i,
+		};
+		vary_hi |= a[i].hi ^ a[0].hi;
+		vary_lo |= a[i].lo ^ a[0].lo;
+	}
+	for (int k = 15; k >= 0; k--) {
+		uint64_t vary = k < 8 ? vary_hi >> (56 - 8 * k) : vary_lo >> (56 - 8 * (k - 8));
+		size_t sum = 0;
+		struct sort_item *t;
+
+		if (!(vary & 0xff))
+			continue; /* every key has the same byte k */
+		memset(count, 0, sizeof(count));
+		for (size_t i = 0; i < n; i++)
+			count[item_byte(&a[i], (unsigned int)k)]++;
+		for (size_t c = 0; c < 256; c++) {
+			size_t here = count[c];
+
+			count[c] = sum;
+			sum += here;
+		}
+		for (size_t i = 0; i < n; i++)
+			b[count[item_byte(&a[i], (unsigned int)k)]++] = a[i];
+		t = a;
+		a = b;
+		b = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = a[i].index;
+	for (size_t i = 1; i < n; i++) {
+		size_t j = i;
+
+		if (a[i].hi != a[i - 1].hi || a[i].lo != a[i - 1].lo)
+			continue;
+		/* Within a run of equal prefixes: insertion by full key. */
+		while (j > 0 && a[j - 1].hi == a[i].hi && a[j - 1].lo == a[i].lo &&
+		       backend_cmp(&order[j - 1], &order[j], (void *)be) > 0) {
+			uint32_t t = order[j - 1];
+
+			order[j - 1] = order[j];
+			order[j] = t;
+			j--;
+		}
+	}
+	return 0;
+}
+
 FLOWSDN_API int flowsdn_maglev_build(const struct flowsdn_maglev_backend *backends, size_t n, uint32_t m,
 				     const struct flowsdn_maglev_opts *opts, uint32_t *ret_table)
 {
 	_cleanup_free_ uint32_t *order = NULL, *offset = NULL, *skip = NULL, *weight = NULL, *ids = NULL;
 	uint64_t seed;
+	int r;
 
 	if (!backends || n == 0 || !ret_table || !OPTS_VALID(opts, flowsdn_maglev_opts))
 		return -EINVAL;
@@ -426,9 +523,9 @@ FLOWSDN_API int flowsdn_maglev_build(const struct flowsdn_maglev_backend *backen
 	ids = malloc(n * sizeof(*ids));
 	if (!order || !offset || !skip || !weight || !ids)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, n, sizeof(*order), backend_cmp, (void *)backends);
+	r = sort_backends(backends, n, order);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		const struct flowsdn_maglev_backend *b = &backends[order[i]];
 

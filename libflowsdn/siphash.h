@@ -11,4 +11,8 @@
  * every host. */
 uint64_t flowsdn__siphash24(const void *data, size_t len, uint64_t k0, uint64_t k1);
 
+/* flowsdn__siphash24(data, len, k0, k1a) and (..., k0, k1b) at once. */
+void flowsdn__siphash24_x2(const void *data, size_t len, uint64_t k0, uint64_t k1a, uint64_t k1b, uint64_t *ret_a,
+			   uint64_t *ret_b);
+
 #endif

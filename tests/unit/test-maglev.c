@@ -40,6 +40,21 @@ Test(maglev, siphash_reference_vectors)
 	cr_assert_eq(flowsdn__siphash24(msg, 8, k0, k1), UINT64_C(0x93f5f5799a932462));
 	cr_assert_eq(flowsdn__siphash24(msg, 15, k0, k1), UINT64_C(0xa129ca6149be45e5));
 	cr_assert_eq(flowsdn__siphash24(msg, 63, k0, k1), UINT64_C(0x958a324ceb064572));
+	/* The two-key form gives both single results, at every length. */
+	for (size_t len = 0; len <= 64; len++) {
+		uint64_t a, b;
+
+		flowsdn__siphash24_x2(msg, len, k0, k1, 2, &a, &b);
+		cr_assert_eq(a, flowsdn__siphash24(msg, len, k0, k1), "x2 key a, %zu bytes", len);
+		cr_assert_eq(b, flowsdn__siphash24(msg, len, k0, 2), "x2 key b, %zu bytes", len);
+	}
+	{
+		uint64_t a, b;
+
+		flowsdn__siphash24_x2(msg, 15, k0, k1, k1, &a, &b);
+		cr_assert_eq(a, UINT64_C(0xa129ca6149be45e5));
+		cr_assert_eq(b, UINT64_C(0xa129ca6149be45e5));
+	}
 }
 
 /* Values computed independently (a separate SipHash implementation) so
@@ -382,4 +397,72 @@ Test(maglev, tables_pinned)
 			     cases[c].n, cases[c].m, cases[c].kind, (unsigned long long)table_digest(t, cases[c].m),
 			     (unsigned long long)cases[c].digest);
 	}
+}
+
+/* memcmp order, shorter first on a common prefix: the documented order. */
+static int key_cmp(const void *x, const void *y)
+{
+	const struct flowsdn_maglev_backend *a = x, *b = y;
+	size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
+	int c = memcmp(a->key, b->key, n);
+
+	return c ? c : (a->key_len > b->key_len) - (a->key_len < b->key_len);
+}
+
+/*
+ * Keys that the sort must order by all their bytes: 40-byte keys sharing
+ * their first 30, keys that differ only by trailing zero bytes ("k",
+ * "k\0", "k\0\0"), bytes above 0x7f and keys shorter than 8 bytes, given
+ * in a scrambled order.  The table must be the one the paper's loop
+ * builds from the keys in memcmp order, and an exact duplicate of a long
+ * key is still found.
+ */
+Test(maglev, sort_orders_keys_by_every_byte)
+{
+	static uint8_t kb[64][40];
+	static struct flowsdn_maglev_backend be[64], sorted[64];
+	static uint32_t ours[4093], ref[4093], offset[64], skip[64];
+	size_t n = 0;
+
+	for (int i = 0; i < 24; i++, n++) {
+		memset(kb[n], 'p', 30);
+		for (int j = 30; j < 40; j++)
+			kb[n][j] = (uint8_t)((i * 37 + j * 11) % 256);
+		be[n] = (struct flowsdn_maglev_backend){ .key = kb[n], .key_len = 40 };
+	}
+	for (int i = 0; i < 3; i++, n++) {
+		kb[n][0] = 'k';
+		be[n] = (struct flowsdn_maglev_backend){ .key = kb[n], .key_len = (size_t)i + 1 };
+	}
+	for (int i = 0; i < 20; i++, n++) {
+		kb[n][0] = (uint8_t)(0xf0 + i % 16);
+		kb[n][1] = (uint8_t)(i * 13);
+		be[n] = (struct flowsdn_maglev_backend){ .key = kb[n], .key_len = (size_t)(i % 7) + 1 };
+	}
+	for (int i = 0; i < 17; i++, n++) {
+		memset(kb[n], 0, 20);
+		kb[n][15] = (uint8_t)i;
+		kb[n][17] = (uint8_t)(255 - i);
+		be[n] = (struct flowsdn_maglev_backend){ .key = kb[n], .key_len = 16 + (size_t)(i % 4) };
+	}
+	cr_assert_eq(n, 64);
+	memcpy(sorted, be, sizeof(be));
+	qsort(sorted, n, sizeof(*sorted), key_cmp);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(i == 0 || key_cmp(&sorted[i - 1], &sorted[i]) < 0, "test keys are distinct");
+		sorted[i].id = (uint32_t)i;
+		sorted[i].weight = 1;
+		ASSERT_OK(flowsdn_maglev_permutation(sorted[i].key, sorted[i].key_len, 4093, FLOWSDN_MAGLEV_DEFAULT_SEED,
+						     &offset[i], &skip[i]), "permutation");
+	}
+	ASSERT_OK(flowsdn_maglev_build_permutations(offset, skip, NULL, n, 4093, ref), "reference");
+	/* The same backends scrambled (7 is coprime with 64). */
+	for (size_t i = 0; i < n; i++)
+		be[i] = sorted[(i * 7 + 3) % n];
+	ASSERT_OK(flowsdn_maglev_build(be, n, 4093, NULL, ours), "build");
+	cr_assert(memcmp(ours, ref, sizeof(ours)) == 0, "the table is not the one of the keys in memcmp order");
+
+	be[5].key = be[9].key;
+	be[5].key_len = be[9].key_len;
+	ASSERT_ERR(flowsdn_maglev_build(be, n, 4093, NULL, ours), -FLOWSDN_E_MAGLEV_DUPLICATE, "duplicate key");
 }
