@@ -132,6 +132,8 @@ static void endpoint_to_dp(const struct agent_api_endpoint *e, struct flowsdn_en
 	d->id = e->id;
 	d->identity = FLOWSDN_IDENTITY_INIT;
 	d->host_ifindex = e->host_ifindex;
+	if (e->svc_translation == FLOWSDN_CNI_SVC_PACKET)
+		d->flags |= FLOWSDN_EP_F_SVC_PACKET;
 	memcpy(d->mac, e->mac, 6);
 	memcpy(d->host_mac, e->host_mac, 6);
 	d->n_addrs = e->n_addrs;
@@ -649,6 +651,7 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 	t[1] = mono_ms();
 	agent_api_host_ifname(rq->container_id, rq->ifname, e->host_ifname, sizeof(e->host_ifname));
 	e->mtu = rq->mtu ? rq->mtu : a->cfg->mtu;
+	e->svc_translation = rq->svc_translation;
 	e->n_addrs = lease.n;
 	for (unsigned int k = 0; k < lease.n; k++) {
 		e->addrs[k] = lease.leases[k].addr;
@@ -1094,6 +1097,81 @@ int agent_core_endpoint(struct agent_core *a, uint32_t id, struct agent_api_endp
 		}
 	}
 	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
+/* The ready endpoint @id (lock held), or NULL. */
+static struct ep *ep_by_id_locked(struct agent_core *a, uint32_t id)
+{
+	for (size_t i = 0; i < a->n_eps; i++)
+		if (a->eps[i]->ready && a->eps[i]->e.id == id)
+			return a->eps[i];
+	return NULL;
+}
+
+int agent_core_set_translation(struct agent_core *a, uint32_t id, enum flowsdn_cni_svc_translation svc,
+			       struct agent_api_endpoint *ret, struct diag *diag)
+{
+	char cid[sizeof(((struct busy *)0)->container_id)], ifn[sizeof(((struct busy *)0)->ifname)];
+	struct agent_api_endpoint e;
+	struct ep *ep;
+	int err;
+
+	if (!a || !ret || !flowsdn_cni_svc_translation_name(svc))
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	ep = ep_by_id_locked(a, id);
+	if (ep) {
+		memcpy(cid, ep->e.container_id, sizeof(cid));
+		memcpy(ifn, ep->e.ifname, sizeof(ifn));
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (!ep) {
+		agent_diag_set(diag, "no endpoint %u", id);
+		return -FLOWSDN_E_AGENT_NOT_FOUND;
+	}
+	/* The owner's slot keeps a DEL or GC of this endpoint out meanwhile. */
+	err = owner_acquire(a, cid, ifn, 0);
+	if (err < 0)
+		return err;
+	pthread_mutex_lock(&a->lock);
+	ep = ep_by_id_locked(a, id);
+	if (ep)
+		e = ep->e;
+	pthread_mutex_unlock(&a->lock);
+	if (!ep) {
+		agent_diag_set(diag, "no endpoint %u", id);
+		err = -FLOWSDN_E_AGENT_NOT_FOUND;
+		goto out;
+	}
+	if (e.svc_translation != svc) {
+		e.svc_translation = svc;
+		if (a->dp) {
+			struct flowsdn_endpoint d;
+
+			/* Only this flag: the enforcement flags are the policy's. */
+			endpoint_to_dp(&e, &d);
+			err = a->ops->dp_flags(a->ctx, a->dp, &d, FLOWSDN_EP_F_SVC_PACKET, d.flags & FLOWSDN_EP_F_SVC_PACKET);
+			if (err < 0) {
+				agent_diag_set(diag, "endpoint %u: %s", id, flowsdn_strerror(err));
+				goto out;
+			}
+		}
+		pthread_mutex_lock(&a->lock);
+		ep = ep_by_id_locked(a, id);
+		if (ep)
+			ep->e.svc_translation = svc;
+		a->gen++;
+		pthread_mutex_unlock(&a->lock);
+		err = state_sync(a);
+		if (err < 0) {
+			agent_diag_set(diag, "saving state: %s", strerror(-err));
+			goto out;
+		}
+	}
+	*ret = e;
+out:
+	owner_release(a, cid, ifn);
 	return err;
 }
 

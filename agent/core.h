@@ -62,6 +62,7 @@ struct agent_request {
 	const char *netns;   /* ADD, CHECK */
 	unsigned int mtu;    /* ADD; 0: the configured one */
 	int64_t deadline_ms; /* CLOCK_MONOTONIC; 0: none */
+	enum flowsdn_cni_svc_translation svc_translation; /* ADD */
 };
 
 /* ADD: builds the endpoint into *ret.  A queued DEL of the same owner is
@@ -94,6 +95,13 @@ size_t agent_core_endpoint_count(struct agent_core *core);
 int agent_core_endpoints(struct agent_core *core, struct agent_api_endpoint **ret, size_t *ret_n);
 /* One endpoint by id: 0, -FLOWSDN_E_AGENT_NOT_FOUND. */
 int agent_core_endpoint(struct agent_core *core, uint32_t id, struct agent_api_endpoint *ret);
+/* How services reach endpoint @id (PUT /v1/endpoint/{id}/translation):
+ * republishes it with or without FLOWSDN_EP_F_SVC_PACKET and saves the
+ * state; *ret the endpoint as it is now.  Holds the owner's slot (a DEL
+ * waits).  -FLOWSDN_E_AGENT_NOT_FOUND, datapath errors, -errno of the
+ * state write. */
+int agent_core_set_translation(struct agent_core *core, uint32_t id, enum flowsdn_cni_svc_translation svc,
+			       struct agent_api_endpoint *ret, struct diag *diag);
 
 struct agent_policy;
 struct agent_policy_meta;

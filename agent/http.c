@@ -228,6 +228,18 @@ static void route_add_check(struct agent_core *core, const struct request *req, 
 	diag_free(diag);
 }
 
+/* The answer of a verb that removes: how many, or the failure; then the
+ * request's body and diag are done with. */
+static void removed_reply(struct reply *r, int removed, struct diag *diag, struct agent_http_body *b)
+{
+	if (removed < 0)
+		reply_failure(r, removed, diag);
+	else
+		count_reply(r, "removed", removed);
+	agent_http_body_clear(b);
+	diag_free(diag);
+}
+
 static void route_del(struct agent_core *core, const struct request *req, struct reply *r)
 {
 	struct agent_http_body b;
@@ -241,12 +253,7 @@ static void route_del(struct agent_core *core, const struct request *req, struct
 	/* A DEL queued while this agent was starting is picked up now. */
 	if (err >= 0)
 		(void)agent_core_replay_queue(core);
-	if (err < 0)
-		reply_failure(r, err, diag);
-	else
-		count_reply(r, "removed", err);
-	agent_http_body_clear(&b);
-	diag_free(diag);
+	removed_reply(r, err, diag, &b);
 }
 
 static void route_gc(struct agent_core *core, const struct request *req, struct reply *r)
@@ -259,12 +266,7 @@ static void route_gc(struct agent_core *core, const struct request *req, struct 
 		return;
 	diag = request_diag();
 	removed = agent_core_gc(core, b.ids, b.ifnames, b.n, req->deadline_ms, diag);
-	if (removed < 0)
-		reply_failure(r, removed, diag);
-	else
-		count_reply(r, "removed", removed);
-	agent_http_body_clear(&b);
-	diag_free(diag);
+	removed_reply(r, removed, diag, &b);
 }
 
 static void route_healthz(struct agent_core *core, struct reply *r)
@@ -321,26 +323,66 @@ static void route_modules(struct agent_core *core, struct reply *r)
 	reply_json(r, 200, g);
 }
 
+/* An endpoint id of a path: decimal 1..UINT32_MAX followed by exactly
+ * @rest ("" or "/translation").  false after a 400 reply. */
+static bool endpoint_id_parse(const char *text, const char *rest, uint32_t *ret, struct reply *r)
+{
+	unsigned long id;
+	char *end;
+
+	errno = 0;
+	id = strtoul(text, &end, 10);
+	if (errno || strcmp(end, rest) || text[0] < '1' || text[0] > '9' || id > UINT32_MAX) {
+		reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "endpoint id \"%.32s\" is not a number", text);
+		return false;
+	}
+	*ret = (uint32_t)id;
+	return true;
+}
+
+/* PUT /v1/endpoint/{id}/translation */
+static void route_translation(struct agent_core *core, const char *id_text, const struct request *req,
+			      struct reply *r)
+{
+	enum flowsdn_cni_svc_translation svc;
+	struct agent_api_endpoint e;
+	unsigned int status = 500;
+	struct diag *diag;
+	uint32_t id;
+	int err;
+
+	if (!endpoint_id_parse(id_text, "/translation", &id, r))
+		return;
+	diag = request_diag();
+	err = agent_http_translation_read(req->body, req->len, &svc, &status, diag);
+	if (err < 0) {
+		const char *msg = agent_diag_message(diag);
+
+		reply_error(r, status, err, "%s", msg[0] ? msg : agent_api_strerror(err));
+	} else {
+		err = agent_core_set_translation(core, id, svc, &e, diag);
+		if (err == 0)
+			endpoint_reply(r, &e);
+		else
+			reply_failure(r, err, diag);
+	}
+	diag_free(diag);
+}
+
 static void route_endpoints(struct agent_core *core, const char *id_text, struct reply *r)
 {
 	struct agent_api_endpoint *eps = NULL, one;
-	unsigned long id = 0;
+	uint32_t id = 0;
 	size_t n = 0;
 	struct json_writer *g;
 	int err;
 
 	if (id_text) {
-		char *end;
-
-		errno = 0;
-		id = strtoul(id_text, &end, 10);
-		if (errno || *end || !id_text[0] || id_text[0] < '1' || id_text[0] > '9' || id > UINT32_MAX) {
-			reply_error(r, 400, -FLOWSDN_E_AGENT_REFUSED, "endpoint id \"%.32s\" is not a number", id_text);
+		if (!endpoint_id_parse(id_text, "", &id, r))
 			return;
-		}
-		err = agent_core_endpoint(core, (uint32_t)id, &one);
+		err = agent_core_endpoint(core, id, &one);
 		if (err < 0) {
-			reply_error(r, status_of(err), err, "no endpoint %lu", id);
+			reply_error(r, status_of(err), err, "no endpoint %u", id);
 			return;
 		}
 		endpoint_reply(r, &one);
@@ -453,15 +495,18 @@ static void agent_route(struct agent_http *h, bool read_only, const char *method
 	static const char *const gets[] = { "/v1/healthz", "/v1/health/modules", "/v1/endpoint", "/v1/ipam",
 					    "/v1/cni/timing" };
 	bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-	bool is_post = !strcmp(method, "POST");
-	bool known_post = false, known_get = false;
+	bool is_post = !strcmp(method, "POST"), is_put = !strcmp(method, "PUT");
+	bool known_post = false, known_get = false, known_put = false;
 	struct agent_core *core = h->core;
+	size_t url_len = strlen(url);
 
 	for (size_t i = 0; i < ARRAY_SIZE(posts); i++)
 		known_post |= !strcmp(url, posts[i]);
 	for (size_t i = 0; i < ARRAY_SIZE(gets); i++)
 		known_get |= !strcmp(url, gets[i]);
-	known_get |= !strncmp(url, "/v1/endpoint/", 13);
+	/* /v1/endpoint/{id}/translation: PUT; /v1/endpoint/{id}: GET. */
+	known_put = !strncmp(url, "/v1/endpoint/", 13) && url_len > 25 && !strcmp(url + url_len - 12, "/translation");
+	known_get |= !known_put && !strncmp(url, "/v1/endpoint/", 13);
 
 	if (read_only && !is_get) {
 		reply_error(r, 403, -FLOWSDN_E_AGENT_REFUSED, "this listener is read-only: %s is not allowed", method);
@@ -469,11 +514,11 @@ static void agent_route(struct agent_http *h, bool read_only, const char *method
 	}
 	if (agent_http_policy_route(core, method, url, req->too_big ? NULL : req->body, req->len, &r->status, &r->body))
 		return;
-	if (!known_post && !known_get) {
+	if (!known_post && !known_get && !known_put) {
 		reply_error(r, 404, -FLOWSDN_E_AGENT_NOT_FOUND, "no route %.128s", url);
 		return;
 	}
-	if ((known_post && !is_post) || (known_get && !is_get)) {
+	if ((known_post && !is_post) || (known_get && !is_get) || (known_put && !is_put)) {
 		reply_error(r, 405, -FLOWSDN_E_AGENT_REFUSED, "%s is not allowed on %.128s", method, url);
 		return;
 	}
@@ -493,6 +538,8 @@ static void agent_route(struct agent_http *h, bool read_only, const char *method
 		route_modules(core, r);
 	else if (!strcmp(url, "/v1/endpoint"))
 		route_endpoints(core, NULL, r);
+	else if (known_put)
+		route_translation(core, url + 13, req, r);
 	else if (!strncmp(url, "/v1/endpoint/", 13))
 		route_endpoints(core, url + 13, r);
 	else if (!strcmp(url, "/v1/ipam"))

@@ -24,7 +24,7 @@ void agent_http_stop(struct agent_http *http);
 /* The bodies of the POST routes, read apart from the server
  * (agent/http-body.c) so that they are tested and fuzzed in-process. */
 enum agent_http_verb {
-	AGENT_HTTP_ADD,   /* /v1/cni/add:   {"containerID", "ifname", "netns"[, "mtu"]} */
+	AGENT_HTTP_ADD,   /* /v1/cni/add:   {"containerID", "ifname", "netns"[, "mtu"][, "serviceTranslation"]} */
 	AGENT_HTTP_CHECK, /* /v1/cni/check: the same */
 	AGENT_HTTP_DEL,   /* /v1/cni/del:   {"containerID", "ifname"[, "netns"]} */
 	AGENT_HTTP_GC,    /* /v1/cni/gc:    {"validAttachments": [{"containerID", "ifname"}, ...]} */
@@ -52,6 +52,12 @@ int agent_http_body_read(enum agent_http_verb verb, const char *body, size_t len
 /* Frees what a read body holds (NULL is fine). */
 void agent_http_body_clear(struct agent_http_body *b);
 
+/* The body of PUT /v1/endpoint/{id}/translation: exactly
+ * {"serviceTranslation": "packet"|"socket"}.  0 and *ret, or
+ * -FLOWSDN_E_AGENT_REFUSED (status 400, @diag names the field),
+ * -ENOMEM; *ret untouched on failure. */
+int agent_http_translation_read(const char *body, size_t len, enum flowsdn_cni_svc_translation *ret,
+				unsigned int *ret_status, struct diag *diag);
 /* The policy routes (agent/http-policy.c): true when @url is one of them,
  * with the reply in *ret_status and *ret_body (JSON, malloc'd; NULL for
  * the fallback body).  @body is NULL when the request's body was too big. */

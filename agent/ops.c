@@ -79,6 +79,13 @@ static int k_dp_publish(void *ctx, struct flowsdn_datapath *dp, const struct flo
 	return flowsdn_maps_endpoint_publish(flowsdn_datapath_maps(dp), ep);
 }
 
+static int k_dp_flags(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep, uint32_t mask,
+		      uint32_t flags)
+{
+	(void)ctx;
+	return flowsdn_maps_endpoint_flags_update(flowsdn_datapath_maps(dp), ep, mask, flags);
+}
+
 static int k_dp_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
 {
 	struct flowsdn_maps *m = flowsdn_datapath_maps(dp);
@@ -112,6 +119,7 @@ const struct agent_ops agent_ops_kernel = {
 	.dp_is_attached = k_dp_is_attached,
 	.dp_adopt = k_dp_adopt,
 	.dp_publish = k_dp_publish,
+	.dp_flags = k_dp_flags,
 	.dp_remove = k_dp_remove,
 	.dp_ct_gc = k_dp_ct_gc,
 };

@@ -32,6 +32,9 @@ struct agent_ops {
 	int (*dp_is_attached)(void *ctx, struct flowsdn_datapath *dp, int ifindex);
 	int (*dp_adopt)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface);
 	int (*dp_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
+	/* flowsdn_maps_endpoint_flags_update() */
+	int (*dp_flags)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep, uint32_t mask,
+			uint32_t flags);
 	/* Removes the endpoint's map entries and the tracked connections of
 	 * its addresses (a later endpoint with an address must not inherit
 	 * them). */

@@ -361,7 +361,9 @@ int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpo
 	if (p->maps) {
 		struct flowsdn_endpoint pub = e->dp;
 
-		pub.flags = e->inst_flags;
+		/* The enforcement flags are the installed policy's, the others
+		 * (service translation) the endpoint's own. */
+		pub.flags = (e->dp.flags & ~FLOWSDN_EP_F_ENFORCE) | e->inst_flags;
 		err = flowsdn_maps_endpoint_publish(p->maps, &pub);
 		if (err < 0) {
 			agent_diag_set(diag, "endpoint %u: publishing its identity: %s", ep->id, flowsdn_strerror(err));

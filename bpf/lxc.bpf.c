@@ -29,9 +29,11 @@
 #include "lib/common.h"
 #include "lib/conntrack.h"
 #include "lib/counters.h"
+#include "lib/frag.h"
 #include "lib/l3.h"
 #include "lib/parse.h"
 #include "lib/policy.h"
+#include "lib/srcrange.h" /* the map: node.bpf.c enforces it, every object shares it */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -43,7 +45,9 @@ static __always_inline int deliver_local(struct __sk_buff *skb, const struct pkt
 	struct flowsdn_endpoint_counters *dc = ep_counters(dst->ep_id);
 	__u32 reason;
 
-	if (ct == CT_NEW) {
+	/* A pod's traffic to itself (a hairpin) is never judged: Kubernetes
+	 * says a pod cannot block access to itself. */
+	if (ct == CT_NEW && dst->ep_id != src->ep_id) {
 		reason = policy_check(dst, FLOWSDN_DIR_INGRESS, src->identity, p, dc);
 		if (reason) {
 			/* The sender's counters see its frame dropped too. */
@@ -68,54 +72,6 @@ static __always_inline int deliver_local(struct __sk_buff *skb, const struct pkt
 	return bpf_redirect(dst->ifindex, 0);
 }
 
-static __always_inline int forward_fib(struct __sk_buff *skb, const struct pkt *p,
-				       struct flowsdn_endpoint_counters *sc)
-{
-	struct bpf_fib_lookup fib = {};
-	long rc;
-
-	fib.ifindex = skb->ifindex;
-	fib.l4_protocol = p->protocol;
-	/* A GSO packet is segmented to the MTU later: no MTU check for it. */
-	fib.tot_len = skb->gso_size ? 0 : p->len - sizeof(struct ethhdr);
-	if (p->family == AF_INET) {
-		fib.family = AF_INET;
-		fib.ipv4_src = p->saddr[0];
-		fib.ipv4_dst = p->daddr[0];
-	} else {
-		fib.family = AF_INET6;
-		__builtin_memcpy(fib.ipv6_src, p->saddr, 16);
-		__builtin_memcpy(fib.ipv6_dst, p->daddr, 16);
-	}
-	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
-	if (rc < 0)
-		return drop(FLOWSDN_DROP_FIB_FAILED, sc, p->len);
-	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
-		if (l3_dec_ttl(skb, p))
-			return drop(FLOWSDN_DROP_TTL_EXCEEDED, sc, p->len);
-		if (l2_rewrite(skb, fib.smac, fib.dmac))
-			return drop(FLOWSDN_DROP_MALFORMED, sc, p->len);
-		return bpf_redirect(fib.ifindex, 0);
-	}
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
-		struct bpf_redir_neigh nh = {};
-
-		if (l3_dec_ttl(skb, p))
-			return drop(FLOWSDN_DROP_TTL_EXCEEDED, sc, p->len);
-		if (p->family == AF_INET) {
-			nh.nh_family = AF_INET;
-			nh.ipv4_nh = fib.ipv4_dst;
-		} else {
-			nh.nh_family = AF_INET6;
-			__builtin_memcpy(nh.ipv6_nh, fib.ipv6_dst, 16);
-		}
-		return bpf_redirect_neigh(fib.ifindex, &nh, sizeof(nh), 0);
-	}
-	/* Not forwarded by the FIB (local address, unreachable, needs
-	 * fragmentation, forwarding disabled...): the stack decides. */
-	return TC_ACT_OK;
-}
-
 SEC("tc")
 int from_container(struct __sk_buff *skb)
 {
@@ -131,6 +87,7 @@ int from_container(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (rc)
 		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+	frag_track(&p);
 
 	src = ep_lookup(p.family, p.saddr);
 	if (!src || src->ifindex != skb->ifindex)
@@ -140,14 +97,14 @@ int from_container(struct __sk_buff *skb)
 
 	dst = ep_lookup(p.family, p.daddr);
 	ct = ct_lookup(&p, &ce, &ct_dir);
-	if (ct == CT_NEW) {
+	if (ct == CT_NEW && !(dst && dst->ep_id == src->ep_id)) {
 		reason = policy_check(src, FLOWSDN_DIR_EGRESS,
 				      dst ? dst->identity : peer_identity(p.family, p.daddr), &p, sc);
 		if (reason)
 			return drop(reason, sc, p.len);
 	} else {
 		count_allowed(sc, FLOWSDN_DIR_EGRESS);
-		if (ct != CT_RELATED && !(cfg_egress_mode == FLOWSDN_EGRESS_STACK && dst))
+		if (ce && ct != CT_RELATED && !(cfg_egress_mode == FLOWSDN_EGRESS_STACK && dst))
 			ct_update(ce, &p, ct_dir);
 	}
 
@@ -161,7 +118,7 @@ int from_container(struct __sk_buff *skb)
 		return deliver_local(skb, &p, src, dst, sc, ct);
 	if (ct == CT_NEW)
 		ct_track(&p, src->ep_id);
-	return forward_fib(skb, &p, sc);
+	return fib_forward(skb, &p, sc);
 }
 
 SEC("tc")
@@ -184,6 +141,7 @@ int to_container(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (rc)
 		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+	frag_track(&p);
 
 	dst = ep_lookup(p.family, p.daddr);
 	if (!dst || dst->ifindex != skb->ifindex)

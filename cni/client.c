@@ -91,8 +91,8 @@ static int http_parse(struct buf *b, long *status)
 
 /* One request: @body NULL for GET.  Returns 0 with the reply body and
  * status, or a FLOWSDN_E_AGENT_* transport error. */
-static int request(const struct agent_client_opts *opts, const char *path, const char *body,
-		   struct buf *reply, long *status, struct agent_client_err *err)
+static int request_method(const struct agent_client_opts *opts, const char *method, const char *path,
+			  const char *body, struct buf *reply, long *status, struct agent_client_err *err)
 {
 	const char *sock = opts ? opts->socket : NULL;
 	unsigned int timeout = opts ? opts->timeout_ms : 0u;
@@ -114,9 +114,9 @@ static int request(const struct agent_client_opts *opts, const char *path, const
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	deadline = agent_api_now_ms() + timeout;
 	/* The agent does not start what we will no longer wait for. */
-	n = body ? asprintf(&req, "POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+	n = body ? asprintf(&req, "%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
 			    AGENT_API_DEADLINE_HEADER ": %lld\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-			    path, (long long)deadline, strlen(body), body)
+			    method, path, (long long)deadline, strlen(body), body)
 		 : asprintf(&req, "GET %s HTTP/1.1\r\nHost: localhost\r\n" AGENT_API_DEADLINE_HEADER
 			    ": %lld\r\nConnection: close\r\n\r\n", path, (long long)deadline);
 	if (n < 0)
@@ -240,6 +240,13 @@ static int reply_parse(struct buf *reply, long status, struct json_value **ret_r
 	return 0;
 }
 
+/* One request: POST with @body, GET without. */
+static int request(const struct agent_client_opts *opts, const char *path, const char *body, struct buf *reply,
+		   long *status, struct agent_client_err *err)
+{
+	return request_method(opts, "POST", path, body, reply, status, err);
+}
+
 static int call(const struct agent_client_opts *opts, const char *path, const char *body,
 		struct json_value **ret_root, struct agent_client_err *err)
 {
@@ -255,8 +262,8 @@ static int call(const struct agent_client_opts *opts, const char *path, const ch
 }
 
 static int endpoint_call(const struct agent_client_opts *opts, const char *path, const char *container_id,
-			 const char *ifname, const char *netns, unsigned int mtu, struct agent_api_endpoint *ret,
-			 struct agent_client_err *err)
+			 const char *ifname, const char *netns, unsigned int mtu, enum flowsdn_cni_svc_translation svc,
+			 struct agent_api_endpoint *ret, struct agent_client_err *err)
 {
 	_cleanup_free_ char *body = NULL;
 	struct json_value *root = NULL;
@@ -265,7 +272,7 @@ static int endpoint_call(const struct agent_client_opts *opts, const char *path,
 
 	if (!container_id || !ifname || !netns || !ret)
 		return -EINVAL;
-	r = agent_api_owner_body(container_id, ifname, netns, mtu, &body);
+	r = agent_api_add_body(container_id, ifname, netns, mtu, svc, &body);
 	if (r < 0)
 		return r;
 	r = call(opts, path, body, &root, err);
@@ -283,16 +290,17 @@ static int endpoint_call(const struct agent_client_opts *opts, const char *path,
 
 int agent_client_add(const struct agent_client_opts *opts, const char *container_id,
 					 const char *ifname, const char *netns, unsigned int mtu,
-					 struct agent_api_endpoint *ret, struct agent_client_err *err)
+					 enum flowsdn_cni_svc_translation svc, struct agent_api_endpoint *ret,
+					 struct agent_client_err *err)
 {
-	return endpoint_call(opts, "/v1/cni/add", container_id, ifname, netns, mtu, ret, err);
+	return endpoint_call(opts, "/v1/cni/add", container_id, ifname, netns, mtu, svc, ret, err);
 }
 
 int agent_client_check(const struct agent_client_opts *opts, const char *container_id,
 					   const char *ifname, const char *netns, struct agent_api_endpoint *ret,
 					   struct agent_client_err *err)
 {
-	return endpoint_call(opts, "/v1/cni/check", container_id, ifname, netns, 0, ret, err);
+	return endpoint_call(opts, "/v1/cni/check", container_id, ifname, netns, 0, FLOWSDN_CNI_SVC_SOCKET, ret, err);
 }
 
 int agent_client_del(const struct agent_client_opts *opts, const char *container_id,
@@ -395,4 +403,24 @@ int agent_client_get(const struct agent_client_opts *opts, const char *path,
 	*ret_body = reply.data;
 	*ret_status = status;
 	return 0;
+}
+
+int agent_client_endpoint_labels(const struct agent_client_opts *opts, uint32_t id, const char *body,
+				 struct agent_client_err *err)
+{
+	struct buf reply = { 0 };
+	struct json_value *root = NULL;
+	char path[64];
+	long status = 0;
+	int r;
+
+	if (!body || !id)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/v1/endpoint/%u/labels", id);
+	r = request_method(opts, "PUT", path, body, &reply, &status, err);
+	if (r == 0)
+		r = reply_parse(&reply, status, &root, err);
+	json_free(root);
+	free(reply.data);
+	return r;
 }

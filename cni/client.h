@@ -33,9 +33,11 @@ struct agent_client_err {
 	char message[256];
 };
 
-/* POST /v1/cni/add, /v1/cni/check.  @netns required; @mtu 0 = agent's. */
+/* POST /v1/cni/add, /v1/cni/check.  @netns required; @mtu 0 = agent's;
+ * @svc how services reach the endpoint (runtimeConfig serviceTranslation). */
 int agent_client_add(const struct agent_client_opts *opts, const char *container_id, const char *ifname,
-		     const char *netns, unsigned int mtu, struct agent_api_endpoint *ret, struct agent_client_err *err);
+		     const char *netns, unsigned int mtu, enum flowsdn_cni_svc_translation svc,
+		     struct agent_api_endpoint *ret, struct agent_client_err *err);
 int agent_client_check(const struct agent_client_opts *opts, const char *container_id, const char *ifname,
 		       const char *netns, struct agent_api_endpoint *ret, struct agent_client_err *err);
 /* POST /v1/cni/del: 0 (also when the agent had nothing). */
@@ -49,5 +51,10 @@ int agent_client_gc(const struct agent_client_opts *opts, const char *const *ids
 int agent_client_health(const struct agent_client_opts *opts, struct agent_client_err *err);
 /* GET @path (a /v1/... route): the body (freed by the caller) and status. */
 int agent_client_get(const struct agent_client_opts *opts, const char *path, char **ret_body, long *ret_status);
+
+/* PUT /v1/endpoint/@id/labels with @body ({"namespace", "name",
+ * "labels", "namedPorts"}, contracts C3). */
+int agent_client_endpoint_labels(const struct agent_client_opts *opts, uint32_t id, const char *body,
+				 struct agent_client_err *err);
 
 #endif

@@ -167,7 +167,64 @@ struct plugin_ctx {
 	struct agent_client_opts client;
 	const char *queue_dir;
 	bool queue_dir_configured; /* named by the network configuration */
+	const char *input;         /* the network configuration as given */
+	size_t input_len;
+	const struct flowsdn_cni_args *args;
 };
+
+/*
+ * The endpoint's place in the policy model (contracts C3), for PUT
+ * /v1/endpoint/{id}/labels: runtimeConfig.flowsdn's "namespace",
+ * "labels" and "namedPorts" (a runtime passes them with the capability
+ * "flowsdn"), else CNI_ARGS K8S_POD_NAMESPACE; the pod name from
+ * K8S_POD_NAME (as kubelet and podman send them).  *ret NULL when no
+ * namespace is given (the endpoint stays outside policy).  The agent
+ * checks the values.
+ */
+static int labels_body(const struct plugin_ctx *c, char **ret)
+{
+	struct json_value *root = NULL;
+	const struct json_value *rc = NULL, *ns = NULL, *labels = NULL, *ports = NULL, *t;
+	const char *kns = flowsdn_cni_args_get(c->args, "K8S_POD_NAMESPACE");
+	const char *kname = flowsdn_cni_args_get(c->args, "K8S_POD_NAME");
+	struct json_writer *w;
+	int r = 0;
+
+	*ret = NULL;
+	if (c->input && json_parse(c->input, c->input_len, NULL, &root, NULL) == 0 &&
+	    (t = json_get(root, "runtimeConfig")) && json_is(t, JSON_OBJECT) && (rc = json_get(t, "flowsdn")) &&
+	    json_is(rc, JSON_OBJECT)) {
+		ns = json_get(rc, "namespace");
+		labels = json_get(rc, "labels");
+		ports = json_get(rc, "namedPorts");
+	}
+	/* Without a namespace the endpoint is outside policy anyway. */
+	if (!ns && !kns)
+		goto out;
+	w = json_writer_new(0);
+	jw_object_open(w);
+	if (ns) {
+		jw_key(w, "namespace");
+		jw_value(w, ns);
+	} else if (kns) {
+		jw_kv_string(w, "namespace", kns);
+	}
+	if (kname)
+		jw_kv_string(w, "name", kname);
+	if (labels) {
+		jw_key(w, "labels");
+		jw_value(w, labels);
+	}
+	if (ports) {
+		jw_key(w, "namedPorts");
+		jw_value(w, ports);
+	}
+	jw_object_close(w);
+	r = json_writer_finish(w, ret, NULL);
+out:
+	json_free(root);
+	return r;
+}
 
 static bool netns_exists(const char *path)
 {
@@ -197,10 +254,26 @@ static void primary_add(struct plugin_ctx *c, struct outcome *o)
 		return;
 	}
 	err = agent_client_add(&c->client, c->env->container_id, c->env->ifname, c->env->netns,
-				       (unsigned int)mtu, &ep, &rerr);
+				       (unsigned int)mtu, flowsdn_cni_conf_svc_translation(c->conf), &ep, &rerr);
 	if (err < 0) {
 		fail_agent(o, c->version, "ADD", err, &rerr);
 		return;
+	}
+	{
+		_cleanup_free_ char *labels = NULL;
+
+		err = labels_body(c, &labels);
+		if (err == 0 && labels)
+			err = agent_client_endpoint_labels(&c->client, ep.id, labels, &rerr);
+		if (err < 0) {
+			struct agent_client_err derr = { 0 };
+
+			/* An endpoint outside the policy it was meant for would
+			 * allow everything: no endpoint at all. */
+			(void)agent_client_del(&c->client, c->env->container_id, c->env->ifname, &derr);
+			fail_agent(o, c->version, "ADD (namespace and labels)", err, &rerr);
+			return;
+		}
 	}
 	err = endpoint_result(&ep, c->conf, &r);
 	if (err < 0) {
@@ -505,12 +578,15 @@ int cni_plugin_run(const char *input, size_t len, const char *(*getenv_fn)(const
 	}
 	c.conf = conf;
 	c.env = &env;
+	c.input = input;
+	c.input_len = len;
 	c.version = flowsdn_cni_conf_version(conf);
 	err = flowsdn_cni_args_parse(env.args, known_args, &args, diag);
 	if (err < 0) {
 		fail_diag(&o, c.version, err, diag);
 		goto out;
 	}
+	c.args = args;
 	c.client.socket = opts ? opts->socket : NULL;
 	c.queue_dir = opts ? opts->queue_dir : NULL;
 	c.client.timeout_ms = opts ? opts->timeout_ms : 0u;

@@ -263,6 +263,7 @@ void agent_api_endpoint_gen(struct json_writer *g, const struct agent_api_endpoi
 	jw_kv_string(g, "hostMac", mac);
 	jw_kv_int(g, "mtu", e->mtu);
 	jw_kv_int(g, "created", (long long)e->created);
+	jw_kv_string(g, "serviceTranslation", flowsdn_cni_svc_translation_name(e->svc_translation));
 	jw_string(g, "addresses");
 	jw_array_open(g);
 	for (size_t i = 0; i < e->n_addrs; i++) {
@@ -283,7 +284,7 @@ void agent_api_endpoint_gen(struct json_writer *g, const struct agent_api_endpoi
 
 int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoint *ret)
 {
-	const struct json_value *addrs = json_get(o, "addresses");
+	const struct json_value *addrs = json_get(o, "addresses"), *svc = json_get(o, "serviceTranslation");
 	struct agent_api_endpoint e = { 0 };
 	uint64_t id, ino, mtu, created;
 	int64_t ifindex;
@@ -299,6 +300,9 @@ int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoi
 	    copy_str(e.host_ifname, sizeof(e.host_ifname), json_string_value(json_get(o, "hostInterface"))) < 0 ||
 	    parse_mac(json_string_value(json_get(o, "mac")), e.mac) < 0 || parse_mac(json_string_value(json_get(o, "hostMac")), e.host_mac) < 0 ||
 	    !json_is(addrs, JSON_ARRAY) || addrs->u.array.n > AGENT_API_MAX_ADDRS)
+		return -EBADMSG;
+	/* Optional: state saved before it existed has none (socket). */
+	if (svc && flowsdn_cni_svc_translation_parse(json_string_value(svc), &e.svc_translation) < 0)
 		return -EBADMSG;
 	e.id = (uint32_t)id;
 	e.netns_ino = ino;
@@ -328,10 +332,16 @@ int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoi
 int agent_api_owner_body(const char *container_id, const char *ifname, const char *netns, unsigned int mtu,
 			 char **ret)
 {
+	return agent_api_add_body(container_id, ifname, netns, mtu, FLOWSDN_CNI_SVC_SOCKET, ret);
+}
+
+int agent_api_add_body(const char *container_id, const char *ifname, const char *netns, unsigned int mtu,
+		       enum flowsdn_cni_svc_translation svc, char **ret)
+{
 	struct json_writer *g;
 	int r;
 
-	if (!container_id || !ifname || !ret)
+	if (!container_id || !ifname || !ret || !flowsdn_cni_svc_translation_name(svc))
 		return -EINVAL;
 	g = json_writer_new(0);
 	if (!g)
@@ -343,6 +353,8 @@ int agent_api_owner_body(const char *container_id, const char *ifname, const cha
 		jw_kv_string(g, "netns", netns);
 	if (mtu)
 		jw_kv_int(g, "mtu", mtu);
+	if (svc != FLOWSDN_CNI_SVC_SOCKET)
+		jw_kv_string(g, "serviceTranslation", flowsdn_cni_svc_translation_name(svc));
 	jw_object_close(g);
 	r = json_writer_finish(g, ret, NULL);
 	return r;

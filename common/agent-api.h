@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 #include <flowsdn/addr.h>
+#include <flowsdn/cni.h>
 
 #include "json.h"
 
@@ -67,6 +68,7 @@ struct agent_api_endpoint {
 	struct flowsdn_addr addrs[AGENT_API_MAX_ADDRS]; /* IPv4 first */
 	unsigned int prefix_len[AGENT_API_MAX_ADDRS];   /* as configured on the interface (32/128) */
 	struct flowsdn_addr gateway[AGENT_API_MAX_ADDRS];
+	enum flowsdn_cni_svc_translation svc_translation; /* "serviceTranslation" */
 };
 
 /* The endpoint object. */
@@ -82,6 +84,10 @@ int agent_api_gateway(int family, struct flowsdn_addr *ret);
  * caller.  -ENOMEM, -EINVAL. */
 int agent_api_owner_body(const char *container_id, const char *ifname, const char *netns, unsigned int mtu,
 			 char **ret);
+/* The ADD body: the owner body and, for FLOWSDN_CNI_SVC_PACKET,
+ * "serviceTranslation": "packet". */
+int agent_api_add_body(const char *container_id, const char *ifname, const char *netns, unsigned int mtu,
+		       enum flowsdn_cni_svc_translation svc, char **ret);
 
 /* The error body of a failed request: @err is the negative errno or
  * domain code. */

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http-server-tls.h"
 #include "http-server.h"
 #include "util.h"
 
@@ -28,6 +29,7 @@ struct listener {
 	bool unix_family;
 	struct MHD_Daemon *d;
 	unsigned int active;    /* connections libmicrohttpd serves (s->lock) */
+	struct http_tls *tls;   /* TLS terminated by a relay (http-server-tls.c); NULL: plain */
 };
 
 struct pending {
@@ -211,6 +213,21 @@ static void door_accept(struct http_server *s, struct listener *l)
 			usleep(10000);
 		return;
 	}
+	if (l->tls) {
+		/* The door checks the clear text: the relay decrypts into one
+		 * end of a socket pair, the door holds the other. */
+		int sv[2];
+
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+			close(p.fd);
+			return;
+		}
+		if (http_tls_relay(l->tls, p.fd, sv[1], s->wake[0], s->o.header_timeout_ms) < 0) {
+			close(sv[0]);
+			return;
+		}
+		p.fd = sv[0];
+	}
 	if (p.addr_len == 0 || l->unix_family) {
 		/* AF_UNIX peers are unnamed: give the family at least. */
 		p.addr.ss_family = AF_UNIX;
@@ -389,6 +406,32 @@ int http_server_listen(struct http_server *s, int fd, void *cls)
 	return 0;
 }
 
+int http_server_listen_tls(struct http_server *s, int fd, void *cls, const char *cert_pem, size_t cert_len,
+			   const char *key_pem, size_t key_len)
+{
+	struct http_tls *tls = NULL;
+	int r;
+
+	if (!s || s->door_started || s->n_lis >= MAX_LISTENERS) {
+		if (fd >= 0)
+			close(fd);
+		return !s ? -EINVAL : s->door_started ? -EBUSY : -E2BIG;
+	}
+	r = http_tls_new(cert_pem, cert_len, key_pem, key_len, &tls);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	r = http_server_listen(s, fd, cls);
+	if (r < 0) {
+		http_tls_free(tls);
+		return r;
+	}
+	s->lis[s->n_lis - 1].tls = tls;
+	return 0;
+}
+
 int http_server_start(struct http_server *s)
 {
 	int err;
@@ -424,6 +467,8 @@ void http_server_free(struct http_server *s)
 			MHD_stop_daemon(s->lis[i].d);
 		if (s->lis[i].fd >= 0)
 			close(s->lis[i].fd);
+		/* The relays saw the wake-up (or their clear text close). */
+		http_tls_free(s->lis[i].tls);
 	}
 	if (s->wake[0] >= 0)
 		close(s->wake[0]);

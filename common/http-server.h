@@ -18,8 +18,12 @@
  *
  * So neither slow clients nor stuck requests keep the reserved requests
  * from answering.  The door's own answers carry the body refusal() makes;
- * a NULL body closes the connection without an answer.  Plain sockets
- * only (TCP or Unix): the door reads the head in clear text.
+ * a NULL body closes the connection without an answer.  The door reads
+ * heads in clear text: a TLS listener (http_server_listen_tls()) has each
+ * connection's TLS terminated by a relay thread of its own (GnuTLS,
+ * http-server-tls.c) that passes the clear text over a socket pair, so
+ * TLS connections get the same checks, deadline (from accept: handshake
+ * and head within header_timeout_ms) and bounds as plain ones.
  */
 #ifndef FLASH_COMMON_HTTP_SERVER_H
 #define FLASH_COMMON_HTTP_SERVER_H
@@ -60,6 +64,11 @@ int http_server_new(const struct http_server_opts *opts, struct http_server **re
  * four listeners.  Errors: -EINVAL, -E2BIG, -EBUSY (started), -EIO
  * (libmicrohttpd refused to start). */
 int http_server_listen(struct http_server *s, int fd, void *cls);
+/* http_server_listen() for TLS on @fd with the PEM certificate chain
+ * and private key given (copied).  Errors: those of http_server_listen(),
+ * -EINVAL for a certificate or key GnuTLS does not take. */
+int http_server_listen_tls(struct http_server *s, int fd, void *cls, const char *cert_pem, size_t cert_len,
+			   const char *key_pem, size_t key_len);
 /* Starts the front door.  Errors: -EINVAL (no listener), -EBUSY, -errno. */
 int http_server_start(struct http_server *s);
 /* Stops the door and libmicrohttpd, closes the listeners; NULL is fine. */

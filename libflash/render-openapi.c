@@ -212,6 +212,19 @@ static bool matches(struct vctx *c, const struct json_value *schema, const struc
 	return r == 0;
 }
 
+/* The @max_kw / @min_kw bounds of @schema on a count of @n @what. */
+static int check_count(struct vctx *c, const struct json_value *schema, const char *max_kw, const char *min_kw,
+		       size_t n, const char *what)
+{
+	uint64_t lim;
+
+	if (json_get_uint64(json_get(schema, max_kw), &lim) == 0 && n > lim)
+		return fail(c, "must have at most %" PRIu64 " %s", lim, what);
+	if (json_get_uint64(json_get(schema, min_kw), &lim) == 0 && n < lim)
+		return fail(c, "must have at least %" PRIu64 " %s", lim, what);
+	return 0;
+}
+
 static int validate_object(struct vctx *c, const struct json_value *schema, const struct json_value *inst)
 {
 	const struct json_value *props = json_get(schema, "properties");
@@ -220,13 +233,10 @@ static int validate_object(struct vctx *c, const struct json_value *schema, cons
 	bool open = schema_flag(schema, "x-kubernetes-preserve-unknown-fields") ||
 		    (addl && addl->type == JSON_BOOL && addl->u.boolean) ||
 		    (!props && !addl);
-	uint64_t lim;
 	int r;
 
-	if (json_get_uint64(json_get(schema, "maxProperties"), &lim) == 0 && inst->u.object.n > lim)
-		return fail(c, "must have at most %" PRIu64 " properties", lim);
-	if (json_get_uint64(json_get(schema, "minProperties"), &lim) == 0 && inst->u.object.n < lim)
-		return fail(c, "must have at least %" PRIu64 " properties", lim);
+	if ((r = check_count(c, schema, "maxProperties", "minProperties", inst->u.object.n, "properties")) < 0)
+		return r;
 	if (req && req->type == JSON_ARRAY) {
 		for (size_t i = 0; i < req->u.array.n; i++) {
 			const char *name;
@@ -262,13 +272,10 @@ static int validate_array(struct vctx *c, const struct json_value *schema, const
 	const struct json_value *items = json_get(schema, "items");
 	const char *list_type = schema_str(schema, "x-kubernetes-list-type");
 	const struct json_value *map_keys = json_get(schema, "x-kubernetes-list-map-keys");
-	uint64_t lim;
 	int r;
 
-	if (json_get_uint64(json_get(schema, "maxItems"), &lim) == 0 && inst->u.array.n > lim)
-		return fail(c, "must have at most %" PRIu64 " items", lim);
-	if (json_get_uint64(json_get(schema, "minItems"), &lim) == 0 && inst->u.array.n < lim)
-		return fail(c, "must have at least %" PRIu64 " items", lim);
+	if ((r = check_count(c, schema, "maxItems", "minItems", inst->u.array.n, "items")) < 0)
+		return r;
 	for (size_t i = 0; i < inst->u.array.n; i++) {
 		size_t saved = json_path_push_index(&c->path, i);
 

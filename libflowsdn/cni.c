@@ -779,6 +779,7 @@ struct flowsdn_cni_conf {
 	bool has_attachments;
 	size_t n_att;
 	struct attachment *att;
+	enum flowsdn_cni_svc_translation svc_translation;
 };
 
 FLOWSDN_API void flowsdn_cni_conf_free(struct flowsdn_cni_conf *c)
@@ -875,6 +876,52 @@ static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value
 	return 0;
 }
 
+FLOWSDN_API int flowsdn_cni_svc_translation_parse(const char *text, enum flowsdn_cni_svc_translation *ret)
+{
+	if (!text || !ret)
+		return -EINVAL;
+	if (!strcmp(text, "socket"))
+		*ret = FLOWSDN_CNI_SVC_SOCKET;
+	else if (!strcmp(text, "packet"))
+		*ret = FLOWSDN_CNI_SVC_PACKET;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+FLOWSDN_API const char *flowsdn_cni_svc_translation_name(enum flowsdn_cni_svc_translation mode)
+{
+	switch (mode) {
+	case FLOWSDN_CNI_SVC_SOCKET:
+		return "socket";
+	case FLOWSDN_CNI_SVC_PACKET:
+		return "packet";
+	}
+	return NULL;
+}
+
+/* runtimeConfig.flowsdn.serviceTranslation (contract C3), when there.
+ * Other keys of runtimeConfig.flowsdn are read by their own getters. */
+static int svc_translation_read(struct flowsdn_cni_conf *c, struct diag *diag)
+{
+	const struct json_value *rc = json_get(c->root, "runtimeConfig"), *f, *v;
+
+	c->svc_translation = FLOWSDN_CNI_SVC_SOCKET;
+	f = rc ? json_get(rc, "flowsdn") : NULL;
+	if (!f)
+		return 0;
+	if (!IS_OBJ(f)) {
+		diag_set(diag, "runtimeConfig.flowsdn: must be an object");
+		return -FLOWSDN_E_CNI_CONFIG;
+	}
+	v = json_get(f, "serviceTranslation");
+	if (v && (!IS_STR(v) || flowsdn_cni_svc_translation_parse(json_string_value(v), &c->svc_translation) < 0)) {
+		diag_set(diag, "runtimeConfig.flowsdn.serviceTranslation: must be \"packet\" or \"socket\"");
+		return -FLOWSDN_E_CNI_CONFIG;
+	}
+	return 0;
+}
+
 /* The start of a configuration or a list: a JSON object with a string
  * cniVersion.  *ret_root is set as soon as it is parsed (the caller's
  * object owns it, also on a later failure). */
@@ -961,6 +1008,9 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 		if (err < 0)
 			return err;
 	}
+	err = svc_translation_read(c, diag);
+	if (err < 0)
+		return err;
 	*ret = TAKE_PTR(c);
 	return 0;
 }
@@ -988,6 +1038,11 @@ FLOWSDN_API const struct flowsdn_cni_result *flowsdn_cni_conf_prev_result(const 
 FLOWSDN_API const struct flowsdn_cni_result *flowsdn_cni_conf_dns(const struct flowsdn_cni_conf *c)
 {
 	return c ? c->dns : NULL;
+}
+
+FLOWSDN_API enum flowsdn_cni_svc_translation flowsdn_cni_conf_svc_translation(const struct flowsdn_cni_conf *c)
+{
+	return c ? c->svc_translation : FLOWSDN_CNI_SVC_SOCKET;
 }
 
 FLOWSDN_API int flowsdn_cni_conf_get_string(const struct flowsdn_cni_conf *c, const char *key, const char **ret)

@@ -4,6 +4,7 @@
 #define FLOWSDN_DATAPATH_INTERNAL_H
 
 #include <stddef.h>
+#include <flowsdn/addr.h>
 #include <flowsdn/datapath.h>
 
 enum fsdn_map {
@@ -15,8 +16,10 @@ enum fsdn_map {
 	FSDN_MAP_SVC,
 	FSDN_MAP_BACKEND,
 	FSDN_MAP_MAGLEV,
+	FSDN_MAP_SRCRANGE,
 	FSDN_MAP_CT,
 	FSDN_MAP_CTSTAT,
+	FSDN_MAP_FRAG,
 	FSDN_MAP_COUNT_,
 };
 
@@ -27,6 +30,9 @@ struct flowsdn_maps {
 };
 
 const char *flowsdn__map_name(enum fsdn_map m);
+/* The address width of @p (32 or 128), or -EINVAL for a NULL prefix, a
+ * family that is neither or a length beyond the width. */
+int flowsdn__prefix_bits(const struct flowsdn_prefix *p);
 /* "@dir/@name" into @buf; -ENAMETOOLONG if it does not fit. */
 int flowsdn__pin_path(const char *dir, const char *name, char *buf, size_t size);
 

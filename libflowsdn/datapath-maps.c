@@ -52,10 +52,14 @@ static const struct map_spec {
 			   sizeof(struct flowsdn_service_value) },
 	[FSDN_MAP_BACKEND] = { FLOWSDN_MAP_BACKENDS, BPF_MAP_TYPE_HASH, sizeof(__u32), sizeof(struct flowsdn_backend) },
 	[FSDN_MAP_MAGLEV] = { FLOWSDN_MAP_MAGLEV, BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(__u32), sizeof(__u32) },
+	[FSDN_MAP_SRCRANGE] = { FLOWSDN_MAP_SRCRANGE, BPF_MAP_TYPE_LPM_TRIE, sizeof(struct flowsdn_srcrange_key),
+				sizeof(struct flowsdn_srcrange_value) },
 	[FSDN_MAP_CT] = { FLOWSDN_MAP_CT, BPF_MAP_TYPE_LRU_HASH, sizeof(struct flowsdn_ct_key),
 			  sizeof(struct flowsdn_ct_entry) },
 	[FSDN_MAP_CTSTAT] = { FLOWSDN_MAP_CT_STATS, BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),
 			      sizeof(struct flowsdn_ct_stats) },
+	[FSDN_MAP_FRAG] = { FLOWSDN_MAP_FRAGS, BPF_MAP_TYPE_LRU_HASH, sizeof(struct flowsdn_frag_key),
+			    sizeof(struct flowsdn_frag_entry) },
 };
 
 const char *flowsdn__map_name(enum fsdn_map m)
@@ -225,6 +229,27 @@ FLOWSDN_API int flowsdn_maps_endpoint_publish(struct flowsdn_maps *maps, const s
 			}
 			return r;
 		}
+	}
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_maps_endpoint_flags_update(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep,
+						  uint32_t mask, uint32_t flags)
+{
+	if (!maps || !ep || ep->n_addrs == 0 || ep->n_addrs > FLOWSDN_ENDPOINT_MAX_ADDRS || (mask & ~FLOWSDN_EP_F_ALL) ||
+	    (flags & ~mask))
+		return -EINVAL;
+	for (size_t i = 0; i < ep->n_addrs; i++) {
+		struct flowsdn_endpoint_key k;
+		struct flowsdn_endpoint_info info;
+
+		if (flowsdn__ep_key(&ep->addrs[i], &k) < 0)
+			return -EINVAL;
+		if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_EP], &k, &info) < 0 || info.ep_id != ep->id)
+			return -ENOENT;
+		info.flags = (info.flags & ~mask) | flags;
+		if (bpf_map_update_elem(maps->fd[FSDN_MAP_EP], &k, &info, BPF_EXIST) < 0)
+			return -errno;
 	}
 	return 0;
 }
@@ -477,19 +502,23 @@ FLOWSDN_API int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct 
 	return 0;
 }
 
+int flowsdn__prefix_bits(const struct flowsdn_prefix *p)
+{
+	unsigned int bits = p ? flowsdn_addr_bits(&p->addr) : 0;
+
+	return bits == 0 || p->len > bits ? -EINVAL : (int)bits;
+}
+
 static int ipcache_key(const struct flowsdn_prefix *p, struct flowsdn_ipcache_key *k)
 {
-	unsigned int bits;
+	int bits = flowsdn__prefix_bits(p);
 
-	if (!p)
-		return -EINVAL;
-	bits = flowsdn_addr_bits(&p->addr);
-	if (bits == 0 || p->len > bits)
-		return -EINVAL;
+	if (bits < 0)
+		return bits;
 	memset(k, 0, sizeof(*k));
 	k->prefixlen = FLOWSDN_IPCACHE_PREFIX_BASE + p->len;
 	k->family = p->addr.family;
-	memcpy(k->addr, p->addr.bytes, bits / 8);
+	memcpy(k->addr, p->addr.bytes, (size_t)bits / 8);
 	return 0;
 }
 

@@ -56,7 +56,8 @@ static int flip(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep, si
 		if (bpf_map_lookup_elem(fd, &k, &info) < 0 || info.ep_id != ep->id)
 			return -ENOENT;
 		info.policy_gen = (__u8)gen;
-		info.flags = flags;
+		/* Only the enforcement flags are the policy's. */
+		info.flags = (info.flags & ~FLOWSDN_EP_F_ENFORCE) | (flags & FLOWSDN_EP_F_ENFORCE);
 		if (bpf_map_update_elem(fd, &k, &info, BPF_EXIST) < 0)
 			return -errno;
 	}

@@ -130,13 +130,19 @@ static int items_add(struct items *it, uint32_t ident, int dir, uint8_t proto, u
 	return 0;
 }
 
-/* The port of @name/@proto among @ports, 0 when none. */
-static uint16_t named_port(const struct pnamed *ports, size_t n, const char *name, uint8_t proto)
+/* Items for every port named @name/@proto among @ports: for egress the
+ * ports of a peer identity are the union over its pods (pods sharing
+ * labels may number a name differently), and each number is allowed, as
+ * Cilium does and flowsdn_policy(3) promises. */
+static int named_items(struct items *it, const struct pnamed *ports, size_t n, const struct pport *pp, int dir,
+		       int tier, uint32_t ident, uint32_t rule_id)
 {
-	for (size_t i = 0; i < n; i++)
-		if (ports[i].proto == proto && strcmp(ports[i].name, name) == 0)
-			return ports[i].port;
-	return 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < n && ret == 0; i++)
+		if (ports[i].proto == pp->proto && strcmp(ports[i].name, pp->name) == 0)
+			ret = items_add(it, ident, dir, pp->proto, ports[i].port, ports[i].port, tier, rule_id);
+	return ret;
 }
 
 /* Items of rule @r for the peer identity @ident: every numeric port spec
@@ -152,10 +158,8 @@ static int rule_items(struct items *it, const struct prule *r, int dir, int tier
 		const struct pport *pp = &r->ports[i];
 
 		if (pp->name) {
-			uint16_t port = np ? named_port(np, n_np, pp->name, pp->proto) : 0;
-
-			if (port)
-				ret = items_add(it, ident, dir, pp->proto, port, port, tier, r->rule_id);
+			if (np)
+				ret = named_items(it, np, n_np, pp, dir, tier, ident, r->rule_id);
 		} else if (numeric) {
 			ret = items_add(it, ident, dir, pp->proto, pp->has_port ? pp->port : 0,
 					pp->has_port ? pp->end : 65535, tier, r->rule_id);
@@ -709,6 +713,12 @@ FLOWSDN_API int flowsdn_policy_db_lookup(struct flowsdn_policy_db *db, uint32_t 
 	r = ipcache_build(db);
 	if (r < 0)
 		return r;
+	/* "A pod cannot block access to itself": its own address is always
+	 * allowed (the datapath never judges a pod's traffic to itself). */
+	if (pdb_pod_by_addr(db, peer) == pod) {
+		*ret_verdict = FLOWSDN_POLICY_VERDICT_ALLOW;
+		return 0;
+	}
 	if (protocol != PROTO_TCP && protocol != PROTO_UDP && protocol != PROTO_SCTP)
 		port = 0;
 	ident = ipcache_lookup(db, peer);

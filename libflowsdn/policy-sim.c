@@ -90,7 +90,37 @@ static bool peer_matches(const struct flowsdn_policy_db *db, const struct flowsd
 	return !pe->pod || sim_selects(pe->pod, &peer_pod->labels);
 }
 
-static bool port_matches(const struct pport *pp, int dir, const struct ppod *self,
+/* Whether two pods share an identity: the same namespace and the same
+ * label set. */
+static bool same_identity(const struct ppod *a, const struct ppod *b)
+{
+	if (strcmp(a->ns, b->ns) != 0 || a->labels.n != b->labels.n)
+		return false;
+	for (size_t i = 0; i < a->labels.n; i++) {
+		const char *v = label_value(&b->labels, a->labels.v[i].key);
+
+		if (!v || strcmp(v, a->labels.v[i].value) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Whether @pod numbers the port @name/@proto as @port. */
+static bool names_port(const struct ppod *pod, const char *name, uint8_t proto, uint16_t port)
+{
+	for (size_t i = 0; i < pod->n_ports; i++)
+		if (strcmp(pod->ports[i].name, name) == 0 && pod->ports[i].proto == proto && pod->ports[i].port == port)
+			return true;
+	return false;
+}
+
+/*
+ * A named port: on ingress the receiving pod's own number; on egress, as
+ * Cilium does (flowsdn_policy(3)), any number that a pod with the peer's
+ * identity gives the name — pods of one identity may number a name
+ * differently, and traffic to each number is allowed to all of them.
+ */
+static bool port_matches(const struct flowsdn_policy_db *db, const struct pport *pp, int dir, const struct ppod *self,
 			 const struct ppod *peer_pod, uint8_t proto, uint16_t port)
 {
 	const struct ppod *target = dir == FLOWSDN_POLICY_INGRESS ? self : peer_pod;
@@ -103,9 +133,11 @@ static bool port_matches(const struct pport *pp, int dir, const struct ppod *sel
 		return port >= pp->port && port <= pp->end;
 	if (!target)
 		return false;
-	for (size_t i = 0; i < target->n_ports; i++)
-		if (strcmp(target->ports[i].name, pp->name) == 0 && target->ports[i].proto == proto)
-			return target->ports[i].port == port;
+	if (dir == FLOWSDN_POLICY_INGRESS)
+		return names_port(target, pp->name, proto, port);
+	for (size_t i = 0; i < db->n_eps; i++)
+		if (db->eps[i] && same_identity(db->eps[i], target) && names_port(db->eps[i], pp->name, proto, port))
+			return true;
 	return false;
 }
 
@@ -119,7 +151,7 @@ static bool rule_matches(const struct flowsdn_policy_db *db, const struct flowsd
 	for (size_t i = 0; !peer_ok && i < r->n_peers; i++)
 		peer_ok = peer_matches(db, p, &r->peers[i], peer_pod, addr);
 	for (size_t i = 0; !port_ok && i < r->n_ports; i++)
-		port_ok = port_matches(&r->ports[i], dir, self, peer_pod, proto, port);
+		port_ok = port_matches(db, &r->ports[i], dir, self, peer_pod, proto, port);
 	return peer_ok && port_ok;
 }
 
@@ -140,6 +172,11 @@ FLOWSDN_API int flowsdn_policy_db_simulate(const struct flowsdn_policy_db *db, u
 	if (protocol != PROTO_TCP && protocol != PROTO_UDP && protocol != PROTO_SCTP)
 		port = 0;
 	peer_pod = pdb_pod_by_addr(db, peer);
+	/* Kubernetes: a pod cannot block access to itself. */
+	if (peer_pod == self) {
+		*ret_verdict = FLOWSDN_POLICY_VERDICT_ALLOW;
+		return 0;
+	}
 	for (size_t i = 0; i < db->n_policies; i++) {
 		const struct flowsdn_policy *p = db->policies[i];
 

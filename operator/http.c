@@ -25,8 +25,7 @@
 
 struct op_http {
 	struct op_provider *provider;
-	struct http_server *door;  /* the Unix socket and plain TCP */
-	struct MHD_Daemon *tls;    /* TCP with TLS: libmicrohttpd's own listener */
+	struct http_server *door;  /* the Unix socket and TCP (TLS relayed, http-server.h) */
 	size_t max_body;
 	uint16_t port;
 	char *cert, *key;
@@ -309,12 +308,10 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 	h->provider = p;
 	h->max_body = OPTS_GET(opts, max_body_bytes, 0) ?: 1u << 20;
 
-	if (opts->unix_path || !opts->tls_cert_file) {
-		r = http_server_new(&so, &h->door);
-		if (r < 0) {
-			snprintf(err, err_size, "cannot set up the HTTP server: %s", strerror(-r));
-			goto fail;
-		}
+	r = http_server_new(&so, &h->door);
+	if (r < 0) {
+		snprintf(err, err_size, "cannot set up the HTTP server: %s", strerror(-r));
+		goto fail;
 	}
 	if (opts->unix_path) {
 		fd = unix_listen(opts->unix_path, err, err_size);
@@ -337,47 +334,31 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 	if (opts->listen) {
 		struct sockaddr_storage ss;
 		socklen_t sl;
-		unsigned int f = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS;
 
 		r = parse_listen(opts->listen, &ss, &sl, err, err_size);
 		if (r < 0)
 			goto fail;
-		if (!opts->tls_cert_file) {
-			fd = tcp_listen(&ss, sl, &h->port);
-			if (fd < 0 || http_server_listen(h->door, fd, h) < 0) {
-				snprintf(err, err_size, "%s: cannot listen (address in use or not local?)", opts->listen);
-				r = -EADDRNOTAVAIL;
-				goto fail;
-			}
-		} else {
-			/* The front door reads heads in clear text: over TLS,
-			 * libmicrohttpd's own bounds (idle timeout, connection
-			 * limits) apply. */
-			if (ss.ss_family == AF_INET6)
-				f |= MHD_USE_IPv6;
-			if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-				snprintf(err, err_size, "libmicrohttpd was built without TLS");
-				r = -ENOTSUP;
-				goto fail;
-			}
+		if (opts->tls_cert_file) {
 			r = read_pem(opts->tls_cert_file, false, &h->cert, &cert_len, err, err_size);
 			if (r == 0)
 				r = read_pem(opts->tls_key_file, true, &h->key, &h->key_len, err, err_size);
 			if (r < 0)
 				goto fail;
-			h->tls = MHD_start_daemon(f, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &ss,
-						  MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT, max_conn,
-						  MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
-						  timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, max_header,
-						  MHD_OPTION_HTTPS_MEM_CERT, h->cert, MHD_OPTION_HTTPS_MEM_KEY, h->key,
-						  MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
-			if (!h->tls) {
-				snprintf(err, err_size, "%s: cannot listen (address in use or not local?)", opts->listen);
-				r = -EADDRNOTAVAIL;
-				goto fail;
-			}
-			const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->tls, MHD_DAEMON_INFO_BIND_PORT);
-			h->port = di ? di->port : 0;
+		}
+		fd = tcp_listen(&ss, sl, &h->port);
+		if (fd < 0) {
+			snprintf(err, err_size, "%s: cannot listen (address in use or not local?)", opts->listen);
+			r = -EADDRNOTAVAIL;
+			goto fail;
+		}
+		/* TLS goes through the same front door: a relay terminates it
+		 * and the door checks the clear text. */
+		r = opts->tls_cert_file ? http_server_listen_tls(h->door, fd, h, h->cert, cert_len, h->key, h->key_len)
+					: http_server_listen(h->door, fd, h);
+		if (r < 0) {
+			snprintf(err, err_size, "%s: cannot start the HTTP server%s", opts->listen,
+				 r == -EINVAL ? ": the TLS certificate and key are not usable together" : "");
+			goto fail;
 		}
 	}
 	if (h->door) {
@@ -403,8 +384,6 @@ void op_http_stop(struct op_http *h)
 {
 	if (!h)
 		return;
-	if (h->tls)
-		MHD_stop_daemon(h->tls);
 	http_server_free(h->door);
 	if (h->unix_path) {
 		unlink(h->unix_path);

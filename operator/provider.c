@@ -188,18 +188,41 @@ static void extra_reason(struct out *o, const void *ctx)
 
 /* ---------------------------------------------------------------- service view */
 
-static void o_ports(struct out *o, const struct flash_public_port *ports, size_t n)
+/* "@key": [{...}, ...]: @n objects whose members @item writes. */
+static void o_objects(struct out *o, const char *key, size_t n, void (*item)(struct out *o, const void *v, size_t i),
+		      const void *v)
 {
-	o_key(o, "public_ports");
+	o_key(o, key);
 	o_aopen(o);
 	for (size_t i = 0; i < n; i++) {
 		o_open(o);
-		o_kstr(o, "name", ports[i].name);
-		o_kstr(o, "protocol", ports[i].protocol);
-		o_kuint(o, "port", ports[i].port);
+		item(o, v, i);
 		o_close(o);
 	}
 	o_aclose(o);
+}
+
+static void o_port(struct out *o, const void *v, size_t i)
+{
+	const struct flash_public_port *p = (const struct flash_public_port *)v + i;
+
+	o_kstr(o, "name", p->name);
+	o_kstr(o, "protocol", p->protocol);
+	o_kuint(o, "port", p->port);
+}
+
+static void o_event(struct out *o, const void *v, size_t i)
+{
+	const struct op_event *e = (const struct op_event *)v + i;
+
+	o_time(o, "time", e->time);
+	o_kstr(o, "type", e->type);
+	o_kstr(o, "message", e->message);
+}
+
+static void o_ports(struct out *o, const struct flash_public_port *ports, size_t n)
+{
+	o_objects(o, "public_ports", n, o_port, ports);
 }
 
 static void o_service(struct out *o, const struct op_service *s, const struct op_event *ev, size_t n_ev)
@@ -228,18 +251,8 @@ static void o_service(struct out *o, const struct op_service *s, const struct op
 	jw_raw(o->w, s->spec, strlen(s->spec));
 	o_time(o, "created_at", s->created_at);
 	o_time(o, "updated_at", s->updated_at);
-	if (ev) {
-		o_key(o, "events");
-		o_aopen(o);
-		for (size_t i = 0; i < n_ev; i++) {
-			o_open(o);
-			o_time(o, "time", ev[i].time);
-			o_kstr(o, "type", ev[i].type);
-			o_kstr(o, "message", ev[i].message);
-			o_close(o);
-		}
-		o_aclose(o);
-	}
+	if (ev)
+		o_objects(o, "events", n_ev, o_event, ev);
 	o_close(o);
 }
 

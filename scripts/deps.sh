@@ -6,7 +6,7 @@ PACKAGES="
  build-essential autoconf automake libtool autoconf-archive pkg-config
  clang llvm bpftool valgrind man-db groff-base iproute2 procps curl
  libbpf-dev libelf-dev zlib1g-dev libsodium-dev libyajl-dev libcurl4-openssl-dev
- libnl-3-dev libnl-route-3-dev libmicrohttpd-dev libsqlite3-dev libarchive-dev
+ libnl-3-dev libnl-route-3-dev libmicrohttpd-dev libgnutls28-dev libsqlite3-dev libarchive-dev
  libyaml-dev libcriterion-dev
  containernetworking-plugins iperf3 jq iputils-ping
  docker-registry skopeo umoci busybox-static apache2-utils openssl

@@ -134,6 +134,7 @@ struct pkt {
 	__u8 tcp_flags;   /* TCP: the flags byte (PKT_TCP_*); else 0 */
 	__u8 icmp;        /* PKT_ICMP_*: the kind of ICMP/ICMPv6 message */
 	__u8 frag;        /* PKT_FRAG_*: fragment position */
+	__be32 frag_id;   /* fragment identification (IPv4: the 16-bit id) */
 	/* An ICMP error's embedded packet (PKT_ICMP_ERROR): its tuple as it
 	 * was sent (ports as in struct flowsdn_ct_key). */
 	__u8 inner_protocol;
@@ -157,6 +158,7 @@ struct pkt {
 #define PKT_FRAG_NONE 0
 #define PKT_FRAG_FIRST 1      /* first fragment of a fragmented datagram (has the L4 header) */
 #define PKT_FRAG_LATER 2      /* non-first fragment: no L4 header */
+#define PKT_FRAG_LATER_KNOWN 3 /* non-first fragment, ports taken from its first fragment (lib/frag.h) */
 
 static __always_inline void ep_key_make(struct flowsdn_endpoint_key *k, __u8 family, const __be32 *addr)
 {

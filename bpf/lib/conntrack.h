@@ -279,7 +279,7 @@ static __always_inline int ct_create(const struct pkt *p, const struct flowsdn_c
 	if (init) {
 		__builtin_memcpy(e.rev_addr, init->rev_addr, sizeof(e.rev_addr));
 		e.rev_port = init->rev_port;
-		e.flags = init->flags & FLOWSDN_CT_F_SVC_XLATED;
+		e.flags = init->flags & FLOWSDN_CT_F_INIT_MASK;
 		e.svc_id = init->svc_id;
 		e.backend_id = init->backend_id;
 		e.policy_rule = init->policy_rule;

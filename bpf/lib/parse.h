@@ -10,6 +10,14 @@
 #define UDP_PROTO 17
 #define SCTP_PROTO 132
 
+/* IPv6 extension headers walked to the transport header. */
+#define EXT_HOPOPTS 0
+#define EXT_ROUTING 43
+#define EXT_FRAGMENT 44
+#define EXT_AH 51
+#define EXT_DSTOPTS 60
+#define EXT_MAX 8 /* headers walked at most; more is refused as malformed */
+
 /* Parse results besides 0 (an IPv4/IPv6 packet in *p). */
 #define PARSE_PASS 1      /* not IP, or IPv6 neighbour discovery / link-local: hand to the stack */
 #define PARSE_MALFORMED 2 /* truncated or inconsistent headers */
@@ -141,19 +149,63 @@ static __always_inline int parse_l4(void *data, void *data_end, __u32 off, struc
 }
 
 /*
+ * Walks IPv6 extension headers (hop-by-hop, routing, destination
+ * options, AH and fragment) from the fixed header's next header to the
+ * transport header: p->protocol becomes the real L4 protocol, *ret_off
+ * its offset.  A fragment header sets p->frag and p->frag_id; a non-first
+ * fragment ends the walk (no transport header follows).  Bounded:
+ * EXT_MAX headers, each within the linear data.
+ */
+static __always_inline int parse_ipv6_ext(void *data, void *data_end, __u32 off, struct pkt *p, __u32 *ret_off)
+{
+	for (int i = 0; i < EXT_MAX; i++) {
+		__u8 *h = (__u8 *)data + off;
+		__u8 next = p->protocol;
+
+		if (next != EXT_HOPOPTS && next != EXT_ROUTING && next != EXT_DSTOPTS && next != EXT_AH &&
+		    next != EXT_FRAGMENT) {
+			*ret_off = off;
+			return 0;
+		}
+		if (off > 1024 || (void *)(h + 8) > data_end)
+			return PARSE_MALFORMED;
+		p->protocol = h[0];
+		if (next == EXT_FRAGMENT) {
+			__u16 fo = bpf_ntohs(*(__be16 *)(h + 2));
+
+			p->frag_id = *(__be32 *)(h + 4);
+			if (fo & 0xfff8) {
+				p->frag = PKT_FRAG_LATER;
+				*ret_off = off + 8;
+				return 1;
+			}
+			if (fo & 1)
+				p->frag = PKT_FRAG_FIRST;
+			off += 8;
+		} else if (next == EXT_AH) {
+			off += ((__u32)h[1] + 2) * 4;
+		} else {
+			off += ((__u32)h[1] + 1) * 8;
+		}
+	}
+	return PARSE_MALFORMED;
+}
+
+/*
  * Parses the frame.  ARP and other non-IP frames, IPv6 neighbour discovery
  * (NS/NA/RS/RA/redirect) and IPv6 packets from or to link-local addresses
  * are PARSE_PASS: they concern the link between the endpoint and its
- * gateway and belong to the kernel.  IPv6 extension headers are not
- * walked: the first next header counts as the protocol (ports unknown).
- * Non-first IPv4 fragments carry no ports: dport stays 0, so only L3 and
- * protocol-wide policy entries can match them.
+ * gateway and belong to the kernel.  IPv6 extension headers are walked to
+ * the transport header (parse_ipv6_ext()).  Non-first fragments carry no
+ * ports: dport stays 0 and p->frag says PKT_FRAG_LATER until lib/frag.h
+ * gives them their first fragment's ports.
  */
 static __always_inline int parse_packet(struct __sk_buff *skb, struct pkt *p)
 {
-	/* Ethernet + the longest IPv4 header + the L4 bytes we read (an ICMP
-	 * error: its 8 bytes, the embedded IP header and 8 bytes past it). */
-	const __u32 want = sizeof(struct ethhdr) + 60 + 8 + 60 + 8;
+	/* Ethernet, the longest IPv4 header (or IPv6 and a few extension
+	 * headers) and the L4 bytes we read (an ICMP error: its 8 bytes, the
+	 * embedded IP header and 8 bytes past it). */
+	const __u32 want = 256;
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct ethhdr *eth;
@@ -185,6 +237,7 @@ static __always_inline int parse_packet(struct __sk_buff *skb, struct pkt *p)
 		p->daddr[0] = ip->daddr;
 		p->saddr[1] = p->saddr[2] = p->saddr[3] = 0;
 		p->daddr[1] = p->daddr[2] = p->daddr[3] = 0;
+		p->frag_id = (__be32)ip->id;
 		if (ip->frag_off & bpf_htons(0x1fff)) {
 			p->dport = 0;
 			p->frag = PKT_FRAG_LATER;
@@ -196,6 +249,8 @@ static __always_inline int parse_packet(struct __sk_buff *skb, struct pkt *p)
 	}
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		__u32 off = 0;
+		int r;
 
 		if ((void *)(ip6 + 1) > data_end)
 			return PARSE_MALFORMED;
@@ -212,7 +267,12 @@ static __always_inline int parse_packet(struct __sk_buff *skb, struct pkt *p)
 		/* ff00::/8: multicast (MLD, ND to solicited-node groups). */
 		if ((p->daddr[0] & bpf_htonl(0xff000000)) == bpf_htonl(0xff000000))
 			return PARSE_PASS;
-		if (parse_l4(data, data_end, sizeof(*eth) + sizeof(*ip6), p))
+		r = parse_ipv6_ext(data, data_end, sizeof(*eth) + sizeof(*ip6), p, &off);
+		if (r == 1)
+			return 0; /* a non-first fragment */
+		if (r)
+			return PARSE_MALFORMED;
+		if (parse_l4(data, data_end, off, p))
 			return PARSE_MALFORMED;
 		/* Neighbour discovery types 133..137 (the type is in dport's high byte). */
 		if (p->protocol == IPPROTO_ICMPV6_) {

@@ -193,6 +193,25 @@ FLOWSDN_API const struct flowsdn_cni_result *flowsdn_cni_conf_prev_result(const 
  * "dns"; owned by @conf). */
 FLOWSDN_API const struct flowsdn_cni_result *flowsdn_cni_conf_dns(const struct flowsdn_cni_conf *conf);
 
+/* How services reach an endpoint (runtimeConfig.flowsdn.serviceTranslation). */
+enum flowsdn_cni_svc_translation {
+	FLOWSDN_CNI_SVC_SOCKET = 0, /* "socket": the socket LB translates (the default) */
+	FLOWSDN_CNI_SVC_PACKET = 1, /* "packet": tc translates each packet (gVisor netstack sandboxes) */
+};
+
+/* "socket" or "packet" to the mode: 0, or -EINVAL for anything else. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_cni_svc_translation_parse(const char *text,
+							       enum flowsdn_cni_svc_translation *ret);
+/* The mode's name ("socket", "packet"), NULL for a value out of range. */
+FLOWSDN_API const char *flowsdn_cni_svc_translation_name(enum flowsdn_cni_svc_translation mode);
+
+/* The configuration's runtimeConfig.flowsdn.serviceTranslation (a runtime
+ * with the capability "flowsdn" passes it; the plugin's own config may
+ * carry it too); FLOWSDN_CNI_SVC_SOCKET when absent.  The parse refuses
+ * a runtimeConfig.flowsdn that is not an object and any other value
+ * (-FLOWSDN_E_CNI_CONFIG naming the field). */
+FLOWSDN_API enum flowsdn_cni_svc_translation flowsdn_cni_conf_svc_translation(const struct flowsdn_cni_conf *conf);
+
 /* A plugin-specific top-level string key: 0 and *ret (owned by @conf),
  * -ENOENT when absent, -FLOWSDN_E_CNI_CONFIG when not a string or an empty
  * one, -EINVAL. */

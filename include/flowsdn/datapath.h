@@ -109,6 +109,16 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_publish(struct flowsdn_maps *m
  * read.  Idempotent: 0 when nothing was there. */
 FLOWSDN_API int flowsdn_maps_endpoint_remove(struct flowsdn_maps *maps, const struct flowsdn_endpoint *ep);
 
+/* Sets the bits @mask of the flags of every address entry of @ep (only
+ * id and addrs read) to those of @flags, the other bits untouched (the
+ * policy switch owns FLOWSDN_EP_F_ENFORCE, the agent the rest).
+ * -EINVAL for bits outside FLOWSDN_EP_F_ALL or @flags outside @mask,
+ * -ENOENT when an address is not @ep's (the entries before it are
+ * updated). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_flags_update(struct flowsdn_maps *maps,
+							       const struct flowsdn_endpoint *ep, uint32_t mask,
+							       uint32_t flags);
+
 /* Looks @addr up in flowsdn_ep.  -ENOENT when no endpoint has it. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_endpoint_lookup(struct flowsdn_maps *maps, const struct flowsdn_addr *addr,
 							  struct flowsdn_endpoint_info *ret_info);
@@ -232,6 +242,38 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_maglev_read(struct flowsdn_maps *maps, 
 /* Removes service @svc_id's table (the kernel frees it once no program
  * holds it).  -ENOENT when it has none, -EINVAL, -errno. */
 FLOWSDN_API int flowsdn_maps_maglev_remove(struct flowsdn_maps *maps, uint32_t svc_id);
+
+/* ------------------------------------------------------------ source ranges */
+
+/* Most ranges (allowed plus denied) of one service. */
+#define FLOWSDN_SRCRANGE_MAX_PER_SERVICE 1024
+
+/*
+ * Sets the source ranges of service @svc_id (its EXTERNAL scope's
+ * flowsdn_service_value.svc_id; the model is "source ranges" in
+ * <flowsdn/maps.h>): @allow (loadBalancerSourceRanges; none = every
+ * source) and @deny (denied ranges, winning over @allow).  Host bits of
+ * a prefix are ignored.  Writes the denied ranges first, then the
+ * allowed ones and the META entry, then removes the service's ranges that
+ * are no longer listed: a source newly denied is never let in on the
+ * way, and while an allow list is replaced both old and new ranges
+ * allow.  Ranges kept keep their counters.  -EINVAL for a bad prefix,
+ * svc_id 0 or NULL with a count; -E2BIG beyond
+ * FLOWSDN_SRCRANGE_MAX_PER_SERVICE (nothing written then); -ENOMEM,
+ * -errno of the map.
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_srcrange_set(struct flowsdn_maps *maps, uint32_t svc_id,
+						       const struct flowsdn_prefix *allow, size_t n_allow,
+						       const struct flowsdn_prefix *deny, size_t n_deny);
+/* Removes every range of @svc_id (everyone may reach it again);
+ * idempotent. */
+FLOWSDN_API int flowsdn_maps_srcrange_clear(struct flowsdn_maps *maps, uint32_t svc_id);
+/* The packets the range @prefix of @list decided for @svc_id, or the
+ * META entry's (sources refused for being outside the allow list) when
+ * @list is FLOWSDN_SRCRANGE_META (@prefix ignored).  -ENOENT if absent. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_srcrange_packets(struct flowsdn_maps *maps, uint32_t svc_id,
+							   enum flowsdn_srcrange_list list,
+							   const struct flowsdn_prefix *prefix, uint64_t *ret);
 
 /* ------------------------------------------------------------ conntrack */
 

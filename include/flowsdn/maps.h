@@ -36,11 +36,17 @@
  *   flowsdn_backend  hash     __u32 backend id -> backend
  *   flowsdn_maglev   array of maps  __u32 svc_id -> (array __u32 slot -> maglev_value)
  *                    one Maglev table per service, its own size M.
+ *   flowsdn_srcrange LPM trie srcrange_key     -> srcrange_value
+ *                    per service: the sources allowed and denied to
+ *                    reach it from outside (see "source ranges").
  *   flowsdn_ct       LRU hash ct_key           -> ct_entry
  *                    connection tracking, one table for the whole datapath
  *                    (policy and service reverse NAT); max entries from
  *                    the agent's conntrack-max, set before load.
  *   flowsdn_ctstat   per-CPU array __u32 0     -> ct_stats
+ *   flowsdn_frag     LRU hash frag_key         -> frag_entry
+ *                    the ports of a fragmented datagram's first fragment,
+ *                    for its later fragments.
  *
  * Policy model.  An LPM trie can only treat the LAST varying field of a
  * key as a prefix: every byte before it must match exactly.  So a key
@@ -106,18 +112,22 @@
 #define FLOWSDN_MAP_SERVICES "flowsdn_svc"
 #define FLOWSDN_MAP_BACKENDS "flowsdn_backend"
 #define FLOWSDN_MAP_MAGLEV "flowsdn_maglev"
+#define FLOWSDN_MAP_SRCRANGE "flowsdn_srcrange"
 #define FLOWSDN_MAP_CT "flowsdn_ct"
 #define FLOWSDN_MAP_CT_STATS "flowsdn_ctstat"
+#define FLOWSDN_MAP_FRAGS "flowsdn_frag"
 
 /* Capacities (max_entries). */
 #define FLOWSDN_MAX_ENDPOINT_ADDRS 65536
 #define FLOWSDN_MAX_IPCACHE 65536
-#define FLOWSDN_MAX_POLICY 262144
+#define FLOWSDN_MAX_POLICY 1048576 /* 5,000 endpoints x ~50 entries, twice during switches */
 #define FLOWSDN_MAX_ENDPOINTS 16384
 #define FLOWSDN_MAX_SERVICES 65536
 #define FLOWSDN_MAX_BACKENDS 65536
 #define FLOWSDN_MAX_MAGLEV_TABLES FLOWSDN_MAX_SERVICES /* svc_id 1 .. this - 1 */
+#define FLOWSDN_MAX_SRCRANGE 65536
 #define FLOWSDN_CT_DEFAULT_MAX 65536 /* flowsdn_ct, unless the loader sets another size */
+#define FLOWSDN_MAX_FRAGS 8192
 
 /*
  * Security identities.  The reserved ones (host 1, world 2, init 5, ...)
@@ -150,7 +160,13 @@ FLOWSDN_CHECK_OFF(flowsdn_endpoint_key, pad0, 17);
 /* endpoint_info.flags */
 #define FLOWSDN_EP_F_ENFORCE_INGRESS (1u << 0) /* default deny for traffic to the endpoint */
 #define FLOWSDN_EP_F_ENFORCE_EGRESS (1u << 1)  /* default deny for traffic from the endpoint */
-#define FLOWSDN_EP_F_ALL (FLOWSDN_EP_F_ENFORCE_INGRESS | FLOWSDN_EP_F_ENFORCE_EGRESS)
+/* Services are translated per packet at tc on the endpoint's veth (its
+ * sockets never reach the host kernel: gVisor netstack sandboxes), not by
+ * the socket LB. */
+#define FLOWSDN_EP_F_SVC_PACKET (1u << 2)
+/* The flags the policy switch owns. */
+#define FLOWSDN_EP_F_ENFORCE (FLOWSDN_EP_F_ENFORCE_INGRESS | FLOWSDN_EP_F_ENFORCE_EGRESS)
+#define FLOWSDN_EP_F_ALL (FLOWSDN_EP_F_ENFORCE_INGRESS | FLOWSDN_EP_F_ENFORCE_EGRESS | FLOWSDN_EP_F_SVC_PACKET)
 
 /* flowsdn_ep value: where the endpoint is and who it is. */
 struct flowsdn_endpoint_info {
@@ -373,6 +389,61 @@ struct flowsdn_maglev_value {
 FLOWSDN_CHECK_SIZE(flowsdn_maglev_value, 4);
 FLOWSDN_CHECK_OFF(flowsdn_maglev_value, backend_id, 0);
 
+/* ------------------------------------------------------------ source ranges */
+
+/*
+ * Source ranges of a service (loadBalancerSourceRanges, and the denied
+ * ranges the Flash spec adds), enforced in BPF on traffic from outside.
+ * One LPM trie for every service; a key is
+ *
+ *   svc_id (32) | list (8) | family (8) | pad (16) | addr (0..128)
+ *
+ * so that a lookup of (svc_id, list, family, source) finds the longest
+ * range of that list.  The verdict for a source: denied if the DENY list
+ * matches (deny wins, whatever the allow list says); else allowed if the
+ * ALLOW list matches; else allowed only when the service has no allow
+ * list at all (an empty allow list = everyone).  Whether it has one is
+ * the META entry: list FLOWSDN_SRCRANGE_META with prefixlen
+ * FLOWSDN_SRCRANGE_PREFIX_BASE (no address bits, family 0), value flag
+ * FLOWSDN_SRCRANGE_F_HAS_ALLOW.  A service without any entry lets
+ * everyone in.
+ */
+enum flowsdn_srcrange_list {
+	FLOWSDN_SRCRANGE_ALLOW = 0,
+	FLOWSDN_SRCRANGE_DENY = 1,
+	FLOWSDN_SRCRANGE_META = 2,
+};
+
+struct flowsdn_srcrange_key {
+	__u32 prefixlen;  /* FLOWSDN_SRCRANGE_PREFIX_BASE + the range's length */
+	__u32 svc_id;     /* flowsdn_service_value.svc_id (the EXTERNAL scope's) */
+	__u8 list;        /* enum flowsdn_srcrange_list */
+	__u8 family;      /* FLOWSDN_AF_INET/INET6; 0 in the META entry */
+	__u8 pad0[2];     /* zero; part of the exact prefix */
+	__be32 addr[4];   /* the range's network address (host bits zero) */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_srcrange_key, 28);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, prefixlen, 0);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, svc_id, 4);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, list, 8);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, family, 9);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, pad0, 10);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_key, addr, 12);
+/* prefixlen of (svc_id, list, family, pad): the bits before the address */
+#define FLOWSDN_SRCRANGE_PREFIX_BASE 64
+
+/* srcrange_value.flags */
+#define FLOWSDN_SRCRANGE_F_HAS_ALLOW (1u << 0) /* META: the service has an allow list */
+
+struct flowsdn_srcrange_value {
+	__u32 flags;      /* FLOWSDN_SRCRANGE_F_* (META), 0 in ranges */
+	__u32 pad0;       /* zero */
+	__u64 packets;    /* packets this entry decided (updated by the datapath) */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_srcrange_value, 16);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, flags, 0);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, pad0, 4);
+FLOWSDN_CHECK_OFF(flowsdn_srcrange_value, packets, 8);
 /* ------------------------------------------------------------ conntrack */
 
 /*
@@ -412,6 +483,17 @@ FLOWSDN_CHECK_OFF(flowsdn_ct_key, pad0, 38);
 /* ct_entry.flags */
 #define FLOWSDN_CT_F_SVC_XLATED (1u << 0) /* the tc service path translated it (rev_* valid) */
 #define FLOWSDN_CT_F_REPLIED (1u << 1)    /* a packet was seen in the reply direction */
+/* The tc path rewrote the flow's source (NodePort to another node's
+ * backend): rev_addr/rev_port hold the client's own address and port, to
+ * restore into replies' destination (the entry of the SNATed tuple). */
+#define FLOWSDN_CT_F_SNAT (1u << 2)
+/* The entry of a translated flow's frontend tuple (client -> frontend,
+ * as the client sends it): backend_id is where its packets go;
+ * rev_addr/rev_port is the source they leave with (the client's own, or
+ * the node's address and port with FLOWSDN_CT_F_SNAT).  Never a reply's. */
+#define FLOWSDN_CT_F_SVC_FRONT (1u << 3)
+/* The flags ct_create() takes from its init entry. */
+#define FLOWSDN_CT_F_INIT_MASK (FLOWSDN_CT_F_SVC_XLATED | FLOWSDN_CT_F_SNAT | FLOWSDN_CT_F_SVC_FRONT)
 
 /* ct_entry direction indexes (packets[], bytes[]). */
 #define FLOWSDN_CT_DIR_ORIG 0
@@ -477,6 +559,40 @@ FLOWSDN_CHECK_OFF(flowsdn_ct_stats, closed, 56);
 #define FLOWSDN_CT_TIMEOUT_UDP_REPLIED 180 /* once a reply was seen */
 #define FLOWSDN_CT_TIMEOUT_ICMP 30
 
+/* ------------------------------------------------------------ fragments */
+
+/* flowsdn_frag key: one fragmented datagram (RFC 791/8200: source,
+ * destination, identification and protocol). */
+struct flowsdn_frag_key {
+	__be32 saddr[4];
+	__be32 daddr[4];
+	__be32 id;        /* IPv4: the 16-bit identification in the first 2 bytes of a __be32, rest zero; IPv6: the fragment header's */
+	__u8 protocol;    /* the transport protocol */
+	__u8 family;
+	__u8 pad0[2];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_frag_key, 40);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, saddr, 0);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, daddr, 16);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, id, 32);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, protocol, 36);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, family, 37);
+FLOWSDN_CHECK_OFF(flowsdn_frag_key, pad0, 38);
+
+/* flowsdn_frag value: the first fragment's ports. */
+struct flowsdn_frag_entry {
+	__u64 expires;    /* bpf_ktime_get_ns(); FLOWSDN_FRAG_TIMEOUT after the first fragment */
+	__be16 sport;
+	__be16 dport;
+	__u32 pad0;       /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_frag_entry, 16);
+FLOWSDN_CHECK_OFF(flowsdn_frag_entry, expires, 0);
+FLOWSDN_CHECK_OFF(flowsdn_frag_entry, sport, 8);
+FLOWSDN_CHECK_OFF(flowsdn_frag_entry, dport, 10);
+FLOWSDN_CHECK_OFF(flowsdn_frag_entry, pad0, 12);
+#define FLOWSDN_FRAG_TIMEOUT 30 /* seconds, as the kernel's ipfrag_time */
+
 /* ------------------------------------------------------------ drops */
 
 /*
@@ -493,7 +609,11 @@ FLOWSDN_CHECK_OFF(flowsdn_ct_stats, closed, 56);
 	X(UNKNOWN_L3, 5, "unsupported ethertype")                           \
 	X(FIB_FAILED, 6, "FIB lookup failed")                               \
 	X(REDIRECT_FAILED, 7, "redirect failed")                            \
-	X(TTL_EXCEEDED, 8, "TTL or hop limit exhausted")
+	X(TTL_EXCEEDED, 8, "TTL or hop limit exhausted")                    \
+	X(SOURCE_RANGE, 9, "source not in the service's source ranges (or denied)") \
+	X(NO_BACKEND, 10, "service has no active backend")                  \
+	X(LOCAL_ONLY, 11, "traffic policy Local: no backend on this node")  \
+	X(NO_SNAT_PORT, 12, "no free source port to SNAT to")
 
 enum flowsdn_drop_reason {
 #define FLOWSDN_X_ENUM(name, value, text) FLOWSDN_DROP_##name = value,

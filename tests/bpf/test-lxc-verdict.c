@@ -837,4 +837,151 @@ Test(policy_switch, whole_sets_flip_and_a_failed_switch_keeps_the_old, .init = s
 	cr_assert(tcp_to_b(81) == TC_ACT_REDIRECT && tcp_to_b(80) == TC_ACT_SHOT, "refused switches changed nothing");
 }
 
+/* ------------------------------------------------------------ fragments, IPv6 extension headers */
+
+/* A fragment of a UDP datagram @id from A to B: the first (UDP header,
+ * more fragments) or a later one (offset 1480, no transport header). */
+static struct frame frag4(uint16_t dport, uint16_t id, bool first)
+{
+	struct frame f = l4_4("10.0.0.1", "10.0.0.2", IPPROTO_UDP, 40000, dport, 0);
+	struct iphdr *ip = (void *)(f.b + sizeof(struct ethhdr));
+
+	ip->id = htons(id);
+	ip->frag_off = htons(first ? 0x2000 : 185);
+	if (!first)
+		memset(L4(&f), 0xab, 8); /* payload bytes, not ports */
+	ip->check = 0;
+	ip->check = htons(csum(ip, sizeof(*ip)));
+	return f;
+}
+
+/* IPv6 A -> B with @ext extension headers (each 8 bytes: its next header
+ * and length 0) before a transport header to @dport; @frag_later: the
+ * last extension is a fragment header of a later fragment. */
+static struct frame ip6_ext(const uint8_t *ext, size_t n_ext, uint8_t proto, uint16_t dport, uint32_t frag_id,
+			    bool frag_later)
+{
+	struct frame f = ip6("fd00::1", "fd00::2", proto, dport, 64);
+	struct ipv6hdr *ip = (void *)(f.b + sizeof(struct ethhdr));
+	uint8_t *h = (uint8_t *)(ip + 1), l4[20];
+
+	memcpy(l4, h, sizeof(l4));
+	ip->nexthdr = n_ext ? ext[0] : proto;
+	for (size_t i = 0; i < n_ext; i++) {
+		uint8_t *x = h + 8 * i;
+
+		memset(x, 0, 8);
+		x[0] = i + 1 < n_ext ? ext[i + 1] : proto;
+		if (ext[i] == IPPROTO_FRAGMENT) {
+			uint16_t fo = frag_later ? (185 << 3) : 1; /* offset, or M */
+
+			x[2] = (uint8_t)(fo >> 8);
+			x[3] = (uint8_t)fo;
+			x[4] = (uint8_t)(frag_id >> 24);
+			x[5] = (uint8_t)(frag_id >> 16);
+			x[6] = (uint8_t)(frag_id >> 8);
+			x[7] = (uint8_t)frag_id;
+		} else {
+			x[2] = 1; /* PadN, 4 bytes */
+			x[3] = 4;
+		}
+	}
+	memcpy(h + 8 * n_ext, l4, sizeof(l4));
+	if (frag_later)
+		memset(h + 8 * n_ext, 0xcd, 8);
+	f.len += 8 * n_ext;
+	ip->payload_len = htons((uint16_t)(20 + 8 * n_ext));
+	return f;
+}
+
+static void b_allows_only(uint8_t proto, uint16_t port)
+{
+	publish(&ep_b, 2, 5002, FAR_IFINDEX, mac_b, host_b, "10.0.0.2", "fd00::2", FLOWSDN_EP_F_ENFORCE_INGRESS);
+	deny(2, FLOWSDN_DIR_INGRESS, 5001, proto, port, port, 0);
+}
+
+Test(fragments, later_fragments_take_the_first_ones_verdict, .init = setup_fib, .fini = teardown)
+{
+	struct frame f;
+
+	b_allows_only(IPPROTO_UDP, 53);
+	f = frag4(53, 100, true);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "first fragment to UDP 53");
+	f = frag4(53, 100, false);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "its later fragment follows it");
+	f = frag4(53, 101, false);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "a later fragment whose first was never seen");
+	f = frag4(54, 102, true);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "first fragment to UDP 54: denied");
+	f = frag4(54, 102, false);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "and so is the rest of that datagram");
+}
+
+Test(fragments, ipv6_extension_headers_are_walked, .init = setup_fib, .fini = teardown)
+{
+	static const uint8_t dst[] = { IPPROTO_DSTOPTS };
+	static const uint8_t many[] = { IPPROTO_HOPOPTS, IPPROTO_ROUTING, IPPROTO_DSTOPTS };
+	static const uint8_t frag[] = { IPPROTO_DSTOPTS, IPPROTO_FRAGMENT };
+	uint8_t too_many[9];
+	struct frame f;
+
+	b_allows_only(IPPROTO_TCP, 80);
+	f = ip6_ext(dst, 1, IPPROTO_TCP, 80, 0, false);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "TCP 80 behind a destination-options header");
+	f = ip6_ext(dst, 1, IPPROTO_TCP, 81, 0, false);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "TCP 81 behind it: denied");
+	f = ip6_ext(many, 3, IPPROTO_TCP, 80, 0, false);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "hop-by-hop, routing, destination options");
+	f = ip6_ext(frag, 2, IPPROTO_TCP, 80, 7, false);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "first IPv6 fragment to TCP 80");
+	f = ip6_ext(frag, 2, IPPROTO_TCP, 80, 7, true);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "its later fragment");
+	f = ip6_ext(frag, 2, IPPROTO_TCP, 80, 8, true);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "a later fragment without its first");
+	memset(too_many, IPPROTO_DSTOPTS, sizeof(too_many));
+	f = ip6_ext(too_many, sizeof(too_many), IPPROTO_TCP, 80, 0, false);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "more than 8 extension headers");
+	cr_assert(drops(FLOWSDN_DROP_MALFORMED) == 1, "counted as malformed");
+}
+
+/* Kubernetes: a pod cannot block access to itself.  A hairpin (A to its
+ * own address through its veth) passes A's default-deny egress and
+ * ingress; another endpoint is still denied. */
+Test(lxc, a_pod_reaches_itself_under_default_deny, .init = setup_fib, .fini = teardown)
+{
+	struct frame f;
+
+	publish(&ep_a, 1, 5001, LO, mac_a, host_a, "10.0.0.1", "fd00::1", FLOWSDN_EP_F_ALL);
+	f = l4_4("10.0.0.1", "10.0.0.1", IPPROTO_TCP, 40000, 80, SYN);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_REDIRECT, "A to itself");
+	f = l4_4("10.0.0.1", "10.0.0.2", IPPROTO_TCP, 40000, 80, SYN);
+	cr_assert(run(prog_from, &f, LO) == TC_ACT_SHOT, "A to B: default deny egress");
+	cr_assert(counters(1).deny_egress == 1 && counters(1).allow_egress == 1, "verdicts counted");
+}
+
 SERIAL_TEST_MAIN()
+
+/* The endpoint's own flag (FLOWSDN_EP_F_SVC_PACKET) and the policy's
+ * (FLOWSDN_EP_F_ENFORCE_*) are written apart and never clobber each
+ * other. */
+Test(lxc, endpoint_flags_are_updated_apart, .init = setup_fib, .fini = teardown)
+{
+	struct flowsdn_endpoint_info info;
+
+	ASSERT_OK(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, FLOWSDN_EP_F_SVC_PACKET),
+		  "set the translation flag");
+	ASSERT_OK(flowsdn_maps_policy_switch(maps, &ep_a, NULL, 0, NULL, 0, FLOWSDN_EP_F_ENFORCE_INGRESS), "policy");
+	for (size_t i = 0; i < ep_a.n_addrs; i++) {
+		ASSERT_OK(flowsdn_maps_endpoint_lookup(maps, &ep_a.addrs[i], &info), "lookup");
+		cr_assert_eq(info.flags, FLOWSDN_EP_F_SVC_PACKET | FLOWSDN_EP_F_ENFORCE_INGRESS, "address %zu flags %#x", i,
+			     info.flags);
+	}
+	ASSERT_OK(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, 0), "clear it");
+	ASSERT_OK(flowsdn_maps_endpoint_lookup(maps, &ep_a.addrs[0], &info), "lookup");
+	cr_assert_eq(info.flags, FLOWSDN_EP_F_ENFORCE_INGRESS, "enforcement kept: %#x", info.flags);
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_a, FLOWSDN_EP_F_SVC_PACKET, FLOWSDN_EP_F_ENFORCE_EGRESS),
+		   -EINVAL, "flags outside the mask");
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_a, 1u << 30, 0), -EINVAL, "unknown bit");
+	ep_b.id = 99; /* its addresses are endpoint 2's */
+	ASSERT_ERR(flowsdn_maps_endpoint_flags_update(maps, &ep_b, FLOWSDN_EP_F_SVC_PACKET, 0), -ENOENT, "not its");
+}

@@ -54,10 +54,12 @@ static void owner_round_trip(enum agent_http_verb verb, const struct agent_http_
 	unsigned int status = 0;
 	char *text = NULL;
 
-	check(agent_api_owner_body(b->rq.container_id, b->rq.ifname, b->rq.netns, b->rq.mtu, &text) == 0);
+	check(agent_api_add_body(b->rq.container_id, b->rq.ifname, b->rq.netns, b->rq.mtu, b->rq.svc_translation,
+				 &text) == 0);
 	check(agent_http_body_read(verb, text, strlen(text), &again, &status, diag) == 0);
 	check(same(again.rq.container_id, b->rq.container_id) && same(again.rq.ifname, b->rq.ifname));
 	check(same(again.rq.netns, b->rq.netns) && again.rq.mtu == b->rq.mtu);
+	check(again.rq.svc_translation == b->rq.svc_translation);
 	agent_http_body_clear(&again);
 	free(text);
 }

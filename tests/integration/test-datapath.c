@@ -480,4 +480,199 @@ Test(datapath, conntrack_replies_under_default_deny_stack, .init = setup_stack, 
 	replies_under_default_deny();
 }
 
+/* One datagram of @size bytes from @from to @ip:@port in @to (3 tries),
+ * IPv6 with a destination-options header when @dstopts: 0 when the
+ * server received one whole. */
+static int big_datagram(const char *from, const char *to, const char *ip, int port, size_t size, bool dstopts)
+{
+	int p[2], st;
+	pid_t srv, cli;
+	char c;
+
+	cr_assert(pipe2(p, O_CLOEXEC) == 0);
+	srv = fork_in(to);
+	if (srv == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len = sockaddr_of(ip, port, &ss);
+		int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		static char buf[65536];
+		ssize_t n;
+
+		close(p[0]);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || write(p[1], "r", 1) != 1)
+			_exit(1);
+		set_timeouts(fd, 3000);
+		while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+			if ((size_t)n == size)
+				_exit(0);
+		_exit(2);
+	}
+	close(p[1]);
+	cr_assert(read(p[0], &c, 1) == 1, "server ready");
+	close(p[0]);
+	cli = fork_in(from);
+	if (cli == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len = sockaddr_of(ip, port, &ss);
+		int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), dont = IP_PMTUDISC_DONT;
+		static char buf[65536];
+		/* Destination options: next header (set by the kernel), length 0,
+		 * one PadN option of 4 bytes. */
+		uint8_t opts[8] = { 0, 0, 1, 4, 0, 0, 0, 0 };
+
+		if (fd < 0)
+			_exit(1);
+		if (ss.ss_family == AF_INET)
+			setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &dont, sizeof(dont));
+		if (dstopts && setsockopt(fd, IPPROTO_IPV6, IPV6_DSTOPTS, opts, sizeof(opts)) < 0)
+			_exit(3);
+		memset(buf, 'x', size);
+		for (int i = 0; i < 3; i++) {
+			if (sendto(fd, buf, size, 0, (struct sockaddr *)&ss, len) != (ssize_t)size)
+				_exit(4);
+			usleep(200 * 1000);
+		}
+		_exit(0);
+	}
+	waitpid(cli, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client status %d", st);
+	waitpid(srv, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Port-scoped policy and fragments: UDP datagrams larger than the MTU
+ * reach an allowed port whole (their later fragments follow the first's
+ * verdict) and not a denied one; IPv6 too, and behind a destination-
+ * options header. */
+Test(datapath, fragments_and_extension_headers_meet_port_policy, .init = setup_fib_tcx, .fini = node_down,
+     .timeout = 120)
+{
+	struct flowsdn_maps *m = flowsdn_datapath_maps(dp);
+	struct flowsdn_policy_key k;
+
+	epb.e.flags = FLOWSDN_EP_F_ENFORCE_INGRESS;
+	ASSERT_OK(flowsdn_maps_endpoint_publish(m, &epb.e), "republish B");
+	ASSERT_OK(flowsdn_policy_key_make(epb.e.id, FLOWSDN_DIR_INGRESS, epa.e.identity, IPPROTO_UDP, 5000, 16, &k),
+		  "key");
+	ASSERT_OK(flowsdn_maps_policy_update(m, &k, 0, 1), "allow UDP 5000");
+	ASSERT_OK(flowsdn_policy_key_make(epb.e.id, FLOWSDN_DIR_INGRESS, epa.e.identity, IPPROTO_TCP, 8080, 16, &k),
+		  "key");
+	ASSERT_OK(flowsdn_maps_policy_update(m, &k, 0, 2), "allow TCP 8080");
+	cr_assert_eq(big_datagram(epa.ns.path, epb.ns.path, B4, 5000, 4000, false), 0, "4000 bytes to UDP 5000 (IPv4)");
+	cr_assert_neq(big_datagram(epa.ns.path, epb.ns.path, B4, 5001, 4000, false), 0, "UDP 5001 denied");
+	cr_assert_eq(big_datagram(epa.ns.path, epb.ns.path, B6, 5000, 4000, false), 0, "4000 bytes to UDP 5000 (IPv6)");
+	cr_assert_neq(big_datagram(epa.ns.path, epb.ns.path, B6, 5001, 4000, false), 0, "IPv6 UDP 5001 denied");
+	cr_assert_eq(big_datagram(epa.ns.path, epb.ns.path, B6, 5000, 200, true), 0,
+		     "UDP 5000 behind a destination-options header");
+	cr_assert_neq(big_datagram(epa.ns.path, epb.ns.path, B6, 5001, 200, true), 0, "and 5001 denied behind it");
+	cr_assert_eq(l4_echo(epa.ns.path, epb.ns.path, B6, 8080, SOCK_STREAM), 0, "TCP 8080 over IPv6");
+}
+
+/* Sends @n datagrams alternately to @ip:@ok and @ip:@bad, each from a new
+ * socket (a new connection: policy judges every one). */
+static void send_alternating(const char *ip, int ok, int bad, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sockaddr_of(ip, i % 2 ? bad : ok, &ss);
+		int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		char b = (char)i;
+
+		if (fd < 0 || sendto(fd, &b, 1, 0, (struct sockaddr *)&ss, len) != 1)
+			_exit(1);
+		close(fd);
+		usleep(500);
+	}
+	_exit(0);
+}
+
+/* Counts datagrams on @ip:@port until 2 s pass without one; writes the
+ * count to @fd. */
+static void count_datagrams(const char *ip, int port, int ready, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sockaddr_of(ip, port, &ss);
+	int s = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	unsigned int n = 0;
+	char b[16];
+
+	if (s < 0 || bind(s, (struct sockaddr *)&ss, len) < 0 || write(ready, "r", 1) != 1)
+		_exit(1);
+	set_timeouts(s, 2000);
+	while (recv(s, b, sizeof(b), 0) > 0)
+		n++;
+	_exit(write(fd, &n, sizeof(n)) == (ssize_t)sizeof(n) ? 0 : 2);
+}
+
+static pid_t counter_in(const char *ns, const char *ip, int port, int *ret_fd)
+{
+	int ready[2], res[2];
+	pid_t pid;
+	char c;
+
+	cr_assert(pipe2(ready, O_CLOEXEC) == 0 && pipe2(res, O_CLOEXEC) == 0);
+	pid = fork_in(ns);
+	if (pid == 0) {
+		close(ready[0]);
+		close(res[0]);
+		count_datagrams(ip, port, ready[1], res[1]);
+	}
+	close(ready[1]);
+	close(res[1]);
+	cr_assert(read(ready[0], &c, 1) == 1, "counter ready");
+	close(ready[0]);
+	*ret_fd = res[0];
+	return pid;
+}
+
+/* 1,000 policy switches on B while A sends: every datagram to the port
+ * both policies allow arrives, none to the port both deny (0 wrongly
+ * dropped, 0 wrongly allowed), and B never falls back to "no policy". */
+Test(datapath, thousand_switches_lose_and_leak_nothing, .init = setup_fib_tcx, .fini = node_down, .timeout = 180)
+{
+	struct flowsdn_maps *m = flowsdn_datapath_maps(dp);
+	struct flowsdn_policy_map_entry v[2][3];
+	struct flowsdn_drop_counters d0, d1;
+	int fd_ok, fd_bad, st, sent = 4000;
+	unsigned int got_ok = 0, got_bad = 0;
+	pid_t c_ok, c_bad, snd;
+
+	/* Both versions allow UDP 5000 from A; they differ elsewhere. */
+	for (int g = 0; g < 2; g++) {
+		memset(v[g], 0, sizeof(v[g]));
+		ASSERT_OK(flowsdn_policy_key_make(epb.e.id, FLOWSDN_DIR_INGRESS, epa.e.identity, IPPROTO_UDP, 5000, 16,
+						  &v[g][0].key), "key");
+		ASSERT_OK(flowsdn_policy_key_make(epb.e.id, FLOWSDN_DIR_INGRESS, FLOWSDN_IDENTITY_ANY, IPPROTO_TCP,
+						  g ? 81 : 80, 16, &v[g][1].key), "key");
+		ASSERT_OK(flowsdn_policy_key_make(epb.e.id, FLOWSDN_DIR_INGRESS, epa.e.identity, IPPROTO_UDP,
+						  g ? 7008 : 7104, 12, &v[g][2].key), "key");
+		for (int i = 0; i < 3; i++)
+			v[g][i].rule_id = (uint32_t)(10 * g + i + 1);
+	}
+	ASSERT_OK(flowsdn_maps_policy_switch(m, &epb.e, NULL, 0, v[0], 3, FLOWSDN_EP_F_ENFORCE_INGRESS), "first");
+	ASSERT_OK(flowsdn_maps_drop_counters(m, FLOWSDN_DROP_POLICY_DEFAULT, &d0), "drops");
+	c_ok = counter_in(epb.ns.path, B4, 5000, &fd_ok);
+	c_bad = counter_in(epb.ns.path, B4, 6000, &fd_bad);
+	snd = fork_in(epa.ns.path);
+	if (snd == 0)
+		send_alternating(B4, 5000, 6000, sent);
+	for (int i = 0; i < 1000; i++) {
+		int g = (i + 1) % 2;
+
+		ASSERT_OK(flowsdn_maps_policy_switch(m, &epb.e, v[1 - g], 3, v[g], 3, FLOWSDN_EP_F_ENFORCE_INGRESS),
+			  "switch");
+		usleep(1500); /* spread over the traffic (about 2 s of it) */
+	}
+	waitpid(snd, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sender");
+	waitpid(c_ok, &st, 0);
+	waitpid(c_bad, &st, 0);
+	cr_assert(read(fd_ok, &got_ok, sizeof(got_ok)) == sizeof(got_ok));
+	cr_assert(read(fd_bad, &got_bad, sizeof(got_bad)) == sizeof(got_bad));
+	ASSERT_OK(flowsdn_maps_drop_counters(m, FLOWSDN_DROP_POLICY_DEFAULT, &d1), "drops");
+	cr_assert_eq(got_ok, (unsigned int)sent / 2, "every allowed datagram arrived (%u of %d)", got_ok, sent / 2);
+	cr_assert_eq(got_bad, 0, "no denied datagram arrived");
+	cr_assert_eq(d1.packets - d0.packets, (uint64_t)sent / 2, "exactly the denied ones were dropped");
+}
+
 SERIAL_TEST_MAIN()

@@ -29,6 +29,8 @@ struct node {
 };
 
 static struct node node;
+/* CNI_ARGS of the next plugin runs ("" for none). */
+static char cni_args[256];
 
 static void agent_start(void)
 {
@@ -118,12 +120,13 @@ static int cni_from(const char *from, const char *cmd, const char *cid, const ch
 	pid = fork();
 	cr_assert(pid >= 0);
 	if (pid == 0) {
-		char e1[32], e2[300], e3[96];
-		char *envp[] = { e1, e2, e3, "CNI_IFNAME=eth0", "CNI_PATH=/nonexistent", NULL };
+		char e1[32], e2[300], e3[96], e4[300];
+		char *envp[] = { e1, e2, e3, "CNI_IFNAME=eth0", "CNI_PATH=/nonexistent", cni_args[0] ? e4 : NULL, NULL };
 
 		snprintf(e1, sizeof(e1), "CNI_COMMAND=%s", cmd);
 		snprintf(e2, sizeof(e2), "CNI_CONTAINERID=%s", cid ? cid : "");
 		snprintf(e3, sizeof(e3), "CNI_NETNS=%s", netns ? netns : "");
+		snprintf(e4, sizeof(e4), "CNI_ARGS=%s", cni_args);
 		if (from) {
 			int fd = open(from, O_RDONLY | O_CLOEXEC);
 
@@ -805,4 +808,41 @@ Test(node, policy_live_through_the_agent)
 	cr_assert_eq(ping(a.ns.path, b.v4), 0, "ICMP open again");
 	cr_assert_eq(api_call("GET", "/v1/identity", NULL, out, sizeof(out)), 200, "%s", out);
 	cr_assert(strstr(out, "app=web,io.kubernetes.pod.namespace=prod"), "%s", out);
+}
+
+/* Contracts C3: the plugin passes runtimeConfig.flowsdn (namespace,
+ * labels, namedPorts) and CNI_ARGS K8S_POD_NAMESPACE/K8S_POD_NAME on to
+ * the agent; labels the agent refuses fail the ADD and leave nothing. */
+Test(node, cni_runtime_config_and_args_give_the_endpoint_its_identity)
+{
+	struct ep a, b, c;
+	char *conf, *out = NULL;
+	long status;
+
+	conf = plugin_conf("1.0.0", ",\"runtimeConfig\":{\"flowsdn\":{\"namespace\":\"prod\",\"labels\":{\"app\":\"web\"},"
+				    "\"namedPorts\":[{\"name\":\"http\",\"protocol\":\"TCP\",\"port\":8080}]}}");
+	ns_spawn(&a.ns);
+	cr_assert_eq(cni("ADD", "rc-pod", a.ns.path, conf, &out), 0, "%s", out);
+	free(out);
+	free(conf);
+	snprintf(cni_args, sizeof(cni_args), "IgnoreUnknown=1;K8S_POD_NAMESPACE=kube;K8S_POD_NAME=pod-b");
+	ep_add(&b, "args-pod");
+	cni_args[0] = '\0';
+	out = api_get("/v1/identity", &status);
+	cr_assert_eq(status, 200, "%s", out);
+	cr_assert(strstr(out, "\"namespace\":\"prod\"") && strstr(out, "app=web,io.kubernetes.pod.namespace=prod"),
+		  "runtimeConfig labels: %s", out);
+	cr_assert(strstr(out, "\"namespace\":\"kube\",\"name\":\"pod-b\""), "CNI_ARGS: %s", out);
+	free(out);
+
+	conf = plugin_conf("1.0.0", ",\"runtimeConfig\":{\"flowsdn\":{\"namespace\":\"prod\",\"labels\":{\"-no\":\"x\"}}}");
+	ns_spawn(&c.ns);
+	cr_assert_neq(cni("ADD", "bad-labels", c.ns.path, conf, &out), 0, "refused: %s", out);
+	cr_assert(strstr(out, "labels.-no"), "names the label: %s", out);
+	free(out);
+	free(conf);
+	settle();
+	out = api_get("/v1/endpoint", &status);
+	cr_assert(!strstr(out, "bad-labels"), "nothing left of the refused ADD: %s", out);
+	free(out);
 }

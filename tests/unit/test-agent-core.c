@@ -44,6 +44,8 @@ struct fake_if {
 	bool used, attached, published;
 	char host[16], ifname[16], netns[256];
 	int ifindex;
+	uint32_t flags; /* endpoint_info flags last published */
+	unsigned int publishes;
 };
 struct fake {
 	struct fake_if ifs[FAKE_MAX];
@@ -311,6 +313,8 @@ static int f_dp_publish_unlocked(void *ctx, struct flowsdn_datapath *dp, const s
 	if (!f)
 		return -ENODEV;
 	f->published = true;
+	f->flags = ep->flags;
+	f->publishes++;
 	return 0;
 }
 
@@ -320,6 +324,23 @@ static int f_dp_publish(void *ctx, struct flowsdn_datapath *dp, const struct flo
 
 	pthread_mutex_lock(&fk_lock);
 	r = f_dp_publish_unlocked(ctx, dp, ep);
+	pthread_mutex_unlock(&fk_lock);
+	return r;
+}
+
+static int f_dp_flags(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep, uint32_t mask,
+		      uint32_t flags)
+{
+	struct fake_if *f;
+	int r = 0;
+
+	(void)ctx, (void)dp;
+	pthread_mutex_lock(&fk_lock);
+	f = fake_by_index(ep->host_ifindex);
+	if (!f || !f->published)
+		r = -ENOENT;
+	else
+		f->flags = (f->flags & ~mask) | flags;
 	pthread_mutex_unlock(&fk_lock);
 	return r;
 }
@@ -357,6 +378,7 @@ static const struct agent_ops fake_ops = {
 	.dp_is_attached = f_dp_is_attached,
 	.dp_adopt = f_dp_adopt,
 	.dp_publish = f_dp_publish,
+	.dp_flags = f_dp_flags,
 	.dp_remove = f_dp_remove,
 };
 
@@ -1233,6 +1255,85 @@ Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeo
 		fake_release();
 		close(stuck);
 	}
+	unserve(&s);
+}
+
+/* Contract C3: an endpoint ADDed with serviceTranslation "packet" is
+ * published with FLOWSDN_EP_F_SVC_PACKET; PUT /v1/endpoint/{id}/translation
+ * switches it (republished, saved, restored by the next agent). */
+Test(agent_core, service_translation_marks_the_endpoint)
+{
+	struct agent_core *core = core_start();
+	struct agent_request rq = { .container_id = "gvisor", .ifname = "eth0", .netns = "/fake/ns/21",
+				    .svc_translation = FLOWSDN_CNI_SVC_PACKET };
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	struct agent_api_endpoint a, b, got;
+	struct fake_if *f;
+
+	ASSERT_OK(agent_core_add(core, &rq, &a, d), agent_diag_message(d));
+	cr_assert_eq(a.svc_translation, FLOWSDN_CNI_SVC_PACKET);
+	f = fake_by_host(a.host_ifname);
+	cr_assert(f && (f->flags & FLOWSDN_EP_F_SVC_PACKET), "published with FLOWSDN_EP_F_SVC_PACKET");
+	ASSERT_OK(add(core, "runc", "/fake/ns/22", &b), "ADD without the key");
+	cr_assert_eq(b.svc_translation, FLOWSDN_CNI_SVC_SOCKET);
+	cr_assert(!(fake_by_host(b.host_ifname)->flags & FLOWSDN_EP_F_SVC_PACKET), "socket: no flag");
+
+	/* The policy's enforcement flags are not the switch's to change. */
+	fake_by_host(b.host_ifname)->flags |= FLOWSDN_EP_F_ENFORCE_INGRESS;
+	ASSERT_OK(agent_core_set_translation(core, b.id, FLOWSDN_CNI_SVC_PACKET, &got, d), agent_diag_message(d));
+	cr_assert_eq(got.svc_translation, FLOWSDN_CNI_SVC_PACKET);
+	cr_assert(fake_by_host(b.host_ifname)->flags & FLOWSDN_EP_F_SVC_PACKET, "republished with the flag");
+	cr_assert(fake_by_host(b.host_ifname)->flags & FLOWSDN_EP_F_ENFORCE_INGRESS, "enforcement kept");
+	ASSERT_OK(agent_core_set_translation(core, a.id, FLOWSDN_CNI_SVC_SOCKET, &got, d), agent_diag_message(d));
+	cr_assert(!(f->flags & FLOWSDN_EP_F_SVC_PACKET), "flag cleared");
+	/* The same mode again changes nothing. */
+	unsigned int before = f->publishes;
+	uint32_t flags_before = f->flags;
+	ASSERT_OK(agent_core_set_translation(core, a.id, FLOWSDN_CNI_SVC_SOCKET, &got, d), agent_diag_message(d));
+	cr_assert_eq(f->publishes, before, "no republish for an unchanged mode");
+	cr_assert_eq(f->flags, flags_before, "nothing changed");
+	ASSERT_ERR(agent_core_set_translation(core, 999, FLOWSDN_CNI_SVC_PACKET, &got, d), -FLOWSDN_E_AGENT_NOT_FOUND,
+		   "unknown id");
+	ASSERT_ERR(agent_core_set_translation(core, a.id, (enum flowsdn_cni_svc_translation)7, &got, d), -EINVAL,
+		   "no such mode");
+	agent_core_free(core);
+
+	/* The state file carries the modes into the next agent. */
+	core = core_start();
+	ASSERT_OK(agent_core_endpoint(core, a.id, &got), "restored a");
+	cr_assert_eq(got.svc_translation, FLOWSDN_CNI_SVC_SOCKET);
+	ASSERT_OK(agent_core_endpoint(core, b.id, &got), "restored b");
+	cr_assert_eq(got.svc_translation, FLOWSDN_CNI_SVC_PACKET);
+	agent_core_free(core);
+}
+
+Test(agent_http, translation_route, .timeout = 30)
+{
+	static const char put[] = "PUT /v1/endpoint/%u/translation HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+				  "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s";
+	struct served s;
+	struct agent_api_endpoint a;
+	char req[512], out[4096];
+	const char *body = "{\"serviceTranslation\":\"packet\"}", *bad = "{\"serviceTranslation\":\"ebpf\"}";
+	int n;
+
+	serve(&s);
+	ASSERT_OK(add(s.core, "gvisor", "/fake/ns/31", &a), "ADD");
+	n = snprintf(req, sizeof(req), put, a.id, strlen(body), body);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"serviceTranslation\":\"packet\""), "the endpoint as it is now: %s", out);
+	cr_assert(fake_by_host(a.host_ifname)->flags & FLOWSDN_EP_F_SVC_PACKET, "published with the flag");
+	n = snprintf(req, sizeof(req), put, a.id, strlen(bad), bad);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "serviceTranslation"), "names the field: %s", out);
+	n = snprintf(req, sizeof(req), put, a.id + 100, strlen(body), body);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 404, "%s", out);
+	n = snprintf(req, sizeof(req), "GET /v1/endpoint/%u/translation HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		     a.id);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 405, "%s", out);
+	n = snprintf(req, sizeof(req), "PUT /v1/endpoint/%u/x/translation HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+		     "Content-Length: %zu\r\n\r\n%s", a.id, strlen(body), body);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 400, "%s", out);
 	unserve(&s);
 }
 

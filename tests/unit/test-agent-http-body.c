@@ -106,3 +106,55 @@ Test(agent_http_body, owner_body_round_trip)
 	agent_http_body_clear(&b);
 	free(text);
 }
+
+/* serviceTranslation of ADD (contract C3) and the body of PUT
+ * /v1/endpoint/{id}/translation. */
+Test(agent_http_body, service_translation)
+{
+	struct agent_http_body b;
+	_cleanup_engine_diag_ struct diag *diag = test_engine_diag();
+	enum flowsdn_cni_svc_translation svc = (enum flowsdn_cni_svc_translation)9;
+	unsigned int st = 0;
+	const char *add = "{\"containerID\":\"g\",\"ifname\":\"eth0\",\"netns\":\"/x\",\"serviceTranslation\":\"packet\"}";
+	char *text = NULL;
+
+	ASSERT_OK(agent_http_body_read(AGENT_HTTP_ADD, add, strlen(add), &b, &st, diag), "add body");
+	cr_assert_eq(b.rq.svc_translation, FLOWSDN_CNI_SVC_PACKET);
+	agent_http_body_clear(&b);
+	expect(AGENT_HTTP_ADD, "{\"containerID\":\"g\",\"ifname\":\"eth0\",\"netns\":\"/x\",\"serviceTranslation\":\"tc\"}",
+	       -FLOWSDN_E_AGENT_REFUSED, 400, "serviceTranslation");
+	expect(AGENT_HTTP_ADD, "{\"containerID\":\"g\",\"ifname\":\"eth0\",\"netns\":\"/x\",\"serviceTranslation\":1}",
+	       -FLOWSDN_E_AGENT_REFUSED, 400, "serviceTranslation");
+
+	/* What the plugin writes reads back the same. */
+	ASSERT_OK(agent_api_add_body("g", "eth0", "/x", 0, FLOWSDN_CNI_SVC_PACKET, &text), "add body");
+	cr_assert(strstr(text, "\"serviceTranslation\":\"packet\""), "%s", text);
+	ASSERT_OK(agent_http_body_read(AGENT_HTTP_ADD, text, strlen(text), &b, &st, diag), text);
+	cr_assert_eq(b.rq.svc_translation, FLOWSDN_CNI_SVC_PACKET);
+	agent_http_body_clear(&b);
+	free(text);
+	ASSERT_OK(agent_api_add_body("g", "eth0", "/x", 0, FLOWSDN_CNI_SVC_SOCKET, &text), "socket body");
+	cr_assert(!strstr(text, "serviceTranslation"), "the default is left out: %s", text);
+	free(text);
+	ASSERT_ERR(agent_api_add_body("g", "eth0", "/x", 0, (enum flowsdn_cni_svc_translation)5, &text), -EINVAL,
+		   "no such mode");
+
+	ASSERT_OK(agent_http_translation_read("{\"serviceTranslation\":\"packet\"}", 31, &svc, &st, diag), "packet");
+	cr_assert_eq(svc, FLOWSDN_CNI_SVC_PACKET);
+	ASSERT_OK(agent_http_translation_read("{\"serviceTranslation\":\"socket\"}", 31, &svc, &st, diag), "socket");
+	cr_assert_eq(svc, FLOWSDN_CNI_SVC_SOCKET);
+	static const char *const refused[] = { "", "[]", "{}", "{\"serviceTranslation\":\"Packet\"}",
+					       "{\"serviceTranslation\":\"packet\",\"x\":1}",
+					       "{\"serviceTranslation\":true}" };
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+
+		svc = (enum flowsdn_cni_svc_translation)9;
+		st = 0;
+		ASSERT_ERR(agent_http_translation_read(refused[i], strlen(refused[i]), &svc, &st, d),
+			   -FLOWSDN_E_AGENT_REFUSED, refused[i]);
+		cr_assert_eq(st, 400u, "%s: status %u", refused[i], st);
+		cr_assert(agent_diag_message(d)[0], "%s: no message", refused[i]);
+		cr_assert_eq((int)svc, 9, "%s: output touched on failure", refused[i]);
+	}
+}

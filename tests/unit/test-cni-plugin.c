@@ -194,6 +194,31 @@ Test(cni_plugin, add_result_from_agent, .init = setup, .fini = teardown)
 	free(conf);
 }
 
+/* runtimeConfig.flowsdn.serviceTranslation goes to the agent with the ADD
+ * (contract C3); a wrong value is an invalid configuration (code 7). */
+Test(cni_plugin, add_passes_service_translation, .init = setup, .fini = teardown)
+{
+	struct fake *f = fake_start(endpoint_reply);
+	char *conf = conf_for("1.1.0", ",\"runtimeConfig\":{\"flowsdn\":{\"serviceTranslation\":\"packet\"}}");
+	char *out = NULL;
+
+	cr_assert_eq(run("ADD", conf, &out), 0, "%s", out);
+	cr_assert(strstr(f->last, "\"serviceTranslation\":\"packet\""), "%s", f->last);
+	free(out);
+	free(conf);
+	conf = conf_for("1.1.0", NULL);
+	cr_assert_eq(run("ADD", conf, &out), 0, "%s", out);
+	cr_assert(!strstr(f->last, "serviceTranslation"), "the default is not sent: %s", f->last);
+	free(out);
+	free(conf);
+	conf = conf_for("1.1.0", ",\"runtimeConfig\":{\"flowsdn\":{\"serviceTranslation\":\"xdp\"}}");
+	cr_assert_eq(run("ADD", conf, &out), 1, "%s", out);
+	cr_assert_eq(code_of(out), 7, "%s", out);
+	cr_assert(strstr(out, "serviceTranslation"), "names the field: %s", out);
+	free(out);
+	free(conf);
+}
+
 Test(cni_plugin, check_compares_prev_result, .init = setup, .fini = teardown)
 {
 	struct fake *f = fake_start(endpoint_reply);

@@ -482,3 +482,48 @@ Test(cni, result_tables_checked_without_a_target)
 	cr_assert_eq(flowsdn_cni_result_ip_count(r), 1, "its one address");
 	flowsdn_cni_result_free(r);
 }
+
+/* runtimeConfig.flowsdn.serviceTranslation (contract C3). */
+Test(cni, runtime_config_service_translation)
+{
+	static const struct {
+		const char *rc;
+		int err;
+		enum flowsdn_cni_svc_translation want;
+	} cases[] = {
+		{ "", 0, FLOWSDN_CNI_SVC_SOCKET },
+		{ ",\"runtimeConfig\":{}", 0, FLOWSDN_CNI_SVC_SOCKET },
+		{ ",\"runtimeConfig\":{\"flowsdn\":{}}", 0, FLOWSDN_CNI_SVC_SOCKET },
+		{ ",\"runtimeConfig\":{\"flowsdn\":{\"serviceTranslation\":\"packet\"}}", 0, FLOWSDN_CNI_SVC_PACKET },
+		{ ",\"runtimeConfig\":{\"flowsdn\":{\"serviceTranslation\":\"socket\",\"namespace\":\"x\"}}", 0,
+		  FLOWSDN_CNI_SVC_SOCKET },
+		{ ",\"runtimeConfig\":{\"flowsdn\":{\"serviceTranslation\":\"tc\"}}", -FLOWSDN_E_CNI_CONFIG, 0 },
+		{ ",\"runtimeConfig\":{\"flowsdn\":{\"serviceTranslation\":1}}", -FLOWSDN_E_CNI_CONFIG, 0 },
+		{ ",\"runtimeConfig\":{\"flowsdn\":\"packet\"}", -FLOWSDN_E_CNI_CONFIG, 0 },
+	};
+	enum flowsdn_cni_svc_translation m;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
+		struct flowsdn_cni_conf *c = NULL;
+		char json[256];
+		int err;
+
+		snprintf(json, sizeof(json), "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\"%s}", cases[i].rc);
+		err = conf_parse(json, d, &c);
+		cr_assert_eq(err, cases[i].err, "%s: got %d (%s)", json, err, flowsdn_test_text(d));
+		if (err) {
+			cr_assert(strstr(flowsdn_test_text(d), "runtimeConfig.flowsdn"), "%s: diag \"%s\" names the field",
+				  json, flowsdn_test_text(d));
+			continue;
+		}
+		cr_assert_eq(flowsdn_cni_conf_svc_translation(c), cases[i].want, "%s", json);
+		flowsdn_cni_conf_free(c);
+	}
+	ASSERT_OK(flowsdn_cni_svc_translation_parse("packet", &m), "packet");
+	cr_assert_eq(m, FLOWSDN_CNI_SVC_PACKET);
+	ASSERT_ERR(flowsdn_cni_svc_translation_parse("PACKET", &m), -EINVAL, "case matters");
+	ASSERT_STREQ(flowsdn_cni_svc_translation_name(FLOWSDN_CNI_SVC_SOCKET), "socket", "name");
+	cr_assert_null(flowsdn_cni_svc_translation_name((enum flowsdn_cni_svc_translation)3));
+	cr_assert_eq(flowsdn_cni_conf_svc_translation(NULL), FLOWSDN_CNI_SVC_SOCKET);
+}

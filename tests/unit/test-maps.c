@@ -64,6 +64,11 @@ static const struct layout layouts[] = {
 	  M(flowsdn_backend, family), M(flowsdn_backend, state), M(flowsdn_backend, pad0)),
 	L(flowsdn_maglev_value, M(flowsdn_maglev_value, backend_id)),
 	L(flowsdn_drop_counters, M(flowsdn_drop_counters, packets), M(flowsdn_drop_counters, bytes)),
+	L(flowsdn_srcrange_key, M(flowsdn_srcrange_key, prefixlen), M(flowsdn_srcrange_key, svc_id),
+	  M(flowsdn_srcrange_key, list), M(flowsdn_srcrange_key, family), M(flowsdn_srcrange_key, pad0),
+	  M(flowsdn_srcrange_key, addr)),
+	L(flowsdn_srcrange_value, M(flowsdn_srcrange_value, flags), M(flowsdn_srcrange_value, pad0),
+	  M(flowsdn_srcrange_value, packets)),
 	L(flowsdn_ct_key, M(flowsdn_ct_key, saddr), M(flowsdn_ct_key, daddr), M(flowsdn_ct_key, sport),
 	  M(flowsdn_ct_key, dport), M(flowsdn_ct_key, protocol), M(flowsdn_ct_key, family), M(flowsdn_ct_key, pad0)),
 	L(flowsdn_ct_entry, M(flowsdn_ct_entry, expires), M(flowsdn_ct_entry, created), M(flowsdn_ct_entry, packets),
@@ -74,6 +79,10 @@ static const struct layout layouts[] = {
 	L(flowsdn_ct_stats, M(flowsdn_ct_stats, new_flows), M(flowsdn_ct_stats, established), M(flowsdn_ct_stats, reply),
 	  M(flowsdn_ct_stats, related), M(flowsdn_ct_stats, created), M(flowsdn_ct_stats, create_failed),
 	  M(flowsdn_ct_stats, untracked), M(flowsdn_ct_stats, closed)),
+	L(flowsdn_frag_key, M(flowsdn_frag_key, saddr), M(flowsdn_frag_key, daddr), M(flowsdn_frag_key, id),
+	  M(flowsdn_frag_key, protocol), M(flowsdn_frag_key, family), M(flowsdn_frag_key, pad0)),
+	L(flowsdn_frag_entry, M(flowsdn_frag_entry, expires), M(flowsdn_frag_entry, sport),
+	  M(flowsdn_frag_entry, dport), M(flowsdn_frag_entry, pad0)),
 };
 
 Test(maps, btf_layout_matches_host)

@@ -509,6 +509,61 @@ Test(policy_semantics, ports_named_ranges_and_protocols)
 	freedb(db);
 }
 
+/* Defect (a): cache1 and cache2 share labels (one identity) but number
+ * the port "cache" 7000 and 7001.  A client's egress to app=cache port
+ * "cache" allows both numbers to both pods (the union, as Cilium does and
+ * flowsdn_policy(3) promises) on both paths, whichever pod came first. */
+Test(policy_semantics, egress_named_port_is_the_union_over_the_identity)
+{
+	for (int order = 0; order < 2; order++) {
+		struct flowsdn_policy_db *db = newdb();
+		uint32_t cli = pod(db, "n", "cli", "app=cli", "", "10.0.0.9");
+		uint32_t id1 = 0, id2 = 0, c1, c2;
+
+		if (order == 0) {
+			c1 = pod(db, "n", "cache1", "app=cache", "cache:6:7000", "10.0.0.1");
+			c2 = pod(db, "n", "cache2", "app=cache", "cache:6:7001", "10.0.0.2");
+		} else {
+			c2 = pod(db, "n", "cache2", "app=cache", "cache:6:7001", "10.0.0.2");
+			c1 = pod(db, "n", "cache1", "app=cache", "cache:6:7000", "10.0.0.1");
+		}
+		ASSERT_OK(flowsdn_policy_db_identity(db, c1, &id1), "identity");
+		ASSERT_OK(flowsdn_policy_db_identity(db, c2, &id2), "identity");
+		cr_assert(id1 == id2, "one identity");
+		apply(db, POL("n", "e", "{\"podSelector\":{\"matchLabels\":{\"app\":\"cli\"}},\"policyTypes\":[\"Egress\"],"
+					"\"egress\":[{\"to\":[{\"podSelector\":{\"matchLabels\":{\"app\":\"cache\"}}}],"
+					"\"ports\":[{\"port\":\"cache\"}]}]}"), 0);
+		cr_assert(V(db, cli, OUT, "10.0.0.1", TCP, 7000) == ALLOW, "order %d: cache1:7000", order);
+		cr_assert(V(db, cli, OUT, "10.0.0.2", TCP, 7001) == ALLOW, "order %d: cache2:7001 (Kubernetes allows it)",
+			  order);
+		cr_assert(V(db, cli, OUT, "10.0.0.2", TCP, 7000) == ALLOW && V(db, cli, OUT, "10.0.0.1", TCP, 7001) == ALLOW,
+			  "order %d: the union reaches both pods", order);
+		cr_assert(V(db, cli, OUT, "10.0.0.1", TCP, 7002) == DENY, "no other number");
+		/* Deleting the pod that brought 7001 takes the number away. */
+		ASSERT_OK(flowsdn_policy_db_delete_pod(db, "n", "cache2"), "delete cache2");
+		cr_assert(V(db, cli, OUT, "10.0.0.1", TCP, 7001) == DENY, "7001 gone with cache2");
+		cr_assert(V(db, cli, OUT, "10.0.0.1", TCP, 7000) == ALLOW);
+		freedb(db);
+	}
+}
+
+/* Defect (b): "a pod cannot block access to itself" — a pod under
+ * default-deny ingress and egress still reaches its own address, on both
+ * paths; other pods with its very labels do not. */
+Test(policy_semantics, a_pod_cannot_block_access_to_itself)
+{
+	struct flowsdn_policy_db *db = newdb();
+	uint32_t web = pod(db, "n", "web", "app=web", "", "10.0.0.1");
+
+	pod(db, "n", "web2", "app=web", "", "10.0.0.2");
+	apply(db, POL("n", "deny", "{\"podSelector\":{},\"policyTypes\":[\"Ingress\",\"Egress\"]}"), 0);
+	cr_assert(V(db, web, IN, "10.0.0.1", TCP, 80) == ALLOW, "its own address, ingress");
+	cr_assert(V(db, web, OUT, "10.0.0.1", UDP, 53) == ALLOW, "its own address, egress");
+	cr_assert(V(db, web, IN, "10.0.0.2", TCP, 80) == DENY, "a pod of the same identity is another pod");
+	cr_assert(V(db, web, OUT, "10.0.0.2", TCP, 80) == DENY);
+	freedb(db);
+}
+
 Test(policy_semantics, ipblock_except_and_families)
 {
 	struct flowsdn_policy_db *db = newdb();

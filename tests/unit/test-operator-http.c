@@ -8,6 +8,8 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,22 +163,42 @@ Test(operator_http, body_limit)
 	free(s);
 }
 
+/* A self-signed certificate for 127.0.0.1 and its key (mode 0600) in
+ * the test's directory; @alg: openssl req's key options. */
+static void make_cert(const char *alg, char cert[static 128], char key[static 128])
+{
+	char cmd[1024];
+
+	snprintf(cert, 128, "%s/cert.pem", dir);
+	snprintf(key, 128, "%s/key.pem", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 %s -nodes -keyout '%s' -out '%s' -days 1 -subj /CN=127.0.0.1 "
+		 "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1 && chmod 600 '%s'",
+		 alg, key, cert, key);
+	cr_assert(system(cmd) == 0, "openssl (scripts/deps.sh installs it)");
+}
+
+/* A header deadline for TLS listeners: handshake and head both count,
+ * and a handshake under valgrind takes seconds. */
+static unsigned int tls_deadline_ms(unsigned int ms)
+{
+#ifdef RUNNING_ON_VALGRIND
+	if (RUNNING_ON_VALGRIND)
+		return ms * 8;
+#endif
+	return ms;
+}
+
 Test(operator_http, tls)
 {
-	char cmd[1024], cert[128], key[128], ep[64];
+	char cert[128], key[128], ep[64];
 	struct flash_client_response *r = NULL;
 	struct flash_client *c;
 
-	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
-	snprintf(key, sizeof(key), "%s/key.pem", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "openssl req -x509 -newkey rsa:2048 -nodes -keyout '%s' -out '%s' -days 1 -subj /CN=127.0.0.1 "
-		 "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1 && chmod 600 '%s'",
-		 key, cert, key);
-	cr_assert(system(cmd) == 0, "openssl (scripts/deps.sh installs it)");
+	make_cert("-newkey rsa:2048", cert, key);
 	/* Generous timeouts: a TLS handshake under valgrind takes seconds. */
 	struct op_http_opts ho = { .sz = sizeof(ho), .listen = "127.0.0.1:0", .tls_cert_file = cert,
-				   .tls_key_file = key, .timeout_s = 60 };
+				   .tls_key_file = key, .timeout_s = 60, .header_timeout_ms = tls_deadline_ms(5000) };
 	char err[256] = "";
 	ASSERT_OK(op_http_start(prov, &ho, &http, err, sizeof(err)), err);
 	cr_assert(op_http_port(http) > 0);
@@ -354,4 +376,119 @@ Test(operator_http, reserve_keeps_healthz)
 	cr_assert_eq(raw_request(hz, sizeof(hz) - 1, out, sizeof(out)), 200, "%s", out);
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);
+}
+
+/* A TLS client of the test: connects to 127.0.0.1:@port and completes
+ * the handshake (the certificate is not checked here: the tls test does
+ * that through <flash/client.h>). */
+static int tls_connect(uint16_t port, gnutls_session_t *ret, gnutls_certificate_credentials_t cred)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc;
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(gnutls_init(ret, GNUTLS_CLIENT), 0);
+	cr_assert_eq(gnutls_set_default_priority(*ret), 0);
+	cr_assert_eq(gnutls_credentials_set(*ret, GNUTLS_CRD_CERTIFICATE, cred), 0);
+	gnutls_transport_set_int(*ret, fd);
+	gnutls_handshake_set_timeout(*ret, 30000);
+	do
+		rc = gnutls_handshake(*ret);
+	while (rc < 0 && !gnutls_error_is_fatal(rc));
+	cr_assert_eq(rc, 0, "handshake: %s", gnutls_strerror(rc));
+	return fd;
+}
+
+/* What the server says on @s until it closes (at most @size - 1 bytes). */
+static size_t tls_read_all(gnutls_session_t s, char *out, size_t size)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n + 1 < size && (r = gnutls_record_recv(s, out + n, size - 1 - n)) != 0) {
+		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+			continue;
+		if (r < 0)
+			break;
+		n += (size_t)r;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* The TLS listener goes through the front door like the plain ones: a
+ * malformed head sent over TLS is answered 400 by the door, a head that
+ * trickles is cut at the header deadline, and so is a client that
+ * connects and never starts the handshake. */
+Test(operator_http, tls_heads_go_through_the_front_door, .timeout = 150)
+{
+	static const char nul[] = "GET /healthz\0x HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char ok[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	char cert[128], key[128], out[4096], err[256] = "";
+	gnutls_certificate_credentials_t cred;
+	gnutls_session_t s;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	double t0, ms;
+	int fd;
+
+	make_cert("-newkey ec -pkeyopt ec_paramgen_curve:P-256", cert, key);
+	/* A head deadline of 1.5 s (12 s under valgrind). */
+	const double deadline = tls_deadline_ms(1500);
+	struct op_http_opts ho = { .sz = sizeof(ho), .listen = "127.0.0.1:0", .tls_cert_file = cert,
+				   .tls_key_file = key, .timeout_s = 60, .header_timeout_ms = (unsigned int)deadline };
+	ASSERT_OK(op_http_start(prov, &ho, &http, err, sizeof(err)), err);
+	cr_assert_eq(gnutls_certificate_allocate_credentials(&cred), 0);
+
+	fd = tls_connect(op_http_port(http), &s, cred);
+	cr_assert_eq(gnutls_record_send(s, ok, sizeof(ok) - 1), (ssize_t)(sizeof(ok) - 1));
+	tls_read_all(s, out, sizeof(out));
+	cr_assert(strncmp(out, "HTTP/1.1 200", 12) == 0, "healthz over TLS: %s", out);
+	gnutls_deinit(s);
+	close(fd);
+
+	fd = tls_connect(op_http_port(http), &s, cred);
+	cr_assert_eq(gnutls_record_send(s, nul, sizeof(nul) - 1), (ssize_t)(sizeof(nul) - 1));
+	tls_read_all(s, out, sizeof(out));
+	cr_assert(strncmp(out, "HTTP/1.1 400", 12) == 0, "a NUL in the head over TLS: %s", out);
+	cr_assert(strstr(out, "NUL") && strstr(out, "\"code\":\"bad-request\""), "the door's answer: %s", out);
+	gnutls_deinit(s);
+	close(fd);
+
+	/* Part of a head, one byte at a time, never finished. */
+	fd = tls_connect(op_http_port(http), &s, cred);
+	t0 = mono_ms();
+	cr_assert_eq(gnutls_record_send(s, ok, 10), 10);
+	for (int i = 10; i < 30 && mono_ms() - t0 < 2.5 * deadline; i++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, (int)(deadline / 5)) == 1)
+			break;
+		(void)gnutls_record_send(s, ok + i, 1);
+	}
+	tls_read_all(s, out, sizeof(out));
+	ms = mono_ms() - t0;
+	cr_assert(strstr(out, "408") || out[0] == '\0', "cut with 408 or closed: %s", out);
+	cr_assert(ms >= 0.66 * deadline && ms < 2.5 * deadline, "a trickling TLS head cut at the %.0f ms deadline, after %.0f ms",
+		  deadline, ms);
+	gnutls_deinit(s);
+	close(fd);
+
+	/* No handshake at all. */
+	a.sin_port = htons(op_http_port(http));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	t0 = mono_ms();
+	{
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		cr_assert_eq(poll(&p, 1, (int)(3 * deadline)), 1, "closed by the server");
+		cr_assert(read(fd, out, sizeof(out)) <= 0, "nothing but the close");
+	}
+	ms = mono_ms() - t0;
+	cr_assert(ms >= 0.66 * deadline && ms < 2.5 * deadline, "a silent TLS client closed at the %.0f ms deadline, after %.0f ms",
+		  deadline, ms);
+	close(fd);
+	gnutls_certificate_free_credentials(cred);
 }

@@ -348,10 +348,13 @@ static void set_pod(struct flowsdn_policy_db *db, struct gpod *gp, unsigned int 
 		labels[nl++] = (struct flowsdn_policy_label){ "tier", tiers[R(2)] };
 	if (R(2))
 		labels[nl++] = (struct flowsdn_policy_label){ "version", versions[R(2)] };
-	/* named ports are a function of the identity (namespace and labels),
-	 * as they are for the pods of one template */
+	/* named ports are mostly a function of the identity (namespace and
+	 * labels), as they are for the pods of one template */
 	h = (unsigned int)(gp->ns[2] - '0') * 7 + app * 3 + (unsigned int)nl;
-	ports[np++] = (struct flowsdn_policy_named_port){ "http", 6, h % 2 ? 80 : 8080 };
+	/* ...except that every third pod numbers "http" the other way: pods
+	 * of one identity that disagree on a named port (egress resolves
+	 * the union of their numbers on both paths). */
+	ports[np++] = (struct flowsdn_policy_named_port){ "http", 6, (h + (i % 3 == 0)) % 2 ? 80 : 8080 };
 	if (h % 3 == 0)
 		ports[np++] = (struct flowsdn_policy_named_port){ "dns", 17, 53 };
 	if (h % 4 != 1)
@@ -539,6 +542,10 @@ static void check_flow(struct flowsdn_policy_db *db, uint64_t seed, uint32_t ep,
 {
 	int vc = 0, vs = 0, r;
 	char a[FLOWSDN_ADDR_STRLEN];
+	uint32_t peer_ep = 0;
+	/* The datapath never judges a pod's traffic to itself (lxc.bpf.c
+	 * compares the endpoints before any map lookup). */
+	bool self = flowsdn_policy_db_endpoint_by_addr(db, peer, &peer_ep) == 0 && peer_ep == ep;
 
 	flowsdn_addr_format(peer, a, sizeof(a));
 	r = flowsdn_policy_db_lookup(db, ep, dir, peer, proto, port, &vc);
@@ -546,7 +553,7 @@ static void check_flow(struct flowsdn_policy_db *db, uint64_t seed, uint32_t ep,
 	r = flowsdn_policy_db_simulate(db, ep, dir, peer, proto, port, &vs);
 	cr_assert(r == 0, "seed %" PRIu64 ": simulate: %s", seed, flowsdn_strerror(r));
 	{
-		int vm = map_verdict(ep, dir, peer, proto, port);
+		int vm = self ? FLOWSDN_POLICY_VERDICT_ALLOW : map_verdict(ep, dir, peer, proto, port);
 
 		cr_assert(vm == vc, "seed %" PRIu64 ": endpoint %u %s peer %s proto %u port %u: map-layout LPM %d, "
 			  "library lookup %d", seed, ep, dir ? "egress" : "ingress", a, proto, port, vm, vc);
