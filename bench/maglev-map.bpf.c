@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* bench/maglev-map's programs: 256 Maglev slot lookups per run through
- * the array of maps flowsdn uses, through a {svc_id, slot} hash (the
- * layout it replaced), and the same loop without a lookup (the floor). */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
+ * the datapath's own flowsdn_maglev and maglev_lookup() (bpf/lib/maglev.h),
+ * through a {svc_id, slot} hash (the layout it replaced), and the same
+ * loop without a lookup (the floor).  The loader unpins every map. */
+#include "lib/maglev.h"
 
 struct slot_key {
 	__u32 svc_id;
@@ -17,21 +17,6 @@ struct {
 	__type(value, __u32);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } slots_hash SEC(".maps");
-
-struct table {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_INNER_MAP);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__array(values, struct table);
-} tables SEC(".maps");
 
 #define LOOKUPS 256
 #define SLOT(x, i) (((x) * 2654435761u + (i) * 40503u) % 16381)
@@ -64,18 +49,10 @@ int hash_lookup(struct __sk_buff *skb)
 SEC("tc")
 int array_of_maps_lookup(struct __sk_buff *skb)
 {
-	__u32 s = 0, x = skb->len, svc = 42;
+	__u32 s = 0, x = skb->len;
 
-	for (int i = 0; i < LOOKUPS; i++) {
-		void *t = bpf_map_lookup_elem(&tables, &svc);
-		__u32 slot = SLOT(x, i), *v;
-
-		if (!t)
-			return 0;
-		v = bpf_map_lookup_elem(t, &slot);
-		if (v)
-			s += *v;
-	}
+	for (int i = 0; i < LOOKUPS; i++)
+		s += maglev_lookup(42, SLOT(x, i), 16381);
 	return s & 0xff;
 }
 

@@ -73,12 +73,19 @@ int main(void)
 		return 1;
 	}
 	obj = bpf_object__open_file("bench/maglev-map.bpf.o", NULL);
+	if (obj) {
+		struct bpf_map *map;
+
+		/* The datapath's maps, but private: pinned nowhere. */
+		bpf_object__for_each_map(map, obj)
+			bpf_map__set_pin_path(map, NULL);
+	}
 	if (!obj || bpf_object__load(obj)) {
 		fprintf(stderr, "bench/maglev-map.bpf.o: %s (run from the build directory, as root)\n", strerror(errno));
 		return 1;
 	}
 	if (fill(bpf_object__find_map_fd_by_name(obj, "slots_hash"), 1) ||
-	    bpf_map_update_elem(bpf_object__find_map_fd_by_name(obj, "tables"), &svc, &arr, BPF_ANY)) {
+	    bpf_map_update_elem(bpf_object__find_map_fd_by_name(obj, "flowsdn_maglev"), &svc, &arr, BPF_ANY)) {
 		fprintf(stderr, "fill: %s\n", strerror(errno));
 		return 1;
 	}
