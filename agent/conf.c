@@ -4,12 +4,15 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <flowsdn/common.h>
+#include <flowsdn/netlink.h>
 
 #include "agent-api.h"
 #include "conf.h"
 #include "diag.h"
 #include "json.h"
+#include "services.h"
 #include "util.h"
 
 void agent_diag_set(struct diag *diag, const char *fmt, ...)
@@ -42,14 +45,41 @@ static int set_str(char **dst, const char *s)
 	return 0;
 }
 
+static void free_list(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A copy of the @n strings at @src into *@dst. */
+static int dup_list(char ***dst, char *const *src, size_t n)
+{
+	char **v = calloc(n + 1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!(v[i] = strdup(src[i]))) {
+			free_list(v, i);
+			return -ENOMEM;
+		}
+	*dst = v;
+	return 0;
+}
+
 void agent_config_free(struct agent_config *c)
 {
 	if (!c)
 		return;
+	free_list(c->namespaces, c->n_namespaces);
+	free_list(c->policies, c->n_policies);
 	free(c->socket);
 	free(c->state_dir);
 	free(c->pin_dir);
 	free(c->http_listen);
+	free(c->socket_lb_cgroup);
+	free(c->services_json);
 	free(c);
 }
 
@@ -70,6 +100,8 @@ int agent_config_new(struct agent_config **ret)
 		err = set_str(&c->pin_dir, "/sys/fs/bpf/flowsdn");
 	if (!err)
 		err = set_str(&c->http_listen, "");
+	if (!err)
+		err = set_str(&c->socket_lb_cgroup, "auto");
 	if (err) {
 		agent_config_free(c);
 		return err;
@@ -94,6 +126,8 @@ int agent_config_new(struct agent_config **ret)
 	c->request_timeout_s = 10;
 	c->ct_max = FLOWSDN_CT_DEFAULT_MAX;
 	c->ct_gc_interval_s = 30;
+	c->snat_port_min = 61000;
+	c->snat_port_max = 65535;
 	c->ct_timeouts = (struct flowsdn_ct_timeouts){ .tcp = FLOWSDN_CT_TIMEOUT_TCP,
 						       .tcp_syn = FLOWSDN_CT_TIMEOUT_TCP_SYN,
 						       .tcp_close = FLOWSDN_CT_TIMEOUT_TCP_CLOSE,
@@ -182,6 +216,101 @@ static int read_pools(struct check_ctx *ctx, const struct json_value *v, void *d
 	return 0;
 }
 
+/* "namespaces" or "policies" (@arg "namespaces" checks each item's
+ * shape): an array of objects, each kept as its JSON text.  Policies are
+ * validated when the agent applies them (the API server's messages). */
+static int read_objects_text(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	struct agent_config *c = dst;
+	bool ns = arg != NULL;
+	char **list;
+	size_t n = v->u.array.n;
+
+	if (n > 100000) {
+		check_error(ctx, "maximum", v, "at most 100000 items");
+		return JSON_READ_REPORTED;
+	}
+	list = calloc(n + 1, sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct json_value *it = v->u.array.items[i];
+		const struct json_value *name = json_is(it, JSON_OBJECT) ? json_get(it, "name") : NULL;
+		const struct json_value *labels = name ? json_get(it, "labels") : NULL;
+		struct json_writer *w;
+
+		if (!json_is(it, JSON_OBJECT) ||
+		    (ns && (!json_is(name, JSON_STRING) || (labels && !json_is(labels, JSON_OBJECT)) ||
+			    it->u.object.n != 1u + (labels != NULL)))) {
+			size_t saved = json_path_push_index(&ctx->path, i);
+
+			check_error(ctx, "type", it, ns ? "must be {\"name\": NAME, \"labels\": {...}}"
+							: "must be a NetworkPolicy object");
+			json_path_pop(&ctx->path, saved);
+			free_list(list, i);
+			return JSON_READ_REPORTED;
+		}
+		w = json_writer_new(0);
+		jw_value(w, it);
+		if (json_writer_finish(w, &list[i], NULL) < 0) {
+			free_list(list, i);
+			return -ENOMEM;
+		}
+	}
+	if (ns) {
+		free_list(c->namespaces, c->n_namespaces);
+		c->namespaces = list;
+		c->n_namespaces = n;
+	} else {
+		free_list(c->policies, c->n_policies);
+		c->policies = list;
+		c->n_policies = n;
+	}
+	return 0;
+}
+
+static int read_node_addrs(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	struct agent_config *c = dst;
+	struct flowsdn_addr addrs[AGENT_MAX_NODE_ADDRS];
+
+	(void)arg;
+	if (v->u.array.n > AGENT_MAX_NODE_ADDRS) {
+		check_error(ctx, "node-addresses", v, "at most %d addresses", AGENT_MAX_NODE_ADDRS);
+		return JSON_READ_REPORTED;
+	}
+	for (size_t i = 0; i < v->u.array.n; i++) {
+		const struct json_value *item = v->u.array.items[i];
+		const char *s;
+
+		if (json_get_string(item, &s) < 0 || flowsdn_addr_parse(s, strlen(s), &addrs[i]) < 0) {
+			size_t saved = json_path_push_index(&ctx->path, i);
+
+			check_error(ctx, "address", item, "not an IPv4 or IPv6 address");
+			json_path_pop(&ctx->path, saved);
+			return JSON_READ_REPORTED;
+		}
+	}
+	memcpy(c->node_addrs, addrs, v->u.array.n * sizeof(addrs[0]));
+	c->n_node_addrs = v->u.array.n;
+	return 0;
+}
+
+/* "auto", "" or an absolute path. */
+static int read_cgroup(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	const char *s;
+	int r = json_read_strref(ctx, v, &s, NULL);
+
+	if (r < 0)
+		return r;
+	if (s[0] && strcmp(s, "auto") != 0 && (s[0] != '/' || strlen(s) >= 4096)) {
+		check_error(ctx, "path", v, "must be \"auto\", \"\" or an absolute path");
+		return JSON_READ_REPORTED;
+	}
+	return json_read_string(ctx, v, dst, arg);
+}
+
 static const char *const egress_words[] = { "fib", "stack", NULL };
 static const char *const attach_words[] = { "auto", "tcx", "tc", NULL };
 
@@ -221,11 +350,40 @@ static int read_attach(struct check_ctx *ctx, const struct json_value *v, void *
 	return read_word(ctx, v, attach_words, "\"auto\", \"tcx\" or \"tc\"", dst);
 }
 
+static int read_uplinks(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	struct agent_config *c = (struct agent_config *)((char *)dst - offsetof(struct agent_config, uplinks));
+	char names[AGENT_MAX_UPLINKS][16];
+
+	(void)arg;
+	if (v->u.array.n > AGENT_MAX_UPLINKS) {
+		check_error(ctx, "uplink-interfaces", v, "at most %d interfaces", AGENT_MAX_UPLINKS);
+		return JSON_READ_REPORTED;
+	}
+	for (size_t i = 0; i < v->u.array.n; i++) {
+		const char *s = NULL;
+
+		if (json_get_string(v->u.array.items[i], &s) < 0 || !flowsdn_netlink_ifname_valid(s)) {
+			check_error(ctx, "uplink-interfaces", v, "item %zu: must be an interface name", i);
+			return JSON_READ_REPORTED;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(names[j], s)) {
+				check_error(ctx, "uplink-interfaces", v, "\"%s\" twice", s);
+				return JSON_READ_REPORTED;
+			}
+		snprintf(names[i], sizeof(names[i]), "%s", s);
+	}
+	memcpy(c->uplinks, names, sizeof(names[0]) * v->u.array.n);
+	c->n_uplinks = v->u.array.n;
+	return 0;
+}
+
 static const struct json_int_range mtu_range = { 1280, 65535 }, conn_range = { 2, 1024 },
 				   reserve_range = { 1, 512 }, head_range = { 10, 60000 },
 				   req_range = { 1024, 1 << 20 }, timeout_range = { 1, 600 },
 				   ct_max_range = { 1024, 1 << 24 }, ct_gc_range = { 1, 3600 },
-				   ct_timeout_range = { 1, 7 * 86400 };
+				   ct_timeout_range = { 1, 7 * 86400 }, snat_range = { 1024, 65535 };
 static const char optional[] = "";
 
 /* flowsdn-agent.conf(5), one row per key. */
@@ -250,11 +408,19 @@ static const struct json_field config_fields[] = {
 	F("max-connections", JSON_NUMBER, json_read_uint32, max_connections, &conn_range),
 	F("max-request-bytes", JSON_NUMBER, json_read_uint32, max_request_bytes, &req_range),
 	F("mtu", JSON_NUMBER, json_read_uint32, mtu, &mtu_range),
+	{ "namespaces", JSON_ARRAY, false, read_objects_text, 0, "namespaces" },
+	{ "node-addresses", JSON_ARRAY, false, read_node_addrs, 0, NULL },
+	{ "policies", JSON_ARRAY, false, read_objects_text, 0, NULL },
 	{ "pools", JSON_ARRAY, false, read_pools, 0, NULL },
 	F("reserved-connections", JSON_NUMBER, json_read_uint32, reserved_connections, &reserve_range),
 	F("request-timeout-seconds", JSON_NUMBER, json_read_uint32, request_timeout_s, &timeout_range),
+	F("services", JSON_ARRAY, agent_services_read_config, services_json, NULL),
+	F("snat-port-max", JSON_NUMBER, json_read_uint32, snat_port_max, &snat_range),
+	F("snat-port-min", JSON_NUMBER, json_read_uint32, snat_port_min, &snat_range),
 	F("socket", JSON_STRING, read_path, socket, NULL),
+	F("socket-lb-cgroup", JSON_STRING, read_cgroup, socket_lb_cgroup, NULL),
 	F("state-dir", JSON_STRING, read_path, state_dir, NULL),
+	{ "uplink-interfaces", JSON_ARRAY, false, read_uplinks, offsetof(struct agent_config, uplinks), NULL },
 };
 #undef F
 
@@ -340,6 +506,11 @@ int agent_config_parse(const char *json, size_t len, struct agent_config **ret, 
 		err = -FLOWSDN_E_AGENT_CONFIG;
 	if (err == 0)
 		err = config_check_reserve(c, diag);
+	if (err == 0 && c->snat_port_min > c->snat_port_max) {
+		diag_add_text(diag, DIAG_ERROR, "snat-port-min", "maximum", NULL, "must not exceed snat-port-max (%u), is %u",
+			      c->snat_port_max, c->snat_port_min);
+		err = -FLOWSDN_E_AGENT_CONFIG;
+	}
 out:
 	json_free(root);
 	if (err < 0)
@@ -379,6 +550,30 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_kv_uint(w, "header-timeout-ms", c->header_timeout_ms);
 	jw_kv_uint(w, "max-request-bytes", c->max_request_bytes);
 	jw_kv_uint(w, "request-timeout-seconds", c->request_timeout_s);
+	jw_key(w, "node-addresses");
+	jw_array_open(w);
+	for (size_t i = 0; i < c->n_node_addrs; i++) {
+		char buf[FLOWSDN_ADDR_STRLEN];
+
+		if (flowsdn_addr_format(&c->node_addrs[i], buf, sizeof(buf)) >= 0)
+			jw_string(w, buf);
+	}
+	jw_array_close(w);
+	jw_kv_string(w, "socket-lb-cgroup", c->socket_lb_cgroup);
+	jw_key(w, "services");
+	if (c->services_json)
+		jw_raw(w, c->services_json, strlen(c->services_json));
+	else {
+		jw_array_open(w);
+		jw_array_close(w);
+	}
+	jw_key(w, "uplink-interfaces");
+	jw_array_open(w);
+	for (size_t i = 0; i < c->n_uplinks; i++)
+		jw_string(w, c->uplinks[i]);
+	jw_array_close(w);
+	jw_kv_uint(w, "snat-port-min", c->snat_port_min);
+	jw_kv_uint(w, "snat-port-max", c->snat_port_max);
 	jw_kv_uint(w, "conntrack-max", c->ct_max);
 	jw_kv_uint(w, "conntrack-gc-interval-seconds", c->ct_gc_interval_s);
 	jw_kv_uint(w, "conntrack-timeout-tcp-seconds", c->ct_timeouts.tcp);
@@ -387,6 +582,16 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_kv_uint(w, "conntrack-timeout-udp-seconds", c->ct_timeouts.udp);
 	jw_kv_uint(w, "conntrack-timeout-udp-replied-seconds", c->ct_timeouts.udp_replied);
 	jw_kv_uint(w, "conntrack-timeout-icmp-seconds", c->ct_timeouts.icmp);
+	jw_key(w, "namespaces");
+	jw_array_open(w);
+	for (size_t i = 0; i < c->n_namespaces; i++)
+		jw_raw(w, c->namespaces[i], strlen(c->namespaces[i]));
+	jw_array_close(w);
+	jw_key(w, "policies");
+	jw_array_open(w);
+	for (size_t i = 0; i < c->n_policies; i++)
+		jw_raw(w, c->policies[i], strlen(c->policies[i]));
+	jw_array_close(w);
 	jw_object_close(w);
 	return json_writer_finish(w, ret_json, NULL);
 }
@@ -407,6 +612,10 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 		err = set_str(&c->pin_dir, src->pin_dir);
 	if (!err)
 		err = set_str(&c->http_listen, src->http_listen);
+	if (!err)
+		err = set_str(&c->socket_lb_cgroup, src->socket_lb_cgroup);
+	if (!err && src->services_json)
+		err = set_str(&c->services_json, src->services_json);
 	if (err) {
 		agent_config_free(c);
 		return err;
@@ -422,9 +631,22 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 	c->header_timeout_ms = src->header_timeout_ms;
 	c->max_request_bytes = src->max_request_bytes;
 	c->request_timeout_s = src->request_timeout_s;
+	memcpy(c->node_addrs, src->node_addrs, sizeof(c->node_addrs));
+	c->n_node_addrs = src->n_node_addrs;
 	c->ct_max = src->ct_max;
+	memcpy(c->uplinks, src->uplinks, sizeof(c->uplinks));
+	c->n_uplinks = src->n_uplinks;
+	c->snat_port_min = src->snat_port_min;
+	c->snat_port_max = src->snat_port_max;
 	c->ct_gc_interval_s = src->ct_gc_interval_s;
 	c->ct_timeouts = src->ct_timeouts;
+	if (dup_list(&c->namespaces, src->namespaces, src->n_namespaces) < 0 ||
+	    dup_list(&c->policies, src->policies, src->n_policies) < 0) {
+		agent_config_free(c);
+		return -ENOMEM;
+	}
+	c->n_namespaces = src->n_namespaces;
+	c->n_policies = src->n_policies;
 	*ret = c;
 	return 0;
 }

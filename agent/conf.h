@@ -13,6 +13,8 @@
 #include <flowsdn/datapath.h>
 
 #define AGENT_MAX_POOLS 16
+#define AGENT_MAX_UPLINKS 4
+#define AGENT_MAX_NODE_ADDRS 16
 
 struct diag;
 
@@ -39,9 +41,23 @@ struct agent_config {
 	unsigned int header_timeout_ms;    /* to receive a request head */
 	unsigned int max_request_bytes;
 	unsigned int request_timeout_s;
+	/* services (agent/services.h) */
+	struct flowsdn_addr node_addrs[AGENT_MAX_NODE_ADDRS]; /* "node-addresses": NodePort frontends */
+	size_t n_node_addrs;
+	char *socket_lb_cgroup; /* "auto" (the cgroup v2 mount), "" (none) or an absolute path */
+	char *services_json;    /* "services", checked, as JSON text; NULL when absent */
 	unsigned int ct_max;               /* conntrack table entries */
 	unsigned int ct_gc_interval_s;     /* garbage collection of dead entries */
 	struct flowsdn_ct_timeouts ct_timeouts; /* seconds */
+	/* "namespaces": [{"name", "labels"}] and "policies": [NetworkPolicy],
+	 * each item kept as its JSON text (applied by agent/policy.c). */
+	char **namespaces;
+	size_t n_namespaces;
+	char **policies;
+	size_t n_policies;
+	char uplinks[AGENT_MAX_UPLINKS][16]; /* "uplink-interfaces": services from outside arrive there */
+	size_t n_uplinks;
+	unsigned int snat_port_min, snat_port_max; /* source ports of flows sent to other nodes' backends */
 };
 
 /* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */

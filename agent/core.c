@@ -16,7 +16,9 @@
 #include <flowsdn/netlink.h>
 
 #include "conntrack.h"
+#include "diag.h"
 #include "core.h"
+#include "uplink.h"
 #include "json.h"
 #include "log.h"
 #include "policy.h"
@@ -78,6 +80,8 @@ struct agent_core {
 	time_t started;
 	uint64_t own_netns[2];      /* the agent's and the initial netns inodes (0: unknown) */
 	struct timing timing[AGENT_VERB_MAX_];
+	unsigned int uplinks;       /* uplinks with the uplink program */
+	struct agent_services *services; /* agent/services.c */
 };
 
 static void timespec_at(int64_t ms, struct timespec *ts)
@@ -1228,6 +1232,7 @@ void agent_core_status(struct agent_core *a, struct agent_status *ret)
 	ret->refused = a->refused;
 	ret->deleting = a->n_dels;
 	ret->datapath = a->dp != NULL;
+	ret->uplinks = a->uplinks;
 	ret->datapath_mode = a->dp ? a->ops->dp_mode(a->ctx, a->dp) : NULL;
 	ret->ipam_err = flowsdn_ipam_summary(a->ipam, s, AGENT_MAX_POOLS, &n);
 	ret->state_ok = !a->save_err && !a->refused;
@@ -1291,6 +1296,7 @@ void agent_core_free(struct agent_core *a)
 		free(a->dels[i]);
 	free(a->dels);
 	free(a->busy);
+	agent_services_free(a->services);
 	agent_ct_stop(a->ct_gc);
 	agent_policy_free(a->pol);
 	if (a->dp)
@@ -1304,6 +1310,11 @@ void agent_core_free(struct agent_core *a)
 	pthread_cond_destroy(&a->del_cond);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
+}
+
+struct agent_services *agent_core_services(struct agent_core *a)
+{
+	return a ? a->services : NULL;
 }
 
 int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, void *ctx, struct agent_core **ret)
@@ -1381,13 +1392,27 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 			if (err < 0)
 				goto out;
 		}
+		a->uplinks = a->ops->dp_uplink_attach ? agent_uplinks_attach(cfg, a->ops, a->ctx, a->dp) : 0;
 	}
 	/* The policy writes the real maps only (the ops' fakes have none). */
 	err = agent_policy_new(cfg->state_dir, a->dp && a->ops == &agent_ops_kernel ? flowsdn_datapath_maps(a->dp) : NULL,
 			       &a->pol);
+	if (err == 0) {
+		struct diag *d = NULL;
+
+		if (diag_new(&d) < 0)
+			d = NULL;
+		err = agent_policy_load(a->pol, cfg, d);
+		if (err < 0)
+			pr_err("agent: configuration: %s", d ? agent_diag_message(d) : flowsdn_strerror(err));
+		diag_free(d);
+	}
 	if (err < 0)
 		goto out;
 	err = restore(a);
+	if (err < 0)
+		goto out;
+	err = agent_services_new(a->cfg, a->ops, a->ctx, a->dp, &a->services);
 	if (err < 0)
 		goto out;
 	err = pthread_create(&a->deleter, NULL, deleter_main, a);

@@ -37,6 +37,7 @@
 #include "agent-api.h"
 #include "conf.h"
 #include "ops.h"
+#include "services.h"
 
 struct agent_core;
 
@@ -51,6 +52,9 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 /* Releases the core; endpoints, pinned programs and state stay
  * (forwarding goes on).  NULL is fine. */
 void agent_core_free(struct agent_core *core);
+
+/* The services (agent/services.h), owned by the core. */
+struct agent_services *agent_core_services(struct agent_core *core);
 
 /* The configuration the core runs with (owned by the core). */
 const struct agent_config *agent_core_config(const struct agent_core *core);
@@ -123,6 +127,7 @@ struct agent_status {
 	unsigned int refused;       /* saved endpoints refused at restore (conflicts) */
 	size_t deleting;            /* DELs whose veth is still being removed */
 	bool datapath;              /* loaded ("datapath": true) */
+	unsigned int uplinks;       /* uplink-interfaces with the uplink program */
 	const char *datapath_mode;  /* "tcx", "tc clsact"; static */
 	int ipam_err;               /* 0 or the IPAM summary's error */
 	bool state_ok;              /* the last state write worked and no saved endpoint was refused */

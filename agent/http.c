@@ -318,6 +318,12 @@ static void route_modules(struct agent_core *core, struct reply *r)
 	else
 		module_gen(g, "datapath", "ok", st.datapath_mode);
 	module_gen(g, "state", st.state_ok ? "ok" : "degraded", NULL);
+	{
+		const struct agent_config *cfg = agent_core_config(core);
+
+		if (cfg->n_uplinks)
+			module_gen(g, "uplinks", st.uplinks == cfg->n_uplinks ? "ok" : "degraded", NULL);
+	}
 	jw_array_close(g);
 	jw_object_close(g);
 	reply_json(r, 200, g);
@@ -487,6 +493,60 @@ static void route_timing(struct agent_core *core, struct reply *r)
 	reply_json(r, 200, g);
 }
 
+/* /v1/service and /v1/service/{id}: GET, PUT, DELETE (agent/services.h).
+ * A refused body answers 400 with the field at fault in "error.field". */
+static void route_service(struct agent_core *core, const char *method, const char *id, const struct request *req,
+			  struct reply *r)
+{
+	struct agent_services *svcs = agent_core_services(core);
+	struct json_writer *g;
+	struct diag *diag;
+	int err;
+
+	if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
+		g = reply_gen(r);
+		if (!g)
+			return;
+		err = agent_services_get(svcs, id, g);
+		if (err == 0) {
+			reply_json(r, 200, g);
+			return;
+		}
+		json_writer_free(g);
+		reply_error(r, status_of(err), err, "no service \"%.64s\"", id ? id : "");
+		return;
+	}
+	diag = request_diag();
+	if (!strcmp(method, "PUT")) {
+		g = reply_gen(r);
+		err = g ? agent_services_put(svcs, id, req->body ? req->body : "", req->len, g, diag) : -ENOMEM;
+		if (err == 0) {
+			reply_json(r, 200, g);
+			diag_free(diag);
+			return;
+		}
+		json_writer_free(g);
+	} else {
+		err = agent_services_delete(svcs, id, diag);
+		if (err == 0) {
+			count_reply(r, "removed", 1);
+			diag_free(diag);
+			return;
+		}
+	}
+	{
+		const struct diag_entry *e = diag_first_error(diag);
+		struct json_writer *eg = reply_gen(r);
+
+		if (eg) {
+			agent_api_error_field_gen(eg, err, e && e->message[0] ? e->message : agent_api_strerror(err),
+						  e ? e->path : NULL);
+			reply_json(r, err == -FLOWSDN_E_AGENT_EXISTS ? 409 : status_of(err), eg);
+		}
+	}
+	diag_free(diag);
+}
+
 /* Routes a complete request. */
 static void agent_route(struct agent_http *h, bool read_only, const char *method, const char *url,
 			const struct request *req, struct reply *r)
@@ -507,6 +567,22 @@ static void agent_route(struct agent_http *h, bool read_only, const char *method
 	/* /v1/endpoint/{id}/translation: PUT; /v1/endpoint/{id}: GET. */
 	known_put = !strncmp(url, "/v1/endpoint/", 13) && url_len > 25 && !strcmp(url + url_len - 12, "/translation");
 	known_get |= !known_put && !strncmp(url, "/v1/endpoint/", 13);
+	if (!strcmp(url, "/v1/service") || !strncmp(url, "/v1/service/", 12)) {
+		bool one = url[11] == '/';
+
+		if (read_only && !is_get) {
+			reply_error(r, 403, -FLOWSDN_E_AGENT_REFUSED, "this listener is read-only: %s is not allowed",
+				    method);
+		} else if (!is_get && (!one || (strcmp(method, "PUT") && strcmp(method, "DELETE")))) {
+			reply_error(r, 405, -FLOWSDN_E_AGENT_REFUSED, "%s is not allowed on %.128s", method, url);
+		} else if (req->too_big) {
+			reply_error(r, 413, -FLOWSDN_E_AGENT_REFUSED, "request body larger than %u bytes",
+				    h->cfg->max_request_bytes);
+		} else {
+			route_service(core, method, one ? url + 12 : NULL, req, r);
+		}
+		return;
+	}
 
 	if (read_only && !is_get) {
 		reply_error(r, 403, -FLOWSDN_E_AGENT_REFUSED, "this listener is read-only: %s is not allowed", method);

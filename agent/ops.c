@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "ops.h"
+#include "uplink.h"
 
 static int k_netns_ino(void *ctx, const char *path, uint64_t *ret_ino)
 {
@@ -86,6 +87,13 @@ static int k_dp_flags(void *ctx, struct flowsdn_datapath *dp, const struct flows
 	return flowsdn_maps_endpoint_flags_update(flowsdn_datapath_maps(dp), ep, mask, flags);
 }
 
+static int k_dp_uplink_attach(void *ctx, struct flowsdn_datapath *dp, const char *ifname, uint16_t port_min,
+			      uint16_t port_max)
+{
+	(void)ctx;
+	return agent_uplink_kernel_attach(dp, ifname, port_min, port_max);
+}
+
 static int k_dp_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
 {
 	struct flowsdn_maps *m = flowsdn_datapath_maps(dp);
@@ -106,6 +114,39 @@ static int k_dp_ct_gc(void *ctx, struct flowsdn_datapath *dp, size_t *ret_remove
 	return flowsdn_maps_ct_gc(flowsdn_datapath_maps(dp), 0, ret_removed);
 }
 
+static int k_dp_service_publish(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *svc,
+				const struct flowsdn_lb_service *old)
+{
+	(void)ctx;
+	return flowsdn_maps_service_publish(flowsdn_datapath_maps(dp), svc, old);
+}
+
+static int k_dp_srcrange_set(void *ctx, struct flowsdn_datapath *dp, uint32_t svc_id, const struct flowsdn_prefix *allow,
+			     size_t n_allow, const struct flowsdn_prefix *deny, size_t n_deny)
+{
+	(void)ctx;
+	return flowsdn_maps_srcrange_set(flowsdn_datapath_maps(dp), svc_id, allow, n_allow, deny, n_deny);
+}
+
+static int k_dp_service_remove(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old)
+{
+	(void)ctx;
+	return flowsdn_maps_service_remove(flowsdn_datapath_maps(dp), old);
+}
+
+static int k_dp_socklb_attach(void *ctx, struct flowsdn_datapath *dp, const char *cgroup_path)
+{
+	(void)ctx;
+	return flowsdn_datapath_socklb_attach(dp, cgroup_path);
+}
+
+static int k_sock_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
+			  size_t *ret_count)
+{
+	(void)ctx;
+	return flowsdn_netlink_sock_destroy(peer, port, protocol, ret_count);
+}
+
 const struct agent_ops agent_ops_kernel = {
 	.netns_ino = k_netns_ino,
 	.veth_setup = k_veth_setup,
@@ -120,6 +161,12 @@ const struct agent_ops agent_ops_kernel = {
 	.dp_adopt = k_dp_adopt,
 	.dp_publish = k_dp_publish,
 	.dp_flags = k_dp_flags,
+	.dp_uplink_attach = k_dp_uplink_attach,
 	.dp_remove = k_dp_remove,
+	.dp_service_publish = k_dp_service_publish,
+	.dp_service_remove = k_dp_service_remove,
+	.dp_srcrange_set = k_dp_srcrange_set,
+	.dp_socklb_attach = k_dp_socklb_attach,
+	.sock_destroy = k_sock_destroy,
 	.dp_ct_gc = k_dp_ct_gc,
 };

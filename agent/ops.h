@@ -32,6 +32,9 @@ struct agent_ops {
 	int (*dp_is_attached)(void *ctx, struct flowsdn_datapath *dp, int ifindex);
 	int (*dp_adopt)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface);
 	int (*dp_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
+	/* agent_uplink_kernel_attach(): the uplink program on @ifname */
+	int (*dp_uplink_attach)(void *ctx, struct flowsdn_datapath *dp, const char *ifname, uint16_t port_min,
+				uint16_t port_max);
 	/* flowsdn_maps_endpoint_flags_update() */
 	int (*dp_flags)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep, uint32_t mask,
 			uint32_t flags);
@@ -39,6 +42,19 @@ struct agent_ops {
 	 * its addresses (a later endpoint with an address must not inherit
 	 * them). */
 	int (*dp_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep);
+	/* services (agent/services.c): flowsdn_maps_service_publish/_remove()
+	 * on the datapath's maps, flowsdn_datapath_socklb_attach().  A table
+	 * without them keeps the service model only. */
+	int (*dp_service_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *svc,
+				  const struct flowsdn_lb_service *old);
+	int (*dp_service_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old);
+	/* flowsdn_maps_srcrange_set() of backend set @svc_id */
+	int (*dp_srcrange_set)(void *ctx, struct flowsdn_datapath *dp, uint32_t svc_id, const struct flowsdn_prefix *allow,
+			       size_t n_allow, const struct flowsdn_prefix *deny, size_t n_deny);
+	int (*dp_socklb_attach)(void *ctx, struct flowsdn_datapath *dp, const char *cgroup_path);
+	/* flowsdn_netlink_sock_destroy(): sockets of removed UDP backends */
+	int (*sock_destroy)(void *ctx, const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
+			    size_t *ret_count);
 	/* flowsdn_maps_ct_gc() now; NULL: no collector runs. */
 	int (*dp_ct_gc)(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed);
 };

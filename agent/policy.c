@@ -829,3 +829,69 @@ int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 	pthread_mutex_unlock(&p->lock);
 	return json_writer_finish(w, ret_json, NULL);
 }
+
+/* ------------------------------------------------------------ configuration */
+
+int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, struct diag *diag)
+{
+	int err = 0;
+
+	if (!p || !cfg)
+		return -EINVAL;
+	for (size_t i = 0; i < cfg->n_namespaces && err == 0; i++) {
+		struct json_value *root = NULL;
+		const struct json_value *labels;
+		const char *name;
+		char *body = NULL;
+		struct json_writer *w;
+
+		err = json_parse(cfg->namespaces[i], strlen(cfg->namespaces[i]), NULL, &root, NULL);
+		if (err < 0 || !(name = json_string_value(json_get(root, "name")))) {
+			json_free(root);
+			return -EINVAL;
+		}
+		labels = json_get(root, "labels");
+		w = json_writer_new(0);
+		jw_object_open(w);
+		if (labels) {
+			jw_key(w, "labels");
+			jw_value(w, labels);
+		}
+		jw_object_close(w);
+		err = json_writer_finish(w, &body, NULL);
+		if (err == 0)
+			err = agent_policy_namespace_put(p, name, body, strlen(body), diag);
+		if (err < 0) {
+			char msg[512];
+
+			snprintf(msg, sizeof(msg), "%s", agent_diag_message(diag));
+			agent_diag_set(diag, "namespaces[%zu] (%s): %s", i, name, msg);
+		}
+		free(body);
+		json_free(root);
+	}
+	for (size_t i = 0; i < cfg->n_policies && err == 0; i++) {
+		struct json_value *root = NULL;
+		const struct json_value *md;
+		const char *ns, *name;
+
+		err = json_parse(cfg->policies[i], strlen(cfg->policies[i]), NULL, &root, NULL);
+		md = err == 0 ? json_get(root, "metadata") : NULL;
+		ns = md ? json_string_value(json_get(md, "namespace")) : NULL;
+		name = md ? json_string_value(json_get(md, "name")) : NULL;
+		if (!ns || !name) {
+			agent_diag_set(diag, "policies[%zu]: metadata.namespace and metadata.name are required", i);
+			json_free(root);
+			return -FLOWSDN_E_POLICY_INVALID;
+		}
+		err = agent_policy_put(p, ns, name, cfg->policies[i], strlen(cfg->policies[i]), diag);
+		if (err < 0) {
+			char msg[1024];
+
+			snprintf(msg, sizeof(msg), "%s", agent_diag_message(diag));
+			agent_diag_set(diag, "policies[%zu]: %s", i, msg);
+		}
+		json_free(root);
+	}
+	return err;
+}

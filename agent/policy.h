@@ -75,4 +75,10 @@ int agent_policy_identities(struct agent_policy *p, char **ret_json);
  * packets (from the policy map's entry counters). */
 int agent_policy_verdicts(struct agent_policy *p, char **ret_json);
 
+struct agent_config;
+/* The "namespaces" and "policies" of the configuration
+ * (flowsdn-agent.conf(5)), applied in that order; the first refused
+ * names its item in @diag ("policies[2]: NetworkPolicy... is invalid"). */
+int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, struct diag *diag);
+
 #endif

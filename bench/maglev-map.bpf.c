@@ -47,7 +47,7 @@ int hash_lookup(struct __sk_buff *skb)
 }
 
 SEC("tc")
-int array_of_maps_lookup(struct __sk_buff *skb)
+int maglev_table_lookup(struct __sk_buff *skb)
 {
 	__u32 s = 0, x = skb->len;
 

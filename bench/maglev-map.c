@@ -2,7 +2,7 @@
 /*
  * The flowsdn_maglev layout measured (root): kernel memory of one Maglev
  * table of M = 16381 slots as the BPF array flowsdn uses (one per service
- * in an array of maps) beside a {svc_id, slot} hash (preallocated and
+ * in a hash of maps keyed by svc_id) beside a {svc_id, slot} hash (preallocated and
  * not), read from the maps' fdinfo memlock; and the cost of one slot
  * lookup from BPF (BPF_PROG_TEST_RUN, 256 lookups a run, 20000 runs a
  * round), both layouts and the bare loop, in alternating order, median
@@ -57,7 +57,7 @@ static int cmp_double(const void *a, const void *b)
 
 int main(void)
 {
-	static const char *const progs[] = { "floor_loop", "hash_lookup", "array_of_maps_lookup" };
+	static const char *const progs[] = { "floor_loop", "hash_lookup", "maglev_table_lookup" };
 	LIBBPF_OPTS(bpf_map_create_opts, noprealloc, .map_flags = BPF_F_NO_PREALLOC);
 	LIBBPF_OPTS(bpf_map_create_opts, inner, .map_flags = BPF_F_INNER_MAP);
 	double ns[3][ROUNDS], load[3] = { 0 };

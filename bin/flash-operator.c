@@ -26,6 +26,8 @@ static void usage(FILE *out)
 		"                      [--max-connections N] [--per-ip-connections N] [--timeout SECONDS]\n"
 		"                      [--header-timeout MS] [--reserved-connections N]\n"
 		"                      [--max-body BYTES] [--threads N] [--registry-ca FILE] [--registry-plain-http]\n"
+		"                      [--runtime-dir DIR --cni-bin-dir DIR [--cni-conf FILE] [--agent-socket PATH]\n"
+		"                       [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS]]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
 }
@@ -67,11 +69,19 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'T' },
 		{ "registry-ca", required_argument, NULL, 'R' },
 		{ "registry-plain-http", no_argument, NULL, 'H' },
+		{ "runtime-dir", required_argument, NULL, 1000 },
+		{ "cni-bin-dir", required_argument, NULL, 1001 },
+		{ "cni-conf", required_argument, NULL, 1002 },
+		{ "agent-socket", required_argument, NULL, 1003 },
+		{ "runsc", required_argument, NULL, 1004 },
+		{ "cgroup-parent", required_argument, NULL, 1005 },
+		{ "dns", required_argument, NULL, 1006 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = "/var/lib/flash" };
+	struct op_runtime_opts rt = { .sz = sizeof(rt) };
 	struct op_daemon *d = NULL;
 	char err[1024] = "";
 	unsigned long v;
@@ -93,6 +103,13 @@ int main(int argc, char **argv)
 		case 'c': o.config_file = optarg; break;
 		case 'R': o.registry.ca_file = optarg; break;
 		case 'H': o.registry.plain_http = true; break;
+		case 1000: rt.dir = optarg; o.runtime = &rt; break;
+		case 1001: rt.cni_bin_dir = optarg; break;
+		case 1002: rt.cni_conf = optarg; break;
+		case 1003: rt.agent_socket = optarg; break;
+		case 1004: rt.runsc = optarg; break;
+		case 1005: rt.cgroup_parent = optarg; break;
+		case 1006: rt.dns = optarg; break;
 		case 'm':
 		case 'P':
 		case 't':
@@ -137,6 +154,14 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc || !o.keys_file || !o.issuer || !o.audience || (!o.http.unix_path && !o.http.listen)) {
 		usage(stderr);
+		return 2;
+	}
+	if (o.runtime && !rt.cni_bin_dir) {
+		fprintf(stderr, "flash-operator: --runtime-dir needs --cni-bin-dir\n");
+		return 2;
+	}
+	if (!o.runtime && (rt.cni_bin_dir || rt.cni_conf || rt.agent_socket || rt.runsc || rt.cgroup_parent || rt.dns)) {
+		fprintf(stderr, "flash-operator: the runtime options need --runtime-dir\n");
 		return 2;
 	}
 	if (!o.http.tls_cert_file != !o.http.tls_key_file) {

@@ -34,13 +34,14 @@
 #include "lib/parse.h"
 #include "lib/policy.h"
 #include "lib/srcrange.h" /* the map: node.bpf.c enforces it, every object shares it */
+#include "lib/svc-xlate.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-static __always_inline int deliver_local(struct __sk_buff *skb, const struct pkt *p,
+static __always_inline int deliver_local(struct __sk_buff *skb, struct pkt *p,
 					 const struct flowsdn_endpoint_info *src,
 					 const struct flowsdn_endpoint_info *dst,
-					 struct flowsdn_endpoint_counters *sc, int ct)
+					 struct flowsdn_endpoint_counters *sc, int ct, const struct svc_xlate *x)
 {
 	struct flowsdn_endpoint_counters *dc = ep_counters(dst->ep_id);
 	__u32 reason;
@@ -57,7 +58,7 @@ static __always_inline int deliver_local(struct __sk_buff *skb, const struct pkt
 			}
 			return drop(reason, dc, p->len);
 		}
-		ct_track(p, src->ep_id);
+		svc_xlate_track(p, src->ep_id, x);
 	} else {
 		count_allowed(dc, FLOWSDN_DIR_INGRESS);
 	}
@@ -78,6 +79,7 @@ int from_container(struct __sk_buff *skb)
 	struct flowsdn_endpoint_counters *sc;
 	struct flowsdn_endpoint_info *src, *dst;
 	struct flowsdn_ct_entry *ce;
+	struct svc_xlate x;
 	struct pkt p = {};
 	__u32 reason;
 	int rc, ct, ct_dir;
@@ -95,8 +97,16 @@ int from_container(struct __sk_buff *skb)
 	sc = ep_counters(src->ep_id);
 	count_tx(sc, p.len);
 
+	/* A service frontend: to a backend (FLOWSDN_EP_F_SVC_PACKET only). */
+	reason = svc_xlate_from_endpoint(skb, &p, src, &x);
+	if (reason)
+		return drop(reason, sc, p.len);
 	dst = ep_lookup(p.family, p.daddr);
 	ct = ct_lookup(&p, &ce, &ct_dir);
+	/* A reply of a translated flow leaves with the frontend's address. */
+	reason = svc_xlate_reply(skb, &p, ct, ce, ct_dir);
+	if (reason)
+		return drop(reason, sc, p.len);
 	if (ct == CT_NEW && !(dst && dst->ep_id == src->ep_id)) {
 		reason = policy_check(src, FLOWSDN_DIR_EGRESS,
 				      dst ? dst->identity : peer_identity(p.family, p.daddr), &p, sc);
@@ -111,13 +121,13 @@ int from_container(struct __sk_buff *skb)
 	if (cfg_egress_mode == FLOWSDN_EGRESS_STACK) {
 		/* A local destination's to_container judges and tracks it. */
 		if (ct == CT_NEW && !dst)
-			ct_track(&p, src->ep_id);
+			svc_xlate_track(&p, src->ep_id, &x);
 		return TC_ACT_OK;
 	}
 	if (dst)
-		return deliver_local(skb, &p, src, dst, sc, ct);
+		return deliver_local(skb, &p, src, dst, sc, ct, &x);
 	if (ct == CT_NEW)
-		ct_track(&p, src->ep_id);
+		svc_xlate_track(&p, src->ep_id, &x);
 	return fib_forward(skb, &p, sc);
 }
 
@@ -148,6 +158,10 @@ int to_container(struct __sk_buff *skb)
 		return TC_ACT_OK; /* not addressed to this endpoint (the kernel's business) */
 	dc = ep_counters(dst->ep_id);
 	ct = ct_lookup(&p, &ce, &ct_dir);
+	/* A reply of a translated flow arrives with the frontend's address. */
+	reason = svc_xlate_reply(skb, &p, ct, ce, ct_dir);
+	if (reason)
+		return drop(reason, dc, p.len);
 	if (ct == CT_NEW) {
 		reason = policy_check(dst, FLOWSDN_DIR_INGRESS, peer_identity(p.family, p.saddr), &p, dc);
 		if (reason)

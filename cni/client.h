@@ -15,23 +15,7 @@
 #include <stddef.h>
 
 #include "agent-api.h"
-
-struct agent_client_opts {
-	const char *socket;       /* NULL: AGENT_API_SOCKET */
-	unsigned int timeout_ms;  /* whole request; 0: 10000; at most 600000 */
-};
-
-/* Error detail of a call: the agent's HTTP status and message.  Kept
- * apart from the one diag engine on purpose: it is the outcome of one
- * HTTP exchange (connect/send/read failures with status 0, or the status
- * and the single message of the agent's error reply, whose own problem
- * the agent already reported from its struct diag), relayed as the CNI
- * error's msg/details -- not a list of problems found in an input, so it
- * has no path, rule code or line to carry. */
-struct agent_client_err {
-	long http_status;         /* 0 when no answer */
-	char message[256];
-};
+#include "agent-client.h"
 
 /* POST /v1/cni/add, /v1/cni/check.  @netns required; @mtu 0 = agent's;
  * @svc how services reach the endpoint (runtimeConfig serviceTranslation). */
@@ -43,18 +27,12 @@ int agent_client_check(const struct agent_client_opts *opts, const char *contain
 /* POST /v1/cni/del: 0 (also when the agent had nothing). */
 int agent_client_del(const struct agent_client_opts *opts, const char *container_id, const char *ifname,
 		     struct agent_client_err *err);
-/* POST /v1/cni/gc with @n valid attachments (@ids[i], @ifnames[i]);
- * *ret_removed (may be NULL) gets how many endpoints were removed. */
-int agent_client_gc(const struct agent_client_opts *opts, const char *const *ids, const char *const *ifnames,
-		    size_t n, unsigned int *ret_removed, struct agent_client_err *err);
-/* GET /v1/healthz: 0 when the agent answers "ok". */
-int agent_client_health(const struct agent_client_opts *opts, struct agent_client_err *err);
-/* GET @path (a /v1/... route): the body (freed by the caller) and status. */
-int agent_client_get(const struct agent_client_opts *opts, const char *path, char **ret_body, long *ret_status);
-
 /* PUT /v1/endpoint/@id/labels with @body ({"namespace", "name",
  * "labels", "namedPorts"}, contracts C3). */
 int agent_client_endpoint_labels(const struct agent_client_opts *opts, uint32_t id, const char *body,
 				 struct agent_client_err *err);
-
+/* POST /v1/cni/gc with @n valid attachments (@ids[i], @ifnames[i]);
+ * *ret_removed (may be NULL) gets how many endpoints were removed. */
+int agent_client_gc(const struct agent_client_opts *opts, const char *const *ids, const char *const *ifnames,
+		    size_t n, unsigned int *ret_removed, struct agent_client_err *err);
 #endif

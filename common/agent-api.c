@@ -106,6 +106,7 @@ static const struct {
 	N(FLOWSDN_E_BPF_NO_TCX),
 	N(FLOWSDN_E_BPF_IFACE_MISMATCH),
 	N(FLOWSDN_E_BPF_OBJECT),
+	N(FLOWSDN_E_BPF_NOT_CGROUP2),
 	N(FLOWSDN_E_IDENTITY_LABEL_KEY),
 	N(FLOWSDN_E_IDENTITY_LABEL_VALUE),
 	N(FLOWSDN_E_IDENTITY_LABEL_DUPLICATE),
@@ -182,7 +183,7 @@ int agent_api_error_from_name(const char *name)
 	return 0;
 }
 
-void agent_api_error_gen(struct json_writer *g, int err, const char *message)
+void agent_api_error_field_gen(struct json_writer *g, int err, const char *message, const char *field)
 {
 	const char *name = agent_api_error_name(err);
 
@@ -192,8 +193,15 @@ void agent_api_error_gen(struct json_writer *g, int err, const char *message)
 	jw_kv_string(g, "code", name ? name : "unknown");
 	jw_kv_int(g, "number", err < 0 ? -err : err);
 	jw_kv_string(g, "message", message && message[0] ? message : agent_api_strerror(err));
+	if (field && field[0])
+		jw_kv_string(g, "field", field);
 	jw_object_close(g);
 	jw_object_close(g);
+}
+
+void agent_api_error_gen(struct json_writer *g, int err, const char *message)
+{
+	agent_api_error_field_gen(g, err, message, NULL);
 }
 
 int agent_api_error_parse(const struct json_value *root, int *ret_err, char *msg, size_t msg_size)

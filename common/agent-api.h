@@ -92,6 +92,9 @@ int agent_api_add_body(const char *container_id, const char *ifname, const char 
 /* The error body of a failed request: @err is the negative errno or
  * domain code. */
 void agent_api_error_gen(struct json_writer *g, int err, const char *message);
+/* The same with the request field at fault ("backends[1].port") in
+ * "error.field" (NULL or "": none). */
+void agent_api_error_field_gen(struct json_writer *g, int err, const char *message, const char *field);
 /* Reads an error body: *ret_err the negative code, @msg the message.
  * -EBADMSG when it is not one. */
 int agent_api_error_parse(const struct json_value *root, int *ret_err, char *msg, size_t msg_size);

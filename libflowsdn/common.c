@@ -129,6 +129,8 @@ static const char *bpf_strerror(int code)
 		return "the interface no longer belongs to the endpoint";
 	case FLOWSDN_E_BPF_OBJECT:
 		return "the embedded BPF object is damaged";
+	case FLOWSDN_E_BPF_NOT_CGROUP2:
+		return "not a cgroup v2 directory";
 	}
 	return NULL;
 }

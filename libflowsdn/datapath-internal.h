@@ -3,7 +3,9 @@
 #ifndef FLOWSDN_DATAPATH_INTERNAL_H
 #define FLOWSDN_DATAPATH_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <linux/types.h>
 #include <flowsdn/addr.h>
 #include <flowsdn/datapath.h>
 
@@ -16,6 +18,9 @@ enum fsdn_map {
 	FSDN_MAP_SVC,
 	FSDN_MAP_BACKEND,
 	FSDN_MAP_MAGLEV,
+	FSDN_MAP_SVC_SLOT,
+	FSDN_MAP_AFFINITY,
+	FSDN_MAP_SOCK_RNAT,
 	FSDN_MAP_SRCRANGE,
 	FSDN_MAP_CT,
 	FSDN_MAP_CTSTAT,
@@ -30,6 +35,18 @@ struct flowsdn_maps {
 };
 
 const char *flowsdn__map_name(enum fsdn_map m);
+
+struct flowsdn_datapath;
+/* The pin directory of @dp. */
+const char *flowsdn__datapath_pin_dir(const struct flowsdn_datapath *dp);
+/* The per-node settings @dp loaded the endpoint programs with (for the
+ * uplink program, which must agree). */
+void flowsdn__datapath_rodata(const struct flowsdn_datapath *dp, __u32 *egress_mode, __u32 *redirect_peer,
+			      __u32 *delivered_mark);
+/* tc clsact filter of ours on @ifindex's ingress or egress (replacing an
+ * older one) / its removal (0 when none). */
+int flowsdn__tc_attach(int ifindex, bool ingress, int prog_fd);
+int flowsdn__tc_detach(int ifindex, bool ingress);
 /* The address width of @p (32 or 128), or -EINVAL for a NULL prefix, a
  * family that is neither or a length beyond the width. */
 int flowsdn__prefix_bits(const struct flowsdn_prefix *p);

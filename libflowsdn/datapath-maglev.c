@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The Maglev tables of flowsdn_maglev (<flowsdn/datapath.h>, Maglev part):
- * one BPF array per service in an array of maps indexed by svc_id.  A
+ * one BPF array per backend set in a hash of maps keyed by svc_id.  A
  * change of backends rewrites only the slots that moved (the Maglev diff),
  * in one batched update; a new table or a new size is filled aside and
  * switched in with one outer update.
@@ -27,7 +27,7 @@ FLOWSDN_STATIC_ASSERT(sizeof(struct flowsdn_maglev_value) == sizeof(uint32_t), "
 
 static bool svc_id_valid(uint32_t svc_id)
 {
-	return svc_id > 0 && svc_id < FLOWSDN_MAX_MAGLEV_TABLES;
+	return svc_id > 0;
 }
 
 static bool batch_unsupported(int e)

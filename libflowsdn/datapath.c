@@ -31,6 +31,8 @@
 #include "internal.h"
 #include "lxc.hash.h"
 #include "lxc.skel.h"
+#include "sock.hash.h"
+#include "sock.skel.h"
 
 /* uapi values (include/uapi/linux/bpf.h of Linux >= 6.6). */
 #define FSDN_BPF_TCX_INGRESS 46
@@ -46,6 +48,7 @@
 
 struct flowsdn_datapath {
 	struct flowsdn_lxc *skel;
+	struct flowsdn_sock *sock; /* the socket LB programs (bpf/sock.bpf.c) */
 	struct flowsdn_maps *maps;
 	char *pin_dir;
 	enum flowsdn_attach_mode mode;
@@ -168,6 +171,7 @@ FLOWSDN_API void flowsdn_datapath_free(struct flowsdn_datapath *dp)
 	flowsdn_maps_free(dp->maps);
 	/* Destroying the skeleton closes fds only: pins and links stay. */
 	flowsdn_lxc__destroy(dp->skel);
+	flowsdn_sock__destroy(dp->sock);
 	free(dp->pin_dir);
 	free(dp);
 }
@@ -308,6 +312,20 @@ FLOWSDN_API int flowsdn_datapath_open(const struct flowsdn_datapath_opts *opts, 
 		r = r == -EINVAL ? -FLOWSDN_E_BPF_MAP_LAYOUT : r == -ENOMEM ? r : -FLOWSDN_E_BPF_LOAD;
 		goto out_free;
 	}
+	/* The socket LB second: it shares the maps just pinned. */
+	dp->sock = flowsdn_sock__open_opts(&oo);
+	if (!dp->sock) {
+		r = -errno;
+		pr_warn("open embedded socket LB object: %s", strerror(errno));
+		r = r == -ENOMEM ? r : -FLOWSDN_E_BPF_OBJECT;
+		goto out_free;
+	}
+	r = flowsdn_sock__load(dp->sock);
+	if (r < 0) {
+		pr_warn("load BPF socket LB (pins in %s): %s", dir, strerror(-r));
+		r = r == -EINVAL ? -FLOWSDN_E_BPF_MAP_LAYOUT : r == -ENOMEM ? r : -FLOWSDN_E_BPF_LOAD;
+		goto out_free;
+	}
 	r = pin_prog(dp->skel->progs.from_container, dir, "prog_" PROG_FROM);
 	if (r < 0)
 		goto out_free;
@@ -325,6 +343,19 @@ FLOWSDN_API int flowsdn_datapath_open(const struct flowsdn_datapath_opts *opts, 
 out_free:
 	flowsdn_datapath_free(dp);
 	return r;
+}
+
+const char *flowsdn__datapath_pin_dir(const struct flowsdn_datapath *dp)
+{
+	return dp->pin_dir;
+}
+
+void flowsdn__datapath_rodata(const struct flowsdn_datapath *dp, __u32 *egress_mode, __u32 *redirect_peer,
+			      __u32 *delivered_mark)
+{
+	*egress_mode = dp->skel->rodata->cfg_egress_mode;
+	*redirect_peer = dp->skel->rodata->cfg_redirect_peer;
+	*delivered_mark = dp->skel->rodata->cfg_delivered_mark;
 }
 
 FLOWSDN_API struct flowsdn_maps *flowsdn_datapath_maps(struct flowsdn_datapath *dp)
@@ -403,7 +434,7 @@ static int tcx_attach_one(struct flowsdn_datapath *dp, int ifindex, bool ingress
 	return 0;
 }
 
-static int tc_attach_one(int ifindex, bool ingress, int prog_fd)
+int flowsdn__tc_attach(int ifindex, bool ingress, int prog_fd)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY, .prog_fd = prog_fd,
@@ -425,7 +456,7 @@ static int tc_attach_one(int ifindex, bool ingress, int prog_fd)
 	return 0;
 }
 
-static int tc_detach_one(int ifindex, bool ingress)
+int flowsdn__tc_detach(int ifindex, bool ingress)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = ingress ? BPF_TC_INGRESS : BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, o, .handle = FSDN_TC_HANDLE, .priority = FSDN_TC_PRIORITY);
@@ -437,22 +468,26 @@ static int tc_detach_one(int ifindex, bool ingress)
 	return r == -ENOENT || r == -ENODEV || r == -EINVAL ? 0 : r;
 }
 
-static int tcx_detach_one(struct flowsdn_datapath *dp, int ifindex, bool ingress)
+/* Detaches and unpins the link pinned at @path (absent: 0).  A link
+ * whose target is gone is already detached (-ENOLINK etc.). */
+static int unpin_link(const char *path)
 {
-	char path[PATH_MAX];
-	_cleanup_close_ int fd = -1;
-	int r = link_pin_path(dp, ifindex, ingress, path, sizeof(path));
+	_cleanup_close_ int fd = bpf_obj_get(path);
 
-	if (r < 0)
-		return r;
-	fd = bpf_obj_get(path);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	/* A link whose interface is gone is already detached (-ENOLINK etc.). */
 	bpf_link_detach(fd);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
+}
+
+static int tcx_detach_one(struct flowsdn_datapath *dp, int ifindex, bool ingress)
+{
+	char path[PATH_MAX];
+	int r = link_pin_path(dp, ifindex, ingress, path, sizeof(path));
+
+	return r < 0 ? r : unpin_link(path);
 }
 
 static int ensure_links_dir(struct flowsdn_datapath *dp)
@@ -491,17 +526,17 @@ FLOWSDN_API int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex
 			goto tc;
 		}
 		/* An older tc attachment of ours would run the old programs too. */
-		tc_detach_one(ifindex, true);
-		tc_detach_one(ifindex, false);
+		flowsdn__tc_detach(ifindex, true);
+		flowsdn__tc_detach(ifindex, false);
 		return 0;
 	}
 tc:
-	r = tc_attach_one(ifindex, true, from);
+	r = flowsdn__tc_attach(ifindex, true, from);
 	if (r == 0)
-		r = tc_attach_one(ifindex, false, to);
+		r = flowsdn__tc_attach(ifindex, false, to);
 	if (r < 0) {
-		tc_detach_one(ifindex, true);
-		tc_detach_one(ifindex, false);
+		flowsdn__tc_detach(ifindex, true);
+		flowsdn__tc_detach(ifindex, false);
 	}
 	return r;
 }
@@ -518,9 +553,9 @@ FLOWSDN_API int flowsdn_datapath_detach(struct flowsdn_datapath *dp, int ifindex
 	r = r ? r : t;
 	t = tcx_detach_one(dp, ifindex, false);
 	r = r ? r : t;
-	t = tc_detach_one(ifindex, true);
+	t = flowsdn__tc_detach(ifindex, true);
 	r = r ? r : t;
-	t = tc_detach_one(ifindex, false);
+	t = flowsdn__tc_detach(ifindex, false);
 	r = r ? r : t;
 	return r;
 }
@@ -581,3 +616,137 @@ FLOWSDN_API int flowsdn_datapath_adopt(struct flowsdn_datapath *dp, const struct
 	return flowsdn_datapath_attach(dp, iface->host_ifindex);
 }
 
+
+/* ------------------------------------------------------------ socket LB */
+
+/* The socket LB hooks: program, attach type, link pin name. */
+static int socklb_progs(struct flowsdn_datapath *dp, struct bpf_program **progs, enum bpf_attach_type *types,
+			const char **names)
+{
+	static const char *const n[] = { "connect4",   "connect6",    "sendmsg4",     "sendmsg6",
+					 "recvmsg4",   "recvmsg6",    "getpeername4", "getpeername6" };
+	static const enum bpf_attach_type t[] = {
+		BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
+		BPF_CGROUP_UDP6_SENDMSG,  BPF_CGROUP_UDP4_RECVMSG,  BPF_CGROUP_UDP6_RECVMSG,
+		BPF_CGROUP_INET4_GETPEERNAME, BPF_CGROUP_INET6_GETPEERNAME,
+	};
+	struct bpf_program *p[] = {
+		dp->sock->progs.sock_connect4,     dp->sock->progs.sock_connect6,
+		dp->sock->progs.sock_sendmsg4,     dp->sock->progs.sock_sendmsg6,
+		dp->sock->progs.sock_recvmsg4,     dp->sock->progs.sock_recvmsg6,
+		dp->sock->progs.sock_getpeername4, dp->sock->progs.sock_getpeername6,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(n); i++) {
+		progs[i] = p[i];
+		types[i] = t[i];
+		names[i] = n[i];
+	}
+	return (int)ARRAY_SIZE(n);
+}
+#define SOCKLB_HOOKS 8
+
+static int socklb_pin_path(const struct flowsdn_datapath *dp, const char *name, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/links/sock-%s", dp->pin_dir, name);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* One hook: the pinned link of the same cgroup and type is switched to
+ * @prog_fd; any other pin is replaced by a new link. */
+static int socklb_attach_one(int cg_fd, uint64_t cg_id, const char *path, enum bpf_attach_type type, int prog_fd)
+{
+	_cleanup_close_ int fd = bpf_obj_get(path);
+	int r;
+
+	if (fd >= 0) {
+		struct bpf_link_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.type == BPF_LINK_TYPE_CGROUP &&
+		    info.cgroup.cgroup_id == cg_id && info.cgroup.attach_type == type &&
+		    bpf_link_update(fd, prog_fd, NULL) == 0)
+			return 0;
+		bpf_link_detach(fd);
+		close(TAKE_FD(fd));
+		if (unlink(path) < 0 && errno != ENOENT)
+			return -errno;
+	}
+	fd = bpf_link_create(prog_fd, cg_fd, type, NULL);
+	if (fd < 0) {
+		pr_warn("socket LB: attach %s: %s", path, strerror(errno));
+		return -FLOWSDN_E_BPF_ATTACH;
+	}
+	if (bpf_obj_pin(fd, path) < 0) {
+		r = -errno;
+		pr_warn("socket LB: pin %s: %s", path, strerror(errno));
+		bpf_link_detach(fd);
+		return r;
+	}
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_datapath_socklb_attach(struct flowsdn_datapath *dp, const char *cgroup_path)
+{
+	struct bpf_program *progs[SOCKLB_HOOKS];
+	enum bpf_attach_type types[SOCKLB_HOOKS];
+	const char *names[SOCKLB_HOOKS];
+	_cleanup_close_ int cg_fd = -1;
+	struct statfs sfs;
+	struct stat st;
+	int n, r;
+
+	if (!dp || !cgroup_path || cgroup_path[0] != '/')
+		return -EINVAL;
+	cg_fd = open(cgroup_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (cg_fd < 0) {
+		pr_warn("socket LB cgroup %s: %s", cgroup_path, strerror(errno));
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? -FLOWSDN_E_BPF_NOT_CGROUP2 : -errno;
+	}
+	if (fstatfs(cg_fd, &sfs) < 0 || fstat(cg_fd, &st) < 0)
+		return -errno;
+	if ((unsigned long)sfs.f_type != (unsigned long)CGROUP2_SUPER_MAGIC) {
+		pr_warn("socket LB cgroup %s: not on a cgroup v2 mount", cgroup_path);
+		return -FLOWSDN_E_BPF_NOT_CGROUP2;
+	}
+	r = ensure_links_dir(dp);
+	if (r < 0)
+		return r;
+	n = socklb_progs(dp, progs, types, names);
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+
+		r = socklb_pin_path(dp, names[i], path, sizeof(path));
+		if (r == 0)
+			r = socklb_attach_one(cg_fd, (uint64_t)st.st_ino, path, types[i], bpf_program__fd(progs[i]));
+		if (r < 0) {
+			flowsdn_datapath_socklb_detach(dp);
+			return r;
+		}
+	}
+	pr_debug("socket LB attached to %s", cgroup_path);
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_datapath_socklb_detach(struct flowsdn_datapath *dp)
+{
+	struct bpf_program *progs[SOCKLB_HOOKS];
+	enum bpf_attach_type types[SOCKLB_HOOKS];
+	const char *names[SOCKLB_HOOKS];
+	int n, r = 0;
+
+	if (!dp)
+		return -EINVAL;
+	n = socklb_progs(dp, progs, types, names);
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		int t = socklb_pin_path(dp, names[i], path, sizeof(path));
+
+		if (t == 0)
+			t = unpin_link(path);
+		r = r ? r : t;
+	}
+	return r;
+}

@@ -233,6 +233,9 @@ static int save(struct flowsdn_identity_store *s)
 	struct sbuf b = { 0 };
 	int r;
 
+	if (!s->state_path)
+		return 0; /* an in-memory store */
+
 	sbuf_u32(&b, s->next_id);
 	sbuf_u32(&b, (uint32_t)s->n);
 	for (size_t i = 0; i < s->n; i++) {
@@ -361,13 +364,17 @@ FLOWSDN_API int flowsdn_identity_new(const char *state_dir, const struct flowsdn
 	_cleanup_free_ char *lock_path = NULL;
 	int r;
 
-	if (!state_dir || !*state_dir || !ret || !OPTS_VALID(opts, flowsdn_identity_opts))
+	if ((state_dir && !*state_dir) || !ret || !OPTS_VALID(opts, flowsdn_identity_opts))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->lock_fd = -1;
 	s->next_id = FLOWSDN_IDENTITY_MIN_LOCAL;
+	if (!state_dir) {
+		*ret = s; /* in memory: nothing read, nothing written, no lock */
+		return 0;
+	}
 	if (asprintf(&s->state_path, "%s/%s", state_dir, IDENTITY_STATE_FILE) < 0 ||
 	    asprintf(&lock_path, "%s/%s", state_dir, IDENTITY_LOCK_FILE) < 0) {
 		s->state_path = lock_path = NULL;

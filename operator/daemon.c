@@ -30,6 +30,7 @@ struct op_daemon {
 	struct op_metrics *metrics;
 	struct op_provider *provider;
 	struct op_http *http;
+	struct op_runtime *runtime;
 	struct op_image_settings registry;
 	struct op_registry_auth auth;
 	struct op_image_ops image;
@@ -207,6 +208,21 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		snprintf(err, err_size, "%s: loading the metering state: %s", path, flash_strerror(r));
 		goto fail;
 	}
+	if (opts->runtime) {
+		struct op_runtime_opts ro = *opts->runtime;
+
+		ro.sz = sizeof(ro);
+		ro.services = op_provider_live_services;
+		ro.observe = op_provider_observe;
+		ro.suspended = op_provider_suspended;
+		ro.services_ctx = d->provider;
+		if (!ro.registry)
+			ro.registry = opts->image ? &opts->registry : &d->registry;
+		r = op_runtime_start(&ro, &d->runtime, err, err_size);
+		if (r < 0)
+			goto fail;
+		op_provider_set_runtime(d->provider, d->runtime);
+	}
 	r = op_http_start(d->provider, &opts->http, &d->http, err, err_size);
 	if (r < 0)
 		goto fail;
@@ -232,6 +248,7 @@ void op_daemon_stop(struct op_daemon *d)
 	if (!d)
 		return;
 	op_http_stop(d->http);
+	op_runtime_stop(d->runtime);
 	op_provider_free(d->provider);
 	op_metrics_free(d->metrics);
 	op_store_close(d->store);

@@ -26,6 +26,9 @@ struct op_daemon_opts {
 	struct op_http_opts http;
 	const struct op_image_ops *image; /* NULL: op_image_default_ops with @registry */
 	struct op_image_settings registry; /* CA file, plain http, timeout */
+	/* The single-node runtime (runtime.h); NULL: none, services stay
+	 * admitted.  Its services source and registry are filled in here. */
+	const struct op_runtime_opts *runtime;
 };
 
 struct op_daemon;

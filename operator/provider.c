@@ -32,6 +32,7 @@ struct op_provider {
 	const struct flash_operator_config *config;
 	pthread_mutex_t lock; /* store + meter + get cache */
 	struct flash_meter *meter;
+	struct op_runtime *runtime; /* NULL: services stay admitted */
 	struct op_get_cache *get_cache;
 };
 
@@ -225,7 +226,32 @@ static void o_ports(struct out *o, const struct flash_public_port *ports, size_t
 	o_objects(o, "public_ports", n, o_port, ports);
 }
 
-static void o_service(struct out *o, const struct op_service *s, const struct op_event *ev, size_t n_ev)
+static void o_replica(struct out *o, const void *v, size_t i)
+{
+	const struct op_replica_view *r = (const struct op_replica_view *)v + i;
+
+	o_kuint(o, "index", r->index);
+	o_kuint(o, "generation", r->generation);
+	o_kstr(o, "state", r->state);
+	o_kstr(o, "address", r->address);
+	o_kuint(o, "restarts", r->restarts);
+}
+
+static void o_runtime_status(struct out *o, const struct op_service_status *st)
+{
+	o_kstr(o, "phase", st->phase);
+	o_kbool(o, "ready", st->ready);
+	o_kstr(o, "message", st->message);
+	o_kuint(o, "replicas_wanted", st->wanted);
+	o_kuint(o, "replicas_ready", st->ready_replicas);
+	o_kuint(o, "restarts", st->restarts);
+	o_objects(o, "replicas", st->n_replicas, o_replica, st->replicas);
+}
+
+/* @st: the runtime's view of the service, NULL when there is none yet
+ * (or no runtime). */
+static void o_service(struct out *o, const struct op_service *s, const struct op_event *ev, size_t n_ev,
+		      const struct op_service_status *st)
 {
 	o_open(o);
 	o_kstr(o, "id", s->id);
@@ -235,9 +261,13 @@ static void o_service(struct out *o, const struct op_service *s, const struct op
 	o_kstr(o, "operation_id", s->operation_id);
 	o_key(o, "status");
 	o_open(o);
-	o_kstr(o, "phase", s->phase);
-	o_kbool(o, "ready", false);
-	o_kstr(o, "message", "admitted and stored; replicas are not started (this operator has no runtime yet)");
+	if (st) {
+		o_runtime_status(o, st);
+	} else {
+		o_kstr(o, "phase", s->phase);
+		o_kbool(o, "ready", false);
+		o_kstr(o, "message", "admitted and stored; no replica runs yet");
+	}
 	o_close(o);
 	o_key(o, "image");
 	o_open(o);
@@ -256,15 +286,15 @@ static void o_service(struct out *o, const struct op_service *s, const struct op
 	o_close(o);
 }
 
-static int service_json(const struct op_service *s, const struct op_event *ev, size_t n_ev, char **ret,
-			size_t *ret_len)
+static int service_json(const struct op_service *s, const struct op_event *ev, size_t n_ev,
+			const struct op_service_status *st, char **ret, size_t *ret_len)
 {
 	struct out o;
 	int r = o_begin(&o);
 
 	if (r < 0)
 		return r;
-	o_service(&o, s, ev, n_ev);
+	o_service(&o, s, ev, n_ev, st);
 	return o_end(&o, ret, ret_len);
 }
 
@@ -310,6 +340,93 @@ static bool service_name_valid(const char *s)
 		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
 			return false;
 	return true;
+}
+
+/* The one suspension rule (under the lock): 0, or -EDQUOT with @msg when
+ * @org's weekly usage stops @spec's workloads (op_admission_check_suspension),
+ * or a meter error.  No policy or no weekly limits: never suspended. */
+static int suspension_of(struct op_provider *p, const char *org, const struct flash_spec *spec, int64_t now, char *msg,
+			 size_t msg_size)
+{
+	struct flash_policy_weekly_limits wl = { .sz = sizeof(wl) };
+	struct flash_meter_decision d;
+	int r;
+
+	if (!p->o.policy || flash_policy_weekly_limits(p->o.policy, &wl) < 0)
+		return 0;
+	struct flash_meter_limits ml = { .sz = sizeof(ml), .cpu_millicore_seconds = wl.cpu_millicore_seconds,
+					 .memory_mib_seconds = wl.memory_mib_seconds, .gpu_seconds = wl.gpu_seconds };
+
+	r = flash_meter_decide(p->meter, org, &ml, now, &d);
+	if (r == -FLASH_E_METER_ID)
+		return 0; /* nothing metered for it yet */
+	if (r < 0)
+		return r;
+	r = op_admission_check_suspension(&d, spec, msg, msg_size);
+	flash_meter_decision_clear(&d);
+	return r;
+}
+
+/* The meter's id of a service incarnation: "ID:gN" (N: the generation of
+ * the create that started it), so that a re-created service is new. */
+static void meter_id(const struct op_service *s, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s:g%" PRIu64, s->id, s->created_generation);
+}
+
+/* Saves the meter into the store (its own transaction). */
+static int meter_save(struct op_provider *p)
+{
+	char *json = NULL;
+	int r = flash_meter_to_json(p->meter, &json, NULL);
+
+	if (r == 0)
+		r = op_store_begin(p->o.store);
+	if (r == 0) {
+		r = op_store_meter_put(p->o.store, json);
+		if (r == 0)
+			r = op_store_commit(p->o.store, NULL);
+		if (r < 0)
+			op_store_rollback(p->o.store);
+	}
+	free(json);
+	return r;
+}
+
+int op_provider_observe(void *ctx, const struct op_service *s, const struct flash_spec *spec, uint32_t ready)
+{
+	struct op_provider *p = ctx;
+	char id[OP_SERVICE_ID_STRLEN + 24];
+	int r;
+
+	if (!p || !s || !spec)
+		return -EINVAL;
+	meter_id(s, id, sizeof(id));
+	struct flash_meter_observation obs = {
+		.sz = sizeof(obs), .service_id = id, .organization = s->org, .time = now_of(p),
+		.ready_replicas = ready, .cpu_millis = flash_spec_cpu_millis(spec),
+		.memory_mib = flash_spec_memory_mib(spec), .gpu_count = flash_spec_gpu_count(spec),
+	};
+	pthread_mutex_lock(&p->lock);
+	r = flash_meter_observe(p->meter, &obs);
+	if (r >= 0)
+		r = meter_save(p);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+int op_provider_suspended(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
+			  size_t msg_size)
+{
+	struct op_provider *p = ctx;
+	int r;
+
+	if (!p || !s || !spec)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	r = suspension_of(p, s->org, spec, now_of(p), msg, msg_size);
+	pthread_mutex_unlock(&p->lock);
+	return r;
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -366,6 +483,25 @@ void op_provider_free(struct op_provider *p)
 	flash_operator_config_free(p->own_config);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
+}
+
+void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt)
+{
+	if (p)
+		p->runtime = rt;
+}
+
+int op_provider_live_services(void *ctx, struct op_service ***ret, size_t *ret_n)
+{
+	struct op_provider *p = ctx;
+	int r;
+
+	if (!p)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	r = op_store_service_list(p->o.store, NULL, NULL, ret, ret_n);
+	pthread_mutex_unlock(&p->lock);
+	return r;
 }
 
 void op_response_clear(struct op_response *r)
@@ -709,27 +845,15 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 			goto out;
 		}
 		/* Suspension by the weekly metering limits. */
-		struct flash_policy_weekly_limits wl = { .sz = sizeof(wl) };
-		struct flash_meter_decision d;
-
-		if (flash_policy_weekly_limits(p->o.policy, &wl) == 0) {
-			struct flash_meter_limits ml = { .sz = sizeof(ml), .cpu_millicore_seconds = wl.cpu_millicore_seconds,
-							 .memory_mib_seconds = wl.memory_mib_seconds,
-							 .gpu_seconds = wl.gpu_seconds };
-
-			r = flash_meter_decide(p->meter, c->org, &ml, now, &d);
-			if (r == 0) {
-				r = op_admission_check_suspension(&d, c->spec, msg, sizeof(msg));
-				flash_meter_decision_clear(&d);
-				if (r < 0) {
-					op_metrics_refused(p->o.metrics, OP_REFUSED_SUSPENDED);
-					answer_error(ret, 403, "suspended", "%s", msg);
-					goto out;
-				}
-			} else if (r != -FLASH_E_METER_ID) {
-				answer_error(ret, 500, "meter", "metering decision failed: %s", flash_strerror(r));
-				goto out;
-			}
+		r = suspension_of(p, c->org, c->spec, now, msg, sizeof(msg));
+		if (r == -EDQUOT) {
+			op_metrics_refused(p->o.metrics, OP_REFUSED_SUSPENDED);
+			answer_error(ret, 403, "suspended", "%s", msg);
+			goto out;
+		}
+		if (r < 0) {
+			answer_error(ret, 500, "meter", "metering decision failed: %s", flash_strerror(r));
+			goto out;
 		}
 	}
 
@@ -779,7 +903,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	sv.n_ports = n_ports;
 	memcpy(sv.charge, mine.amount, sizeof(sv.charge));
 	sv.answer_status = c->action == FLASH_AUTH_ACTION_CREATE ? 201 : 200;
-	if (service_json(&sv, NULL, 0, &sv.answer, &(size_t){ 0 }) < 0) {
+	if (service_json(&sv, NULL, 0, NULL, &sv.answer, &(size_t){ 0 }) < 0) {
 		set_static_500(ret);
 		goto out;
 	}
@@ -808,6 +932,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	ret->status = sv.answer_status;
 	ret->body = TAKE_PTR(sv.answer);
 	ret->body_len = strlen(ret->body);
+	op_runtime_kick(p->runtime);
 out:
 	if (in_txn)
 		op_store_rollback(p->o.store);
@@ -929,6 +1054,16 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			set_static_500(ret);
 			goto del_out;
 		}
+		{
+			/* Usage records outlive the service: its incarnation
+			 * stops accruing now. */
+			char mid[OP_SERVICE_ID_STRLEN + 24], *mj = NULL;
+
+			meter_id(stored, mid, sizeof(mid));
+			if (flash_meter_delete_service(p->meter, mid, now) == 0 && flash_meter_to_json(p->meter, &mj, NULL) == 0)
+				(void)op_store_meter_put(p->o.store, mj);
+			free(mj);
+		}
 		r = op_store_service_put(p->o.store, stored);
 		if (r == 0)
 			r = op_store_event_add(p->o.store, c->id, now, "deleted", "deleted; public ports released");
@@ -939,6 +1074,7 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			goto del_out;
 		}
 		op_metrics_commit(p->o.metrics, commit_ns);
+		op_runtime_kick(p->runtime);
 		ret->status = 200;
 		ret->body = TAKE_PTR(stored->answer);
 		ret->body_len = strlen(ret->body);
@@ -958,6 +1094,7 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 {
 	struct op_service *s = NULL;
 	struct op_event *ev = NULL;
+	struct op_service_status st;
 	struct op_get_hit hit;
 	size_t n_ev = 0;
 	uint64_t changes;
@@ -967,9 +1104,10 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 		return;
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	pthread_mutex_lock(&p->lock);
-	/* The answer rendered for an unchanged store is the answer. */
+	/* The answer rendered for an unchanged store is the answer -- unless
+	 * a runtime reports status, which changes without the store. */
 	changes = op_store_changes(p->o.store);
-	if (op_get_cache_find(p->get_cache, c->id, changes, &hit)) {
+	if (!p->runtime && op_get_cache_find(p->get_cache, c->id, changes, &hit)) {
 		if (strcmp(hit.org, c->org) == 0 && strcmp(hit.project, c->project) == 0) {
 			ret->body = malloc(hit.body_len + 1);
 			if (ret->body) {
@@ -991,11 +1129,12 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 		answer_store_error(p, ret, r);
 	else if (!s || s->deleted)
 		answer_not_found(ret, id);
-	else if (service_json(s, ev ? ev : (struct op_event[1]){ { 0 } }, n_ev, &ret->body, &ret->body_len) < 0)
+	else if (service_json(s, ev ? ev : (struct op_event[1]){ { 0 } }, n_ev,
+			      op_runtime_status(p->runtime, s->id, &st) == 0 ? &st : NULL, &ret->body, &ret->body_len) < 0)
 		set_static_500(ret);
 	else
 		ret->status = 200;
-	if (ret->status == 200) {
+	if (ret->status == 200 && !p->runtime) {
 		/* Kept only if nothing was written since it was read. */
 		pthread_mutex_lock(&p->lock);
 		if (op_store_changes(p->o.store) == changes)
@@ -1031,8 +1170,11 @@ static void handle_list(struct op_provider *p, const struct op_request *req, str
 	o_open(&o);
 	o_key(&o, "services");
 	o_aopen(&o);
-	for (size_t i = 0; i < n; i++)
-		o_service(&o, list[i], NULL, 0);
+	for (size_t i = 0; i < n; i++) {
+		struct op_service_status st;
+
+		o_service(&o, list[i], NULL, 0, op_runtime_status(p->runtime, list[i]->id, &st) == 0 ? &st : NULL);
+	}
 	o_aclose(&o);
 	o_close(&o);
 	if (o_end(&o, &ret->body, &ret->body_len) < 0)

@@ -39,6 +39,7 @@
 
 #include "admission.h"
 #include "metrics.h"
+#include "runtime.h"
 #include "store.h"
 
 struct op_provider_opts {
@@ -63,6 +64,25 @@ struct op_provider;
  * -EIO, or a meter state error. */
 int op_provider_new(const struct op_provider_opts *opts, struct op_provider **ret);
 void op_provider_free(struct op_provider *p);
+
+/* Gives the provider the runtime whose status "get" and "list" show and
+ * which a committed mutation wakes; NULL: none (services stay admitted).
+ * Set before the HTTP listeners start. */
+void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt);
+
+/* The live services of every organization (a struct op_provider as
+ * @ctx): the runtime's desired state, read under the provider's lock. */
+int op_provider_live_services(void *ctx, struct op_service ***ret, size_t *ret_n);
+
+/* Feeds the meter (a struct op_provider as @ctx): service @s (of spec
+ * @spec) has @ready ready replicas from now on; saved in the store.
+ * >= 0 (an enum flash_meter_outcome) or a meter/store error. */
+int op_provider_observe(void *ctx, const struct op_service *s, const struct flash_spec *spec, uint32_t ready);
+
+/* -EDQUOT (with @msg: which limit, until when) when the organization of
+ * @s reached a weekly limit that stops @spec's workloads; 0 otherwise. */
+int op_provider_suspended(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
+			  size_t msg_size);
 
 struct op_request {
 	const char *method;

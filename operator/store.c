@@ -466,15 +466,18 @@ int op_store_service_list(struct op_store *st, const char *org, const char *proj
 	size_t n = 0;
 	int rc, r = 0;
 
-	if (!st || !org || !ret || !ret_n)
+	if (!st || !ret || !ret_n)
 		return -EINVAL;
 	rc = sqlite3_prepare_v2(st->db,
-				"SELECT " SERVICE_COLUMNS " FROM services WHERE org = ?1 AND deleted = 0"
+				"SELECT " SERVICE_COLUMNS " FROM services WHERE (?1 IS NULL OR org = ?1) AND deleted = 0"
 				" AND (?2 IS NULL OR project = ?2) ORDER BY name, id",
 				-1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return rc_errno(rc);
-	sqlite3_bind_text(s, 1, org, -1, SQLITE_STATIC);
+	if (org)
+		sqlite3_bind_text(s, 1, org, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 1);
 	if (project)
 		sqlite3_bind_text(s, 2, project, -1, SQLITE_STATIC);
 	else

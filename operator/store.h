@@ -89,7 +89,8 @@ int op_store_service_get(struct op_store *st, const char *id, struct op_service 
 /* Inserts or replaces @s with its port assignment. */
 int op_store_service_put(struct op_store *st, const struct op_service *s);
 
-/* Live services of @org (and of @project unless NULL), by name, then id. */
+/* Live services of @org (every organization's when NULL; and of @project
+ * unless NULL), by name, then id. */
 int op_store_service_list(struct op_store *st, const char *org, const char *project,
 			  struct op_service ***ret, size_t *ret_n);
 void op_service_list_free(struct op_service **list, size_t n);

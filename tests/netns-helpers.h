@@ -123,16 +123,20 @@ static inline void ns_kill(struct test_ns *ns)
 	}
 }
 
-/* Enters @path in a forked child (returns its pid; 0 in the child). */
+/* Enters @path (NULL: stays in the caller's netns) in a forked child that
+ * dies with its parent (returns its pid; 0 in the child). */
 static inline pid_t fork_in(const char *path)
 {
 	pid_t pid = fork();
 
 	cr_assert(pid >= 0);
 	if (pid == 0) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!path)
+			return 0; /* stays in the caller's netns */
+		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
 			_exit(126);
 		close(fd);
@@ -257,10 +261,14 @@ static inline int echo_client(const char *ip, int port, int type)
 }
 
 /*
- * A TCP (SOCK_STREAM) or UDP (SOCK_DGRAM) exchange from netns @from to
- * @ip:@port served in netns @to.  0 when the echo came back.
+ * A TCP (SOCK_STREAM) or UDP (SOCK_DGRAM) exchange from netns @from (NULL:
+ * the caller's own) to @dst:@dport, answered by a server on
+ * @srv_ip:@srv_port in netns @to (NULL: the caller's own): the two differ
+ * when a service address translates to the server.  0 when the echo came
+ * back (UDP: from @dst:@dport, the client's socket is connected).
  */
-static inline int l4_echo(const char *from, const char *to, const char *ip, int port, int type)
+static inline int l4_echo_via(const char *from, const char *to, const char *srv_ip, int srv_port, const char *dst,
+			      int dport, int type)
 {
 	int p[2], st_s, st_c;
 	pid_t srv, cli;
@@ -270,7 +278,7 @@ static inline int l4_echo(const char *from, const char *to, const char *ip, int 
 	srv = fork_in(to);
 	if (srv == 0) {
 		close(p[0]);
-		_exit(echo_server(ip, port, type, p[1]));
+		_exit(echo_server(srv_ip, srv_port, type, p[1]));
 	}
 	close(p[1]);
 	if (read(p[0], &c, 1) != 1) {
@@ -281,7 +289,7 @@ static inline int l4_echo(const char *from, const char *to, const char *ip, int 
 	close(p[0]);
 	cli = fork_in(from);
 	if (cli == 0)
-		_exit(echo_client(ip, port, type));
+		_exit(echo_client(dst, dport, type));
 	waitpid(cli, &st_c, 0);
 	if (!WIFEXITED(st_c) || WEXITSTATUS(st_c) != 0 || type == SOCK_DGRAM) {
 		/* Failed, or UDP echoed back: the server has nothing more to say. */
@@ -293,6 +301,12 @@ static inline int l4_echo(const char *from, const char *to, const char *ip, int 
 	}
 	waitpid(srv, &st_s, 0);
 	return WIFEXITED(st_s) ? WEXITSTATUS(st_s) ? 20 + WEXITSTATUS(st_s) : 0 : 98;
+}
+
+/* A TCP or UDP exchange from netns @from to @ip:@port served in netns @to. */
+static inline int l4_echo(const char *from, const char *to, const char *ip, int port, int type)
+{
+	return l4_echo_via(from, to, ip, port, ip, port, type);
 }
 
 /*

@@ -188,6 +188,20 @@ static void print_service_table(const struct json_value *svc)
 	printf("Generation:  %" PRIu64 "\n", uint_of(svc, "generation"));
 	printf("Operation:   %s\n", str_of(svc, "operation_id"));
 	printf("Phase:       %s\n", str_of(status, "phase"));
+	if (json_get(status, "replicas_wanted")) {
+		const struct json_value *reps = json_get(status, "replicas");
+
+		printf("Replicas:    %" PRIu64 "/%" PRIu64 " ready, %" PRIu64 " restarts\n", uint_of(status, "replicas_ready"),
+		       uint_of(status, "replicas_wanted"), uint_of(status, "restarts"));
+		for (size_t i = 0; reps && reps->type == JSON_ARRAY && i < reps->u.array.n; i++) {
+			const struct json_value *r = reps->u.array.items[i];
+
+			printf("  #%" PRIu64 " gen %" PRIu64 "  %-10s %-39s restarts %" PRIu64 "\n", uint_of(r, "index"),
+			       uint_of(r, "generation"), str_of(r, "state"), str_of(r, "address"), uint_of(r, "restarts"));
+		}
+	}
+	if (str_of(status, "message")[0])
+		printf("Message:     %s\n", str_of(status, "message"));
 	printf("Image:       %s (%" PRIu64 " bytes charged)\n", str_of(json_get(svc, "image"), "pinned"),
 	       uint_of(json_get(svc, "image"), "charged_bytes"));
 	printf("Ports:       ");

@@ -112,7 +112,7 @@ struct flowsdn_maglev_table {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
 	__uint(max_entries, FLOWSDN_MAX_MAGLEV_TABLES);
 	__type(key, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

@@ -37,7 +37,14 @@ extern "C" {
 
 /* Declares an options struct @NAME of type struct TYPE with sz filled in:
  *   FLOWSDN_OPTS(flowsdn_prefix_opts, o, .flags = FLOWSDN_PREFIX_NORMALIZE);
+ * It zeroes the padding too, with a GNU statement expression (GCC and
+ * Clang; -pedantic warns).  Strict ISO C11 writes the initializer itself,
+ * with FLOWSDN_OPTS_SZ() first:
+ *   struct flowsdn_prefix_opts o = { FLOWSDN_OPTS_SZ(flowsdn_prefix_opts),
+ *                                    .flags = FLOWSDN_PREFIX_NORMALIZE };
+ * (the members it does not name are zero, which is all the library reads).
  */
+#define FLOWSDN_OPTS_SZ(TYPE) .sz = sizeof(struct TYPE)
 #define FLOWSDN_OPTS(TYPE, NAME, ...)                                       \
 	struct TYPE NAME = ({                                               \
 		struct TYPE ___##NAME;                                      \

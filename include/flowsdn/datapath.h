@@ -61,6 +61,7 @@ enum flowsdn_bpf_error {
 	FLOWSDN_E_BPF_NO_TCX,           /* TCX asked for, the kernel has none */
 	FLOWSDN_E_BPF_IFACE_MISMATCH,   /* adoption refused: the interface is not the endpoint's any more */
 	FLOWSDN_E_BPF_OBJECT,           /* the embedded object is damaged or its hash is wrong */
+	FLOWSDN_E_BPF_NOT_CGROUP2,      /* the socket LB's cgroup path is not a cgroup v2 directory */
 	FLOWSDN_E_BPF_MAX_,
 };
 
@@ -211,7 +212,8 @@ FLOWSDN_API int flowsdn_maps_ipcache_delete(struct flowsdn_maps *maps, const str
 /*
  * The Maglev tables of flowsdn_maglev (<flowsdn/maps.h>): one table of @m
  * slots (a size flowsdn_maglev_size_supported() accepts) per service id
- * @svc_id (1 .. FLOWSDN_MAX_MAGLEV_TABLES - 1), each slot a backend id, as
+ * @svc_id (any but 0; at most FLOWSDN_MAX_MAGLEV_TABLES tables at once),
+ * each slot a backend id, as
  * flowsdn_maglev_build() computes them.
  */
 
@@ -226,7 +228,8 @@ FLOWSDN_API int flowsdn_maps_ipcache_delete(struct flowsdn_maps *maps, const str
  * and then switched in with one update of the outer map: lookups see the
  * old table or the new one, never a partial one.  *@ret_written (may be
  * NULL) gets the number of slots written.  Errors: -EINVAL (NULL maps or
- * @new_table, @svc_id out of range), -FLOWSDN_E_MAGLEV_SIZE, -ENOMEM,
+ * @new_table, @svc_id 0), -E2BIG (FLOWSDN_MAX_MAGLEV_TABLES tables
+ * already), -FLOWSDN_E_MAGLEV_SIZE, -ENOMEM,
  * -errno of the bpf() calls; on error the slots already written stay
  * written (write again with @old_table NULL to start from a clean table). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_maglev_write(struct flowsdn_maps *maps, uint32_t svc_id,
@@ -243,6 +246,80 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_maglev_read(struct flowsdn_maps *maps, 
  * holds it).  -ENOENT when it has none, -EINVAL, -errno. */
 FLOWSDN_API int flowsdn_maps_maglev_remove(struct flowsdn_maps *maps, uint32_t svc_id);
 
+/* ------------------------------------------------------------ services */
+
+/*
+ * A service as the datapath holds it (the model is described at the top
+ * of <flowsdn/maps.h>): backend sets, each with its own svc_id, and
+ * frontends, each naming the set its lookups answer from.  Ports are in
+ * host order here; the writers convert.
+ */
+struct flowsdn_lb_backend {
+	uint32_t id;               /* flowsdn_backend key, 1..UINT32_MAX, unique on the node */
+	struct flowsdn_addr addr;  /* IPv4 or IPv6, the family of the set's frontends */
+	uint16_t port;             /* 1..65535 */
+	uint8_t protocol;          /* IPPROTO_TCP or IPPROTO_UDP */
+	uint8_t state;             /* FLOWSDN_BACKEND_*: only ACTIVE ones get slots */
+	uint8_t flags;             /* FLOWSDN_BACKEND_F_* */
+	uint32_t weight;           /* slots an active backend gets (1..256); 0: none */
+};
+
+struct flowsdn_lb_set {
+	uint32_t svc_id;           /* 1..UINT32_MAX, unique on the node */
+	uint32_t flags;            /* FLOWSDN_SVC_F_LOCAL, _AFFINITY, _MAGLEV */
+	uint32_t affinity_timeout; /* seconds, with FLOWSDN_SVC_F_AFFINITY (1..86400) */
+	uint32_t maglev_size;      /* M, with FLOWSDN_SVC_F_MAGLEV (flowsdn_maglev_size_supported()) */
+	const uint32_t *maglev_table; /* M backend ids (of active backends of the set) */
+	const struct flowsdn_lb_backend *backends;
+	size_t n_backends;
+};
+
+struct flowsdn_lb_frontend {
+	struct flowsdn_addr addr;
+	uint16_t port;             /* 1..65535 */
+	uint8_t protocol;          /* IPPROTO_TCP or IPPROTO_UDP */
+	uint8_t scope;             /* FLOWSDN_SVC_SCOPE_* */
+	uint32_t flags;            /* FLOWSDN_SVC_F_NODEPORT, _EXTERNAL_IP, _LOADBALANCER, _TWO_SCOPES */
+	size_t set;                /* index into the service's sets */
+};
+
+struct flowsdn_lb_service {
+	const struct flowsdn_lb_set *sets;
+	size_t n_sets;
+	const struct flowsdn_lb_frontend *frontends;
+	size_t n_frontends;
+};
+
+/*
+ * Publishes @svc, replacing @old (what an earlier call published for the
+ * same service; NULL for a new one), so that no lookup ever sees a
+ * half-written service: first every backend entry of @svc, then the slots
+ * of each set (and its Maglev table, only the slots that differ from
+ * @old's), then the frontend entries (their values name the new slot
+ * counts), and only then what @old had and @svc has not: frontends,
+ * slots past a set's new count, Maglev tables no set uses, backends.  A
+ * flow already on a backend that became terminating keeps it (its entry
+ * stays); new flows never get it.  -EINVAL for an invalid service (ids
+ * 0, a backend whose family or protocol differs from a frontend of its
+ * set, a set of more than FLOWSDN_SVC_MAX_SLOTS_PER_SET slots, a Maglev
+ * table naming a backend that is not an active one of the set, unknown
+ * flags); nothing is written then.  A failing map write returns -errno
+ * and may leave @svc partly written over @old, never a frontend that
+ * names slots or backends not written: publish again or remove.
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_service_publish(struct flowsdn_maps *maps, const struct flowsdn_lb_service *svc,
+							  const struct flowsdn_lb_service *old);
+
+/* Removes what flowsdn_maps_service_publish() wrote for @old: frontends
+ * first, then slots and Maglev tables, then backends.  Entries already
+ * gone are not an error. */
+FLOWSDN_API int flowsdn_maps_service_remove(struct flowsdn_maps *maps, const struct flowsdn_lb_service *old);
+
+/* Looks frontend @addr:@port/@protocol up (@scope FLOWSDN_SVC_SCOPE_*)
+ * as the datapath does: -ENOENT when it is not a frontend. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_service_lookup(struct flowsdn_maps *maps, const struct flowsdn_addr *addr,
+							 uint16_t port, uint8_t protocol, uint8_t scope,
+							 struct flowsdn_service_value *ret);
 /* ------------------------------------------------------------ source ranges */
 
 /* Most ranges (allowed plus denied) of one service. */
@@ -411,6 +488,51 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_is_attached(struct flowsdn_datapath
  * links, tc filter replace otherwise).  -FLOWSDN_E_BPF_IFACE_MISMATCH
  * (nothing changed) when a check fails. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_adopt(struct flowsdn_datapath *dp, const struct flowsdn_endpoint_iface *iface);
+
+/* Attaches the socket load balancer (bpf/sock.bpf.c: connect, sendmsg,
+ * recvmsg and getpeername, IPv4 and IPv6) to the cgroup v2 directory
+ * @cgroup_path: every process in that cgroup and below connects to a
+ * service frontend's backend.  The links are pinned as
+ * <dir>/links/sock-<hook>, so the socket LB outlives the agent; calling
+ * again with the same cgroup switches the links to the programs of @dp
+ * atomically, with another cgroup moves them.  -FLOWSDN_E_BPF_NOT_CGROUP2
+ * when @cgroup_path is not a directory of a cgroup v2 mount (opened
+ * without following a final symlink), -FLOWSDN_E_BPF_ATTACH when the
+ * kernel refuses (nothing stays attached then). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_socklb_attach(struct flowsdn_datapath *dp, const char *cgroup_path);
+
+/* Detaches the socket load balancer and removes its link pins.  0 when
+ * it was not attached. */
+FLOWSDN_API int flowsdn_datapath_socklb_detach(struct flowsdn_datapath *dp);
+
+/* ------------------------------------------------------------ uplinks */
+
+struct flowsdn_uplink_opts {
+	size_t sz;
+	/* The node's addresses on the uplink, the source of the flows it
+	 * sends to other nodes' backends (NodePort/LoadBalancer with
+	 * externalTrafficPolicy Cluster) and what a NodePort answers on;
+	 * NULL: none of that family. */
+	const struct flowsdn_addr *addr4;
+	const struct flowsdn_addr *addr6;
+	/* Source ports of those flows (both 0: 61000..65535, apart from the
+	 * kernel's ephemeral ports). */
+	uint16_t snat_port_min, snat_port_max;
+};
+
+/*
+ * Loads the uplink program (bpf/node.bpf.c: services from outside --
+ * NodePort, LoadBalancer and external IPs -- DNAT to this node's
+ * backends, SNAT and FIB forwarding to other nodes' backends, traffic
+ * policy Local, source ranges) with @opts, pins it as
+ * <dir>/prog_from_uplink_<ifindex> and attaches it to @ifindex's tc
+ * ingress (replacing an older one).  -EINVAL for bad options,
+ * -FLOWSDN_E_BPF_LOAD/_ATTACH, -ENODEV, -errno.
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_uplink_attach(struct flowsdn_datapath *dp, int ifindex,
+							    const struct flowsdn_uplink_opts *opts);
+/* Removes it again (0 also when it was not there). */
+FLOWSDN_API int flowsdn_datapath_uplink_detach(struct flowsdn_datapath *dp, int ifindex);
 
 /* Whether the running kernel supports TCX links: 1 yes, 0 no. */
 FLOWSDN_API int flowsdn_datapath_probe_tcx(void);

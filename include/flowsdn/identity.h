@@ -91,7 +91,9 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_identity_labels_canonical(const struct flows
 							      char **ret_text);
 
 /* Opens (creating @state_dir, mode 0700, when missing) the store and
- * restores it.  Errors: -EINVAL, -ENOMEM, -EBUSY (another handle holds
+ * restores it.  @state_dir NULL: an in-memory store (for tools and
+ * tests: nothing is read or written, no other handle is locked out, the
+ * identities go with the handle).  Errors: -EINVAL, -ENOMEM, -EBUSY (another handle holds
  * the store), -FLOWSDN_E_IDENTITY_STATE_CORRUPT, _STATE_VERSION (the file
  * is left as it is), -errno.  Free with flowsdn_identity_free(). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_identity_new(const char *state_dir, const struct flowsdn_identity_opts *opts,

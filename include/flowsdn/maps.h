@@ -34,8 +34,31 @@
  *   flowsdn_drops    per-CPU array __u32 drop reason -> drop_counters
  *   flowsdn_svc      hash     service_key      -> service_value
  *   flowsdn_backend  hash     __u32 backend id -> backend
- *   flowsdn_maglev   array of maps  __u32 svc_id -> (array __u32 slot -> maglev_value)
- *                    one Maglev table per service, its own size M.
+ *   flowsdn_maglev   hash of maps  __u32 svc_id -> (array __u32 slot -> maglev_value)
+ *                    one Maglev table per backend set, its own size M.
+ *   flowsdn_svc_slot hash     svc_slot_key     -> svc_slot_value
+ *                    the backends a new flow of a service may get.
+ *   flowsdn_affinity LRU hash affinity_key     -> affinity_value
+ *                    ClientIP session affinity: client -> backend.
+ *   flowsdn_sock_rnat LRU hash sock_revnat_key -> sock_revnat_value
+ *                    socket LB reverse translation (UDP replies,
+ *                    getpeername): socket + backend -> frontend.
+ *
+ * Service model.  A frontend (address, port, protocol) is a flowsdn_svc
+ * key; its value names a backend set by svc_id.  The backend set is the
+ * slots 0 .. slot_count-1 of flowsdn_svc_slot (ids of active backends, a
+ * backend of weight w in w slots) for random choice, and, with
+ * FLOWSDN_SVC_F_MAGLEV, the set's table in flowsdn_maglev (maglev_size
+ * slots).  A
+ * terminating or quarantined backend keeps its flowsdn_backend entry
+ * (flows already on it go on) but has no slot: no new flow gets it.
+ * Traffic policy Local: a frontend whose external and internal views
+ * differ has two entries, scope EXTERNAL (looked up first; flag
+ * FLOWSDN_SVC_F_TWO_SCOPES) and scope INTERNAL (what in-cluster clients,
+ * the socket LB among them, use); each names its own svc_id.  Writers
+ * (flowsdn_maps_service_publish()) write backends, then slots and Maglev
+ * tables, then the service values, then remove stale slots, tables and
+ * backends, so that a lookup never sees a half-written service.
  *   flowsdn_srcrange LPM trie srcrange_key     -> srcrange_value
  *                    per service: the sources allowed and denied to
  *                    reach it from outside (see "source ranges").
@@ -112,6 +135,9 @@
 #define FLOWSDN_MAP_SERVICES "flowsdn_svc"
 #define FLOWSDN_MAP_BACKENDS "flowsdn_backend"
 #define FLOWSDN_MAP_MAGLEV "flowsdn_maglev"
+#define FLOWSDN_MAP_SVC_SLOTS "flowsdn_svc_slot"
+#define FLOWSDN_MAP_AFFINITY "flowsdn_affinity"
+#define FLOWSDN_MAP_SOCK_REVNAT "flowsdn_sock_rnat"
 #define FLOWSDN_MAP_SRCRANGE "flowsdn_srcrange"
 #define FLOWSDN_MAP_CT "flowsdn_ct"
 #define FLOWSDN_MAP_CT_STATS "flowsdn_ctstat"
@@ -124,7 +150,12 @@
 #define FLOWSDN_MAX_ENDPOINTS 16384
 #define FLOWSDN_MAX_SERVICES 65536
 #define FLOWSDN_MAX_BACKENDS 65536
-#define FLOWSDN_MAX_MAGLEV_TABLES FLOWSDN_MAX_SERVICES /* svc_id 1 .. this - 1 */
+#define FLOWSDN_MAX_MAGLEV_TABLES FLOWSDN_MAX_SERVICES /* tables at once; svc_id any but 0 */
+#define FLOWSDN_MAX_SVC_SLOTS 262144
+#define FLOWSDN_MAX_AFFINITY 65536
+#define FLOWSDN_MAX_SOCK_REVNAT 65536
+/* Slots of one backend set (sum of the weights of its active backends). */
+#define FLOWSDN_SVC_MAX_SLOTS_PER_SET 65536
 #define FLOWSDN_MAX_SRCRANGE 65536
 #define FLOWSDN_CT_DEFAULT_MAX 65536 /* flowsdn_ct, unless the loader sets another size */
 #define FLOWSDN_MAX_FRAGS 8192
@@ -320,10 +351,14 @@ FLOWSDN_CHECK_OFF(flowsdn_service_key, pad0, 21);
 #define FLOWSDN_SVC_F_LOCAL (1u << 3)      /* traffic policy Local */
 #define FLOWSDN_SVC_F_AFFINITY (1u << 4)   /* ClientIP session affinity */
 #define FLOWSDN_SVC_F_MAGLEV (1u << 5)     /* backend by Maglev, else random */
+/* This EXTERNAL-scope entry has an INTERNAL-scope twin for in-cluster
+ * clients (internal and external traffic policies differ). */
+#define FLOWSDN_SVC_F_TWO_SCOPES (1u << 6)
+#define FLOWSDN_SVC_F_ALL 0x7fu
 
 struct flowsdn_service_value {
-	__u32 svc_id;        /* key of the Maglev slots, reverse NAT index */
-	__u32 backend_count; /* backends in backend_ids order; 0 = no backend */
+	__u32 svc_id;        /* the backend set: key of its slots and Maglev table */
+	__u32 slot_count;    /* slots 0..slot_count-1 in flowsdn_svc_slot; 0 = no backend */
 	__u32 flags;         /* FLOWSDN_SVC_F_* */
 	__u32 affinity_timeout; /* seconds */
 	__u32 maglev_size;   /* M, the table size, when FLOWSDN_SVC_F_MAGLEV */
@@ -331,7 +366,7 @@ struct flowsdn_service_value {
 };
 FLOWSDN_CHECK_SIZE(flowsdn_service_value, 24);
 FLOWSDN_CHECK_OFF(flowsdn_service_value, svc_id, 0);
-FLOWSDN_CHECK_OFF(flowsdn_service_value, backend_count, 4);
+FLOWSDN_CHECK_OFF(flowsdn_service_value, slot_count, 4);
 FLOWSDN_CHECK_OFF(flowsdn_service_value, flags, 8);
 FLOWSDN_CHECK_OFF(flowsdn_service_value, affinity_timeout, 12);
 FLOWSDN_CHECK_OFF(flowsdn_service_value, maglev_size, 16);
@@ -349,7 +384,8 @@ struct flowsdn_backend {
 	__u8 protocol;
 	__u8 family;
 	__u8 state;       /* FLOWSDN_BACKEND_* */
-	__u8 pad0[3];     /* zero */
+	__u8 flags;       /* FLOWSDN_BACKEND_F_* */
+	__u8 pad0[2];     /* zero */
 };
 FLOWSDN_CHECK_SIZE(flowsdn_backend, 24);
 FLOWSDN_CHECK_OFF(flowsdn_backend, addr, 0);
@@ -357,23 +393,29 @@ FLOWSDN_CHECK_OFF(flowsdn_backend, port, 16);
 FLOWSDN_CHECK_OFF(flowsdn_backend, protocol, 18);
 FLOWSDN_CHECK_OFF(flowsdn_backend, family, 19);
 FLOWSDN_CHECK_OFF(flowsdn_backend, state, 20);
-FLOWSDN_CHECK_OFF(flowsdn_backend, pad0, 21);
+FLOWSDN_CHECK_OFF(flowsdn_backend, flags, 21);
+FLOWSDN_CHECK_OFF(flowsdn_backend, pad0, 22);
+/* backend.flags */
+#define FLOWSDN_BACKEND_F_REMOTE (1u << 0) /* on another node (tc path: SNAT + FIB) */
 
 /*
- * flowsdn_maglev: the Maglev tables, one per service.  The outer map is a
- * BPF_MAP_TYPE_ARRAY_OF_MAPS indexed by the service's svc_id (1 ..
- * FLOWSDN_MAX_MAGLEV_TABLES - 1; 0 is never a service); its entry is a
+ * flowsdn_maglev: the Maglev tables, one per backend set.  The outer map
+ * is a BPF_MAP_TYPE_HASH_OF_MAPS keyed by the set's svc_id (any id but 0;
+ * the agent's ids are sparse, service id * 8 + set, so an outer array
+ * indexed by svc_id would run out of room; at most
+ * FLOWSDN_MAX_MAGLEV_TABLES tables at once); its entry is a
  * BPF_MAP_TYPE_ARRAY (BPF_F_INNER_MAP, so each table has its own size)
  * of service_value.maglev_size slots, key __u32 slot, value struct
  * flowsdn_maglev_value.  A flow's backend is slot (hash mod M); see
  * maglev_lookup() in bpf/lib/maglev.h.
  *
- * Why this layout (measured on kernel 6.18, M = 16381): a slot of an
+ * Why inner arrays (measured on kernel 6.18, M = 16381): a slot of an
  * array costs 8 bytes of kernel memory (memlock 131360 B for the table),
  * a {svc_id, slot} hash entry 80-88 bytes (1311568 B preallocated,
- * 1442472 B with BPF_F_NO_PREALLOC); a lookup from BPF (outer array of
- * maps plus inner array) costs about 0.1-2 ns beyond the loop around
- * it, a hash lookup about 10-15 ns (bench/maglev-map).  A flat array indexed by service
+ * 1442472 B with BPF_F_NO_PREALLOC); a lookup from BPF costs one outer
+ * lookup per flow plus an array index (bench/maglev-map; a hash lookup
+ * measured about 10-15 ns, an array of maps plus inner array 0.1-2 ns
+ * beyond the loop around it).  A flat array indexed by service
  * base + slot would need a range allocator and could not change one
  * service's size without moving others.
  *
@@ -389,6 +431,80 @@ struct flowsdn_maglev_value {
 FLOWSDN_CHECK_SIZE(flowsdn_maglev_value, 4);
 FLOWSDN_CHECK_OFF(flowsdn_maglev_value, backend_id, 0);
 
+/* flowsdn_svc_slot: slot @slot (0 .. slot_count-1) of backend set
+ * @svc_id -> an active backend's id. */
+struct flowsdn_svc_slot_key {
+	__u32 svc_id;
+	__u32 slot;
+};
+FLOWSDN_CHECK_SIZE(flowsdn_svc_slot_key, 8);
+FLOWSDN_CHECK_OFF(flowsdn_svc_slot_key, svc_id, 0);
+FLOWSDN_CHECK_OFF(flowsdn_svc_slot_key, slot, 4);
+
+struct flowsdn_svc_slot_value {
+	__u32 backend_id;
+};
+FLOWSDN_CHECK_SIZE(flowsdn_svc_slot_value, 4);
+FLOWSDN_CHECK_OFF(flowsdn_svc_slot_value, backend_id, 0);
+
+/* flowsdn_affinity key: (backend set, client).  The tc path's client is
+ * its source address (family FLOWSDN_AF_INET/INET6); the socket LB's is
+ * the client's network namespace (family FLOWSDN_AFFINITY_NETNS, the
+ * 64-bit netns cookie in addr[0..1]), as a host process has no source
+ * address yet when it connects. */
+struct flowsdn_affinity_key {
+	__be32 addr[4];
+	__u32 svc_id;
+	__u8 family;      /* FLOWSDN_AF_INET, FLOWSDN_AF_INET6 or FLOWSDN_AFFINITY_NETNS */
+	__u8 pad0[3];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_affinity_key, 24);
+FLOWSDN_CHECK_OFF(flowsdn_affinity_key, addr, 0);
+FLOWSDN_CHECK_OFF(flowsdn_affinity_key, svc_id, 16);
+FLOWSDN_CHECK_OFF(flowsdn_affinity_key, family, 20);
+FLOWSDN_CHECK_OFF(flowsdn_affinity_key, pad0, 21);
+#define FLOWSDN_AFFINITY_NETNS 0xff
+
+struct flowsdn_affinity_value {
+	__u64 last_used;  /* bpf_ktime_get_ns() of the last flow that used it */
+	__u32 backend_id;
+	__u32 pad0;       /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_affinity_value, 16);
+FLOWSDN_CHECK_OFF(flowsdn_affinity_value, last_used, 0);
+FLOWSDN_CHECK_OFF(flowsdn_affinity_value, backend_id, 8);
+FLOWSDN_CHECK_OFF(flowsdn_affinity_value, pad0, 12);
+
+/* flowsdn_sock_rnat key: a socket the socket LB translated (its cookie)
+ * and the backend it sent to; the value is the frontend the application
+ * asked for, which recvmsg and getpeername give back. */
+struct flowsdn_sock_revnat_key {
+	__u64 cookie;     /* bpf_get_socket_cookie() */
+	__be32 addr[4];   /* backend address */
+	__be16 port;      /* backend port, network order */
+	__u8 family;
+	__u8 pad0[5];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_sock_revnat_key, 32);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_key, cookie, 0);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_key, addr, 8);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_key, port, 24);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_key, family, 26);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_key, pad0, 27);
+
+struct flowsdn_sock_revnat_value {
+	__be32 addr[4];   /* frontend address */
+	__be16 port;      /* frontend port, network order */
+	__u8 family;
+	__u8 pad0;        /* zero */
+	__u32 svc_id;     /* backend set the backend was chosen from */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_sock_revnat_value, 24);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, addr, 0);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, port, 16);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, family, 18);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, pad0, 19);
+FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, svc_id, 20);
 /* ------------------------------------------------------------ source ranges */
 
 /*

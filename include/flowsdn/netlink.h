@@ -190,6 +190,17 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_netns_ino(const char *path, uint64_t
  * flowsdn_ipam_owner_valid(). */
 FLOWSDN_API bool flowsdn_netlink_ifname_valid(const char *name);
 
+/* Destroys (sock_diag SOCK_DESTROY) every @protocol (IPPROTO_TCP or
+ * IPPROTO_UDP) socket of the calling thread's network namespace whose
+ * peer is @peer:@port (AF_INET6 sockets with the IPv4-mapped peer too):
+ * their owners get ECONNABORTED, so that clients of a removed service
+ * backend reconnect.  *ret_count (may be NULL) says how many; sockets
+ * that went away meanwhile are not counted.  Needs CAP_NET_ADMIN;
+ * -EOPNOTSUPP when the kernel has no CONFIG_INET_DIAG_DESTROY,
+ * -FLOWSDN_E_NL_SOCKET when no sock_diag socket can be opened. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sock_destroy(const struct flowsdn_addr *peer, uint16_t port,
+							  uint8_t protocol, size_t *ret_count);
+
 #ifdef __cplusplus
 }
 #endif

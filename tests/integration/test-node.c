@@ -72,7 +72,7 @@ static void node_write_config(const char *extra)
 
 	cr_assert(f);
 	fprintf(f, "{\"socket\":\"%s\",\"state-dir\":\"%s/state\",\"bpf-pin-dir\":\"%s/bpf\","
-		   "\"pools\":[\"10.77.0.0/24\",\"fd00:77::/120\"]%s}\n",
+		   "\"pools\":[\"10.77.0.0/24\",\"fd00:77::/120\"],\"socket-lb-cgroup\":\"\"%s}\n",
 		node.sock, node.dir, node.dir, extra ? extra : "");
 	fclose(f);
 }

@@ -29,6 +29,7 @@
 #include "http-helpers.h"
 #include "http.h"
 #include "log.h"
+#include "policy.h"
 
 /* A time bound, stretched under valgrind (which runs threads one at a
  * time and every instruction 20-50 times slower). */
@@ -345,6 +346,23 @@ static int f_dp_flags(void *ctx, struct flowsdn_datapath *dp, const struct flows
 	return r;
 }
 
+/* Uplinks the core attached (names, ports); "down*" ones fail. */
+static char uplink_names[4][16];
+static unsigned int n_uplink_calls;
+static uint16_t uplink_ports[2];
+
+static int f_dp_uplink_attach(void *ctx, struct flowsdn_datapath *dp, const char *ifname, uint16_t port_min,
+			      uint16_t port_max)
+{
+	(void)ctx, (void)dp;
+	if (n_uplink_calls < 4)
+		snprintf(uplink_names[n_uplink_calls], sizeof(uplink_names[0]), "%s", ifname);
+	n_uplink_calls++;
+	uplink_ports[0] = port_min;
+	uplink_ports[1] = port_max;
+	return strncmp(ifname, "down", 4) ? 0 : -ENODEV;
+}
+
 static int f_dp_remove_unlocked(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_endpoint *ep)
 {
 	struct fake_if *f = fake_by_index(ep->host_ifindex);
@@ -379,6 +397,7 @@ static const struct agent_ops fake_ops = {
 	.dp_adopt = f_dp_adopt,
 	.dp_publish = f_dp_publish,
 	.dp_flags = f_dp_flags,
+	.dp_uplink_attach = f_dp_uplink_attach,
 	.dp_remove = f_dp_remove,
 };
 
@@ -1258,6 +1277,45 @@ Test(agent_http, slow_clients_and_stuck_requests_do_not_lock_out_the_api, .timeo
 	unserve(&s);
 }
 
+/* /v1/service over the socket: PUT, GET one and all, a refused body
+ * naming its field, 404s, DELETE, and the read-only rules. */
+Test(agent_http, service_routes)
+{
+	static const char body[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.10\",\"port\":80}],"
+				   "\"backends\":[{\"address\":\"10.0.0.5\",\"port\":8080}]}";
+	static const char bad[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.10\",\"port\":80}],"
+				  "\"backends\":[{\"address\":\"10.0.0.5\",\"port\":8080},{\"address\":\"10.0.0.6\"}]}";
+	static const char path[] = "/v1/service/fs-0123456789abcdef0123456789abcdef";
+	struct served s;
+	char out[8192], req[1024];
+	int n;
+
+	serve(&s);
+	n = snprintf(req, sizeof(req), "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		     path, sizeof(body) - 1, body);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"svcId\":1"), "%s", out);
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"address\":\"10.0.0.5\""), "%s", out);
+	n = snprintf(req, sizeof(req), "GET /v1/service HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "{\"services\":[{\"id\":\"fs-0123456789abcdef0123456789abcdef\""), "%s", out);
+	n = snprintf(req, sizeof(req), "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		     path, sizeof(bad) - 1, bad);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "\"field\":\"backends[1].port\""), "the field at fault: %s", out);
+	n = snprintf(req, sizeof(req), "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+		     path);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 405, "%s", out);
+	n = snprintf(req, sizeof(req), "DELETE %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 200, "%s", out);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 404, "%s", out);
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+	cr_assert_eq(http_raw(s.sock, req, (size_t)n, out, sizeof(out)), 404, "%s", out);
+	unserve(&s);
+}
+
 /* Contract C3: an endpoint ADDed with serviceTranslation "packet" is
  * published with FLOWSDN_EP_F_SVC_PACKET; PUT /v1/endpoint/{id}/translation
  * switches it (republished, saved, restored by the next agent). */
@@ -1425,4 +1483,82 @@ Test(agent_http, policy_namespace_identity_and_labels_routes, .timeout = 30)
 	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/namespace/prod", NULL, out, sizeof(out)), 200, "%s", out);
 	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/namespace/prod", NULL, out, sizeof(out)), 404, "%s", out);
 	unserve(&s);
+}
+
+/* flowsdn-agent.conf(5) "namespaces" and "policies": applied at start,
+ * listed by the API, kept by agent_config_format(); a refused policy
+ * stops the start, naming its item. */
+Test(agent_core, config_namespaces_and_policies_are_applied_at_start, .init = setup, .fini = teardown)
+{
+	static const char pol[] = "{\"metadata\":{\"name\":\"deny\",\"namespace\":\"prod\"},\"spec\":{\"podSelector\":{}}}";
+	static const char bad[] = "{\"metadata\":{\"name\":\"bad\",\"namespace\":\"prod\"},\"spec\":{\"podSelector\":{},"
+				  "\"ingress\":[{\"from\":[{\"ipBlock\":{\"cidr\":\"10.0.0.0/33\"}}]}]}}";
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	struct agent_config *c = NULL;
+	struct agent_core *core = NULL;
+	char *json = NULL, *out = NULL;
+
+	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":[\"10.9.0.0/29\"],"
+				  "\"namespaces\":[{\"name\":\"prod\",\"labels\":{\"env\":\"prod\"}}],\"policies\":[%s]}",
+			   dir, dir, pol) > 0);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
+	free(json);
+	ASSERT_OK(agent_config_format(c, &json), "format");
+	cr_assert(strstr(json, "\"env\": \"prod\"") && strstr(json, "\"name\": \"deny\""), "kept: %s", json);
+	free(json);
+	ASSERT_OK(agent_core_new(c, &fake_ops, NULL, &core), "start");
+	ASSERT_OK(agent_policy_get(agent_core_policy(core), NULL, NULL, &out), "list");
+	cr_assert(strstr(out, "\"deny\""), "%s", out);
+	free(out);
+	ASSERT_OK(agent_policy_namespaces(agent_core_policy(core), &out), "namespaces");
+	cr_assert(strstr(out, "\"env\":\"prod\""), "%s", out);
+	free(out);
+	agent_core_free(core);
+	agent_config_free(c);
+	c = NULL;
+
+	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state2\",\"pools\":[\"10.9.0.0/29\"],"
+				  "\"policies\":[%s,%s]}", dir, dir, pol, bad) > 0);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
+	free(json);
+	core = NULL;
+	cr_assert(agent_core_new(c, &fake_ops, NULL, &core) == -FLOWSDN_E_POLICY_INVALID, "refused at start");
+	cr_assert(core == NULL);
+	agent_config_free(c);
+	c = NULL;
+	{
+		static const char nameless[] = "{\"namespaces\":[{\"labels\":{}}]}";
+
+		ASSERT_ERR(agent_config_parse(nameless, strlen(nameless), &c, d), -FLOWSDN_E_AGENT_CONFIG,
+			   "a namespace without its name");
+	}
+	cr_assert(strstr(test_engine_text(d), "namespaces[0]"), "%s", test_engine_text(d));
+}
+
+/* "uplink-interfaces": each gets the uplink program at start, with the
+ * SNAT ports; one that fails is reported, the others work. */
+Test(agent_core, uplinks_get_the_uplink_program)
+{
+	struct agent_config *c = NULL;
+	struct agent_core *core = NULL;
+	struct agent_status st;
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	char *json = NULL;
+
+	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":[\"10.9.0.0/29\"],"
+			   "\"uplink-interfaces\":[\"up0\",\"down1\"],\"snat-port-min\":50000,\"snat-port-max\":50099}",
+			   dir, dir) > 0);
+	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
+	free(json);
+	n_uplink_calls = 0;
+	ASSERT_OK(agent_core_new(c, &fake_ops, NULL, &core), "core");
+	agent_config_free(c);
+	cr_assert_eq(n_uplink_calls, 2u, "both uplinks tried");
+	ASSERT_STREQ(uplink_names[0], "up0", "first");
+	ASSERT_STREQ(uplink_names[1], "down1", "second");
+	cr_assert(uplink_ports[0] == 50000 && uplink_ports[1] == 50099, "SNAT ports %u-%u", uplink_ports[0],
+		  uplink_ports[1]);
+	agent_core_status(core, &st);
+	cr_assert_eq(st.uplinks, 1u, "the failing one is not counted");
+	agent_core_free(core);
 }

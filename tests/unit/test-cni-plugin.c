@@ -616,3 +616,46 @@ Test(agent_config, defaults_parse_and_errors)
 		cr_assert_eq(c, (struct agent_config *)0x1);
 	}
 }
+
+Test(agent_config, uplinks_and_snat_ports)
+{
+	struct agent_config *c = NULL, *dup = NULL;
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	static const char good[] = "{\"uplink-interfaces\":[\"eth0\",\"bond0.100\"],\"snat-port-min\":40000,"
+				   "\"snat-port-max\":40999}";
+	static const char *const bad[][2] = {
+		{ "{\"uplink-interfaces\":\"eth0\"}", "uplink-interfaces" },
+		{ "{\"uplink-interfaces\":[\"eth0/1\"]}", "must be an interface name" },
+		{ "{\"uplink-interfaces\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "at most 4" },
+		{ "{\"uplink-interfaces\":[\"eth0\",\"eth0\"]}", "twice" },
+		{ "{\"snat-port-min\":80}", "snat-port-min" },
+		{ "{\"snat-port-min\":50000,\"snat-port-max\":40000}", "must not exceed snat-port-max" },
+	};
+	char *out = NULL;
+
+	ASSERT_OK(agent_config_new(&c), "defaults");
+	cr_assert_eq(c->n_uplinks, 0u, "no uplink by default");
+	cr_assert(c->snat_port_min == 61000 && c->snat_port_max == 65535, "default SNAT ports");
+	agent_config_free(c);
+	ASSERT_OK(agent_config_parse(good, strlen(good), &c, d), test_engine_text(d));
+	cr_assert_eq(c->n_uplinks, 2u);
+	ASSERT_STREQ(c->uplinks[1], "bond0.100", "second uplink");
+	cr_assert(c->snat_port_min == 40000 && c->snat_port_max == 40999);
+	ASSERT_OK(agent_config_dup(c, &dup), "dup");
+	ASSERT_STREQ(dup->uplinks[0], "eth0", "copied");
+	ASSERT_OK(agent_config_format(dup, &out), "format");
+	cr_assert(strstr(out, "\"uplink-interfaces\": [\n        \"eth0\",\n        \"bond0.100\"\n    ]"), "%s", out);
+	cr_assert(strstr(out, "\"snat-port-max\": 40999"), "%s", out);
+	free(out);
+	agent_config_free(dup);
+	agent_config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		_cleanup_engine_diag_ struct diag *e = test_engine_diag();
+
+		c = NULL;
+		ASSERT_ERR(agent_config_parse(bad[i][0], strlen(bad[i][0]), &c, e), -FLOWSDN_E_AGENT_CONFIG, bad[i][0]);
+		cr_assert(strstr(test_engine_text(e), bad[i][1]), "%s: \"%s\" lacks \"%s\"", bad[i][0], test_engine_text(e),
+			  bad[i][1]);
+		cr_assert_null(c);
+	}
+}

@@ -359,3 +359,27 @@ Test(identity, bad_state_files)
 	ASSERT_STREQ(flowsdn_strerror(-FLOWSDN_E_IDENTITY_RESERVED), "reserved identities cannot be released",
 		     "strerror");
 }
+
+/* An in-memory store: same allocation rules, nothing on disk, no lock
+ * (two live side by side), gone with the handle. */
+Test(identity, in_memory_store)
+{
+	struct flowsdn_identity_store *a = NULL, *b = NULL;
+	struct flowsdn_label l[] = { { "app", "web" } };
+	uint32_t id1 = 0, id2 = 0, idb = 0;
+
+	ASSERT_OK(flowsdn_identity_new(NULL, NULL, &a), "in memory");
+	ASSERT_OK(flowsdn_identity_new(NULL, NULL, &b), "a second one: no lock");
+	ASSERT_OK(flowsdn_identity_acquire(a, l, 1, &id1), "acquire");
+	ASSERT_OK(flowsdn_identity_acquire(a, l, 1, &id2), "again");
+	cr_assert(id1 == id2 && id1 >= FLOWSDN_IDENTITY_MIN_LOCAL, "one identity per label set");
+	cr_assert_eq(flowsdn_identity_refcount(a, id1), 2);
+	ASSERT_OK(flowsdn_identity_acquire(b, l, 1, &idb), "b");
+	cr_assert_eq(flowsdn_identity_refcount(b, idb), 1, "b counts its own");
+	cr_assert_eq(flowsdn_identity_release(a, id1), 1);
+	cr_assert_eq(flowsdn_identity_release(a, id1), 0, "freed with its last reference");
+	ASSERT_ERR(flowsdn_identity_refcount(a, id1), -ENOENT, "gone");
+	ASSERT_ERR(flowsdn_identity_new("", NULL, &a), -EINVAL, "an empty path is still refused");
+	flowsdn_identity_free(a);
+	flowsdn_identity_free(b);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The agent's services (contract C2, flowsdn-agent(8) "SERVICES"): the
+ * model read from the configuration's "services" and from PUT
+ * /v1/service/{id} (one reader, one validator, errors naming the field),
+ * lowered to backend sets and frontends (<flowsdn/datapath.h>) and
+ * published through the ops seam, persisted in <state-dir>/services.json
+ * (atomic writes; read back through the same validator, a damaged file
+ * refused and never rewritten).  One mutex guards the table; it is held
+ * across the map writes and the state write of one change so that
+ * changes are applied and saved in order.  Private to agent/.
+ */
+#ifndef FLOWSDN_AGENT_SERVICES_H
+#define FLOWSDN_AGENT_SERVICES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <flowsdn/addr.h>
+
+#include "conf.h"
+#include "ops.h"
+
+struct diag;
+struct check_ctx;
+struct json_value;
+struct json_writer;
+struct agent_services;
+
+/* Limits of one service. */
+#define AGENT_SVC_MAX_FRONTENDS 32
+#define AGENT_SVC_MAX_BACKENDS 1024
+#define AGENT_SVC_MAX_RANGES 64
+#define AGENT_SVC_DEFAULT_AFFINITY 10800
+
+/*
+ * Starts the table: reads <state-dir>/services.json when there is one
+ * (-FLOWSDN_E_AGENT_STATE when it is damaged), applies the configuration's
+ * services over it (the configuration wins for the ids it names), and
+ * publishes everything through @ops into @dp (NULL: the model only, as
+ * with "datapath": false).  With @dp, attaches the socket LB to
+ * "socket-lb-cgroup" first ("auto": the cgroup v2 mount, skipped with a
+ * warning when there is none; "": not attached).
+ */
+int agent_services_new(const struct agent_config *cfg, const struct agent_ops *ops, void *ctx,
+		       struct flowsdn_datapath *dp, struct agent_services **ret);
+/* Frees the table; the datapath keeps what was published.  NULL is fine. */
+void agent_services_free(struct agent_services *s);
+
+/* PUT: creates or replaces service @id from the JSON @body (@len bytes).
+ * Replacing keeps the service's svcId and the ids of backends that stay,
+ * so selection, affinity or backend changes apply live.  On success the
+ * stored service is written to @g.  Errors: -FLOWSDN_E_AGENT_REFUSED
+ * (@diag names the field; "id" when @id breaks the service id rule),
+ * -FLOWSDN_E_AGENT_EXISTS (a frontend belongs to another service), map
+ * and state write errors (-errno; nothing changed then), -ENOMEM. */
+int agent_services_put(struct agent_services *s, const char *id, const char *body, size_t len,
+		       struct json_writer *g, struct diag *diag);
+/* DELETE: -FLOWSDN_E_AGENT_NOT_FOUND when unknown. */
+int agent_services_delete(struct agent_services *s, const char *id, struct diag *diag);
+/* GET one (-FLOWSDN_E_AGENT_NOT_FOUND) or, @id NULL, {"services":[...]}. */
+int agent_services_get(struct agent_services *s, const char *id, struct json_writer *g);
+size_t agent_services_count(struct agent_services *s);
+
+/* The configuration key "services": checks every entry (path
+ * "services[i]...") and keeps a copy of the array in *(struct
+ * json_value **)@dst for agent_services_new().  A struct json_field
+ * reader (common/json.h). */
+int agent_services_read_config(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+
+#endif

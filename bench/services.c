@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bench/services — the cost of reaching a ClusterIP, at S = 1, 100, 1000,
+ * 5000 and 10000 services, each with its own backend entry:
+ *   direct    connect() to the backend itself (the reference);
+ *   socklb    the flowsdn socket load balancer (bpf/sock.bpf.c) in a
+ *             cgroup the bench creates, services loaded through the
+ *             agent's own code path (agent/services.c, kernel ops);
+ *   iptables  kube-proxy style DNAT chains (iptables-legacy, KUBE-SERVICES
+ *             -> KUBE-SVC-* -> KUBE-SEP-*), targeting the last and a
+ *             random service;
+ *   nft       one nftables dnat verdict map;
+ *   tc        not measured on this branch (the tc path is colleague work).
+ * Modes: sequential TCP connect()/close() (rate, connect p50/p99) and
+ * request/response (connect, 64 B request, 128 B reply, close).  Also the
+ * time to load S services into each.  One line per (mode, S, variant)
+ * ending in "ratio X.XXx direct".  Never pass/fail.
+ *
+ * Isolation: root; every variant lives in a network namespace of its own
+ * (children of the bench, gone with it), the socket LB in a private
+ * bpffs and a cgroup made for the bench under the cgroup v2 mount (never
+ * the root cgroup); conntrack is flushed between runs.  The client and
+ * the backend server are pinned to one CPU.  Variants take turns in
+ * alternating order over ROUNDS rounds; medians are printed, with the
+ * load average.
+ *
+ * Usage: bench/services [-n CONNECTS per run (default 2000)] [-r ROUNDS (1..9, default 3)] [-c CPU]
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <flowsdn/datapath.h>
+
+#include "conf.h"
+#include "json.h"
+#include "log.h"
+#include "ops.h"
+#include "services.h"
+
+#define MAX_ROUNDS 9
+#define BACKEND "10.98.0.1"
+#define BACKEND_PORT 9000
+#define MAX_S 10000
+
+enum variant { V_DIRECT, V_SOCKLB, V_IPT, V_NFT, V_COUNT };
+static const char *const vnames[] = { "direct", "socklb", "iptables", "nft" };
+static const int levels[] = { 1, 100, 1000, 5000, 10000 };
+
+static int connects = 2000, rounds = 3, cpu = 0;
+static char cgroup[512], tmpdir[64];
+
+struct ns {
+	pid_t holder, server;
+	char path[64];
+};
+static struct ns nss[V_COUNT];
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void pin(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static int run(const char *cmd)
+{
+	int r = system(cmd);
+
+	if (r != 0)
+		fprintf(stderr, "bench/services: \"%s\" failed (%d)\n", cmd, r);
+	return r;
+}
+
+static int enter(const struct ns *n)
+{
+	int fd = open(n->path, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = setns(fd, CLONE_NEWNET);
+	close(fd);
+	return r < 0 ? -errno : 0;
+}
+
+/* The backend: accepts, answers 128 bytes to a request, closes. */
+static void serve(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(BACKEND_PORT) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char buf[128] = { 0 };
+
+	pin();
+	inet_pton(AF_INET, BACKEND, &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4096) < 0)
+		_exit(1);
+	for (;;) {
+		int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+		ssize_t n;
+
+		if (c < 0)
+			continue;
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		n = read(c, buf, sizeof(buf));
+		if (n == 64 && write(c, buf, 128) != 128)
+			_exit(2);
+		close(c);
+	}
+}
+
+/* A netns held by a child, with the backend address on a veth, a
+ * route for the service ranges and the server running. */
+static int ns_make(struct ns *n)
+{
+	int p[2];
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	n->holder = fork();
+	if (n->holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (unshare(CLONE_NEWNET) < 0 ||
+		    system("ip link set lo up && ip link add bk0 type veth peer name bk1 && ip link set bk0 up && ip link set bk1 up && "
+			   "ip addr add " BACKEND "/32 dev bk0 && ip route add 10.96.0.0/14 dev bk0") != 0 ||
+		    write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1)
+		return -EIO;
+	close(p[0]);
+	snprintf(n->path, sizeof(n->path), "/proc/%d/ns/net", (int)n->holder);
+	n->server = fork();
+	if (n->server == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (enter(n) < 0)
+			_exit(1);
+		serve();
+	}
+	usleep(100000);
+	return 0;
+}
+
+static void svc_addr(int i, char *buf, size_t size, int second_octet)
+{
+	snprintf(buf, size, "10.%d.%d.%d", second_octet, (i + 1) / 256, (i + 1) % 256);
+}
+
+/* The socket LB: an agent start with @s services in its configuration
+ * (the agent's own path: read, validate, publish, one state write), in a
+ * fresh state directory; then one more service through PUT.  Times in
+ * ms. */
+static struct agent_services *svcs;
+static struct flowsdn_datapath *dp;
+
+static void service_body(int i, bool with_id, char *buf, size_t size)
+{
+	char addr[32];
+	int n;
+
+	svc_addr(i, addr, sizeof(addr), 96);
+	n = snprintf(buf, size, "{");
+	if (with_id)
+		n += snprintf(buf + n, size - (size_t)n, "\"id\":\"fs-%032x\",", i + 1);
+	snprintf(buf + n, size - (size_t)n,
+		 "\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"%s\",\"port\":80}],"
+		 "\"backends\":[{\"address\":\"" BACKEND "\",\"port\":%d}]}",
+		 addr, BACKEND_PORT);
+}
+
+static void load_socklb(int s, double *ret_all, double *ret_one)
+{
+	struct agent_config *cfg = NULL;
+	size_t cap = (size_t)s * 256 + 16, len = 1;
+	char *json = malloc(cap), dir[128], body[512], id[40];
+	struct json_writer *g;
+	double t0;
+	int r;
+
+	if (!json || agent_config_new(&cfg) < 0)
+		exit(1);
+	json[0] = '[';
+	for (int i = 0; i < s; i++) {
+		service_body(i, true, body, sizeof(body));
+		len += (size_t)snprintf(json + len, cap - len, "%s%s", i ? "," : "", body);
+	}
+	snprintf(json + len, cap - len, "]");
+	snprintf(dir, sizeof(dir), "%s/state-%d", tmpdir, s);
+	free(cfg->state_dir);
+	cfg->state_dir = strdup(dir);
+	free(cfg->socket_lb_cgroup);
+	cfg->socket_lb_cgroup = strdup(cgroup);
+	cfg->services_json = json;
+	if (mkdir(dir, 0700) < 0)
+		exit(1);
+	agent_services_free(svcs);
+	t0 = now_us();
+	r = agent_services_new(cfg, &agent_ops_kernel, NULL, dp, &svcs);
+	*ret_all = (now_us() - t0) / 1000;
+	if (r < 0) {
+		fprintf(stderr, "bench/services: %d services: %s\n", s, flowsdn_strerror(r));
+		exit(1);
+	}
+	service_body(s, false, body, sizeof(body));
+	snprintf(id, sizeof(id), "fs-%032x", s + 1);
+	g = json_writer_new(0);
+	t0 = now_us();
+	r = agent_services_put(svcs, id, body, strlen(body), g, NULL);
+	*ret_one = (now_us() - t0) / 1000;
+	json_writer_free(g);
+	if (r < 0) {
+		fprintf(stderr, "bench/services: PUT %s: %s\n", id, flowsdn_strerror(r));
+		exit(1);
+	}
+	agent_config_free(cfg);
+}
+
+static double load_file(enum variant v, int s)
+{
+	char path[128], cmd[256];
+	FILE *f;
+	double t0;
+
+	snprintf(path, sizeof(path), "%s/rules-%s", tmpdir, vnames[v]);
+	f = fopen(path, "we");
+	if (!f)
+		exit(1);
+	if (v == V_IPT) {
+		fprintf(f, "*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n"
+			   ":POSTROUTING ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n");
+		for (int i = 0; i < s; i++)
+			fprintf(f, ":KUBE-SVC-%d - [0:0]\n:KUBE-SEP-%d - [0:0]\n", i, i);
+		fprintf(f, "-A OUTPUT -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n");
+		for (int i = 0; i < s; i++) {
+			char a[32];
+
+			svc_addr(i, a, sizeof(a), 97);
+			fprintf(f, "-A KUBE-SERVICES -d %s/32 -p tcp -m comment --comment \"svc %d\" -m tcp --dport 80 "
+				   "-j KUBE-SVC-%d\n", a, i, i);
+			fprintf(f, "-A KUBE-SVC-%d -m comment --comment \"svc %d\" -j KUBE-SEP-%d\n", i, i, i);
+			fprintf(f, "-A KUBE-SEP-%d -p tcp -m tcp -j DNAT --to-destination " BACKEND ":%d\n", i,
+				BACKEND_PORT);
+		}
+		fprintf(f, "COMMIT\n");
+	} else {
+		fprintf(f, "flush ruleset\ntable ip svc {\n map vips {\n  type ipv4_addr . inet_service : "
+			   "ipv4_addr . inet_service\n");
+		if (s) {
+			fprintf(f, "  elements = {");
+			for (int i = 0; i < s; i++) {
+				char a[32];
+
+				svc_addr(i, a, sizeof(a), 98 + 1);
+				fprintf(f, "%s %s . 80 : " BACKEND " . %d", i ? "," : "", a, BACKEND_PORT);
+			}
+			fprintf(f, " }\n");
+		}
+		fprintf(f, " }\n chain out {\n  type nat hook output priority -100;\n"
+			   "  dnat ip addr . port to ip daddr . tcp dport map @vips\n }\n}\n");
+	}
+	fclose(f);
+	if (enter(&nss[v]) < 0)
+		exit(1);
+	snprintf(cmd, sizeof(cmd), v == V_IPT ? "iptables-legacy-restore < %s" : "nft -f %s", path);
+	t0 = now_us();
+	if (run(cmd) != 0)
+		exit(1);
+	return (now_us() - t0) / 1000;
+}
+
+struct result {
+	double rate, p50, p99;
+};
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static double median(const double *v, int n)
+{
+	double s[MAX_ROUNDS];
+
+	memcpy(s, v, (size_t)n * sizeof(*v));
+	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* @connects sequential connections to @ip:@port from netns @v (socklb:
+ * from the bench cgroup), @rr: with a 64 B request and a 128 B reply. */
+static struct result measure(enum variant v, const char *ip, bool rr)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(v == V_DIRECT ? BACKEND_PORT : 80) };
+	double *lat = calloc((size_t)connects, sizeof(double)), t0, t;
+	struct result res = { 0 };
+	int p[2];
+	pid_t pid;
+
+	inet_pton(AF_INET, ip, &sa.sin_addr);
+	if (!lat || pipe2(p, O_CLOEXEC) < 0)
+		exit(1);
+	if (v == V_IPT || v == V_NFT) {
+		char cmd[160];
+
+		snprintf(cmd, sizeof(cmd), "nsenter --net=%s conntrack -F >/dev/null 2>&1", nss[v].path);
+		if (system(cmd) != 0) {
+			/* An empty table is fine. */
+		}
+	}
+	pid = fork();
+	if (pid == 0) {
+		char buf[128] = { 0 };
+
+		pin();
+		if (enter(&nss[v == V_SOCKLB ? V_DIRECT : v]) < 0)
+			_exit(1);
+		if (v == V_SOCKLB) {
+			char path[600];
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+			fd = open(path, O_WRONLY | O_CLOEXEC);
+			if (fd < 0 || write(fd, "0", 1) != 1)
+				_exit(1);
+			close(fd);
+		}
+		t0 = now_us();
+		for (int i = 0; i < connects; i++) {
+			int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			double c0 = now_us();
+
+			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+				_exit(3);
+			lat[i] = now_us() - c0;
+			if (rr) {
+				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+				if (write(fd, buf, 64) != 64)
+					_exit(4);
+				for (ssize_t got = 0, n; got < 128; got += n)
+					if ((n = read(fd, buf, sizeof(buf))) <= 0)
+						_exit(5);
+			}
+			close(fd);
+		}
+		t = now_us() - t0;
+		qsort(lat, (size_t)connects, sizeof(double), cmp_double);
+		res.rate = connects / (t / 1e6);
+		res.p50 = lat[connects / 2];
+		res.p99 = lat[connects * 99 / 100];
+		_exit(write(p[1], &res, sizeof(res)) == (ssize_t)sizeof(res) ? 0 : 6);
+	}
+	close(p[1]);
+	if (read(p[0], &res, sizeof(res)) != (ssize_t)sizeof(res)) {
+		fprintf(stderr, "bench/services: %s client failed\n", vnames[v]);
+		exit(1);
+	}
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	free(lat);
+	return res;
+}
+
+static void loadavg(char *buf, size_t size)
+{
+	FILE *f = fopen("/proc/loadavg", "re");
+
+	buf[0] = '\0';
+	if (f) {
+		if (!fgets(buf, (int)size, f))
+			buf[0] = '\0';
+		fclose(f);
+		buf[strcspn(buf, " \n") ? strcspn(buf, "\n") : 0] = '\0';
+	}
+}
+
+static int cgroup_make(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], mnt[4096] = "";
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+
+		if (sep && !strncmp(sep, " - cgroup2 ", 11) && sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1)
+			break;
+		mnt[0] = '\0';
+	}
+	fclose(f);
+	if (!mnt[0])
+		return -ENOENT;
+	snprintf(cgroup, sizeof(cgroup), "%s/flowsdn-bench-services-%d", mnt, (int)getpid());
+	return mkdir(cgroup, 0755) < 0 ? -errno : 0;
+}
+
+int main(int argc, char **argv)
+{
+	char pins[96], la[128];
+	int opt, r;
+
+	while ((opt = getopt(argc, argv, "n:r:c:h")) != -1) {
+		switch (opt) {
+		case 'n':
+			connects = atoi(optarg);
+			break;
+		case 'r':
+			rounds = atoi(optarg);
+			break;
+		case 'c':
+			cpu = atoi(optarg);
+			break;
+		default:
+			fprintf(stderr, "usage: %s [-n CONNECTS] [-r ROUNDS (1..%d)] [-c CPU]\n", argv[0], MAX_ROUNDS);
+			return 2;
+		}
+	}
+	if (connects < 100 || connects > 1000000 || rounds < 1 || rounds > MAX_ROUNDS) {
+		fprintf(stderr, "bench/services: -n 100..1000000, -r 1..%d\n", MAX_ROUNDS);
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "bench/services: needs root (namespaces, BPF, cgroups)\n");
+		return 77;
+	}
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		perror("bench/services: private mount namespace");
+		return 1;
+	}
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bench-services-XXXXXX");
+	if (!mkdtemp(tmpdir) || mount("tmpfs", tmpdir, "tmpfs", 0, "mode=0700") < 0) {
+		perror("bench/services: tmpdir");
+		return 1;
+	}
+	for (int v = 0; v < V_COUNT; v++)
+		if (v != V_SOCKLB && ns_make(&nss[v]) < 0)
+			return 1;
+	r = cgroup_make();
+	if (r < 0) {
+		fprintf(stderr, "bench/services: no cgroup v2 to make the bench cgroup in: %s\n", strerror(-r));
+		return 1;
+	}
+	/* The socket LB variant: its own netns (the direct one's, so that
+	 * both see the same stack), bpffs and cgroup. */
+	if (enter(&nss[V_DIRECT]) < 0)
+		return 1;
+	snprintf(pins, sizeof(pins), "%s/bpf", tmpdir);
+	{
+		FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pins);
+		r = flowsdn_datapath_open(&o, &dp);
+	}
+	if (r < 0) {
+		fprintf(stderr, "bench/services: datapath: %s\n", flowsdn_strerror(r));
+		return 1;
+	}
+	loadavg(la, sizeof(la));
+	printf("bench/services: %d connections per run, %d rounds, client and server on CPU %d, load average %s\n",
+	       connects, rounds, cpu, la);
+	printf("not measured: tc path not on this branch\n");
+	for (size_t li = 0; li < sizeof(levels) / sizeof(levels[0]); li++) {
+		int s = levels[li], target = s - 1, rnd = s > 1 ? (int)((unsigned)rand() % (unsigned)s) : 0;
+		double t_sock, t_ipt, t_nft, t_one;
+		/* rates[mode][variant slot][round]; slots: direct, socklb, ipt last, ipt random, nft */
+		double rate[2][5][MAX_ROUNDS], p50[2][5][MAX_ROUNDS], p99[2][5][MAX_ROUNDS];
+		char a_sock[32], a_ipt[32], a_ipt_r[32], a_nft[32];
+
+		load_socklb(s, &t_sock, &t_one);
+		t_ipt = load_file(V_IPT, s);
+		t_nft = load_file(V_NFT, s);
+		svc_addr(target, a_sock, sizeof(a_sock), 96);
+		svc_addr(target, a_ipt, sizeof(a_ipt), 97);
+		svc_addr(rnd, a_ipt_r, sizeof(a_ipt_r), 97);
+		svc_addr(target, a_nft, sizeof(a_nft), 99);
+		for (int k = 0; k < rounds; k++) {
+			for (int mode = 0; mode < 2; mode++) {
+				for (int j = 0; j < 5; j++) {
+					/* Alternate the order: forwards on even rounds, backwards on odd. */
+					int slot = k % 2 ? 4 - j : j;
+					struct result res;
+
+					switch (slot) {
+					case 0:
+						res = measure(V_DIRECT, BACKEND, mode);
+						break;
+					case 1:
+						res = measure(V_SOCKLB, a_sock, mode);
+						break;
+					case 2:
+						res = measure(V_IPT, a_ipt, mode);
+						break;
+					case 3:
+						res = measure(V_IPT, a_ipt_r, mode);
+						break;
+					default:
+						res = measure(V_NFT, a_nft, mode);
+						break;
+					}
+					rate[mode][slot][k] = res.rate;
+					p50[mode][slot][k] = res.p50;
+					p99[mode][slot][k] = res.p99;
+				}
+			}
+		}
+		for (int mode = 0; mode < 2; mode++) {
+			static const char *const slots[] = { "direct", "socklb", "iptables(last)", "iptables(random)",
+							     "nft" };
+			double direct = median(rate[mode][0], rounds);
+
+			for (int j = 0; j < 5; j++)
+				printf("%-8s S=%-5d %-16s %9.0f/s  connect p50 %6.1f us p99 %7.1f us  ratio %.2fx direct\n",
+				       mode ? "req/resp" : "connect", s, slots[j], median(rate[mode][j], rounds),
+				       median(p50[mode][j], rounds), median(p99[mode][j], rounds),
+				       median(rate[mode][j], rounds) / direct);
+		}
+		printf("load    S=%-5d socklb (agent start with S services) %8.1f ms, one more PUT %.2f ms; "
+		       "iptables-restore %8.1f ms; nft -f %8.1f ms\n",
+		       s, t_sock, t_one, t_ipt, t_nft);
+	}
+	loadavg(la, sizeof(la));
+	printf("load average at the end %s\n", la);
+	agent_services_free(svcs);
+	flowsdn_datapath_socklb_detach(dp);
+	flowsdn_datapath_free(dp);
+	for (int v = 0; v < V_COUNT; v++) {
+		if (nss[v].server > 0)
+			kill(nss[v].server, SIGKILL);
+		if (nss[v].holder > 0)
+			kill(nss[v].holder, SIGKILL);
+	}
+	while (wait(NULL) > 0)
+		;
+	for (int i = 0; i < 50 && rmdir(cgroup) < 0 && errno == EBUSY; i++)
+		usleep(20000);
+	umount2(tmpdir, MNT_DETACH);
+	rmdir(tmpdir);
+	return 0;
+}

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * flowsdn_netlink_sock_destroy() (<flowsdn/netlink.h>): sockets of the
+ * calling thread's network namespace connected to a peer are found with a
+ * sock_diag dump (NETLINK_SOCK_DIAG, inet_diag_req_v2) and destroyed one
+ * by one with SOCK_DESTROY (CONFIG_INET_DIAG_DESTROY), so that their
+ * owners get ECONNABORTED and reconnect.  libnl has no sock_diag module
+ * in the libraries we link, so this speaks the protocol directly.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <flowsdn/netlink.h>
+
+#include "internal.h"
+
+#define MAX_VICTIMS 65536
+
+struct victims {
+	struct inet_diag_sockid *ids;
+	uint8_t *families;
+	size_t n, cap;
+};
+
+static int nl_send(int fd, uint16_t type, uint16_t flags, uint8_t family, uint8_t protocol,
+		   const struct inet_diag_sockid *id, uint32_t seq)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 req;
+	} msg;
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+
+	memset(&msg, 0, sizeof(msg));
+	msg.nh.nlmsg_len = sizeof(msg);
+	msg.nh.nlmsg_type = type;
+	msg.nh.nlmsg_flags = NLM_F_REQUEST | flags;
+	msg.nh.nlmsg_seq = seq;
+	msg.req.sdiag_family = family;
+	msg.req.sdiag_protocol = protocol;
+	msg.req.idiag_states = ~0u;
+	if (id)
+		msg.req.id = *id;
+	else
+		msg.req.id.idiag_cookie[0] = msg.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	if (sendto(fd, &msg, sizeof(msg), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Whether the peer of @id (socket family @family) is @peer:@port; an
+ * AF_INET6 socket matches an IPv4 peer through its IPv4-mapped form. */
+static bool peer_is(const struct inet_diag_sockid *id, uint8_t family, const struct flowsdn_addr *peer, uint16_t port)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const uint8_t *dst = (const uint8_t *)id->idiag_dst;
+
+	if (ntohs(id->idiag_dport) != port)
+		return false;
+	if (family == AF_INET)
+		return peer->family == FLOWSDN_AF_INET && !memcmp(dst, peer->bytes, 4);
+	if (peer->family == FLOWSDN_AF_INET6)
+		return !memcmp(dst, peer->bytes, 16);
+	return !memcmp(dst, mapped, 12) && !memcmp(dst + 12, peer->bytes, 4);
+}
+
+static int victims_add(struct victims *v, const struct inet_diag_sockid *id, uint8_t family)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 16;
+		struct inet_diag_sockid *ids;
+		uint8_t *fams;
+
+		if (cap > MAX_VICTIMS)
+			return -E2BIG;
+		ids = realloc(v->ids, cap * sizeof(*ids));
+		if (!ids)
+			return -ENOMEM;
+		v->ids = ids;
+		fams = realloc(v->families, cap);
+		if (!fams)
+			return -ENOMEM;
+		v->families = fams;
+		v->cap = cap;
+	}
+	v->ids[v->n] = *id;
+	v->families[v->n++] = family;
+	return 0;
+}
+
+/* Reads the answers to request @seq: the dump (@v non-NULL collects the
+ * matches) or the ack of a destroy (its error, 0). */
+static int nl_recv(int fd, uint32_t seq, uint8_t family, const struct flowsdn_addr *peer, uint16_t port,
+		   struct victims *v)
+{
+	_cleanup_free_ char *buf = malloc(32768);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = recv(fd, buf, 32768, 0);
+		struct nlmsghdr *nh;
+		size_t len;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		len = (size_t)n;
+		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
+			if (nh->nlmsg_seq != seq)
+				continue;
+			if (nh->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (nh->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(nh);
+
+				if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+					return -EBADMSG;
+				return e->error;
+			}
+			if (v && nh->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+			    nh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
+				const struct inet_diag_msg *m = NLMSG_DATA(nh);
+				int r;
+
+				if (peer_is(&m->id, family, peer, port)) {
+					r = victims_add(v, &m->id, family);
+					if (r < 0)
+						return r;
+				}
+			}
+		}
+	}
+}
+
+FLOWSDN_API int flowsdn_netlink_sock_destroy(const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
+					     size_t *ret_count)
+{
+	static const uint8_t families[] = { AF_INET, AF_INET6 };
+	struct victims v = { 0 };
+	size_t destroyed = 0;
+	uint32_t seq = 1;
+	int fd, r = 0;
+
+	if (!peer || (peer->family != FLOWSDN_AF_INET && peer->family != FLOWSDN_AF_INET6) || !port ||
+	    (protocol != IPPROTO_TCP && protocol != IPPROTO_UDP))
+		return -EINVAL;
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -FLOWSDN_E_NL_SOCKET;
+	for (size_t f = 0; f < ARRAY_SIZE(families) && r == 0; f++) {
+		/* IPv6 peers are only on AF_INET6 sockets. */
+		if (families[f] == AF_INET && peer->family == FLOWSDN_AF_INET6)
+			continue;
+		r = nl_send(fd, SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, families[f], protocol, NULL, ++seq);
+		if (r == 0)
+			r = nl_recv(fd, seq, families[f], peer, port, &v);
+		/* A kernel without IPv6 has no AF_INET6 sockets. */
+		if (r == -ENOENT || (r == -EAFNOSUPPORT && families[f] == AF_INET6))
+			r = 0;
+	}
+	for (size_t i = 0; i < v.n && r == 0; i++) {
+		int d;
+
+		r = nl_send(fd, SOCK_DESTROY, NLM_F_ACK, v.families[i], protocol, &v.ids[i], ++seq);
+		if (r < 0)
+			break;
+		d = nl_recv(fd, seq, v.families[i], peer, port, NULL);
+		if (d == 0)
+			destroyed++;
+		else if (d == -EOPNOTSUPP)
+			r = d; /* no CONFIG_INET_DIAG_DESTROY */
+		else if (d != -ENOENT)
+			pr_warn("sock_diag: destroying a socket to port %u: %s", port, strerror(-d));
+	}
+	close(fd);
+	free(v.ids);
+	free(v.families);
+	if (r < 0)
+		return r;
+	if (ret_count)
+		*ret_count = destroyed;
+	return 0;
+}

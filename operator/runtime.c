@@ -1,0 +1,1453 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The single-node runtime: replicas, the reconcile loop, adoption
+ * (runtime.h).  runsc and flowsdn-cni are executed (runtime-exec.c); the
+ * bundle is written by runtime-bundle.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+#include <flash/image.h>
+
+#include "admission.h"
+#include "agent-client.h"
+#include "json.h"
+#include "runtime-internal.h"
+#include "runtime.h"
+#include "util.h"
+
+#define RID_MAX 96
+#define BACKOFF_FIRST_MS 1000
+#define BACKOFF_MAX_MS 60000
+#define TRANSIENT_ATTEMPTS 5
+#define PROBE_MS 200
+#define LAST_LINES_BYTES 1024
+
+enum replica_state { R_STARTING, R_READY, R_DEAD };
+
+struct replica {
+	char id[RID_MAX];
+	char svc[OP_SERVICE_ID_STRLEN];
+	uint64_t gen;
+	unsigned int idx, restarts;
+	char address[48];
+	uint16_t probe_port;
+	int probe_proto; /* 0: no port, else IPPROTO_TCP / IPPROTO_UDP */
+	unsigned int udp_quiet;
+	enum replica_state state;
+	bool ever_ready;
+	int pidfd;
+	pid_t pid;
+	struct replica *next;
+};
+
+/* What the loop remembers of a service between passes. */
+struct svc_state {
+	char id[OP_SERVICE_ID_STRLEN];
+	uint64_t failed_gen;      /* a terminal failure of this generation */
+	uint64_t transient_gen;
+	unsigned int transient_failures;
+	char message[2048];
+	unsigned int restarts[OP_STATUS_REPLICAS_SHOWN * 4]; /* per index */
+	int64_t not_before_ms[OP_STATUS_REPLICAS_SHOWN * 4];
+	unsigned int backoff_ms[OP_STATUS_REPLICAS_SHOWN * 4];
+	bool seen;
+	bool observed;            /* the meter was told observed_ready */
+	uint32_t observed_ready;
+	struct op_service_status status;
+	struct svc_state *next;
+};
+#define IDX_MAX (OP_STATUS_REPLICAS_SHOWN * 4)
+
+struct op_runtime {
+	char *dir, *runsc, *cni_bin, *cni_plugin, *cni_conf, *agent_socket, *cgroup_parent, *dns, *host_resolv;
+	char *runsc_root, *content_store;
+	struct op_image_settings registry;
+	unsigned int interval_ms;
+	size_t log_max;
+	int (*services)(void *ctx, struct op_service ***ret, size_t *ret_n);
+	int (*observe)(void *ctx, const struct op_service *s, const struct flash_spec *spec, uint32_t ready);
+	int (*suspended)(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
+			 size_t msg_size);
+	void *services_ctx;
+
+	struct replica *replicas;   /* the loop thread's only */
+	struct svc_state *svcs;     /* status guarded by lock */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stopping, kicked;
+	pthread_t thread;
+	bool thread_started;
+	uint64_t seq;              /* replica id suffix */
+	unsigned int teardowns;    /* in flight, under lock */
+	pthread_cond_t idle;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	char *p = NULL;
+
+	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+}
+
+/* ---------------------------------------------------------------- runsc */
+
+/* runsc --root R --platform=ptrace --network=sandbox VERB ARGS... */
+static int runsc(struct op_runtime *rt, const char *const *args, int out_fd, int err_fd, bool private_net,
+		 unsigned int timeout_ms, char **ret_out, char *err, size_t err_size)
+{
+	const char *argv[16] = { rt->runsc, "--root", rt->runsc_root, "--platform=ptrace", "--network=sandbox" };
+	struct op_exec e = { .argv = argv, .stdout_fd = out_fd, .stderr_fd = err_fd,
+			     .private_proc_sys_net = private_net, .timeout_ms = timeout_ms };
+	char *out = NULL, *errs = NULL, how[64];
+	size_t n = 5;
+	int status = 0, r;
+
+	for (size_t i = 0; args[i] && n < ARRAY_SIZE(argv) - 1; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	r = op_exec_run(&e, &status, &out, &errs);
+	if (r < 0) {
+		snprintf(err, err_size, "runsc %s: %s", args[0], r == -ETIMEDOUT ? "timed out" : strerror(-r));
+		return r;
+	}
+	if (status != 0) {
+		op_exec_status_str(status, how, sizeof(how));
+		errs[strcspn(errs, "\n")] = '\0';
+		snprintf(err, err_size, "runsc %s: %s: %s", args[0], how, errs[0] ? errs : "(no message)");
+		free(out);
+		free(errs);
+		return -EIO;
+	}
+	if (ret_out)
+		*ret_out = out;
+	else
+		free(out);
+	free(errs);
+	return 0;
+}
+
+/* The container's state: 0 with its status ("running", "stopped", ...) and
+ * pid, -ENOENT when runsc does not know it. */
+static int runsc_state(struct op_runtime *rt, const char *id, char *status, size_t status_size, pid_t *ret_pid)
+{
+	struct json_value *root = NULL;
+	char *out = NULL, err[512];
+	int64_t pid = 0;
+	int r = runsc(rt, (const char *const[]){ "state", id, NULL }, -1, -1, false, 10000, &out, err, sizeof(err));
+
+	if (r < 0)
+		return -ENOENT;
+	r = json_parse(out, strlen(out), NULL, &root, NULL);
+	free(out);
+	if (r < 0)
+		return -EBADMSG;
+	snprintf(status, status_size, "%s", json_string_value(json_get(root, "status")) ?: "");
+	if (json_get_int64(json_get(root, "pid"), &pid) < 0)
+		pid = 0;
+	json_free(root);
+	*ret_pid = (pid_t)pid;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- CNI */
+
+/* The network configuration given to the plugin on stdin: the first
+ * plugin of the conflist, with cniVersion, name and the runtimeConfig of
+ * contracts C3 (a gVisor endpoint: per-packet service translation). */
+static int cni_config(struct op_runtime *rt, const char *svc, char **ret)
+{
+	struct json_value *list = NULL;
+	const struct json_value *plugins, *first;
+	struct json_writer *w;
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (rt->cni_conf) {
+		r = util_read_file(rt->cni_conf, 1 << 20, &text, &len);
+		if (r < 0)
+			return r;
+		r = json_parse(text, len, NULL, &list, NULL);
+		free(text);
+		if (r < 0)
+			return -EBADMSG;
+	}
+	plugins = list ? json_get(list, "plugins") : NULL;
+	first = json_is(plugins, JSON_ARRAY) && plugins->u.array.n > 0 ? plugins->u.array.items[0] : NULL;
+	if (list && !json_is(first, JSON_OBJECT)) {
+		json_free(list);
+		return -EBADMSG;
+	}
+	w = json_writer_new(0);
+	if (!w) {
+		json_free(list);
+		return -ENOMEM;
+	}
+	jw_object_open(w);
+	jw_kv_string(w, "cniVersion", list ? json_string_value(json_get(list, "cniVersion")) ?: "1.0.0" : "1.0.0");
+	jw_kv_string(w, "name", list ? json_string_value(json_get(list, "name")) ?: "flowsdn" : "flowsdn");
+	if (first) {
+		for (size_t i = 0; i < first->u.object.n; i++) {
+			const char *k = first->u.object.members[i].key;
+
+			if (strcmp(k, "cniVersion") == 0 || strcmp(k, "name") == 0 || strcmp(k, "runtimeConfig") == 0)
+				continue;
+			jw_key(w, k);
+			jw_value(w, first->u.object.members[i].value);
+		}
+	} else {
+		jw_kv_string(w, "type", "flowsdn-cni");
+		if (rt->agent_socket)
+			jw_kv_string(w, "agentSocket", rt->agent_socket);
+	}
+	jw_key(w, "runtimeConfig");
+	jw_object_open(w);
+	jw_key(w, "flowsdn");
+	jw_object_open(w);
+	jw_kv_string(w, "serviceTranslation", "packet");
+	jw_kv_string(w, "namespace", svc);
+	jw_key(w, "labels");
+	jw_object_open(w);
+	jw_kv_string(w, "flash.heterocloud.io/service", svc);
+	jw_object_close(w);
+	jw_object_close(w);
+	jw_object_close(w);
+	jw_object_close(w);
+	json_free(list);
+	return json_writer_finish(w, ret, NULL);
+}
+
+static int cni_exec(struct op_runtime *rt, const char *cmd, const struct replica *rp, const char *netns,
+		    char *address, size_t address_size, char *err, size_t err_size)
+{
+	char *conf = NULL, *out = NULL, *errs = NULL, *env[8] = { 0 }, how[64];
+	struct json_value *res = NULL;
+	int status = 0, r;
+
+	r = cni_config(rt, rp->svc, &conf);
+	if (r < 0) {
+		snprintf(err, err_size, "CNI configuration %s: %s", rt->cni_conf ? rt->cni_conf : "(built in)",
+			 r == -EBADMSG ? "not a conflist with a plugin" : strerror(-r));
+		return r;
+	}
+	if (asprintf(&env[0], "CNI_COMMAND=%s", cmd) < 0 || asprintf(&env[1], "CNI_CONTAINERID=%s", rp->id) < 0 ||
+	    asprintf(&env[2], "CNI_NETNS=%s", netns ? netns : "") < 0 || asprintf(&env[3], "CNI_IFNAME=eth0") < 0 ||
+	    asprintf(&env[4], "CNI_PATH=%s", rt->cni_bin) < 0 ||
+	    asprintf(&env[5], "CNI_ARGS=K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s", rp->svc, rp->id) < 0 ||
+	    asprintf(&env[6], "PATH=/usr/sbin:/usr/bin:/sbin:/bin") < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	struct op_exec e = { .argv = (const char *const[]){ rt->cni_plugin, NULL }, .envp = (const char *const *)env,
+			     .input = conf, .input_len = strlen(conf), .timeout_ms = 30000 };
+	r = op_exec_run(&e, &status, &out, &errs);
+	if (r < 0) {
+		snprintf(err, err_size, "flowsdn-cni %s: %s", cmd, strerror(-r));
+		goto out;
+	}
+	if (status != 0) {
+		const char *msg = NULL;
+
+		op_exec_status_str(status, how, sizeof(how));
+		if (json_parse(out, strlen(out), NULL, &res, NULL) == 0)
+			msg = json_string_value(json_get(res, "details")) ?: json_string_value(json_get(res, "msg"));
+		snprintf(err, err_size, "flowsdn-cni %s: %s: %s", cmd, how, msg ? msg : out);
+		r = -EIO;
+		goto out;
+	}
+	if (address) {
+		const struct json_value *ips;
+		const char *a;
+
+		if (json_parse(out, strlen(out), NULL, &res, NULL) < 0 || !json_is(ips = json_get(res, "ips"), JSON_ARRAY) ||
+		    ips->u.array.n == 0 || !(a = json_string_value(json_get(ips->u.array.items[0], "address")))) {
+			snprintf(err, err_size, "flowsdn-cni ADD: the result has no address");
+			r = -EBADMSG;
+			goto out;
+		}
+		snprintf(address, address_size, "%.*s", (int)strcspn(a, "/"), a);
+	}
+out:
+	json_free(res);
+	for (size_t i = 0; i < ARRAY_SIZE(env); i++)
+		free(env[i]);
+	free(conf);
+	free(out);
+	free(errs);
+	return r;
+}
+
+/* ---------------------------------------------------------------- replica files */
+
+static char *replica_dir(struct op_runtime *rt, const char *id)
+{
+	char *p = NULL;
+
+	return asprintf(&p, "%s/replicas/%s", rt->dir, id) < 0 ? NULL : p;
+}
+
+static char *log_path(struct op_runtime *rt, const char *svc, unsigned int idx)
+{
+	char *p = NULL;
+
+	return asprintf(&p, "%s/logs/%s/%u.log", rt->dir, svc, idx) < 0 ? NULL : p;
+}
+
+static int save_replica(struct op_runtime *rt, const struct replica *rp)
+{
+	struct json_writer *w = json_writer_new(JSON_WRITE_NEWLINE);
+	char *text = NULL, *dir = replica_dir(rt, rp->id), *path = dir ? path_join(dir, "replica.json") : NULL;
+	size_t len = 0;
+	int r;
+
+	if (!w || !path) {
+		json_writer_free(w);
+		free(dir);
+		free(path);
+		return -ENOMEM;
+	}
+	jw_object_open(w);
+	jw_kv_string(w, "id", rp->id);
+	jw_kv_string(w, "service", rp->svc);
+	jw_kv_uint(w, "generation", rp->gen);
+	jw_kv_uint(w, "index", rp->idx);
+	jw_kv_uint(w, "restarts", rp->restarts);
+	jw_kv_string(w, "address", rp->address);
+	jw_kv_bool(w, "everReady", rp->ever_ready);
+	jw_object_close(w);
+	r = json_writer_finish(w, &text, &len);
+	if (r == 0)
+		r = util_write_file_atomic(path, text, len, 0600);
+	free(text);
+	free(dir);
+	free(path);
+	return r;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* Removes everything a replica left: container, endpoint, netns, rootfs,
+ * bundle.  Slow (runsc delete takes about 1.7 s): the teardown thread's. */
+static void teardown(struct op_runtime *rt, struct replica *rp)
+{
+	char err[512], *dir = replica_dir(rt, rp->id), *p;
+
+	runsc(rt, (const char *const[]){ "kill", rp->id, "KILL", NULL }, -1, -1, false, 10000, NULL, err, sizeof(err));
+	runsc(rt, (const char *const[]){ "delete", "-force", rp->id, NULL }, -1, -1, false, 30000, NULL, err, sizeof(err));
+	if (dir) {
+		p = path_join(dir, "netns");
+		cni_exec(rt, "DEL", rp, p, NULL, 0, err, sizeof(err));
+		if (p)
+			op_netns_remove(p);
+		free(p);
+		p = path_join(dir, "rootfs");
+		if (p)
+			umount2(p, MNT_DETACH);
+		free(p);
+		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	}
+	free(dir);
+}
+
+struct teardown_job {
+	struct op_runtime *rt;
+	struct replica *rp;
+};
+
+static void *teardown_thread(void *arg)
+{
+	struct teardown_job *j = arg;
+
+	struct op_runtime *rt = j->rt;
+
+	teardown(rt, j->rp);
+	if (j->rp->pidfd >= 0)
+		close(j->rp->pidfd);
+	free(j->rp);
+	free(j);
+	pthread_mutex_lock(&rt->lock);
+	if (--rt->teardowns == 0)
+		pthread_cond_broadcast(&rt->idle);
+	pthread_mutex_unlock(&rt->lock);
+	return NULL;
+}
+
+/* Hands @rp to a detached thread (the loop does not wait for runsc
+ * delete); synchronously when no thread can be made. */
+static void retire(struct op_runtime *rt, struct replica *rp)
+{
+	struct teardown_job *j = malloc(sizeof(*j));
+	pthread_attr_t a;
+	pthread_t t;
+
+	if (j) {
+		*j = (struct teardown_job){ rt, rp };
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_mutex_lock(&rt->lock);
+		rt->teardowns++;
+		pthread_mutex_unlock(&rt->lock);
+		if (pthread_create(&t, &a, teardown_thread, j) == 0) {
+			pthread_attr_destroy(&a);
+			return;
+		}
+		pthread_mutex_lock(&rt->lock);
+		rt->teardowns--;
+		pthread_mutex_unlock(&rt->lock);
+		pthread_attr_destroy(&a);
+		free(j);
+	}
+	teardown(rt, rp);
+	if (rp->pidfd >= 0)
+		close(rp->pidfd);
+	free(rp);
+}
+
+/* ---------------------------------------------------------------- image */
+
+/* Resolves and pulls the pinned image into the content store and unpacks
+ * it onto @rootfs (a tmpfs bounded by @limit bytes: image plus writable
+ * root fit the workload's disk limit).  The image's entrypoint and env
+ * are returned for a spec without a command.  *ret_terminal says whether
+ * retrying could help. */
+static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t limit, const char *rootfs,
+			  char ***ret_entry, char ***ret_env, bool *ret_terminal, char *err, size_t err_size)
+{
+	FLASH_OPTS(flash_image_opts, o, .content_store = rt->content_store, .ca_file = rt->registry.ca_file,
+		   .credentials = rt->registry.credentials, .n_credentials = rt->registry.n_credentials, .plain_http = rt->registry.plain_http, .timeout_ms = rt->registry.timeout_ms ? rt->registry.timeout_ms : 120000);
+	struct flash_image_unpack_opts uo = { .sz = sizeof(uo), .max_bytes = limit };
+	struct flash_image *img = NULL;
+	struct flash_diag *diag = NULL;
+	struct json_value *cfg = NULL;
+	char *blob = NULL, *text = NULL, opts[64];
+	size_t len = 0;
+	int r;
+
+	*ret_terminal = false;
+	r = flash_diag_new(&diag);
+	if (r < 0)
+		return r;
+	r = flash_image_resolve(pinned, &o, &img, diag);
+	if (r == 0)
+		r = flash_image_pull(img, diag);
+	if (r < 0) {
+		const struct flash_diag_entry *e = flash_diag_get(diag, 0);
+
+		snprintf(err, err_size, "pulling %s: %s", pinned, e ? e->message : flash_strerror(r));
+		*ret_terminal = !op_image_error_transient(r) && r != -EAGAIN;
+		goto out;
+	}
+	if (mkdir(rootfs, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, err_size, "%s: %s", rootfs, strerror(-r));
+		goto out;
+	}
+	snprintf(opts, sizeof(opts), "size=%" PRIu64 ",mode=0755", limit);
+	if (mount("flash-rootfs", rootfs, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+		r = -errno;
+		snprintf(err, err_size, "mounting the rootfs tmpfs on %s: %s", rootfs, strerror(-r));
+		goto out;
+	}
+	for (size_t i = 0; i < flash_image_layer_count(img); i++) {
+		free(blob);
+		blob = NULL;
+		r = flash_image_blob_path(rt->content_store, flash_image_layer_digest(img, i), &blob);
+		if (r == 0)
+			r = flash_image_layer_unpack(blob, rootfs, &uo, diag);
+		if (r < 0) {
+			const struct flash_diag_entry *e = flash_diag_get(diag, 0);
+
+			snprintf(err, err_size, "unpacking layer %zu of %s: %s", i, pinned, e ? e->message : flash_strerror(r));
+			*ret_terminal = true;
+			goto out;
+		}
+	}
+	/* The image config: Entrypoint + Cmd and Env. */
+	free(blob);
+	blob = NULL;
+	if (flash_image_blob_path(rt->content_store, flash_image_config_digest(img), &blob) == 0 &&
+	    util_read_file(blob, FLASH_IMAGE_CONFIG_MAX, &text, &len) == 0 && json_parse(text, len, NULL, &cfg, NULL) == 0) {
+		const struct json_value *c = json_get(cfg, "config");
+		const char *keys[2][2] = { { "Entrypoint", "Cmd" }, { "Env", NULL } };
+		char ***outs[2] = { ret_entry, ret_env };
+
+		for (int k = 0; k < 2; k++) {
+			size_t n = 0;
+			char **v = calloc(64, sizeof(char *));
+
+			if (!v)
+				break;
+			for (int j = 0; j < 2 && keys[k][j]; j++) {
+				const struct json_value *a = json_get(c, keys[k][j]);
+
+				for (size_t i = 0; json_is(a, JSON_ARRAY) && i < a->u.array.n && n < 63; i++)
+					if (json_string_value(a->u.array.items[i]))
+						v[n++] = strdup(json_string_value(a->u.array.items[i]));
+			}
+			*outs[k] = v;
+		}
+	}
+	r = 0;
+out:
+	json_free(cfg);
+	free(text);
+	free(blob);
+	flash_image_free(img);
+	flash_diag_free(diag);
+	return r;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Is the program @prog in @rootfs (searching the image's PATH for a bare
+ * name)?  A symbolic link counts as present (it resolves in the guest). */
+static bool program_present(const char *rootfs, const char *prog)
+{
+	static const char *const dirs[] = { "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
+	struct stat st;
+	char p[4096];
+
+	if (strchr(prog, '/')) {
+		snprintf(p, sizeof(p), "%s/%s", rootfs, prog);
+		return lstat(p, &st) == 0 && (S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && (st.st_mode & 0111)));
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(p, sizeof(p), "%s%s/%s", rootfs, dirs[i], prog);
+		if (lstat(p, &st) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* ---------------------------------------------------------------- start */
+
+static int pidfd_of(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+#else
+	(void)pid;
+	return -1;
+#endif
+}
+
+/* Starts replica @idx of @s.  0, or a negative code with @err saying why
+ * and *ret_terminal set when the workload itself is at fault. */
+static int start_replica(struct op_runtime *rt, const struct op_service *s, const struct flash_spec *spec,
+			 unsigned int idx, unsigned int restarts, struct replica **ret, bool *ret_terminal, char *err,
+			 size_t err_size)
+{
+	struct replica *rp = calloc(1, sizeof(*rp));
+	char *dir = NULL, *rootfs = NULL, *netns = NULL, *resolv = NULL, *resolv_path = NULL, *config = NULL,
+	     *config_path = NULL, *logp = NULL, **entry = NULL, **ienv = NULL, cg[256], status[32];
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, r;
+	size_t config_len = 0;
+	uint64_t limit = (uint64_t)flash_spec_ephemeral_storage_gib(spec) << 30;
+
+	*ret_terminal = false;
+	if (!rp)
+		return -ENOMEM;
+	rp->pidfd = -1;
+	snprintf(rp->svc, sizeof(rp->svc), "%s", s->id);
+	rp->gen = s->generation;
+	rp->idx = idx;
+	rp->restarts = restarts;
+	/* Unique across restarts of the operator: a failed start's teardown
+	 * may still run while its successor starts. */
+	snprintf(rp->id, sizeof(rp->id), "%s-g%" PRIu64 "-%u-%" PRIx64, s->id, s->generation, idx, rt->seq++);
+	if (flash_spec_port_count(spec) > 0) {
+		rp->probe_port = flash_spec_port_container_port(spec, 0);
+		rp->probe_proto = flash_spec_port_protocol(spec, 0) == FLASH_SPEC_PROTOCOL_UDP ? IPPROTO_UDP : IPPROTO_TCP;
+	}
+	dir = replica_dir(rt, rp->id);
+	rootfs = dir ? path_join(dir, "rootfs") : NULL;
+	netns = dir ? path_join(dir, "netns") : NULL;
+	resolv_path = dir ? path_join(dir, "resolv.conf") : NULL;
+	config_path = dir ? path_join(dir, "config.json") : NULL;
+	logp = log_path(rt, s->id, idx);
+	if (!dir || !rootfs || !netns || !resolv_path || !config_path || !logp) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = util_mkdir_p(dir, 0700);
+	if (r == 0) {
+		char *ld = strdup(logp);
+
+		if (!ld)
+			r = -ENOMEM;
+		else {
+			*strrchr(ld, '/') = '\0';
+			r = util_mkdir_p(ld, 0700);
+			free(ld);
+		}
+	}
+	if (r < 0) {
+		snprintf(err, err_size, "%s: %s", dir, strerror(-r));
+		goto fail;
+	}
+	/* Recorded first: a crash from here on leaves something to remove. */
+	r = save_replica(rt, rp);
+	if (r < 0) {
+		snprintf(err, err_size, "recording the replica: %s", strerror(-r));
+		goto fail;
+	}
+	r = prepare_rootfs(rt, s->image_pinned, limit > s->image_bytes ? limit : s->image_bytes + (64u << 20), rootfs,
+			   &entry, &ienv, ret_terminal, err, err_size);
+	if (r < 0)
+		goto fail;
+	{
+		const char *prog = flash_spec_command_count(spec) ? flash_spec_command(spec, 0) : entry ? entry[0] : NULL;
+
+		if (!prog) {
+			snprintf(err, err_size, "neither the spec nor the image names a command");
+			*ret_terminal = true;
+			r = -ENOENT;
+			goto fail;
+		}
+		if (!program_present(rootfs, prog)) {
+			snprintf(err, err_size, "the image has no executable %s", prog);
+			*ret_terminal = true;
+			r = -ENOENT;
+			goto fail;
+		}
+	}
+	r = op_bundle_resolv_conf(rt->dns, rt->host_resolv, &resolv);
+	if (r == 0)
+		r = util_write_file_atomic(resolv_path, resolv, strlen(resolv), 0644);
+	if (r < 0) {
+		snprintf(err, err_size, "resolv.conf: %s", r == -ENOENT ? "no usable nameserver (set dns)" : strerror(-r));
+		goto fail;
+	}
+	r = op_netns_create(netns);
+	if (r < 0) {
+		snprintf(err, err_size, "network namespace %s: %s", netns, strerror(-r));
+		goto fail;
+	}
+	r = cni_exec(rt, "ADD", rp, netns, rp->address, sizeof(rp->address), err, err_size);
+	if (r < 0)
+		goto fail;
+	snprintf(cg, sizeof(cg), "%s/%s", rt->cgroup_parent, rp->id);
+	struct op_bundle_params bp = {
+		.spec = spec,
+		.entrypoint = (const char *const *)entry,
+		.image_env = (const char *const *)ienv,
+		.hostname = s->name,
+		.netns_path = netns,
+		.cgroups_path = cg,
+		.resolv_conf = resolv_path,
+	};
+	r = op_bundle_config(&bp, &config, &config_len);
+	if (r == 0)
+		r = util_write_file_atomic(config_path, config, config_len, 0600);
+	if (r < 0) {
+		snprintf(err, err_size, "config.json: %s", strerror(-r));
+		goto fail;
+	}
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		r = -errno;
+		snprintf(err, err_size, "pipes: %s", strerror(-r));
+		goto fail;
+	}
+	r = runsc(rt, (const char *const[]){ "create", "--bundle", dir, rp->id, NULL }, out[1], errp[1], false, 60000,
+		  NULL, err, err_size);
+	close(out[1]);
+	close(errp[1]);
+	out[1] = errp[1] = -1;
+	if (r == 0)
+		r = op_log_shim_start(out[0], errp[0], logp, rt->log_max);
+	if (r == 0)
+		r = runsc(rt, (const char *const[]){ "start", rp->id, NULL }, -1, -1, true, 60000, NULL, err, err_size);
+	if (r < 0)
+		goto fail;
+	if (runsc_state(rt, rp->id, status, sizeof(status), &rp->pid) == 0)
+		rp->pidfd = pidfd_of(rp->pid);
+	r = save_replica(rt, rp);
+	if (r < 0) {
+		snprintf(err, err_size, "recording the replica: %s", strerror(-r));
+		goto fail;
+	}
+	rp->state = R_STARTING;
+	*ret = rp;
+	rp = NULL;
+	r = 0;
+	goto out;
+fail:
+	retire(rt, rp);
+	rp = NULL;
+out:
+	for (int *fd = (int[]){ out[0], out[1], errp[0], errp[1] }, k = 0; k < 4; k++)
+		if (fd[k] >= 0)
+			close(fd[k]);
+	strv_free(entry);
+	strv_free(ienv);
+	free(dir);
+	free(rootfs);
+	free(netns);
+	free(resolv);
+	free(resolv_path);
+	free(config);
+	free(config_path);
+	free(logp);
+	free(rp);
+	return r;
+}
+
+/* ---------------------------------------------------------------- probes */
+
+/* Does the replica's first port answer?  TCP: a connect completes.
+ * UDP: an empty datagram gets a reply, or three probes in a row get
+ * neither a reply nor a port-unreachable. */
+static bool probe(struct replica *rp)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(rp->probe_port) };
+	bool udp = rp->probe_proto == IPPROTO_UDP, ok = false;
+	int fd;
+
+	if (!rp->probe_proto)
+		return true;
+	if (inet_pton(AF_INET, rp->address, &sa.sin_addr) != 1)
+		return false;
+	fd = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return false;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS)
+		goto out;
+	if (udp && send(fd, "", 0, 0) < 0)
+		goto out;
+	struct pollfd p = { .fd = fd, .events = udp ? POLLIN : POLLOUT };
+	int n = poll(&p, 1, PROBE_MS);
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	char b[16];
+
+	if (n > 0) {
+		if (udp)
+			ok = recv(fd, b, sizeof(b), 0) >= 0;
+		else
+			ok = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0;
+		rp->udp_quiet = 0;
+	} else if (n == 0 && udp) {
+		ok = ++rp->udp_quiet >= 3;
+	}
+out:
+	close(fd);
+	return ok;
+}
+
+/* Has the replica's sandbox exited? */
+static bool exited(struct replica *rp)
+{
+	if (rp->pidfd >= 0) {
+		struct pollfd p = { .fd = rp->pidfd, .events = POLLIN };
+
+		return poll(&p, 1, 0) > 0;
+	}
+	return rp->pid <= 0 || (kill(rp->pid, 0) < 0 && errno == ESRCH);
+}
+
+/* ---------------------------------------------------------------- logs */
+
+/* The last @max bytes of @path (whole lines). */
+static char *tail_of(const char *path, size_t max)
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	if (util_read_file(path, 16u << 20, &text, &len) < 0 || len == 0) {
+		free(text);
+		return NULL;
+	}
+	if (len > max) {
+		char *start = text + len - max, *nl = strchr(start, '\n');
+
+		if (nl)
+			start = nl + 1;
+		memmove(text, start, strlen(start) + 1);
+	}
+	return text;
+}
+
+/* "oom_kill N" of the replica's memory cgroup (cgroup v1), or its
+ * cgroup2 memory.events: true when the kernel killed it for memory. */
+static bool oom_killed(struct op_runtime *rt, const struct replica *rp)
+{
+	static const char *const files[] = { "/sys/fs/cgroup/memory", "memory.oom_control", "/sys/fs/cgroup", "memory.events" };
+	bool oom = false;
+
+	for (size_t i = 0; i < ARRAY_SIZE(files) && !oom; i += 2) {
+		char path[512], *text = NULL, *k;
+
+		snprintf(path, sizeof(path), "%s%s/%s/%s", files[i], rt->cgroup_parent, rp->id, files[i + 1]);
+		if (util_read_file(path, 1 << 16, &text, NULL) == 0 && (k = strstr(text, "oom_kill ")))
+			oom = strtoul(k + 9, NULL, 10) > 0;
+		free(text);
+	}
+	return oom;
+}
+
+int op_runtime_logs(struct op_runtime *rt, const char *id, int index, int64_t since, size_t max_bytes, char **ret,
+		    size_t *ret_len)
+{
+	char *dirp = NULL, *out = NULL;
+	size_t len = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (!rt || !id || !names_service_id_valid(id) || !ret)
+		return -EINVAL;
+	if (asprintf(&dirp, "%s/logs/%s", rt->dir, id) < 0)
+		return -ENOMEM;
+	d = opendir(dirp);
+	if (!d) {
+		free(dirp);
+		return -ENOENT;
+	}
+	out = strdup("");
+	while (out && (de = readdir(d))) {
+		unsigned int idx;
+
+		char *end = NULL;
+		unsigned long v = strtoul(de->d_name, &end, 10);
+
+		if (end == de->d_name || strcmp(end, ".log") != 0 || v >= IDX_MAX)
+			continue;
+		idx = (unsigned int)v;
+		if (index >= 0 && (unsigned int)index != idx)
+			continue;
+		for (int gen = 1; gen >= 0; gen--) {
+			char path[4096], *text = NULL;
+			size_t tl = 0;
+
+			snprintf(path, sizeof(path), "%s/%s%s", dirp, de->d_name, gen ? ".1" : "");
+			if (util_read_file(path, 16u << 20, &text, &tl) < 0)
+				continue;
+			for (char *line = text, *next; line && *line; line = next) {
+				next = strchr(line, '\n');
+				if (next)
+					*next++ = '\0';
+				if (since > 0) {
+					char when[OP_LOG_TIME_STRLEN];
+					/* Lines start with the fixed-width time: compare text. */
+					op_log_time(since, when);
+					if (strncmp(line, when, OP_LOG_TIME_STRLEN - 1) < 0)
+						continue;
+				}
+				char *grown = realloc(out, len + strlen(line) + 16);
+
+				if (!grown) {
+					free(out);
+					out = NULL;
+					break;
+				}
+				out = grown;
+				len += (size_t)sprintf(out + len, "%u %s\n", idx, line);
+			}
+			free(text);
+		}
+	}
+	closedir(d);
+	free(dirp);
+	if (!out)
+		return -ENOMEM;
+	if (max_bytes && len > max_bytes) {
+		char *start = out + len - max_bytes, *nl = strchr(start, '\n');
+
+		start = nl ? nl + 1 : start;
+		len = strlen(start);
+		memmove(out, start, len + 1);
+	}
+	*ret = out;
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- status */
+
+static struct svc_state *svc_state_get(struct op_runtime *rt, const char *id)
+{
+	struct svc_state *s;
+
+	for (s = rt->svcs; s; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	snprintf(s->id, sizeof(s->id), "%s", id);
+	pthread_mutex_lock(&rt->lock);
+	s->next = rt->svcs;
+	rt->svcs = s;
+	pthread_mutex_unlock(&rt->lock);
+	return s;
+}
+
+int op_runtime_status(struct op_runtime *rt, const char *id, struct op_service_status *ret)
+{
+	int r = -ENOENT;
+
+	if (!rt || !id || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&rt->lock);
+	for (struct svc_state *s = rt->svcs; s; s = s->next)
+		if (strcmp(s->id, id) == 0 && s->status.phase[0]) {
+			*ret = s->status;
+			r = 0;
+		}
+	pthread_mutex_unlock(&rt->lock);
+	return r;
+}
+
+static void fail_service(struct op_runtime *rt, struct svc_state *ss, const struct replica *rp, uint64_t gen,
+			 const char *reason)
+{
+	char *logp = rp ? log_path(rt, rp->svc, rp->idx) : NULL, *last = logp ? tail_of(logp, LAST_LINES_BYTES) : NULL;
+
+	ss->failed_gen = gen;
+	snprintf(ss->message, sizeof(ss->message), "%s%s%s", reason, last ? "; last log lines:\n" : "", last ? last : "");
+	free(last);
+	free(logp);
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
+{
+	struct svc_state *ss = svc_state_get(rt, s->id);
+	struct flash_spec *spec = NULL;
+	struct op_service_status st = { 0 };
+	unsigned int want, ready = 0, restarts = 0;
+	bool have[IDX_MAX] = { false }, all_ready, suspended;
+	char suspend_msg[512] = "";
+	int64_t now = mono_ms();
+	char err[1024];
+
+	if (!ss)
+		return;
+	ss->seen = true;
+	if (flash_spec_parse(s->spec, strlen(s->spec), NULL, &spec, NULL) < 0) {
+		fail_service(rt, ss, NULL, s->generation, "the stored spec no longer parses");
+		goto publish;
+	}
+	want = flash_spec_replicas(spec);
+	if (want > IDX_MAX)
+		want = IDX_MAX;
+	suspended = rt->suspended &&
+		    rt->suspended(rt->services_ctx, s, spec, suspend_msg, sizeof(suspend_msg)) == -EDQUOT;
+	if (suspended)
+		want = 0; /* stopped until the limit lifts (Monday 00:00 UTC) */
+	if (ss->failed_gen && ss->failed_gen != s->generation)
+		ss->failed_gen = 0, ss->message[0] = '\0';
+	if (ss->transient_gen != s->generation)
+		ss->transient_gen = s->generation, ss->transient_failures = 0;
+
+	/* Deaths, probes, scale-down. */
+	for (struct replica **pp = &rt->replicas, *rp; (rp = *pp);) {
+		if (strcmp(rp->svc, s->id) != 0) {
+			pp = &rp->next;
+			continue;
+		}
+		if (exited(rp)) {
+			bool oom = oom_killed(rt, rp);
+			char why[256];
+
+			snprintf(why, sizeof(why), "replica %u exited%s", rp->idx, oom ? ": killed for memory (OOM)" : "");
+			if (!rp->ever_ready && rp->gen == s->generation) {
+				char reason[512];
+
+				snprintf(reason, sizeof(reason), "%s before it was ready", why);
+				fail_service(rt, ss, rp, s->generation, reason);
+			} else if (rp->idx < IDX_MAX) {
+				unsigned int *b = &ss->backoff_ms[rp->idx];
+
+				*b = *b ? (*b * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : *b * 2) : BACKOFF_FIRST_MS;
+				ss->not_before_ms[rp->idx] = now + *b;
+				ss->restarts[rp->idx] = rp->restarts + 1;
+			}
+			*pp = rp->next;
+			retire(rt, rp);
+			continue;
+		}
+		if (rp->gen == s->generation && flash_spec_port_count(spec) > 0 && !rp->probe_port) {
+			rp->probe_port = flash_spec_port_container_port(spec, 0);
+			rp->probe_proto = flash_spec_port_protocol(spec, 0) == FLASH_SPEC_PROTOCOL_UDP ? IPPROTO_UDP : IPPROTO_TCP;
+		}
+		if (rp->gen == s->generation && rp->idx >= want) {
+			*pp = rp->next;
+			retire(rt, rp);
+			continue;
+		}
+		if (rp->state == R_STARTING && probe(rp)) {
+			rp->state = R_READY;
+			if (!rp->ever_ready) {
+				rp->ever_ready = true;
+				save_replica(rt, rp);
+			}
+			if (rp->idx < IDX_MAX)
+				ss->backoff_ms[rp->idx] = 0;
+		}
+		pp = &rp->next;
+	}
+
+	/* Starts: one missing replica per pass, so a pass stays short. */
+	for (struct replica *rp = rt->replicas; rp; rp = rp->next)
+		if (strcmp(rp->svc, s->id) == 0 && rp->gen == s->generation && rp->idx < IDX_MAX)
+			have[rp->idx] = true;
+	for (unsigned int i = 0; i < want && ss->failed_gen != s->generation; i++) {
+		struct replica *nrp = NULL;
+		bool terminal = false;
+
+		if (have[i] || now < ss->not_before_ms[i])
+			continue;
+		int r = start_replica(rt, s, spec, i, ss->restarts[i], &nrp, &terminal, err, sizeof(err));
+		if (r == 0) {
+			nrp->next = rt->replicas;
+			rt->replicas = nrp;
+			have[i] = true;
+		} else if (terminal || ++ss->transient_failures >= TRANSIENT_ATTEMPTS) {
+			char reason[1200];
+
+			snprintf(reason, sizeof(reason), "replica %u cannot start: %s", i, err);
+			fail_service(rt, ss, NULL, s->generation, reason);
+		} else {
+			unsigned int *b = &ss->backoff_ms[i];
+
+			*b = *b ? (*b * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : *b * 2) : BACKOFF_FIRST_MS;
+			ss->not_before_ms[i] = now + *b;
+			snprintf(ss->message, sizeof(ss->message), "replica %u: %s (retrying in %u ms)", i, err, *b);
+		}
+		break;
+	}
+
+	/* Readiness of this generation; the old one retires once it is. */
+	for (struct replica *rp = rt->replicas; rp; rp = rp->next)
+		if (strcmp(rp->svc, s->id) == 0 && rp->gen == s->generation && rp->state == R_READY)
+			ready++;
+	all_ready = ready >= want;
+	if (all_ready) {
+		for (struct replica **pp = &rt->replicas, *rp; (rp = *pp);) {
+			if (strcmp(rp->svc, s->id) == 0 && rp->gen != s->generation) {
+				*pp = rp->next;
+				retire(rt, rp);
+				continue;
+			}
+			pp = &rp->next;
+		}
+	}
+	/* The meter counts ready replicas of the service (any generation:
+	 * during an update both run and both are billed). */
+	{
+		uint32_t billed = 0;
+
+		for (struct replica *rp = rt->replicas; rp; rp = rp->next)
+			if (strcmp(rp->svc, s->id) == 0 && rp->state == R_READY)
+				billed++;
+		if (rt->observe && (!ss->observed || ss->observed_ready != billed) &&
+		    rt->observe(rt->services_ctx, s, spec, billed) >= 0) {
+			ss->observed = true;
+			ss->observed_ready = billed;
+		}
+	}
+	for (unsigned int i = 0; i < IDX_MAX; i++)
+		restarts += ss->restarts[i];
+	st.wanted = want;
+	st.ready_replicas = ready;
+	st.restarts = restarts;
+	st.ready = all_ready && ss->failed_gen != s->generation;
+	snprintf(st.phase, sizeof(st.phase), "%s",
+		 ss->failed_gen == s->generation ? "failed" : suspended ? "suspended" : want == 0 ? "stopped" :
+		 all_ready ? "ready" : "provisioning");
+	if (suspended && ss->failed_gen != s->generation)
+		snprintf(st.message, sizeof(st.message), "%s", suspend_msg);
+	else if (ss->failed_gen == s->generation || !all_ready)
+		snprintf(st.message, sizeof(st.message), "%s", ss->message);
+	else
+		snprintf(st.message, sizeof(st.message), "%u of %u replicas ready", ready, want);
+	for (struct replica *rp = rt->replicas; rp && st.n_replicas < OP_STATUS_REPLICAS_SHOWN; rp = rp->next) {
+		struct op_replica_view *v;
+
+		if (strcmp(rp->svc, s->id) != 0)
+			continue;
+		v = &st.replicas[st.n_replicas++];
+		v->index = rp->idx;
+		v->generation = rp->gen;
+		v->restarts = rp->restarts;
+		snprintf(v->address, sizeof(v->address), "%s", rp->address);
+		snprintf(v->state, sizeof(v->state), "%s",
+			 rp->gen != s->generation ? "retiring" : rp->state == R_READY ? "ready" : "starting");
+	}
+publish:
+	if (!st.phase[0]) {
+		snprintf(st.phase, sizeof(st.phase), "failed");
+		snprintf(st.message, sizeof(st.message), "%s", ss->message);
+	}
+	pthread_mutex_lock(&rt->lock);
+	ss->status = st;
+	pthread_mutex_unlock(&rt->lock);
+	flash_spec_free(spec);
+}
+
+static void reconcile(struct op_runtime *rt)
+{
+	struct op_service **list = NULL;
+	size_t n = 0;
+
+	if (rt->services(rt->services_ctx, &list, &n) < 0)
+		return; /* the store is busy: next pass */
+	for (struct svc_state *s = rt->svcs; s; s = s->next)
+		s->seen = false;
+	for (size_t i = 0; i < n; i++)
+		if (list[i]->image_pinned && list[i]->image_pinned[0])
+			reconcile_service(rt, list[i]);
+	/* Replicas of deleted services go; so does their status and logs. */
+	for (struct replica **pp = &rt->replicas, *rp; (rp = *pp);) {
+		struct svc_state *s;
+
+		for (s = rt->svcs; s && strcmp(s->id, rp->svc) != 0; s = s->next)
+			;
+		if (!s || !s->seen) {
+			*pp = rp->next;
+			retire(rt, rp);
+			continue;
+		}
+		pp = &rp->next;
+	}
+	pthread_mutex_lock(&rt->lock);
+	for (struct svc_state **pp = &rt->svcs, *s; (s = *pp);) {
+		if (!s->seen) {
+			char *d = NULL;
+
+			*pp = s->next;
+			if (asprintf(&d, "%s/logs/%s", rt->dir, s->id) >= 0)
+				nftw(d, rm_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+			free(d);
+			free(s);
+			continue;
+		}
+		pp = &s->next;
+	}
+	pthread_mutex_unlock(&rt->lock);
+	op_service_list_free(list, n);
+}
+
+static void *loop(void *arg)
+{
+	struct op_runtime *rt = arg;
+
+	for (;;) {
+		struct timespec ts;
+
+		pthread_mutex_lock(&rt->lock);
+		if (rt->stopping) {
+			pthread_mutex_unlock(&rt->lock);
+			break;
+		}
+		rt->kicked = false;
+		pthread_mutex_unlock(&rt->lock);
+		reconcile(rt);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += rt->interval_ms / 1000;
+		ts.tv_nsec += (long)(rt->interval_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_mutex_lock(&rt->lock);
+		while (!rt->stopping && !rt->kicked)
+			if (pthread_cond_timedwait(&rt->wake, &rt->lock, &ts) != 0)
+				break;
+		pthread_mutex_unlock(&rt->lock);
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- adoption */
+
+/* Reads every DIR/replicas/ID: a replica runsc still runs is adopted as it is;
+ * anything else is removed. */
+static void adopt(struct op_runtime *rt)
+{
+	char *dirp = path_join(rt->dir, "replicas");
+	DIR *d = dirp ? opendir(dirp) : NULL;
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		struct replica *rp;
+		struct json_value *root = NULL;
+		char path[4096], *text = NULL, status[32] = "";
+		uint64_t v = 0;
+		bool b = false;
+		size_t len = 0;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= RID_MAX)
+			continue;
+		rp = calloc(1, sizeof(*rp));
+		if (!rp)
+			break;
+		rp->pidfd = -1;
+		snprintf(rp->id, sizeof(rp->id), "%s", de->d_name);
+		snprintf(path, sizeof(path), "%s/%s/replica.json", dirp, de->d_name);
+		if (util_read_file(path, 1 << 16, &text, &len) == 0 && json_parse(text, len, NULL, &root, NULL) == 0 &&
+		    json_string_value(json_get(root, "service")) &&
+		    names_service_id_valid(json_string_value(json_get(root, "service")))) {
+			snprintf(rp->svc, sizeof(rp->svc), "%s", json_string_value(json_get(root, "service")));
+			if (json_get_uint64(json_get(root, "generation"), &v) == 0)
+				rp->gen = v;
+			if (json_get_uint64(json_get(root, "index"), &v) == 0 && v < IDX_MAX)
+				rp->idx = (unsigned int)v;
+			if (json_get_uint64(json_get(root, "restarts"), &v) == 0 && v < UINT32_MAX)
+				rp->restarts = (unsigned int)v;
+			snprintf(rp->address, sizeof(rp->address), "%s", json_string_value(json_get(root, "address")) ?: "");
+			if (json_get_bool(json_get(root, "everReady"), &b) == 0)
+				rp->ever_ready = b;
+		}
+		free(text);
+		json_free(root);
+		if (rp->svc[0] && rp->address[0] && runsc_state(rt, rp->id, status, sizeof(status), &rp->pid) == 0 &&
+		    strcmp(status, "running") == 0) {
+			struct svc_state *ss = svc_state_get(rt, rp->svc);
+
+			rp->pidfd = pidfd_of(rp->pid);
+			rp->state = R_STARTING; /* probed again before it counts */
+			if (ss && rp->idx < IDX_MAX)
+				ss->restarts[rp->idx] = rp->restarts;
+			rp->next = rt->replicas;
+			rt->replicas = rp;
+		} else {
+			retire(rt, rp);
+		}
+	}
+	if (d)
+		closedir(d);
+	free(dirp);
+	/* The probe port comes from the spec on the first pass
+	 * (reconcile_service). */
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+static bool executable(const char *path)
+{
+	return path && access(path, X_OK) == 0;
+}
+
+static char *find_in_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char *copy, *save = NULL, *out = NULL;
+
+	if (strchr(name, '/'))
+		return strdup(name);
+	copy = strdup(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !out; dir = strtok_r(NULL, ":", &save)) {
+		char *c = path_join(dir, name);
+
+		if (executable(c))
+			out = c;
+		else
+			free(c);
+	}
+	free(copy);
+	return out;
+}
+
+void op_runtime_kick(struct op_runtime *rt)
+{
+	if (!rt)
+		return;
+	pthread_mutex_lock(&rt->lock);
+	rt->kicked = true;
+	pthread_cond_signal(&rt->wake);
+	pthread_mutex_unlock(&rt->lock);
+}
+
+int op_runtime_start(const struct op_runtime_opts *opts, struct op_runtime **ret, char *err, size_t err_size)
+{
+	struct op_runtime *rt;
+	int r;
+
+	if (!opts || !OPTS_VALID(opts, op_runtime_opts) || !opts->dir || opts->dir[0] != '/' || !opts->cni_bin_dir ||
+	    !opts->services || !ret) {
+		snprintf(err, err_size, "the runtime needs an absolute directory, the CNI bin directory and a service source");
+		return -EINVAL;
+	}
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	pthread_mutex_init(&rt->lock, NULL);
+	pthread_cond_init(&rt->wake, NULL);
+	pthread_cond_init(&rt->idle, NULL);
+	rt->seq = (uint64_t)time(NULL) << 8;
+	rt->dir = strdup(opts->dir);
+	rt->runsc = find_in_path(opts->runsc ? opts->runsc : "runsc");
+	rt->cni_bin = strdup(opts->cni_bin_dir);
+	rt->cni_plugin = path_join(opts->cni_bin_dir, "flowsdn-cni");
+	rt->cni_conf = opts->cni_conf ? strdup(opts->cni_conf) : NULL;
+	rt->agent_socket = opts->agent_socket ? strdup(opts->agent_socket) : NULL;
+	rt->cgroup_parent = strdup(opts->cgroup_parent ? opts->cgroup_parent : "/flash");
+	rt->dns = opts->dns ? strdup(opts->dns) : NULL;
+	rt->host_resolv = opts->host_resolv ? strdup(opts->host_resolv) : NULL;
+	rt->runsc_root = path_join(opts->dir, "runsc");
+	/* The admission's content store when configured (blobs pulled once). */
+	rt->content_store = opts->registry && opts->registry->content_store ? strdup(opts->registry->content_store)
+									  : path_join(opts->dir, "images");
+	if (opts->registry)
+		rt->registry = *opts->registry;
+	rt->interval_ms = opts->interval_ms ? opts->interval_ms : 500;
+	rt->log_max = opts->log_max_bytes ? opts->log_max_bytes : (1u << 20);
+	rt->services = opts->services;
+	rt->services_ctx = opts->services_ctx;
+	rt->observe = opts->observe;
+	rt->suspended = opts->suspended;
+	if (!rt->dir || !rt->cni_bin || !rt->cni_plugin || !rt->cgroup_parent || !rt->runsc_root || !rt->content_store ||
+	    (opts->cni_conf && !rt->cni_conf) || (opts->agent_socket && !rt->agent_socket) || (opts->dns && !rt->dns) ||
+	    (opts->host_resolv && !rt->host_resolv)) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (!executable(rt->runsc)) {
+		snprintf(err, err_size, "%s: runsc not found or not executable", opts->runsc ? opts->runsc : "runsc");
+		r = -ENOENT;
+		goto fail;
+	}
+	if (!executable(rt->cni_plugin)) {
+		snprintf(err, err_size, "%s: not executable (flowsdn-cni install puts it there)", rt->cni_plugin);
+		r = -ENOENT;
+		goto fail;
+	}
+	if (rt->agent_socket) {
+		/* The agent's API is the runtime's peer (contracts C5): it must
+		 * answer before replicas are wired through it. */
+		struct agent_client_opts ao = { .socket = rt->agent_socket, .timeout_ms = 5000 };
+		struct agent_client_err ae = { 0 };
+
+		r = agent_client_health(&ao, &ae);
+		if (r < 0) {
+			snprintf(err, err_size, "flowsdn-agent at %s: %s", rt->agent_socket,
+				 ae.message[0] ? ae.message : "not healthy");
+			goto fail;
+		}
+	}
+	if (rt->cgroup_parent[0] != '/' || strstr(rt->cgroup_parent, "..")) {
+		snprintf(err, err_size, "%s: the cgroup parent must be an absolute path without ..", rt->cgroup_parent);
+		r = -EINVAL;
+		goto fail;
+	}
+	{
+		char *sub[] = { rt->dir, rt->runsc_root, NULL, NULL };
+		char *rep = path_join(rt->dir, "replicas"), *logs = path_join(rt->dir, "logs");
+
+		sub[2] = rep;
+		r = rep && logs ? 0 : -ENOMEM;
+		for (size_t i = 0; r == 0 && sub[i]; i++)
+			r = util_mkdir_p(sub[i], 0700);
+		if (r == 0)
+			r = util_mkdir_p(logs, 0700);
+		if (r < 0)
+			snprintf(err, err_size, "%s: %s", rt->dir, strerror(-r));
+		free(rep);
+		free(logs);
+		if (r < 0)
+			goto fail;
+	}
+	adopt(rt);
+	if (pthread_create(&rt->thread, NULL, loop, rt) != 0) {
+		r = -EAGAIN;
+		snprintf(err, err_size, "cannot start the reconcile thread");
+		goto fail;
+	}
+	rt->thread_started = true;
+	*ret = rt;
+	return 0;
+fail:
+	op_runtime_stop(rt);
+	return r;
+}
+
+void op_runtime_stop(struct op_runtime *rt)
+{
+	if (!rt)
+		return;
+	if (rt->thread_started) {
+		pthread_mutex_lock(&rt->lock);
+		rt->stopping = true;
+		pthread_cond_signal(&rt->wake);
+		pthread_mutex_unlock(&rt->lock);
+		pthread_join(rt->thread, NULL);
+	}
+	pthread_mutex_lock(&rt->lock);
+	while (rt->teardowns > 0)
+		pthread_cond_wait(&rt->idle, &rt->lock);
+	pthread_mutex_unlock(&rt->lock);
+	/* Replicas keep running: the next operator adopts them. */
+	while (rt->replicas) {
+		struct replica *rp = rt->replicas;
+
+		rt->replicas = rp->next;
+		if (rp->pidfd >= 0)
+			close(rp->pidfd);
+		free(rp);
+	}
+	while (rt->svcs) {
+		struct svc_state *s = rt->svcs;
+
+		rt->svcs = s->next;
+		free(s);
+	}
+	free(rt->dir);
+	free(rt->runsc);
+	free(rt->cni_bin);
+	free(rt->cni_plugin);
+	free(rt->cni_conf);
+	free(rt->agent_socket);
+	free(rt->cgroup_parent);
+	free(rt->dns);
+	free(rt->host_resolv);
+	free(rt->runsc_root);
+	free(rt->content_store);
+	pthread_mutex_destroy(&rt->lock);
+	pthread_cond_destroy(&rt->wake);
+	pthread_cond_destroy(&rt->idle);
+	free(rt);
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The uplink program (bpf/node.bpf.c, attached by
+ * flowsdn_datapath_uplink_attach() to a uplink veth of the test's own
+ * namespace) on crafted packets (BPF_PROG_TEST_RUN, root): NodePort and
+ * LoadBalancer traffic from outside DNATed to a backend endpoint of the
+ * node and its replies translated back by the endpoint programs; to
+ * another node's backend SNATed to the node's address and a port of the
+ * SNAT range, and its replies restored; traffic policy Local refusing to
+ * forward off-node; source ranges dropping a denied client; IPv6.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <linux/pkt_cls.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <bpf/bpf.h>
+#include <flowsdn/datapath.h>
+#include <flowsdn/maps.h>
+
+#include "netns-helpers.h"
+
+static char pin_dir[64];
+
+#include "svc-helpers.h"
+
+static struct flowsdn_datapath *dp;
+static struct flowsdn_maps *maps;
+static int prog_up, prog_from;
+
+static const uint8_t mac_b[6] = { 2, 0, 0, 0, 0, 0xb }, host_b[6] = { 2, 0, 0, 0, 1, 0xb };
+static const uint8_t mac_out[6] = { 2, 0, 0, 0, 9, 9 }, mac_up[6] = { 2, 0, 0, 0, 9, 1 };
+
+static void log_cb(enum flowsdn_log_level level, const char *msg, void *u)
+{
+	(void)u;
+	if (level <= FLOWSDN_LOG_WARNING)
+		fprintf(stderr, "flowsdn: %s\n", msg);
+}
+
+static void setup(void)
+{
+	struct flowsdn_addr a4, a6;
+	struct flowsdn_endpoint e = { .id = 2, .identity = 5002, .host_ifindex = 1, .n_addrs = 2 };
+	char path[128];
+	int r, up;
+
+	node_enter();
+	flowsdn_set_log(log_cb, FLOWSDN_LOG_WARNING, NULL);
+	cr_assert(system("ip link add up0 type veth peer name up1 && ip link set up0 up && ip link set up1 up") == 0, "uplink veth");
+	up = (int)if_nametoindex("up0");
+	cr_assert(up > 0);
+	snprintf(pin_dir, sizeof(pin_dir), "/tmp/flowsdn-uplinktest-XXXXXX");
+	cr_assert(mkdtemp(pin_dir));
+	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir);
+	r = flowsdn_datapath_open(&o, &dp);
+	cr_assert(r == 0, "load: %s", flowsdn_strerror(r));
+	maps = flowsdn_datapath_maps(dp);
+	ASSERT_OK(flowsdn_addr_parse("192.0.2.1", 9, &a4), "node address");
+	ASSERT_OK(flowsdn_addr_parse("2001:db8:1::1", 13, &a6), "node address 6");
+	FLOWSDN_OPTS(flowsdn_uplink_opts, uo, .addr4 = &a4, .addr6 = &a6, .snat_port_min = 62000,
+		     .snat_port_max = 62009);
+	r = flowsdn_datapath_uplink_attach(dp, up, &uo);
+	cr_assert(r == 0, "uplink attach: %s", flowsdn_strerror(r));
+	snprintf(path, sizeof(path), "%s/prog_from_uplink_%d", pin_dir, up);
+	prog_up = bpf_obj_get(path);
+	snprintf(path, sizeof(path), "%s/prog_from_container", pin_dir);
+	prog_from = bpf_obj_get(path);
+	cr_assert(prog_up >= 0 && prog_from >= 0, "pinned programs");
+	/* B: a backend endpoint of this node (its host veth: lo for test runs). */
+	memcpy(e.mac, mac_b, 6);
+	memcpy(e.host_mac, host_b, 6);
+	ASSERT_OK(flowsdn_addr_parse("10.0.0.2", 8, &e.addrs[0]), "b");
+	ASSERT_OK(flowsdn_addr_parse("fd00::2", 7, &e.addrs[1]), "b6");
+	ASSERT_OK(flowsdn_maps_endpoint_publish(maps, &e), "publish");
+}
+
+static void teardown(void)
+{
+	flowsdn_datapath_free(dp);
+	dp = NULL;
+	if (pin_dir[0]) {
+		umount2(pin_dir, MNT_DETACH);
+		rmdir(pin_dir);
+	}
+}
+
+static uint64_t drops(unsigned int reason)
+{
+	struct flowsdn_drop_counters d;
+
+	ASSERT_OK(flowsdn_maps_drop_counters(maps, reason, &d), "drop counters");
+	return d.packets;
+}
+
+static void nodeport_to_local(int family, const char *client, const char *node, const char *b)
+{
+	uint32_t ids[] = { 7 };
+	struct frame f;
+
+	backend_put(7, family, b, 8080, IPPROTO_TCP, FLOWSDN_BACKEND_ACTIVE);
+	/* NodePort: on every node address (frontend address zero). */
+	service_put_flags(50, family, family == AF_INET ? "0.0.0.0" : "::", 30080, IPPROTO_TCP, ids, 1,
+			  FLOWSDN_SVC_F_NODEPORT);
+	f = packet(family, IPPROTO_TCP, client, 50000, node, 30080, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_REDIRECT, "into the backend endpoint");
+	check_tuple(&f, client, 50000, b, 8080);
+	/* The endpoint's reply leaves with the node's address and NodePort. */
+	f = packet(family, IPPROTO_TCP, b, 8080, client, 50000, mac_b, host_b, true);
+	run(prog_from, &f);
+	check_tuple(&f, node, 30080, client, 50000);
+	/* The next packet from outside follows the flow. */
+	f = packet(family, IPPROTO_TCP, client, 50000, node, 30080, mac_out, mac_up, true);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_REDIRECT);
+	check_tuple(&f, client, 50000, b, 8080);
+}
+
+Test(uplink, nodeport_to_a_local_backend, .init = setup, .fini = teardown)
+{
+	nodeport_to_local(AF_INET, "203.0.113.7", "192.0.2.1", "10.0.0.2");
+}
+
+Test(uplink, nodeport_to_a_local_backend_ipv6, .init = setup, .fini = teardown)
+{
+	nodeport_to_local(AF_INET6, "2001:db8:ff::7", "2001:db8:1::1", "fd00::2");
+}
+
+Test(uplink, loadbalancer_to_a_remote_backend_is_snated, .init = setup, .fini = teardown)
+{
+	uint32_t ids[] = { 8 };
+	struct frame f;
+	uint16_t nat;
+
+	backend_put_flags(8, AF_INET, "10.1.0.5", 8080, IPPROTO_UDP, FLOWSDN_BACKEND_ACTIVE, FLOWSDN_BACKEND_F_REMOTE);
+	service_put_flags(51, AF_INET, "198.51.100.80", 53, IPPROTO_UDP, ids, 1, FLOWSDN_SVC_F_LOADBALANCER);
+	f = packet(AF_INET, IPPROTO_UDP, "203.0.113.7", 40000, "198.51.100.80", 53, mac_out, mac_up, false);
+	run(prog_up, &f);
+	nat = (uint16_t)(L4(&f)[0] << 8 | L4(&f)[1]);
+	cr_assert(nat >= 62000 && nat <= 62009, "SNAT port %u outside 62000-62009", nat);
+	check_tuple(&f, "192.0.2.1", nat, "10.1.0.5", 8080);
+	/* The remote backend answers the node; the client gets it from the LB IP. */
+	f = packet(AF_INET, IPPROTO_UDP, "10.1.0.5", 8080, "192.0.2.1", nat, mac_out, mac_up, false);
+	run(prog_up, &f);
+	check_tuple(&f, "198.51.100.80", 53, "203.0.113.7", 40000);
+	/* The flow's next packet takes the same way out. */
+	f = packet(AF_INET, IPPROTO_UDP, "203.0.113.7", 40000, "198.51.100.80", 53, mac_out, mac_up, false);
+	run(prog_up, &f);
+	check_tuple(&f, "192.0.2.1", nat, "10.1.0.5", 8080);
+}
+
+Test(uplink, local_policy_refuses_off_node_and_source_ranges_drop, .init = setup, .fini = teardown)
+{
+	uint32_t ids[] = { 8 }, local[] = { 7 };
+	struct flowsdn_prefix deny;
+	uint64_t before = drops(FLOWSDN_DROP_LOCAL_ONLY), denied = drops(FLOWSDN_DROP_SOURCE_RANGE);
+	struct frame f;
+
+	backend_put_flags(8, AF_INET, "10.1.0.5", 8080, IPPROTO_TCP, FLOWSDN_BACKEND_ACTIVE, FLOWSDN_BACKEND_F_REMOTE);
+	service_put_flags(52, AF_INET, "198.51.100.81", 80, IPPROTO_TCP, ids, 1,
+			  FLOWSDN_SVC_F_LOADBALANCER | FLOWSDN_SVC_F_LOCAL);
+	f = packet(AF_INET, IPPROTO_TCP, "203.0.113.7", 40001, "198.51.100.81", 80, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_SHOT, "Local: never off-node");
+	cr_assert_eq(drops(FLOWSDN_DROP_LOCAL_ONLY), before + 1);
+
+	backend_put(7, AF_INET, "10.0.0.2", 8080, IPPROTO_TCP, FLOWSDN_BACKEND_ACTIVE);
+	service_put_flags(53, AF_INET, "198.51.100.82", 80, IPPROTO_TCP, local, 1, FLOWSDN_SVC_F_LOADBALANCER);
+	ASSERT_OK(flowsdn_prefix_parse("203.0.113.7/32", 14, NULL, &deny), "prefix");
+	ASSERT_OK(flowsdn_maps_srcrange_set(maps, 53, NULL, 0, &deny, 1), "deny the client");
+	f = packet(AF_INET, IPPROTO_TCP, "203.0.113.7", 40002, "198.51.100.82", 80, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_SHOT, "denied source");
+	cr_assert_eq(drops(FLOWSDN_DROP_SOURCE_RANGE), denied + 1);
+	f = packet(AF_INET, IPPROTO_TCP, "203.0.113.8", 40002, "198.51.100.82", 80, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_REDIRECT, "another client is let in");
+	check_tuple(&f, "203.0.113.8", 40002, "10.0.0.2", 8080);
+}
+
+Test(uplink, detach_removes_the_program, .init = setup, .fini = teardown)
+{
+	char path[128];
+	int up = (int)if_nametoindex("up0");
+
+	ASSERT_OK(flowsdn_datapath_uplink_detach(dp, up), "detach");
+	snprintf(path, sizeof(path), "%s/prog_from_uplink_%d", pin_dir, up);
+	cr_assert(access(path, F_OK) < 0 && errno == ENOENT, "pin removed");
+	cr_assert(system("tc filter show dev up0 ingress | grep -q bpf") != 0, "no filter left");
+	ASSERT_OK(flowsdn_datapath_uplink_detach(dp, up), "detach again");
+}

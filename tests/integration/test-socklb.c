@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The socket load balancer end to end (root): services published with
+ * flowsdn_maps_service_publish() into a private bpffs, the sock programs
+ * attached to a cgroup this test creates under the cgroup v2 mount (never
+ * the machine's root cgroup), backends served in a netns of their own,
+ * and clients forked into the test cgroup.  TCP and UDP, IPv4, IPv6 and
+ * IPv4-mapped IPv6; getpeername and UDP replies show the frontend;
+ * affinity; selection switched live from random to Maglev; terminating
+ * backends get no new flows while their connections go on; a service
+ * without backend refuses; a process outside the cgroup is not translated.
+ *
+ * Each test runs in its own process that first becomes its own node
+ * (private netns + mount ns, netns-helpers.h); the cgroup is removed in
+ * .fini once its clients are gone.
+ */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <flowsdn/datapath.h>
+#include <flowsdn/maglev.h>
+#include <flowsdn/netlink.h>
+
+#include "netns-helpers.h"
+#include "socklb-helpers.h"
+
+static struct socklb_node node;
+
+static void setup(void)
+{
+	socklb_node_up(&node);
+}
+
+static void teardown(void)
+{
+	socklb_node_down(&node);
+}
+
+TestSuite(socklb, .init = setup, .fini = teardown, .timeout = 120);
+
+/* @n TCP connections to @ip:@port from the cgroup: how many reached each
+ * backend (index by socklb_backend_index()); every one must succeed and
+ * getpeername() must show the frontend. */
+static void tcp_spread(const char *ip, int port, int n, int *counts)
+{
+	for (int i = 0; i < n; i++) {
+		struct socklb_result r;
+
+		socklb_run(&node, SOCKLB_TCP, ip, port, 1, &r);
+		cr_assert(r.err == 0, "TCP %s:%d #%d: %s", ip, port, i, strerror(r.err));
+		cr_assert_str_eq(r.peer, socklb_frontend_text(ip, port), "getpeername shows the frontend");
+		counts[socklb_backend_index(r.who[0])]++;
+	}
+}
+
+Test(socklb, tcp_clusterip_v4_spreads_and_shows_frontend)
+{
+	int counts[SOCKLB_BACKENDS] = { 0 };
+	struct socklb_result r;
+
+	socklb_publish(&node, 1, "10.96.0.10", 80, IPPROTO_TCP, SOCKLB_B2 | SOCKLB_B3, 0, 0, NULL);
+	tcp_spread("10.96.0.10", 80, 20, counts);
+	cr_assert(counts[0] > 0 && counts[1] > 0, "random choice uses both backends: %d %d", counts[0], counts[1]);
+	/* Outside the cgroup nothing is translated: no route to the ClusterIP. */
+	socklb_run_outside(&node, SOCKLB_TCP, "10.96.0.10", 80, &r);
+	cr_assert(r.err != 0, "a process outside the cgroup reached the ClusterIP");
+}
+
+Test(socklb, udp_clusterip_v4_replies_come_from_frontend)
+{
+	struct socklb_result r;
+
+	socklb_publish(&node, 1, "10.96.0.11", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, NULL);
+	socklb_run(&node, SOCKLB_UDP_CONNECTED, "10.96.0.11", 53, 1, &r);
+	cr_assert(r.err == 0, "connected UDP: %s", strerror(r.err));
+	cr_assert_str_eq(r.who, "2", "answered by the backend");
+	cr_assert_str_eq(r.peer, "10.96.0.11:53", "getpeername of a connected UDP socket");
+	cr_assert_str_eq(r.from, "10.96.0.11:53", "the reply's source is the ClusterIP");
+	socklb_run(&node, SOCKLB_UDP_SENDTO, "10.96.0.11", 53, 1, &r);
+	cr_assert(r.err == 0, "unconnected UDP: %s", strerror(r.err));
+	cr_assert_str_eq(r.who, "2");
+	cr_assert_str_eq(r.from, "10.96.0.11:53", "recvfrom() shows the ClusterIP");
+}
+
+Test(socklb, ipv6_and_v4_mapped)
+{
+	struct socklb_result r;
+
+	socklb_publish(&node, 1, "fd00:96::10", 80, IPPROTO_TCP, SOCKLB_B2_6, 0, 0, NULL);
+	socklb_run(&node, SOCKLB_TCP, "fd00:96::10", 80, 1, &r);
+	cr_assert(r.err == 0, "TCP over IPv6: %s", strerror(r.err));
+	cr_assert_str_eq(r.who, "2", "IPv6 backend");
+	cr_assert_str_eq(r.peer, "[fd00:96::10]:80");
+
+	socklb_publish(&node, 2, "fd00:96::11", 53, IPPROTO_UDP, SOCKLB_B3_6, 0, 0, NULL);
+	socklb_run(&node, SOCKLB_UDP_SENDTO, "fd00:96::11", 53, 1, &r);
+	cr_assert(r.err == 0, "UDP over IPv6: %s", strerror(r.err));
+	cr_assert_str_eq(r.who, "3");
+	cr_assert_str_eq(r.from, "[fd00:96::11]:53", "IPv6 reply from the frontend");
+
+	socklb_publish(&node, 3, "10.96.0.12", 80, IPPROTO_TCP, SOCKLB_B3, 0, 0, NULL);
+	socklb_run(&node, SOCKLB_TCP, "::ffff:10.96.0.12", 80, 1, &r);
+	cr_assert(r.err == 0, "TCP to an IPv4-mapped frontend: %s", strerror(r.err));
+	cr_assert_str_eq(r.who, "3");
+	cr_assert_str_eq(r.peer, "[::ffff:10.96.0.12]:80", "getpeername keeps the mapped frontend");
+
+	socklb_publish(&node, 4, "10.96.0.13", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, NULL);
+	socklb_run(&node, SOCKLB_UDP_SENDTO, "::ffff:10.96.0.13", 53, 1, &r);
+	cr_assert(r.err == 0, "UDP to an IPv4-mapped frontend: %s", strerror(r.err));
+	cr_assert_str_eq(r.who, "2");
+	cr_assert_str_eq(r.from, "[::ffff:10.96.0.13]:53");
+}
+
+Test(socklb, affinity_keeps_a_client_on_one_backend)
+{
+	int counts[SOCKLB_BACKENDS] = { 0 };
+
+	socklb_publish(&node, 1, "10.96.0.20", 80, IPPROTO_TCP, SOCKLB_B2 | SOCKLB_B3, FLOWSDN_SVC_F_AFFINITY, 600,
+		       NULL);
+	tcp_spread("10.96.0.20", 80, 20, counts);
+	cr_assert((counts[0] == 20) != (counts[1] == 20), "ClientIP affinity: %d %d", counts[0], counts[1]);
+}
+
+Test(socklb, selection_switched_live_random_to_maglev)
+{
+	struct socklb_result r;
+	struct flowsdn_service_value before, after;
+	struct flowsdn_addr fa;
+	int seen[SOCKLB_BACKENDS] = { 0 };
+	static uint32_t table[251];
+
+	ASSERT_OK(flowsdn_addr_parse("10.96.0.30", 10, &fa), "addr");
+	socklb_publish(&node, 1, "10.96.0.30", 53, IPPROTO_UDP, SOCKLB_B2 | SOCKLB_B3, 0, 0, NULL);
+	ASSERT_OK(flowsdn_maps_service_lookup(node.maps, &fa, 53, IPPROTO_UDP, FLOWSDN_SVC_SCOPE_EXTERNAL, &before),
+		  "lookup");
+	/* Random: each datagram of one unconnected socket chooses again. */
+	socklb_run(&node, SOCKLB_UDP_SENDTO, "10.96.0.30", 53, 20, &r);
+	cr_assert(r.err == 0, "random: %s", strerror(r.err));
+	for (int i = 0; i < 20; i++)
+		seen[socklb_backend_index(r.who[i])]++;
+	cr_assert(seen[0] > 0 && seen[1] > 0, "random: %d %d", seen[0], seen[1]);
+
+	/* Maglev, same service (PUT again): the socket's hash keeps it on one backend. */
+	socklb_publish(&node, 1, "10.96.0.30", 53, IPPROTO_UDP, SOCKLB_B2 | SOCKLB_B3, FLOWSDN_SVC_F_MAGLEV, 0, NULL);
+	ASSERT_OK(flowsdn_maps_service_lookup(node.maps, &fa, 53, IPPROTO_UDP, FLOWSDN_SVC_SCOPE_EXTERNAL, &after),
+		  "lookup");
+	cr_assert(after.svc_id == before.svc_id, "the service kept its id");
+	cr_assert(after.flags & FLOWSDN_SVC_F_MAGLEV);
+	cr_assert(after.maglev_size == 251, "table size %u", after.maglev_size);
+	/* The table is in flowsdn_maglev's layout (one array per set), every slot a backend. */
+	ASSERT_OK(flowsdn_maps_maglev_read(node.maps, after.svc_id, table, 251), "maglev table");
+	for (uint32_t i = 0; i < 251; i++)
+		cr_assert(table[i] != 0, "maglev slot %u empty", i);
+	for (int k = 0; k < 3; k++) {
+		socklb_run(&node, SOCKLB_UDP_SENDTO, "10.96.0.30", 53, 20, &r);
+		cr_assert(r.err == 0, "maglev: %s", strerror(r.err));
+		for (int i = 1; i < 20; i++)
+			cr_assert(r.who[i] == r.who[0], "maglev: datagram %d went to B%c, the first to B%c", i, r.who[i],
+				  r.who[0]);
+	}
+}
+
+Test(socklb, terminating_backend_gets_no_new_flows_and_drains)
+{
+	int counts[SOCKLB_BACKENDS] = { 0 };
+	int held;
+
+	socklb_publish(&node, 1, "10.96.0.40", 80, IPPROTO_TCP, SOCKLB_B3, 0, 0, NULL);
+	held = socklb_hold(&node, SOCK_STREAM, "10.96.0.40", 80);
+	socklb_publish(&node, 1, "10.96.0.40", 80, IPPROTO_TCP, SOCKLB_B2 | SOCKLB_B3, 0, 0, "3");
+	tcp_spread("10.96.0.40", 80, 20, counts);
+	cr_assert(counts[0] == 20 && counts[1] == 0, "terminating B3 got new flows: %d %d", counts[0], counts[1]);
+	cr_assert(socklb_hold_ping(&node, held) == 0, "the connection to the terminating backend drains");
+}
+
+Test(socklb, no_active_backend_refuses)
+{
+	struct socklb_result r;
+
+	socklb_publish(&node, 1, "10.96.0.50", 80, IPPROTO_TCP, SOCKLB_B2, 0, 0, "2");
+	socklb_run(&node, SOCKLB_TCP, "10.96.0.50", 80, 1, &r);
+	cr_assert(r.err == ECONNREFUSED, "connect: %s, expected ECONNREFUSED", strerror(r.err));
+	socklb_publish(&node, 2, "10.96.0.51", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, "2");
+	socklb_run(&node, SOCKLB_UDP_SENDTO, "10.96.0.51", 53, 1, &r);
+	cr_assert(r.err == ECONNREFUSED, "sendto: %s, expected ECONNREFUSED", strerror(r.err));
+}
+
+Test(socklb, removed_service_leaves_nothing)
+{
+	struct flowsdn_service_value v;
+	struct flowsdn_addr fa;
+
+	ASSERT_OK(flowsdn_addr_parse("10.96.0.60", 10, &fa), "addr");
+	socklb_publish(&node, 1, "10.96.0.60", 80, IPPROTO_TCP, SOCKLB_B2 | SOCKLB_B3, FLOWSDN_SVC_F_MAGLEV, 0, NULL);
+	socklb_remove(&node, 1);
+	ASSERT_ERR(flowsdn_maps_service_lookup(node.maps, &fa, 80, IPPROTO_TCP, FLOWSDN_SVC_SCOPE_EXTERNAL, &v), -ENOENT,
+		   "frontend gone");
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_SVC_SLOTS) == 0, "slots left");
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_MAGLEV) == 0, "maglev slots left");
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_BACKENDS) == 0, "backends left");
+}
+
+Test(socklb, shrink_removes_stale_slots_and_backends)
+{
+	socklb_publish(&node, 1, "10.96.0.70", 80, IPPROTO_TCP, SOCKLB_B2 | SOCKLB_B3, 0, 0, NULL);
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_SVC_SLOTS) == 2);
+	socklb_publish(&node, 1, "10.96.0.70", 80, IPPROTO_TCP, SOCKLB_B2, 0, 0, NULL);
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_SVC_SLOTS) == 1, "stale slot removed");
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_BACKENDS) == 1, "removed backend deleted");
+}
+
+Test(socklb, attach_refuses_what_is_not_cgroup2)
+{
+	ASSERT_ERR(flowsdn_datapath_socklb_attach(node.dp, "/tmp"), -FLOWSDN_E_BPF_NOT_CGROUP2, "tmpfs");
+	ASSERT_ERR(flowsdn_datapath_socklb_attach(node.dp, "/nonexistent/cg"), -FLOWSDN_E_BPF_NOT_CGROUP2, "missing");
+	ASSERT_ERR(flowsdn_datapath_socklb_attach(node.dp, "relative"), -EINVAL, "relative");
+	/* Attaching again to the same cgroup switches the links in place. */
+	ASSERT_OK(flowsdn_datapath_socklb_attach(node.dp, node.cgroup), "re-attach");
+}
+
+/* Item 5: a removed UDP backend's connected client sockets are destroyed
+ * (sock_diag SOCK_DESTROY): the client gets ECONNABORTED and can connect
+ * again, to a backend that is there. */
+Test(socklb, removed_udp_backend_client_gets_an_error)
+{
+	struct flowsdn_addr b2;
+	size_t n = 0;
+	int held, r;
+	struct socklb_result res;
+
+	socklb_publish(&node, 1, "10.96.0.80", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, NULL);
+	held = socklb_hold(&node, SOCK_DGRAM, "10.96.0.80", 53);
+	cr_assert_eq(socklb_hold_ping(&node, held), 0, "the UDP client exchanges with B2");
+	socklb_publish(&node, 1, "10.96.0.80", 53, IPPROTO_UDP, SOCKLB_B3, 0, 0, NULL);
+	ASSERT_OK(flowsdn_addr_parse("10.210.1.2", 10, &b2), "addr");
+	r = flowsdn_netlink_sock_destroy(&b2, SOCKLB_PORT, IPPROTO_UDP, &n);
+	if (r == -EOPNOTSUPP)
+		cr_skip_test("the kernel has no CONFIG_INET_DIAG_DESTROY");
+	ASSERT_OK(r, "sock destroy");
+	cr_assert(n >= 1, "the client's socket was found and destroyed (%zu)", n);
+	/* udp_abort() sets ECONNABORTED for the next receive and disconnects
+	 * the socket, so a send that comes first fails with EDESTADDRREQ. */
+	r = socklb_hold_ping(&node, held);
+	cr_assert(r == ECONNABORTED || r == EDESTADDRREQ, "the client's next call fails, got %s", strerror(r));
+	socklb_run(&node, SOCKLB_UDP_CONNECTED, "10.96.0.80", 53, 1, &res);
+	cr_assert(res.err == 0 && res.who[0] == '3', "a new socket reaches the remaining backend");
+}

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The runtime's pieces that need no privileges: the OCI bundle config of a
+ * replica, its resolv.conf, the log time format, running a program with a
+ * deadline, and the log shim's rotated, timestamped stream lines.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <flash/spec.h>
+
+#include "helpers.h"
+#include "json.h"
+#include "runtime-internal.h"
+#include "runtime.h"
+#include "util.h"
+
+static const char spec_json[] =
+	"{\"region\":\"heteronet-global\",\"image\":\"127.0.0.1:5000/echo:v1\",\"replicas\":2,\"cpu_millis\":250,"
+	"\"memory_mib\":128,\"ephemeral_storage_gib\":1,\"ports\":[{\"name\":\"game-udp\",\"protocol\":\"udp\","
+	"\"container_port\":7777}],\"exposure\":{\"type\":\"public\",\"traffic_mode\":\"forwarded\","
+	"\"allowed_source_cidrs\":[],\"denied_source_cidrs\":[]},\"egress\":{\"mode\":\"disabled\","
+	"\"allow_same_organization\":false,\"allowed_destination_cidrs\":[],\"denied_destination_cidrs\":[]},"
+	"\"env\":{\"FLASH_ECHO_LISTEN\":\"0.0.0.0:7777\",\"PATH\":\"/opt/bin\"},\"command\":%s,\"args\":[\"-v\"],"
+	"\"metadata\":{}}";
+
+static struct flash_spec *spec_with(const char *command)
+{
+	struct flash_spec *s = NULL;
+	char text[2048];
+
+	snprintf(text, sizeof(text), spec_json, command);
+	ASSERT_OK(flash_spec_parse(text, strlen(text), NULL, &s, NULL), "spec");
+	return s;
+}
+
+static struct json_value *config_of(const struct op_bundle_params *p)
+{
+	struct json_value *v = NULL;
+	char *text = NULL;
+	size_t len = 0;
+
+	ASSERT_OK(op_bundle_config(p, &text, &len), "bundle config");
+	cr_assert_eq(strlen(text), len);
+	ASSERT_OK(json_parse(text, len, NULL, &v, NULL), "config.json parses");
+	free(text);
+	return v;
+}
+
+static const char *str_at(const struct json_value *v, const char *path)
+{
+	const char *s = json_string_value(json_at(v, path));
+
+	cr_assert(s, "%s is a string", path);
+	return s;
+}
+
+static uint64_t uint_at(const struct json_value *v, const char *path)
+{
+	uint64_t u = 0;
+
+	ASSERT_OK(json_get_uint64(json_at(v, path), &u), path);
+	return u;
+}
+
+Test(bundle, config_follows_the_spec)
+{
+	struct flash_spec *s = spec_with("[\"/usr/local/bin/flash-udp-echo\"]");
+	struct op_bundle_params p = { .spec = s, .hostname = "echo", .netns_path = "/run/x/netns",
+				      .cgroups_path = "/flash/r1", .resolv_conf = "/run/x/resolv.conf" };
+	struct json_value *v = config_of(&p);
+	const struct json_value *args = json_at(v, "process.args"), *env = json_at(v, "process.env"), *ns, *m;
+	bool home = false, path = false, listen = false, netns = false, resolv = false;
+
+	cr_assert_eq(args->u.array.n, 2);
+	ASSERT_STREQ(json_string_value(args->u.array.items[0]), "/usr/local/bin/flash-udp-echo", "argv[0]");
+	ASSERT_STREQ(json_string_value(args->u.array.items[1]), "-v", "argv[1] from args");
+	for (size_t i = 0; i < env->u.array.n; i++) {
+		const char *e = json_string_value(env->u.array.items[i]);
+
+		home |= strcmp(e, "HOME=/root") == 0;
+		path |= strcmp(e, "PATH=/opt/bin") == 0;
+		cr_assert(strncmp(e, "PATH=/usr", 9) != 0, "the spec's PATH replaces the default");
+		listen |= strcmp(e, "FLASH_ECHO_LISTEN=0.0.0.0:7777") == 0;
+	}
+	cr_assert(home && path && listen, "env: HOME, the spec's PATH and its FLASH_ECHO_LISTEN");
+	ASSERT_STREQ(str_at(v, "process.cwd"), "/root", "cwd");
+	cr_assert_eq(uint_at(v, "process.user.uid"), 0);
+	cr_assert_eq(uint_at(v, "process.user.gid"), 0);
+	cr_assert_eq(json_at(v, "process.capabilities.bounding")->u.array.n, 0, "no capabilities");
+	cr_assert_eq(json_at(v, "process.capabilities.effective")->u.array.n, 0, "no capabilities");
+	ASSERT_STREQ(str_at(v, "linux.cgroupsPath"), "/flash/r1", "cgroupsPath always set");
+	cr_assert_eq(uint_at(v, "linux.resources.cpu.quota"), 25000, "250 millicores of a 100 ms period");
+	cr_assert_eq(uint_at(v, "linux.resources.cpu.period"), 100000);
+	cr_assert_eq(uint_at(v, "linux.resources.memory.limit"), 128u << 20);
+	cr_assert_geq(uint_at(v, "linux.resources.pids.limit"), OP_BUNDLE_SANDBOX_THREADS + 1,
+		      "room for the sandbox's own threads");
+	ns = json_at(v, "linux.namespaces");
+	for (size_t i = 0; i < ns->u.array.n; i++)
+		if (strcmp(json_string_value(json_get(ns->u.array.items[i], "type")), "network") == 0)
+			netns = strcmp(json_string_value(json_get(ns->u.array.items[i], "path")), "/run/x/netns") == 0;
+	cr_assert(netns, "the replica's netns");
+	m = json_at(v, "mounts");
+	for (size_t i = 0; i < m->u.array.n; i++)
+		if (strcmp(json_string_value(json_get(m->u.array.items[i], "destination")), "/etc/resolv.conf") == 0)
+			resolv = strcmp(json_string_value(json_get(m->u.array.items[i], "source")), "/run/x/resolv.conf") == 0;
+	cr_assert(resolv, "resolv.conf bind-mounted");
+	cr_assert_eq(json_get(v, "hostname") != NULL, true);
+	json_free(v);
+	flash_spec_free(s);
+}
+
+Test(bundle, image_entrypoint_without_a_command)
+{
+	struct flash_spec *s = spec_with("[]");
+	const char *const entry[] = { "/bin/echo-server", "--port", NULL };
+	const char *const ienv[] = { "PATH=/image/bin", "LANG=C", NULL };
+	struct op_bundle_params p = { .spec = s, .netns_path = "/n", .cgroups_path = "/c" };
+	struct json_value *v;
+	char *text = NULL;
+
+	ASSERT_ERR(op_bundle_config(&p, &text, NULL), -EINVAL, "no command anywhere");
+	cr_assert_null(text);
+	p.entrypoint = entry;
+	p.image_env = ienv;
+	p.pids_limit = 500;
+	v = config_of(&p);
+	ASSERT_STREQ(json_string_value(json_at(v, "process.args")->u.array.items[0]), "/bin/echo-server", "entrypoint");
+	cr_assert_eq(json_at(v, "process.args")->u.array.n, 2, "the image's entrypoint, not the spec's args");
+	cr_assert_eq(uint_at(v, "linux.resources.pids.limit"), 500);
+	/* The spec's PATH wins over the image's. */
+	const struct json_value *env = json_at(v, "process.env");
+	for (size_t i = 0; i < env->u.array.n; i++)
+		cr_assert(strcmp(json_string_value(env->u.array.items[i]), "PATH=/image/bin") != 0, "spec env wins");
+	json_free(v);
+	p.netns_path = NULL;
+	ASSERT_ERR(op_bundle_config(&p, &text, NULL), -EINVAL, "netns required");
+	flash_spec_free(s);
+}
+
+Test(bundle, resolv_conf)
+{
+	char path[] = "/tmp/test-resolv.XXXXXX", *out = NULL;
+	int fd = mkstemp(path);
+	const char host[] = "# comment\nnameserver 127.0.0.53\nnameserver 9.9.9.9\nsearch example\nnameserver ::1\n"
+			    "nameserver 2620:fe::fe # quad9\n";
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, host, sizeof(host) - 1), (ssize_t)sizeof(host) - 1);
+	close(fd);
+	ASSERT_OK(op_bundle_resolv_conf(NULL, path, &out), "host servers");
+	ASSERT_STREQ(out, "nameserver 9.9.9.9\nnameserver 2620:fe::fe\n", "loopback resolvers left out");
+	free(out);
+	out = NULL;
+	ASSERT_OK(op_bundle_resolv_conf("192.0.2.53, 2001:db8::53", path, &out), "configured");
+	ASSERT_STREQ(out, "nameserver 192.0.2.53\nnameserver 2001:db8::53\n", "configured servers");
+	free(out);
+	out = NULL;
+	ASSERT_ERR(op_bundle_resolv_conf("dns.example", path, &out), -EINVAL, "not an address");
+	ASSERT_ERR(op_bundle_resolv_conf(" ,", path, &out), -ENOENT, "none");
+	cr_assert_null(out);
+	unlink(path);
+}
+
+Test(logs, time_format)
+{
+	char buf[OP_LOG_TIME_STRLEN];
+
+	op_log_time(0, buf);
+	ASSERT_STREQ(buf, "1970-01-01T00:00:00.000000Z", "epoch");
+	op_log_time(1700000000123456789LL, buf);
+	ASSERT_STREQ(buf, "2023-11-14T22:13:20.123456Z", "2023");
+	op_log_time(951782400LL * 1000000000LL, buf);
+	ASSERT_STREQ(buf, "2000-02-29T00:00:00.000000Z", "leap day");
+	cr_assert_eq(strlen(buf), OP_LOG_TIME_STRLEN - 1);
+}
+
+Test(exec, captures_and_deadline)
+{
+	struct op_exec e = { .argv = (const char *const[]){ "/bin/sh", "-c", "read x; echo out $x; echo err >&2; exit 3", NULL },
+			     .input = "in\n", .input_len = 3 };
+	char *out = NULL, *err = NULL, how[64];
+	int status = 0;
+
+	ASSERT_OK(op_exec_run(&e, &status, &out, &err), "run");
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 3, "exit status 3");
+	ASSERT_STREQ(out, "out in\n", "stdout with stdin");
+	ASSERT_STREQ(err, "err\n", "stderr");
+	op_exec_status_str(status, how, sizeof(how));
+	ASSERT_STREQ(how, "exit status 3", "status text");
+	free(out);
+	free(err);
+	e = (struct op_exec){ .argv = (const char *const[]){ "/bin/sleep", "5", NULL }, .timeout_ms = 100 };
+	ASSERT_ERR(op_exec_run(&e, &status, NULL, NULL), -ETIMEDOUT, "killed at the deadline");
+	e = (struct op_exec){ .argv = (const char *const[]){ "/nonexistent/program", NULL } };
+	ASSERT_OK(op_exec_run(&e, &status, NULL, NULL), "a missing program is an exit status");
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 127);
+}
+
+Test(logs, shim_lines_streams_rotation)
+{
+	char dir[] = "/tmp/test-shim.XXXXXX", path[128], rotated[160], *text = NULL, *old = NULL;
+	int out[2], err[2];
+
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/0.log", dir);
+	snprintf(rotated, sizeof(rotated), "%s.1", path);
+	cr_assert(pipe(out) == 0 && pipe(err) == 0);
+	ASSERT_OK(op_log_shim_start(out[0], err[0], path, 400), "shim");
+	close(out[0]);
+	close(err[0]);
+	cr_assert_eq(write(out[1], "one\ntw", 6), 6);
+	cr_assert_eq(write(out[1], "o\n", 2), 2);
+	cr_assert_eq(write(err[1], "bad\n", 4), 4);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(write(out[1], "filler line\n", 12), 12);
+	cr_assert_eq(write(out[1], "last without newline", 20), 20);
+	close(out[1]);
+	close(err[1]);
+	/* The shim writes after our close; wait for its last line. */
+	for (int i = 0; i < 200; i++) {
+		free(text);
+		text = NULL;
+		if (util_read_file(path, 1 << 20, &text, NULL) == 0 && strstr(text, "last without newline\n"))
+			break;
+		usleep(10000);
+	}
+	cr_assert(text && strstr(text, " stdout last without newline\n"), "the unterminated last line: %s", text);
+	ASSERT_OK(util_read_file(rotated, 1 << 20, &old, NULL), "rotated at 400 bytes");
+	cr_assert(strstr(old, " stdout one\n") && strstr(old, " stdout two\n"), "whole lines: %s", old);
+	cr_assert(strstr(old, " stderr bad\n") || strstr(text, " stderr bad\n"), "stderr tagged");
+	int fillers = 0;
+	for (const char *f = old; (f = strstr(f, " stdout filler line\n")); f++)
+		fillers++;
+	for (const char *f = text; (f = strstr(f, " stdout filler line\n")); f++)
+		fillers++;
+	cr_assert_eq(fillers, 5, "no line lost in the rotation");
+	cr_assert(strlen(text) < 400 && strlen(old) < 400, "each file within its bound");
+	cr_assert(old[4] == '-' && old[10] == 'T' && old[26] == 'Z' && old[27] == ' ', "timestamp first: %s", old);
+	free(text);
+	free(old);
+	unlink(path);
+	unlink(rotated);
+	rmdir(dir);
+}
