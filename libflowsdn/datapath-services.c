@@ -269,23 +269,15 @@ static bool has_maglev(const struct flowsdn_lb_set *set)
 	return set && (set->flags & FLOWSDN_SVC_F_MAGLEV);
 }
 
-/* The Maglev slots of @set that differ from @old_set's table. */
+/* @set's Maglev table: with @old_set's table of the same size, only the
+ * slots that differ, in place; else a whole new table switched in
+ * (flowsdn_maps_maglev_write()). */
 static int write_maglev(struct flowsdn_maps *maps, const struct flowsdn_lb_set *set, const struct flowsdn_lb_set *old_set)
 {
 	bool diff = has_maglev(old_set) && old_set->maglev_size == set->maglev_size;
 
-	for (uint32_t i = 0; i < set->maglev_size; i++) {
-		struct flowsdn_maglev_key k = { .svc_id = set->svc_id, .slot = i };
-		struct flowsdn_maglev_value v = { .backend_id = set->maglev_table[i] };
-		int r;
-
-		if (diff && old_set->maglev_table[i] == v.backend_id)
-			continue;
-		r = map_write(maps, FSDN_MAP_MAGLEV, &k, &v);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return flowsdn_maps_maglev_write(maps, set->svc_id, diff ? old_set->maglev_table : NULL, set->maglev_table,
+					 set->maglev_size, NULL);
 }
 
 static int write_frontends(struct flowsdn_maps *maps, const struct flowsdn_lb_service *svc)
@@ -336,15 +328,11 @@ static int remove_stale(struct flowsdn_maps *maps, const struct flowsdn_lb_servi
 			t = map_delete(maps, FSDN_MAP_SVC_SLOT, &k);
 			r = r ? r : t;
 		}
-		if (!has_maglev(os))
+		if (!has_maglev(os) || has_maglev(ns))
 			continue;
-		from = has_maglev(ns) ? ns->maglev_size : 0;
-		for (uint32_t i = from; i < os->maglev_size; i++) {
-			struct flowsdn_maglev_key k = { .svc_id = os->svc_id, .slot = i };
-
-			t = map_delete(maps, FSDN_MAP_MAGLEV, &k);
-			r = r ? r : t;
-		}
+		t = flowsdn_maps_maglev_remove(maps, os->svc_id);
+		t = t == -ENOENT ? 0 : t;
+		r = r ? r : t;
 	}
 	for (size_t s = 0; s < old->n_sets; s++) {
 		for (size_t i = 0; i < old->sets[s].n_backends; i++) {

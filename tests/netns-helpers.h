@@ -29,6 +29,15 @@
 
 #include "helpers.h"
 
+/* Unmounts and removes a test's bpffs pin directory (nothing when unset). */
+static inline void node_unpin(const char *pin_dir)
+{
+	if (pin_dir[0]) {
+		umount2(pin_dir, MNT_DETACH);
+		rmdir(pin_dir);
+	}
+}
+
 /* Makes the calling process its own node: new netns, private mounts and
  * a private /tmp (a tmpfs seen only here: whatever a test leaves there,
  * even when it crashes, goes with the process). */

@@ -97,13 +97,26 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } flowsdn_backend SEC(".maps");
 
+/* The Maglev tables (<flowsdn/maps.h>): the inner template's size is a
+ * placeholder, BPF_F_INNER_MAP lets each service's table have its own. */
+FLOWSDN_STATIC_ASSERT(sizeof(struct flowsdn_maglev_value) == sizeof(__u32), "a Maglev slot is one __u32");
+struct flowsdn_maglev_table {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	/* struct flowsdn_maglev_value; named as __u32 because clang emits
+	 * only a forward declaration for a struct seen through this nested
+	 * definition, and libbpf needs the value size. */
+	__type(value, __u32);
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLOWSDN_MAX_MAGLEV_SLOTS);
-	__type(key, struct flowsdn_maglev_key);
-	__type(value, struct flowsdn_maglev_value);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, FLOWSDN_MAX_MAGLEV_TABLES);
+	__type(key, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct flowsdn_maglev_table); /* last: a flexible array */
 } flowsdn_maglev SEC(".maps");
 
 /* ------------------------------------------------------------ packets */

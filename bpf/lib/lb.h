@@ -13,6 +13,7 @@
 #define FLOWSDN_BPF_LB_H
 
 #include "common.h"
+#include "maglev.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -156,18 +157,10 @@ static __always_inline struct flowsdn_backend *lb_active_backend(__u32 id)
 }
 
 /* The backend id of slot @hash of the service's Maglev table, 0 when the
- * slot is not written. */
+ * service has no table or the slot is not in it (maglev_lookup()). */
 static __always_inline __u32 lb_maglev_backend(const struct flowsdn_service_value *svc, __u32 hash)
 {
-	struct flowsdn_maglev_key k;
-	struct flowsdn_maglev_value *v;
-
-	if (!svc->maglev_size)
-		return 0;
-	k.svc_id = svc->svc_id;
-	k.slot = hash % svc->maglev_size;
-	v = bpf_map_lookup_elem(&flowsdn_maglev, &k);
-	return v ? v->backend_id : 0;
+	return maglev_lookup(svc->svc_id, hash, svc->maglev_size);
 }
 
 /* The backend id of slot @hash % slot_count, 0 when the slot is not

@@ -207,6 +207,45 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ipcache_update(struct flowsdn_maps *map
 							 uint32_t identity);
 FLOWSDN_API int flowsdn_maps_ipcache_delete(struct flowsdn_maps *maps, const struct flowsdn_prefix *prefix);
 
+/* ------------------------------------------------------------ Maglev */
+
+/*
+ * The Maglev tables of flowsdn_maglev (<flowsdn/maps.h>): one table of @m
+ * slots (a size flowsdn_maglev_size_supported() accepts) per service id
+ * @svc_id (any but 0; at most FLOWSDN_MAX_MAGLEV_TABLES tables at once),
+ * each slot a backend id, as
+ * flowsdn_maglev_build() computes them.
+ */
+
+/* Writes @new_table (@m backend ids) as service @svc_id's table.  With
+ * @old_table, the table last written for @svc_id at the same size (the
+ * caller's copy), only the slots flowsdn_maglev_diff() reports changed are
+ * written, in place, in one BPF_MAP_UPDATE_BATCH where the kernel has it
+ * (else one update per slot); a lookup meanwhile sees each slot old or
+ * new, so remove a backend from flowsdn_backend only after the tables
+ * that named it are written.  Without @old_table, or when the service has
+ * no table yet or one of another size, a new table is filled completely
+ * and then switched in with one update of the outer map: lookups see the
+ * old table or the new one, never a partial one.  *@ret_written (may be
+ * NULL) gets the number of slots written.  Errors: -EINVAL (NULL maps or
+ * @new_table, @svc_id 0), -E2BIG (FLOWSDN_MAX_MAGLEV_TABLES tables
+ * already), -FLOWSDN_E_MAGLEV_SIZE, -ENOMEM,
+ * -errno of the bpf() calls; on error the slots already written stay
+ * written (write again with @old_table NULL to start from a clean table). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_maglev_write(struct flowsdn_maps *maps, uint32_t svc_id,
+							const uint32_t *old_table, const uint32_t *new_table,
+							uint32_t m, size_t *ret_written);
+
+/* Reads service @svc_id's table into @ret_table (room for @m entries).
+ * -ENOENT when the service has no table, -EMSGSIZE when its table does
+ * not have @m slots (@ret_table untouched), -EINVAL, -errno. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_maglev_read(struct flowsdn_maps *maps, uint32_t svc_id, uint32_t *ret_table,
+						       uint32_t m);
+
+/* Removes service @svc_id's table (the kernel frees it once no program
+ * holds it).  -ENOENT when it has none, -EINVAL, -errno. */
+FLOWSDN_API int flowsdn_maps_maglev_remove(struct flowsdn_maps *maps, uint32_t svc_id);
+
 /* ------------------------------------------------------------ services */
 
 /*
@@ -312,6 +351,7 @@ FLOWSDN_API int flowsdn_maps_srcrange_clear(struct flowsdn_maps *maps, uint32_t 
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_srcrange_packets(struct flowsdn_maps *maps, uint32_t svc_id,
 							   enum flowsdn_srcrange_list list,
 							   const struct flowsdn_prefix *prefix, uint64_t *ret);
+
 /* ------------------------------------------------------------ conntrack */
 
 /*

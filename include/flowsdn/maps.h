@@ -34,7 +34,8 @@
  *   flowsdn_drops    per-CPU array __u32 drop reason -> drop_counters
  *   flowsdn_svc      hash     service_key      -> service_value
  *   flowsdn_backend  hash     __u32 backend id -> backend
- *   flowsdn_maglev   hash     maglev_key       -> maglev_value
+ *   flowsdn_maglev   hash of maps  __u32 svc_id -> (array __u32 slot -> maglev_value)
+ *                    one Maglev table per backend set, its own size M.
  *   flowsdn_svc_slot hash     svc_slot_key     -> svc_slot_value
  *                    the backends a new flow of a service may get.
  *   flowsdn_affinity LRU hash affinity_key     -> affinity_value
@@ -47,16 +48,17 @@
  * key; its value names a backend set by svc_id.  The backend set is the
  * slots 0 .. slot_count-1 of flowsdn_svc_slot (ids of active backends, a
  * backend of weight w in w slots) for random choice, and, with
- * FLOWSDN_SVC_F_MAGLEV, the maglev_size slots of flowsdn_maglev.  A
+ * FLOWSDN_SVC_F_MAGLEV, the set's table in flowsdn_maglev (maglev_size
+ * slots).  A
  * terminating or quarantined backend keeps its flowsdn_backend entry
  * (flows already on it go on) but has no slot: no new flow gets it.
  * Traffic policy Local: a frontend whose external and internal views
  * differ has two entries, scope EXTERNAL (looked up first; flag
  * FLOWSDN_SVC_F_TWO_SCOPES) and scope INTERNAL (what in-cluster clients,
  * the socket LB among them, use); each names its own svc_id.  Writers
- * (flowsdn_maps_service_publish()) write backends, then slots, then the
- * service values, then remove stale slots and backends, so that a lookup
- * never sees a half-written service.
+ * (flowsdn_maps_service_publish()) write backends, then slots and Maglev
+ * tables, then the service values, then remove stale slots, tables and
+ * backends, so that a lookup never sees a half-written service.
  *   flowsdn_srcrange LPM trie srcrange_key     -> srcrange_value
  *                    per service: the sources allowed and denied to
  *                    reach it from outside (see "source ranges").
@@ -148,7 +150,7 @@
 #define FLOWSDN_MAX_ENDPOINTS 16384
 #define FLOWSDN_MAX_SERVICES 65536
 #define FLOWSDN_MAX_BACKENDS 65536
-#define FLOWSDN_MAX_MAGLEV_SLOTS 4194304
+#define FLOWSDN_MAX_MAGLEV_TABLES FLOWSDN_MAX_SERVICES /* tables at once; svc_id any but 0 */
 #define FLOWSDN_MAX_SVC_SLOTS 262144
 #define FLOWSDN_MAX_AFFINITY 65536
 #define FLOWSDN_MAX_SOCK_REVNAT 65536
@@ -396,17 +398,34 @@ FLOWSDN_CHECK_OFF(flowsdn_backend, pad0, 22);
 /* backend.flags */
 #define FLOWSDN_BACKEND_F_REMOTE (1u << 0) /* on another node (tc path: SNAT + FIB) */
 
-/* flowsdn_maglev: slot @slot (0 .. maglev_size-1) of service @svc_id.
- * One entry per slot so that a table change writes only the changed
- * slots (the Maglev diff). */
-struct flowsdn_maglev_key {
-	__u32 svc_id;
-	__u32 slot;
-};
-FLOWSDN_CHECK_SIZE(flowsdn_maglev_key, 8);
-FLOWSDN_CHECK_OFF(flowsdn_maglev_key, svc_id, 0);
-FLOWSDN_CHECK_OFF(flowsdn_maglev_key, slot, 4);
-
+/*
+ * flowsdn_maglev: the Maglev tables, one per backend set.  The outer map
+ * is a BPF_MAP_TYPE_HASH_OF_MAPS keyed by the set's svc_id (any id but 0;
+ * the agent's ids are sparse, service id * 8 + set, so an outer array
+ * indexed by svc_id would run out of room; at most
+ * FLOWSDN_MAX_MAGLEV_TABLES tables at once); its entry is a
+ * BPF_MAP_TYPE_ARRAY (BPF_F_INNER_MAP, so each table has its own size)
+ * of service_value.maglev_size slots, key __u32 slot, value struct
+ * flowsdn_maglev_value.  A flow's backend is slot (hash mod M); see
+ * maglev_lookup() in bpf/lib/maglev.h.
+ *
+ * Why inner arrays (measured on kernel 6.18, M = 16381): a slot of an
+ * array costs 8 bytes of kernel memory (memlock 131360 B for the table),
+ * a {svc_id, slot} hash entry 80-88 bytes (1311568 B preallocated,
+ * 1442472 B with BPF_F_NO_PREALLOC).  A lookup from BPF (outer hash plus
+ * inner array) costs about as much as one {svc_id, slot} hash lookup:
+ * 11.9 ns against 13.6 ns median (bench/maglev-map, load average 1.2);
+ * an outer array of maps cost 0.1-2 ns but needs dense svc ids, which
+ * the agent does not assign.  A flat array indexed by service
+ * base + slot would need a range allocator and could not change one
+ * service's size without moving others.
+ *
+ * Writers (flowsdn_maps_maglev_write()) write only the slots that differ
+ * from the previous table (the Maglev diff), in place; a new service or
+ * a new size gets a new inner table, filled before it is put in the
+ * outer map, so a lookup sees either the old table or the complete new
+ * one.  Slot ids are backend ids of flowsdn_backend (0 is no backend).
+ */
 struct flowsdn_maglev_value {
 	__u32 backend_id;
 };

@@ -84,10 +84,7 @@ static void teardown(void)
 {
 	flowsdn_datapath_free(dp);
 	dp = NULL;
-	if (pin_dir[0]) {
-		umount2(pin_dir, MNT_DETACH);
-		rmdir(pin_dir);
-	}
+	node_unpin(pin_dir);
 }
 
 static uint16_t csum(const void *p, size_t len)

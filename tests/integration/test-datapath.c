@@ -108,10 +108,7 @@ static void node_down(void)
 	dp = NULL;
 	ns_kill(&epa.ns);
 	ns_kill(&epb.ns);
-	if (pin_dir[0]) {
-		umount2(pin_dir, MNT_DETACH);
-		rmdir(pin_dir);
-	}
+	node_unpin(pin_dir);
 }
 
 static void setup_fib_tcx(void) { node_up(FLOWSDN_EGRESS_FIB, FLOWSDN_ATTACH_TCX, false); }

@@ -130,6 +130,7 @@ Test(socklb, selection_switched_live_random_to_maglev)
 	struct flowsdn_service_value before, after;
 	struct flowsdn_addr fa;
 	int seen[SOCKLB_BACKENDS] = { 0 };
+	static uint32_t table[251];
 
 	ASSERT_OK(flowsdn_addr_parse("10.96.0.30", 10, &fa), "addr");
 	socklb_publish(&node, 1, "10.96.0.30", 53, IPPROTO_UDP, SOCKLB_B2 | SOCKLB_B3, 0, 0, NULL);
@@ -149,6 +150,10 @@ Test(socklb, selection_switched_live_random_to_maglev)
 	cr_assert(after.svc_id == before.svc_id, "the service kept its id");
 	cr_assert(after.flags & FLOWSDN_SVC_F_MAGLEV);
 	cr_assert(after.maglev_size == 251, "table size %u", after.maglev_size);
+	/* The table is in flowsdn_maglev's layout (one array per set), every slot a backend. */
+	ASSERT_OK(flowsdn_maps_maglev_read(node.maps, after.svc_id, table, 251), "maglev table");
+	for (uint32_t i = 0; i < 251; i++)
+		cr_assert(table[i] != 0, "maglev slot %u empty", i);
 	for (int k = 0; k < 3; k++) {
 		socklb_run(&node, SOCKLB_UDP_SENDTO, "10.96.0.30", 53, 20, &r);
 		cr_assert(r.err == 0, "maglev: %s", strerror(r.err));

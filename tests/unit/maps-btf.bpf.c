@@ -13,7 +13,6 @@ struct flowsdn_policy_value btf_policy_value;
 struct flowsdn_service_key btf_service_key;
 struct flowsdn_service_value btf_service_value;
 struct flowsdn_backend btf_backend;
-struct flowsdn_maglev_key btf_maglev_key;
 struct flowsdn_maglev_value btf_maglev_value;
 struct flowsdn_svc_slot_key btf_svc_slot_key;
 struct flowsdn_svc_slot_value btf_svc_slot_value;

@@ -62,7 +62,6 @@ static const struct layout layouts[] = {
 	  M(flowsdn_service_value, maglev_size), M(flowsdn_service_value, pad0)),
 	L(flowsdn_backend, M(flowsdn_backend, addr), M(flowsdn_backend, port), M(flowsdn_backend, protocol),
 	  M(flowsdn_backend, family), M(flowsdn_backend, state), M(flowsdn_backend, flags), M(flowsdn_backend, pad0)),
-	L(flowsdn_maglev_key, M(flowsdn_maglev_key, svc_id), M(flowsdn_maglev_key, slot)),
 	L(flowsdn_maglev_value, M(flowsdn_maglev_value, backend_id)),
 	L(flowsdn_svc_slot_key, M(flowsdn_svc_slot_key, svc_id), M(flowsdn_svc_slot_key, slot)),
 	L(flowsdn_svc_slot_value, M(flowsdn_svc_slot_value, backend_id)),
