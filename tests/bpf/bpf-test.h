@@ -47,15 +47,15 @@ static inline struct flowsdn_datapath *dp_open(char *dir, size_t size, const cha
 	return d;
 }
 
-/* The fd of the program pinned as @name in @dir. */
-static inline int dp_prog(const char *dir, const char *name)
+/* The fd of the program or map pinned as @name in @dir. */
+static inline int dp_pinned(const char *dir, const char *name)
 {
 	char path[128];
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = bpf_obj_get(path);
-	cr_assert(fd >= 0, "pinned program %s: %s", path, strerror(errno));
+	cr_assert(fd >= 0, "pinned %s: %s", path, strerror(errno));
 	return fd;
 }
 

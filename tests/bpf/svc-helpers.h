@@ -22,13 +22,7 @@
 
 static inline int map_fd(const char *name)
 {
-	char path[128];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, name);
-	fd = bpf_obj_get(path);
-	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
-	return fd;
+	return dp_pinned(pin_dir, name);
 }
 
 /* ------------------------------------------------------------ services */

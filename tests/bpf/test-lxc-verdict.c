@@ -63,8 +63,8 @@ static void load(enum flowsdn_egress_mode mode)
 
 	node_enter();
 	dp = dp_open(pin_dir, sizeof(pin_dir), "bpftest", &o, &maps);
-	prog_from = dp_prog(pin_dir, "prog_from_container");
-	prog_to = dp_prog(pin_dir, "prog_to_container");
+	prog_from = dp_pinned(pin_dir, "prog_from_container");
+	prog_to = dp_pinned(pin_dir, "prog_to_container");
 	publish(&ep_a, 1, 5001, LO, mac_a, host_a, "10.0.0.1", "fd00::1", 0);
 	publish(&ep_b, 2, 5002, FAR_IFINDEX, mac_b, host_b, "10.0.0.2", "fd00::2", 0);
 }

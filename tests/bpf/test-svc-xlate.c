@@ -54,8 +54,8 @@ static void setup(void)
 {
 	node_enter();
 	dp = dp_open(pin_dir, sizeof(pin_dir), "xlatetest", NULL, &maps);
-	prog_from = dp_prog(pin_dir, "prog_from_container");
-	prog_to = dp_prog(pin_dir, "prog_to_container");
+	prog_from = dp_pinned(pin_dir, "prog_from_container");
+	prog_to = dp_pinned(pin_dir, "prog_to_container");
 	/* A: the gVisor client (tc translation); B: a backend endpoint;
 	 * C: a client left to the socket LB.  All on lo for test runs. */
 	publish(1, mac_a, host_a, "10.0.0.1", "fd00::1", FLOWSDN_EP_F_SVC_PACKET);

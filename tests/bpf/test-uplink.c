@@ -60,8 +60,8 @@ static void setup(void)
 	r = flowsdn_datapath_uplink_attach(dp, up, &uo);
 	cr_assert(r == 0, "uplink attach: %s", flowsdn_strerror(r));
 	snprintf(name, sizeof(name), "prog_from_uplink_%d", up);
-	prog_up = dp_prog(pin_dir, name);
-	prog_from = dp_prog(pin_dir, "prog_from_container");
+	prog_up = dp_pinned(pin_dir, name);
+	prog_from = dp_pinned(pin_dir, "prog_from_container");
 	/* B: a backend endpoint of this node (its host veth: lo for test runs). */
 	memcpy(e.mac, mac_b, 6);
 	memcpy(e.host_mac, host_b, 6);
