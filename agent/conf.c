@@ -482,18 +482,13 @@ int agent_config_parse(const char *json, size_t len, struct agent_config **ret, 
 {
 	struct agent_config *c = NULL;
 	struct json_value *root = NULL;
-	struct json_error je = { 0 };
 	struct check_ctx ctx;
 	int err;
 
 	if (!json || !ret)
 		return -EINVAL;
 	diag_begin(diag, 0);
-	err = json_parse(json, len, NULL, &root, &je);
-	if (err == -EBADMSG) {
-		diag_add_json_error(diag, &je);
-		return -FLOWSDN_E_AGENT_CONFIG;
-	}
+	err = json_parse_diag(json, len, NULL, -FLOWSDN_E_AGENT_CONFIG, &root, diag);
 	if (err < 0)
 		return err;
 	err = agent_config_new(&c);

@@ -17,6 +17,18 @@ const char *json_string_value(const struct json_value *v)
 	return v && json_get_string(v, &s) == 0 ? s : NULL;
 }
 
+int json_parse_diag(const char *text, size_t len, const struct json_limits *limits, int code,
+		    struct json_value **ret_value, struct diag *diag)
+{
+	struct json_error err = { 0 };
+	int r = json_parse(text, len, limits, ret_value, &err);
+
+	if (r != -EBADMSG)
+		return r;
+	diag_add_json_error(diag, &err);
+	return diag_oom(diag) ? -ENOMEM : code;
+}
+
 const struct json_value *json_at(const struct json_value *root, const char *path)
 {
 	const struct json_value *cur = root;

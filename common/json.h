@@ -157,6 +157,14 @@ const char *json_path_str(const struct json_path *p); /* "" for the root */
 #define JSON_READ_REPORTED (-EBADMSG)
 
 struct check_ctx;
+struct diag;
+
+/* json_parse() for a reader with a diag: input that is not JSON is
+ * reported into @diag (diag_add_json_error(): line, column, the parser's
+ * message) and gives @code, the reader's domain code (-ENOMEM when the
+ * diag could not keep it); other failures as json_parse(). */
+int json_parse_diag(const char *text, size_t len, const struct json_limits *limits, int code,
+		    struct json_value **ret_value, struct diag *diag);
 
 /* The value at @path below @root: member names joined by '.', array
  * indexes in brackets ("spec.ports[0].port"; "" is @root).  NULL when a

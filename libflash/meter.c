@@ -1701,16 +1701,11 @@ static int meter_from_json(struct flash_meter *m, const char *text, size_t len, 
 	struct flash_meter tmp = { .window = 0 };
 	struct json_value *doc = NULL;
 	const struct json_value *v, *records, *services;
-	struct json_error jerr = { 0 };
 	struct loader l = { .diag = diag };
 	int r;
 
 	json_path_init(&l.path);
-	r = json_parse(text ? text : "", len, &limits, &doc, &jerr);
-	if (r == -EBADMSG) {
-		diag_add_json_error(diag, &jerr);
-		return -FLASH_E_METER_STATE_SYNTAX;
-	}
+	r = json_parse_diag(text ? text : "", len, &limits, -FLASH_E_METER_STATE_SYNTAX, &doc, diag);
 	if (r < 0)
 		return r;
 	tmp.window = m->window;

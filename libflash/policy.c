@@ -132,7 +132,6 @@ FLASH_API int flash_policy_parse(const char *json, size_t len, struct flash_poli
 {
 	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
-	struct json_error jerr = { 0 };
 	struct flash_policy *p;
 	struct check_ctx ctx;
 	int r;
@@ -140,11 +139,7 @@ FLASH_API int flash_policy_parse(const char *json, size_t len, struct flash_poli
 	if (!json || !ret_policy)
 		return -EINVAL;
 	diag_begin(diag, 0);
-	r = json_parse(json, len, &spec_json_limits, &doc, &jerr);
-	if (r == -EBADMSG) {
-		diag_add_json_error(diag, &jerr);
-		return diag_oom(diag) ? -ENOMEM : -FLASH_E_POLICY_SYNTAX;
-	}
+	r = json_parse_diag(json, len, &spec_json_limits, -FLASH_E_POLICY_SYNTAX, &doc, diag);
 	if (r < 0)
 		return r;
 	check_ctx_init(&ctx, diag);

@@ -451,15 +451,10 @@ static const char default_config[] =
 static int parse_into(struct flash_operator_config *c, const char *json, size_t len, struct diag *diag)
 {
 	struct json_value *v = NULL;
-	struct json_error err = { 0 };
 	struct check_ctx ctx;
 	int r;
 
-	r = json_parse(json, len, NULL, &v, &err);
-	if (r == -EBADMSG) {
-		diag_add_json_error(diag, &err);
-		return -FLASH_E_RENDER_CONFIG;
-	}
+	r = json_parse_diag(json, len, NULL, -FLASH_E_RENDER_CONFIG, &v, diag);
 	if (r < 0)
 		return r;
 	check_ctx_init(&ctx, diag);

@@ -913,7 +913,6 @@ FLASH_API int flash_spec_parse(const char *json, size_t len, const struct flash_
 {
 	struct diag *diag = flash__diag(public_diag);
 	struct json_value *doc = NULL;
-	struct json_error jerr = { 0 };
 	struct flash_spec *spec = NULL;
 	struct check_ctx ctx;
 	int r;
@@ -922,11 +921,7 @@ FLASH_API int flash_spec_parse(const char *json, size_t len, const struct flash_
 		return -EINVAL;
 	diag_begin(diag, OPTS_GET(opts, max_problems, 0));
 
-	r = json_parse(json, len, &spec_json_limits, &doc, &jerr);
-	if (r == -EBADMSG) {
-		diag_add_json_error(diag, &jerr);
-		return diag_oom(diag) ? -ENOMEM : -FLASH_E_SPEC_SYNTAX;
-	}
+	r = json_parse_diag(json, len, &spec_json_limits, -FLASH_E_SPEC_SYNTAX, &doc, diag);
 	if (r < 0)
 		return r;
 

@@ -737,15 +737,8 @@ static int tree_parse(const char *json, size_t len, struct diag *diag, struct js
 		.max_members = 65536,
 		.max_input = MAX_CONF_SIZE,
 	};
-	struct json_error e = { 0 };
-	int r;
 
-	r = json_parse(json, len, &limits, ret, &e);
-	if (r == -EBADMSG) {
-		diag_add_json_error(diag, &e);
-		return -FLOWSDN_E_CNI_DECODE;
-	}
-	return r;
+	return json_parse_diag(json, len, &limits, -FLOWSDN_E_CNI_DECODE, ret, diag);
 }
 
 FLOWSDN_API int flowsdn_cni_result_parse(const char *json, size_t len, struct flowsdn_cni_result **ret,
@@ -842,6 +835,38 @@ static int check_version(const char *version, const char *where, struct diag *di
 	else if (err < 0)
 		diag_set(diag, "%scniVersion \"%.32s\" is not a CNI version", where, version);
 	return err;
+}
+
+/* The checks every configuration starts with: @version supported and
+ * "name" a string with a container id's syntax. */
+static int conf_version_name(const struct json_value *root, const char *version, struct diag *diag,
+			     const char **ret_name)
+{
+	int err = check_version(version, "", diag);
+
+	if (err < 0)
+		return err;
+	err = req_str(root, "name", "", diag, ret_name);
+	if (err < 0)
+		return err;
+	if (!names_container_id_valid(*ret_name)) {
+		diag_set(diag, "name: \"%.64s\" must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$", *ret_name);
+		return -FLOWSDN_E_CNI_CONFIG;
+	}
+	return 0;
+}
+
+/* The @fields of @root, an open format (unknown keys skipped), into
+ * @target. */
+static int conf_read_fields(const struct json_value *root, const struct json_field *fields, size_t n, void *target,
+			    struct diag *diag)
+{
+	struct check_ctx ctx;
+	int err;
+
+	check_ctx_init(&ctx, diag);
+	err = json_read_object_flags(&ctx, root, fields, n, JSON_READ_IGNORE_UNKNOWN, target);
+	return err == JSON_READ_REPORTED ? -FLOWSDN_E_CNI_CONFIG : err;
 }
 
 static int attachments_parse(struct flowsdn_cni_conf *c, const struct json_value *a, struct diag *diag)
@@ -945,7 +970,6 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_conf_freep) struct flowsdn_cni_conf *c = NULL;
 	const struct json_value *v;
-	struct check_ctx ctx;
 	int err;
 
 	if (!json || !ret)
@@ -957,24 +981,15 @@ FLOWSDN_API int flowsdn_cni_conf_parse(const char *json, size_t len, struct flow
 	err = parse_versioned_object(json, len, "network configuration", diag, &c->root, &c->version);
 	if (err < 0)
 		return err;
-	err = check_version(c->version, "", diag);
+	err = conf_version_name(c->root, c->version, diag, &c->name);
 	if (err < 0)
 		return err;
-	err = req_str(c->root, "name", "", diag, &c->name);
-	if (err < 0)
-		return err;
-	if (!names_container_id_valid(c->name)) {
-		diag_set(diag, "name: \"%.64s\" must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$", c->name);
-		return -FLOWSDN_E_CNI_CONFIG;
-	}
 	err = req_str(c->root, "type", "", diag, &c->type);
 	if (err < 0)
 		return err;
-	check_ctx_init(&ctx, diag);
-	err = json_read_object_flags(&ctx, c->root, conf_fields, ARRAY_SIZE(conf_fields), JSON_READ_IGNORE_UNKNOWN,
-				     NULL);
+	err = conf_read_fields(c->root, conf_fields, ARRAY_SIZE(conf_fields), NULL, diag);
 	if (err < 0)
-		return err == JSON_READ_REPORTED ? -FLOWSDN_E_CNI_CONFIG : err;
+		return err;
 	v = json_get(c->root, "dns");
 	if (v) {
 		err = flowsdn_cni_result_new(&c->dns);
@@ -1135,7 +1150,6 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 	struct diag *diag = flowsdn__diag(public_diag);
 	_cleanup_(flowsdn_cni_conflist_freep) struct flowsdn_cni_conflist *l = NULL;
 	const struct json_value *versions;
-	struct check_ctx ctx;
 	int err;
 
 	if (!json || !ret)
@@ -1172,21 +1186,12 @@ FLOWSDN_API int flowsdn_cni_conflist_parse(const char *json, size_t len, struct 
 		if (found)
 			l->version = supported[best];
 	}
-	err = check_version(l->version, "", diag);
+	err = conf_version_name(l->root, l->version, diag, &l->name);
 	if (err < 0)
 		return err;
-	err = req_str(l->root, "name", "", diag, &l->name);
+	err = conf_read_fields(l->root, conflist_fields, ARRAY_SIZE(conflist_fields), l, diag);
 	if (err < 0)
 		return err;
-	if (!names_container_id_valid(l->name)) {
-		diag_set(diag, "name: \"%.64s\" must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$", l->name);
-		return -FLOWSDN_E_CNI_CONFIG;
-	}
-	check_ctx_init(&ctx, diag);
-	err = json_read_object_flags(&ctx, l->root, conflist_fields, ARRAY_SIZE(conflist_fields),
-				     JSON_READ_IGNORE_UNKNOWN, l);
-	if (err < 0)
-		return err == JSON_READ_REPORTED ? -FLOWSDN_E_CNI_CONFIG : err;
 	l->plugins = json_get(l->root, "plugins");
 	if (!IS_ARR(l->plugins) || l->plugins->u.array.n == 0) {
 		diag_set(diag, "plugins: must be a non-empty array");

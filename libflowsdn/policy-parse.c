@@ -997,7 +997,6 @@ FLOWSDN_API int flowsdn_policy_parse(const char *json, size_t len,
 {
 	struct diag *diag = flowsdn__diag(public_diag);
 	struct json_value *root = NULL;
-	struct json_error jerr;
 	struct flowsdn_policy *p = NULL;
 	struct pctx *c = NULL;
 	struct root_in in = { 0 };
@@ -1012,11 +1011,7 @@ FLOWSDN_API int flowsdn_policy_parse(const char *json, size_t len,
 		return -EINVAL;
 	diag_begin(diag, FLOWSDN_POLICY_MAX_CAUSES);
 
-	r = json_parse(json, len, NULL, &root, &jerr);
-	if (r == -EBADMSG) {
-		diag_add_json_error(diag, &jerr);
-		return diag_oom(diag) ? -ENOMEM : -FLOWSDN_E_POLICY_JSON;
-	}
+	r = json_parse_diag(json, len, NULL, -FLOWSDN_E_POLICY_JSON, &root, diag);
 	if (r < 0)
 		return r;
 	c = calloc(1, sizeof(*c));
