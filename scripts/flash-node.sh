@@ -46,9 +46,13 @@ fc() {
 
 start_op() {
 	rm -f "$T/op.sock"
+	# The runtime's settings in the configuration (flash-operator.conf(5)).
+	cat >"$T/op.conf" <<JSON
+{"runtime": {"dir": "$T/rt", "cniBinDir": "$T/opt/cni/bin", "cniConf": "$T/etc/cni/net.d/00-flowsdn.conflist",
+ "agentSocket": "$T/run/flowsdn.sock", "cgroupParent": "$CG", "dns": ["192.0.2.53"]}}
+JSON
 	"$B/bin/flash-operator" --keys "$T/pk.jwks" --issuer mp --audience prov --socket "$T/op.sock" \
-		--state-dir "$T/opstate" --registry-plain-http --runtime-dir "$T/rt" --cni-bin-dir "$T/opt/cni/bin" \
-		--cni-conf "$T/etc/cni/net.d/00-flowsdn.conflist" --agent-socket "$T/run/flowsdn.sock" --cgroup-parent "$CG" --dns 192.0.2.53 2>>"$T/op.log" &
+		--state-dir "$T/opstate" --registry-plain-http --config "$T/op.conf" 2>>"$T/op.log" &
 	OP=$!
 	i=0
 	until [ -S "$T/op.sock" ]; do
