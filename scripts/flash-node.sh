@@ -56,7 +56,7 @@ JSON
 	OP=$!
 	i=0
 	until [ -S "$T/op.sock" ]; do
-		i=$((i + 1)); [ $i -lt 100 ] || node_fail "operator did not start"
+		i=$((i + 1)); [ $i -lt 300 ] || node_fail "operator did not start in 30 s"
 		kill -0 "$OP" 2>/dev/null || node_fail "operator exited"
 		sleep 0.1
 	done
@@ -88,7 +88,7 @@ JSON
 	AGENT=$!
 	i=0
 	until [ -S "$T/run/flowsdn.sock" ]; do
-		i=$((i + 1)); [ $i -lt 100 ] || node_fail "agent did not start"; sleep 0.1
+		i=$((i + 1)); [ $i -lt 300 ] || node_fail "agent did not start in 30 s"; sleep 0.1
 	done
 	"$B/bin/flowsdn-cni" install --cni-bin-dir "$T/opt/cni/bin" --cni-conf-dir "$T/etc/cni/net.d" \
 		--agent-socket "$T/run/flowsdn.sock" --queue-dir "$T/state/cni-queue" >/dev/null
