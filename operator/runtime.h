@@ -20,9 +20,13 @@
  * runsc still runs without restarting them.
  *
  * Files (all under opts->dir, made mode 0700): replicas/ID/ (bundle:
- * config.json, rootfs on a tmpfs bounded by the workload's disk limit,
- * resolv.conf, netns), logs/SERVICE/N.log (+ N.log.1, rotated), runsc/
- * (runsc --root), images/ (the content store).
+ * config.json, rootfs: an ext4 image rootfs.img, sparse, bounded by the
+ * workload's disk budget (op_storage_split()), mounted through a loop
+ * device, resolv.conf, netns), volumes/SERVICE/ (with persistence: the
+ * /root volume root.img mounted on root/, shared by the service's
+ * replicas, kept across replica and operator restarts, removed with the
+ * service), logs/SERVICE/N.log (+ N.log.1, rotated), runsc/ (runsc
+ * --root), images/ (the content store).
  */
 #ifndef FLASH_OPERATOR_RUNTIME_H
 #define FLASH_OPERATOR_RUNTIME_H
@@ -102,6 +106,10 @@ struct op_runtime_opts {
 	int (*suspended)(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
 			 size_t msg_size);
 	void *services_ctx;
+	/* flash-operator.conf(5) persistence.enabled: each service gets a
+	 * restart-safe /root volume (op_storage_split()). */
+	bool persistence;
+	const char *mkfs;           /* NULL: mkfs.ext4 from PATH, /usr/sbin, /sbin */
 };
 
 /* What a service's replicas look like now. */
@@ -136,9 +144,12 @@ void op_runtime_kick(struct op_runtime *rt);
 /* The status of service @id; -ENOENT when the runtime has not seen it yet. */
 int op_runtime_status(struct op_runtime *rt, const char *id, struct op_service_status *ret);
 
-/* The last @max_bytes of the logs of service @id (replica @index, or
- * every replica when negative), lines at or after @since (ns since the
- * epoch; 0: all).  -ENOENT when there is none. */
+/* The newest whole lines of the logs of service @id that fit in
+ * @max_bytes (0: all), replica @index or every replica when negative,
+ * lines at or after @since (ns since the epoch; 0: all), oldest first,
+ * each "INDEX TIME STREAM TEXT\n" (TIME as op_log_time() writes it,
+ * STREAM stdout or stderr).  -ENOENT when the service has no logs,
+ * -EINVAL, -ENOMEM. */
 int op_runtime_logs(struct op_runtime *rt, const char *id, int index, int64_t since, size_t max_bytes, char **ret,
 		    size_t *ret_len);
 

@@ -34,6 +34,7 @@ static struct flash_auth_signer *signer;
 static struct flash_auth_keyset *keys;
 static struct flash_operator_config *config;
 static struct flash_policy *policy;
+static int64_t fake_now; /* > 0: the provider's clock and the tokens' */
 
 #define GIB (UINT64_C(1) << 30)
 
@@ -76,6 +77,7 @@ static void teardown(void)
 	flash_operator_config_free(config);
 	flash_policy_free(policy);
 	prov = NULL, metrics = NULL, store = NULL, signer = NULL, keys = NULL, config = NULL, policy = NULL;
+	fake_now = 0;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert(system(cmd) == 0);
 }
@@ -85,7 +87,8 @@ static struct op_response req(const char *method, const char *path, const char *
 			      enum flash_auth_action action, uint64_t gen, const char *body)
 {
 	struct op_response r;
-	char *tok = org ? test_mint(signer, org, project, action, gen) : NULL, hdr[9000];
+	char *tok = org ? test_mint_at(signer, org, project, action, gen, fake_now ? fake_now : (int64_t)time(NULL)) : NULL,
+	     hdr[9000];
 
 	if (tok)
 		snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
@@ -902,4 +905,354 @@ Test(operator, get_answers_kept_only_while_the_store_is_unchanged)
 	free(p);
 	free(ub);
 	free(spec);
+}
+
+/* ---------------------------------------------------------------- logs */
+
+/* The runtime's service source, always busy: its loop never acts (nor
+ * sweeps the log files the test writes). */
+static int no_services(void *ctx, struct op_service ***ret, size_t *ret_n)
+{
+	(void)ctx;
+	(void)ret;
+	(void)ret_n;
+	return -EBUSY;
+}
+
+/* The query of one logs request: "k=v&k=v" (values not encoded). */
+static const char *query_of(void *ctx, const char *key)
+{
+	static char vals[4][128];
+	static unsigned int next;
+	char *val = vals[next++ % 4]; /* the provider holds two values at once */
+	const char *q = ctx;
+
+	for (const char *p = q; p && *p;) {
+		const char *eq = strchr(p, '='), *amp = strchr(p, '&');
+		size_t kl = eq ? (size_t)(eq - p) : 0, vl;
+
+		if (!eq)
+			break;
+		vl = amp ? (size_t)(amp - eq - 1) : strlen(eq + 1);
+		if (kl == strlen(key) && strncmp(p, key, kl) == 0 && vl < sizeof(vals[0])) {
+			memcpy(val, eq + 1, vl);
+			val[vl] = '\0';
+			return val;
+		}
+		p = amp ? amp + 1 : NULL;
+	}
+	return NULL;
+}
+
+static struct op_response logs_req(const char *id, const char *query, const char *org, enum flash_auth_action action)
+{
+	struct op_response r;
+	char *tok = test_mint(signer, org, "p1", action, UINT64_MAX), hdr[9000], path[160];
+
+	snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
+	snprintf(path, sizeof(path), "/provider/v1/services/%s/logs", id);
+	struct op_request rq = { .method = "GET", .path = path, .authorization = hdr, .body = "",
+				 .query = query ? query_of : NULL, .query_ctx = (void *)query };
+	op_provider_handle(prov, &rq, &r);
+	free(tok);
+	return r;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* GET /provider/v1/services/ID/logs (token action logs): the replicas'
+ * lines merged oldest first (the rotated file before the live one),
+ * ?replica and ?since narrow them, bytes that are not UTF-8 become '?',
+ * malformed parameters are 400, another tenant's or a deleted service 404,
+ * an operator without a runtime 409. */
+Test(operator, logs_route)
+{
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1);
+	char id[OP_SERVICE_ID_STRLEN], rtdir[160], bin[200], ld[240], path[300], err[256];
+	struct op_runtime *rt = NULL;
+	struct json_value *v;
+	const struct json_value *lines;
+	struct op_response r;
+
+	snprintf(id, sizeof(id), "%s", create("org-a", "p1", "web", 1, spec));
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 409, "no-runtime");
+	op_response_clear(&r);
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_GET);
+	expect_error(&r, 403, "wrong-action");
+	op_response_clear(&r);
+
+	/* A runtime that runs nothing: only its log files matter. */
+	snprintf(rtdir, sizeof(rtdir), "%s/runtime", dir);
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	cr_assert(mkdir(bin, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/flowsdn-cni", bin);
+	cr_assert(symlink("/bin/true", path) == 0);
+	struct op_runtime_opts ro = { .sz = sizeof(ro), .dir = rtdir, .runsc = "/bin/true", .cni_bin_dir = bin,
+				      .services = no_services, .interval_ms = 60000 };
+	err[0] = '\0';
+	cr_assert(op_runtime_start(&ro, &rt, err, sizeof(err)) == 0, "runtime: %s", err);
+	op_provider_set_runtime(prov, rt);
+
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	cr_assert_eq(r.status, 200, "no logs yet: %d %s", r.status, r.body);
+	v = parse(&r);
+	cr_assert(json_is(lines = json_get(v, "lines"), JSON_ARRAY) && lines->u.array.n == 0, "%s", r.body);
+	json_free(v);
+	op_response_clear(&r);
+
+	snprintf(ld, sizeof(ld), "%s/logs/%s", rtdir, id);
+	ASSERT_OK(util_mkdir_p(ld, 0700), "logs dir");
+	snprintf(path, sizeof(path), "%s/0.log.1", ld);
+	write_text(path, "2026-12-01T10:00:00.000001Z stdout zero-old\n");
+	snprintf(path, sizeof(path), "%s/0.log", ld);
+	write_text(path, "2026-12-01T10:00:02.000000Z stdout zero-new\n"
+			 "2026-12-01T10:00:04.000000Z stderr bad \xff byte\n");
+	snprintf(path, sizeof(path), "%s/1.log", ld);
+	write_text(path, "2026-12-01T10:00:01.500000Z stderr one-a\n2026-12-01T10:00:03.000000Z stdout one-b\n");
+
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	v = parse(&r);
+	lines = json_get(v, "lines");
+	cr_assert(json_is(lines, JSON_ARRAY) && lines->u.array.n == 5, "%s", r.body);
+	{
+		static const char *const texts[] = { "zero-old", "one-a", "zero-new", "one-b", "bad ? byte" };
+		static const unsigned int replicas[] = { 0, 1, 0, 1, 0 };
+		static const char *const streams[] = { "stdout", "stderr", "stdout", "stdout", "stderr" };
+
+		for (size_t i = 0; i < 5; i++) {
+			const struct json_value *l = lines->u.array.items[i];
+			uint64_t rep = 99;
+
+			cr_assert_str_eq(sget(l, "text"), texts[i], "line %zu in time order", i);
+			cr_assert_str_eq(sget(l, "stream"), streams[i], "line %zu stream", i);
+			cr_assert(json_get_uint64(json_get(l, "replica"), &rep) == 0 && rep == replicas[i], "line %zu", i);
+		}
+		ASSERT_STREQ(sget(lines->u.array.items[0], "time"), "2026-12-01T10:00:00.000001Z", "time kept");
+	}
+	ASSERT_STREQ(sget(v, "service_id"), id, "service id");
+	json_free(v);
+	op_response_clear(&r);
+
+	r = logs_req(id, "replica=1&since=2026-12-01T10:00:02Z", "org-a", FLASH_AUTH_ACTION_LOGS);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	v = parse(&r);
+	lines = json_get(v, "lines");
+	cr_assert(lines->u.array.n == 1, "replica 1 since 10:00:02: %s", r.body);
+	ASSERT_STREQ(sget(lines->u.array.items[0], "text"), "one-b", "replica and since");
+	json_free(v);
+	op_response_clear(&r);
+	r = logs_req(id, "since=2026-12-01T10:00:01.5Z", "org-a", FLASH_AUTH_ACTION_LOGS);
+	v = parse(&r);
+	cr_assert(json_get(v, "lines")->u.array.n == 4, "fractional since is inclusive: %s", r.body);
+	json_free(v);
+	op_response_clear(&r);
+
+	static const char *const bad_queries[] = { "replica=x", "replica=-1", "replica=65536", "since=yesterday",
+						   "since=2026-12-01T10:00:00", "since=2026-12-01T10:00:00.Z",
+						   "since=2026-13-01T10:00:00Z", "since=2026-12-01T10:00:00.1234567890Z" };
+	for (size_t i = 0; i < sizeof(bad_queries) / sizeof(bad_queries[0]); i++) {
+		r = logs_req(id, bad_queries[i], "org-a", FLASH_AUTH_ACTION_LOGS);
+		expect_error(&r, 400, "bad-request");
+		cr_assert(strstr(r.body, strchr(bad_queries[i], '=') + 1), "the message names the value: %s", r.body);
+		op_response_clear(&r);
+	}
+	r = logs_req(id, NULL, "org-b", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	r = logs_req("fs-00000000000000000000000000000000", NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	{
+		/* Only GET, and only /logs below a service. */
+		char p2[200];
+		struct op_request rq = { .method = "POST", .path = p2, .body = "" };
+
+		snprintf(p2, sizeof(p2), "/provider/v1/services/%s/logs", id);
+		op_provider_handle(prov, &rq, &r);
+		expect_error(&r, 405, "method-not-allowed");
+		op_response_clear(&r);
+		snprintf(p2, sizeof(p2), "/provider/v1/services/%s/shell", id);
+		rq.method = "GET";
+		op_provider_handle(prov, &rq, &r);
+		expect_error(&r, 404, "no-route");
+		op_response_clear(&r);
+	}
+	char *dp = path_of(id);
+	r = req("DELETE", dp, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 2, NULL);
+	cr_assert_eq(r.status, 200, "delete: %s", r.body);
+	op_response_clear(&r);
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+
+	op_provider_set_runtime(prov, NULL);
+	op_runtime_stop(rt);
+	free(dp);
+	free(spec);
+}
+
+/* ---------------------------------------------------------------- metering live */
+
+static int64_t clock_of(void *ctx)
+{
+	(void)ctx;
+	return fake_now;
+}
+
+/* What the runtime does each pass for every live service: tell the meter
+ * its ready replicas, ask whether it is suspended.  @ready: per service
+ * (by name), the replicas it runs; returns the suspended names. */
+static void runtime_pass(const char *const *names, const uint32_t *ready, size_t n, bool *suspended)
+{
+	struct op_service **list = NULL;
+	size_t nl = 0;
+
+	ASSERT_OK(op_provider_live_services(prov, &list, &nl), "live services");
+	for (size_t k = 0; k < n; k++) {
+		suspended[k] = false;
+		for (size_t i = 0; i < nl; i++) {
+			struct flash_spec *spec = NULL;
+			char msg[512] = "";
+			int r;
+
+			if (strcmp(list[i]->name, names[k]) != 0)
+				continue;
+			ASSERT_OK(flash_spec_parse(list[i]->spec, strlen(list[i]->spec), NULL, &spec, NULL), "spec");
+			r = op_provider_suspended(prov, list[i], spec, msg, sizeof(msg));
+			cr_assert(r == 0 || r == -EDQUOT, "%s: %d", names[k], r);
+			suspended[k] = r == -EDQUOT;
+			cr_assert(!suspended[k] || strstr(msg, "Monday") || strstr(msg, "00:00"),
+				  "the message says when it lifts: %s", msg);
+			/* A suspended service's replicas are stopped. */
+			ASSERT_OK(op_provider_observe(prov, list[i], spec, suspended[k] ? 0 : ready[k]), "observe");
+			flash_spec_free(spec);
+		}
+	}
+	op_service_list_free(list, nl);
+}
+
+/* Reaching an organization's weekly GPU limit suspends its GPU workloads
+ * only, its memory or CPU limit all of them, another organization stays;
+ * everything resumes at Monday 00:00 UTC (the clock is injected); the
+ * usage route shows the week, exact, and keeps a deleted service's
+ * record. */
+Test(operator, weekly_limits_suspend_and_resume_on_monday)
+{
+	static const char pol[] =
+		"{\"regions\":[\"heteronet-global\"],\"gpu_catalog\":[\"nvidia-geforce-gtx-1080-ti\"],"
+		"\"protected_cidrs\":[],"
+		"\"workload_limits\":{\"cpu_millis\":4000,\"memory_mib\":8192,\"replicas\":10,\"gpus\":1,"
+		"\"ephemeral_storage_gib\":50,\"ports\":16},"
+		"\"organization_limits\":{\"cpu_millis\":16000,\"memory_mib\":32768,\"replicas\":40,\"gpus\":4,"
+		"\"ephemeral_storage_gib\":500,\"ports\":64},"
+		"\"weekly_limits\":{\"cpu_millicore_seconds\":300000,\"memory_mib_seconds\":2048000,\"gpu_seconds\":100}}";
+	static const char *const names[] = { "cpu", "gpu", "big" };
+	const uint32_t one[] = { 1, 1, 1 };
+	char *cpu = test_spec("test.invalid/a:1", 0, 1, 1), *gpu = NULL, *big = NULL, *b, week[16];
+	int64_t t0 = 0, monday = 0;
+	bool susp[3];
+	struct op_response r;
+	struct json_value *v;
+
+	cr_assert(asprintf(&gpu, "%.*s\"gpu_type\":\"nvidia-geforce-gtx-1080-ti\",%s",
+			   (int)(strstr(cpu, "\"cpu_millis\"") - cpu), cpu, strstr(cpu, "\"cpu_millis\"")) > 0);
+	cr_assert(asprintf(&big, "%.*s\"memory_mib\":4096%s", (int)(strstr(cpu, "\"memory_mib\":128") - cpu), cpu,
+			   strstr(cpu, "\"memory_mib\":128") + strlen("\"memory_mib\":128")) > 0);
+	ASSERT_OK(flash_meter_parse_time("2026-12-02T12:00:00Z", &t0), "a Wednesday");
+	ASSERT_OK(flash_meter_parse_time("2026-12-07T00:00:00Z", &monday), "the next Monday");
+	teardown();
+	start(NULL, pol);
+	op_provider_free(prov);
+	struct op_provider_opts o = { .sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = keys,
+				      .policy = policy, .store = store, .metrics = metrics, .image = &test_image_ops,
+				      .now = clock_of };
+	ASSERT_OK(op_provider_new(&o, &prov), "provider with an injected clock");
+	fake_now = t0;
+	char cpu_id[OP_SERVICE_ID_STRLEN];
+	snprintf(cpu_id, sizeof(cpu_id), "%s", create("org-a", "p1", "cpu", 1, cpu));
+	create("org-a", "p1", "gpu", 1, gpu);
+	create("org-b", "p1", "big", 1, big);
+
+	runtime_pass(names, one, 3, susp); /* all three ready from t0 */
+	cr_assert(!susp[0] && !susp[1] && !susp[2], "nothing used yet");
+	fake_now = t0 + 99;
+	runtime_pass(names, one, 3, susp);
+	cr_assert(!susp[1], "99 GPU-seconds of 100");
+	fake_now = t0 + 100;
+	runtime_pass(names, one, 3, susp);
+	cr_assert(susp[1] && !susp[0] && !susp[2], "the GPU limit suspends the GPU workload only: %d %d %d", susp[0],
+		  susp[1], susp[2]);
+	fake_now = t0 + 500; /* big: 4096 MiB x 500 s = the memory limit */
+	runtime_pass(names, one, 3, susp);
+	cr_assert(susp[2] && !susp[0] && susp[1], "the memory limit suspends org-b; org-a's CPU workload runs");
+	fake_now = t0 + 1100; /* org-a: 250 m x 1100 s + 250 m x 100 s = 300000 */
+	runtime_pass(names, one, 3, susp);
+	cr_assert(susp[0] && susp[1], "the CPU limit suspends all of org-a's workloads");
+	r = req("GET", "/provider/v1/usage", "org-a", NULL, FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	v = parse(&r);
+	ASSERT_OK(flash_meter_week_name(t0, week, sizeof(week)), "week");
+	ASSERT_STREQ(sget(v, "week"), week, "usage names the week");
+	ASSERT_STREQ(sget(v, "week_start"), "2026-11-30T00:00:00Z", "from Monday");
+	{
+		int64_t c = -1, g = -1;
+
+		json_get_int64(json_get(json_get(v, "organization"), "cpu_millicore_seconds"), &c);
+		json_get_int64(json_get(json_get(v, "organization"), "gpu_seconds"), &g);
+		cr_assert(c == 300000 && g == 100, "cpu %lld, gpu %lld", (long long)c, (long long)g);
+	}
+	json_free(v);
+	op_response_clear(&r);
+
+	/* One second before Monday 00:00 UTC still suspended; at it, all run. */
+	fake_now = monday - 1;
+	runtime_pass(names, one, 3, susp);
+	cr_assert(susp[0] && susp[1] && susp[2], "still this week");
+	fake_now = monday;
+	runtime_pass(names, one, 3, susp);
+	cr_assert(!susp[0] && !susp[1] && !susp[2], "resumed at Monday 00:00 UTC: %d %d %d", susp[0], susp[1], susp[2]);
+
+	/* Usage outlives a deleted service. */
+	fake_now = monday + 10;
+	runtime_pass(names, one, 3, susp);
+	b = path_of(cpu_id);
+	r = req("DELETE", b, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 2, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	op_response_clear(&r);
+	fake_now = monday + 20;
+	r = req("GET", "/provider/v1/usage", "org-a", NULL, FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+	v = parse(&r);
+	{
+		const struct json_value *list = json_get(v, "services");
+		bool found = false;
+
+		for (size_t i = 0; json_is(list, JSON_ARRAY) && i < list->u.array.n; i++) {
+			const struct json_value *e = list->u.array.items[i];
+			bool del = false;
+			int64_t c = -1;
+
+			if (strcmp(sget(e, "service_id"), cpu_id) != 0)
+				continue;
+			found = true;
+			json_get_bool(json_get(e, "deleted"), &del);
+			json_get_int64(json_get(json_get(e, "usage"), "cpu_millicore_seconds"), &c);
+			cr_assert(del && c == 2500, "the deleted service's record: deleted %d, %lld", del, (long long)c);
+		}
+		cr_assert(found, "the deleted service's usage is still listed: %s", r.body);
+	}
+	json_free(v);
+	op_response_clear(&r);
+	free(b);
+	free(cpu);
+	free(gpu);
+	free(big);
 }
