@@ -527,3 +527,9 @@ FLASH_API void flash_operator_config_registry(const struct flash_operator_config
 	if (ret_content_store)
 		*ret_content_store = config->content_store;
 }
+
+FLASH_API const struct flowsdn_prefix *flash_operator_config_service_cidr(const struct flash_operator_config *config,
+									  size_t i)
+{
+	return config && i < config->service_cidrs.n ? &config->service_cidrs.v[i] : NULL;
+}

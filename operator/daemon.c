@@ -216,6 +216,8 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		ro.observe = op_provider_observe;
 		ro.suspended = op_provider_suspended;
 		ro.services_ctx = d->provider;
+		ro.config = d->config;
+		ro.policy = d->policy;
 		if (!ro.registry)
 			ro.registry = opts->image ? &opts->registry : &d->registry;
 		r = op_runtime_start(&ro, &d->runtime, err, err_size);

@@ -2,7 +2,8 @@
 # scripts/flash-demo, tests/e2e/test-flash-runtime.sh and bench/flash.sh.
 # The caller is root inside a private network and mount namespace and sets
 #   B (build dir), S (source dir), T (an empty work dir), CG (cgroup parent),
-#   POOL (the agent's IPv4 pool)
+#   POOL (the agent's IPv4 pool), optionally AGENT_EXTRA (more members of
+#   the agent's JSON configuration) and OP_EXTRA (more operator flags)
 # then calls node_up; node_down (from its EXIT trap) stops and removes all.
 #   node_up              tmpfs on T, node address 192.0.2.1 on lo, agent,
 #                        flowsdn-cni installed, registry, echo image pushed
@@ -48,7 +49,7 @@ start_op() {
 	rm -f "$T/op.sock"
 	"$B/bin/flash-operator" --keys "$T/pk.jwks" --issuer mp --audience prov --socket "$T/op.sock" \
 		--state-dir "$T/opstate" --registry-plain-http --runtime-dir "$T/rt" --cni-bin-dir "$T/opt/cni/bin" \
-		--cni-conf "$T/etc/cni/net.d/00-flowsdn.conflist" --agent-socket "$T/run/flowsdn.sock" --cgroup-parent "$CG" --dns 192.0.2.53 2>>"$T/op.log" &
+		--cni-conf "$T/etc/cni/net.d/00-flowsdn.conflist" --agent-socket "$T/run/flowsdn.sock" --cgroup-parent "$CG" --dns 192.0.2.53 ${OP_EXTRA:-} 2>>"$T/op.log" &
 	OP=$!
 	i=0
 	until [ -S "$T/op.sock" ]; do
@@ -78,13 +79,13 @@ node_up() {
 	ip addr add 192.0.2.1/32 dev lo # the node's address (source of its probes)
 	cat >"$T/agent.json" <<JSON
 {"socket": "$T/run/flowsdn.sock", "state-dir": "$T/state", "bpf-pin-dir": "$T/bpf", "pools": ["$POOL"],
- "socket-lb-cgroup": ""}
+ "socket-lb-cgroup": ""${AGENT_EXTRA:+, $AGENT_EXTRA}}
 JSON
 	"$B/bin/flowsdn-agent" --config "$T/agent.json" 2>"$T/agent.log" &
 	AGENT=$!
 	i=0
 	until [ -S "$T/run/flowsdn.sock" ]; do
-		i=$((i + 1)); [ $i -lt 100 ] || node_fail "agent did not start"; sleep 0.1
+		i=$((i + 1)); [ $i -lt 300 ] || node_fail "agent did not start"; sleep 0.1
 	done
 	"$B/bin/flowsdn-cni" install --cni-bin-dir "$T/opt/cni/bin" --cni-conf-dir "$T/etc/cni/net.d" \
 		--agent-socket "$T/run/flowsdn.sock" --queue-dir "$T/state/cni-queue" >/dev/null
