@@ -1042,6 +1042,13 @@ static int restore(struct agent_core *a)
 			break;
 		}
 		a->restored++;
+		{
+			struct flowsdn_endpoint d;
+
+			/* Its saved labels: switched from the policy in force. */
+			endpoint_to_dp(&ep->e, &d);
+			(void)agent_policy_endpoint_restore(a->pol, &d, ep->e.container_id);
+		}
 	}
 	json_free(root);
 	if (err == 0 && changed) {
@@ -1407,11 +1414,15 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 			pr_err("agent: configuration: %s", d ? agent_diag_message(d) : flowsdn_strerror(err));
 		diag_free(d);
 	}
+	/* The saved policy state before any endpoint is adopted. */
+	if (err == 0)
+		err = agent_policy_restore(a->pol);
 	if (err < 0)
 		goto out;
 	err = restore(a);
 	if (err < 0)
 		goto out;
+	agent_policy_restore_done(a->pol);
 	err = agent_services_new(a->cfg, a->ops, a->ctx, a->dp, &a->services);
 	if (err < 0)
 		goto out;

@@ -13,7 +13,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +25,6 @@
 #include "json.h"
 #include "names.h"
 #include "policy.h"
-
-#define MAX_LABELS 64
-#define MAX_PORTS 64
 
 static unsigned int policy_status(int err)
 {
@@ -80,104 +76,15 @@ static bool split_ns_name(const char *rest, char *ns, size_t ns_size, char *name
 	return names_dns_label_valid(ns) && names_dns_subdomain_valid(name);
 }
 
-static int parse_protocol(const char *s, uint8_t *ret)
-{
-	if (!strcmp(s, "TCP"))
-		*ret = IPPROTO_TCP;
-	else if (!strcmp(s, "UDP"))
-		*ret = IPPROTO_UDP;
-	else if (!strcmp(s, "SCTP"))
-		*ret = IPPROTO_SCTP;
-	else
-		return -EINVAL;
-	return 0;
-}
-
 /* PUT /v1/endpoint/{id}/labels. */
 static int endpoint_labels(struct agent_core *core, uint32_t id, const char *body, size_t len, struct diag *diag)
 {
-	struct json_value *root = NULL;
-	struct json_error je = { 0 };
-	struct flowsdn_policy_label labels[MAX_LABELS];
-	struct flowsdn_policy_named_port ports[MAX_PORTS];
-	struct agent_policy_meta meta = { .labels = labels, .ports = ports };
-	int err = -FLOWSDN_E_AGENT_REFUSED;
+	struct agent_policy_meta_buf b;
+	int err = agent_policy_meta_parse(body, len, &b, diag);
 
-	if (json_parse(body, len, NULL, &root, &je) < 0) {
-		agent_diag_set(diag, "body: %s (line %u, column %u)", je.message, je.line, je.column);
-		return -FLOWSDN_E_AGENT_REFUSED;
-	}
-	if (!json_is(root, JSON_OBJECT)) {
-		agent_diag_set(diag, "body: must be an object");
-		goto out;
-	}
-	for (size_t i = 0; i < root->u.object.n; i++) {
-		const struct json_member *m = &root->u.object.members[i];
-		const struct json_value *v = m->value;
-
-		if (!strcmp(m->key, "namespace") || !strcmp(m->key, "name")) {
-			bool is_ns = !strcmp(m->key, "namespace");
-			const char *s;
-
-			if (json_get_string(v, &s) < 0 || !(is_ns ? names_dns_label_valid(s) : names_dns_subdomain_valid(s))) {
-				agent_diag_set(diag, "%s: must be a %s", m->key,
-					       is_ns ? "DNS label (RFC 1123)" : "DNS subdomain (RFC 1123)");
-				goto out;
-			}
-			if (is_ns)
-				meta.namespace_name = s;
-			else
-				meta.pod_name = s;
-		} else if (!strcmp(m->key, "labels")) {
-			if (!json_is(v, JSON_OBJECT) || v->u.object.n > MAX_LABELS) {
-				agent_diag_set(diag, "labels: must be an object of at most %d string values", MAX_LABELS);
-				goto out;
-			}
-			for (size_t j = 0; j < v->u.object.n; j++) {
-				const char *s;
-
-				if (json_get_string(v->u.object.members[j].value, &s) < 0 ||
-				    !names_label_key_valid(v->u.object.members[j].key) || !names_label_value_valid(s)) {
-					agent_diag_set(diag, "labels.%s: not a valid Kubernetes label",
-						       v->u.object.members[j].key);
-					goto out;
-				}
-				labels[j] = (struct flowsdn_policy_label){ v->u.object.members[j].key, s };
-			}
-			meta.n_labels = v->u.object.n;
-		} else if (!strcmp(m->key, "namedPorts")) {
-			if (!json_is(v, JSON_ARRAY) || v->u.array.n > MAX_PORTS) {
-				agent_diag_set(diag, "namedPorts: must be an array of at most %d ports", MAX_PORTS);
-				goto out;
-			}
-			for (size_t j = 0; j < v->u.array.n; j++) {
-				const struct json_value *o = v->u.array.items[j];
-				const struct json_value *pn = json_is(o, JSON_OBJECT) ? json_get(o, "name") : NULL;
-				const struct json_value *pp = pn ? json_get(o, "port") : NULL;
-				const struct json_value *pr = pn ? json_get(o, "protocol") : NULL;
-				const char *name = NULL, *proto = "TCP";
-				uint64_t port = 0;
-
-				if (!pn || json_get_string(pn, &name) < 0 || !names_port_name_valid(name) || !pp ||
-				    json_get_uint64(pp, &port) < 0 || port < 1 || port > 65535 ||
-				    (pr && json_get_string(pr, &proto) < 0) ||
-				    parse_protocol(proto, &ports[j].protocol) < 0 || o->u.object.n != 2u + (pr != NULL)) {
-					agent_diag_set(diag, "namedPorts[%zu]: must be {\"name\": IANA_SVC_NAME, \"protocol\": "
-							     "\"TCP\"|\"UDP\"|\"SCTP\", \"port\": 1-65535}", j);
-					goto out;
-				}
-				ports[j].name = name;
-				ports[j].port = (uint16_t)port;
-			}
-			meta.n_ports = v->u.array.n;
-		} else {
-			agent_diag_set(diag, "%s: unknown field", m->key);
-			goto out;
-		}
-	}
-	err = agent_core_endpoint_labels(core, id, &meta, diag);
-out:
-	json_free(root);
+	if (err == 0)
+		err = agent_core_endpoint_labels(core, id, &b.meta, diag);
+	agent_policy_meta_buf_clear(&b);
 	return err;
 }
 

@@ -81,6 +81,28 @@ static struct json_writer *reply_gen(struct reply *r)
 	return g;
 }
 
+/* A reply that is one object holding the list @key: the generator with
+ * {"@key":[ open (NULL, 500 set, when there is none); reply_list_close()
+ * closes it and replies 200. */
+static struct json_writer *reply_list_open(struct reply *r, const char *key)
+{
+	struct json_writer *g = reply_gen(r);
+
+	if (g) {
+		jw_object_open(g);
+		jw_string(g, key);
+		jw_array_open(g);
+	}
+	return g;
+}
+
+static void reply_list_close(struct reply *r, struct json_writer *g)
+{
+	jw_array_close(g);
+	jw_object_close(g);
+	reply_json(r, 200, g);
+}
+
 /* An error reply: the domain code @err (negative) with its name and
  * number, the HTTP status that goes with it. */
 _printf_(4, 5) static void reply_error(struct reply *r, unsigned int status, int err, const char *fmt, ...)
@@ -302,15 +324,12 @@ static void module_gen(struct json_writer *g, const char *name, const char *stat
 
 static void route_modules(struct agent_core *core, struct reply *r)
 {
-	struct json_writer *g = reply_gen(r);
+	struct json_writer *g = reply_list_open(r, "modules");
 	struct agent_status st;
 
 	if (!g)
 		return;
 	agent_core_status(core, &st);
-	jw_object_open(g);
-	jw_string(g, "modules");
-	jw_array_open(g);
 	module_gen(g, "api", "ok", NULL);
 	module_gen(g, "ipam", st.ipam_err < 0 ? "degraded" : "ok", st.ipam_err < 0 ? flowsdn_strerror(st.ipam_err) : NULL);
 	if (!st.datapath)
@@ -324,9 +343,7 @@ static void route_modules(struct agent_core *core, struct reply *r)
 		if (cfg->n_uplinks)
 			module_gen(g, "uplinks", st.uplinks == cfg->n_uplinks ? "ok" : "degraded", NULL);
 	}
-	jw_array_close(g);
-	jw_object_close(g);
-	reply_json(r, 200, g);
+	reply_list_close(r, g);
 }
 
 /* An endpoint id of a path: decimal 1..UINT32_MAX followed by exactly
@@ -399,20 +416,15 @@ static void route_endpoints(struct agent_core *core, const char *id_text, struct
 		reply_error(r, 500, err, "listing endpoints");
 		return;
 	}
-	g = reply_gen(r);
+	g = reply_list_open(r, "endpoints");
 	if (!g) {
 		free(eps);
 		return;
 	}
-	jw_object_open(g);
-	jw_string(g, "endpoints");
-	jw_array_open(g);
 	for (size_t i = 0; i < n; i++)
 		agent_api_endpoint_gen(g, &eps[i]);
-	jw_array_close(g);
-	jw_object_close(g);
 	free(eps);
-	reply_json(r, 200, g);
+	reply_list_close(r, g);
 }
 
 static void gen_prefix(struct json_writer *g, const char *key, const struct flowsdn_prefix *p)
@@ -436,14 +448,11 @@ static void route_ipam(struct agent_core *core, struct reply *r)
 		reply_error(r, 500, err, "ipam: %s", flowsdn_strerror(err));
 		return;
 	}
-	g = reply_gen(r);
+	g = reply_list_open(r, "pools");
 	if (!g) {
 		free(alloc);
 		return;
 	}
-	jw_object_open(g);
-	jw_string(g, "pools");
-	jw_array_open(g);
 	for (size_t i = 0; i < n && i < AGENT_MAX_POOLS; i++) {
 		char gw[FLOWSDN_ADDR_STRLEN];
 

@@ -11,9 +11,11 @@
 
 #include "agent-api.h"
 #include "conf.h"
+#include "diag.h"
 #include "json.h"
 #include "log.h"
 #include "policy.h"
+#include "policy-store.h"
 #include "util.h"
 
 /* A stored NetworkPolicy: the object as it was PUT. */
@@ -41,8 +43,22 @@ struct pep {
 	uint32_t inst_flags;            /* FLOWSDN_EP_F_* installed */
 };
 
+/* Saved endpoint labels read at start, until their endpoint is adopted. */
+struct saved_ep {
+	uint32_t id;
+	char *container_id;
+	char *body; /* agent_policy_meta_format() */
+	bool claimed;
+};
+
 struct agent_policy {
 	pthread_mutex_t lock;
+	struct agent_pstore *store;
+	bool persist;                   /* save what is changed (not while the configuration loads) */
+	struct saved_ep *saved;
+	size_t n_saved;
+	struct flowsdn_identity_info *prev_ids; /* references the previous agent held */
+	size_t n_prev_ids;
 	struct flowsdn_identity_store *ids;
 	struct flowsdn_policy_db *db;
 	struct flowsdn_maps *maps;
@@ -88,6 +104,13 @@ void agent_policy_free(struct agent_policy *p)
 	}
 	free(p->eps);
 	free(p->ipc);
+	for (size_t i = 0; i < p->n_saved; i++) {
+		free(p->saved[i].container_id);
+		free(p->saved[i].body);
+	}
+	free(p->saved);
+	free(p->prev_ids);
+	agent_pstore_free(p->store);
 	flowsdn_policy_db_free(p->db);
 	flowsdn_identity_free(p->ids);
 	pthread_mutex_destroy(&p->lock);
@@ -113,6 +136,21 @@ int agent_policy_new(const char *state_dir, struct flowsdn_maps *maps, struct ag
 	if (err < 0) {
 		pr_err("agent: identity store %s: %s", dir, flowsdn_strerror(err));
 		goto out;
+	}
+	err = flowsdn_identity_list(p->ids, &p->prev_ids, &p->n_prev_ids);
+	if (err < 0)
+		goto out;
+	err = agent_pstore_open(state_dir, &p->store);
+	if (err < 0)
+		goto out;
+	p->persist = true;
+	/* Entries of a switch a crash cut short, in the generation not in
+	 * force: the next switch of their endpoint would bring them in. */
+	if (maps) {
+		size_t removed = 0;
+
+		if (flowsdn_maps_policy_scrub(maps, &removed) == 0 && removed)
+			pr_info("agent: %zu policy entries no packet could meet removed", removed);
 	}
 	{
 		FLOWSDN_OPTS(flowsdn_policy_db_opts, o, .identities = p->ids);
@@ -291,35 +329,48 @@ static int apply(struct agent_policy *p, struct diag *diag)
 
 /* ------------------------------------------------------------ endpoints */
 
-/* Takes @e out of the database (its entries and enforcement removed). */
+/* Takes @e out of the database; its entries stay in force until the
+ * next switch (never an open moment while its labels change). */
 static void pep_leave_db(struct agent_policy *p, struct pep *e)
 {
 	if (!e->in_db)
 		return;
 	(void)flowsdn_policy_db_delete_pod(p->db, e->ns, e->pod);
 	e->in_db = false;
-	(void)install(p, e, NULL, 0, 0);
 }
 
-int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpoint *ep, const char *container_id,
-			      const struct agent_policy_meta *meta, struct diag *diag)
+/* Saves @meta of endpoint @ep_id (of @container_id). */
+static int endpoint_save(struct agent_policy *p, uint32_t ep_id, const char *container_id,
+			 const struct agent_policy_meta *meta)
+{
+	_cleanup_free_ char *body = NULL, *obj = NULL;
+	struct json_writer *w;
+	char key[16];
+	size_t n = 0;
+	int err;
+
+	err = agent_policy_meta_format(meta, &body);
+	if (err < 0)
+		return err;
+	w = json_writer_new(0);
+	jw_object_open(w);
+	jw_kv_string(w, "containerID", container_id ? container_id : "");
+	jw_key(w, "endpoint");
+	jw_raw(w, body, strlen(body));
+	jw_object_close(w);
+	err = json_writer_finish(w, &obj, &n);
+	if (err < 0)
+		return err;
+	snprintf(key, sizeof(key), "%u", ep_id);
+	return agent_pstore_put(p->store, AGENT_PSTORE_ENDPOINT, key, obj, n);
+}
+
+static int endpoint_set_locked(struct agent_policy *p, const struct flowsdn_endpoint *ep, const char *container_id,
+			       const struct agent_policy_meta *meta, bool save, struct diag *diag)
 {
 	struct pep *e;
-	bool fresh = false;
 	int err = 0;
 
-	(void)container_id;
-	if (!p || !ep || !meta)
-		return -EINVAL;
-	if (meta->namespace_name && strlen(meta->namespace_name) >= sizeof(e->ns)) {
-		agent_diag_set(diag, "namespace: at most 63 characters");
-		return -EINVAL;
-	}
-	if (meta->pod_name && strlen(meta->pod_name) >= sizeof(e->pod)) {
-		agent_diag_set(diag, "name: at most 253 characters");
-		return -EINVAL;
-	}
-	pthread_mutex_lock(&p->lock);
 	e = pep_find(p, ep->id);
 	if (!e) {
 		struct pep **t = reallocarray(p->eps, p->n_eps + 1, sizeof(*t));
@@ -327,12 +378,18 @@ int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpo
 		e = t ? calloc(1, sizeof(*e)) : NULL;
 		if (t)
 			p->eps = t;
-		if (!e) {
-			err = -ENOMEM;
-			goto out;
-		}
+		if (!e)
+			return -ENOMEM;
 		p->eps[p->n_eps++] = e;
-		fresh = true;
+		/* An endpoint the agent did not know yet (a new one, or one a
+		 * previous agent left): the enforcement in force stays until
+		 * its policy is switched, never cleared on the way. */
+		if (p->maps) {
+			struct flowsdn_endpoint_info info;
+
+			if (flowsdn_maps_endpoint_lookup(p->maps, &ep->addrs[0], &info) == 0 && info.ep_id == ep->id)
+				e->inst_flags = info.flags & FLOWSDN_EP_F_ENFORCE;
+		}
 	}
 	e->dp = *ep;
 	pep_leave_db(p, e);
@@ -351,7 +408,7 @@ int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpo
 			agent_diag_set(diag, "endpoint %u: %s", ep->id,
 				       err == -EINVAL ? "a label, port name or protocol Kubernetes refuses"
 						      : flowsdn_strerror(err));
-			goto out;
+			return err;
 		}
 		e->in_db = true;
 		(void)flowsdn_policy_db_identity(p->db, e->db_id, &e->dp.identity);
@@ -367,20 +424,50 @@ int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpo
 		err = flowsdn_maps_endpoint_publish(p->maps, &pub);
 		if (err < 0) {
 			agent_diag_set(diag, "endpoint %u: publishing its identity: %s", ep->id, flowsdn_strerror(err));
-			goto out;
+			return err;
 		}
 	}
 	err = apply(p, diag);
-out:
-	(void)fresh;
+	/* Outside policy now: nothing recompiled it, it allows everything. */
+	if (err == 0 && !e->in_db && (e->n_inst || e->inst_flags))
+		err = install(p, e, NULL, 0, 0);
+	if (err == 0 && save && p->persist) {
+		err = endpoint_save(p, ep->id, container_id, meta);
+		if (err < 0)
+			agent_diag_set(diag, "endpoint %u: saving its labels: %s (they are in force until the agent restarts)",
+				       ep->id, strerror(-err));
+	}
+	return err;
+}
+
+int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpoint *ep, const char *container_id,
+			      const struct agent_policy_meta *meta, struct diag *diag)
+{
+	int err;
+
+	if (!p || !ep || !meta)
+		return -EINVAL;
+	if (meta->namespace_name && strlen(meta->namespace_name) >= sizeof(((struct pep *)0)->ns)) {
+		agent_diag_set(diag, "namespace: at most 63 characters");
+		return -EINVAL;
+	}
+	if (meta->pod_name && strlen(meta->pod_name) >= sizeof(((struct pep *)0)->pod)) {
+		agent_diag_set(diag, "name: at most 253 characters");
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&p->lock);
+	err = endpoint_set_locked(p, ep, container_id, meta, true, diag);
 	pthread_mutex_unlock(&p->lock);
 	return err;
 }
 
 void agent_policy_endpoint_remove(struct agent_policy *p, uint32_t ep_id)
 {
+	char key[16];
+
 	if (!p)
 		return;
+	snprintf(key, sizeof(key), "%u", ep_id);
 	pthread_mutex_lock(&p->lock);
 	for (size_t i = 0; i < p->n_eps; i++) {
 		struct pep *e = p->eps[i];
@@ -396,6 +483,8 @@ void agent_policy_endpoint_remove(struct agent_policy *p, uint32_t ep_id)
 		(void)apply(p, NULL);
 		break;
 	}
+	if (p->persist)
+		(void)agent_pstore_delete(p->store, AGENT_PSTORE_ENDPOINT, key);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -480,6 +569,7 @@ int agent_policy_put(struct agent_policy *p, const char *ns, const char *name, c
 {
 	struct flowsdn_policy *pol = NULL, *old = NULL;
 	char *copy = NULL, *cns = NULL, *cname = NULL;
+	bool saved = true;
 	ssize_t at;
 	int err;
 
@@ -514,7 +604,19 @@ int agent_policy_put(struct agent_policy *p, const char *ns, const char *name, c
 	err = flowsdn_policy_db_apply(p->db, pol);
 	if (err == 0)
 		err = apply(p, diag);
-	if (err == -FLOWSDN_E_POLICY_CAPACITY || err == -ENOMEM) {
+	if (err != -FLOWSDN_E_POLICY_CAPACITY && err != -ENOMEM && p->persist) {
+		char key[320];
+		int e2;
+
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+		e2 = agent_pstore_put(p->store, AGENT_PSTORE_POLICY, key, json, len);
+		if (e2 < 0) {
+			agent_diag_set(diag, "saving the policy: %s (the previous one stays)", strerror(-e2));
+			err = e2;
+			saved = false;
+		}
+	}
+	if (err == -FLOWSDN_E_POLICY_CAPACITY || err == -ENOMEM || !saved) {
 		/* Undo: the previous object (or none) comes back. */
 		if (old)
 			(void)flowsdn_policy_db_apply(p->db, TAKE_PTR(old));
@@ -555,11 +657,21 @@ int agent_policy_delete(struct agent_policy *p, const char *ns, const char *name
 	}
 	err = flowsdn_policy_db_delete(p->db, ns, name);
 	if (err == 0) {
+		char key[320];
+		int e2;
+
 		free(p->pols[at].ns);
 		free(p->pols[at].name);
 		free(p->pols[at].json);
 		p->pols[at] = p->pols[--p->n_pols];
 		err = apply(p, diag);
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+		e2 = p->persist ? agent_pstore_delete(p->store, AGENT_PSTORE_POLICY, key) : 0;
+		if (e2 < 0 && err == 0) {
+			agent_diag_set(diag, "removing the saved policy: %s (it is out of force until the agent restarts)",
+				       strerror(-e2));
+			err = e2;
+		}
 	}
 out:
 	pthread_mutex_unlock(&p->lock);
@@ -679,6 +791,12 @@ int agent_policy_namespace_put(struct agent_policy *p, const char *name, const c
 			n = (struct nsobj){ 0 };
 			err = apply(p, diag);
 		}
+		if (err == 0 && p->persist) {
+			err = agent_pstore_put(p->store, AGENT_PSTORE_NAMESPACE, name, json, len);
+			if (err < 0)
+				agent_diag_set(diag, "saving the namespace: %s (its labels are in force until the agent restarts)",
+					       strerror(-err));
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
 out:
@@ -704,6 +822,8 @@ int agent_policy_namespace_delete(struct agent_policy *p, const char *name, stru
 		p->nss[i] = p->nss[--p->n_nss];
 		if (err == 0)
 			err = apply(p, diag);
+		if (err == 0 && p->persist)
+			err = agent_pstore_delete(p->store, AGENT_PSTORE_NAMESPACE, name);
 		break;
 	}
 	if (err == -FLOWSDN_E_POLICY_NOT_FOUND)
@@ -838,6 +958,7 @@ int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, st
 
 	if (!p || !cfg)
 		return -EINVAL;
+	p->persist = false;
 	for (size_t i = 0; i < cfg->n_namespaces && err == 0; i++) {
 		struct json_value *root = NULL;
 		const struct json_value *labels;
@@ -848,7 +969,8 @@ int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, st
 		err = json_parse(cfg->namespaces[i], strlen(cfg->namespaces[i]), NULL, &root, NULL);
 		if (err < 0 || !(name = json_string_value(json_get(root, "name")))) {
 			json_free(root);
-			return -EINVAL;
+			err = -EINVAL;
+			break;
 		}
 		labels = json_get(root, "labels");
 		w = json_writer_new(0);
@@ -882,7 +1004,8 @@ int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, st
 		if (!ns || !name) {
 			agent_diag_set(diag, "policies[%zu]: metadata.namespace and metadata.name are required", i);
 			json_free(root);
-			return -FLOWSDN_E_POLICY_INVALID;
+			err = -FLOWSDN_E_POLICY_INVALID;
+			break;
 		}
 		err = agent_policy_put(p, ns, name, cfg->policies[i], strlen(cfg->policies[i]), diag);
 		if (err < 0) {
@@ -893,5 +1016,159 @@ int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, st
 		}
 		json_free(root);
 	}
+	p->persist = true;
 	return err;
+}
+
+/* ------------------------------------------------------------ restore */
+
+static int restore_one(void *ctx, enum agent_pstore_kind kind, const char *key, const char *obj, size_t len,
+		       struct diag *diag)
+{
+	struct agent_policy *p = ctx;
+
+	switch (kind) {
+	case AGENT_PSTORE_NAMESPACE:
+		return agent_policy_namespace_put(p, key, obj, len, diag);
+	case AGENT_PSTORE_POLICY: {
+		const char *slash = strchr(key, '/');
+		char ns[64];
+
+		snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+		return agent_policy_put(p, ns, slash + 1, obj, len, diag);
+	}
+	case AGENT_PSTORE_ENDPOINT: {
+		struct agent_policy_meta_buf b;
+		struct json_value *root = NULL;
+		const struct json_value *ep;
+		const char *cid;
+		struct saved_ep *t, se = { .id = (uint32_t)strtoul(key, NULL, 10) };
+		struct json_writer *w;
+		int err;
+
+		if (json_parse(obj, len, NULL, &root, NULL) < 0 ||
+		    !(cid = json_string_value(json_get(root, "containerID"))) || !(ep = json_get(root, "endpoint"))) {
+			json_free(root);
+			agent_diag_set(diag, "not {\"containerID\": ..., \"endpoint\": {...}}");
+			return -FLOWSDN_E_AGENT_STATE;
+		}
+		w = json_writer_new(0);
+		jw_value(w, ep);
+		err = json_writer_finish(w, &se.body, NULL);
+		se.container_id = strdup(cid);
+		json_free(root);
+		if (err == 0 && !se.container_id)
+			err = -ENOMEM;
+		if (err == 0)
+			err = agent_policy_meta_parse(se.body, strlen(se.body), &b, diag);
+		agent_policy_meta_buf_clear(&b);
+		t = err == 0 ? reallocarray(p->saved, p->n_saved + 1, sizeof(*t)) : NULL;
+		if (err == 0 && !t)
+			err = -ENOMEM;
+		if (err < 0) {
+			free(se.body);
+			free(se.container_id);
+			return err;
+		}
+		p->saved = t;
+		p->saved[p->n_saved++] = se;
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+int agent_policy_restore(struct agent_policy *p)
+{
+	int total = 0;
+
+	if (!p)
+		return -EINVAL;
+	/* Applied as they were saved: not saved again. */
+	p->persist = false;
+	for (int k = AGENT_PSTORE_NAMESPACE; k <= AGENT_PSTORE_ENDPOINT; k++) {
+		int r = agent_pstore_load(p->store, (enum agent_pstore_kind)k, restore_one, p);
+
+		if (r < 0) {
+			p->persist = true;
+			return r;
+		}
+		total += r;
+	}
+	p->persist = true;
+	pthread_mutex_lock(&p->lock);
+	if (p->n_pols || p->n_nss || p->n_saved)
+		pr_info("agent: policy state restored: %zu namespaces, %zu policies, labels of %zu endpoints%s", p->n_nss,
+			p->n_pols, p->n_saved, total ? " (damaged files quarantined, see above)" : "");
+	pthread_mutex_unlock(&p->lock);
+	return total;
+}
+
+int agent_policy_endpoint_restore(struct agent_policy *p, const struct flowsdn_endpoint *ep,
+				  const char *container_id)
+{
+	struct agent_policy_meta_buf b;
+	struct diag *d = NULL;
+	int err = 0;
+
+	if (!p || !ep || !container_id)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_saved; i++) {
+		struct saved_ep *se = &p->saved[i];
+
+		if (se->id != ep->id || strcmp(se->container_id, container_id))
+			continue;
+		if (diag_new(&d) < 0)
+			d = NULL;
+		err = agent_policy_meta_parse(se->body, strlen(se->body), &b, d);
+		if (err == 0)
+			err = endpoint_set_locked(p, ep, container_id, &b.meta, false, d);
+		agent_policy_meta_buf_clear(&b);
+		if (err < 0)
+			pr_err("agent: endpoint %u: restoring its labels: %s", ep->id,
+			       d && agent_diag_message(d)[0] ? agent_diag_message(d) : flowsdn_strerror(err));
+		else
+			se->claimed = true;
+		diag_free(d);
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+void agent_policy_restore_done(struct agent_policy *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_saved; i++) {
+		char key[16];
+
+		if (!p->saved[i].claimed) {
+			snprintf(key, sizeof(key), "%u", p->saved[i].id);
+			(void)agent_pstore_delete(p->store, AGENT_PSTORE_ENDPOINT, key);
+		}
+		free(p->saved[i].container_id);
+		free(p->saved[i].body);
+	}
+	free(p->saved);
+	p->saved = NULL;
+	p->n_saved = 0;
+	/* The restored endpoints took their own references. */
+	for (size_t i = 0; i < p->n_prev_ids; i++)
+		for (uint32_t r = 0; r < p->prev_ids[i].refcount; r++)
+			if (flowsdn_identity_release(p->ids, p->prev_ids[i].id) < 0)
+				break;
+	free(p->prev_ids);
+	p->prev_ids = NULL;
+	p->n_prev_ids = 0;
+	if (p->maps) {
+		size_t removed = 0;
+
+		if (flowsdn_maps_policy_scrub(p->maps, &removed) == 0 && removed)
+			pr_debug("agent: %zu policy entries of the previous agent removed", removed);
+	}
+	pthread_mutex_unlock(&p->lock);
 }

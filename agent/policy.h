@@ -12,8 +12,18 @@
  * undone: the database and the maps keep the previous policy and the
  * call fails.  A switch that fails leaves that endpoint's previous policy
  * in force; the call fails and names it.  One mutex guards the state; it
- * is held across map updates (kernel calls the outside does not drive),
- * never across network or file I/O of a client.  Private to agent/.
+ * is held across map updates (kernel calls the outside does not drive)
+ * and the writes of the agent's own state directory, never across
+ * network or file I/O of a client.
+ *
+ * What the API sets (namespaces, policies, endpoint labels) is saved in
+ * <state-dir>/policy/ (policy-store.h) before the call returns and
+ * restored at start, before the endpoints are adopted: agent_core_new()
+ * calls agent_policy_load() (the configuration's objects, not saved: the
+ * configuration stays their home), agent_policy_restore() (the saved
+ * objects, over the configuration's of the same name), then
+ * agent_policy_endpoint_restore() for each endpoint it adopts and
+ * agent_policy_restore_done().  Private to agent/.
  */
 #ifndef FLOWSDN_AGENT_POLICY_H
 #define FLOWSDN_AGENT_POLICY_H
@@ -25,6 +35,10 @@
 
 struct diag;
 struct agent_policy;
+struct json_value;
+
+#define AGENT_POLICY_MAX_LABELS 64
+#define AGENT_POLICY_MAX_PORTS 64
 
 /* Creates the state; identities are kept under @state_dir/identities.
  * @maps (borrowed, may be NULL: compile without a datapath). */
@@ -40,6 +54,22 @@ struct agent_policy_meta {
 	const struct flowsdn_policy_named_port *ports;
 	size_t n_ports;
 };
+
+/* An endpoint's metadata read from the body of PUT
+ * /v1/endpoint/{id}/labels ({"namespace", "name", "labels", "namedPorts"},
+ * flowsdn-agent(8)); the strings point into @root. */
+struct agent_policy_meta_buf {
+	struct agent_policy_meta meta;
+	struct flowsdn_policy_label labels[AGENT_POLICY_MAX_LABELS];
+	struct flowsdn_policy_named_port ports[AGENT_POLICY_MAX_PORTS];
+	struct json_value *root;
+};
+/* -FLOWSDN_E_AGENT_REFUSED with the field named in @diag; @b is cleared
+ * on failure.  The one reader of that body. */
+int agent_policy_meta_parse(const char *body, size_t len, struct agent_policy_meta_buf *b, struct diag *diag);
+void agent_policy_meta_buf_clear(struct agent_policy_meta_buf *b);
+/* @m as such a body (malloc'd). */
+int agent_policy_meta_format(const struct agent_policy_meta *m, char **ret_json);
 
 /* Sets (or replaces) the metadata of the published endpoint @ep (its id,
  * addresses and interface), allocates its identity, republishes it with
@@ -80,5 +110,23 @@ struct agent_config;
  * (flowsdn-agent.conf(5)), applied in that order; the first refused
  * names its item in @diag ("policies[2]: NetworkPolicy... is invalid"). */
 int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, struct diag *diag);
+
+/* Applies the saved namespaces and policies and reads the saved endpoint
+ * labels (applied by agent_policy_endpoint_restore()).  A damaged or
+ * refused file is quarantined and named in the log; the others load.
+ * Returns how many were quarantined, or -errno. */
+int agent_policy_restore(struct agent_policy *p);
+/* Gives the adopted endpoint @ep of @container_id its saved metadata
+ * (nothing when there is none, or it was another owner's): its policy is
+ * switched from the entries in force to the recompiled ones, with no
+ * moment in between where it is open.  0, or the error of
+ * agent_policy_endpoint_set(). */
+int agent_policy_endpoint_restore(struct agent_policy *p, const struct flowsdn_endpoint *ep,
+				  const char *container_id);
+/* After the last endpoint_restore: forgets the saved labels of endpoints
+ * not adopted, drops the identity references the previous agent held
+ * (the restored endpoints hold their own now) and deletes the policy
+ * entries no packet can meet. */
+void agent_policy_restore_done(struct agent_policy *p);
 
 #endif

@@ -26,8 +26,8 @@ static void usage(FILE *out)
 		"                      [--max-connections N] [--per-ip-connections N] [--timeout SECONDS]\n"
 		"                      [--header-timeout MS] [--reserved-connections N]\n"
 		"                      [--max-body BYTES] [--threads N] [--registry-ca FILE] [--registry-plain-http]\n"
-		"                      [--runtime-dir DIR --cni-bin-dir DIR [--cni-conf FILE] [--agent-socket PATH]\n"
-		"                       [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS] [--masquerade]]\n"
+		"                      [--runtime-dir DIR] [--cni-bin-dir DIR] [--cni-conf FILE] [--agent-socket PATH]\n"
+		"                      [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS] [--masquerade]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
 }
@@ -105,13 +105,13 @@ int main(int argc, char **argv)
 		case 'R': o.registry.ca_file = optarg; break;
 		case 'H': o.registry.plain_http = true; break;
 		case 1000: rt.dir = optarg; o.runtime = &rt; break;
-		case 1001: rt.cni_bin_dir = optarg; break;
-		case 1002: rt.cni_conf = optarg; break;
-		case 1003: rt.agent_socket = optarg; break;
-		case 1004: rt.runsc = optarg; break;
-		case 1005: rt.cgroup_parent = optarg; break;
-		case 1006: rt.dns = optarg; break;
-		case 1007: rt.masquerade = true; break;
+		case 1001: rt.cni_bin_dir = optarg; o.runtime = &rt; break;
+		case 1002: rt.cni_conf = optarg; o.runtime = &rt; break;
+		case 1003: rt.agent_socket = optarg; o.runtime = &rt; break;
+		case 1004: rt.runsc = optarg; o.runtime = &rt; break;
+		case 1005: rt.cgroup_parent = optarg; o.runtime = &rt; break;
+		case 1006: rt.dns = optarg; o.runtime = &rt; break;
+		case 1007: rt.masquerade = true; o.runtime = &rt; break;
 		case 'm':
 		case 'P':
 		case 't':
@@ -158,14 +158,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (o.runtime && !rt.cni_bin_dir) {
-		fprintf(stderr, "flash-operator: --runtime-dir needs --cni-bin-dir\n");
-		return 2;
-	}
-	if (!o.runtime && (rt.cni_bin_dir || rt.cni_conf || rt.agent_socket || rt.runsc || rt.cgroup_parent || rt.dns || rt.masquerade)) {
-		fprintf(stderr, "flash-operator: the runtime options need --runtime-dir\n");
-		return 2;
-	}
+	/* The runtime options complete the configuration's runtime section
+	 * (checked together by op_daemon_start()). */
 	if (!o.http.tls_cert_file != !o.http.tls_key_file) {
 		fprintf(stderr, "flash-operator: --tls-cert and --tls-key go together\n");
 		return 2;

@@ -380,6 +380,7 @@ void check_ctx_init(struct check_ctx *ctx, struct diag *diag)
 	json_path_init(&ctx->path);
 	ctx->errors = ctx->warnings = 0;
 	ctx->oom = false;
+	ctx->style = NULL;
 }
 
 /* The shared body of check_error(), check_warning() and check_error_at():

@@ -97,6 +97,7 @@ struct check_ctx {
 	size_t errors;
 	size_t warnings;
 	bool oom;           /* a check could not allocate: the result is -ENOMEM */
+	const struct json_read_style *style; /* NULL: the engine's words (json.h) */
 };
 
 void check_ctx_init(struct check_ctx *ctx, struct diag *diag);

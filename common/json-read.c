@@ -172,42 +172,123 @@ int json_read_object(struct check_ctx *ctx, const struct json_value *obj, const 
 	return json_read_object_flags(ctx, obj, fields, n, 0, target);
 }
 
-int json_read_object_flags(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields,
-			   size_t n, unsigned int flags, void *target)
+static void report_unknown(struct check_ctx *ctx)
 {
-	size_t errors = ctx->errors;
+	if (ctx->style && ctx->style->unknown)
+		ctx->style->unknown(ctx);
+	else
+		check_error(ctx, "unknown-field", NULL, "unknown key");
+}
 
-	if (!obj || obj->type != JSON_OBJECT) {
-		check_error(ctx, "type", obj, "must be an object");
-		return JSON_READ_REPORTED;
+static void report_type(struct check_ctx *ctx, const struct json_value *v, enum json_type want)
+{
+	if (ctx->style && ctx->style->type)
+		ctx->style->type(ctx, v, want);
+	else
+		check_error(ctx, "type", v, "must be %s, not %s", type_phrase(want), type_phrase(v->type));
+}
+
+static const struct json_field *field_of(const struct json_field *fields, size_t n, const char *key)
+{
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(fields[k].name, key) == 0)
+			return &fields[k];
+	return NULL;
+}
+
+/* Field @f's value @v (its key pushed): the type check, then its reader. */
+static int read_field(struct check_ctx *ctx, const struct json_field *f, const struct json_value *v,
+		      unsigned int flags, void *target)
+{
+	bool any = f->type == JSON_NULL && (flags & JSON_READ_NULL_ABSENT);
+
+	if (!any && v->type != f->type) {
+		report_type(ctx, v, f->type);
+		return 0;
 	}
-	for (size_t i = 0; i < obj->u.object.n; i++) {
-		const struct json_member *m = &obj->u.object.members[i];
-		const struct json_field *f = NULL;
-		size_t saved;
-		int r = 0;
+	/* A NULL target checks without storing (the reader gets NULL). */
+	return f->read ? f->read(ctx, v, target ? (char *)target + f->offset : NULL, f->arg) : 0;
+}
 
-		for (size_t k = 0; k < n && !f; k++)
-			if (strcmp(fields[k].name, m->key) == 0)
-				f = &fields[k];
-		if (!f && (flags & JSON_READ_IGNORE_UNKNOWN))
+/* json_read_object_flags() with JSON_READ_TABLE_ORDER. */
+static int read_table_order(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields,
+			    size_t n, unsigned int flags, void *target)
+{
+	for (size_t i = 0; !(flags & JSON_READ_IGNORE_UNKNOWN) && i < obj->u.object.n; i++) {
+		const struct json_member *m = &obj->u.object.members[i];
+
+		if (!field_of(fields, n, m->key)) {
+			size_t saved = json_path_push_key(&ctx->path, m->key);
+
+			report_unknown(ctx);
+			json_path_pop(&ctx->path, saved);
+		}
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct json_value *v = json_get(obj, fields[k].name);
+		size_t saved;
+		int r;
+
+		if (v && v->type == JSON_NULL && (flags & JSON_READ_NULL_ABSENT))
+			v = NULL;
+		if (!v) {
+			if (fields[k].required)
+				check_error_at(ctx, fields[k].name, "required", NULL, "is required");
 			continue;
-		saved = json_path_push_key(&ctx->path, m->key);
-		if (!f)
-			check_error(ctx, "unknown-field", NULL, "unknown key");
-		else if (m->value->type != f->type)
-			check_error(ctx, "type", m->value, "must be %s, not %s", type_phrase(f->type),
-				    type_phrase(m->value->type));
-		else if (f->read)
-			/* A NULL target checks without storing (the reader gets NULL). */
-			r = f->read(ctx, m->value, target ? (char *)target + f->offset : NULL, f->arg);
+		}
+		saved = json_path_push_key(&ctx->path, fields[k].name);
+		r = read_field(ctx, &fields[k], v, flags, target);
 		json_path_pop(&ctx->path, saved);
 		if (r < 0 && r != JSON_READ_REPORTED)
 			return r;
 	}
-	for (size_t k = 0; k < n; k++)
-		if (fields[k].required && !json_get(obj, fields[k].name))
+	return 0;
+}
+
+int json_read_object_flags(struct check_ctx *ctx, const struct json_value *obj, const struct json_field *fields,
+			   size_t n, unsigned int flags, void *target)
+{
+	size_t errors = ctx->errors;
+	int r;
+
+	if (!obj || obj->type != JSON_OBJECT) {
+		if (obj && ctx->style && ctx->style->type)
+			ctx->style->type(ctx, obj, JSON_OBJECT);
+		else
+			check_error(ctx, "type", obj, "must be an object");
+		return JSON_READ_REPORTED;
+	}
+	if (flags & JSON_READ_TABLE_ORDER) {
+		r = read_table_order(ctx, obj, fields, n, flags, target);
+		if (r < 0)
+			return r;
+		return ctx->oom ? -ENOMEM : ctx->errors > errors ? JSON_READ_REPORTED : 0;
+	}
+	for (size_t i = 0; i < obj->u.object.n; i++) {
+		const struct json_member *m = &obj->u.object.members[i];
+		const struct json_field *f = field_of(fields, n, m->key);
+		size_t saved;
+
+		r = 0;
+		if (!f && (flags & JSON_READ_IGNORE_UNKNOWN))
+			continue;
+		if (f && m->value->type == JSON_NULL && (flags & JSON_READ_NULL_ABSENT))
+			continue;
+		saved = json_path_push_key(&ctx->path, m->key);
+		if (!f)
+			report_unknown(ctx);
+		else
+			r = read_field(ctx, f, m->value, flags, target);
+		json_path_pop(&ctx->path, saved);
+		if (r < 0 && r != JSON_READ_REPORTED)
+			return r;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const struct json_value *v = json_get(obj, fields[k].name);
+
+		if (fields[k].required && (!v || (v->type == JSON_NULL && (flags & JSON_READ_NULL_ABSENT))))
 			check_error_at(ctx, fields[k].name, "required", NULL, "is required");
+	}
 	return ctx->oom ? -ENOMEM : ctx->errors > errors ? JSON_READ_REPORTED : 0;
 }
 

@@ -198,6 +198,26 @@ enum json_read_flags {
 	 * formats whose readers must ignore what they do not know (CNI
 	 * network configurations). */
 	JSON_READ_IGNORE_UNKNOWN = 1u << 0,
+	/* A member whose value is null counts as absent (Kubernetes objects:
+	 * null is "not set").  With it, a field of type JSON_NULL takes a
+	 * value of any type, which its reader checks (an int-or-string). */
+	JSON_READ_NULL_ABSENT = 1u << 1,
+	/* Unknown keys are reported first, in document order, then the
+	 * fields are read in the table's order (the order a decoder that
+	 * walks a struct reports in), a required one missing at its place. */
+	JSON_READ_TABLE_ORDER = 1u << 2,
+};
+
+/* How a format words its decoding problems when its messages are fixed by
+ * another implementation (the Kubernetes API server's): set as
+ * ctx->style, each hook replaces the engine's report and counts the
+ * problem itself (ctx->errors++), as check_error() does.  A NULL hook
+ * keeps the engine's words. */
+struct json_read_style {
+	/* A key the table does not name (ctx->path ends with it). */
+	void (*unknown)(struct check_ctx *ctx);
+	/* @v is not of type @want (ctx->path is @v's). */
+	void (*type)(struct check_ctx *ctx, const struct json_value *v, enum json_type want);
 };
 
 /* A nested table, as the arg of json_read_nested (flags: enum

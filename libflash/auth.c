@@ -17,7 +17,7 @@ static const char *const action_names[] = {
 	[FLASH_AUTH_ACTION_CREATE] = "create", [FLASH_AUTH_ACTION_UPDATE] = "update",
 	[FLASH_AUTH_ACTION_DELETE] = "delete", [FLASH_AUTH_ACTION_GET] = "get",
 	[FLASH_AUTH_ACTION_LIST] = "list",     [FLASH_AUTH_ACTION_EXEC] = "exec",
-	[FLASH_AUTH_ACTION_USAGE] = "usage",
+	[FLASH_AUTH_ACTION_USAGE] = "usage",   [FLASH_AUTH_ACTION_LOGS] = "logs",
 };
 
 FLASH_API const char *flash_auth_action_name(enum flash_auth_action action)

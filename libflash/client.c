@@ -512,6 +512,23 @@ FLASH_API int flash_client_usage(struct flash_client *c, struct flash_client_res
 	return call(c, "GET", "/provider/v1/usage", FLASH_AUTH_ACTION_USAGE, false, 0, NULL, 0, ret);
 }
 
+FLASH_API int flash_client_logs(struct flash_client *c, const char *service_id, int replica, const char *since,
+				struct flash_client_response **ret)
+{
+	char path[256];
+	size_t n;
+
+	if (!c || !id_ok(service_id) || !ret || (since && (!since[0] || strlen(since) > 40 ||
+							   since[strspn(since, "0123456789-:.TZ")])))
+		return -EINVAL;
+	n = (size_t)snprintf(path, sizeof(path), "/provider/v1/services/%s/logs", service_id);
+	if (replica >= 0)
+		n += (size_t)snprintf(path + n, sizeof(path) - n, "?replica=%d", replica);
+	if (since)
+		snprintf(path + n, sizeof(path) - n, "%csince=%s", replica >= 0 ? '&' : '?', since);
+	return call(c, "GET", path, FLASH_AUTH_ACTION_LOGS, false, 0, NULL, 0, ret);
+}
+
 /* ---------------------------------------------------------------- responses */
 
 FLASH_API int flash_client_response_status(const struct flash_client_response *r)

@@ -74,6 +74,11 @@ struct flash_operator_config {
 	char *registry_ca_file;          /* NULL: system CAs */
 	char *registry_credentials_file; /* NULL: anonymous pulls */
 	char *content_store;             /* NULL: admission resolves only */
+
+	/* The single-node runtime (section "runtime"); each NULL when unset. */
+	char *rt_dir, *rt_cni_bin_dir, *rt_cni_conf, *rt_agent_socket, *rt_runsc, *rt_cgroup_parent;
+	char *rt_dns;                    /* the addresses joined by commas */
+	bool rt_masquerade;              /* runtime.masquerade */
 };
 
 /* The label every object carries and the selector label. */

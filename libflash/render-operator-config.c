@@ -160,10 +160,49 @@ static int read_labels(struct check_ctx *ctx, const struct json_value *v, void *
 
 static const struct json_int_range port_range = { 1, 65535 };
 
+/* runtime.dns: at most 3 addresses (resolv.conf's MAXNS), kept as one
+ * comma-separated string, the form --dns takes. */
+static int read_dns_servers(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	char **out = dst, *joined = NULL;
+	size_t errors = ctx->errors, len = 0;
+
+	(void)arg;
+	if (v->u.array.n == 0 || v->u.array.n > 3)
+		return bad(ctx, "must hold 1 to 3 addresses, not %zu", v->u.array.n);
+	for (size_t i = 0; i < v->u.array.n; i++) {
+		FLOWSDN_OPTS(flowsdn_prefix_opts, popts, .flags = FLOWSDN_PREFIX_ALLOW_HOST);
+		struct flowsdn_prefix pfx;
+		size_t saved = json_path_push_index(&ctx->path, i);
+		const char *s;
+
+		if (json_get_string(v->u.array.items[i], &s) < 0)
+			bad(ctx, "must be an address string");
+		else if (flowsdn_prefix_parse(s, strlen(s), &popts, &pfx) < 0 || strchr(s, '/'))
+			bad(ctx, "\"%s\" is not an IP address", s);
+		json_path_pop(&ctx->path, saved);
+	}
+	if (ctx->errors > errors)
+		return JSON_READ_REPORTED;
+	for (size_t i = 0; i < v->u.array.n; i++)
+		len += strlen(json_string_value(v->u.array.items[i])) + 1;
+	joined = calloc(1, len);
+	if (!joined)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->u.array.n; i++) {
+		if (i)
+			strcat(joined, ",");
+		strcat(joined, json_string_value(v->u.array.items[i]));
+	}
+	free(*out);
+	*out = joined;
+	return 0;
+}
+
 /* The tables: one row per key of flash-operator.conf(5). */
 #define F(name, type, fn, field, arg) { name, type, false, fn, offsetof(struct flash_operator_config, field), arg }
 
-static const struct json_field runtime_fields[] = {
+static const struct json_field runtime_class_fields[] = {
 	F("cpu", JSON_STRING, read_name, runtime_cpu, RULE(STR_DNS_SUBDOMAIN)),
 	F("gpu", JSON_STRING, read_name, runtime_gpu, RULE(STR_DNS_SUBDOMAIN)),
 };
@@ -185,6 +224,16 @@ static const struct json_field registry_fields[] = {
 	F("caFile", JSON_STRING, read_name, registry_ca_file, RULE(STR_PATH)),
 	F("contentStore", JSON_STRING, read_name, content_store, RULE(STR_PATH)),
 	F("credentialsFile", JSON_STRING, read_name, registry_credentials_file, RULE(STR_PATH)),
+};
+static const struct json_field runtime_fields[] = {
+	F("agentSocket", JSON_STRING, read_name, rt_agent_socket, RULE(STR_PATH)),
+	F("cgroupParent", JSON_STRING, read_name, rt_cgroup_parent, RULE(STR_PATH)),
+	F("cniBinDir", JSON_STRING, read_name, rt_cni_bin_dir, RULE(STR_PATH)),
+	F("cniConf", JSON_STRING, read_name, rt_cni_conf, RULE(STR_PATH)),
+	F("dir", JSON_STRING, read_name, rt_dir, RULE(STR_PATH)),
+	F("dns", JSON_ARRAY, read_dns_servers, rt_dns, NULL),
+	F("masquerade", JSON_BOOL, json_read_bool, rt_masquerade, NULL),
+	F("runsc", JSON_STRING, read_name, rt_runsc, RULE(STR_PATH)),
 };
 static const struct json_field operator_fields[] = {
 	F("agentImage", JSON_STRING, read_name, agent_image, RULE(STR_IMAGE)),
@@ -263,6 +312,7 @@ static int check_mount(struct check_ctx *ctx, void *target)
 		(void)arg;                                                                        \
 		return read_section(ctx, v, dst, fields, ARRAY_SIZE(fields), check);             \
 	}
+SECTION(read_runtime_classes, runtime_class_fields, NULL)
 SECTION(read_runtime, runtime_fields, NULL)
 SECTION(read_dns, dns_fields, check_dns)
 SECTION(read_persistence, persistence_fields, NULL)
@@ -365,7 +415,8 @@ static const struct json_field root_fields[] = {
 	F("publicNodeLabels", JSON_OBJECT, read_labels, public_node_labels, NULL),
 	W("publicPortRange", JSON_OBJECT, read_port_range),
 	W("registry", JSON_OBJECT, read_registry),
-	W("runtimeClassNames", JSON_OBJECT, read_runtime),
+	W("runtime", JSON_OBJECT, read_runtime),
+	W("runtimeClassNames", JSON_OBJECT, read_runtime_classes),
 	F("serviceCIDRs", JSON_ARRAY, read_prefixes, service_cidrs, &max64),
 };
 #undef W
@@ -421,6 +472,13 @@ FLASH_API void flash_operator_config_free(struct flash_operator_config *c)
 	free(c->registry_ca_file);
 	free(c->registry_credentials_file);
 	free(c->content_store);
+	free(c->rt_dir);
+	free(c->rt_cni_bin_dir);
+	free(c->rt_cni_conf);
+	free(c->rt_agent_socket);
+	free(c->rt_runsc);
+	free(c->rt_cgroup_parent);
+	free(c->rt_dns);
 	free(c);
 }
 
@@ -532,4 +590,27 @@ FLASH_API const struct flowsdn_prefix *flash_operator_config_service_cidr(const 
 									  size_t i)
 {
 	return config && i < config->service_cidrs.n ? &config->service_cidrs.v[i] : NULL;
+}
+
+FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *config,
+					    struct flash_operator_runtime *ret)
+{
+	struct flash_operator_runtime v = { .sz = sizeof(v) };
+	size_t n;
+
+	if (!config || !ret || ret->sz < offsetof(struct flash_operator_runtime, dir))
+		return -EINVAL;
+	v.dir = config->rt_dir;
+	v.cni_bin_dir = config->rt_cni_bin_dir;
+	v.cni_conf = config->rt_cni_conf;
+	v.agent_socket = config->rt_agent_socket;
+	v.runsc = config->rt_runsc;
+	v.cgroup_parent = config->rt_cgroup_parent;
+	v.dns = config->rt_dns;
+	v.masquerade = config->rt_masquerade;
+	/* An older caller's smaller struct gets the fields it knows. */
+	n = ret->sz < sizeof(v) ? ret->sz : sizeof(v);
+	v.sz = ret->sz;
+	memcpy(ret, &v, n);
+	return 0;
 }

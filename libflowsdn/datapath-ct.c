@@ -213,27 +213,9 @@ FLOWSDN_API int flowsdn_maps_ct_count(struct flowsdn_maps *maps, uint64_t now_ns
 
 FLOWSDN_API int flowsdn_maps_ct_stats(struct flowsdn_maps *maps, struct flowsdn_ct_stats *ret)
 {
-	_cleanup_free_ struct flowsdn_ct_stats *v = NULL;
-	struct flowsdn_ct_stats sum = {};
 	__u32 key = 0;
 
 	if (!maps || !ret)
 		return -EINVAL;
-	v = calloc(maps->ncpu, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_CTSTAT], &key, v) < 0)
-		return -errno;
-	for (size_t i = 0; i < maps->ncpu; i++) {
-		sum.new_flows += v[i].new_flows;
-		sum.established += v[i].established;
-		sum.reply += v[i].reply;
-		sum.related += v[i].related;
-		sum.created += v[i].created;
-		sum.create_failed += v[i].create_failed;
-		sum.untracked += v[i].untracked;
-		sum.closed += v[i].closed;
-	}
-	*ret = sum;
-	return 0;
+	return flowsdn__percpu_sum(maps, FSDN_MAP_CTSTAT, &key, ret, sizeof(*ret));
 }

@@ -57,5 +57,9 @@ int flowsdn__pin_path(const char *dir, const char *name, char *buf, size_t size)
 int flowsdn__policy_key_valid(const struct flowsdn_policy_key *k);
 /* The flowsdn_ep key of @a; -EINVAL when it is not IPv4/IPv6. */
 int flowsdn__ep_key(const struct flowsdn_addr *a, struct flowsdn_endpoint_key *k);
+/* The per-CPU value at @key of map @m summed over the CPUs into @ret, a
+ * struct of @size bytes made of __u64 counters only; -errno of the lookup
+ * (-ENOENT), -ENOMEM.  *ret is untouched on failure. */
+int flowsdn__percpu_sum(const struct flowsdn_maps *maps, enum fsdn_map m, const void *key, void *ret, size_t size);
 
 #endif

@@ -337,55 +337,42 @@ FLOWSDN_API int flowsdn_maps_endpoint_lookup(struct flowsdn_maps *maps, const st
 	return 0;
 }
 
+int flowsdn__percpu_sum(const struct flowsdn_maps *maps, enum fsdn_map m, const void *key, void *ret, size_t size)
+{
+	_cleanup_free_ __u64 *v = NULL;
+	size_t n = size / sizeof(__u64);
+	__u64 sum[16] = {};
+
+	if (size % sizeof(__u64) || n > sizeof(sum) / sizeof(sum[0]))
+		return -EINVAL;
+	v = calloc(maps->ncpu, size);
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(maps->fd[m], key, v) < 0)
+		return -errno;
+	for (size_t cpu = 0; cpu < maps->ncpu; cpu++)
+		for (size_t i = 0; i < n; i++)
+			sum[i] += v[cpu * n + i];
+	memcpy(ret, sum, size);
+	return 0;
+}
+
 FLOWSDN_API int flowsdn_maps_endpoint_counters(struct flowsdn_maps *maps, uint32_t ep_id,
 					       struct flowsdn_endpoint_counters *ret)
 {
-	_cleanup_free_ struct flowsdn_endpoint_counters *v = NULL;
-	struct flowsdn_endpoint_counters sum = {};
-
 	if (!maps || !ret)
 		return -EINVAL;
-	v = calloc(maps->ncpu, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_EPSTAT], &ep_id, v) < 0)
-		return -errno;
-	for (size_t i = 0; i < maps->ncpu; i++) {
-		sum.rx_packets += v[i].rx_packets;
-		sum.rx_bytes += v[i].rx_bytes;
-		sum.tx_packets += v[i].tx_packets;
-		sum.tx_bytes += v[i].tx_bytes;
-		sum.drop_packets += v[i].drop_packets;
-		sum.drop_bytes += v[i].drop_bytes;
-		sum.allow_ingress += v[i].allow_ingress;
-		sum.deny_ingress += v[i].deny_ingress;
-		sum.allow_egress += v[i].allow_egress;
-		sum.deny_egress += v[i].deny_egress;
-	}
-	*ret = sum;
-	return 0;
+	return flowsdn__percpu_sum(maps, FSDN_MAP_EPSTAT, &ep_id, ret, sizeof(*ret));
 }
 
 FLOWSDN_API int flowsdn_maps_drop_counters(struct flowsdn_maps *maps, unsigned int reason,
 					   struct flowsdn_drop_counters *ret)
 {
-	_cleanup_free_ struct flowsdn_drop_counters *v = NULL;
-	struct flowsdn_drop_counters sum = {};
 	__u32 key = reason;
 
 	if (!maps || !ret || reason >= FLOWSDN_DROP_MAX_)
 		return -EINVAL;
-	v = calloc(maps->ncpu, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_DROPS], &key, v) < 0)
-		return -errno;
-	for (size_t i = 0; i < maps->ncpu; i++) {
-		sum.packets += v[i].packets;
-		sum.bytes += v[i].bytes;
-	}
-	*ret = sum;
-	return 0;
+	return flowsdn__percpu_sum(maps, FSDN_MAP_DROPS, &key, ret, sizeof(*ret));
 }
 
 FLOWSDN_API int flowsdn_policy_key_make(uint32_t ep_id, enum flowsdn_direction direction, uint32_t identity,

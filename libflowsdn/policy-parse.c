@@ -9,6 +9,12 @@
  * As in the API server, decoding errors (a wrong JSON type, an unknown
  * field) are reported alone; validation errors come in the order
  * ValidateNetworkPolicy finds them.
+ *
+ * Decoding goes through the one JSON engine (common/json-read.c): each
+ * object is a field table read with JSON_READ_NULL_ABSENT and
+ * JSON_READ_TABLE_ORDER (unknown fields first, then the Go struct's
+ * order), the decoder's messages given by a struct json_read_style; the
+ * readers then validate what they read.
  */
 #include "config.h"
 
@@ -30,8 +36,10 @@ struct cause {
 	char message[640]; /* "Invalid value: \"10.0.0.0/33\": must be a valid CIDR value, ..." */
 };
 
+/* A parse in progress: the engine's context first (its path is the field
+ * of a cause; the decoding hooks find the parse through it). */
 struct pctx {
-	struct json_path path;
+	struct check_ctx ck;
 	struct cause decode[MAX_CAUSES];
 	size_t n_decode;
 	struct cause valid[MAX_CAUSES];
@@ -81,6 +89,8 @@ static void add_cause(struct pctx *c, bool decode, enum flowsdn_policy_cause_typ
 	struct cause *x;
 	va_list ap;
 
+	if (decode)
+		c->ck.errors++;
 	if (*n >= MAX_CAUSES) {
 		(*n)++;
 		return;
@@ -96,7 +106,7 @@ static void add_cause(struct pctx *c, bool decode, enum flowsdn_policy_cause_typ
 
 static const char *here(const struct pctx *c)
 {
-	return json_path_str(&c->path);
+	return json_path_str(&c->ck.path);
 }
 
 static void invalid_str(struct pctx *c, const char *value, const char *msg)
@@ -140,50 +150,6 @@ static void bad_type(struct pctx *c, const struct json_value *v, const char *wan
 		  "Invalid type: expected %s, got %s", want, json_type_name(v->type));
 }
 
-/* Reports every member of @obj not in @known (NULL-terminated). */
-static void unknown_fields(struct pctx *c, const struct json_value *obj, const char *const *known)
-{
-	for (size_t i = 0; i < obj->u.object.n; i++) {
-		const char *k = obj->u.object.members[i].key;
-		bool ok = false;
-
-		for (size_t j = 0; known[j]; j++)
-			if (strcmp(k, known[j]) == 0)
-				ok = true;
-		if (!ok) {
-			size_t s = json_path_push_key(&c->path, k);
-
-			add_cause(c, true, FLOWSDN_POLICY_CAUSE_UNKNOWN_FIELD, here(c),
-				  "unknown field \"%s\"", here(c));
-			json_path_pop(&c->path, s);
-		}
-	}
-}
-
-/* Member @key of @obj that is not null, or NULL. */
-static const struct json_value *member(const struct json_value *obj, const char *key)
-{
-	const struct json_value *v = json_get(obj, key);
-
-	return v && v->type != JSON_NULL ? v : NULL;
-}
-
-/* A string; NULL with a decode error when it is not one. */
-static const char *get_str(struct pctx *c, const struct json_value *v)
-{
-	const char *s;
-
-	if (v->type != JSON_STRING) {
-		bad_type(c, v, "string");
-		return NULL;
-	}
-	if (json_get_string(v, &s) < 0) {
-		add_cause(c, true, FLOWSDN_POLICY_CAUSE_TYPE, here(c),
-			  "Invalid value: string contains a NUL character");
-		return NULL;
-	}
-	return s;
-}
 
 static char *xstrdup(struct pctx *c, const char *s)
 {
@@ -206,15 +172,121 @@ static void invalid_str_cb(void *ud, const char *msg)
 	invalid_str(u->c, u->value, msg);
 }
 
+
+/* A string; NULL with a decode error when it is not one. */
+static const char *get_str(struct pctx *c, const struct json_value *v)
+{
+	const char *s;
+
+	if (v->type != JSON_STRING) {
+		bad_type(c, v, "string");
+		return NULL;
+	}
+	if (json_get_string(v, &s) < 0) {
+		add_cause(c, true, FLOWSDN_POLICY_CAUSE_TYPE, here(c),
+			  "Invalid value: string contains a NUL character");
+		return NULL;
+	}
+	return s;
+}
+
+/* ------------------------------------------------------------ decoding through the engine */
+
+/* The decoder's words for what the engine finds (json_read_style). */
+static void style_unknown(struct check_ctx *ck)
+{
+	struct pctx *c = (struct pctx *)ck;
+
+	add_cause(c, true, FLOWSDN_POLICY_CAUSE_UNKNOWN_FIELD, here(c), "unknown field \"%s\"", here(c));
+}
+
+static void style_type(struct check_ctx *ck, const struct json_value *v, enum json_type want)
+{
+	bad_type((struct pctx *)ck, v,
+		 want == JSON_OBJECT ? "object" : want == JSON_ARRAY ? "array" :
+		 want == JSON_NUMBER ? "integer" : json_type_name(want));
+}
+
+static const struct json_read_style k8s_style = { style_unknown, style_type };
+
+/* Reads the closed object @v by @fields into @target as the API server's
+ * decoder does: null is "not set", unknown fields first, then the fields
+ * in the order of the Go struct (the table's).  Returns the decoding
+ * problems found in @v (0 when none); -ENOMEM stops the read. */
+static int read_obj(struct pctx *c, const struct json_value *v, const struct json_field *fields, size_t n,
+		    void *target)
+{
+	size_t before = c->ck.errors;
+	int r = json_read_object_flags(&c->ck, v, fields, n, JSON_READ_NULL_ABSENT | JSON_READ_TABLE_ORDER, target);
+
+	if (r < 0 && r != JSON_READ_REPORTED)
+		return r;
+	return c->ck.errors != before ? JSON_READ_REPORTED : 0;
+}
+
+/* Readers (struct json_field.read). */
+static int rd_ref(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	(void)ck;
+	(void)arg;
+	*(const struct json_value **)dst = v;
+	return 0;
+}
+
+/* A string without NUL: *dst, NULL when refused. */
+static int rd_str(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	const char *s = get_str((struct pctx *)ck, v);
+
+	(void)arg;
+	*(const char **)dst = s;
+	return s ? 0 : JSON_READ_REPORTED;
+}
+
+/* A string that must be @arg (apiVersion, kind). */
+static int rd_fixed(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	struct pctx *c = (struct pctx *)ck;
+	const char *s = get_str(c, v);
+	char supported[64];
+
+	(void)dst;
+	if (s && strcmp(s, arg) != 0) {
+		snprintf(supported, sizeof(supported), "\"%s\"", (const char *)arg);
+		not_supported(c, s, supported);
+	}
+	return s ? 0 : JSON_READ_REPORTED;
+}
+
+/* A new array of @v's items, each of @size bytes and read by @item (in
+ * order, its index pushed); *ret_n counts them.  NULL (c->err set) when
+ * out of memory. */
+static void *read_items(struct pctx *c, const struct json_value *v, size_t size, size_t *ret_n,
+			void (*item)(struct pctx *c, const struct json_value *v, void *elem, const void *arg),
+			const void *arg)
+{
+	char *a = calloc(v->u.array.n ? v->u.array.n : 1, size);
+
+	if (!a) {
+		c->err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < v->u.array.n; i++) {
+		size_t s = json_path_push_index(&c->ck.path, i);
+
+		item(c, v->u.array.items[i], a + i * size, arg);
+		(*ret_n)++;
+		json_path_pop(&c->ck.path, s);
+	}
+	return a;
+}
+
 /* ------------------------------------------------------------ labels and selectors */
 
-/* ValidateLabels(labels, path): key and value errors both at @path. */
+/* ValidateLabels(labels, path): key and value errors both at @path.  @v
+ * is an object (the engine checked). */
 static void parse_labels(struct pctx *c, const struct json_value *v, struct plabels *out)
 {
-	if (v->type != JSON_OBJECT) {
-		bad_type(c, v, "object");
-		return;
-	}
 	out->v = calloc(v->u.object.n ? v->u.object.n : 1, sizeof(*out->v));
 	if (!out->v) {
 		c->err = -ENOMEM;
@@ -222,11 +294,11 @@ static void parse_labels(struct pctx *c, const struct json_value *v, struct plab
 	}
 	for (size_t i = 0; i < v->u.object.n; i++) {
 		const struct json_member *m = &v->u.object.members[i];
-		size_t s = json_path_push_key(&c->path, m->key);
+		size_t s = json_path_push_key(&c->ck.path, m->key);
 		const char *val = get_str(c, m->value);
 		struct str_ud u = { c, m->key };
 
-		json_path_pop(&c->path, s);
+		json_path_pop(&c->ck.path, s);
 		if (!val)
 			continue;
 		names_label_key_check(m->key, invalid_str_cb, &u);
@@ -239,135 +311,142 @@ static void parse_labels(struct pctx *c, const struct json_value *v, struct plab
 	(void)plabels_sort(out);
 }
 
-static void parse_requirement(struct pctx *c, const struct json_value *v, struct preq *r)
+static int rd_labels(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
 {
-	static const char *const known[] = { "key", "operator", "values", NULL };
-	const struct json_value *k, *op, *vals;
-	const char *key = "", *ops = "";
+	(void)arg;
+	parse_labels((struct pctx *)ck, v, dst);
+	return 0;
+}
+
+/* requirement.values: the strings, in order (those that decode). */
+static int rd_values(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	struct pctx *c = (struct pctx *)ck;
+	struct preq *r = *(struct preq **)dst;
+
+	(void)arg;
+	r->values = calloc(v->u.array.n ? v->u.array.n : 1, sizeof(char *));
+	if (!r->values) {
+		c->err = -ENOMEM;
+		return 0;
+	}
+	for (size_t i = 0; i < v->u.array.n; i++) {
+		size_t s = json_path_push_index(&c->ck.path, i);
+		const char *sv = get_str(c, v->u.array.items[i]);
+
+		if (sv)
+			r->values[r->n_values++] = xstrdup(c, sv);
+		json_path_pop(&c->ck.path, s);
+	}
+	return 0;
+}
+
+struct req_in {
+	const char *key, *op;
+	struct preq *r;
+};
+
+static const struct json_field req_fields[] = {
+	{ "key", JSON_STRING, false, rd_str, offsetof(struct req_in, key), NULL },
+	{ "operator", JSON_STRING, false, rd_str, offsetof(struct req_in, op), NULL },
+	{ "values", JSON_ARRAY, false, rd_values, offsetof(struct req_in, r), NULL },
+};
+
+static void parse_requirement(struct pctx *c, const struct json_value *v, void *elem, const void *arg)
+{
+	struct preq *r = elem;
+	struct req_in in = { "", "", r };
+	const char *key, *ops;
 	size_t s;
 
-	if (v->type != JSON_OBJECT) {
-		bad_type(c, v, "object");
+	(void)arg;
+	if (read_obj(c, v, req_fields, ARRAY_SIZE(req_fields), &in) != 0)
 		return;
-	}
-	unknown_fields(c, v, known);
-	k = member(v, "key");
-	op = member(v, "operator");
-	vals = member(v, "values");
-	if (k) {
-		s = json_path_push_key(&c->path, "key");
-		key = get_str(c, k);
-		json_path_pop(&c->path, s);
-	}
-	if (op) {
-		s = json_path_push_key(&c->path, "operator");
-		ops = get_str(c, op);
-		json_path_pop(&c->path, s);
-	}
-	if (vals) {
-		s = json_path_push_key(&c->path, "values");
-		if (vals->type != JSON_ARRAY) {
-			bad_type(c, vals, "array");
-			vals = NULL;
-		} else {
-			r->values = calloc(vals->u.array.n ? vals->u.array.n : 1, sizeof(char *));
-			if (!r->values)
-				c->err = -ENOMEM;
-			for (size_t i = 0; r->values && i < vals->u.array.n; i++) {
-				size_t s2 = json_path_push_index(&c->path, i);
-				const char *sv = get_str(c, vals->u.array.items[i]);
-
-				if (sv)
-					r->values[r->n_values++] = xstrdup(c, sv);
-				json_path_pop(&c->path, s2);
-			}
-		}
-		json_path_pop(&c->path, s);
-	}
-	if (!key || !ops)
-		return;
+	key = in.key;
+	ops = in.op;
 	r->key = xstrdup(c, key);
 	/* ValidateLabelSelectorRequirement */
 	if (strcmp(ops, "In") == 0 || strcmp(ops, "NotIn") == 0) {
 		r->op = ops[0] == 'I' ? SEL_IN : SEL_NOT_IN;
 		if (r->n_values == 0) {
-			s = json_path_push_key(&c->path, "values");
+			s = json_path_push_key(&c->ck.path, "values");
 			required(c, "must be specified when `operator` is 'In' or 'NotIn'");
-			json_path_pop(&c->path, s);
+			json_path_pop(&c->ck.path, s);
 		}
 	} else if (strcmp(ops, "Exists") == 0 || strcmp(ops, "DoesNotExist") == 0) {
 		r->op = ops[0] == 'E' ? SEL_EXISTS : SEL_DOES_NOT_EXIST;
 		if (r->n_values > 0) {
-			s = json_path_push_key(&c->path, "values");
+			s = json_path_push_key(&c->ck.path, "values");
 			forbidden(c, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
-			json_path_pop(&c->path, s);
+			json_path_pop(&c->ck.path, s);
 		}
 	} else {
-		s = json_path_push_key(&c->path, "operator");
+		s = json_path_push_key(&c->ck.path, "operator");
 		invalid_str(c, ops, "not a valid selector operator");
-		json_path_pop(&c->path, s);
+		json_path_pop(&c->ck.path, s);
 	}
-	s = json_path_push_key(&c->path, "key");
+	s = json_path_push_key(&c->ck.path, "key");
 	{
 		struct str_ud u = { c, key };
 
 		names_label_key_check(key, invalid_str_cb, &u);
 	}
-	json_path_pop(&c->path, s);
-	s = json_path_push_key(&c->path, "values");
+	json_path_pop(&c->ck.path, s);
+	s = json_path_push_key(&c->ck.path, "values");
 	for (size_t i = 0; i < r->n_values; i++) {
-		size_t s2 = json_path_push_index(&c->path, i);
+		size_t s2 = json_path_push_index(&c->ck.path, i);
 		struct str_ud u = { c, r->values[i] };
 
 		if (r->values[i])
 			names_label_value_check(r->values[i], invalid_str_cb, &u);
-		json_path_pop(&c->path, s2);
+		json_path_pop(&c->ck.path, s2);
 	}
-	json_path_pop(&c->path, s);
+	json_path_pop(&c->ck.path, s);
+}
+
+static int rd_requirements(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	struct psel *sel = dst;
+
+	(void)arg;
+	/* a requirement that could not be decoded is still freed */
+	sel->reqs = read_items((struct pctx *)ck, v, sizeof(*sel->reqs), &sel->n_reqs, parse_requirement, NULL);
+	return 0;
 }
 
 /* ValidateLabelSelector */
-static void parse_selector(struct pctx *c, const struct json_value *v, struct psel *sel)
+static const struct json_field selector_fields[] = {
+	{ "matchLabels", JSON_OBJECT, false, rd_labels, offsetof(struct psel, match), NULL },
+	{ "matchExpressions", JSON_ARRAY, false, rd_requirements, 0, NULL },
+};
+
+static int rd_selector(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
 {
-	static const char *const known[] = { "matchLabels", "matchExpressions", NULL };
-	const struct json_value *ml, *me;
+	(void)arg;
+	return read_obj((struct pctx *)ck, v, selector_fields, ARRAY_SIZE(selector_fields), dst) == -ENOMEM ?
+		       -ENOMEM : 0;
+}
 
-	if (v->type != JSON_OBJECT) {
-		bad_type(c, v, "object");
-		return;
+/* A selector of a peer: allocated into *dst (struct psel **). */
+static int rd_peer_selector(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	struct psel **sel = dst;
+
+	*sel = calloc(1, sizeof(**sel));
+	if (!*sel) {
+		((struct pctx *)ck)->err = -ENOMEM;
+		return -ENOMEM;
 	}
-	unknown_fields(c, v, known);
-	ml = member(v, "matchLabels");
-	me = member(v, "matchExpressions");
-	if (ml) {
-		size_t s = json_path_push_key(&c->path, "matchLabels");
-
-		parse_labels(c, ml, &sel->match);
-		json_path_pop(&c->path, s);
-	}
-	if (me) {
-		size_t s = json_path_push_key(&c->path, "matchExpressions");
-
-		if (me->type != JSON_ARRAY) {
-			bad_type(c, me, "array");
-		} else {
-			sel->reqs = calloc(me->u.array.n ? me->u.array.n : 1, sizeof(*sel->reqs));
-			if (!sel->reqs)
-				c->err = -ENOMEM;
-			for (size_t i = 0; sel->reqs && i < me->u.array.n; i++) {
-				size_t s2 = json_path_push_index(&c->path, i);
-
-				parse_requirement(c, me->u.array.items[i], &sel->reqs[sel->n_reqs]);
-				/* a requirement that could not be decoded is still freed */
-				sel->n_reqs++;
-				json_path_pop(&c->path, s2);
-			}
-		}
-		json_path_pop(&c->path, s);
-	}
+	return rd_selector(ck, v, *sel, arg);
 }
 
 /* ------------------------------------------------------------ ports */
+
+struct port_in {
+	const char *proto, *name;
+	int64_t num, end;
+	bool has_num, has_end;
+};
 
 static bool get_int32(struct pctx *c, const struct json_value *v, int64_t *ret)
 {
@@ -383,60 +462,65 @@ static bool get_int32(struct pctx *c, const struct json_value *v, int64_t *ret)
 	return true;
 }
 
+/* port: an IntOrString (the type is the reader's to check). */
+static int rd_port(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	struct pctx *c = (struct pctx *)ck;
+	struct port_in *in = dst;
+
+	(void)arg;
+	if (v->type == JSON_STRING)
+		in->name = get_str(c, v);
+	else if (v->type == JSON_NUMBER)
+		in->has_num = get_int32(c, v, &in->num);
+	else
+		bad_type(c, v, "integer or string");
+	return 0;
+}
+
+static int rd_end_port(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	struct port_in *in = dst;
+
+	(void)arg;
+	in->has_end = get_int32((struct pctx *)ck, v, &in->end);
+	return 0;
+}
+
+static const struct json_field port_fields[] = {
+	{ "protocol", JSON_STRING, false, rd_str, offsetof(struct port_in, proto), NULL },
+	{ "port", JSON_NULL, false, rd_port, 0, NULL },
+	{ "endPort", JSON_NUMBER, false, rd_end_port, 0, NULL },
+};
+
 static void port_num_check(struct pctx *c, int64_t n, const char *child)
 {
-	size_t s = json_path_push_key(&c->path, child);
+	size_t s = json_path_push_key(&c->ck.path, child);
 
 	if (n < 1 || n > 65535)
 		invalid_int(c, n, "must be between 1 and 65535, inclusive");
-	json_path_pop(&c->path, s);
+	json_path_pop(&c->ck.path, s);
 }
 
 /* ValidateNetworkPolicyPort, then SetDefaults_NetworkPolicyPort. */
-static void parse_port(struct pctx *c, const struct json_value *v, struct pport *p)
+static void parse_port(struct pctx *c, const struct json_value *v, void *elem, const void *arg)
 {
-	static const char *const known[] = { "protocol", "port", "endPort", NULL };
-	const struct json_value *proto, *port, *endp;
-	const char *protos = "TCP", *portname = NULL;
-	int64_t portnum = 0, endnum = 0;
-	bool has_port = false, has_end = false, decoded = true;
+	struct pport *p = elem;
+	struct port_in in = { .proto = "TCP" };
+	const char *protos, *portname;
+	int64_t portnum, endnum;
+	bool has_port, has_end;
 	size_t s;
 
-	if (v->type != JSON_OBJECT) {
-		bad_type(c, v, "object");
+	(void)arg;
+	if (read_obj(c, v, port_fields, ARRAY_SIZE(port_fields), &in) != 0)
 		return;
-	}
-	unknown_fields(c, v, known);
-	proto = member(v, "protocol");
-	port = member(v, "port");
-	endp = member(v, "endPort");
-	if (proto) {
-		s = json_path_push_key(&c->path, "protocol");
-		protos = get_str(c, proto);
-		json_path_pop(&c->path, s);
-		decoded = decoded && protos;
-	}
-	if (port) {
-		s = json_path_push_key(&c->path, "port");
-		if (port->type == JSON_STRING) {
-			portname = get_str(c, port);
-			has_port = portname != NULL;
-		} else if (port->type == JSON_NUMBER) {
-			has_port = get_int32(c, port, &portnum);
-		} else {
-			bad_type(c, port, "integer or string");
-		}
-		json_path_pop(&c->path, s);
-		decoded = decoded && has_port;
-	}
-	if (endp) {
-		s = json_path_push_key(&c->path, "endPort");
-		has_end = get_int32(c, endp, &endnum);
-		json_path_pop(&c->path, s);
-		decoded = decoded && has_end;
-	}
-	if (!decoded)
-		return;
+	protos = in.proto;
+	portname = in.name;
+	portnum = in.num;
+	endnum = in.end;
+	has_port = in.has_num || in.name;
+	has_end = in.has_end;
 
 	if (strcmp(protos, "TCP") == 0) {
 		p->proto = PROTO_TCP;
@@ -445,17 +529,17 @@ static void parse_port(struct pctx *c, const struct json_value *v, struct pport 
 	} else if (strcmp(protos, "SCTP") == 0) {
 		p->proto = PROTO_SCTP;
 	} else {
-		s = json_path_push_key(&c->path, "protocol");
+		s = json_path_push_key(&c->ck.path, "protocol");
 		not_supported(c, protos, "\"TCP\", \"UDP\", \"SCTP\"");
-		json_path_pop(&c->path, s);
+		json_path_pop(&c->ck.path, s);
 	}
 	if (has_port && !portname) {
 		port_num_check(c, portnum, "port");
 		if (has_end) {
 			if (endnum < portnum) {
-				s = json_path_push_key(&c->path, "endPort");
+				s = json_path_push_key(&c->ck.path, "endPort");
 				invalid_int(c, endnum, "must be greater than or equal to `port`");
-				json_path_pop(&c->path, s);
+				json_path_pop(&c->ck.path, s);
 			}
 			port_num_check(c, endnum, "endPort");
 		}
@@ -466,21 +550,23 @@ static void parse_port(struct pctx *c, const struct json_value *v, struct pport 
 		struct str_ud u = { c, portname };
 
 		if (has_end) {
-			s = json_path_push_key(&c->path, "endPort");
+			s = json_path_push_key(&c->ck.path, "endPort");
 			invalid_int(c, endnum, "may not be specified when `port` is non-numeric");
-			json_path_pop(&c->path, s);
+			json_path_pop(&c->ck.path, s);
 		}
-		s = json_path_push_key(&c->path, "port");
+		s = json_path_push_key(&c->ck.path, "port");
 		names_port_name_check(portname, invalid_str_cb, &u);
-		json_path_pop(&c->path, s);
+		json_path_pop(&c->ck.path, s);
 		p->has_port = true;
 		p->name = xstrdup(c, portname);
 	} else if (has_end) {
-		s = json_path_push_key(&c->path, "endPort");
+		s = json_path_push_key(&c->ck.path, "endPort");
 		invalid_int(c, endnum, "may not be specified when `port` is not specified");
-		json_path_pop(&c->path, s);
+		json_path_pop(&c->ck.path, s);
 	}
 }
+
+/* ------------------------------------------------------------ ipBlock */
 
 /* ------------------------------------------------------------ ipBlock */
 
@@ -538,53 +624,65 @@ static bool check_cidr(struct pctx *c, const char *text, struct flowsdn_prefix *
 	return false;
 }
 
-/* ValidateIPBlock */
-static void parse_ipblock(struct pctx *c, const struct json_value *v, struct ppeer *peer)
+
+/* ValidateIPBlock.  cidr and except are checked here (their types too):
+ * except is decoded only once cidr is usable, as the API server's
+ * validation walks it. */
+struct ipblock_in {
+	const struct json_value *cidr, *except;
+};
+
+static const struct json_field ipblock_fields[] = {
+	{ "cidr", JSON_NULL, false, rd_ref, offsetof(struct ipblock_in, cidr), NULL },
+	{ "except", JSON_NULL, false, rd_ref, offsetof(struct ipblock_in, except), NULL },
+};
+
+static int rd_ipblock(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
 {
-	static const char *const known[] = { "cidr", "except", NULL };
-	const struct json_value *cidr, *exc;
+	struct pctx *c = (struct pctx *)ck;
+	struct ppeer *peer = dst;
+	struct ipblock_in in = { 0 };
+	const struct json_value *exc;
 	const char *cidrs = "";
 	bool cidr_ok = false;
 	size_t s;
 
-	if (v->type != JSON_OBJECT) {
-		bad_type(c, v, "object");
-		return;
-	}
-	unknown_fields(c, v, known);
-	cidr = member(v, "cidr");
-	exc = member(v, "except");
-	if (cidr) {
-		s = json_path_push_key(&c->path, "cidr");
-		cidrs = get_str(c, cidr);
-		json_path_pop(&c->path, s);
+	(void)arg;
+	peer->kind = PEER_IPBLOCK;
+	if (read_obj(c, v, ipblock_fields, ARRAY_SIZE(ipblock_fields), &in) == -ENOMEM)
+		return -ENOMEM;
+	exc = in.except;
+	if (in.cidr) {
+		s = json_path_push_key(&c->ck.path, "cidr");
+		cidrs = get_str(c, in.cidr);
+		json_path_pop(&c->ck.path, s);
 		if (!cidrs)
-			return;
+			return 0;
 	}
 	if (exc && exc->type != JSON_ARRAY) {
-		s = json_path_push_key(&c->path, "except");
+		s = json_path_push_key(&c->ck.path, "except");
 		bad_type(c, exc, "array");
-		json_path_pop(&c->path, s);
-		return;
+		json_path_pop(&c->ck.path, s);
+		return 0;
 	}
-	s = json_path_push_key(&c->path, "cidr");
+	s = json_path_push_key(&c->ck.path, "cidr");
 	if (*cidrs == '\0') {
 		required(c, "");
-		json_path_pop(&c->path, s);
-		return;
+		json_path_pop(&c->ck.path, s);
+		return 0;
 	}
 	cidr_ok = check_cidr(c, cidrs, &peer->cidr);
-	json_path_pop(&c->path, s);
+	json_path_pop(&c->ck.path, s);
 	if (!exc)
-		return;
+		return 0;
 	peer->except = calloc(exc->u.array.n ? exc->u.array.n : 1, sizeof(*peer->except));
 	if (!peer->except) {
 		c->err = -ENOMEM;
-		return;
+		return 0;
 	}
-	s = json_path_push_key(&c->path, "except");
+	s = json_path_push_key(&c->ck.path, "except");
 	for (size_t i = 0; i < exc->u.array.n; i++) {
-		size_t s2 = json_path_push_index(&c->path, i);
+		size_t s2 = json_path_push_index(&c->ck.path, i);
 		const char *es = get_str(c, exc->u.array.items[i]);
 		struct flowsdn_prefix ep;
 
@@ -595,152 +693,96 @@ static void parse_ipblock(struct pctx *c, const struct json_value *v, struct ppe
 				invalid_str(c, es, "must be a strict subset of `cidr`");
 			peer->except[peer->n_except++] = ep;
 		}
-		json_path_pop(&c->path, s2);
+		json_path_pop(&c->ck.path, s2);
 	}
-	json_path_pop(&c->path, s);
+	json_path_pop(&c->ck.path, s);
+	return 0;
 }
 
 /* ValidateNetworkPolicyPeer */
-static void parse_peer(struct pctx *c, const struct json_value *v, struct ppeer *peer)
-{
-	static const char *const known[] = { "podSelector", "namespaceSelector", "ipBlock", NULL };
-	const struct json_value *ps, *ns, *ib;
-	int n = 0;
-	size_t s;
+static const struct json_field peer_fields[] = {
+	{ "podSelector", JSON_OBJECT, false, rd_peer_selector, offsetof(struct ppeer, pod), NULL },
+	{ "namespaceSelector", JSON_OBJECT, false, rd_peer_selector, offsetof(struct ppeer, ns), NULL },
+	{ "ipBlock", JSON_OBJECT, false, rd_ipblock, 0, NULL },
+};
 
-	if (v->type != JSON_OBJECT) {
-		bad_type(c, v, "object");
-		return;
-	}
-	unknown_fields(c, v, known);
-	ps = member(v, "podSelector");
-	ns = member(v, "namespaceSelector");
-	ib = member(v, "ipBlock");
+static void parse_peer(struct pctx *c, const struct json_value *v, void *elem, const void *arg)
+{
+	struct ppeer *peer = elem;
+	int n;
+
+	(void)arg;
 	peer->kind = PEER_SELECTOR;
-	if (ps) {
-		n++;
-		peer->pod = calloc(1, sizeof(*peer->pod));
-		if (!peer->pod) {
-			c->err = -ENOMEM;
-			return;
-		}
-		s = json_path_push_key(&c->path, "podSelector");
-		parse_selector(c, ps, peer->pod);
-		json_path_pop(&c->path, s);
-	}
-	if (ns) {
-		n++;
-		peer->ns = calloc(1, sizeof(*peer->ns));
-		if (!peer->ns) {
-			c->err = -ENOMEM;
-			return;
-		}
-		s = json_path_push_key(&c->path, "namespaceSelector");
-		parse_selector(c, ns, peer->ns);
-		json_path_pop(&c->path, s);
-	}
-	if (ib) {
-		n++;
-		peer->kind = PEER_IPBLOCK;
-		s = json_path_push_key(&c->path, "ipBlock");
-		parse_ipblock(c, ib, peer);
-		json_path_pop(&c->path, s);
-	}
+	if (read_obj(c, v, peer_fields, ARRAY_SIZE(peer_fields), peer) == -ENOMEM)
+		return;
+	n = !!peer->pod + !!peer->ns + (peer->kind == PEER_IPBLOCK);
 	if (n == 0)
 		required(c, "must specify a peer");
-	else if (n > 1 && ib)
+	else if (n > 1 && peer->kind == PEER_IPBLOCK)
 		forbidden(c, "may not specify both ipBlock and another peer");
 }
 
-static void parse_rule(struct pctx *c, const struct json_value *v, int dir, struct prule *rule)
+static int rd_ports(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
 {
-	static const char *const known_in[] = { "from", "ports", NULL };
-	static const char *const known_eg[] = { "to", "ports", NULL };
-	const char *peers_key = dir == FLOWSDN_POLICY_INGRESS ? "from" : "to";
-	const struct json_value *ports, *peers;
-	size_t s;
+	struct prule *rule = dst;
 
-	if (v->type != JSON_OBJECT) {
-		bad_type(c, v, "object");
-		return;
-	}
-	unknown_fields(c, v, dir == FLOWSDN_POLICY_INGRESS ? known_in : known_eg);
-	ports = member(v, "ports");
-	peers = member(v, peers_key);
-	if (ports) {
-		s = json_path_push_key(&c->path, "ports");
-		if (ports->type != JSON_ARRAY) {
-			bad_type(c, ports, "array");
-		} else {
-			rule->ports = calloc(ports->u.array.n ? ports->u.array.n : 1, sizeof(*rule->ports));
-			if (!rule->ports)
-				c->err = -ENOMEM;
-			for (size_t i = 0; rule->ports && i < ports->u.array.n; i++) {
-				size_t s2 = json_path_push_index(&c->path, i);
-
-				parse_port(c, ports->u.array.items[i], &rule->ports[rule->n_ports++]);
-				json_path_pop(&c->path, s2);
-			}
-		}
-		json_path_pop(&c->path, s);
-	}
-	if (peers) {
-		s = json_path_push_key(&c->path, peers_key);
-		if (peers->type != JSON_ARRAY) {
-			bad_type(c, peers, "array");
-		} else {
-			rule->peers = calloc(peers->u.array.n ? peers->u.array.n : 1, sizeof(*rule->peers));
-			if (!rule->peers)
-				c->err = -ENOMEM;
-			for (size_t i = 0; rule->peers && i < peers->u.array.n; i++) {
-				size_t s2 = json_path_push_index(&c->path, i);
-
-				parse_peer(c, peers->u.array.items[i], &rule->peers[rule->n_peers++]);
-				json_path_pop(&c->path, s2);
-			}
-		}
-		json_path_pop(&c->path, s);
-	}
+	(void)arg;
+	rule->ports = read_items((struct pctx *)ck, v, sizeof(*rule->ports), &rule->n_ports, parse_port, NULL);
+	return 0;
 }
 
-static void parse_rules(struct pctx *c, const struct json_value *spec, int dir, struct flowsdn_policy *p)
+static int rd_peers(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
 {
-	const char *key = dir == FLOWSDN_POLICY_INGRESS ? "ingress" : "egress";
-	const struct json_value *v = member(spec, key);
-	size_t s;
+	struct prule *rule = dst;
 
-	if (!v)
-		return;
-	s = json_path_push_key(&c->path, key);
-	if (v->type != JSON_ARRAY) {
-		bad_type(c, v, "array");
-	} else {
-		p->rules[dir] = calloc(v->u.array.n ? v->u.array.n : 1, sizeof(struct prule));
-		if (!p->rules[dir])
-			c->err = -ENOMEM;
-		for (size_t i = 0; p->rules[dir] && i < v->u.array.n; i++) {
-			size_t s2 = json_path_push_index(&c->path, i);
+	(void)arg;
+	rule->peers = read_items((struct pctx *)ck, v, sizeof(*rule->peers), &rule->n_peers, parse_peer, NULL);
+	return 0;
+}
 
-			parse_rule(c, v->u.array.items[i], dir, &p->rules[dir][p->n_rules[dir]++]);
-			json_path_pop(&c->path, s2);
-		}
-	}
-	json_path_pop(&c->path, s);
+/* NetworkPolicyIngressRule and NetworkPolicyEgressRule (ports first, as
+ * in the Go structs). */
+static const struct json_field rule_fields[2][2] = {
+	[FLOWSDN_POLICY_INGRESS] = {
+		{ "ports", JSON_ARRAY, false, rd_ports, 0, NULL },
+		{ "from", JSON_ARRAY, false, rd_peers, 0, NULL },
+	},
+	[FLOWSDN_POLICY_EGRESS] = {
+		{ "ports", JSON_ARRAY, false, rd_ports, 0, NULL },
+		{ "to", JSON_ARRAY, false, rd_peers, 0, NULL },
+	},
+};
+
+static void parse_rule(struct pctx *c, const struct json_value *v, void *elem, const void *arg)
+{
+	const int *dir = arg;
+
+	(void)read_obj(c, v, rule_fields[*dir], ARRAY_SIZE(rule_fields[*dir]), elem);
+}
+
+static const int dir_ingress = FLOWSDN_POLICY_INGRESS, dir_egress = FLOWSDN_POLICY_EGRESS;
+
+/* spec.ingress / spec.egress (arg: the direction) into the policy. */
+static int rd_rules(struct check_ctx *ck, const struct json_value *v, void *dst, const void *arg)
+{
+	struct flowsdn_policy *p = dst;
+	const int *dir = arg;
+
+	p->rules[*dir] = read_items((struct pctx *)ck, v, sizeof(struct prule), &p->n_rules[*dir], parse_rule, dir);
+	return 0;
 }
 
 /* ValidateNetworkPolicySpec's policyTypes part; sets p->types (with the
- * defaulting of SetDefaults_NetworkPolicySpec when empty). */
-static void parse_policy_types(struct pctx *c, const struct json_value *spec, struct flowsdn_policy *p)
+ * defaulting of SetDefaults_NetworkPolicySpec when empty).  @v: the array,
+ * NULL when not given. */
+static void parse_policy_types(struct pctx *c, const struct json_value *v, struct flowsdn_policy *p)
 {
-	const struct json_value *v = member(spec, "policyTypes");
 	size_t s;
 
 	p->types = 0;
 	if (v) {
-		s = json_path_push_key(&c->path, "policyTypes");
-		if (v->type != JSON_ARRAY) {
-			bad_type(c, v, "array");
-		} else if (v->u.array.n > 2) {
+		s = json_path_push_key(&c->ck.path, "policyTypes");
+		if (v->u.array.n > 2) {
 			char buf[400];
 			size_t o = 0;
 
@@ -749,10 +791,10 @@ static void parse_policy_types(struct pctx *c, const struct json_value *spec, st
 				const struct json_value *it = v->u.array.items[i];
 
 				if (it->type != JSON_STRING) {
-					size_t s2 = json_path_push_index(&c->path, i);
+					size_t s2 = json_path_push_index(&c->ck.path, i);
 
 					bad_type(c, it, "string");
-					json_path_pop(&c->path, s2);
+					json_path_pop(&c->ck.path, s2);
 					continue;
 				}
 				o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s", i ? "," : "");
@@ -766,7 +808,7 @@ static void parse_policy_types(struct pctx *c, const struct json_value *spec, st
 				  "Invalid value: %s: may not specify more than two policyTypes", buf);
 		} else {
 			for (size_t i = 0; i < v->u.array.n; i++) {
-				size_t s2 = json_path_push_index(&c->path, i);
+				size_t s2 = json_path_push_index(&c->ck.path, i);
 				const char *t = get_str(c, v->u.array.items[i]);
 
 				if (t && strcmp(t, "Ingress") == 0)
@@ -775,10 +817,10 @@ static void parse_policy_types(struct pctx *c, const struct json_value *spec, st
 					p->types |= 1u << FLOWSDN_POLICY_EGRESS;
 				else if (t)
 					not_supported(c, t, "\"Ingress\", \"Egress\"");
-				json_path_pop(&c->path, s2);
+				json_path_pop(&c->ck.path, s2);
 			}
 		}
-		json_path_pop(&c->path, s);
+		json_path_pop(&c->ck.path, s);
 	}
 	if (!v || v->u.array.n == 0) {
 		p->types = 1u << FLOWSDN_POLICY_INGRESS;
@@ -787,48 +829,69 @@ static void parse_policy_types(struct pctx *c, const struct json_value *spec, st
 	}
 }
 
-/* ValidateObjectMeta (the parts that matter here: name, namespace, labels). */
+/* NetworkPolicySpec, read into the policy. */
+static const struct json_field spec_fields[] = {
+	{ "podSelector", JSON_OBJECT, false, rd_selector, offsetof(struct flowsdn_policy, podsel), NULL },
+	{ "ingress", JSON_ARRAY, false, rd_rules, 0, &dir_ingress },
+	{ "egress", JSON_ARRAY, false, rd_rules, 0, &dir_egress },
+	{ "policyTypes", JSON_ARRAY, false, NULL, 0, NULL },
+};
+
+static void parse_spec(struct pctx *c, const struct json_value *spec, struct flowsdn_policy *p)
+{
+	size_t s = json_path_push_key(&c->ck.path, "spec");
+	const struct json_value *types;
+
+	if (read_obj(c, spec, spec_fields, ARRAY_SIZE(spec_fields), p) != -ENOMEM && spec->type == JSON_OBJECT) {
+		types = json_get(spec, "policyTypes");
+		parse_policy_types(c, json_is(types, JSON_ARRAY) ? types : NULL, p);
+	}
+	json_path_pop(&c->ck.path, s);
+}
+
+/* ObjectMeta: the fields the API server takes (name, namespace and labels
+ * are read, the rest accepted as they are). */
+struct meta_in {
+	const char *name, *ns;
+	const struct json_value *labels;
+};
+
+static const struct json_field meta_fields[] = {
+	{ "name", JSON_STRING, false, rd_str, offsetof(struct meta_in, name), NULL },
+	{ "namespace", JSON_STRING, false, rd_str, offsetof(struct meta_in, ns), NULL },
+	{ "labels", JSON_OBJECT, false, rd_ref, offsetof(struct meta_in, labels), NULL },
+	{ "annotations", JSON_NULL, false, NULL, 0, NULL },
+	{ "creationTimestamp", JSON_NULL, false, NULL, 0, NULL },
+	{ "deletionGracePeriodSeconds", JSON_NULL, false, NULL, 0, NULL },
+	{ "deletionTimestamp", JSON_NULL, false, NULL, 0, NULL },
+	{ "finalizers", JSON_NULL, false, NULL, 0, NULL },
+	{ "generateName", JSON_NULL, false, NULL, 0, NULL },
+	{ "generation", JSON_NULL, false, NULL, 0, NULL },
+	{ "managedFields", JSON_NULL, false, NULL, 0, NULL },
+	{ "ownerReferences", JSON_NULL, false, NULL, 0, NULL },
+	{ "resourceVersion", JSON_NULL, false, NULL, 0, NULL },
+	{ "selfLink", JSON_NULL, false, NULL, 0, NULL },
+	{ "uid", JSON_NULL, false, NULL, 0, NULL },
+};
+
+/* ValidateObjectMeta (the parts that matter here: name, namespace, labels).
+ * @meta: NULL when absent. */
 static void parse_metadata(struct pctx *c, const struct json_value *meta, const char *default_ns,
 			   struct flowsdn_policy *p, struct diag *diag)
 {
-	static const char *const known[] = {
-		"annotations", "creationTimestamp", "deletionGracePeriodSeconds", "deletionTimestamp",
-		"finalizers", "generateName", "generation", "labels", "managedFields", "name",
-		"namespace", "ownerReferences", "resourceVersion", "selfLink", "uid", NULL,
-	};
-	const struct json_value *name = NULL, *ns = NULL, *labels = NULL;
-	const char *names = "", *nss = NULL;
-	size_t s = json_path_push_key(&c->path, "metadata");
+	struct meta_in in = { .name = "" };
+	const char *names, *nss;
+	size_t s = json_path_push_key(&c->ck.path, "metadata");
 	struct plabels l = { 0 };
 
-	if (meta && meta->type != JSON_OBJECT) {
-		bad_type(c, meta, "object");
-		meta = NULL;
+	if (meta && read_obj(c, meta, meta_fields, ARRAY_SIZE(meta_fields), &in) == -ENOMEM) {
+		json_path_pop(&c->ck.path, s);
+		return;
 	}
-	if (meta) {
-		unknown_fields(c, meta, known);
-		name = member(meta, "name");
-		ns = member(meta, "namespace");
-		labels = member(meta, "labels");
-	}
-	if (name) {
-		size_t s2 = json_path_push_key(&c->path, "name");
-
-		names = get_str(c, name);
-		json_path_pop(&c->path, s2);
-	}
-	if (ns) {
-		size_t s2 = json_path_push_key(&c->path, "namespace");
-
-		nss = get_str(c, ns);
-		json_path_pop(&c->path, s2);
-		if (!nss)
-			nss = "";
-	} else {
-		nss = default_ns;
-	}
+	names = in.name;
+	nss = in.ns ? in.ns : json_is(json_get(meta, "namespace"), JSON_STRING) ? "" : default_ns;
 	if (names) {
-		size_t s2 = json_path_push_key(&c->path, "name");
+		size_t s2 = json_path_push_key(&c->ck.path, "name");
 		struct str_ud u = { c, names };
 
 		diag_set_subject(diag, names);
@@ -836,11 +899,11 @@ static void parse_metadata(struct pctx *c, const struct json_value *meta, const 
 			required(c, "name or generateName is required");
 		else
 			names_dns_subdomain_check(names, NULL, invalid_str_cb, &u);
-		json_path_pop(&c->path, s2);
+		json_path_pop(&c->ck.path, s2);
 		p->name = xstrdup(c, names);
 	}
 	{
-		size_t s2 = json_path_push_key(&c->path, "namespace");
+		size_t s2 = json_path_push_key(&c->ck.path, "namespace");
 
 		if (!nss || *nss == '\0') {
 			required(c, "");
@@ -850,16 +913,16 @@ static void parse_metadata(struct pctx *c, const struct json_value *meta, const 
 			names_dns_label_check(nss, invalid_str_cb, &u);
 			p->ns = xstrdup(c, nss);
 		}
-		json_path_pop(&c->path, s2);
+		json_path_pop(&c->ck.path, s2);
 	}
-	if (labels) {
-		size_t s2 = json_path_push_key(&c->path, "labels");
+	if (in.labels) {
+		size_t s2 = json_path_push_key(&c->ck.path, "labels");
 
-		parse_labels(c, labels, &l);
+		parse_labels(c, in.labels, &l);
 		plabels_free(&l);
-		json_path_pop(&c->path, s2);
+		json_path_pop(&c->ck.path, s2);
 	}
-	json_path_pop(&c->path, s);
+	json_path_pop(&c->ck.path, s);
 }
 
 /* ------------------------------------------------------------ the object */
@@ -914,19 +977,30 @@ static void fill_diag(struct diag *d, const struct cause *cs, size_t n)
 	diag_add_dropped(d, DIAG_ERROR, n - stored);
 }
 
+/* NetworkPolicy: metadata and spec are read after apiVersion and kind,
+ * in that order, also when absent (a missing name is reported). */
+struct root_in {
+	const struct json_value *meta, *spec;
+};
+
+static const struct json_field root_fields[] = {
+	{ "apiVersion", JSON_STRING, false, rd_fixed, 0, "networking.k8s.io/v1" },
+	{ "kind", JSON_STRING, false, rd_fixed, 0, "NetworkPolicy" },
+	{ "metadata", JSON_NULL, false, rd_ref, offsetof(struct root_in, meta), NULL },
+	{ "spec", JSON_NULL, false, rd_ref, offsetof(struct root_in, spec), NULL },
+};
+
 FLOWSDN_API int flowsdn_policy_parse(const char *json, size_t len,
 				     const struct flowsdn_policy_parse_opts *opts,
 				     struct flowsdn_policy **ret_policy,
 				     struct flowsdn_diag *public_diag)
 {
 	struct diag *diag = flowsdn__diag(public_diag);
-	static const char *const known[] = { "apiVersion", "kind", "metadata", "spec", NULL };
-	static const char *const known_spec[] = { "podSelector", "ingress", "egress", "policyTypes", NULL };
 	struct json_value *root = NULL;
 	struct json_error jerr;
 	struct flowsdn_policy *p = NULL;
 	struct pctx *c = NULL;
-	const struct json_value *v, *spec;
+	struct root_in in = { 0 };
 	int tier, r;
 
 	if (!json || !ret_policy || !OPTS_VALID(opts, flowsdn_policy_parse_opts))
@@ -952,51 +1026,16 @@ FLOWSDN_API int flowsdn_policy_parse(const char *json, size_t len,
 		goto out;
 	}
 	p->tier = tier;
-	json_path_init(&c->path);
-	if (root->type != JSON_OBJECT) {
-		bad_type(c, root, "object");
+	/* the causes are kept here, in the API server's two lists */
+	check_ctx_init(&c->ck, NULL);
+	c->ck.style = &k8s_style;
+	if (read_obj(c, root, root_fields, ARRAY_SIZE(root_fields), &in) == -ENOMEM || root->type != JSON_OBJECT)
 		goto finish;
-	}
-	unknown_fields(c, root, known);
-	if ((v = member(root, "apiVersion"))) {
-		size_t s = json_path_push_key(&c->path, "apiVersion");
-		const char *av = get_str(c, v);
-
-		if (av && strcmp(av, "networking.k8s.io/v1") != 0)
-			not_supported(c, av, "\"networking.k8s.io/v1\"");
-		json_path_pop(&c->path, s);
-	}
-	if ((v = member(root, "kind"))) {
-		size_t s = json_path_push_key(&c->path, "kind");
-		const char *k = get_str(c, v);
-
-		if (k && strcmp(k, "NetworkPolicy") != 0)
-			not_supported(c, k, "\"NetworkPolicy\"");
-		json_path_pop(&c->path, s);
-	}
-	parse_metadata(c, member(root, "metadata"), OPTS_GET(opts, default_namespace, NULL), p, diag);
-	spec = member(root, "spec");
-	if (spec) {
-		size_t s = json_path_push_key(&c->path, "spec");
-
-		if (spec->type != JSON_OBJECT) {
-			bad_type(c, spec, "object");
-		} else {
-			unknown_fields(c, spec, known_spec);
-			if ((v = member(spec, "podSelector"))) {
-				size_t s2 = json_path_push_key(&c->path, "podSelector");
-
-				parse_selector(c, v, &p->podsel);
-				json_path_pop(&c->path, s2);
-			}
-			parse_rules(c, spec, FLOWSDN_POLICY_INGRESS, p);
-			parse_rules(c, spec, FLOWSDN_POLICY_EGRESS, p);
-			parse_policy_types(c, spec, p);
-		}
-		json_path_pop(&c->path, s);
-	} else {
+	parse_metadata(c, in.meta, OPTS_GET(opts, default_namespace, NULL), p, diag);
+	if (in.spec)
+		parse_spec(c, in.spec, p);
+	else
 		p->types = 1u << FLOWSDN_POLICY_INGRESS;
-	}
 finish:
 	if (c->err) {
 		r = c->err;

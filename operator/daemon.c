@@ -72,6 +72,41 @@ static void first_problem(const struct flash_diag *d, char *out, size_t size)
 	snprintf(out, size, "%s%s%s", e ? e->path : "", e && e->path[0] ? ": " : "", e ? e->message : "invalid");
 }
 
+static bool runtime_configured(const struct flash_operator_config *c)
+{
+	struct flash_operator_runtime cr = { .sz = sizeof(cr) };
+
+	return c && flash_operator_config_runtime(c, &cr) == 0 && cr.dir;
+}
+
+/* The runtime settings: each option given on the command line wins over
+ * the configuration's runtime section (flash-operator.conf(5)). */
+static int runtime_settings(struct op_runtime_opts *ro, const struct flash_operator_config *c, char *err,
+			    size_t err_size)
+{
+	struct flash_operator_runtime cr = { .sz = sizeof(cr) };
+
+	if (c && flash_operator_config_runtime(c, &cr) == 0) {
+		ro->dir = ro->dir ?: cr.dir;
+		ro->cni_bin_dir = ro->cni_bin_dir ?: cr.cni_bin_dir;
+		ro->cni_conf = ro->cni_conf ?: cr.cni_conf;
+		ro->agent_socket = ro->agent_socket ?: cr.agent_socket;
+		ro->runsc = ro->runsc ?: cr.runsc;
+		ro->cgroup_parent = ro->cgroup_parent ?: cr.cgroup_parent;
+		ro->dns = ro->dns ?: cr.dns;
+		ro->masquerade = ro->masquerade || cr.masquerade;
+	}
+	if (!ro->dir) {
+		snprintf(err, err_size, "the runtime settings need runtime.dir (or --runtime-dir)");
+		return -EINVAL;
+	}
+	if (!ro->cni_bin_dir) {
+		snprintf(err, err_size, "runtime.dir needs runtime.cniBinDir (or --cni-bin-dir)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, char *err, size_t err_size)
 {
 	struct op_daemon *d;
@@ -208,10 +243,15 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		snprintf(err, err_size, "%s: loading the metering state: %s", path, flash_strerror(r));
 		goto fail;
 	}
-	if (opts->runtime) {
-		struct op_runtime_opts ro = *opts->runtime;
+	if (opts->runtime || runtime_configured(d->config)) {
+		struct op_runtime_opts ro = { .sz = sizeof(ro) };
 
+		if (opts->runtime)
+			ro = *opts->runtime;
 		ro.sz = sizeof(ro);
+		r = runtime_settings(&ro, d->config, err, err_size);
+		if (r < 0)
+			goto fail;
 		ro.services = op_provider_live_services;
 		ro.observe = op_provider_observe;
 		ro.suspended = op_provider_suspended;

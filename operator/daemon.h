@@ -26,8 +26,11 @@ struct op_daemon_opts {
 	struct op_http_opts http;
 	const struct op_image_ops *image; /* NULL: op_image_default_ops with @registry */
 	struct op_image_settings registry; /* CA file, plain http, timeout */
-	/* The single-node runtime (runtime.h); NULL: none, services stay
-	 * admitted.  Its services source and registry are filled in here. */
+	/* The single-node runtime (runtime.h): the options given on the
+	 * command line, each overriding the configuration's runtime section;
+	 * the runtime runs when either names a directory.  NULL and no
+	 * runtime.dir: none, services stay admitted.  Its services source and
+	 * registry are filled in here. */
 	const struct op_runtime_opts *runtime;
 };
 

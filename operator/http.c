@@ -58,6 +58,11 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, const struct op_
 	return ret;
 }
 
+static const char *query_arg(void *ctx, const char *key)
+{
+	return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
@@ -107,6 +112,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
 		.body = pd->body ? pd->body : "",
 		.body_len = pd->len,
+		.query = query_arg,
+		.query_ctx = conn,
 	};
 	op_provider_handle(h->provider, &req, &resp);
 	ret = send_answer(conn, &resp);

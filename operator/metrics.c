@@ -37,7 +37,7 @@ struct op_metrics {
 
 static const char *const route_names[OP_ROUTE_COUNT_] = {
 	[OP_ROUTE_CREATE] = "create", [OP_ROUTE_UPDATE] = "update",   [OP_ROUTE_DELETE] = "delete",
-	[OP_ROUTE_GET] = "get",       [OP_ROUTE_LIST] = "list",       [OP_ROUTE_USAGE] = "usage",
+	[OP_ROUTE_GET] = "get",       [OP_ROUTE_LIST] = "list",       [OP_ROUTE_USAGE] = "usage", [OP_ROUTE_LOGS] = "logs",
 	[OP_ROUTE_METRICS] = "metrics", [OP_ROUTE_HEALTHZ] = "healthz", [OP_ROUTE_OTHER] = "other",
 };
 

@@ -19,6 +19,7 @@ enum op_route {
 	OP_ROUTE_GET,
 	OP_ROUTE_LIST,
 	OP_ROUTE_USAGE,
+	OP_ROUTE_LOGS,
 	OP_ROUTE_METRICS,
 	OP_ROUTE_HEALTHZ,
 	OP_ROUTE_OTHER, /* no route matched */

@@ -1265,6 +1265,158 @@ static void handle_usage(struct op_provider *p, const struct op_request *req, st
 		ret->status = 200;
 }
 
+/* ---------------------------------------------------------------- logs */
+
+#define LOGS_MAX_BYTES (1u << 20)
+
+/* "YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z" in ns since the epoch; -EINVAL. */
+static int parse_since(const char *s, int64_t *ret)
+{
+	char whole[FLASH_METER_TIME_STRLEN];
+	const char *dot = strchr(s, '.');
+	int64_t t, frac = 0, scale = 100000000;
+	size_t n = dot ? (size_t)(dot - s) : strlen(s) - 1;
+
+	if (n != FLASH_METER_TIME_STRLEN - 2 || s[strlen(s) - 1] != 'Z')
+		return -EINVAL;
+	memcpy(whole, s, n);
+	whole[n] = 'Z';
+	whole[n + 1] = '\0';
+	if (flash_meter_parse_time(whole, &t) < 0 || t < 0 || t > INT64_MAX / 1000000000 - 1)
+		return -EINVAL;
+	if (dot) {
+		const char *f = dot + 1;
+
+		if (*f == 'Z')
+			return -EINVAL;
+		for (; *f != 'Z'; f++, scale /= 10) {
+			if (*f < '0' || *f > '9' || scale == 0)
+				return -EINVAL;
+			frac += (*f - '0') * scale;
+		}
+	}
+	*ret = t * 1000000000 + frac;
+	return 0;
+}
+
+/* A copy of @s with every byte that is not part of valid UTF-8 as '?'
+ * (a workload's output is any bytes; JSON strings are UTF-8). */
+static char *utf8_clean(const char *s, size_t len)
+{
+	char *out = malloc(len + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		unsigned char b = (unsigned char)s[i];
+		size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+
+		if (n && i + n <= len && json_utf8_valid((const unsigned char *)s + i, n)) {
+			memcpy(out + i, s + i, n);
+			i += n;
+		} else {
+			out[i++] = '?';
+		}
+	}
+	out[len] = '\0';
+	return out;
+}
+
+/* GET /provider/v1/services/ID/logs[?replica=N][&since=TIME]: the newest
+ * lines (at most LOGS_MAX_BYTES of them) of the replicas' stdout and
+ * stderr, oldest first. */
+static void handle_logs(struct op_provider *p, const struct op_request *req, struct command *c, const char *id,
+			struct op_response *ret)
+{
+	const char *rs = req->query ? req->query(req->query_ctx, "replica") : NULL;
+	const char *ss = req->query ? req->query(req->query_ctx, "since") : NULL;
+	struct op_service *s = NULL;
+	char *text = NULL, *end = NULL;
+	int64_t since = 0;
+	int replica = -1, r;
+	struct out o;
+
+	if (!verify_token(p, req, c, ret))
+		return;
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	if (rs) {
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(rs, &end, 10);
+		if (errno || !rs[0] || *end || rs[0] == '-' || rs[0] == '+' || v > 65535) {
+			answer_error(ret, 400, "bad-request", "replica \"%.32s\" is not an integer 0..65535", rs);
+			return;
+		}
+		replica = (int)v;
+	}
+	if (ss && parse_since(ss, &since) < 0) {
+		answer_error(ret, 400, "bad-request", "since \"%.40s\" is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SS[.ffffff]Z)",
+			     ss);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	r = load_visible(p, c, &s);
+	pthread_mutex_unlock(&p->lock);
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		return;
+	}
+	if (!s || s->deleted) {
+		op_service_free(s);
+		answer_not_found(ret, id);
+		return;
+	}
+	op_service_free(s);
+	if (!p->runtime) {
+		answer_error(ret, 409, "no-runtime", "this operator runs no replicas (no runtime): service %s has no logs", id);
+		return;
+	}
+	/* Files are read outside the provider's lock. */
+	r = op_runtime_logs(p->runtime, id, replica, since, LOGS_MAX_BYTES, &text, NULL);
+	if (r == -ENOENT) {
+		text = NULL;
+		r = 0;
+	}
+	if (r < 0 || o_begin(&o) < 0) {
+		free(text);
+		set_static_500(ret);
+		return;
+	}
+	o_open(&o);
+	o_kstr(&o, "service_id", id);
+	o_key(&o, "lines");
+	o_aopen(&o);
+	for (char *line = text, *next; line && *line; line = next) {
+		char *sp1, *sp2, *sp3, *clean;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		/* "INDEX TIME STREAM TEXT" (op_runtime_logs()). */
+		if (!(sp1 = strchr(line, ' ')) || !(sp2 = strchr(sp1 + 1, ' ')) || !(sp3 = strchr(sp2 + 1, ' ')))
+			continue;
+		*sp1 = *sp2 = *sp3 = '\0';
+		clean = utf8_clean(sp3 + 1, strlen(sp3 + 1));
+		if (!clean)
+			break;
+		o_open(&o);
+		o_kuint(&o, "replica", strtoul(line, NULL, 10));
+		o_kstr(&o, "time", sp1 + 1);
+		o_kstr(&o, "stream", sp2 + 1);
+		o_kstr(&o, "text", clean);
+		o_close(&o);
+		free(clean);
+	}
+	o_aclose(&o);
+	o_close(&o);
+	free(text);
+	if (o_end(&o, &ret->body, &ret->body_len) < 0)
+		set_static_500(ret);
+	else
+		ret->status = 200;
+}
+
 static void handle_metrics(struct op_provider *p, struct op_response *ret)
 {
 	if (!p->o.metrics) {
@@ -1281,7 +1433,7 @@ static void handle_metrics(struct op_provider *p, struct op_response *ret)
 
 /* Route table: method, path shape, action. */
 static enum op_route route_of(const struct op_request *req, const char **ret_id, enum flash_auth_action *ret_action,
-			      bool *ret_method_ok)
+			      bool *ret_method_ok, char *id_buf, size_t id_size)
 {
 	const char *path = req->path, *m = req->method;
 	const char *rest;
@@ -1313,6 +1465,20 @@ static enum op_route route_of(const struct op_request *req, const char **ret_id,
 	if (strncmp(path, API_PREFIX "services/", strlen(API_PREFIX "services/")) == 0) {
 		rest = path + strlen(API_PREFIX "services/");
 		*ret_id = rest;
+		if (strchr(rest, '/')) {
+			size_t n = (size_t)(strchr(rest, '/') - rest);
+
+			if (strcmp(rest + n, "/logs") != 0 || n >= id_size) {
+				*ret_id = NULL;
+				return OP_ROUTE_OTHER;
+			}
+			memcpy(id_buf, rest, n);
+			id_buf[n] = '\0';
+			*ret_id = id_buf;
+			*ret_method_ok = strcmp(m, "GET") == 0;
+			*ret_action = FLASH_AUTH_ACTION_LOGS;
+			return OP_ROUTE_LOGS;
+		}
 		if (strcmp(m, "PUT") == 0) {
 			*ret_action = FLASH_AUTH_ACTION_UPDATE;
 			return OP_ROUTE_UPDATE;
@@ -1333,6 +1499,7 @@ void op_provider_handle(struct op_provider *p, const struct op_request *req, str
 	uint64_t t0 = mono_ns();
 	struct command c = { 0 };
 	const char *id;
+	char id_buf[OP_SERVICE_ID_STRLEN];
 	bool method_ok;
 
 	memset(ret, 0, sizeof(*ret));
@@ -1341,7 +1508,7 @@ void op_provider_handle(struct op_provider *p, const struct op_request *req, str
 		set_static_500(ret);
 		return;
 	}
-	ret->route = route_of(req, &id, &c.action, &method_ok);
+	ret->route = route_of(req, &id, &c.action, &method_ok, id_buf, sizeof(id_buf));
 	if (ret->route == OP_ROUTE_OTHER) {
 		answer_error(ret, 404, "no-route", "no route %s %s", req->method, req->path);
 	} else if (!method_ok) {
@@ -1371,6 +1538,9 @@ void op_provider_handle(struct op_provider *p, const struct op_request *req, str
 			break;
 		case OP_ROUTE_USAGE:
 			handle_usage(p, req, &c, ret);
+			break;
+		case OP_ROUTE_LOGS:
+			handle_logs(p, req, &c, id, ret);
 			break;
 		default:
 			handle_mutation(p, req, &c, id, ret);

@@ -90,6 +90,10 @@ struct op_request {
 	const char *authorization; /* the header, NULL when absent */
 	const char *body;
 	size_t body_len;
+	/* The query's decoded value of @key, NULL when absent; query NULL:
+	 * the request has none. */
+	const char *(*query)(void *ctx, const char *key);
+	void *query_ctx;
 };
 
 struct op_response {

@@ -821,13 +821,71 @@ static bool oom_killed(struct op_runtime *rt, const struct replica *rp)
 	return oom;
 }
 
+struct log_line {
+	char *text;      /* "IDX TIME STREAM LINE" */
+	size_t len, seq; /* seq: the order read, for a stable sort */
+};
+
+/* Oldest first; lines of the same microsecond keep the order read. */
+static int log_line_cmp(const void *a, const void *b)
+{
+	const struct log_line *x = a, *y = b;
+	const char *tx = strchr(x->text, ' '), *ty = strchr(y->text, ' ');
+	int c = strncmp(tx ? tx + 1 : "", ty ? ty + 1 : "", OP_LOG_TIME_STRLEN - 1);
+
+	return c ? c : x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Appends the lines of one log file at or after @since_text ("" : all). */
+static int logs_read_file(const char *path, unsigned int idx, const char *since_text, struct log_line **lines,
+			  size_t *n, size_t *cap)
+{
+	char *text = NULL;
+	size_t tl = 0;
+
+	if (util_read_file(path, 16u << 20, &text, &tl) < 0)
+		return 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		struct log_line *l;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		/* Lines start with the fixed-width time: compare text. */
+		if (since_text[0] && strncmp(line, since_text, OP_LOG_TIME_STRLEN - 1) < 0)
+			continue;
+		if (*n == *cap) {
+			size_t nc = *cap ? *cap * 2 : 256;
+			struct log_line *g = realloc(*lines, nc * sizeof(**lines));
+
+			if (!g) {
+				free(text);
+				return -ENOMEM;
+			}
+			*lines = g;
+			*cap = nc;
+		}
+		l = &(*lines)[*n];
+		if (asprintf(&l->text, "%u %s", idx, line) < 0) {
+			free(text);
+			return -ENOMEM;
+		}
+		l->len = strlen(l->text);
+		l->seq = (*n)++;
+	}
+	free(text);
+	return 0;
+}
+
 int op_runtime_logs(struct op_runtime *rt, const char *id, int index, int64_t since, size_t max_bytes, char **ret,
 		    size_t *ret_len)
 {
-	char *dirp = NULL, *out = NULL;
-	size_t len = 0;
-	DIR *d;
+	struct log_line *lines = NULL;
+	size_t n = 0, cap = 0, len = 0, first = 0;
+	char *dirp = NULL, *out = NULL, since_text[OP_LOG_TIME_STRLEN] = "";
 	struct dirent *de;
+	DIR *d;
+	int r = 0;
 
 	if (!rt || !id || !names_service_id_valid(id) || !ret)
 		return -EINVAL;
@@ -838,60 +896,47 @@ int op_runtime_logs(struct op_runtime *rt, const char *id, int index, int64_t si
 		free(dirp);
 		return -ENOENT;
 	}
-	out = strdup("");
-	while (out && (de = readdir(d))) {
-		unsigned int idx;
-
-		char *end = NULL;
+	if (since > 0)
+		op_log_time(since, since_text);
+	while (r == 0 && (de = readdir(d))) {
+		char *end = NULL, path[4096];
 		unsigned long v = strtoul(de->d_name, &end, 10);
 
 		if (end == de->d_name || strcmp(end, ".log") != 0 || v >= IDX_MAX)
 			continue;
-		idx = (unsigned int)v;
-		if (index >= 0 && (unsigned int)index != idx)
+		if (index >= 0 && (unsigned long)index != v)
 			continue;
-		for (int gen = 1; gen >= 0; gen--) {
-			char path[4096], *text = NULL;
-			size_t tl = 0;
-
-			snprintf(path, sizeof(path), "%s/%s%s", dirp, de->d_name, gen ? ".1" : "");
-			if (util_read_file(path, 16u << 20, &text, &tl) < 0)
-				continue;
-			for (char *line = text, *next; line && *line; line = next) {
-				next = strchr(line, '\n');
-				if (next)
-					*next++ = '\0';
-				if (since > 0) {
-					char when[OP_LOG_TIME_STRLEN];
-					/* Lines start with the fixed-width time: compare text. */
-					op_log_time(since, when);
-					if (strncmp(line, when, OP_LOG_TIME_STRLEN - 1) < 0)
-						continue;
-				}
-				char *grown = realloc(out, len + strlen(line) + 16);
-
-				if (!grown) {
-					free(out);
-					out = NULL;
-					break;
-				}
-				out = grown;
-				len += (size_t)sprintf(out + len, "%u %s\n", idx, line);
-			}
-			free(text);
-		}
+		/* The rotated file holds the older lines. */
+		snprintf(path, sizeof(path), "%s/%s.1", dirp, de->d_name);
+		r = logs_read_file(path, (unsigned int)v, since_text, &lines, &n, &cap);
+		snprintf(path, sizeof(path), "%s/%s", dirp, de->d_name);
+		if (r == 0)
+			r = logs_read_file(path, (unsigned int)v, since_text, &lines, &n, &cap);
 	}
 	closedir(d);
 	free(dirp);
-	if (!out)
-		return -ENOMEM;
-	if (max_bytes && len > max_bytes) {
-		char *start = out + len - max_bytes, *nl = strchr(start, '\n');
+	if (r == 0 && n > 1)
+		qsort(lines, n, sizeof(*lines), log_line_cmp);
+	/* The newest lines that fit in @max_bytes. */
+	for (first = n; r == 0 && first > 0 && (!max_bytes || len + lines[first - 1].len + 1 <= max_bytes); first--)
+		len += lines[first - 1].len + 1;
+	if (r == 0 && !(out = malloc(len + 1)))
+		r = -ENOMEM;
+	if (r == 0) {
+		size_t o = 0;
 
-		start = nl ? nl + 1 : start;
-		len = strlen(start);
-		memmove(out, start, len + 1);
+		for (size_t i = first; i < n; i++) {
+			memcpy(out + o, lines[i].text, lines[i].len);
+			o += lines[i].len;
+			out[o++] = '\n';
+		}
+		out[o] = '\0';
 	}
+	for (size_t i = 0; i < n; i++)
+		free(lines[i].text);
+	free(lines);
+	if (r < 0)
+		return r;
 	*ret = out;
 	if (ret_len)
 		*ret_len = len;

@@ -144,9 +144,12 @@ void op_runtime_kick(struct op_runtime *rt);
 /* The status of service @id; -ENOENT when the runtime has not seen it yet. */
 int op_runtime_status(struct op_runtime *rt, const char *id, struct op_service_status *ret);
 
-/* The last @max_bytes of the logs of service @id (replica @index, or
- * every replica when negative), lines at or after @since (ns since the
- * epoch; 0: all).  -ENOENT when there is none. */
+/* The newest whole lines of the logs of service @id that fit in
+ * @max_bytes (0: all), replica @index or every replica when negative,
+ * lines at or after @since (ns since the epoch; 0: all), oldest first,
+ * each "INDEX TIME STREAM TEXT\n" (TIME as op_log_time() writes it,
+ * STREAM stdout or stderr).  -ENOENT when the service has no logs,
+ * -EINVAL, -ENOMEM. */
 int op_runtime_logs(struct op_runtime *rt, const char *id, int index, int64_t since, size_t max_bytes, char **ret,
 		    size_t *ret_len);
 

@@ -47,13 +47,17 @@ fc() {
 
 start_op() {
 	rm -f "$T/op.sock"
+	# The runtime's settings in the configuration (flash-operator.conf(5)).
+	cat >"$T/op.conf" <<JSON
+{"runtime": {"dir": "$T/rt", "cniBinDir": "$T/opt/cni/bin", "cniConf": "$T/etc/cni/net.d/00-flowsdn.conflist",
+ "agentSocket": "$T/run/flowsdn.sock", "cgroupParent": "$CG", "dns": ["192.0.2.53"]}}
+JSON
 	"$B/bin/flash-operator" --keys "$T/pk.jwks" --issuer mp --audience prov --socket "$T/op.sock" \
-		--state-dir "$T/opstate" --registry-plain-http --runtime-dir "$T/rt" --cni-bin-dir "$T/opt/cni/bin" \
-		--cni-conf "$T/etc/cni/net.d/00-flowsdn.conflist" --agent-socket "$T/run/flowsdn.sock" --cgroup-parent "$CG" --dns 192.0.2.53 ${OP_EXTRA:-} 2>>"$T/op.log" &
+		--state-dir "$T/opstate" --registry-plain-http --config "$T/op.conf" ${OP_EXTRA:-} 2>>"$T/op.log" &
 	OP=$!
 	i=0
 	until [ -S "$T/op.sock" ]; do
-		i=$((i + 1)); [ $i -lt 100 ] || node_fail "operator did not start"
+		i=$((i + 1)); [ $i -lt 300 ] || node_fail "operator did not start in 30 s"
 		kill -0 "$OP" 2>/dev/null || node_fail "operator exited"
 		sleep 0.1
 	done
@@ -85,7 +89,7 @@ JSON
 	AGENT=$!
 	i=0
 	until [ -S "$T/run/flowsdn.sock" ]; do
-		i=$((i + 1)); [ $i -lt 300 ] || node_fail "agent did not start"; sleep 0.1
+		i=$((i + 1)); [ $i -lt 300 ] || node_fail "agent did not start in 30 s"; sleep 0.1
 	done
 	"$B/bin/flowsdn-cni" install --cni-bin-dir "$T/opt/cni/bin" --cni-conf-dir "$T/etc/cni/net.d" \
 		--agent-socket "$T/run/flowsdn.sock" --queue-dir "$T/state/cni-queue" >/dev/null

@@ -63,5 +63,6 @@ int flashctl_keygen_main(int argc, char **argv, const struct flashctl_globals *g
 int flashctl_token_main(int argc, char **argv, const struct flashctl_globals *g);
 /* create, update, delete, get, list, usage (argv[0] says which). */
 int flashctl_service_main(int argc, char **argv, const struct flashctl_globals *g);
+int flashctl_logs_main(int argc, char **argv, const struct flashctl_globals *g);
 
 #endif

@@ -28,6 +28,7 @@ static const struct subcommand subcommands[] = {
 	{ "get", flashctl_service_main, "show a service, its status and last events" },
 	{ "keygen", flashctl_keygen_main, "create an Ed25519 key pair for provider command tokens" },
 	{ "list", flashctl_service_main, "list the services of the organization or project" },
+	{ "logs", flashctl_logs_main, "show (-f: follow) the replicas' standard output and error" },
 	{ "render", flashctl_render_main, "print the Kubernetes objects of a spec (YAML or JSON)" },
 	{ "token", flashctl_token_main, "sign or verify a provider command token (EdDSA JWT)" },
 	{ "update", flashctl_service_main, "replace the spec of a service" },

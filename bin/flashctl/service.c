@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * flashctl create | update | get | list | delete | usage: the provider/v1
+ * flashctl create | update | get | list | delete | usage | logs: the provider/v1
  * commands, sent through <flash/client.h>.  Exit codes (flashctl(1)):
  * 0 done, 1 refused by the operator, 2 usage or local error, 3 not found,
  * 4 not authorized, 5 operator unreachable or unavailable, 6 --wait ran
@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <flash/auth.h>
 #include <flash/client.h>
+#include <flash/meter.h>
 
 #include "flashctl.h"
 #include "json.h"
@@ -520,6 +521,185 @@ int flashctl_service_main(int argc, char **argv, const struct flashctl_globals *
 out:
 	flash_client_response_free(resp);
 	free(spec);
+	ctx_done(&x);
+	return status;
+}
+
+/* ---------------------------------------------------------------- logs */
+
+/* --since: an RFC 3339 UTC time as is, or a duration ("90s", "5m", "2h",
+ * "1d") before now, written as one. */
+static int since_of(const char *s, char *buf, size_t size)
+{
+	static const struct {
+		char unit;
+		int64_t seconds;
+	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+	int64_t t;
+	char *end;
+	unsigned long long v;
+
+	if (strchr(s, 'T')) {
+		if (strlen(s) >= size)
+			return -EINVAL;
+		snprintf(buf, size, "%s", s);
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-' || !end[0] || end[1] || v > 3650ull * 86400)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (*end == units[i].unit) {
+			t = (int64_t)time(NULL) - (int64_t)v * units[i].seconds;
+			return flash_meter_format_time(t < 0 ? 0 : t, buf, size) < 0 ? -EINVAL : 0;
+		}
+	return -EINVAL;
+}
+
+/* Prints the lines of one answer, skipping the first *skip lines stamped
+ * @last (printed by the previous poll); updates @last and *skip. */
+static int print_lines(struct ctx *x, const struct flash_client_response *resp, bool follow, char *last,
+		       size_t last_size, size_t *skip)
+{
+	struct json_value *doc = NULL;
+	const struct json_value *lines;
+	size_t len, seen_at_last = 0;
+	const char *body = flash_client_response_body(resp, &len);
+
+	if (json_parse(body, len, NULL, &doc, NULL) < 0 || !json_is(lines = json_get(doc, "lines"), JSON_ARRAY)) {
+		json_free(doc);
+		fprintf(stderr, "%s %s: the operator's answer is not a logs answer\n", x->g->progname, x->cmd);
+		return EXIT_UNAVAILABLE;
+	}
+	for (size_t i = 0; i < lines->u.array.n; i++) {
+		const struct json_value *l = lines->u.array.items[i];
+		const char *t = str_of(l, "time");
+
+		if (strcmp(t, last) == 0 && seen_at_last < *skip) {
+			seen_at_last++;
+			continue;
+		}
+		if (strcmp(t, last) != 0) {
+			snprintf(last, last_size, "%s", t);
+			*skip = 0;
+			seen_at_last = 0;
+		}
+		(*skip)++;
+		seen_at_last++;
+		if (x->g->output != FLASHCTL_OUTPUT_TABLE) {
+			char *one = NULL;
+			struct json_writer *w = json_writer_new(0);
+
+			if (w) {
+				jw_value(w, l);
+				if (json_writer_finish(w, &one, NULL) == 0)
+					printf("%s\n", one);
+			}
+			free(one);
+		} else {
+			printf("%s #%" PRIu64 " %s %s\n", t, uint_of(l, "replica"), str_of(l, "stream"), str_of(l, "text"));
+		}
+	}
+	if (follow)
+		fflush(stdout);
+	json_free(doc);
+	return FLASHCTL_EXIT_OK;
+}
+
+static void logs_usage(FILE *out, const char *progname)
+{
+	fprintf(out, "Usage: %s logs ID|NAME [-f|--follow] [--replica N] [--since TIME|DURATION]\n"
+		     "Global options (before the command): --endpoint, --organization-id, --project-id,\n"
+		     "--token-file, --issuer, --audience, -o; see flashctl(1).\n",
+		progname);
+}
+
+int flashctl_logs_main(int argc, char **argv, const struct flashctl_globals *g)
+{
+	static const struct option options[] = {
+		{ "follow", no_argument, NULL, 'f' },
+		{ "replica", required_argument, NULL, 'r' },
+		{ "since", required_argument, NULL, 'S' },
+		{ "project-id", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *project = g->project_id, *target = NULL;
+	struct ctx x = { 0 };
+	char id[64] = "", since[64] = "", last[64] = "";
+	bool follow = false, have_since = false;
+	int replica = -1, c, status;
+	size_t skip = 0;
+	uint64_t v;
+
+	while ((c = getopt_long(argc, argv, "fh", options, NULL)) != -1) {
+		switch (c) {
+		case 'f': follow = true; break;
+		case 'r':
+			if (parse_u64(optarg, &v) < 0 || v > 65535) {
+				fprintf(stderr, "%s logs: --replica %s: expected an index 0..65535\n", g->progname, optarg);
+				return FLASHCTL_EXIT_USAGE;
+			}
+			replica = (int)v;
+			break;
+		case 'S':
+			if (since_of(optarg, since, sizeof(since)) < 0) {
+				fprintf(stderr, "%s logs: --since %s: expected YYYY-MM-DDTHH:MM:SS[.ffffff]Z or a duration "
+						"(90s, 5m, 2h, 1d)\n", g->progname, optarg);
+				return FLASHCTL_EXIT_USAGE;
+			}
+			have_since = true;
+			break;
+		case 'P':
+			if (!optarg[0]) {
+				fprintf(stderr, "%s logs: --project-id must not be empty\n", g->progname);
+				return FLASHCTL_EXIT_USAGE;
+			}
+			project = optarg;
+			break;
+		case 'h':
+			logs_usage(stdout, g->progname);
+			return FLASHCTL_EXIT_OK;
+		default:
+			logs_usage(stderr, g->progname);
+			return FLASHCTL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		target = argv[optind++];
+	if (!target || optind != argc) {
+		logs_usage(stderr, g->progname);
+		return FLASHCTL_EXIT_USAGE;
+	}
+	status = ctx_init(&x, g, "logs", project);
+	if (status == FLASHCTL_EXIT_OK)
+		status = resolve(&x, target, id, sizeof(id));
+	for (bool first = true; status == FLASHCTL_EXIT_OK; first = false) {
+		struct flash_client_response *resp = NULL;
+		/* Each poll asks from the newest line printed on. */
+		const char *from = last[0] ? last : have_since ? since : NULL;
+		int r = flash_client_logs(x.client, id, replica, from, &resp);
+		bool gone = !first && r == 0 && flash_client_response_status(resp) == 404;
+
+		if (r == -EINVAL) {
+			fprintf(stderr, "%s logs: --since %s: not a time the operator takes\n", g->progname, since);
+			status = FLASHCTL_EXIT_USAGE;
+		} else if (gone) {
+			/* Followed until the service was deleted. */
+			fprintf(stderr, "%s logs: %s was deleted\n", g->progname, id);
+		} else if ((status = report(&x, r, resp)) == FLASHCTL_EXIT_OK) {
+			if (!follow && x.g->output != FLASHCTL_OUTPUT_TABLE) {
+				fputs(flash_client_response_body(resp, NULL), stdout);
+			} else {
+				status = print_lines(&x, resp, follow, last, sizeof(last), &skip);
+			}
+		}
+		flash_client_response_free(resp);
+		if (!follow || r < 0 || status != FLASHCTL_EXIT_OK || gone)
+			break;
+		sleep(1);
+	}
 	ctx_done(&x);
 	return status;
 }

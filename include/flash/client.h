@@ -103,6 +103,12 @@ FLASH_API FLASH_WUR int flash_client_get(struct flash_client *c, const char *ser
 					 struct flash_client_response **ret);
 FLASH_API FLASH_WUR int flash_client_list(struct flash_client *c, struct flash_client_response **ret);
 FLASH_API FLASH_WUR int flash_client_usage(struct flash_client *c, struct flash_client_response **ret);
+/* logs (token action "logs"): the replicas' recent stdout and stderr
+ * lines; replica @replica only when >= 0; lines at or after @since (RFC
+ * 3339 UTC, "YYYY-MM-DDTHH:MM:SS[.ffffff]Z") when not NULL.  -EINVAL for
+ * a malformed id or @since. */
+FLASH_API FLASH_WUR int flash_client_logs(struct flash_client *c, const char *service_id, int replica,
+					  const char *since, struct flash_client_response **ret);
 
 #ifdef __cplusplus
 }

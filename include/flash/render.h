@@ -73,6 +73,28 @@ FLASH_API void flash_operator_config_public_port_range(const struct flash_operat
 FLASH_API void flash_operator_config_registry(const struct flash_operator_config *config, const char **ret_ca_file,
 					      const char **ret_credentials_file, const char **ret_content_store);
 
+/* The runtime section: the single-node runtime's settings, the keys of
+ * flash-operator(8)'s --runtime-dir, --cni-bin-dir, --cni-conf,
+ * --agent-socket, --runsc, --cgroup-parent and --dns (the options
+ * override them).  Each is NULL when not configured; strings live as long
+ * as @config. */
+struct flash_operator_runtime {
+	size_t sz;                 /* sizeof(struct flash_operator_runtime) */
+	const char *dir;           /* runtime.dir */
+	const char *cni_bin_dir;   /* runtime.cniBinDir */
+	const char *cni_conf;      /* runtime.cniConf */
+	const char *agent_socket;  /* runtime.agentSocket */
+	const char *runsc;         /* runtime.runsc */
+	const char *cgroup_parent; /* runtime.cgroupParent */
+	const char *dns;           /* runtime.dns, the addresses joined by commas */
+	bool masquerade;           /* runtime.masquerade (flash-operator(8) --masquerade) */
+};
+
+/* Fills *@ret (set ret->sz first; the fields that fit in it are
+ * written).  0, or -EINVAL for a NULL argument or a too small sz. */
+FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *config,
+					    struct flash_operator_runtime *ret);
+
 /* ------------------------------------------------------------ public ports */
 
 /* One public port: the (protocol, name) pair of a spec port and the port

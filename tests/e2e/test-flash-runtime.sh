@@ -5,7 +5,8 @@
 # docker-registry on loopback; then, driven by flashctl:
 #   - the echo workload created becomes ready and answers UDP on its
 #     endpoint address (gVisor netstack behind the flowsdn datapath);
-#   - its stdout reached the replica's log;
+#   - its stdout reached the replica's log, and flashctl logs shows it
+#     (--replica, --since, -o json; -f follows until the delete);
 #   - a workload whose command the image lacks fails with that reason;
 #   - flash-operator SIGKILLed and restarted adopts the running replica
 #     (same sandbox, no restart) and converges;
@@ -46,6 +47,17 @@ echo "ok: echo ready, answers on its endpoint $addr:7777/udp"
 log=$(ls "$T"/rt/logs/*/0.log)
 grep -q ' stdout flash-udp-echo: listening on 0.0.0.0:7777/udp$' "$log" || { cat "$log"; fail "stdout not logged"; }
 echo "ok: stdout in $log with time and stream"
+fc logs echo >"$T/logs.txt" || fail "flashctl logs"
+grep -q '^20[0-9-]*T[0-9:.]*Z #0 stdout flash-udp-echo: listening on 0.0.0.0:7777/udp$' "$T/logs.txt" ||
+	{ cat "$T/logs.txt"; fail "flashctl logs does not show the line"; }
+[ "$(fc -o json logs echo --replica 0 --since 1h | jq -r '.lines[0].text')" = "flash-udp-echo: listening on 0.0.0.0:7777/udp" ] ||
+	fail "flashctl logs --replica 0 --since 1h"
+[ "$(fc -o json logs echo --since 2099-01-01T00:00:00Z | jq '.lines | length')" = 0 ] || fail "logs --since in the future"
+[ "$(fc -o json logs echo --replica 3 | jq '.lines | length')" = 0 ] || fail "logs of a replica that does not exist"
+fc logs echo --since yesterday 2>/dev/null && fail "--since yesterday accepted"
+fc logs -f echo >"$T/follow.txt" 2>"$T/follow.err" &
+FOLLOW=$!
+echo "ok: flashctl logs shows the replica's lines (time, replica, stream)"
 sandbox=$(runsc --root "$T/rt/runsc" list -quiet)
 
 fc create --name bad --spec "$T/bad.json" >/dev/null || fail "create bad"
@@ -67,6 +79,15 @@ reply=$(udp_echo "$addr" 7777 again)
 echo "ok: operator SIGKILLed and restarted adopted the running replica"
 
 fc delete echo >/dev/null || fail "delete echo"
+i=0
+while kill -0 "$FOLLOW" 2>/dev/null; do
+	i=$((i + 1)); [ $i -lt 100 ] || { kill "$FOLLOW"; fail "flashctl logs -f still follows a deleted service"; }
+	sleep 0.1
+done
+wait "$FOLLOW" || fail "flashctl logs -f exited $? after the delete"
+grep -q "was deleted" "$T/follow.err" && grep -q ' #0 stdout flash-udp-echo: listening' "$T/follow.txt" ||
+	{ cat "$T/follow.txt" "$T/follow.err"; fail "flashctl logs -f"; }
+echo "ok: flashctl logs -f followed until the service was deleted"
 fc delete bad >/dev/null || fail "delete bad"
 i=0
 while [ -n "$(runsc --root "$T/rt/runsc" list -quiet)" ] || [ -n "$(ls "$T/rt/replicas")" ]; do

@@ -1562,3 +1562,180 @@ Test(agent_core, uplinks_get_the_uplink_program)
 	cr_assert_eq(st.uplinks, 1u, "the failing one is not counted");
 	agent_core_free(core);
 }
+
+static void ns_put(struct agent_core *core, const char *name, const char *body)
+{
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+
+	ASSERT_OK(agent_policy_namespace_put(agent_core_policy(core), name, body, strlen(body), d), agent_diag_message(d));
+}
+
+static void pol_put(struct agent_core *core, const char *name, const char *spec)
+{
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	char body[1024];
+
+	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"prod\"},\"spec\":%s}", name, spec);
+	ASSERT_OK(agent_policy_put(agent_core_policy(core), "prod", name, body, strlen(body), d), agent_diag_message(d));
+}
+
+static void labels_put(struct agent_core *core, uint32_t id, const char *body)
+{
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	struct agent_policy_meta_buf b;
+
+	ASSERT_OK(agent_policy_meta_parse(body, strlen(body), &b, d), agent_diag_message(d));
+	ASSERT_OK(agent_core_endpoint_labels(core, id, &b.meta, d), agent_diag_message(d));
+	agent_policy_meta_buf_clear(&b);
+}
+
+static char *policy_list(struct agent_core *core)
+{
+	char *out = NULL;
+
+	ASSERT_OK(agent_policy_get(agent_core_policy(core), NULL, NULL, &out), "GET /v1/policy");
+	return out;
+}
+
+static char *identity_list(struct agent_core *core)
+{
+	char *out = NULL;
+
+	ASSERT_OK(agent_policy_identities(agent_core_policy(core), &out), "GET /v1/identity");
+	return out;
+}
+
+/* Whether state/policy/@name exists (lstat: a link counts). */
+static bool exists(const char *name)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/state/policy/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+/* issue 15: namespaces, policies and endpoint labels set through the API
+ * survive a restart (one file each in state/policy/); a deleted one stays
+ * deleted; the identities keep their numbers and one reference each; a
+ * damaged file is quarantined, named in the log, and the rest loads. */
+Test(agent_core, api_policy_state_survives_a_restart)
+{
+	static const char web[] = "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"ingress\":[{\"from\":"
+				  "[{\"podSelector\":{\"matchLabels\":{\"app\":\"client\"}}}],\"ports\":[{\"port\":\"http\"}]}]}";
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint a, b;
+	char *before, *after, *out, path[512];
+
+	ASSERT_OK(add(core, "alpha", "/fake/ns/1", &a), "ADD alpha");
+	ASSERT_OK(add(core, "beta", "/fake/ns/2", &b), "ADD beta");
+	ns_put(core, "prod", "{\"labels\":{\"env\":\"prod\"}}");
+	ns_put(core, "gone", "{\"labels\":{}}");
+	labels_put(core, a.id, "{\"namespace\":\"prod\",\"name\":\"web-1\",\"labels\":{\"app\":\"web\"},"
+			       "\"namedPorts\":[{\"name\":\"http\",\"protocol\":\"TCP\",\"port\":8080}]}");
+	labels_put(core, b.id, "{\"namespace\":\"prod\",\"labels\":{\"app\":\"client\"}}");
+	pol_put(core, "web", web);
+	pol_put(core, "deleted", "{\"podSelector\":{}}");
+	{
+		_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+
+		ASSERT_OK(agent_policy_delete(agent_core_policy(core), "prod", "deleted", d), "DELETE");
+		ASSERT_OK(agent_policy_namespace_delete(agent_core_policy(core), "gone", d), "DELETE namespace");
+	}
+	cr_assert(exists("policy.prod_web.json"), "one file per policy");
+	cr_assert(!exists("policy.prod_deleted.json"), "a deleted policy has no file");
+	before = identity_list(core);
+	agent_core_free(core);
+
+	core = core_start();
+	out = policy_list(core);
+	cr_assert(strstr(out, "\"name\":\"web\"") && !strstr(out, "\"deleted\""), "policies restored: %s", out);
+	free(out);
+	ASSERT_OK(agent_policy_namespaces(agent_core_policy(core), &out), "namespaces");
+	cr_assert(strstr(out, "\"env\":\"prod\"") && !strstr(out, "\"gone\""), "namespaces restored: %s", out);
+	free(out);
+	after = identity_list(core);
+	ASSERT_STREQ(after, before, "the same endpoints, names, labels, identities and one reference each");
+	cr_assert(strstr(after, "\"name\":\"web-1\"") && strstr(after, "\"references\":1"), "%s", after);
+	free(after);
+	agent_core_free(core);
+
+	/* Damage: garbage, an object under another object's name, a
+	 * policy the API server would refuse, a symbolic link. */
+	snprintf(path, sizeof(path), "%s/state/policy/policy.prod_junk.json", dir);
+	write_text(path, "{\"version\":1,\"kind\":\"NetworkPol");
+	snprintf(path, sizeof(path), "%s/state/policy/policy.prod_other.json", dir);
+	write_text(path, "{\"version\":1,\"kind\":\"NetworkPolicy\",\"key\":\"prod/web\",\"object\":\"{}\"}");
+	snprintf(path, sizeof(path), "%s/state/policy/policy.prod_bad.json", dir);
+	write_text(path, "{\"version\":1,\"kind\":\"NetworkPolicy\",\"key\":\"prod/bad\",\"object\":"
+			 "\"{\\\"metadata\\\":{\\\"name\\\":\\\"bad\\\",\\\"namespace\\\":\\\"prod\\\"},"
+			 "\\\"spec\\\":{\\\"podSelector\\\":{},\\\"ingress\\\":[{\\\"from\\\":[{\\\"ipBlock\\\":"
+			 "{\\\"cidr\\\":\\\"10.0.0.0/33\\\"}}]}]}}\"}");
+	snprintf(path, sizeof(path), "%s/state/policy/namespace.link.json", dir);
+	cr_assert(symlink("/etc/passwd", path) == 0);
+	core = core_start();
+	out = policy_list(core);
+	cr_assert(strstr(out, "\"name\":\"web\"") && !strstr(out, "\"bad\"") && !strstr(out, "\"other\""),
+		  "the good one loads, the damaged ones do not: %s", out);
+	free(out);
+	after = identity_list(core);
+	ASSERT_STREQ(after, before, "the endpoints' labels are untouched by the damage");
+	free(after);
+	free(before);
+	for (size_t i = 0; i < 4; i++) {
+		static const char *const names[] = { "policy.prod_junk.json", "policy.prod_other.json",
+						     "policy.prod_bad.json", "namespace.link.json" };
+
+		char q[128];
+
+		snprintf(q, sizeof(q), "quarantine/%s", names[i]);
+		cr_assert(exists(q), "%s quarantined", names[i]);
+		cr_assert(!exists(names[i]), "%s moved", names[i]);
+	}
+	cr_assert(exists("policy.prod_web.json"), "the good file stays");
+	agent_core_free(core);
+}
+
+/* Contract C7: a state directory written by main before the policy
+ * state existed (endpoints.json and identities/ only) starts, and the
+ * endpoints are restored; labels of an endpoint that is gone at restart
+ * are forgotten. */
+Test(agent_core, state_dir_without_policy_state_starts)
+{
+	struct agent_core *core = core_start();
+	struct agent_api_endpoint a, b;
+	char cmd[512], *out;
+
+	ASSERT_OK(add(core, "alpha", "/fake/ns/1", &a), "ADD alpha");
+	ASSERT_OK(add(core, "beta", "/fake/ns/2", &b), "ADD beta");
+	labels_put(core, a.id, "{\"namespace\":\"prod\",\"labels\":{\"app\":\"web\"}}");
+	labels_put(core, b.id, "{\"namespace\":\"prod\",\"labels\":{\"app\":\"db\"}}");
+	agent_core_free(core);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/state/policy", dir);
+	cr_assert(system(cmd) == 0);
+	core = core_start();
+	cr_assert_eq(agent_core_endpoint_count(core), 2, "the endpoints are restored");
+	out = identity_list(core);
+	cr_assert(strstr(out, "\"items\":[]"), "no labels to restore: %s", out);
+	free(out);
+	labels_put(core, a.id, "{\"namespace\":\"prod\",\"labels\":{\"app\":\"web\"}}");
+	labels_put(core, b.id, "{\"namespace\":\"prod\",\"labels\":{\"app\":\"db\"}}");
+	agent_core_free(core);
+
+	/* beta's interface went while no agent ran: its labels go too. */
+	fake_by_host(b.host_ifname)->used = false;
+	core = core_start();
+	cr_assert_eq(agent_core_endpoint_count(core), 1);
+	out = identity_list(core);
+	cr_assert(strstr(out, "app=web") && !strstr(out, "app=db"), "%s", out);
+	free(out);
+	{
+		char name[64];
+
+		snprintf(name, sizeof(name), "endpoint.%u.json", b.id);
+		cr_assert(!exists(name), "beta's labels file removed");
+		snprintf(name, sizeof(name), "endpoint.%u.json", a.id);
+		cr_assert(exists(name), "alpha's stays");
+	}
+	agent_core_free(core);
+}

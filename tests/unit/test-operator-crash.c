@@ -415,3 +415,62 @@ Test(operator_daemon, registry_credentials_file_others_can_read_is_refused)
 	rmdir(kdir);
 	flash_auth_signer_free(signer);
 }
+
+/* The runtime settings come from the configuration's runtime section,
+ * each command-line option overriding its key: the runtime starts from
+ * the file alone, a flag replaces the file's runsc, and a missing
+ * cniBinDir is named. */
+Test(operator_daemon, runtime_settings_from_the_config_file)
+{
+	char kdir[] = "/tmp/test-operator-rtconf-XXXXXX", kpath[128], conf[128], text[1024], err[1024], cmd[200];
+	struct flash_auth_signer *signer;
+	struct op_daemon *d = NULL;
+	FILE *f;
+
+	cr_assert(mkdtemp(kdir));
+	snprintf(kpath, sizeof(kpath), "%s/keys.jwks", kdir);
+	snprintf(conf, sizeof(conf), "%s/flash-operator.conf", kdir);
+	signer = write_keys(kpath);
+
+	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = kdir, .keys_file = kpath, .issuer = TEST_ISSUER,
+				    .audience = TEST_AUDIENCE, .config_file = conf, .image = &test_image_ops };
+	o.http.sz = sizeof(o.http);
+
+	/* dir without cniBinDir: the missing key is named. */
+	snprintf(text, sizeof(text), "{\"runtime\":{\"dir\":\"%s/rt\"}}", kdir);
+	cr_assert((f = fopen(conf, "w")));
+	fputs(text, f);
+	fclose(f);
+	err[0] = '\0';
+	ASSERT_ERR(op_daemon_start(&o, &d, err, sizeof(err)), -EINVAL, "runtime.dir without runtime.cniBinDir");
+	cr_assert(d == NULL);
+	cr_assert(strstr(err, "runtime.cniBinDir"), "%s", err);
+
+	/* The file alone starts the runtime: it goes as far as its runsc. */
+	snprintf(text, sizeof(text),
+		 "{\"runtime\":{\"dir\":\"%s/rt\",\"cniBinDir\":\"%s\",\"runsc\":\"%s/no-such-runsc\"}}", kdir, kdir, kdir);
+	cr_assert((f = fopen(conf, "w")));
+	fputs(text, f);
+	fclose(f);
+	err[0] = '\0';
+	ASSERT_ERR(op_daemon_start(&o, &d, err, sizeof(err)), -ENOENT, "the file's runsc is missing");
+	cr_assert(strstr(err, "no-such-runsc") && strstr(err, "runsc not found"), "%s", err);
+
+	/* --runsc overrides runtime.runsc. */
+	struct op_runtime_opts ro = { .sz = sizeof(ro), .runsc = "/nonexistent/flag-runsc" };
+	o.runtime = &ro;
+	err[0] = '\0';
+	ASSERT_ERR(op_daemon_start(&o, &d, err, sizeof(err)), -ENOENT, "the flag's runsc is missing");
+	cr_assert(strstr(err, "/nonexistent/flag-runsc") && !strstr(err, "no-such-runsc"), "%s", err);
+
+	/* A runtime option without any directory is refused by name. */
+	unlink(conf);
+	o.config_file = NULL;
+	err[0] = '\0';
+	ASSERT_ERR(op_daemon_start(&o, &d, err, sizeof(err)), -EINVAL, "no runtime directory");
+	cr_assert(strstr(err, "runtime.dir") && strstr(err, "--runtime-dir"), "%s", err);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", kdir);
+	cr_assert(system(cmd) == 0);
+	flash_auth_signer_free(signer);
+}

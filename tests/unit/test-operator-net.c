@@ -280,6 +280,7 @@ Test(operator_net, delete_and_unreachable_agent)
 	/* No agent: an error naming it, so that no replica starts unisolated. */
 	agent_http_stop(n.http);
 	n.http = NULL;
+	flash_spec_free(v.spec);
 	svc_init(&v, spec_two_ports, 2, "d3");
 	cr_assert(op_runtime_net_service(n.net, &v.s, v.spec, NULL, 0, err, sizeof(err)) < 0);
 	cr_assert(strstr(err, "flowsdn-agent PUT /v1/namespace/"), "%s", err);
@@ -323,4 +324,25 @@ Test(operator_net, cni_identity_and_masquerade_script)
 			       "\t}\n"
 			       "}\n");
 	free(text);
+}
+
+Test(operator_net, masquerade_is_a_runtime_key)
+{
+	struct flash_operator_config *c = NULL;
+	struct flash_operator_runtime rt = { .sz = sizeof(rt) };
+	const char on[] = "{\"runtime\":{\"dir\":\"/var/lib/flash/rt\",\"masquerade\":true}}";
+	const char bad[] = "{\"runtime\":{\"masquerade\":1}}";
+
+	ASSERT_OK(flash_operator_config_parse(on, sizeof(on) - 1, &c, NULL), "masquerade true");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime section");
+	cr_assert(rt.masquerade && rt.dir && strcmp(rt.dir, "/var/lib/flash/rt") == 0);
+	flash_operator_config_free(c);
+	c = NULL;
+	ASSERT_OK(flash_operator_config_default(&c), "defaults");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime section");
+	cr_assert(!rt.masquerade, "masquerade is off by default");
+	flash_operator_config_free(c);
+	c = NULL;
+	ASSERT_ERR(flash_operator_config_parse(bad, sizeof(bad) - 1, &c, NULL), -FLASH_E_RENDER_CONFIG, "a number");
+	cr_assert(c == NULL);
 }

@@ -903,3 +903,194 @@ Test(operator, get_answers_kept_only_while_the_store_is_unchanged)
 	free(ub);
 	free(spec);
 }
+
+/* ---------------------------------------------------------------- logs */
+
+static int no_services(void *ctx, struct op_service ***ret, size_t *ret_n)
+{
+	(void)ctx;
+	*ret = NULL;
+	*ret_n = 0;
+	return 0;
+}
+
+/* The query of one logs request: "k=v&k=v" (values not encoded). */
+static const char *query_of(void *ctx, const char *key)
+{
+	static char vals[4][128];
+	static unsigned int next;
+	char *val = vals[next++ % 4]; /* the provider holds two values at once */
+	const char *q = ctx;
+
+	for (const char *p = q; p && *p;) {
+		const char *eq = strchr(p, '='), *amp = strchr(p, '&');
+		size_t kl = eq ? (size_t)(eq - p) : 0, vl;
+
+		if (!eq)
+			break;
+		vl = amp ? (size_t)(amp - eq - 1) : strlen(eq + 1);
+		if (kl == strlen(key) && strncmp(p, key, kl) == 0 && vl < sizeof(vals[0])) {
+			memcpy(val, eq + 1, vl);
+			val[vl] = '\0';
+			return val;
+		}
+		p = amp ? amp + 1 : NULL;
+	}
+	return NULL;
+}
+
+static struct op_response logs_req(const char *id, const char *query, const char *org, enum flash_auth_action action)
+{
+	struct op_response r;
+	char *tok = test_mint(signer, org, "p1", action, UINT64_MAX), hdr[9000], path[160];
+
+	snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
+	snprintf(path, sizeof(path), "/provider/v1/services/%s/logs", id);
+	struct op_request rq = { .method = "GET", .path = path, .authorization = hdr, .body = "",
+				 .query = query ? query_of : NULL, .query_ctx = (void *)query };
+	op_provider_handle(prov, &rq, &r);
+	free(tok);
+	return r;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* GET /provider/v1/services/ID/logs (token action logs): the replicas'
+ * lines merged oldest first (the rotated file before the live one),
+ * ?replica and ?since narrow them, bytes that are not UTF-8 become '?',
+ * malformed parameters are 400, another tenant's or a deleted service 404,
+ * an operator without a runtime 409. */
+Test(operator, logs_route)
+{
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1);
+	char id[OP_SERVICE_ID_STRLEN], rtdir[160], bin[200], ld[240], path[300], err[256];
+	struct op_runtime *rt = NULL;
+	struct json_value *v;
+	const struct json_value *lines;
+	struct op_response r;
+
+	snprintf(id, sizeof(id), "%s", create("org-a", "p1", "web", 1, spec));
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 409, "no-runtime");
+	op_response_clear(&r);
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_GET);
+	expect_error(&r, 403, "wrong-action");
+	op_response_clear(&r);
+
+	/* A runtime with no services to run: only its log files matter. */
+	snprintf(rtdir, sizeof(rtdir), "%s/runtime", dir);
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	cr_assert(mkdir(bin, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/flowsdn-cni", bin);
+	cr_assert(symlink("/bin/true", path) == 0);
+	struct op_runtime_opts ro = { .sz = sizeof(ro), .dir = rtdir, .runsc = "/bin/true", .cni_bin_dir = bin,
+				      .services = no_services, .interval_ms = 60000 };
+	err[0] = '\0';
+	cr_assert(op_runtime_start(&ro, &rt, err, sizeof(err)) == 0, "runtime: %s", err);
+	op_provider_set_runtime(prov, rt);
+
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	cr_assert_eq(r.status, 200, "no logs yet: %d %s", r.status, r.body);
+	v = parse(&r);
+	cr_assert(json_is(lines = json_get(v, "lines"), JSON_ARRAY) && lines->u.array.n == 0, "%s", r.body);
+	json_free(v);
+	op_response_clear(&r);
+
+	snprintf(ld, sizeof(ld), "%s/logs/%s", rtdir, id);
+	ASSERT_OK(util_mkdir_p(ld, 0700), "logs dir");
+	snprintf(path, sizeof(path), "%s/0.log.1", ld);
+	write_text(path, "2026-12-01T10:00:00.000001Z stdout zero-old\n");
+	snprintf(path, sizeof(path), "%s/0.log", ld);
+	write_text(path, "2026-12-01T10:00:02.000000Z stdout zero-new\n"
+			 "2026-12-01T10:00:04.000000Z stderr bad \xff byte\n");
+	snprintf(path, sizeof(path), "%s/1.log", ld);
+	write_text(path, "2026-12-01T10:00:01.500000Z stderr one-a\n2026-12-01T10:00:03.000000Z stdout one-b\n");
+
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	v = parse(&r);
+	lines = json_get(v, "lines");
+	cr_assert(json_is(lines, JSON_ARRAY) && lines->u.array.n == 5, "%s", r.body);
+	{
+		static const char *const texts[] = { "zero-old", "one-a", "zero-new", "one-b", "bad ? byte" };
+		static const unsigned int replicas[] = { 0, 1, 0, 1, 0 };
+		static const char *const streams[] = { "stdout", "stderr", "stdout", "stdout", "stderr" };
+
+		for (size_t i = 0; i < 5; i++) {
+			const struct json_value *l = lines->u.array.items[i];
+			uint64_t rep = 99;
+
+			cr_assert_str_eq(sget(l, "text"), texts[i], "line %zu in time order", i);
+			cr_assert_str_eq(sget(l, "stream"), streams[i], "line %zu stream", i);
+			cr_assert(json_get_uint64(json_get(l, "replica"), &rep) == 0 && rep == replicas[i], "line %zu", i);
+		}
+		ASSERT_STREQ(sget(lines->u.array.items[0], "time"), "2026-12-01T10:00:00.000001Z", "time kept");
+	}
+	ASSERT_STREQ(sget(v, "service_id"), id, "service id");
+	json_free(v);
+	op_response_clear(&r);
+
+	r = logs_req(id, "replica=1&since=2026-12-01T10:00:02Z", "org-a", FLASH_AUTH_ACTION_LOGS);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	v = parse(&r);
+	lines = json_get(v, "lines");
+	cr_assert(lines->u.array.n == 1, "replica 1 since 10:00:02: %s", r.body);
+	ASSERT_STREQ(sget(lines->u.array.items[0], "text"), "one-b", "replica and since");
+	json_free(v);
+	op_response_clear(&r);
+	r = logs_req(id, "since=2026-12-01T10:00:01.5Z", "org-a", FLASH_AUTH_ACTION_LOGS);
+	v = parse(&r);
+	cr_assert(json_get(v, "lines")->u.array.n == 4, "fractional since is inclusive: %s", r.body);
+	json_free(v);
+	op_response_clear(&r);
+
+	static const char *const bad_queries[] = { "replica=x", "replica=-1", "replica=65536", "since=yesterday",
+						   "since=2026-12-01T10:00:00", "since=2026-12-01T10:00:00.Z",
+						   "since=2026-13-01T10:00:00Z", "since=2026-12-01T10:00:00.1234567890Z" };
+	for (size_t i = 0; i < sizeof(bad_queries) / sizeof(bad_queries[0]); i++) {
+		r = logs_req(id, bad_queries[i], "org-a", FLASH_AUTH_ACTION_LOGS);
+		expect_error(&r, 400, "bad-request");
+		cr_assert(strstr(r.body, strchr(bad_queries[i], '=') + 1), "the message names the value: %s", r.body);
+		op_response_clear(&r);
+	}
+	r = logs_req(id, NULL, "org-b", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	r = logs_req("fs-00000000000000000000000000000000", NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	{
+		/* Only GET, and only /logs below a service. */
+		char p2[200];
+		struct op_request rq = { .method = "POST", .path = p2, .body = "" };
+
+		snprintf(p2, sizeof(p2), "/provider/v1/services/%s/logs", id);
+		op_provider_handle(prov, &rq, &r);
+		expect_error(&r, 405, "method-not-allowed");
+		op_response_clear(&r);
+		snprintf(p2, sizeof(p2), "/provider/v1/services/%s/shell", id);
+		rq.method = "GET";
+		op_provider_handle(prov, &rq, &r);
+		expect_error(&r, 404, "no-route");
+		op_response_clear(&r);
+	}
+	char *dp = path_of(id);
+	r = req("DELETE", dp, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 2, NULL);
+	cr_assert_eq(r.status, 200, "delete: %s", r.body);
+	op_response_clear(&r);
+	r = logs_req(id, NULL, "org-a", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+
+	op_provider_set_runtime(prov, NULL);
+	op_runtime_stop(rt);
+	free(dp);
+	free(spec);
+}

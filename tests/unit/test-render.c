@@ -536,6 +536,68 @@ Test(render, previous_status_refused)
 	cr_assert(n == 0);
 }
 
+/* The runtime section: the keys of the runtime's command-line options,
+ * each refusal naming its key. */
+Test(render, operator_config_runtime)
+{
+	static const struct {
+		const char *json, *path;
+	} bad[] = {
+		{ "{\"runtime\":{\"dir\":\"relative\"}}", "runtime.dir" },
+		{ "{\"runtime\":{\"cniBinDir\":\"/a/../b\"}}", "runtime.cniBinDir" },
+		{ "{\"runtime\":{\"cniConf\":7}}", "runtime.cniConf" },
+		{ "{\"runtime\":{\"agentSocket\":\"\"}}", "runtime.agentSocket" },
+		{ "{\"runtime\":{\"runsc\":\"runsc\"}}", "runtime.runsc" },
+		{ "{\"runtime\":{\"cgroupParent\":\"/\"}}", "runtime.cgroupParent" },
+		{ "{\"runtime\":{\"dns\":[\"10.0.0.0/8\"]}}", "runtime.dns[0]" },
+		{ "{\"runtime\":{\"dns\":[\"a\",\"b\",\"c\",\"d\"]}}", "runtime.dns" },
+		{ "{\"runtime\":{\"dns\":[]}}", "runtime.dns" },
+		{ "{\"runtime\":{\"socket\":\"/x\"}}", "runtime.socket" },
+	};
+	static const char full[] = "{\"runtime\":{\"dir\":\"/var/lib/flash/runtime\",\"cniBinDir\":\"/opt/cni/bin\","
+				   "\"cniConf\":\"/etc/cni/net.d/10-flowsdn.conflist\",\"agentSocket\":\"/run/flowsdn/agent.sock\","
+				   "\"runsc\":\"/usr/bin/runsc\",\"cgroupParent\":\"/flash\",\"dns\":[\"192.0.2.53\",\"2001:db8::53\"]}}";
+	struct flash_operator_config *c = NULL;
+	struct flash_operator_runtime rt = { .sz = sizeof(rt) };
+	struct flash_diag *d = NULL;
+
+	ASSERT_OK(flash_diag_new(&d), "diag");
+	ASSERT_OK(flash_operator_config_default(&c), "defaults");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert(!rt.dir && !rt.cni_bin_dir && !rt.cni_conf && !rt.agent_socket && !rt.runsc && !rt.cgroup_parent &&
+		  !rt.dns, "no runtime settings by default");
+	ASSERT_ERR(flash_operator_config_runtime(c, &(struct flash_operator_runtime){ .sz = 1 }), -EINVAL, "sz");
+	ASSERT_ERR(flash_operator_config_runtime(NULL, &rt), -EINVAL, "NULL config");
+	flash_operator_config_free(c);
+	ASSERT_OK(flash_operator_config_parse(full, strlen(full), &c, d), "runtime section");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	ASSERT_STREQ(rt.dir, "/var/lib/flash/runtime", "dir");
+	ASSERT_STREQ(rt.cni_bin_dir, "/opt/cni/bin", "cniBinDir");
+	ASSERT_STREQ(rt.cni_conf, "/etc/cni/net.d/10-flowsdn.conflist", "cniConf");
+	ASSERT_STREQ(rt.agent_socket, "/run/flowsdn/agent.sock", "agentSocket");
+	ASSERT_STREQ(rt.runsc, "/usr/bin/runsc", "runsc");
+	ASSERT_STREQ(rt.cgroup_parent, "/flash", "cgroupParent");
+	ASSERT_STREQ(rt.dns, "192.0.2.53,2001:db8::53", "dns joined as --dns takes it");
+	{
+		/* A caller built against a struct without dns gets the rest. */
+		struct flash_operator_runtime old = { .sz = offsetof(struct flash_operator_runtime, dns) };
+
+		old.dns = "untouched";
+		ASSERT_OK(flash_operator_config_runtime(c, &old), "older struct");
+		ASSERT_STREQ(old.cgroup_parent, "/flash", "older struct's fields");
+		ASSERT_STREQ(old.dns, "untouched", "past its sz nothing is written");
+	}
+	flash_operator_config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c = NULL;
+		ASSERT_ERR(flash_operator_config_parse(bad[i].json, strlen(bad[i].json), &c, d), -FLASH_E_RENDER_CONFIG,
+			   bad[i].json);
+		ASSERT_STREQ(diag_path(d), bad[i].path, bad[i].json);
+		cr_assert_null(c);
+	}
+	flash_diag_free(d);
+}
+
 Test(render, operator_config)
 {
 	struct flash_operator_config *c = NULL;
