@@ -412,7 +412,7 @@ static int cluster_ip(struct op_net *n, struct net_svc *v, unsigned int attempt)
 			range = flash_operator_config_service_cidr(n->config, i);
 			break;
 		}
-	if (!range || range->len > 29)
+	if (!range || range->len > 27)
 		return -EADDRNOTAVAIL;
 	crypto_generichash(h, sizeof(h), (const unsigned char *)v->id, strlen(v->id), NULL, 0);
 	memcpy(&x, h, sizeof(x));
@@ -505,7 +505,7 @@ static int publish(struct op_net *n, struct net_svc *v, const struct op_service 
 	if (np && !v->cluster_ip[0]) {
 		r = cluster_ip(n, v, 0);
 		if (r < 0) {
-			snprintf(err, err_size, "no IPv4 serviceCIDR of /29 or more to take a ClusterIP from");
+			snprintf(err, err_size, "no IPv4 serviceCIDR of /27 or more to take a ClusterIP from");
 			return r;
 		}
 		changed = true;

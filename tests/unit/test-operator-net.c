@@ -346,3 +346,27 @@ Test(operator_net, masquerade_is_a_runtime_key)
 	ASSERT_ERR(flash_operator_config_parse(bad, sizeof(bad) - 1, &c, NULL), -FLASH_E_RENDER_CONFIG, "a number");
 	cr_assert(c == NULL);
 }
+
+Test(operator_net, cluster_ips_need_an_ipv4_range_of_32)
+{
+	struct node n = { 0 };
+	struct flash_operator_config *c = NULL;
+	const char small[] = "{\"serviceCIDRs\":[\"10.96.0.0/28\",\"fd00:96::/112\"]}";
+	char rt[96], err[512] = "";
+	struct svc v;
+
+	node_up(&n);
+	ASSERT_OK(flash_operator_config_parse(small, sizeof(small) - 1, &c, NULL), "config");
+	snprintf(rt, sizeof(rt), "%s/rt", dir);
+	{
+		struct op_net_opts o = { .dir = rt, .agent_socket = n.sock, .config = c };
+
+		cr_assert(op_net_new(&o, &n.net, err, sizeof(err)) == 0, "%s", err);
+	}
+	svc_init(&v, spec_two_ports, 2, "d1");
+	cr_assert(op_runtime_net_service(n.net, &v.s, v.spec, NULL, 0, err, sizeof(err)) == -EADDRNOTAVAIL, "%s", err);
+	cr_assert(strstr(err, "no IPv4 serviceCIDR of /27 or more"), "%s", err);
+	flash_spec_free(v.spec);
+	node_down(&n);
+	flash_operator_config_free(c);
+}
