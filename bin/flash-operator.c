@@ -27,7 +27,7 @@ static void usage(FILE *out)
 		"                      [--header-timeout MS] [--reserved-connections N]\n"
 		"                      [--max-body BYTES] [--threads N] [--registry-ca FILE] [--registry-plain-http]\n"
 		"                      [--runtime-dir DIR] [--cni-bin-dir DIR] [--cni-conf FILE] [--agent-socket PATH]\n"
-		"                      [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS]\n"
+		"                      [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS] [--masquerade]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
 }
@@ -76,6 +76,7 @@ int main(int argc, char **argv)
 		{ "runsc", required_argument, NULL, 1004 },
 		{ "cgroup-parent", required_argument, NULL, 1005 },
 		{ "dns", required_argument, NULL, 1006 },
+		{ "masquerade", no_argument, NULL, 1007 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -110,6 +111,7 @@ int main(int argc, char **argv)
 		case 1004: rt.runsc = optarg; o.runtime = &rt; break;
 		case 1005: rt.cgroup_parent = optarg; o.runtime = &rt; break;
 		case 1006: rt.dns = optarg; o.runtime = &rt; break;
+		case 1007: rt.masquerade = true; o.runtime = &rt; break;
 		case 'm':
 		case 'P':
 		case 't':

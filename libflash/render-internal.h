@@ -78,6 +78,7 @@ struct flash_operator_config {
 	/* The single-node runtime (section "runtime"); each NULL when unset. */
 	char *rt_dir, *rt_cni_bin_dir, *rt_cni_conf, *rt_agent_socket, *rt_runsc, *rt_cgroup_parent;
 	char *rt_dns;                    /* the addresses joined by commas */
+	bool rt_masquerade;              /* runtime.masquerade */
 };
 
 /* The label every object carries and the selector label. */

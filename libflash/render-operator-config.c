@@ -232,6 +232,7 @@ static const struct json_field runtime_fields[] = {
 	F("cniConf", JSON_STRING, read_name, rt_cni_conf, RULE(STR_PATH)),
 	F("dir", JSON_STRING, read_name, rt_dir, RULE(STR_PATH)),
 	F("dns", JSON_ARRAY, read_dns_servers, rt_dns, NULL),
+	F("masquerade", JSON_BOOL, json_read_bool, rt_masquerade, NULL),
 	F("runsc", JSON_STRING, read_name, rt_runsc, RULE(STR_PATH)),
 };
 static const struct json_field operator_fields[] = {
@@ -580,6 +581,12 @@ FLASH_API void flash_operator_config_registry(const struct flash_operator_config
 		*ret_content_store = config->content_store;
 }
 
+FLASH_API const struct flowsdn_prefix *flash_operator_config_service_cidr(const struct flash_operator_config *config,
+									  size_t i)
+{
+	return config && i < config->service_cidrs.n ? &config->service_cidrs.v[i] : NULL;
+}
+
 FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *config,
 					    struct flash_operator_runtime *ret)
 {
@@ -595,6 +602,7 @@ FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *
 	v.runsc = config->rt_runsc;
 	v.cgroup_parent = config->rt_cgroup_parent;
 	v.dns = config->rt_dns;
+	v.masquerade = config->rt_masquerade;
 	/* An older caller's smaller struct gets the fields it knows. */
 	n = ret->sz < sizeof(v) ? ret->sz : sizeof(v);
 	v.sz = ret->sz;

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <flash/policy.h>
 #include <flash/spec.h>
 
 #include "image-internal.h"
@@ -762,3 +763,166 @@ out_free:
 	return r;
 }
 
+
+/* ------------------------------------------------------------ isolation lowered onto flowsdn tiers */
+
+/* An ipBlock peer list of @ranges minus @holes (each range that a hole
+ * does not cover whole, with the holes inside it as except). */
+static struct kdoc *ip_peers(const struct plist *ranges, const struct plist *holes)
+{
+	struct kdoc *peers = kdoc_array();
+
+	if (ranges->oom || holes->oom)
+		kdoc_append(peers, NULL);
+	for (size_t i = 0; i < ranges->n; i++)
+		append_ip_block(peers, &ranges->v[i], holes);
+	return peers;
+}
+
+/* The holes of @holes that lie inside one of @ranges: they leave the
+ * protect tier and go to the deny tier, under the exception's hole. */
+static void holes_inside(const struct plist *ranges, const struct plist *holes, struct plist *out)
+{
+	for (size_t i = 0; i < holes->n; i++)
+		for (size_t j = 0; j < ranges->n; j++)
+			if (holes->v[i].addr.family == ranges->v[j].addr.family &&
+			    flowsdn_prefix_contains(&ranges->v[j], &holes->v[i])) {
+				plist_add(out, &holes->v[i]);
+				break;
+			}
+}
+
+static struct kdoc *tier_policy(const char *suffix, const char *tier, const struct flash_render_opts *o,
+				struct kdoc **ret_ingress, struct kdoc **ret_egress)
+{
+	struct kdoc *sp = NULL, *np, *types;
+	char *name = NULL;
+
+	if (asprintf(&name, "%s-%s", o->name, suffix) < 0)
+		return NULL;
+	np = object_new("networking.k8s.io/v1", "NetworkPolicy", name, o, &sp);
+	free(name);
+	kdoc_set_str(kdoc_set_obj(kdoc_get(np, "metadata"), "annotations"), "flowsdn.io/tier", tier);
+	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(sp, "podSelector"), "matchLabels"), FLASH_LABEL_NAME, o->name);
+	types = kdoc_set_arr(sp, "policyTypes");
+	kdoc_append_str(types, "Ingress");
+	kdoc_append_str(types, "Egress");
+	*ret_ingress = kdoc_set_arr(sp, "ingress");
+	*ret_egress = kdoc_set_arr(sp, "egress");
+	return np;
+}
+
+FLASH_API int flash_render_isolation(const struct flash_spec *spec, const struct flash_operator_config *config,
+				     const struct flash_isolation_opts *opts, struct flash_render **ret_render,
+				     struct flash_diag *public_diag)
+{
+	struct diag *diag = flash__diag(public_diag);
+	struct flash_render *rd = NULL;
+	struct plist prot = { 0 }, dns = { 0 }, node = { 0 }, deny_in = { 0 }, deny_out = { 0 };
+	struct kdoc *np, *in, *out, *rule, *ports;
+	struct flash_render_opts ro;
+	int r;
+
+	if (!spec || !config || !opts || !ret_render || !OPTS_VALID(opts, flash_isolation_opts) ||
+	    (OPTS_GET(opts, n_node_addresses, 0) && !opts->node_addresses) ||
+	    (OPTS_GET(opts, n_dns_addresses, 0) && !opts->dns_addresses))
+		return -EINVAL;
+	diag_begin(diag, 0);
+	ro = (struct flash_render_opts){
+		.sz = sizeof(ro),
+		.name = opts->name,
+		.namespace_ = opts->namespace_,
+		.organization_id = opts->organization_id,
+		.project_id = OPTS_GET(opts, project_id, NULL),
+		.service_id = OPTS_GET(opts, service_id, NULL),
+	};
+	r = check_opts(&ro, diag);
+	if (r < 0)
+		return r;
+
+	/* The facts: protected ranges (operator configuration, owner policy,
+	 * metadata and link-local), the node's own addresses, the DNS. */
+	protected_ranges(config, &prot);
+	for (size_t i = 0; i < flash_policy_protected_count(OPTS_GET(opts, policy, NULL)); i++)
+		plist_add(&prot, flash_policy_protected(opts->policy, i));
+	for (size_t i = 0; i < OPTS_GET(opts, n_node_addresses, 0); i++)
+		plist_add(&node, &opts->node_addresses[i]);
+	if (OPTS_GET(opts, n_dns_addresses, 0))
+		for (size_t i = 0; i < opts->n_dns_addresses; i++)
+			plist_add(&dns, &opts->dns_addresses[i]);
+	else
+		plist_add_all(&dns, &config->dns_addresses);
+	for (size_t i = 0; i < flash_spec_cidr_count(spec, FLASH_SPEC_DENIED_SOURCES); i++)
+		plist_add(&deny_in, flash_spec_cidr(spec, FLASH_SPEC_DENIED_SOURCES, i));
+	for (size_t i = 0; i < flash_spec_cidr_count(spec, FLASH_SPEC_DENIED_DESTINATIONS); i++)
+		plist_add(&deny_out, flash_spec_cidr(spec, FLASH_SPEC_DENIED_DESTINATIONS, i));
+	holes_inside(&prot, &node, &deny_in);
+	holes_inside(&prot, &dns, &deny_out);
+	/* The node itself is never a destination. */
+	plist_add_all(&deny_out, &(struct prefix_list){ node.v, node.n });
+
+	rd = calloc(1, sizeof(*rd));
+	if (!rd) {
+		r = -ENOMEM;
+		goto out_free;
+	}
+	/* protect: the protected ranges both ways, but for the node's
+	 * addresses (readiness probes come from there) on the way in and the
+	 * DNS servers on the way out, which the tiers below settle. */
+	np = tier_policy("protect", "protect", &ro, &in, &out);
+	if (np) {
+		append_rule(in, "from", ip_peers(&prot, &node), NULL);
+		append_rule(out, "to", ip_peers(&prot, &dns), NULL);
+	}
+	if ((r = add_object(rd, np)) < 0)
+		goto out_free;
+	/* exception: the node's probes on the declared ports; DNS, port 53,
+	 * to exactly the workload DNS servers. */
+	np = tier_policy("exception", "exception", &ro, &in, &out);
+	if (np) {
+		struct plist none = { 0 };
+
+		if (flash_spec_port_count(spec))
+			append_rule(in, "from", ip_peers(&node, &none), spec);
+		if (dns.n) {
+			rule = kdoc_append_obj(out);
+			kdoc_set(rule, "to", ip_peers(&dns, &none));
+			ports = kdoc_set_arr(rule, "ports");
+			for (size_t i = 0; i < 2; i++) {
+				struct kdoc *dp = kdoc_append_obj(ports);
+
+				kdoc_set_str(dp, "protocol", i == 0 ? "UDP" : "TCP");
+				kdoc_set_int(dp, "port", 53);
+			}
+		}
+	}
+	if ((r = add_object(rd, np)) < 0)
+		goto out_free;
+	/* deny: the denied sources and destinations (deny wins over every
+	 * allow), the node as a destination, and the holes left in protect. */
+	np = tier_policy("deny", "deny", &ro, &in, &out);
+	if (np) {
+		struct plist none = { 0 };
+
+		append_rule(in, "from", ip_peers(&deny_in, &none), NULL);
+		append_rule(out, "to", ip_peers(&deny_out, &none), NULL);
+	}
+	if ((r = add_object(rd, np)) < 0)
+		goto out_free;
+	/* allow: the workload's own NetworkPolicy, the one Kubernetes gets
+	 * (declared ports, sources, egress mode, same organization). */
+	np = render_network_policy(spec, config, &ro);
+	if (np)
+		kdoc_set_str(kdoc_set_obj(kdoc_get(np, "metadata"), "annotations"), "flowsdn.io/tier", "allow");
+	if ((r = add_object(rd, np)) < 0)
+		goto out_free;
+	*ret_render = TAKE_PTR(rd);
+out_free:
+	flash_render_free(rd);
+	free(prot.v);
+	free(dns.v);
+	free(node.v);
+	free(deny_in.v);
+	free(deny_out.v);
+	return r;
+}

@@ -94,6 +94,7 @@ static int runtime_settings(struct op_runtime_opts *ro, const struct flash_opera
 		ro->runsc = ro->runsc ?: cr.runsc;
 		ro->cgroup_parent = ro->cgroup_parent ?: cr.cgroup_parent;
 		ro->dns = ro->dns ?: cr.dns;
+		ro->masquerade = ro->masquerade || cr.masquerade;
 	}
 	if (!ro->dir) {
 		snprintf(err, err_size, "the runtime settings need runtime.dir (or --runtime-dir)");
@@ -256,6 +257,8 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		ro.suspended = op_provider_suspended;
 		ro.services_ctx = d->provider;
 		ro.persistence = flash_operator_config_persistence(d->config);
+		ro.config = d->config;
+		ro.policy = d->policy;
 		if (!ro.registry)
 			ro.registry = opts->image ? &opts->registry : &d->registry;
 		r = op_runtime_start(&ro, &d->runtime, err, err_size);

@@ -31,6 +31,7 @@
 #include "agent-client.h"
 #include "json.h"
 #include "runtime-internal.h"
+#include "runtime-net.h"
 #include "runtime.h"
 #include "util.h"
 
@@ -99,6 +100,7 @@ struct op_runtime {
 			 size_t msg_size);
 	void *services_ctx;
 
+	struct op_net *net;         /* isolation and publishing (runtime-net.c) */
 	struct replica *replicas;   /* the loop thread's only */
 	struct svc_state *svcs;     /* status guarded by lock */
 	pthread_mutex_t lock;
@@ -191,7 +193,7 @@ static int runsc_state(struct op_runtime *rt, const char *id, char *status, size
 /* The network configuration given to the plugin on stdin: the first
  * plugin of the conflist, with cniVersion, name and the runtimeConfig of
  * contracts C3 (a gVisor endpoint: per-packet service translation). */
-static int cni_config(struct op_runtime *rt, const char *svc, char **ret)
+static int cni_config(struct op_runtime *rt, const char *svc, const char *org, char **ret)
 {
 	struct json_value *list = NULL;
 	const struct json_value *plugins, *first;
@@ -240,28 +242,21 @@ static int cni_config(struct op_runtime *rt, const char *svc, char **ret)
 	jw_key(w, "runtimeConfig");
 	jw_object_open(w);
 	jw_key(w, "flowsdn");
-	jw_object_open(w);
-	jw_kv_string(w, "serviceTranslation", "packet");
-	jw_kv_string(w, "namespace", svc);
-	jw_key(w, "labels");
-	jw_object_open(w);
-	jw_kv_string(w, "flash.heterocloud.io/service", svc);
-	jw_object_close(w);
-	jw_object_close(w);
+	op_runtime_net_cni_identity(w, svc, org);
 	jw_object_close(w);
 	jw_object_close(w);
 	json_free(list);
 	return json_writer_finish(w, ret, NULL);
 }
 
-static int cni_exec(struct op_runtime *rt, const char *cmd, const struct replica *rp, const char *netns,
-		    char *address, size_t address_size, char *err, size_t err_size)
+static int cni_exec(struct op_runtime *rt, const char *cmd, const struct replica *rp, const char *org,
+		    const char *netns, char *address, size_t address_size, char *err, size_t err_size)
 {
 	char *conf = NULL, *out = NULL, *errs = NULL, *env[8] = { 0 }, how[64];
 	struct json_value *res = NULL;
 	int status = 0, r;
 
-	r = cni_config(rt, rp->svc, &conf);
+	r = cni_config(rt, rp->svc, org, &conf);
 	if (r < 0) {
 		snprintf(err, err_size, "CNI configuration %s: %s", rt->cni_conf ? rt->cni_conf : "(built in)",
 			 r == -EBADMSG ? "not a conflist with a plugin" : strerror(-r));
@@ -382,7 +377,7 @@ static void teardown(struct op_runtime *rt, struct replica *rp)
 	runsc(rt, (const char *const[]){ "delete", "-force", rp->id, NULL }, -1, -1, false, 30000, NULL, err, sizeof(err));
 	if (dir) {
 		p = path_join(dir, "netns");
-		cni_exec(rt, "DEL", rp, p, NULL, 0, err, sizeof(err));
+		cni_exec(rt, "DEL", rp, NULL, p, NULL, 0, err, sizeof(err));
 		if (p)
 			op_netns_remove(p);
 		free(p);
@@ -739,7 +734,7 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 		snprintf(err, err_size, "network namespace %s: %s", netns, strerror(-r));
 		goto fail;
 	}
-	r = cni_exec(rt, "ADD", rp, netns, rp->address, sizeof(rp->address), err, err_size);
+	r = cni_exec(rt, "ADD", rp, s->org, netns, rp->address, sizeof(rp->address), err, err_size);
 	if (r < 0)
 		goto fail;
 	snprintf(cg, sizeof(cg), "%s/%s", rt->cgroup_parent, rp->id);
@@ -1081,7 +1076,7 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 	struct flash_spec *spec = NULL;
 	struct op_service_status st = { 0 };
 	unsigned int want, ready = 0, restarts = 0;
-	bool have[IDX_MAX] = { false }, all_ready, suspended;
+	bool have[IDX_MAX] = { false }, all_ready, suspended, net_ok;
 	char suspend_msg[512] = "";
 	int64_t now = mono_ms();
 	char err[1024];
@@ -1154,11 +1149,24 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 		pp = &rp->next;
 	}
 
+	/* The agent first (runtime-net.c): isolation before any replica
+	 * starts, the ready replicas as backends. */
+	{
+		const char *addrs[IDX_MAX * 2];
+		size_t n_addrs = 0;
+
+		for (struct replica *rp = rt->replicas; rp && n_addrs < ARRAY_SIZE(addrs); rp = rp->next)
+			if (strcmp(rp->svc, s->id) == 0 && rp->state == R_READY && rp->address[0])
+				addrs[n_addrs++] = rp->address;
+		net_ok = op_runtime_net_service(rt->net, s, spec, addrs, n_addrs, err, sizeof(err)) == 0;
+		if (!net_ok)
+			snprintf(ss->message, sizeof(ss->message), "network: %s (retrying)", err);
+	}
 	/* Starts: one missing replica per pass, so a pass stays short. */
 	for (struct replica *rp = rt->replicas; rp; rp = rp->next)
 		if (strcmp(rp->svc, s->id) == 0 && rp->gen == s->generation && rp->idx < IDX_MAX)
 			have[rp->idx] = true;
-	for (unsigned int i = 0; i < want && ss->failed_gen != s->generation; i++) {
+	for (unsigned int i = 0; i < want && net_ok && ss->failed_gen != s->generation; i++) {
 		struct replica *nrp = NULL;
 		bool terminal = false;
 
@@ -1302,6 +1310,15 @@ static void reconcile(struct op_runtime *rt)
 	for (size_t i = 0; i < n; i++)
 		if (list[i]->image_pinned && list[i]->image_pinned[0])
 			reconcile_service(rt, list[i]);
+	{
+		const char **live = calloc(n ? n : 1, sizeof(*live));
+
+		for (size_t i = 0; live && i < n; i++)
+			live[i] = list[i]->id;
+		if (live)
+			op_runtime_net_prune(rt->net, live, n); /* deleted services withdrawn */
+		free(live);
+	}
 	/* Replicas of deleted services go; so does their status and logs. */
 	for (struct replica **pp = &rt->replicas, *rp; (rp = *pp);) {
 		struct svc_state *s;
@@ -1612,6 +1629,20 @@ int op_runtime_start(const struct op_runtime_opts *opts, struct op_runtime **ret
 		if (r < 0)
 			goto fail;
 	}
+	{
+		struct op_net_opts no = { .dir = rt->dir, .agent_socket = rt->agent_socket,
+					  .config = OPTS_GET(opts, config, NULL), .policy = OPTS_GET(opts, policy, NULL) };
+		char *resolv = NULL;
+
+		if (op_bundle_resolv_conf(rt->dns, rt->host_resolv, &resolv) == 0)
+			no.resolv_conf = resolv; /* else no DNS is allowed: replicas fail on resolv.conf anyway */
+		r = op_net_new(&no, &rt->net, err, err_size);
+		free(resolv);
+		if (r == 0 && OPTS_GET(opts, masquerade, false))
+			r = op_net_masquerade_start(rt->net, err, err_size);
+		if (r < 0)
+			goto fail;
+	}
 	adopt(rt);
 	if (pthread_create(&rt->thread, NULL, loop, rt) != 0) {
 		r = -EAGAIN;
@@ -1656,6 +1687,12 @@ void op_runtime_stop(struct op_runtime *rt)
 		rt->svcs = s->next;
 		free(s);
 	}
+	{
+		char err[512];
+
+		op_net_masquerade_stop(rt->net, err, sizeof(err)); /* nothing to report it to */
+	}
+	op_net_free(rt->net);
 	free(rt->dir);
 	free(rt->runsc);
 	free(rt->cni_bin);

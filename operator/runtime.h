@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <flash/policy.h>
+#include <flash/render.h>
 #include <flash/spec.h>
 
 #include "admission.h"
@@ -95,6 +97,12 @@ struct op_runtime_opts {
 	const char *dns;            /* nameservers; NULL: the host's upstream servers */
 	const char *host_resolv;    /* NULL: /etc/resolv.conf */
 	const struct op_image_settings *registry; /* pulling the pinned image */
+	/* Isolation and publishing (runtime-net.h): the operator
+	 * configuration (ranges, serviceCIDRs; NULL: defaults) and the owner
+	 * policy (protected ranges; NULL: none). */
+	const struct flash_operator_config *config;
+	const struct flash_policy *policy;
+	bool masquerade;            /* egress masquerade (runtime-net.h): nft table made at start, removed at stop */
 	unsigned int interval_ms;   /* reconcile period; 0: 500 */
 	unsigned int log_max_bytes; /* per replica log file before rotation; 0: 1 MiB */
 	/* The live services (the reconcile loop's desired state). */

@@ -2,7 +2,8 @@
 # scripts/flash-demo, tests/e2e/test-flash-runtime.sh and bench/flash.sh.
 # The caller is root inside a private network and mount namespace and sets
 #   B (build dir), S (source dir), T (an empty work dir), CG (cgroup parent),
-#   POOL (the agent's IPv4 pool)
+#   POOL (the agent's IPv4 pool), optionally AGENT_EXTRA (more members of
+#   the agent's JSON configuration) and OP_EXTRA (more operator flags)
 # then calls node_up; node_down (from its EXIT trap) stops and removes all.
 #   node_up              tmpfs on T, node address 192.0.2.1 on lo, agent,
 #                        flowsdn-cni installed, registry, echo image pushed
@@ -54,7 +55,7 @@ start_op() {
  "persistence": {"enabled": ${PERSISTENCE:-false}}}
 JSON
 	"$B/bin/flash-operator" --keys "$T/pk.jwks" --issuer mp --audience prov --socket "$T/op.sock" \
-		--state-dir "$T/opstate" --registry-plain-http --config "$T/op.conf" 2>>"$T/op.log" &
+		--state-dir "$T/opstate" --registry-plain-http --config "$T/op.conf" ${OP_EXTRA:-} 2>>"$T/op.log" &
 	OP=$!
 	i=0
 	until [ -S "$T/op.sock" ]; do
@@ -84,7 +85,7 @@ node_up() {
 	ip addr add 192.0.2.1/32 dev lo # the node's address (source of its probes)
 	cat >"$T/agent.json" <<JSON
 {"socket": "$T/run/flowsdn.sock", "state-dir": "$T/state", "bpf-pin-dir": "$T/bpf", "pools": ["$POOL"],
- "socket-lb-cgroup": ""}
+ "socket-lb-cgroup": ""${AGENT_EXTRA:+, $AGENT_EXTRA}}
 JSON
 	"$B/bin/flowsdn-agent" --config "$T/agent.json" 2>"$T/agent.log" &
 	AGENT=$!

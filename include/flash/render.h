@@ -18,12 +18,14 @@
 #include <stdint.h>
 #include <flash/common.h>
 #include <flash/diag.h>
+#include <flowsdn/addr.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 struct flash_spec;
+struct flash_policy;
 
 /* Domain errors of the rendering module (block FLASH_E_BASE + 400 = 6400). */
 enum flash_render_error {
@@ -85,6 +87,7 @@ struct flash_operator_runtime {
 	const char *runsc;         /* runtime.runsc */
 	const char *cgroup_parent; /* runtime.cgroupParent */
 	const char *dns;           /* runtime.dns, the addresses joined by commas */
+	bool masquerade;           /* runtime.masquerade (flash-operator(8) --masquerade) */
 };
 
 /* Fills *@ret (set ret->sz first; the fields that fit in it are
@@ -182,6 +185,67 @@ enum flash_render_format {
  * is accepted by `kubectl apply -f`.  Returns 0, -EINVAL, -ENOMEM. */
 FLASH_API FLASH_WUR int flash_render_print(const struct flash_render *render, enum flash_render_format format,
 					   char **ret_text, size_t *ret_len);
+
+/* ------------------------------------------------------------ isolation on flowsdn */
+
+/* What flash_render_isolation() needs besides the spec and the operator
+ * configuration: the names (as in struct flash_render_opts) and the facts
+ * of the node the workload runs on. */
+struct flash_isolation_opts {
+	size_t sz;
+	const char *name;            /* the workload's selector label value (DNS-1035, <= 52); required */
+	const char *namespace_;      /* the organization's namespace (DNS label); required */
+	const char *organization_id; /* label value; required */
+	const char *project_id;      /* optional */
+	const char *service_id;      /* optional */
+	/* The owner policy: its protected ranges are denied like the
+	 * configuration's (NULL: none). */
+	const struct flash_policy *policy;
+	/* The node's own addresses: never a destination; a source only of
+	 * readiness probes on the declared ports. */
+	const struct flowsdn_prefix *node_addresses;
+	size_t n_node_addresses;
+	/* The workloads' DNS servers (what resolv.conf names): the only
+	 * destinations of port 53; 0: the configuration's clusterDNS.addresses. */
+	const struct flowsdn_prefix *dns_addresses;
+	size_t n_dns_addresses;
+};
+
+/* Lowers the isolation of @spec (SPEC section 3.4) onto flowsdn's tiered
+ * policy (<flowsdn/policy.h>, annotation flowsdn.io/tier): four
+ * NetworkPolicy objects selecting the workload's pods, in this order --
+ *   NAME-protect   (tier protect) both ways: the pod, service, LAN,
+ *                  HeteroNetwork and infrastructure ranges of @config,
+ *                  the owner policy's protected ranges, 169.254.0.0/16,
+ *                  fe80::/10, 169.254.169.254 and fd00:ec2::254; except
+ *                  the node's addresses inbound and the DNS servers
+ *                  outbound, which the next tiers settle;
+ *   NAME-exception (tier exception): inbound from the node's addresses
+ *                  on the declared ports, outbound to the DNS servers on
+ *                  UDP and TCP 53;
+ *   NAME-deny      (tier deny): the spec's denied sources and
+ *                  destinations, the node's addresses as destinations, and
+ *                  the DNS servers and node addresses that lie inside a
+ *                  protected range (all their other ports);
+ *   NAME           (tier allow): the same NetworkPolicy flash_render()
+ *                  renders for Kubernetes (declared ports from the allowed
+ *                  sources, or every public source when none is listed;
+ *                  egress by mode; the same-organization grant as a
+ *                  namespaceSelector {} with the organization label).
+ * Every object has every section (empty rule lists included), so that a
+ * changed spec replaces the four by name.  Returns 0 and *ret_render
+ * (flash_render_count(), flash_render_object_json(); free with
+ * flash_render_free()), -FLASH_E_RENDER_NAME (with @diag), -EINVAL,
+ * -ENOMEM. */
+FLASH_API FLASH_WUR int flash_render_isolation(const struct flash_spec *spec,
+					       const struct flash_operator_config *config,
+					       const struct flash_isolation_opts *opts, struct flash_render **ret_render,
+					       struct flash_diag *diag);
+
+/* The configuration's serviceCIDRs, in file order (NULL when @i is out
+ * of range): the ranges ClusterIPs come from. */
+FLASH_API const struct flowsdn_prefix *flash_operator_config_service_cidr(const struct flash_operator_config *config,
+									  size_t i);
 
 /* ------------------------------------------------------------ CRDs, manifests */
 

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The network half of the single-node runtime (private to operator/;
+ * contracts C6): what flowsdn-agent is told about each Flash service, all
+ * through the agent client (common/agent-client.h).
+ *
+ *  - Isolation: flash_render_isolation() lowers the spec onto the four
+ *    tiered NetworkPolicy objects, PUT to /v1/policy/NS/NAME before any
+ *    replica of the spec starts (NS: the organization's namespace,
+ *    "org-" and 16 hex digits of a hash of the organization id, PUT to
+ *    /v1/namespace with the organization label; NAME: the service id),
+ *    again whenever the spec changes, DELETEd with the service.  The node
+ *    facts: the node's addresses (every non-loopback address of the
+ *    operator's network namespace) and the workloads' DNS servers (the
+ *    nameservers of their resolv.conf).
+ *  - Publishing: one agent service per spec port, id "fs-" + 32 hex
+ *    digits of a hash of (service id, protocol, port name), with a
+ *    ClusterIP frontend on the container port (the service's ClusterIP,
+ *    one per Flash service, taken from the configuration's first IPv4
+ *    serviceCIDR and kept for the service's life) and, for a public
+ *    service, a NodePort frontend on the port the operator assigned;
+ *    backends = the ready replicas' addresses on the container port;
+ *    externalTrafficPolicy Local for direct traffic mode; the spec's
+ *    allowed and denied sources as loadBalancerSourceRanges and
+ *    deniedSourceRanges.  Scale to zero keeps the frontends with no
+ *    backends; delete removes them.
+ *  - The CNI identity of a replica (runtimeConfig.flowsdn): the
+ *    organization's namespace and the labels the policies select.
+ *
+ * What was published is recorded in DIR/net/ID.json (written atomically),
+ * so that a restarted operator withdraws what a service deleted meanwhile
+ * left and keeps the ClusterIPs.  One thread (the reconcile loop) uses it.
+ */
+#ifndef FLASH_OPERATOR_RUNTIME_NET_H
+#define FLASH_OPERATOR_RUNTIME_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <flash/policy.h>
+#include <flash/render.h>
+#include <flash/spec.h>
+
+#include "json.h"
+#include "store.h"
+
+struct op_net_opts {
+	const char *dir;                            /* required: the runtime directory (DIR/net is made) */
+	const char *agent_socket;                   /* NULL: the agent's default */
+	const struct flash_operator_config *config; /* NULL: the defaults */
+	const struct flash_policy *policy;          /* the owner policy; NULL: none */
+	const char *resolv_conf;                    /* the workloads' resolv.conf text (its nameservers) */
+};
+
+struct op_net;
+
+/* Reads DIR/net and the node's addresses.  @err says what is wrong.
+ * 0, -EINVAL, -ENOMEM, -errno. */
+int op_net_new(const struct op_net_opts *opts, struct op_net **ret, char *err, size_t err_size);
+void op_net_free(struct op_net *n);
+
+/* Brings the agent in line with service @s (@spec parsed from it) whose
+ * ready replicas have the @n_ready addresses @ready: the namespace and
+ * the policies (PUT when the spec changed since the last successful PUT,
+ * or the first time in this process), the agent services (PUT when their
+ * body changed; the ports the spec lost DELETEd).  Replicas may start
+ * only after a 0.  <0 with @err: the agent refused or is unreachable. */
+int op_runtime_net_service(struct op_net *n, const struct op_service *s, const struct flash_spec *spec,
+			   const char *const *ready, size_t n_ready, char *err, size_t err_size);
+
+/* Withdraws everything of service @id (agent services, policies, the
+ * record).  0 or the first error (the record stays, to be retried). */
+int op_runtime_net_service_del(struct op_net *n, const char *id);
+
+/* Withdraws every recorded service that is not among the @n_live ids. */
+void op_runtime_net_prune(struct op_net *n, const char *const *live, size_t n_live);
+
+/* Writes the value of runtimeConfig.flowsdn for a replica of service
+ * @svc_id (organization @org; NULL when unknown, as for a DEL, whose
+ * identity the agent does not read).  Any thread (reads nothing shared). */
+void op_runtime_net_cni_identity(struct json_writer *w, const char *svc_id, const char *org);
+
+/* The organization's namespace of @org into @buf (at least 21 bytes). */
+void op_net_namespace(const char *org, char buf[21]);
+
+/* The agent service id of port (@protocol, @name) of service @svc_id
+ * into @buf (at least OP_SERVICE_ID_STRLEN). */
+void op_net_port_service_id(const char *svc_id, const char *protocol, const char *name, char *buf);
+
+/* Egress masquerade: workloads reach the Internet through the node's
+ * address.  The operator owns one nftables table, "inet flowsdn_flash"
+ * (never another), with a postrouting nat chain: per address pool of the
+ * agent (GET /v1/ipam), "saddr POOL daddr != POOL
+ * masquerade".  Netfilter sees the workloads' packets only where the
+ * host stack forwards them: the agent's egress-mode "stack"
+ * (flowsdn-agent.conf(5)); in mode fib the datapath redirects past it. */
+#define OP_NET_NFT_TABLE "flowsdn_flash"
+
+/* The nft script of the table for @pools (created idempotently: made if
+ * missing, deleted and made again in one transaction).  0, -EINVAL,
+ * -ENOMEM. */
+int op_net_masquerade_script(const struct flowsdn_prefix *pools, size_t n_pools, char **ret);
+/* Applies it (nft -f -) for the agent's pools.  0 or <0 with @err. */
+int op_net_masquerade_start(struct op_net *n, char *err, size_t err_size);
+/* Deletes the table when op_net_masquerade_start() made it. */
+int op_net_masquerade_stop(struct op_net *n, char *err, size_t err_size);
+
+#endif
