@@ -147,7 +147,8 @@ int agent_config_load(const char *path, struct agent_config **ret, struct diag *
 	if (!path || !ret)
 		return -EINVAL;
 	diag_begin(diag, 0);
-	err = util_read_file(path, 1 << 20, &data, &len);
+	/* Room for the most services (65536) a configuration may declare. */
+	err = util_read_file(path, 32u << 20, &data, &len);
 	if (err < 0) {
 		diag_add_text(diag, DIAG_ERROR, "", "read", NULL, "%s: %s", path, util_read_strerror(err));
 		return err;

@@ -140,6 +140,13 @@ static int k_dp_socklb_attach(void *ctx, struct flowsdn_datapath *dp, const char
 	return flowsdn_datapath_socklb_attach(dp, cgroup_path);
 }
 
+static int k_dp_services_publish(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *const *svcs,
+				 const struct flowsdn_lb_service *const *olds, size_t n)
+{
+	(void)ctx;
+	return flowsdn_maps_services_publish(flowsdn_datapath_maps(dp), svcs, olds, n);
+}
+
 static int k_sock_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
 			  size_t *ret_count)
 {
@@ -164,6 +171,7 @@ const struct agent_ops agent_ops_kernel = {
 	.dp_uplink_attach = k_dp_uplink_attach,
 	.dp_remove = k_dp_remove,
 	.dp_service_publish = k_dp_service_publish,
+	.dp_services_publish = k_dp_services_publish,
 	.dp_service_remove = k_dp_service_remove,
 	.dp_srcrange_set = k_dp_srcrange_set,
 	.dp_socklb_attach = k_dp_socklb_attach,

@@ -48,6 +48,10 @@ struct agent_ops {
 	int (*dp_service_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *svc,
 				  const struct flowsdn_lb_service *old);
 	int (*dp_service_remove)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *old);
+	/* flowsdn_maps_services_publish(): the start's one batch (NULL: one
+	 * dp_service_publish each) */
+	int (*dp_services_publish)(void *ctx, struct flowsdn_datapath *dp, const struct flowsdn_lb_service *const *svcs,
+				   const struct flowsdn_lb_service *const *olds, size_t n);
 	/* flowsdn_maps_srcrange_set() of backend set @svc_id */
 	int (*dp_srcrange_set)(void *ctx, struct flowsdn_datapath *dp, uint32_t svc_id, const struct flowsdn_prefix *allow,
 			       size_t n_allow, const struct flowsdn_prefix *deny, size_t n_deny);

@@ -27,12 +27,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/types.h>
+#include <unistd.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/maglev.h>
 
 #include "agent-api.h"
 #include "diag.h"
+#include "journal.h"
 #include "json.h"
 #include "log.h"
 #include "names.h"
@@ -43,6 +46,18 @@
 #define STATE_VERSION 1
 #define MAX_STATE (64u << 20)
 #define MAX_SERVICES 65536
+#define STATE_FILE "services.json"
+#define JOURNAL_FILE "services.journal"
+/* The journal is folded into a new snapshot once it outgrows both this
+ * and the snapshot itself: replaying it costs at most a second read. */
+#define JOURNAL_COMPACT_MIN (1u << 20)
+
+/* apply_locked() */
+enum {
+	APPLY_PUBLISH = 1 << 0,  /* write the datapath now (else: at start, in one batch) */
+	APPLY_SAVE = 1 << 1,     /* append the change to the journal */
+	APPLY_KEEP_IDS = 1 << 2, /* a state record: its svcId and backend ids stand */
+};
 
 enum fe_type { FE_CLUSTER_IP, FE_EXTERNAL_IP, FE_LOAD_BALANCER, FE_NODE_PORT };
 static const char *const fe_type_words[] = { "ClusterIP", "ExternalIP", "LoadBalancer", "NodePort", NULL };
@@ -92,6 +107,10 @@ struct svc {
 	size_t n_ranges, n_denied;
 	struct lowered low;       /* what is published */
 	size_t pos;               /* index in agent_services.svcs */
+	/* At start, before the one batched publish: */
+	bool from_state;          /* read from the state (published by an earlier run) */
+	bool ranges_stale;        /* the maps may hold source ranges of an earlier version */
+	struct lowered *prev;     /* what the maps may hold of an earlier version */
 };
 
 /* Frontend index: (address, port, protocol) -> service. */
@@ -109,7 +128,11 @@ struct agent_services {
 	struct flowsdn_datapath *dp;
 	struct flowsdn_addr node_addrs[AGENT_MAX_NODE_ADDRS];
 	size_t n_node_addrs;
-	char *state_path;
+	char *state_path, *journal_path;
+	int state_dfd;
+	struct journal *journal;
+	uint64_t seq;             /* the last change saved (snapshot or journal record) */
+	size_t snapshot_size;
 	struct svc **svcs;
 	size_t n, cap;
 	struct fe_slot *index;
@@ -143,6 +166,9 @@ static void svc_free(struct svc *s)
 	free(s->ranges);
 	free(s->denied);
 	lowered_clear(&s->low);
+	if (s->prev)
+		lowered_clear(s->prev);
+	free(s->prev);
 	free(s);
 }
 
@@ -506,10 +532,24 @@ out:
 	return r;
 }
 
+struct id_at {
+	const char *id;
+	size_t at;
+};
+
+static int id_at_cmp(const void *x, const void *y)
+{
+	const struct id_at *a = x, *b = y;
+	int r = strcmp(a->id, b->id);
+
+	return r ? r : (a->at > b->at) - (a->at < b->at);
+}
+
 int agent_services_read_config(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
 	char **json = dst;
-	size_t errors = ctx->errors;
+	size_t errors = ctx->errors, n_ids = 0;
+	_cleanup_free_ struct id_at *ids = NULL;
 	struct json_writer *w;
 
 	(void)arg;
@@ -517,25 +557,34 @@ int agent_services_read_config(struct check_ctx *ctx, const struct json_value *v
 		check_error(ctx, "size", v, "at most %d services", MAX_SERVICES);
 		return JSON_READ_REPORTED;
 	}
+	ids = calloc(v->u.array.n ? v->u.array.n : 1, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
 	for (size_t i = 0; i < v->u.array.n; i++) {
 		size_t saved = json_path_push_index(&ctx->path, i);
 		struct svc *s = NULL;
 		int r = service_read(ctx, v->u.array.items[i], NULL, &s);
 
-		if (r == 0) {
-			for (size_t j = 0; j < i; j++) {
-				const char *other = json_string_value(json_get(v->u.array.items[j], "id"));
-
-				if (other && !strcmp(other, s->id)) {
-					fail_at(ctx, "id", -1, NULL, "duplicate", "\"%s\" is also services[%zu]", s->id, j);
-					break;
-				}
-			}
-		}
+		if (r == 0)
+			ids[n_ids++] = (struct id_at){ json_string_value(json_get(v->u.array.items[i], "id")), i };
 		svc_free(s);
 		json_path_pop(&ctx->path, saved);
 		if (r < 0 && r != JSON_READ_REPORTED)
 			return r;
+	}
+	/* Duplicate ids, each named after its first entry: sorted, not
+	 * pairwise (10,000 services). */
+	qsort(ids, n_ids, sizeof(*ids), id_at_cmp);
+	for (size_t i = 1, first = 0; i < n_ids; i++) {
+		size_t saved;
+
+		if (strcmp(ids[i].id, ids[first].id) != 0) {
+			first = i;
+			continue;
+		}
+		saved = json_path_push_index(&ctx->path, ids[i].at);
+		fail_at(ctx, "id", -1, NULL, "duplicate", "\"%s\" is also services[%zu]", ids[i].id, ids[first].at);
+		json_path_pop(&ctx->path, saved);
 	}
 	if (ctx->errors > errors)
 		return JSON_READ_REPORTED;
@@ -569,9 +618,14 @@ static void prefixes_gen(struct json_writer *g, const char *key, const struct fl
 	jw_array_close(g);
 }
 
-/* The stored service (@with_ids: the state file's backend ids too). */
-static void service_gen(struct json_writer *g, const struct svc *s, bool with_ids)
+/* The stored service.  @state: the state's form — backend ids too, and
+ * only the fields that differ from the reader's defaults (the reader
+ * fills those back in), so that saving 10,000 services stays cheap; else
+ * every field, as GET shows it. */
+static void service_gen(struct json_writer *g, const struct svc *s, bool state)
 {
+	bool all = !state;
+
 	jw_object_open(g);
 	jw_kv_string(g, "id", s->id);
 	jw_kv_uint(g, "svcId", s->svc_id);
@@ -583,40 +637,54 @@ static void service_gen(struct json_writer *g, const struct svc *s, bool with_id
 		if (s->fe[i].addr.family)
 			addr_gen(g, "address", &s->fe[i].addr);
 		jw_kv_uint(g, "port", s->fe[i].port);
-		jw_kv_string(g, "protocol", protocol_words[s->fe[i].protocol]);
+		if (all || s->fe[i].protocol)
+			jw_kv_string(g, "protocol", protocol_words[s->fe[i].protocol]);
 		jw_object_close(g);
 	}
 	jw_array_close(g);
 	jw_key(g, "backends");
 	jw_array_open(g);
 	for (size_t i = 0; i < s->n_be; i++) {
+		const struct svc_backend *b = &s->be[i];
+
 		jw_object_open(g);
-		addr_gen(g, "address", &s->be[i].addr);
-		jw_kv_uint(g, "port", s->be[i].port);
-		jw_kv_uint(g, "weight", s->be[i].weight);
-		jw_kv_string(g, "state", state_words[s->be[i].state]);
-		jw_kv_string(g, "node", s->be[i].node);
-		if (with_ids) {
+		addr_gen(g, "address", &b->addr);
+		jw_kv_uint(g, "port", b->port);
+		if (all || b->weight != 1)
+			jw_kv_uint(g, "weight", b->weight);
+		if (all || b->state != FLOWSDN_BACKEND_ACTIVE)
+			jw_kv_string(g, "state", state_words[b->state]);
+		if (all || strcmp(b->node, "local") != 0)
+			jw_kv_string(g, "node", b->node);
+		if (state) {
 			jw_key(g, "backendIds");
 			jw_array_open(g);
-			jw_uint(g, s->be[i].ids[0]);
-			jw_uint(g, s->be[i].ids[1]);
+			jw_uint(g, b->ids[0]);
+			jw_uint(g, b->ids[1]);
 			jw_array_close(g);
 		}
 		jw_object_close(g);
 	}
 	jw_array_close(g);
-	jw_kv_string(g, "selection", selection_words[s->selection]);
-	jw_kv_uint(g, "maglevTableSize", s->maglev_size);
-	jw_kv_string(g, "internalTrafficPolicy", policy_words[s->itp]);
-	jw_kv_string(g, "externalTrafficPolicy", policy_words[s->etp]);
-	jw_key(g, "sessionAffinity");
-	jw_object_open(g);
-	jw_kv_string(g, "type", affinity_words[s->affinity]);
-	jw_kv_uint(g, "timeoutSeconds", s->affinity_timeout);
-	jw_object_close(g);
-	prefixes_gen(g, "loadBalancerSourceRanges", s->ranges, s->n_ranges);
-	prefixes_gen(g, "deniedSourceRanges", s->denied, s->n_denied);
+	if (all || s->selection)
+		jw_kv_string(g, "selection", selection_words[s->selection]);
+	if (all || s->maglev_size != FLOWSDN_MAGLEV_DEFAULT_SIZE)
+		jw_kv_uint(g, "maglevTableSize", s->maglev_size);
+	if (all || s->itp)
+		jw_kv_string(g, "internalTrafficPolicy", policy_words[s->itp]);
+	if (all || s->etp)
+		jw_kv_string(g, "externalTrafficPolicy", policy_words[s->etp]);
+	if (all || s->affinity || s->affinity_timeout != AGENT_SVC_DEFAULT_AFFINITY) {
+		jw_key(g, "sessionAffinity");
+		jw_object_open(g);
+		jw_kv_string(g, "type", affinity_words[s->affinity]);
+		jw_kv_uint(g, "timeoutSeconds", s->affinity_timeout);
+		jw_object_close(g);
+	}
+	if (all || s->n_ranges)
+		prefixes_gen(g, "loadBalancerSourceRanges", s->ranges, s->n_ranges);
+	if (all || s->n_denied)
+		prefixes_gen(g, "deniedSourceRanges", s->denied, s->n_denied);
 	jw_object_close(g);
 }
 
@@ -987,6 +1055,8 @@ static void assign_ids(struct agent_services *as, struct svc *s, const struct sv
 
 /* ------------------------------------------------------------ state */
 
+/* Writes every service to a new snapshot (atomic rename, fsynced) that
+ * covers the journal up to as->seq, then empties the journal. */
 static int state_save(struct agent_services *as)
 {
 	struct json_writer *g = json_writer_new(0);
@@ -998,6 +1068,7 @@ static int state_save(struct agent_services *as)
 	jw_kv_uint(g, "version", STATE_VERSION);
 	jw_kv_uint(g, "nextSvcId", as->next_svc_id);
 	jw_kv_uint(g, "nextBackendId", as->next_backend_id);
+	jw_kv_uint(g, "journalSeq", as->seq);
 	jw_key(g, "services");
 	jw_array_open(g);
 	for (size_t i = 0; i < as->n; i++)
@@ -1006,9 +1077,50 @@ static int state_save(struct agent_services *as)
 	jw_object_close(g);
 	r = json_writer_finish(g, &json, &len);
 	if (r == 0)
-		r = util_write_file_atomic(as->state_path, json, len, 0600);
+		r = util_write_file_atomic_at(as->state_dfd, STATE_FILE, json, len, 0600);
+	/* A crash here leaves records the snapshot covers: replay skips them. */
+	if (r == 0)
+		r = journal_reset(as->journal);
+	if (r == 0)
+		as->snapshot_size = len;
 	if (r < 0)
 		pr_err("agent: saving %s: %s", as->state_path, strerror(-r));
+	return r;
+}
+
+/* Saves one change: a journal record {"seq", "nextSvcId", "nextBackendId",
+ * and "put": the service with its ids, or "delete": its id}, folded into
+ * a new snapshot when the journal has grown past JOURNAL_COMPACT_MIN and
+ * the snapshot's size. */
+static int state_record(struct agent_services *as, const struct svc *put, const char *deleted)
+{
+	struct json_writer *g = json_writer_new(0);
+	_cleanup_free_ char *json = NULL;
+	size_t len = 0;
+	int r;
+
+	jw_object_open(g);
+	jw_kv_uint(g, "seq", as->seq + 1);
+	jw_kv_uint(g, "nextSvcId", as->next_svc_id);
+	jw_kv_uint(g, "nextBackendId", as->next_backend_id);
+	if (put) {
+		jw_key(g, "put");
+		service_gen(g, put, true);
+	} else {
+		jw_kv_string(g, "delete", deleted);
+	}
+	jw_object_close(g);
+	r = json_writer_finish(g, &json, &len);
+	if (r == 0)
+		r = journal_append(as->journal, json, len);
+	if (r < 0) {
+		pr_err("agent: saving a change to %s: %s", as->journal_path, strerror(-r));
+		return r;
+	}
+	as->seq++;
+	if ((uint64_t)journal_size(as->journal) > JOURNAL_COMPACT_MIN &&
+	    (uint64_t)journal_size(as->journal) > as->snapshot_size)
+		r = state_save(as);
 	return r;
 }
 
@@ -1083,14 +1195,15 @@ static void destroy_removed(struct agent_services *as, const struct svc *old, co
 	}
 }
 
-/* Puts @s (taken) in the table: index, ids, datapath, state.  On failure
- * nothing changed and @s is freed. */
-static int apply_locked(struct agent_services *as, struct svc *s, bool save, struct diag *diag)
+/* Puts @s (taken) in the table: index, ids, datapath and state as @how
+ * (APPLY_*) says.  On failure nothing changed and @s is freed. */
+static int apply_locked(struct agent_services *as, struct svc *s, unsigned int how, struct diag *diag)
 {
 	ssize_t at = svc_find(as, s->id);
 	struct svc *old = at >= 0 ? as->svcs[at] : NULL;
 	struct conflict c = { .self = s, .other_old = old };
 	uint32_t saved_next = as->next_backend_id, saved_svc = as->next_svc_id;
+	struct lowered *prev = NULL;
 	int r;
 
 	if (fe_keys(as, s, key_conflicts, &c)) {
@@ -1099,12 +1212,20 @@ static int apply_locked(struct agent_services *as, struct svc *s, bool save, str
 		r = -FLOWSDN_E_AGENT_EXISTS;
 		goto fail;
 	}
+	if ((how & APPLY_KEEP_IDS) && old && old->svc_id != s->svc_id) {
+		diag_add_text(diag, DIAG_ERROR, "svcId", "state", NULL, "service \"%s\" had svcId %u", s->id,
+			      (unsigned int)old->svc_id);
+		r = -FLOWSDN_E_AGENT_STATE;
+		goto fail;
+	}
 	if (!old && as->n >= MAX_SERVICES) {
 		diag_add_text(diag, DIAG_ERROR, "", "services", NULL, "at most %d services", MAX_SERVICES);
 		r = -FLOWSDN_E_AGENT_REFUSED;
 		goto fail;
 	}
 	r = index_grow(as, fe_key_count(as, s));
+	if (r == 0 && old && old->from_state && !(how & (APPLY_PUBLISH | APPLY_KEEP_IDS)) && !(prev = calloc(1, sizeof(*prev))))
+		r = -ENOMEM;
 	if (r == 0 && !old)
 		r = ids_grow(as);
 	if (r == 0 && !old && as->n == as->cap) {
@@ -1120,25 +1241,42 @@ static int apply_locked(struct agent_services *as, struct svc *s, bool save, str
 	}
 	if (r < 0)
 		goto fail;
-	if (old)
+	if (how & APPLY_KEEP_IDS) {
+		/* a state record: its ids stand (checked by the reader) */
+	} else if (old) {
 		s->svc_id = old->svc_id;
-	else if (!s->svc_id)
+	} else if (!s->svc_id) {
 		s->svc_id = as->next_svc_id++;
-	if (!s->be || !s->be->ids[0] || old)
+	}
+	if (!(how & APPLY_KEEP_IDS) && (!s->be || !s->be->ids[0] || old))
 		assign_ids(as, s, old);
 	r = lower(as, s, &s->low);
-	if (r == 0)
+	if (r == 0 && (how & APPLY_PUBLISH))
 		r = dp_publish(as, s, old ? &old->low : NULL);
 	if (r < 0) {
 		diag_add_text(diag, DIAG_ERROR, "", "datapath", NULL, "publishing service \"%s\": %s", s->id,
 			      flowsdn_strerror(r));
 		/* Put the old one back over what may be half written. */
-		if (old && dp_publish(as, old, &s->low) < 0)
+		if (old && (how & APPLY_PUBLISH) && dp_publish(as, old, &s->low) < 0)
 			pr_err("agent: service %s: the datapath may hold parts of the refused version", s->id);
 		goto fail;
 	}
 	if (old) {
-		destroy_removed(as, old, s);
+		if (how & APPLY_PUBLISH) {
+			destroy_removed(as, old, s);
+		} else {
+			/* Start: the maps hold the last version read from the state. */
+			s->ranges_stale = old->ranges_stale || old->n_ranges || old->n_denied;
+			if (old->from_state && !(how & APPLY_KEEP_IDS)) {
+				s->prev = prev;
+				prev = NULL;
+				*s->prev = old->low;
+				memset(&old->low, 0, sizeof(old->low));
+			} else if (!(how & APPLY_KEEP_IDS)) {
+				s->prev = old->prev;
+				old->prev = NULL;
+			}
+		}
 		fe_keys(as, old, key_drop, old);
 	}
 	fe_keys(as, s, key_add, s);
@@ -1156,8 +1294,10 @@ static int apply_locked(struct agent_services *as, struct svc *s, bool save, str
 		s->pos = as->n;
 		as->svcs[as->n++] = s;
 	}
-	if (save) {
-		r = state_save(as);
+	s->from_state = how & APPLY_KEEP_IDS;
+	free(prev);
+	if (how & APPLY_SAVE) {
+		r = state_record(as, s, NULL);
 		if (r < 0)
 			diag_add_text(diag, DIAG_ERROR, "", "state", NULL, "saving the services: %s", strerror(-r));
 	}
@@ -1165,6 +1305,7 @@ static int apply_locked(struct agent_services *as, struct svc *s, bool save, str
 fail:
 	as->next_backend_id = saved_next;
 	as->next_svc_id = saved_svc;
+	free(prev);
 	svc_free(s);
 	return r;
 }
@@ -1210,11 +1351,34 @@ int agent_services_put(struct agent_services *as, const char *id, const char *bo
 	for (size_t i = 0; i < s->n_be; i++)
 		s->be[i].ids[0] = s->be[i].ids[1] = 0;
 	pthread_mutex_lock(&as->lock);
-	r = apply_locked(as, s, true, diag);
+	r = apply_locked(as, s, APPLY_PUBLISH | APPLY_SAVE, diag);
 	if (r == 0)
 		service_gen(g, s, false);
 	pthread_mutex_unlock(&as->lock);
 	return r;
+}
+
+/* Takes service @at out of the table (and the datapath with @publish). */
+static int delete_locked(struct agent_services *as, size_t at, bool publish, struct diag *diag)
+{
+	struct svc *s = as->svcs[at];
+	int r = publish ? dp_remove(as, &s->low) : 0;
+
+	if (r < 0) {
+		diag_add_text(diag, DIAG_ERROR, "", "datapath", NULL, "removing service \"%s\": %s", s->id,
+			      flowsdn_strerror(r));
+		return r;
+	}
+	if (publish)
+		destroy_removed(as, s, NULL);
+	fe_keys(as, s, key_drop, s);
+	*id_slot(as, s->id, false) = TOMB;
+	svc_free(s);
+	if (at != --as->n) {
+		as->svcs[at] = as->svcs[as->n];
+		as->svcs[at]->pos = at;
+	}
+	return 0;
 }
 
 int agent_services_delete(struct agent_services *as, const char *id, struct diag *diag)
@@ -1231,21 +1395,9 @@ int agent_services_delete(struct agent_services *as, const char *id, struct diag
 		diag_add_text(diag, DIAG_ERROR, "id", "not-found", NULL, "no service \"%.64s\"", id);
 		goto out;
 	}
-	r = dp_remove(as, &as->svcs[at]->low);
-	if (r < 0) {
-		diag_add_text(diag, DIAG_ERROR, "", "datapath", NULL, "removing service \"%s\": %s", id,
-			      flowsdn_strerror(r));
-		goto out;
-	}
-	destroy_removed(as, as->svcs[at], NULL);
-	fe_keys(as, as->svcs[at], key_drop, as->svcs[at]);
-	*id_slot(as, id, false) = TOMB;
-	svc_free(as->svcs[at]);
-	if ((size_t)at != --as->n) {
-		as->svcs[at] = as->svcs[as->n];
-		as->svcs[at]->pos = (size_t)at;
-	}
-	r = state_save(as);
+	r = delete_locked(as, (size_t)at, true, diag);
+	if (r == 0)
+		r = state_record(as, NULL, id);
 out:
 	pthread_mutex_unlock(&as->lock);
 	return r;
@@ -1290,9 +1442,33 @@ size_t agent_services_count(struct agent_services *as)
 
 /* ------------------------------------------------------------ start */
 
+/* A service of the state (snapshot or journal record, at @ctx's path)
+ * into the table with its ids, unpublished.  JSON_READ_REPORTED or
+ * -FLOWSDN_E_AGENT_STATE for a service that breaks the state's rules. */
+static int state_service(struct agent_services *as, struct check_ctx *ctx, const struct json_value *v, bool replace,
+			 struct diag *d)
+{
+	struct svc *s = NULL;
+	int r = service_read(ctx, v, NULL, &s);
+
+	if (r < 0)
+		return r;
+	for (size_t j = 0; j < s->n_be; j++)
+		if (!s->be[j].ids[0] || !s->be[j].ids[1])
+			r = JSON_READ_REPORTED;
+	if (!s->svc_id || s->svc_id >= as->next_svc_id || (!replace && svc_find(as, s->id) >= 0))
+		r = JSON_READ_REPORTED;
+	if (r < 0) {
+		svc_free(s);
+		return r;
+	}
+	return apply_locked(as, s, APPLY_KEEP_IDS, d);
+}
+
 /* Every service of the JSON array @arr (each with its "id"); @state: the
  * state file's (its svcIds and backend ids are kept).  Errors name the
- * entry under @what. */
+ * entry under @what.  Nothing is published: agent_services_new() does it
+ * in one batch. */
 static int apply_list(struct agent_services *as, const struct json_value *arr, bool state, const char *what)
 {
 	struct diag *d = NULL;
@@ -1308,22 +1484,14 @@ static int apply_list(struct agent_services *as, const struct json_value *arr, b
 		check_ctx_init(&ctx, d);
 		json_path_push_key(&ctx.path, what);
 		json_path_push_index(&ctx.path, i);
-		r = service_read(&ctx, arr->u.array.items[i], NULL, &s);
-		if (r == 0 && state) {
-			for (size_t j = 0; j < s->n_be; j++)
-				if (!s->be[j].ids[0] || !s->be[j].ids[1])
-					r = JSON_READ_REPORTED;
-			if (!s->svc_id || s->svc_id >= as->next_svc_id || (ssize_t)svc_find(as, s->id) >= 0)
-				r = JSON_READ_REPORTED;
-			if (r < 0) {
-				svc_free(s);
-				s = NULL;
-			}
-		}
-		if (r == 0) {
-			if (!state)
+		if (state) {
+			r = state_service(as, &ctx, arr->u.array.items[i], false, d);
+		} else {
+			r = service_read(&ctx, arr->u.array.items[i], NULL, &s);
+			if (r == 0) {
 				s->svc_id = 0;
-			r = apply_locked(as, s, false, d);
+				r = apply_locked(as, s, 0, d);
+			}
 		}
 		if (r < 0) {
 			const struct diag_entry *e = diag_first_error(d);
@@ -1337,37 +1505,155 @@ static int apply_list(struct agent_services *as, const struct json_value *arr, b
 	return r;
 }
 
-static int state_load(struct agent_services *as)
+static int counters_read(const struct json_value *root, uint32_t *ret_svc, uint32_t *ret_be)
+{
+	uint64_t next_svc = 0, next_be = 0;
+
+	if (json_get_uint64(json_get(root, "nextSvcId"), &next_svc) < 0 ||
+	    json_get_uint64(json_get(root, "nextBackendId"), &next_be) < 0 || next_svc == 0 ||
+	    next_svc > UINT32_MAX / SETS || next_be > UINT32_MAX)
+		return -EBADMSG;
+	*ret_svc = (uint32_t)next_svc;
+	*ret_be = (uint32_t)next_be;
+	return 0;
+}
+
+/* One journal record over the table (see state_record()). */
+static int replay_record(const char *text, size_t len, void *userdata)
+{
+	struct agent_services *as = userdata;
+	struct json_value *root = NULL;
+	const struct json_value *put, *del;
+	uint64_t seq = 0;
+	uint32_t next_svc, next_be;
+	struct diag *d = NULL;
+	int r = -EBADMSG;
+
+	if (json_parse(text, len, NULL, &root, NULL) < 0 || json_get_uint64(json_get(root, "seq"), &seq) < 0 ||
+	    counters_read(root, &next_svc, &next_be) < 0)
+		goto out;
+	if (seq <= as->seq) {
+		r = 0; /* in the snapshot already (a crash before the journal was emptied) */
+		goto out;
+	}
+	put = json_get(root, "put");
+	del = json_get(root, "delete");
+	if (seq != as->seq + 1 || !put == !del || next_svc < as->next_svc_id || next_be < as->next_backend_id)
+		goto out;
+	as->next_svc_id = next_svc;
+	as->next_backend_id = next_be;
+	if (put) {
+		struct check_ctx ctx;
+
+		if (diag_new(&d) < 0) {
+			r = -ENOMEM;
+			goto out;
+		}
+		check_ctx_init(&ctx, d);
+		json_path_push_key(&ctx.path, "put");
+		r = state_service(as, &ctx, put, true, d) < 0 ? -EBADMSG : 0;
+	} else {
+		const char *id = json_string_value(del);
+		ssize_t at = id ? svc_find(as, id) : -1;
+
+		if (at >= 0)
+			r = delete_locked(as, (size_t)at, false, NULL);
+	}
+	if (r == 0)
+		as->seq = seq;
+out:
+	diag_free(d);
+	json_free(root);
+	return r;
+}
+
+/* Reads the snapshot, then replays the journal over it: *ret_changed
+ * when the journal held changes.  -FLOWSDN_E_AGENT_STATE when either is
+ * damaged (both kept as they are). */
+static int state_load(struct agent_services *as, bool *ret_changed)
 {
 	_cleanup_free_ char *data = NULL;
 	struct json_value *root = NULL;
-	const struct json_value *list;
-	uint64_t version = 0, next_svc = 0, next_be = 0;
-	size_t len;
+	const struct json_value *list = NULL;
+	uint64_t version = 0, seq = 0;
+	size_t len, line = 0;
+	bool torn = false;
 	int r = util_read_file(as->state_path, MAX_STATE, &data, &len);
 
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0) {
+	if (r < 0 && r != -ENOENT) {
 		pr_err("agent: %s: %s", as->state_path, util_read_strerror(r));
 		return -FLOWSDN_E_AGENT_STATE;
 	}
-	if (json_parse(data, len, NULL, &root, NULL) < 0 || json_get_uint64(json_get(root, "version"), &version) < 0 ||
-	    version != STATE_VERSION || json_get_uint64(json_get(root, "nextSvcId"), &next_svc) < 0 ||
-	    json_get_uint64(json_get(root, "nextBackendId"), &next_be) < 0 || next_svc == 0 ||
-	    next_svc > UINT32_MAX / SETS || next_be > UINT32_MAX || !(list = json_get(root, "services")) ||
-	    list->type != JSON_ARRAY) {
-		pr_err("agent: %s is damaged (kept as it is)", as->state_path);
+	if (r == 0) {
+		/* "journalSeq" is absent from the files of agents before the journal. */
+		if (json_parse(data, len, NULL, &root, NULL) < 0 ||
+		    json_get_uint64(json_get(root, "version"), &version) < 0 || version != STATE_VERSION ||
+		    counters_read(root, &as->next_svc_id, &as->next_backend_id) < 0 ||
+		    (json_get(root, "journalSeq") && json_get_uint64(json_get(root, "journalSeq"), &seq) < 0) ||
+		    !(list = json_get(root, "services")) || list->type != JSON_ARRAY) {
+			pr_err("agent: %s is damaged (kept as it is)", as->state_path);
+			json_free(root);
+			return -FLOWSDN_E_AGENT_STATE;
+		}
+		as->seq = seq;
+		as->snapshot_size = len;
+		r = apply_list(as, list, true, "services");
 		json_free(root);
+		if (r == 0 && as->next_backend_id == 0 && as->n)
+			r = -FLOWSDN_E_AGENT_STATE;
+		if (r < 0)
+			return r;
+	}
+	seq = as->seq;
+	r = journal_read(as->journal, MAX_STATE, replay_record, as, &torn, &line);
+	if (torn)
+		pr_warn("agent: %s: a torn last record (a change never acknowledged) cut off", as->journal_path);
+	if (r < 0) {
+		if (line)
+			pr_err("agent: %s: record %zu is damaged (kept as it is)", as->journal_path, line);
+		else
+			pr_err("agent: %s: %s", as->journal_path, strerror(-r));
 		return -FLOWSDN_E_AGENT_STATE;
 	}
-	as->next_svc_id = (uint32_t)next_svc;
-	as->next_backend_id = (uint32_t)next_be;
-	r = apply_list(as, list, true, "services");
-	json_free(root);
-	if (r == 0 && as->next_backend_id == 0 && as->n)
-		r = -FLOWSDN_E_AGENT_STATE;
-	return r;
+	*ret_changed = as->seq != seq;
+	return 0;
+}
+
+/* Everything the table holds into the datapath: source ranges first (a
+ * denied source is never let in meanwhile), then every service in one
+ * batched publish over what an earlier version may have left. */
+static int publish_all(struct agent_services *as)
+{
+	_cleanup_free_ const struct flowsdn_lb_service **v = NULL, **o = NULL;
+	int r = 0;
+
+	if (!as->dp)
+		return 0;
+	for (size_t i = 0; i < as->n && r == 0; i++) {
+		struct svc *s = as->svcs[i];
+
+		if (s->n_ranges || s->n_denied || s->ranges_stale)
+			r = dp_srcranges(as, &s->low, s);
+		if (r == 0 && s->prev && s->ranges_stale)
+			r = dp_srcranges(as, s->prev, NULL);
+	}
+	if (r < 0 || !as->n)
+		return r;
+	if (!as->ops->dp_services_publish) {
+		for (size_t i = 0; i < as->n && r == 0 && as->ops->dp_service_publish; i++)
+			r = as->ops->dp_service_publish(as->ctx, as->dp, &as->svcs[i]->low.svc,
+							as->svcs[i]->prev ? &as->svcs[i]->prev->svc : NULL);
+		return r;
+	}
+	v = calloc(as->n, sizeof(*v));
+	o = calloc(as->n, sizeof(*o));
+	if (!v || !o)
+		return -ENOMEM;
+	for (size_t i = 0; i < as->n; i++) {
+		v[i] = &as->svcs[i]->low.svc;
+		o[i] = as->svcs[i]->prev ? &as->svcs[i]->prev->svc : NULL;
+	}
+	return as->ops->dp_services_publish(as->ctx, as->dp, v, o, as->n);
 }
 
 void agent_services_free(struct agent_services *as)
@@ -1380,6 +1666,10 @@ void agent_services_free(struct agent_services *as)
 	free(as->ids);
 	free(as->index);
 	free(as->state_path);
+	free(as->journal_path);
+	journal_free(as->journal);
+	if (as->state_dfd >= 0)
+		close(as->state_dfd);
 	pthread_mutex_destroy(&as->lock);
 	free(as);
 }
@@ -1435,6 +1725,7 @@ int agent_services_new(const struct agent_config *cfg, const struct agent_ops *o
 		       struct flowsdn_datapath *dp, struct agent_services **ret)
 {
 	struct agent_services *as;
+	bool changed = false;
 	int r;
 
 	if (!cfg || !ops || !ret)
@@ -1446,18 +1737,31 @@ int agent_services_new(const struct agent_config *cfg, const struct agent_ops *o
 	as->ops = ops;
 	as->ctx = ctx;
 	as->dp = dp;
+	as->state_dfd = -1;
 	as->next_svc_id = 1;
 	as->next_backend_id = 1;
 	memcpy(as->node_addrs, cfg->node_addrs, sizeof(as->node_addrs));
 	as->n_node_addrs = cfg->n_node_addrs;
-	if (asprintf(&as->state_path, "%s/services.json", cfg->state_dir) < 0) {
+	if (asprintf(&as->state_path, "%s/" STATE_FILE, cfg->state_dir) < 0)
 		as->state_path = NULL;
+	if (asprintf(&as->journal_path, "%s/" JOURNAL_FILE, cfg->state_dir) < 0)
+		as->journal_path = NULL;
+	if (!as->state_path || !as->journal_path) {
 		r = -ENOMEM;
+		goto out;
+	}
+	r = util_mkdir_p(cfg->state_dir, 0700);
+	if (r == 0) {
+		as->state_dfd = open(cfg->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r = as->state_dfd < 0 ? -errno : journal_open(as->state_dfd, JOURNAL_FILE, &as->journal);
+	}
+	if (r < 0) {
+		pr_err("agent: %s: %s", as->journal_path, strerror(-r));
 		goto out;
 	}
 	r = socklb_attach(as, cfg->socket_lb_cgroup);
 	if (r == 0)
-		r = state_load(as);
+		r = state_load(as, &changed);
 	if (r == 0 && cfg->services_json) {
 		struct json_value *list = NULL;
 
@@ -1469,7 +1773,23 @@ int agent_services_new(const struct agent_config *cfg, const struct agent_ops *o
 		}
 		json_free(list);
 	}
-	if (r == 0 && (as->n || cfg->services_json))
+	if (r == 0) {
+		r = publish_all(as);
+		if (r < 0)
+			pr_err("agent: publishing the services: %s", flowsdn_strerror(r));
+	}
+	for (size_t i = 0; i < as->n; i++) {
+		struct svc *s = as->svcs[i];
+
+		if (s->prev)
+			lowered_clear(s->prev);
+		free(s->prev);
+		s->prev = NULL;
+		s->from_state = s->ranges_stale = false;
+	}
+	/* One snapshot for what the start changed: the configuration's
+	 * services, the journal folded in. */
+	if (r == 0 && (changed || cfg->services_json))
 		r = state_save(as);
 out:
 	if (r < 0) {

@@ -412,7 +412,8 @@ static int member_cmp(const void *a, const void *b)
 	return r ? r : (x->key_len > y->key_len) - (x->key_len < y->key_len);
 }
 
-/* Finds a duplicate key of an object: O(n log n). */
+/* Finds a duplicate key of an object: O(n log n); small objects, the
+ * common case, by comparing every pair without an allocation. */
 static const char *find_duplicate(const struct json_value *obj, int *ret_oom)
 {
 	size_t n = obj->u.object.n;
@@ -422,6 +423,15 @@ static const char *find_duplicate(const struct json_value *obj, int *ret_oom)
 	*ret_oom = 0;
 	if (n < 2)
 		return NULL;
+	if (n <= 12) {
+		const struct json_member *m = obj->u.object.members;
+
+		for (size_t i = 1; i < n; i++)
+			for (size_t j = 0; j < i; j++)
+				if (m[i].key_len == m[j].key_len && !memcmp(m[i].key, m[j].key, m[i].key_len))
+					return m[i].key;
+		return NULL;
+	}
 	idx = malloc(n * sizeof(*idx));
 	if (!idx) {
 		*ret_oom = 1;

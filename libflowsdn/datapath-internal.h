@@ -35,6 +35,11 @@ struct flowsdn_maps {
 };
 
 const char *flowsdn__map_name(enum fsdn_map m);
+/* Writes the @n pairs keys[i] (@key_size bytes each), vals[i]
+ * (@value_size) to @fd with BPF_MAP_UPDATE_BATCH, or one update each on a
+ * kernel without it for this map type (datapath-batch.c). */
+int flowsdn__map_update_many(int fd, const void *keys, const void *vals, size_t n, size_t key_size,
+			     size_t value_size);
 
 struct flowsdn_datapath;
 /* The pin directory of @dp. */

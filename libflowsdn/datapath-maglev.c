@@ -64,23 +64,10 @@ static int table_open(struct flowsdn_maps *maps, uint32_t svc_id, int *ret_fd, u
 	return 0;
 }
 
-/* Writes vals[i] to slot keys[i], i < n: one batch, or one update each on
- * a kernel without BPF_MAP_UPDATE_BATCH for arrays. */
+/* Writes vals[i] to slot keys[i], i < n. */
 static int write_slots(int fd, const __u32 *keys, const __u32 *vals, __u32 n)
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, o);
-	__u32 count = n;
-
-	if (n == 0)
-		return 0;
-	if (bpf_map_update_batch(fd, keys, vals, &count, &o) == 0)
-		return 0;
-	if (!batch_unsupported(errno))
-		return -errno;
-	for (__u32 i = 0; i < n; i++)
-		if (bpf_map_update_elem(fd, &keys[i], &vals[i], BPF_ANY) < 0)
-			return -errno;
-	return 0;
+	return flowsdn__map_update_many(fd, keys, vals, n, sizeof(*keys), sizeof(*vals));
 }
 
 /* A new table of @m slots holding @table, put in the outer map last. */

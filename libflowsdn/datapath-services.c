@@ -194,15 +194,67 @@ static bool frontend_in(const struct flowsdn_lb_service *svc, const struct flows
 	return false;
 }
 
-static int map_write(struct flowsdn_maps *maps, enum fsdn_map m, const void *key, const void *value)
-{
-	if (bpf_map_update_elem(maps->fd[m], key, value, BPF_ANY) < 0) {
-		int r = -errno;
+/* Entries of one map gathered for one write (flowsdn__map_update_many()). */
+struct batch {
+	enum fsdn_map map;
+	size_t key_size, value_size;
+	unsigned char *keys, *vals;
+	size_t n, cap;
+	int error; /* the first failure to gather: -ENOMEM */
+};
 
-		pr_warn("service maps: write to %s: %s", flowsdn__map_name(m), strerror(errno));
-		return r;
+static void batch_init(struct batch *b, enum fsdn_map m, size_t key_size, size_t value_size)
+{
+	*b = (struct batch){ .map = m, .key_size = key_size, .value_size = value_size };
+}
+
+static void batch_done(struct batch *b)
+{
+	free(b->keys);
+	free(b->vals);
+	b->keys = b->vals = NULL;
+	b->n = b->cap = 0;
+}
+
+static void batch_add(struct batch *b, const void *key, const void *value)
+{
+	if (b->error)
+		return;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		unsigned char *k = realloc(b->keys, cap * b->key_size), *v;
+
+		if (!k) {
+			b->error = -ENOMEM;
+			return;
+		}
+		b->keys = k;
+		v = realloc(b->vals, cap * b->value_size);
+		if (!v) {
+			b->error = -ENOMEM;
+			return;
+		}
+		b->vals = v;
+		b->cap = cap;
 	}
-	return 0;
+	memcpy(b->keys + b->n * b->key_size, key, b->key_size);
+	memcpy(b->vals + b->n * b->value_size, value, b->value_size);
+	b->n++;
+}
+
+/* Writes what @b gathered and empties it. */
+static int batch_flush(struct flowsdn_maps *maps, struct batch *b)
+{
+	int r = b->error;
+
+	if (r == 0 && b->n) {
+		r = flowsdn__map_update_many(maps->fd[b->map], b->keys, b->vals, b->n, b->key_size, b->value_size);
+		if (r < 0)
+			pr_warn("service maps: write to %s: %s", flowsdn__map_name(b->map), strerror(-r));
+	}
+	b->n = 0;
+	b->error = 0;
+	return r;
 }
 
 static int map_delete(struct flowsdn_maps *maps, enum fsdn_map m, const void *key)
@@ -216,52 +268,43 @@ static int map_delete(struct flowsdn_maps *maps, enum fsdn_map m, const void *ke
 	return 0;
 }
 
-static int write_backends(struct flowsdn_maps *maps, const struct flowsdn_lb_service *svc,
-			  const struct flowsdn_lb_service *old)
+static void gather_backends(struct batch *b, const struct flowsdn_lb_service *svc, const struct flowsdn_lb_service *old)
 {
 	for (size_t s = 0; s < svc->n_sets; s++) {
 		for (size_t i = 0; i < svc->sets[s].n_backends; i++) {
-			const struct flowsdn_lb_backend *b = &svc->sets[s].backends[i], *o;
+			const struct flowsdn_lb_backend *be = &svc->sets[s].backends[i], *o;
 			struct flowsdn_backend v;
-			int r;
 
-			if (find_backend(svc, b->id) != b)
+			if (find_backend(svc, be->id) != be)
 				continue; /* written with its first set */
-			o = old ? find_backend(old, b->id) : NULL;
-			if (o && backend_same(o, b))
+			o = old ? find_backend(old, be->id) : NULL;
+			if (o && backend_same(o, be))
 				continue;
 			memset(&v, 0, sizeof(v));
-			addr_words(&b->addr, v.addr);
-			v.port = htons(b->port);
-			v.protocol = b->protocol;
-			v.family = b->addr.family;
-			v.state = b->state;
-			v.flags = b->flags;
-			r = map_write(maps, FSDN_MAP_BACKEND, &b->id, &v);
-			if (r < 0)
-				return r;
+			addr_words(&be->addr, v.addr);
+			v.port = htons(be->port);
+			v.protocol = be->protocol;
+			v.family = be->addr.family;
+			v.state = be->state;
+			v.flags = be->flags;
+			batch_add(b, &be->id, &v);
 		}
 	}
-	return 0;
 }
 
 /* Slots 0..n-1 of @set, only those that differ from @old_set's. */
-static int write_slots(struct flowsdn_maps *maps, const struct flowsdn_lb_set *set, const struct flowsdn_lb_set *old_set)
+static void gather_slots(struct batch *b, const struct flowsdn_lb_set *set, const struct flowsdn_lb_set *old_set)
 {
 	uint32_t n = set_slot_count(set), old_n = old_set ? set_slot_count(old_set) : 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct flowsdn_svc_slot_key k = { .svc_id = set->svc_id, .slot = i };
 		struct flowsdn_svc_slot_value v = { .backend_id = set_slot_backend(set, i) };
-		int r;
 
 		if (i < old_n && set_slot_backend(old_set, i) == v.backend_id)
 			continue;
-		r = map_write(maps, FSDN_MAP_SVC_SLOT, &k, &v);
-		if (r < 0)
-			return r;
+		batch_add(b, &k, &v);
 	}
-	return 0;
 }
 
 static bool has_maglev(const struct flowsdn_lb_set *set)
@@ -280,14 +323,13 @@ static int write_maglev(struct flowsdn_maps *maps, const struct flowsdn_lb_set *
 					 set->maglev_size, NULL);
 }
 
-static int write_frontends(struct flowsdn_maps *maps, const struct flowsdn_lb_service *svc)
+static void gather_frontends(struct batch *b, const struct flowsdn_lb_service *svc)
 {
 	for (size_t f = 0; f < svc->n_frontends; f++) {
 		const struct flowsdn_lb_frontend *fe = &svc->frontends[f];
 		const struct flowsdn_lb_set *set = &svc->sets[fe->set];
 		struct flowsdn_service_key k;
 		struct flowsdn_service_value v;
-		int r;
 
 		frontend_key(fe, &k);
 		memset(&v, 0, sizeof(v));
@@ -296,11 +338,8 @@ static int write_frontends(struct flowsdn_maps *maps, const struct flowsdn_lb_se
 		v.flags = set->flags | fe->flags;
 		v.affinity_timeout = (set->flags & FLOWSDN_SVC_F_AFFINITY) ? set->affinity_timeout : 0;
 		v.maglev_size = has_maglev(set) ? set->maglev_size : 0;
-		r = map_write(maps, FSDN_MAP_SVC, &k, &v);
-		if (r < 0)
-			return r;
+		batch_add(b, &k, &v);
 	}
-	return 0;
 }
 
 /* What @old had and @svc (NULL: nothing) has not, frontends first. */
@@ -347,29 +386,65 @@ static int remove_stale(struct flowsdn_maps *maps, const struct flowsdn_lb_servi
 	return r;
 }
 
+/* The phases of flowsdn_maps_service_publish() over @n services at once,
+ * each phase one batched write per map. */
+static int publish_many(struct flowsdn_maps *maps, const struct flowsdn_lb_service *const *svcs,
+			const struct flowsdn_lb_service *const *olds, size_t n)
+{
+	struct batch b;
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (service_valid(svcs[i]) < 0 || (olds && olds[i] && service_valid(olds[i]) < 0))
+			return -EINVAL;
+	batch_init(&b, FSDN_MAP_BACKEND, sizeof(uint32_t), sizeof(struct flowsdn_backend));
+	for (size_t i = 0; i < n; i++)
+		gather_backends(&b, svcs[i], olds ? olds[i] : NULL);
+	r = batch_flush(maps, &b);
+	batch_done(&b);
+	batch_init(&b, FSDN_MAP_SVC_SLOT, sizeof(struct flowsdn_svc_slot_key), sizeof(struct flowsdn_svc_slot_value));
+	for (size_t i = 0; i < n && r == 0; i++) {
+		for (size_t s = 0; s < svcs[i]->n_sets && r == 0; s++) {
+			const struct flowsdn_lb_set *set = &svcs[i]->sets[s];
+			const struct flowsdn_lb_set *os = find_set(olds ? olds[i] : NULL, set->svc_id);
+
+			gather_slots(&b, set, os);
+			if (has_maglev(set))
+				r = write_maglev(maps, set, os);
+		}
+	}
+	if (r == 0)
+		r = batch_flush(maps, &b);
+	batch_done(&b);
+	batch_init(&b, FSDN_MAP_SVC, sizeof(struct flowsdn_service_key), sizeof(struct flowsdn_service_value));
+	for (size_t i = 0; i < n && r == 0; i++)
+		gather_frontends(&b, svcs[i]);
+	if (r == 0)
+		r = batch_flush(maps, &b);
+	batch_done(&b);
+	for (size_t i = 0; i < n && r == 0; i++)
+		if (olds && olds[i])
+			r = remove_stale(maps, olds[i], svcs[i]);
+	return r;
+}
+
 FLOWSDN_API int flowsdn_maps_service_publish(struct flowsdn_maps *maps, const struct flowsdn_lb_service *svc,
 					     const struct flowsdn_lb_service *old)
 {
-	int r;
-
-	if (!maps || service_valid(svc) < 0 || (old && service_valid(old) < 0))
+	if (!maps || !svc)
 		return -EINVAL;
-	r = write_backends(maps, svc, old);
-	if (r < 0)
-		return r;
-	for (size_t s = 0; s < svc->n_sets; s++) {
-		const struct flowsdn_lb_set *set = &svc->sets[s], *os = find_set(old, set->svc_id);
+	return publish_many(maps, &svc, old ? &old : NULL, 1);
+}
 
-		r = write_slots(maps, set, os);
-		if (r == 0 && has_maglev(set))
-			r = write_maglev(maps, set, os);
-		if (r < 0)
-			return r;
-	}
-	r = write_frontends(maps, svc);
-	if (r < 0)
-		return r;
-	return old ? remove_stale(maps, old, svc) : 0;
+FLOWSDN_API int flowsdn_maps_services_publish(struct flowsdn_maps *maps, const struct flowsdn_lb_service *const *svcs,
+					      const struct flowsdn_lb_service *const *olds, size_t n)
+{
+	if (!maps || (n && !svcs))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!svcs[i])
+			return -EINVAL;
+	return publish_many(maps, svcs, olds, n);
 }
 
 FLOWSDN_API int flowsdn_maps_service_remove(struct flowsdn_maps *maps, const struct flowsdn_lb_service *old)

@@ -258,6 +258,7 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		ro.services_ctx = d->provider;
 		ro.config = d->config;
 		ro.policy = d->policy;
+		ro.persistence = flash_operator_config_persistence(d->config);
 		if (!ro.registry)
 			ro.registry = opts->image ? &opts->registry : &d->registry;
 		r = op_runtime_start(&ro, &d->runtime, err, err_size);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,7 +40,7 @@ static int64_t now_ms(void)
 static const char *const default_env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 
 /* In the child: never returns. */
-static void child(const struct op_exec *e, int in_fd, int out_fd, int err_fd)
+static void child(const struct op_exec *e, pid_t parent, int in_fd, int out_fd, int err_fd)
 {
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	sigset_t none;
@@ -47,6 +48,11 @@ static void child(const struct op_exec *e, int in_fd, int out_fd, int err_fd)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL); /* the operator blocks its signals */
 	signal(SIGPIPE, SIG_DFL);
+	/* runsc and CNI die with the operator's thread that waits for them: a
+	 * SIGKILLed operator leaves no runsc create finishing a sandbox nobody
+	 * records (the next operator removes what it half made). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(124);
 
 	if (in_fd < 0)
 		in_fd = devnull;
@@ -72,7 +78,7 @@ int op_exec_run(const struct op_exec *e, int *ret_status, char **ret_out, char *
 	int64_t deadline;
 	size_t in_off = 0;
 	int status = 0, r = 0;
-	pid_t pid;
+	pid_t pid, parent;
 
 	if (!e || !e->argv || !e->argv[0] || !ret_status)
 		return -EINVAL;
@@ -89,13 +95,14 @@ int op_exec_run(const struct op_exec *e, int *ret_status, char **ret_out, char *
 		r = -errno;
 		goto out;
 	}
+	parent = getpid();
 	pid = fork();
 	if (pid < 0) {
 		r = -errno;
 		goto out;
 	}
 	if (pid == 0)
-		child(e, in[0], e->stdout_fd > 0 ? e->stdout_fd : out[1], e->stderr_fd > 0 ? e->stderr_fd : err[1]);
+		child(e, parent, in[0], e->stdout_fd > 0 ? e->stdout_fd : out[1], e->stderr_fd > 0 ? e->stderr_fd : err[1]);
 	for (int *fd = (int[]){ in[0], out[1], err[1] }, k = 0; k < 3; k++)
 		if (fd[k] >= 0)
 			close(fd[k]);

@@ -42,4 +42,33 @@ int op_netns_remove(const char *path);
  * @max_bytes.  The fds are closed in the caller.  0 or -errno. */
 int op_log_shim_start(int out_fd, int err_fd, const char *log_path, size_t max_bytes);
 
+/* ---------------------------------------------------------------- storage */
+
+/* Disk-backed bounded file systems (runtime-storage.c): a sparse file
+ * formatted ext4, on a loop device, mounted nosuid,nodev. */
+#define OP_STORAGE_MIN_BYTES (16u << 20)
+
+/* The one rule splitting a workload's disk budget (bytes): the root file
+ * system (the unpacked image and its writable part) and, with
+ * persistence, the /root volume, which gets half of what the image
+ * leaves (MiB-aligned; none when that is under 2 * OP_STORAGE_MIN_BYTES).
+ * The root file system is never smaller than @image_bytes +
+ * OP_STORAGE_MIN_BYTES. */
+void op_storage_split(uint64_t budget, uint64_t image_bytes, bool persistence, uint64_t *ret_rootfs,
+		      uint64_t *ret_root_volume);
+
+/* Makes @path (a new file: never replaces one) a sparse ext4 file system
+ * of @bytes with @mkfs (NULL: /sbin/mkfs.ext4).  On failure nothing is
+ * left and @err says why: -EINVAL (size), -EEXIST, -EIO (mkfs failed),
+ * -errno. */
+int op_storage_create(const char *path, uint64_t bytes, const char *mkfs, char *err, size_t err_size);
+
+/* Attaches @path to a free loop device (autoclear) and mounts it on
+ * @target (made when missing).  On failure no device stays attached.
+ * 0 or -errno with @err. */
+int op_storage_mount(const char *path, const char *target, char *err, size_t err_size);
+
+/* Is an ext4 file system mounted on @target? */
+bool op_storage_mounted(const char *target);
+
 #endif

@@ -38,8 +38,15 @@
 #define RID_MAX 96
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS 60000
+/* A replica ready this long before it exits starts its backoff over (a
+ * crash loop that becomes ready each time still backs off). */
+#define BACKOFF_RESET_MS 60000
 #define TRANSIENT_ATTEMPTS 5
 #define PROBE_MS 200
+/* The next pass while a replica started less than FAST_FOR_MS ago is
+ * not ready yet (its probe); afterwards the period. */
+#define FAST_PASS_MS 20
+#define FAST_FOR_MS 10000
 #define LAST_LINES_BYTES 1024
 
 enum replica_state { R_STARTING, R_READY, R_DEAD };
@@ -55,6 +62,8 @@ struct replica {
 	unsigned int udp_quiet;
 	enum replica_state state;
 	bool ever_ready;
+	int64_t ready_ms;   /* when it became ready (monotonic), 0: not ready */
+	int64_t started_ms; /* when it was started or adopted (monotonic) */
 	int pidfd;
 	pid_t pid;
 	struct replica *next;
@@ -80,7 +89,8 @@ struct svc_state {
 
 struct op_runtime {
 	char *dir, *runsc, *cni_bin, *cni_plugin, *cni_conf, *agent_socket, *cgroup_parent, *dns, *host_resolv;
-	char *runsc_root, *content_store;
+	char *runsc_root, *content_store, *mkfs;
+	bool persistence, sweep;    /* sweep: look for what deleted services left (first pass) */
 	struct op_image_settings registry;
 	unsigned int interval_ms;
 	size_t log_max;
@@ -437,8 +447,8 @@ static void retire(struct op_runtime *rt, struct replica *rp)
 /* ---------------------------------------------------------------- image */
 
 /* Resolves and pulls the pinned image into the content store and unpacks
- * it onto @rootfs (a tmpfs bounded by @limit bytes: image plus writable
- * root fit the workload's disk limit).  The image's entrypoint and env
+ * it onto @rootfs (an ext4 image of @limit bytes, @rootfs.img: image plus
+ * writable root fit the workload's disk budget).  The image's entrypoint and env
  * are returned for a spec without a command.  *ret_terminal says whether
  * retrying could help. */
 static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t limit, const char *rootfs,
@@ -447,10 +457,10 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 	FLASH_OPTS(flash_image_opts, o, .content_store = rt->content_store, .ca_file = rt->registry.ca_file,
 		   .credentials = rt->registry.credentials, .n_credentials = rt->registry.n_credentials, .plain_http = rt->registry.plain_http, .timeout_ms = rt->registry.timeout_ms ? rt->registry.timeout_ms : 120000);
 	struct flash_image_unpack_opts uo = { .sz = sizeof(uo), .max_bytes = limit };
-	struct flash_image *img = NULL;
+	struct flash_image *image = NULL;
 	struct flash_diag *diag = NULL;
 	struct json_value *cfg = NULL;
-	char *blob = NULL, *text = NULL, opts[64];
+	char *blob = NULL, *text = NULL, *img = NULL;
 	size_t len = 0;
 	int r;
 
@@ -458,9 +468,9 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 	r = flash_diag_new(&diag);
 	if (r < 0)
 		return r;
-	r = flash_image_resolve(pinned, &o, &img, diag);
+	r = flash_image_resolve(pinned, &o, &image, diag);
 	if (r == 0)
-		r = flash_image_pull(img, diag);
+		r = flash_image_pull(image, diag);
 	if (r < 0) {
 		const struct flash_diag_entry *e = flash_diag_get(diag, 0);
 
@@ -473,16 +483,20 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 		snprintf(err, err_size, "%s: %s", rootfs, strerror(-r));
 		goto out;
 	}
-	snprintf(opts, sizeof(opts), "size=%" PRIu64 ",mode=0755", limit);
-	if (mount("flash-rootfs", rootfs, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
-		r = -errno;
-		snprintf(err, err_size, "mounting the rootfs tmpfs on %s: %s", rootfs, strerror(-r));
+	if (asprintf(&img, "%s.img", rootfs) < 0) {
+		img = NULL;
+		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < flash_image_layer_count(img); i++) {
+	r = op_storage_create(img, limit, rt->mkfs, err, err_size);
+	if (r == 0)
+		r = op_storage_mount(img, rootfs, err, err_size);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < flash_image_layer_count(image); i++) {
 		free(blob);
 		blob = NULL;
-		r = flash_image_blob_path(rt->content_store, flash_image_layer_digest(img, i), &blob);
+		r = flash_image_blob_path(rt->content_store, flash_image_layer_digest(image, i), &blob);
 		if (r == 0)
 			r = flash_image_layer_unpack(blob, rootfs, &uo, diag);
 		if (r < 0) {
@@ -496,7 +510,7 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 	/* The image config: Entrypoint + Cmd and Env. */
 	free(blob);
 	blob = NULL;
-	if (flash_image_blob_path(rt->content_store, flash_image_config_digest(img), &blob) == 0 &&
+	if (flash_image_blob_path(rt->content_store, flash_image_config_digest(image), &blob) == 0 &&
 	    util_read_file(blob, FLASH_IMAGE_CONFIG_MAX, &text, &len) == 0 && json_parse(text, len, NULL, &cfg, NULL) == 0) {
 		const struct json_value *c = json_get(cfg, "config");
 		const char *keys[2][2] = { { "Entrypoint", "Cmd" }, { "Env", NULL } };
@@ -523,7 +537,8 @@ out:
 	json_free(cfg);
 	free(text);
 	free(blob);
-	flash_image_free(img);
+	free(img);
+	flash_image_free(image);
 	flash_diag_free(diag);
 	return r;
 }
@@ -555,6 +570,59 @@ static bool program_present(const char *rootfs, const char *prog)
 	return false;
 }
 
+/* ---------------------------------------------------------------- volumes */
+
+static char *volume_dir(struct op_runtime *rt, const char *svc)
+{
+	char *p = NULL;
+
+	return asprintf(&p, "%s/volumes/%s", rt->dir, svc) < 0 ? NULL : p;
+}
+
+/* The /root volume of service @svc, mounted (made at @bytes the first
+ * time; kept as it is afterwards): *ret is its mount point. */
+static int root_volume(struct op_runtime *rt, const char *svc, uint64_t bytes, char **ret, char *err, size_t err_size)
+{
+	char *d = volume_dir(rt, svc), *img = d ? path_join(d, "root.img") : NULL, *mnt = d ? path_join(d, "root") : NULL;
+	struct stat st;
+	int r = d && img && mnt ? util_mkdir_p(d, 0700) : -ENOMEM;
+
+	if (r < 0 && r != -ENOMEM)
+		snprintf(err, err_size, "%s: %s", d, strerror(-r));
+	if (r == 0 && !op_storage_mounted(mnt)) {
+		if (lstat(img, &st) < 0 && errno == ENOENT)
+			r = op_storage_create(img, bytes, rt->mkfs, err, err_size);
+		else if (lstat(img, &st) < 0 || !S_ISREG(st.st_mode)) {
+			r = -EINVAL;
+			snprintf(err, err_size, "%s: not a regular file", img);
+		}
+		if (r == 0)
+			r = op_storage_mount(img, mnt, err, err_size);
+	}
+	free(d);
+	free(img);
+	if (r < 0) {
+		free(mnt);
+		return r;
+	}
+	*ret = mnt;
+	return 0;
+}
+
+/* Unmounts (lazily: a retiring sandbox may still hold it) and removes the
+ * volume of a deleted service. */
+static void volume_remove(struct op_runtime *rt, const char *svc)
+{
+	char *d = volume_dir(rt, svc), *mnt = d ? path_join(d, "root") : NULL;
+
+	if (mnt && op_storage_mounted(mnt))
+		umount2(mnt, MNT_DETACH);
+	if (d)
+		nftw(d, rm_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	free(mnt);
+	free(d);
+}
+
 /* ---------------------------------------------------------------- start */
 
 static int pidfd_of(pid_t pid)
@@ -575,10 +643,13 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 {
 	struct replica *rp = calloc(1, sizeof(*rp));
 	char *dir = NULL, *rootfs = NULL, *netns = NULL, *resolv = NULL, *resolv_path = NULL, *config = NULL,
-	     *config_path = NULL, *logp = NULL, **entry = NULL, **ienv = NULL, cg[256], status[32];
+	     *config_path = NULL, *logp = NULL, **entry = NULL, **ienv = NULL, *volume = NULL, cg[256], status[32];
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, r;
 	size_t config_len = 0;
-	uint64_t limit = (uint64_t)flash_spec_ephemeral_storage_gib(spec) << 30;
+	uint64_t rootfs_bytes = 0, volume_bytes = 0;
+
+	op_storage_split((uint64_t)flash_spec_ephemeral_storage_gib(spec) << 30, s->image_bytes, rt->persistence,
+			 &rootfs_bytes, &volume_bytes);
 
 	*ret_terminal = false;
 	if (!rp)
@@ -627,10 +698,14 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 		snprintf(err, err_size, "recording the replica: %s", strerror(-r));
 		goto fail;
 	}
-	r = prepare_rootfs(rt, s->image_pinned, limit > s->image_bytes ? limit : s->image_bytes + (64u << 20), rootfs,
-			   &entry, &ienv, ret_terminal, err, err_size);
+	r = prepare_rootfs(rt, s->image_pinned, rootfs_bytes, rootfs, &entry, &ienv, ret_terminal, err, err_size);
 	if (r < 0)
 		goto fail;
+	if (volume_bytes) {
+		r = root_volume(rt, s->id, volume_bytes, &volume, err, err_size);
+		if (r < 0)
+			goto fail;
+	}
 	{
 		const char *prog = flash_spec_command_count(spec) ? flash_spec_command(spec, 0) : entry ? entry[0] : NULL;
 
@@ -671,6 +746,7 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 		.netns_path = netns,
 		.cgroups_path = cg,
 		.resolv_conf = resolv_path,
+		.root_volume = volume,
 	};
 	r = op_bundle_config(&bp, &config, &config_len);
 	if (r == 0)
@@ -703,6 +779,7 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 		goto fail;
 	}
 	rp->state = R_STARTING;
+	rp->started_ms = mono_ms();
 	*ret = rp;
 	rp = NULL;
 	r = 0;
@@ -724,6 +801,7 @@ out:
 	free(config);
 	free(config_path);
 	free(logp);
+	free(volume);
 	free(rp);
 	return r;
 }
@@ -1041,6 +1119,8 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 			} else if (rp->idx < IDX_MAX) {
 				unsigned int *b = &ss->backoff_ms[rp->idx];
 
+				if (rp->ready_ms && now - rp->ready_ms >= BACKOFF_RESET_MS)
+					*b = 0;
 				*b = *b ? (*b * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : *b * 2) : BACKOFF_FIRST_MS;
 				ss->not_before_ms[rp->idx] = now + *b;
 				ss->restarts[rp->idx] = rp->restarts + 1;
@@ -1060,12 +1140,11 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 		}
 		if (rp->state == R_STARTING && probe(rp)) {
 			rp->state = R_READY;
+			rp->ready_ms = now;
 			if (!rp->ever_ready) {
 				rp->ever_ready = true;
 				save_replica(rt, rp);
 			}
-			if (rp->idx < IDX_MAX)
-				ss->backoff_ms[rp->idx] = 0;
 		}
 		pp = &rp->next;
 	}
@@ -1181,6 +1260,44 @@ publish:
 	flash_spec_free(spec);
 }
 
+/* What a deleted service leaves: its logs and its /root volume. */
+static void service_files_remove(struct op_runtime *rt, const char *id)
+{
+	char *d = NULL;
+
+	if (asprintf(&d, "%s/logs/%s", rt->dir, id) >= 0)
+		nftw(d, rm_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	free(d);
+	volume_remove(rt, id);
+}
+
+/* The first pass after a start: logs and volumes of services deleted
+ * while no operator ran. */
+static void sweep(struct op_runtime *rt, struct op_service **list, size_t n)
+{
+	static const char *const subdirs[] = { "logs", "volumes" };
+
+	for (size_t k = 0; k < ARRAY_SIZE(subdirs); k++) {
+		char *p = path_join(rt->dir, subdirs[k]);
+		DIR *d = p ? opendir(p) : NULL;
+		struct dirent *de;
+
+		while (d && (de = readdir(d))) {
+			bool live = false;
+
+			if (!names_service_id_valid(de->d_name))
+				continue;
+			for (size_t i = 0; i < n && !live; i++)
+				live = strcmp(list[i]->id, de->d_name) == 0;
+			if (!live)
+				service_files_remove(rt, de->d_name);
+		}
+		if (d)
+			closedir(d);
+		free(p);
+	}
+}
+
 static void reconcile(struct op_runtime *rt)
 {
 	struct op_service **list = NULL;
@@ -1215,21 +1332,31 @@ static void reconcile(struct op_runtime *rt)
 		}
 		pp = &rp->next;
 	}
+	struct svc_state *gone = NULL;
+
 	pthread_mutex_lock(&rt->lock);
 	for (struct svc_state **pp = &rt->svcs, *s; (s = *pp);) {
 		if (!s->seen) {
-			char *d = NULL;
-
 			*pp = s->next;
-			if (asprintf(&d, "%s/logs/%s", rt->dir, s->id) >= 0)
-				nftw(d, rm_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-			free(d);
-			free(s);
+			s->next = gone;
+			gone = s;
 			continue;
 		}
 		pp = &s->next;
 	}
 	pthread_mutex_unlock(&rt->lock);
+	/* Files are removed outside the lock. */
+	while (gone) {
+		struct svc_state *s = gone;
+
+		gone = s->next;
+		service_files_remove(rt, s->id);
+		free(s);
+	}
+	if (rt->sweep) {
+		sweep(rt, list, n);
+		rt->sweep = false;
+	}
 	op_service_list_free(list, n);
 }
 
@@ -1247,10 +1374,17 @@ static void *loop(void *arg)
 		}
 		rt->kicked = false;
 		pthread_mutex_unlock(&rt->lock);
+		unsigned int wait_ms = rt->interval_ms;
+
 		reconcile(rt);
+		/* A starting replica is probed again soon: readiness is seen
+		 * within a probe, not a period. */
+		for (struct replica *rp = rt->replicas; rp; rp = rp->next)
+			if (rp->state == R_STARTING && mono_ms() - rp->started_ms < FAST_FOR_MS && wait_ms > FAST_PASS_MS)
+				wait_ms = FAST_PASS_MS;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += rt->interval_ms / 1000;
-		ts.tv_nsec += (long)(rt->interval_ms % 1000) * 1000000;
+		ts.tv_sec += wait_ms / 1000;
+		ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -1265,6 +1399,33 @@ static void *loop(void *arg)
 }
 
 /* ---------------------------------------------------------------- adoption */
+
+/* Sandboxes runsc knows (its --root is the runtime's own) without a
+ * replica directory: left by an operator killed between runsc create and
+ * its record, or by a runsc that finished after it.  Removed. */
+static void remove_orphans(struct op_runtime *rt)
+{
+	char *out = NULL, err[512], *save = NULL;
+
+	if (runsc(rt, (const char *const[]){ "list", "-quiet", NULL }, -1, -1, false, 10000, &out, err, sizeof(err)) < 0)
+		return;
+	for (char *id = strtok_r(out, "\n", &save); id; id = strtok_r(NULL, "\n", &save)) {
+		char *dir = replica_dir(rt, id);
+		struct replica *rp;
+		struct stat st;
+
+		if (!dir || strlen(id) >= RID_MAX || lstat(dir, &st) == 0 || errno != ENOENT ||
+		    !(rp = calloc(1, sizeof(*rp)))) {
+			free(dir);
+			continue;
+		}
+		free(dir);
+		rp->pidfd = -1;
+		snprintf(rp->id, sizeof(rp->id), "%s", id);
+		retire(rt, rp);
+	}
+	free(out);
+}
 
 /* Reads every DIR/replicas/ID: a replica runsc still runs is adopted as it is;
  * anything else is removed. */
@@ -1312,6 +1473,7 @@ static void adopt(struct op_runtime *rt)
 
 			rp->pidfd = pidfd_of(rp->pid);
 			rp->state = R_STARTING; /* probed again before it counts */
+			rp->started_ms = mono_ms();
 			if (ss && rp->idx < IDX_MAX)
 				ss->restarts[rp->idx] = rp->restarts;
 			rp->next = rt->replicas;
@@ -1323,6 +1485,7 @@ static void adopt(struct op_runtime *rt)
 	if (d)
 		closedir(d);
 	free(dirp);
+	remove_orphans(rt);
 	/* The probe port comes from the spec on the first pass
 	 * (reconcile_service). */
 }
@@ -1391,6 +1554,13 @@ int op_runtime_start(const struct op_runtime_opts *opts, struct op_runtime **ret
 	rt->dns = opts->dns ? strdup(opts->dns) : NULL;
 	rt->host_resolv = opts->host_resolv ? strdup(opts->host_resolv) : NULL;
 	rt->runsc_root = path_join(opts->dir, "runsc");
+	rt->persistence = opts->persistence;
+	rt->sweep = true;
+	rt->mkfs = find_in_path(opts->mkfs ? opts->mkfs : "mkfs.ext4");
+	for (size_t i = 0; !opts->mkfs && !executable(rt->mkfs) && i < 2; i++) {
+		free(rt->mkfs);
+		rt->mkfs = strdup(i == 0 ? "/usr/sbin/mkfs.ext4" : "/sbin/mkfs.ext4");
+	}
 	/* The admission's content store when configured (blobs pulled once). */
 	rt->content_store = opts->registry && opts->registry->content_store ? strdup(opts->registry->content_store)
 									  : path_join(opts->dir, "images");
@@ -1410,6 +1580,12 @@ int op_runtime_start(const struct op_runtime_opts *opts, struct op_runtime **ret
 	}
 	if (!executable(rt->runsc)) {
 		snprintf(err, err_size, "%s: runsc not found or not executable", opts->runsc ? opts->runsc : "runsc");
+		r = -ENOENT;
+		goto fail;
+	}
+	if (!executable(rt->mkfs)) {
+		snprintf(err, err_size, "%s: not found or not executable (e2fsprogs): replicas' root file systems are ext4 images",
+			 opts->mkfs ? opts->mkfs : "mkfs.ext4");
 		r = -ENOENT;
 		goto fail;
 	}
@@ -1528,6 +1704,7 @@ void op_runtime_stop(struct op_runtime *rt)
 	free(rt->host_resolv);
 	free(rt->runsc_root);
 	free(rt->content_store);
+	free(rt->mkfs);
 	pthread_mutex_destroy(&rt->lock);
 	pthread_cond_destroy(&rt->wake);
 	pthread_cond_destroy(&rt->idle);

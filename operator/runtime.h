@@ -20,9 +20,13 @@
  * runsc still runs without restarting them.
  *
  * Files (all under opts->dir, made mode 0700): replicas/ID/ (bundle:
- * config.json, rootfs on a tmpfs bounded by the workload's disk limit,
- * resolv.conf, netns), logs/SERVICE/N.log (+ N.log.1, rotated), runsc/
- * (runsc --root), images/ (the content store).
+ * config.json, rootfs: an ext4 image rootfs.img, sparse, bounded by the
+ * workload's disk budget (op_storage_split()), mounted through a loop
+ * device, resolv.conf, netns), volumes/SERVICE/ (with persistence: the
+ * /root volume root.img mounted on root/, shared by the service's
+ * replicas, kept across replica and operator restarts, removed with the
+ * service), logs/SERVICE/N.log (+ N.log.1, rotated), runsc/ (runsc
+ * --root), images/ (the content store).
  */
 #ifndef FLASH_OPERATOR_RUNTIME_H
 #define FLASH_OPERATOR_RUNTIME_H
@@ -110,6 +114,10 @@ struct op_runtime_opts {
 	int (*suspended)(void *ctx, const struct op_service *s, const struct flash_spec *spec, char *msg,
 			 size_t msg_size);
 	void *services_ctx;
+	/* flash-operator.conf(5) persistence.enabled: each service gets a
+	 * restart-safe /root volume (op_storage_split()). */
+	bool persistence;
+	const char *mkfs;           /* NULL: mkfs.ext4 from PATH, /usr/sbin, /sbin */
 };
 
 /* What a service's replicas look like now. */

@@ -8,7 +8,8 @@
 #   node_up              tmpfs on T, node address 192.0.2.1 on lo, agent,
 #                        flowsdn-cni installed, registry, echo image pushed
 #                        ($image), flash-operator started ($OP)
-#   start_op             (re)starts flash-operator with its runtime
+#   start_op             (re)starts flash-operator with its runtime (the /root
+#                        volumes when PERSISTENCE=true)
 #   fc ARGS...           flashctl for org-1/p-1 against it
 #   wait_phase NAME PHASE SECONDS   polls get until status.phase is PHASE
 #                        (the answer in $T/get.json)
@@ -50,7 +51,8 @@ start_op() {
 	# The runtime's settings in the configuration (flash-operator.conf(5)).
 	cat >"$T/op.conf" <<JSON
 {"runtime": {"dir": "$T/rt", "cniBinDir": "$T/opt/cni/bin", "cniConf": "$T/etc/cni/net.d/00-flowsdn.conflist",
- "agentSocket": "$T/run/flowsdn.sock", "cgroupParent": "$CG", "dns": ["192.0.2.53"]}}
+ "agentSocket": "$T/run/flowsdn.sock", "cgroupParent": "$CG", "dns": ["192.0.2.53"]},
+ "persistence": {"enabled": ${PERSISTENCE:-false}}}
 JSON
 	"$B/bin/flash-operator" --keys "$T/pk.jwks" --issuer mp --audience prov --socket "$T/op.sock" \
 		--state-dir "$T/opstate" --registry-plain-http --config "$T/op.conf" ${OP_EXTRA:-} 2>>"$T/op.log" &

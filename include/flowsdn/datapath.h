@@ -310,6 +310,20 @@ struct flowsdn_lb_service {
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_service_publish(struct flowsdn_maps *maps, const struct flowsdn_lb_service *svc,
 							  const struct flowsdn_lb_service *old);
 
+/*
+ * flowsdn_maps_service_publish() of @n services at once (@olds NULL, or
+ * @n pointers, NULL for a new service): the same phases and checks, each
+ * phase across all @n services and written with one BPF_MAP_UPDATE_BATCH
+ * per map (one update each where the kernel lacks it) — every backend,
+ * then every slot and Maglev table, then every frontend, then what the
+ * @olds had and the services have not.  -EINVAL before anything is
+ * written when any service is invalid; a failing write returns -errno
+ * and leaves the services as one failing publish would.
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_services_publish(struct flowsdn_maps *maps,
+							   const struct flowsdn_lb_service *const *svcs,
+							   const struct flowsdn_lb_service *const *olds, size_t n);
+
 /* Removes what flowsdn_maps_service_publish() wrote for @old: frontends
  * first, then slots and Maglev tables, then backends.  Entries already
  * gone are not an error. */

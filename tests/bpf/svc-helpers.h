@@ -17,17 +17,12 @@
 #include <bpf/bpf.h>
 #include <flowsdn/maps.h>
 
+#include "bpf-test.h"
 #include "helpers.h"
 
 static inline int map_fd(const char *name)
 {
-	char path[128];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, name);
-	fd = bpf_obj_get(path);
-	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
-	return fd;
+	return dp_pinned(pin_dir, name);
 }
 
 /* ------------------------------------------------------------ services */
@@ -84,39 +79,13 @@ static inline void service_put(uint32_t svc, int family, const char *addr, uint1
 
 /* ------------------------------------------------------------ packets */
 
-static inline uint32_t sum16(const void *p, size_t len, uint32_t s)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i + 1 < len; i += 2)
-		s += (uint32_t)(b[i] << 8 | b[i + 1]);
-	if (len & 1)
-		s += (uint32_t)b[len - 1] << 8;
-	return s;
-}
-
-static inline uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
+/* The L4 checksum of the packet whose IP header is at @ip. */
 static inline uint16_t l4sum(int family, const uint8_t *ip, uint8_t proto, const uint8_t *l4, size_t len)
 {
-	size_t alen = family == AF_INET ? 4 : 16;
-	uint32_t s = sum16(ip + (family == AF_INET ? 12 : 8), 2 * alen, 0);
+	size_t off = family == AF_INET ? 12 : 8, alen = family == AF_INET ? 4 : 16;
 
-	s += proto;
-	s += (uint32_t)len;
-	return fold(sum16(l4, len, s));
+	return l4_checksum(family, ip + off, ip + off + alen, proto, l4, len);
 }
-
-struct frame {
-	uint8_t pad[2];
-	uint8_t b[256];
-	size_t len;
-} __attribute__((aligned(8)));
 
 #define L3(f) ((f)->b + ETH_HLEN)
 static inline size_t hlen(const struct frame *f) { return L3(f)[0] >> 4 == 4 ? 20 : 40; }
@@ -178,15 +147,7 @@ static inline struct frame packet(int family, uint8_t proto, const char *src, ui
 
 static inline int run(int prog, struct frame *f)
 {
-	struct __sk_buff ctx = { .ifindex = 1 };
-	uint8_t out[256];
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = (__u32)f->len, .data_out = out,
-		    .data_size_out = sizeof(out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
-
-	cr_assert(bpf_prog_test_run_opts(prog, &o) == 0, "BPF_PROG_TEST_RUN: %s", strerror(errno));
-	cr_assert(o.data_size_out == f->len, "output length %u, input %zu", o.data_size_out, f->len);
-	memcpy(f->b, out, f->len);
-	return (int)o.retval;
+	return run_on(prog, f, 1);
 }
 
 static inline void check_tuple(const struct frame *f, const char *src, uint16_t sport, const char *dst, uint16_t dport)

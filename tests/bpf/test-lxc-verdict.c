@@ -25,6 +25,7 @@
 #include <flowsdn/datapath.h>
 #include <flowsdn/maps.h>
 
+#include "bpf-test.h"
 #include "netns-helpers.h"
 
 #define LO 1          /* the sender's host veth: loopback will do for test runs */
@@ -58,21 +59,12 @@ static void publish(struct flowsdn_endpoint *e, uint32_t id, uint32_t identity, 
 
 static void load(enum flowsdn_egress_mode mode)
 {
-	char path[128];
+	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .egress_mode = mode);
 
 	node_enter();
-	snprintf(pin_dir, sizeof(pin_dir), "/tmp/flowsdn-bpftest-XXXXXX");
-	cr_assert(mkdtemp(pin_dir));
-	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir, .egress_mode = mode);
-	int r = flowsdn_datapath_open(&o, &dp);
-
-	cr_assert(r == 0, "load: %s", flowsdn_strerror(r));
-	maps = flowsdn_datapath_maps(dp);
-	snprintf(path, sizeof(path), "%s/prog_from_container", pin_dir);
-	prog_from = bpf_obj_get(path);
-	snprintf(path, sizeof(path), "%s/prog_to_container", pin_dir);
-	prog_to = bpf_obj_get(path);
-	cr_assert(prog_from >= 0 && prog_to >= 0, "pinned programs");
+	dp = dp_open(pin_dir, sizeof(pin_dir), "bpftest", &o, &maps);
+	prog_from = dp_pinned(pin_dir, "prog_from_container");
+	prog_to = dp_pinned(pin_dir, "prog_to_container");
 	publish(&ep_a, 1, 5001, LO, mac_a, host_a, "10.0.0.1", "fd00::1", 0);
 	publish(&ep_b, 2, 5002, FAR_IFINDEX, mac_b, host_b, "10.0.0.2", "fd00::2", 0);
 }
@@ -82,32 +74,8 @@ static void setup_stack(void) { load(FLOWSDN_EGRESS_STACK); }
 
 static void teardown(void)
 {
-	flowsdn_datapath_free(dp);
-	dp = NULL;
-	node_unpin(pin_dir);
+	dp_close(&dp, pin_dir);
 }
-
-static uint16_t csum(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint32_t s = 0;
-
-	for (size_t i = 0; i + 1 < len; i += 2)
-		s += (uint32_t)(b[i] << 8 | b[i + 1]);
-	if (len & 1)
-		s += (uint32_t)b[len - 1] << 8;
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-/* b sits 2 bytes past an 8-byte boundary, so that the IP header after the
- * 14-byte Ethernet header is 4-byte aligned, as in an skb. */
-struct frame {
-	uint8_t pad[2];
-	uint8_t b[256];
-	size_t len;
-} __attribute__((aligned(8)));
 
 /* Ethernet (to the sender's gateway MAC) + IPv4 + TCP/UDP/ICMP header. */
 static struct frame ip4(const char *src, const char *dst, uint8_t proto, uint16_t dport, uint8_t ttl)
@@ -168,24 +136,12 @@ static struct frame ip6(const char *src, const char *dst, uint8_t proto, uint16_
  * replaced by the output bytes. */
 static int run(int prog, struct frame *f, int ifindex)
 {
-	struct __sk_buff ctx = { .ifindex = (__u32)ifindex };
-	uint8_t out[256];
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = (__u32)f->len, .data_out = out,
-		    .data_size_out = sizeof(out), .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
-	int r = bpf_prog_test_run_opts(prog, &o);
-
-	cr_assert(r == 0, "BPF_PROG_TEST_RUN: %s", strerror(-r));
-	cr_assert(o.data_size_out == f->len, "output length %u, input %zu", o.data_size_out, f->len);
-	memcpy(f->b, out, f->len);
-	return (int)o.retval;
+	return run_on(prog, f, ifindex);
 }
 
 static uint64_t drops(unsigned int reason)
 {
-	struct flowsdn_drop_counters d;
-
-	ASSERT_OK(flowsdn_maps_drop_counters(maps, reason, &d), "drop counters");
-	return d.packets;
+	return dp_drops(maps, reason);
 }
 
 static struct flowsdn_endpoint_counters counters(uint32_t id)

@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf-test.h"
 #include "harness.h"
 #include "netns-helpers.h"
 
@@ -56,53 +57,10 @@ static void teardown(void)
 {
 	bpf_object__close(obj);
 	obj = NULL;
-	if (pin_dir[0]) {
-		umount2(pin_dir, MNT_DETACH);
-		rmdir(pin_dir);
-	}
-}
-
-/* ------------------------------------------------------------ checksums */
-
-static uint32_t sum16(const void *p, size_t len, uint32_t s)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i + 1 < len; i += 2)
-		s += (uint32_t)(b[i] << 8 | b[i + 1]);
-	if (len & 1)
-		s += (uint32_t)b[len - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-/* The TCP/UDP/ICMPv6 checksum over @l4 (@len bytes) with the pseudo
- * header of @family's addresses @src/@dst; the checksum field must hold
- * zero for computing, or the value to verify (then the result is 0). */
-static uint16_t l4sum(int family, const void *src, const void *dst, uint8_t proto, const void *l4, size_t len)
-{
-	size_t alen = family == AF_INET ? 4 : 16;
-	uint32_t s = sum16(src, alen, 0);
-
-	s = sum16(dst, alen, s);
-	s += proto;
-	s += (uint32_t)len;
-	return fold(sum16(l4, len, s));
+	node_unpin(pin_dir);
 }
 
 /* ------------------------------------------------------------ packets */
-
-struct frame {
-	uint8_t pad[2];
-	uint8_t b[256];
-	size_t len;
-} __attribute__((aligned(8)));
 
 /* Writes an IP header for @family at @at carrying @l4len bytes of @proto;
  * returns its length.  IPv4 gets its header checksum. */
@@ -163,7 +121,7 @@ static size_t l4_put(uint8_t *at, int family, const char *src, const char *dst, 
 	if (udp_nocsum)
 		return len;
 	cr_assert(inet_pton(family, src, a) == 1 && inet_pton(family, dst, b) == 1);
-	c = l4sum(family, a, b, proto, at, len);
+	c = l4_checksum(family, a, b, proto, at, len);
 	if (proto == IPPROTO_UDP && c == 0)
 		c = 0xffff;
 	at[proto == IPPROTO_TCP ? 16 : 6] = (uint8_t)(c >> 8);
@@ -228,7 +186,7 @@ static struct frame icmp_error(int family, const char *src, const char *dst, con
 		c = fold(sum16(icmp, ilen, 0));
 	} else {
 		cr_assert(inet_pton(family, src, a) == 1 && inet_pton(family, dst, b) == 1);
-		c = l4sum(family, a, b, proto, icmp, ilen);
+		c = l4_checksum(family, a, b, proto, icmp, ilen);
 	}
 	icmp[2] = (uint8_t)(c >> 8);
 	icmp[3] = (uint8_t)c;
@@ -256,17 +214,17 @@ static void check_sums(const uint8_t *ip, size_t len, bool quoted)
 			  quoted ? " (quoted packet)" : "");
 	if (proto == IPPROTO_TCP) {
 		if (whole)
-			cr_assert(l4sum(family, ip_src(ip), ip_dst(ip), proto, l4, l4len) == 0, "TCP checksum %02x%02x%s",
+			cr_assert(l4_checksum(family, ip_src(ip), ip_dst(ip), proto, l4, l4len) == 0, "TCP checksum %02x%02x%s",
 				  l4[16], l4[17], quoted ? " (quoted packet)" : "");
 	} else if (proto == IPPROTO_UDP) {
 		if (whole && (l4[6] || l4[7]))
-			cr_assert(l4sum(family, ip_src(ip), ip_dst(ip), proto, l4, l4len) == 0, "UDP checksum %02x%02x%s",
+			cr_assert(l4_checksum(family, ip_src(ip), ip_dst(ip), proto, l4, l4len) == 0, "UDP checksum %02x%02x%s",
 				  l4[6], l4[7], quoted ? " (quoted packet)" : "");
 	} else if (proto == IPPROTO_ICMP) {
 		cr_assert(fold(sum16(l4, l4len, 0)) == 0, "ICMP checksum %02x%02x", l4[2], l4[3]);
 		check_sums(l4 + 8, l4len - 8, true);
 	} else if (proto == IPPROTO_ICMPV6) {
-		cr_assert(l4sum(family, ip_src(ip), ip_dst(ip), proto, l4, l4len) == 0, "ICMPv6 checksum %02x%02x", l4[2],
+		cr_assert(l4_checksum(family, ip_src(ip), ip_dst(ip), proto, l4, l4len) == 0, "ICMPv6 checksum %02x%02x", l4[2],
 			  l4[3]);
 		check_sums(l4 + 8, l4len - 8, true);
 	}

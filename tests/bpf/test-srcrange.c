@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 #include <flowsdn/datapath.h>
 
+#include "bpf-test.h"
 #include "harness.h"
 #include "netns-helpers.h"
 
@@ -32,15 +33,8 @@ static int prog_fd, req_fd;
 
 static void setup(void)
 {
-	int r;
-
 	node_enter();
-	snprintf(pin_dir, sizeof(pin_dir), "/tmp/flowsdn-srctest-XXXXXX");
-	cr_assert(mkdtemp(pin_dir));
-	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir);
-	r = flowsdn_datapath_open(&o, &dp);
-	cr_assert(r == 0, "load: %s", flowsdn_strerror(r));
-	maps = flowsdn_datapath_maps(dp);
+	dp = dp_open(pin_dir, sizeof(pin_dir), "srctest", NULL, &maps);
 	/* The harness reuses the datapath's pinned maps. */
 	obj = harness_load(pin_dir, "srcrange_run", "srcrange_req", &prog_fd, &req_fd);
 }
@@ -49,12 +43,7 @@ static void teardown(void)
 {
 	bpf_object__close(obj);
 	obj = NULL;
-	flowsdn_datapath_free(dp);
-	dp = NULL;
-	if (pin_dir[0]) {
-		umount2(pin_dir, MNT_DETACH);
-		rmdir(pin_dir);
-	}
+	dp_close(&dp, pin_dir);
 }
 
 static struct flowsdn_prefix pfx(const char *text)
@@ -113,10 +102,7 @@ static bool passes(uint32_t svc_id, const char *src)
 
 static uint64_t refusals(void)
 {
-	struct flowsdn_drop_counters d;
-
-	ASSERT_OK(flowsdn_maps_drop_counters(maps, FLOWSDN_DROP_SOURCE_RANGE, &d), "drop counters");
-	return d.packets;
+	return dp_drops(maps, FLOWSDN_DROP_SOURCE_RANGE);
 }
 
 Test(srcrange, no_ranges_let_everyone_in, .init = setup, .fini = teardown)

@@ -52,21 +52,10 @@ static void publish(uint32_t id, const uint8_t *mac, const uint8_t *host, const 
 
 static void setup(void)
 {
-	char path[128];
-	int r;
-
 	node_enter();
-	snprintf(pin_dir, sizeof(pin_dir), "/tmp/flowsdn-xlatetest-XXXXXX");
-	cr_assert(mkdtemp(pin_dir));
-	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir);
-	r = flowsdn_datapath_open(&o, &dp);
-	cr_assert(r == 0, "load: %s", flowsdn_strerror(r));
-	maps = flowsdn_datapath_maps(dp);
-	snprintf(path, sizeof(path), "%s/prog_from_container", pin_dir);
-	prog_from = bpf_obj_get(path);
-	snprintf(path, sizeof(path), "%s/prog_to_container", pin_dir);
-	prog_to = bpf_obj_get(path);
-	cr_assert(prog_from >= 0 && prog_to >= 0);
+	dp = dp_open(pin_dir, sizeof(pin_dir), "xlatetest", NULL, &maps);
+	prog_from = dp_pinned(pin_dir, "prog_from_container");
+	prog_to = dp_pinned(pin_dir, "prog_to_container");
 	/* A: the gVisor client (tc translation); B: a backend endpoint;
 	 * C: a client left to the socket LB.  All on lo for test runs. */
 	publish(1, mac_a, host_a, "10.0.0.1", "fd00::1", FLOWSDN_EP_F_SVC_PACKET);
@@ -76,20 +65,12 @@ static void setup(void)
 
 static void teardown(void)
 {
-	flowsdn_datapath_free(dp);
-	dp = NULL;
-	if (pin_dir[0]) {
-		umount2(pin_dir, MNT_DETACH);
-		rmdir(pin_dir);
-	}
+	dp_close(&dp, pin_dir);
 }
 
 static uint64_t drops(unsigned int reason)
 {
-	struct flowsdn_drop_counters d;
-
-	ASSERT_OK(flowsdn_maps_drop_counters(maps, reason, &d), "drop counters");
-	return d.packets;
+	return dp_drops(maps, reason);
 }
 
 /* ------------------------------------------------------------ tests */

@@ -44,7 +44,7 @@ static void setup(void)
 {
 	struct flowsdn_addr a4, a6;
 	struct flowsdn_endpoint e = { .id = 2, .identity = 5002, .host_ifindex = 1, .n_addrs = 2 };
-	char path[128];
+	char name[64];
 	int r, up;
 
 	node_enter();
@@ -52,23 +52,16 @@ static void setup(void)
 	cr_assert(system("ip link add up0 type veth peer name up1 && ip link set up0 up && ip link set up1 up") == 0, "uplink veth");
 	up = (int)if_nametoindex("up0");
 	cr_assert(up > 0);
-	snprintf(pin_dir, sizeof(pin_dir), "/tmp/flowsdn-uplinktest-XXXXXX");
-	cr_assert(mkdtemp(pin_dir));
-	FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = pin_dir);
-	r = flowsdn_datapath_open(&o, &dp);
-	cr_assert(r == 0, "load: %s", flowsdn_strerror(r));
-	maps = flowsdn_datapath_maps(dp);
+	dp = dp_open(pin_dir, sizeof(pin_dir), "uplinktest", NULL, &maps);
 	ASSERT_OK(flowsdn_addr_parse("192.0.2.1", 9, &a4), "node address");
 	ASSERT_OK(flowsdn_addr_parse("2001:db8:1::1", 13, &a6), "node address 6");
 	FLOWSDN_OPTS(flowsdn_uplink_opts, uo, .addr4 = &a4, .addr6 = &a6, .snat_port_min = 62000,
 		     .snat_port_max = 62009);
 	r = flowsdn_datapath_uplink_attach(dp, up, &uo);
 	cr_assert(r == 0, "uplink attach: %s", flowsdn_strerror(r));
-	snprintf(path, sizeof(path), "%s/prog_from_uplink_%d", pin_dir, up);
-	prog_up = bpf_obj_get(path);
-	snprintf(path, sizeof(path), "%s/prog_from_container", pin_dir);
-	prog_from = bpf_obj_get(path);
-	cr_assert(prog_up >= 0 && prog_from >= 0, "pinned programs");
+	snprintf(name, sizeof(name), "prog_from_uplink_%d", up);
+	prog_up = dp_pinned(pin_dir, name);
+	prog_from = dp_pinned(pin_dir, "prog_from_container");
 	/* B: a backend endpoint of this node (its host veth: lo for test runs). */
 	memcpy(e.mac, mac_b, 6);
 	memcpy(e.host_mac, host_b, 6);
@@ -79,20 +72,12 @@ static void setup(void)
 
 static void teardown(void)
 {
-	flowsdn_datapath_free(dp);
-	dp = NULL;
-	if (pin_dir[0]) {
-		umount2(pin_dir, MNT_DETACH);
-		rmdir(pin_dir);
-	}
+	dp_close(&dp, pin_dir);
 }
 
 static uint64_t drops(unsigned int reason)
 {
-	struct flowsdn_drop_counters d;
-
-	ASSERT_OK(flowsdn_maps_drop_counters(maps, reason, &d), "drop counters");
-	return d.packets;
+	return dp_drops(maps, reason);
 }
 
 static void nodeport_to_local(int family, const char *client, const char *node, const char *b)

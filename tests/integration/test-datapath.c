@@ -30,11 +30,7 @@ DIAG_TEST_HELPERS(flowsdn)
 #define A6 "fd00:200::2"
 #define B6 "fd00:200::3"
 
-struct ep {
-	struct test_ns ns;
-	struct flowsdn_veth veth;
-	struct flowsdn_endpoint e;
-};
+#include "endpoint-helpers.h"
 
 static char pin_dir[64];
 static struct flowsdn_datapath *dp;
@@ -50,29 +46,7 @@ static void log_cb(enum flowsdn_log_level level, const char *msg, void *u)
 static void make_endpoint(struct ep *ep, uint32_t id, const char *host, const char *a4, const char *a6,
 			  uint32_t identity, bool host_routes)
 {
-	struct flowsdn_prefix pfx[2];
-	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
-
-	ns_spawn(&ep->ns);
-	memset(&ep->e, 0, sizeof(ep->e));
-	ASSERT_OK(flowsdn_addr_parse(a4, strlen(a4), &ep->e.addrs[0]), a4);
-	ASSERT_OK(flowsdn_addr_parse(a6, strlen(a6), &ep->e.addrs[1]), a6);
-	ep->e.n_addrs = 2;
-	pfx[0] = (struct flowsdn_prefix){ .addr = ep->e.addrs[0], .len = 32 };
-	pfx[1] = (struct flowsdn_prefix){ .addr = ep->e.addrs[1], .len = 128 };
-
-	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ep->ns.path, .host_ifname = host, .ifname = "eth0",
-		     .mtu = 1500, .addrs = pfx, .n_addrs = 2, .host_routes = host_routes);
-	int r = flowsdn_netlink_veth_setup(&cfg, &ep->veth, err);
-	cr_assert(r == 0, "veth setup %s: %s (%s)", host, flowsdn_strerror(r), flowsdn_test_messages(err));
-
-	ep->e.id = id;
-	ep->e.identity = identity;
-	ep->e.host_ifindex = ep->veth.host_ifindex;
-	memcpy(ep->e.mac, ep->veth.mac, 6);
-	memcpy(ep->e.host_mac, ep->veth.host_mac, 6);
-	ASSERT_OK(flowsdn_maps_endpoint_publish(flowsdn_datapath_maps(dp), &ep->e), "publish");
-	ASSERT_OK(flowsdn_datapath_attach(dp, ep->veth.host_ifindex), "attach");
+	ep_wire(dp, ep, id, identity, 0, host, a4, a6, host_routes);
 	cr_assert(flowsdn_datapath_is_attached(dp, ep->veth.host_ifindex) == 1, "programs on %s", host);
 }
 

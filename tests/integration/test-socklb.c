@@ -248,3 +248,78 @@ Test(socklb, removed_udp_backend_client_gets_an_error)
 	socklb_run(&node, SOCKLB_UDP_CONNECTED, "10.96.0.80", 53, 1, &res);
 	cr_assert(res.err == 0 && res.who[0] == '3', "a new socket reaches the remaining backend");
 }
+
+/* @n services 10.97.i/256.i%256:80 -> backend B2 (or B3 for odd i), set
+ * and backend ids from @base, in @svcs/@sets/@bes/@fes. */
+static void batch_build(unsigned int n, uint32_t base, struct flowsdn_lb_service *svcs, struct flowsdn_lb_set *sets,
+			struct flowsdn_lb_backend *bes, struct flowsdn_lb_frontend *fes)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		const char *b = i % 2 ? "10.210.1.3" : "10.210.1.2";
+		char fa[32];
+
+		snprintf(fa, sizeof(fa), "10.97.%u.%u", i / 256, i % 256);
+		bes[i] = (struct flowsdn_lb_backend){ .id = base + i, .port = SOCKLB_PORT, .protocol = IPPROTO_TCP,
+						      .weight = 1, .state = FLOWSDN_BACKEND_ACTIVE };
+		ASSERT_OK(flowsdn_addr_parse(b, strlen(b), &bes[i].addr), b);
+		sets[i] = (struct flowsdn_lb_set){ .svc_id = base + i, .backends = &bes[i], .n_backends = 1 };
+		fes[i] = (struct flowsdn_lb_frontend){ .port = 80, .protocol = IPPROTO_TCP,
+						       .scope = FLOWSDN_SVC_SCOPE_EXTERNAL, .set = 0 };
+		ASSERT_OK(flowsdn_addr_parse(fa, strlen(fa), &fes[i].addr), fa);
+		svcs[i] = (struct flowsdn_lb_service){ .sets = &sets[i], .n_sets = 1, .frontends = &fes[i],
+						       .n_frontends = 1 };
+	}
+}
+
+Test(socklb, services_published_in_one_batch)
+{
+	enum { N = 600 };
+	static struct flowsdn_lb_service svcs[N];
+	static struct flowsdn_lb_set sets[N];
+	static struct flowsdn_lb_backend bes[N];
+	static struct flowsdn_lb_frontend fes[N];
+	static const struct flowsdn_lb_service *v[N], *o[N];
+	struct socklb_result r;
+
+	batch_build(N, 100, svcs, sets, bes, fes);
+	for (unsigned int i = 0; i < N; i++)
+		v[i] = &svcs[i];
+	/* One invalid service refuses the whole batch before any write. */
+	bes[N - 1].weight = 300;
+	ASSERT_ERR(flowsdn_maps_services_publish(node.maps, v, NULL, N), -EINVAL, "weight 300 in the batch");
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_SERVICES) == 0, "a refused batch wrote frontends");
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_BACKENDS) == 0, "a refused batch wrote backends");
+	bes[N - 1].weight = 1;
+	ASSERT_OK(flowsdn_maps_services_publish(node.maps, v, NULL, N), "a batch of 600");
+	cr_assert_eq(socklb_map_count(&node, FLOWSDN_MAP_SERVICES), N);
+	cr_assert_eq(socklb_map_count(&node, FLOWSDN_MAP_SVC_SLOTS), N);
+	cr_assert_eq(socklb_map_count(&node, FLOWSDN_MAP_BACKENDS), N);
+	/* Real connections through the first and the last of the batch. */
+	socklb_run(&node, SOCKLB_TCP, "10.97.0.0", 80, 1, &r);
+	cr_assert(r.err == 0 && !strcmp(r.who, "2"), "first service: %s, by %s", strerror(r.err), r.who);
+	socklb_run(&node, SOCKLB_TCP, "10.97.2.87", 80, 1, &r);
+	cr_assert(r.err == 0 && !strcmp(r.who, "3"), "last service (599, odd): %s, by %s", strerror(r.err), r.who);
+
+	/* Over the olds: every service moves to new backend ids, the old
+	 * backend entries go, and the frontends stay reachable. */
+	{
+		static struct flowsdn_lb_service nsvcs[N];
+		static struct flowsdn_lb_set nsets[N];
+		static struct flowsdn_lb_backend nbes[N];
+		static struct flowsdn_lb_frontend nfes[N];
+
+		batch_build(N, 100, nsvcs, nsets, nbes, nfes);
+		for (unsigned int i = 0; i < N; i++) {
+			nbes[i].id = 5000 + i;
+			o[i] = v[i];
+			v[i] = &nsvcs[i];
+		}
+		ASSERT_OK(flowsdn_maps_services_publish(node.maps, v, o, N), "batch over the olds");
+		cr_assert_eq(socklb_map_count(&node, FLOWSDN_MAP_BACKENDS), N, "old backend entries removed");
+		cr_assert_eq(socklb_map_count(&node, FLOWSDN_MAP_SERVICES), N);
+		socklb_run(&node, SOCKLB_TCP, "10.97.2.87", 80, 1, &r);
+		cr_assert(r.err == 0 && !strcmp(r.who, "3"), "after the move: %s, by %s", strerror(r.err), r.who);
+	}
+	ASSERT_ERR(flowsdn_maps_services_publish(NULL, v, NULL, N), -EINVAL, "no maps");
+	ASSERT_ERR(flowsdn_maps_services_publish(node.maps, NULL, NULL, 1), -EINVAL, "no services");
+}

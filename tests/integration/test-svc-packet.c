@@ -36,40 +36,14 @@ DIAG_TEST_HELPERS(flowsdn)
 #define C6 "fd00:201::4"
 #define HOST4 "10.201.9.9" /* a host process backend */
 
-struct ep {
-	struct test_ns ns;
-	struct flowsdn_veth veth;
-	struct flowsdn_endpoint e;
-};
+#include "endpoint-helpers.h"
 
 static struct flowsdn_datapath *dp;
 static struct ep epa, epb, epc;
 
 static void make_endpoint(struct ep *ep, uint32_t id, const char *host, const char *a4, const char *a6, uint32_t flags)
 {
-	struct flowsdn_prefix pfx[2];
-	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
-	int r;
-
-	ns_spawn(&ep->ns);
-	memset(&ep->e, 0, sizeof(ep->e));
-	ASSERT_OK(flowsdn_addr_parse(a4, strlen(a4), &ep->e.addrs[0]), a4);
-	ASSERT_OK(flowsdn_addr_parse(a6, strlen(a6), &ep->e.addrs[1]), a6);
-	ep->e.n_addrs = 2;
-	pfx[0] = (struct flowsdn_prefix){ .addr = ep->e.addrs[0], .len = 32 };
-	pfx[1] = (struct flowsdn_prefix){ .addr = ep->e.addrs[1], .len = 128 };
-	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ep->ns.path, .host_ifname = host, .ifname = "eth0",
-		     .mtu = 1500, .addrs = pfx, .n_addrs = 2, .host_routes = true);
-	r = flowsdn_netlink_veth_setup(&cfg, &ep->veth, err);
-	cr_assert(r == 0, "veth setup %s: %s (%s)", host, flowsdn_strerror(r), flowsdn_test_messages(err));
-	ep->e.id = id;
-	ep->e.identity = 1000 + id;
-	ep->e.flags = flags;
-	ep->e.host_ifindex = ep->veth.host_ifindex;
-	memcpy(ep->e.mac, ep->veth.mac, 6);
-	memcpy(ep->e.host_mac, ep->veth.host_mac, 6);
-	ASSERT_OK(flowsdn_maps_endpoint_publish(flowsdn_datapath_maps(dp), &ep->e), "publish");
-	ASSERT_OK(flowsdn_datapath_attach(dp, ep->veth.host_ifindex), "attach");
+	ep_wire(dp, ep, id, 1000 + id, flags, host, a4, a6, true);
 }
 
 static void node_up(void)

@@ -88,12 +88,11 @@ static inline int test_image_admit(void *ctx, const char *ref, uint64_t limit, s
 static const struct op_image_ops test_image_ops = { .admit = test_image_admit };
 
 /* A token for (@org, @project or NULL) and @action, generation @gen when
- * @gen is not UINT64_MAX. */
-static inline char *test_mint(const struct flash_auth_signer *s, const char *org, const char *project,
-			      enum flash_auth_action action, uint64_t gen)
+ * @gen is not UINT64_MAX, issued at @now. */
+static inline char *test_mint_at(const struct flash_auth_signer *s, const char *org, const char *project,
+				 enum flash_auth_action action, uint64_t gen, int64_t now)
 {
 	char claims[1024], genpart[48] = "", projpart[300] = "";
-	int64_t now = (int64_t)time(NULL);
 	char *tok = NULL;
 
 	if (gen != UINT64_MAX)
@@ -106,6 +105,12 @@ static inline char *test_mint(const struct flash_auth_signer *s, const char *org
 	if (flash_auth_signer_sign(s, claims, strlen(claims), &tok) < 0)
 		return NULL;
 	return tok;
+}
+
+static inline char *test_mint(const struct flash_auth_signer *s, const char *org, const char *project,
+			      enum flash_auth_action action, uint64_t gen)
+{
+	return test_mint_at(s, org, project, action, gen, (int64_t)time(NULL));
 }
 
 /* A valid spec: @image, @n_ports public tcp ports named p0.., the

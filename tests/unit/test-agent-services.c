@@ -580,3 +580,218 @@ Test(agent_services, source_ranges_go_to_the_datapath)
 	cr_assert(fr.calls > 0 && fr.n_allow == 0 && fr.n_deny == 0, "cleared on delete");
 	agent_services_free(s);
 }
+
+/* ------------------------------------------------------------ journal */
+
+static off_t file_size(const char *name)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", state_dir, name);
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static char *file_read(const char *name, size_t *ret_len)
+{
+	char path[128], *buf;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s", state_dir, name);
+	f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	cr_assert(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	*ret_len = (size_t)n;
+	return buf;
+}
+
+static void file_write(const char *name, const char *data, size_t len, const char *mode)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", state_dir, name);
+	f = fopen(path, mode);
+	cr_assert(f, "%s", path);
+	cr_assert(fwrite(data, 1, len, f) == len);
+	fclose(f);
+}
+
+/* Stops *@s (NULL: none running), calls @between (may be NULL), starts
+ * again: every service must read back as it was (@before, taken; NULL:
+ * what *@s showed). */
+static void restart_same(struct agent_services **s, char *before, void (*between)(void *), void *arg,
+			 const char *why)
+{
+	char *after;
+	int err;
+
+	if (!before)
+		before = get(*s, NULL, &err);
+	agent_services_free(*s);
+	if (between)
+		between(arg);
+	memset(&fk, 0, sizeof(fk));
+	*s = start(NULL);
+	after = get(*s, NULL, &err);
+	cr_assert_str_eq(after, before, "%s", why);
+	free(before);
+	free(after);
+}
+
+#define SVC(n) "fs-0000000000000000000000000000000" #n
+#define BODY(addr) "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"" addr "\",\"port\":80}]," \
+		   "\"backends\":[{\"address\":\"10.0.0.5\",\"port\":8080}]}"
+
+Test(agent_services, a_change_is_one_journal_record)
+{
+	struct agent_services *s = start(NULL);
+	char out[4096];
+	off_t j1, j2, j3;
+	int err;
+
+	ASSERT_OK(put(s, SVC(1), BODY("10.96.1.1"), out, sizeof(out)), out);
+	j1 = file_size("services.journal");
+	ASSERT_OK(put(s, SVC(2), BODY("10.96.1.2"), out, sizeof(out)), out);
+	j2 = file_size("services.journal");
+	ASSERT_OK(put(s, SVC(3), BODY("10.96.1.3"), out, sizeof(out)), out);
+	ASSERT_OK(agent_services_delete(s, SVC(2), NULL), "delete");
+	j3 = file_size("services.journal");
+	cr_assert(j1 > 0 && j2 > j1 && j3 > j2, "each change appends: %lld %lld %lld", (long long)j1, (long long)j2,
+		  (long long)j3);
+	cr_assert_eq(file_size("services.json"), -1, "no change rewrites a snapshot");
+	restart_same(&s, NULL, NULL, NULL, "the journal replayed gives the same services");
+	cr_assert_null(get(s, SVC(2), &err), "the deleted one stays deleted");
+	cr_assert_eq(err, -FLOWSDN_E_AGENT_NOT_FOUND);
+	cr_assert_eq(fk.publishes, 2, "and they are published again");
+	cr_assert(file_size("services.json") > 0 && file_size("services.journal") == 0,
+		  "the start folded the journal into a snapshot");
+	ASSERT_OK(put(s, SVC(4), BODY("10.96.1.4"), out, sizeof(out)), out);
+	cr_assert(strstr(out, "\"svcId\":4"), "ids go on after the replay: %s", out);
+	agent_services_free(s);
+}
+
+static void tear_the_journal(void *arg)
+{
+	(void)arg;
+	/* A crash in the middle of an append: a line without its newline. */
+	file_write("services.journal", "0123456789abcdef {\"seq\":3,\"put\"", 32, "a");
+}
+
+Test(agent_services, torn_record_cut_damaged_record_refused)
+{
+	struct agent_services *s = start(NULL);
+	struct agent_config *c;
+	char out[4096], *data, *again, *p;
+	size_t len, len2;
+
+	ASSERT_OK(put(s, SVC(1), BODY("10.96.2.1"), out, sizeof(out)), out);
+	ASSERT_OK(put(s, SVC(2), BODY("10.96.2.2"), out, sizeof(out)), out);
+	restart_same(&s, NULL, tear_the_journal, NULL, "the torn record is not a change");
+	cr_assert_eq(file_size("services.journal"), 0, "folded into the snapshot at the start");
+
+	/* A whole record whose text no longer matches its checksum. */
+	ASSERT_OK(put(s, SVC(3), BODY("10.96.2.3"), out, sizeof(out)), out);
+	ASSERT_OK(put(s, SVC(4), BODY("10.96.2.4"), out, sizeof(out)), out);
+	agent_services_free(s);
+	data = file_read("services.journal", &len);
+	p = strstr(data, "10.96.2.3");
+	cr_assert(p);
+	p[8] = '9';
+	file_write("services.journal", data, len, "w");
+	c = config(NULL);
+	s = NULL;
+	ASSERT_ERR(agent_services_new(c, &fake_ops, NULL, FAKE_DP, &s), -FLOWSDN_E_AGENT_STATE, "a damaged record");
+	again = file_read("services.journal", &len2);
+	cr_assert(len2 == len && !memcmp(again, data, len), "a damaged journal is kept as it is");
+	free(again);
+	agent_config_free(c);
+	free(data);
+}
+
+struct saved {
+	char *data;
+	size_t len;
+};
+
+static void put_back(void *arg)
+{
+	struct saved *j = arg;
+
+	file_write("services.journal", j->data, j->len, "w");
+}
+
+Test(agent_services, snapshot_covers_records_left_by_a_crash)
+{
+	struct agent_services *s = start(NULL);
+	struct saved j;
+	char out[4096], *before;
+	int err;
+
+	ASSERT_OK(put(s, SVC(1), BODY("10.96.3.1"), out, sizeof(out)), out);
+	ASSERT_OK(put(s, SVC(2), BODY("10.96.3.2"), out, sizeof(out)), out);
+	ASSERT_OK(agent_services_delete(s, SVC(1), NULL), "delete");
+	agent_services_free(s);
+	j.data = file_read("services.journal", &j.len);
+	s = start(NULL); /* folds the journal into a snapshot */
+	before = get(s, NULL, &err);
+	/* As if the agent died after the snapshot, before the journal was
+	 * emptied: the records are there again. */
+	restart_same(&s, before, put_back, &j, "records the snapshot covers are not applied twice");
+	agent_services_free(s);
+	free(j.data);
+}
+
+/* Contract C7: a state directory written by main before the journal. */
+Test(agent_services, state_of_an_agent_before_the_journal)
+{
+	static const char old[] =
+		"{\"version\":1,\"nextSvcId\":8,\"nextBackendId\":20,\"services\":[{\"id\":\"" SVC(7) "\",\"svcId\":7,"
+		"\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.4.7\",\"port\":80,\"protocol\":\"TCP\"}],"
+		"\"backends\":[{\"address\":\"10.0.0.7\",\"port\":8080,\"weight\":1,\"state\":\"active\","
+		"\"node\":\"local\",\"backendIds\":[18,19]}],\"selection\":\"random\",\"maglevTableSize\":16381,"
+		"\"internalTrafficPolicy\":\"Cluster\",\"externalTrafficPolicy\":\"Cluster\","
+		"\"sessionAffinity\":{\"type\":\"None\",\"timeoutSeconds\":10800},"
+		"\"loadBalancerSourceRanges\":[],\"deniedSourceRanges\":[]}]}";
+	struct agent_services *s;
+	char out[4096], *all;
+	int err;
+
+	file_write("services.json", old, sizeof(old) - 1, "w");
+	s = start(NULL);
+	all = get(s, NULL, &err);
+	cr_assert(strstr(all, SVC(7)) && strstr(all, "\"svcId\":7") && strstr(all, "10.96.4.7"), "%s", all);
+	cr_assert_eq(fk.publishes, 1);
+	cr_assert_eq(fk.backend_ids[0][0], 18, "backend ids kept: %u", fk.backend_ids[0][0]);
+	ASSERT_OK(put(s, SVC(8), BODY("10.96.4.8"), out, sizeof(out)), out);
+	cr_assert(strstr(out, "\"svcId\":8"), "%s", out);
+	agent_services_free(s);
+	free(all);
+	memset(&fk, 0, sizeof(fk));
+	s = start(NULL);
+	cr_assert_eq(agent_services_count(s), 2, "the old snapshot and the new record");
+	agent_services_free(s);
+}
+
+Test(agent_services, duplicate_config_ids_named_after_the_first)
+{
+	struct agent_config *c = NULL;
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	static const char dup[] =
+		"{\"services\":[{\"id\":\"" SVC(1) "\",\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.5.1\","
+		"\"port\":80}]},{\"id\":\"" SVC(2) "\",\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.5.2\","
+		"\"port\":80}]},{\"id\":\"" SVC(1) "\",\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.5.3\","
+		"\"port\":80}]}]}";
+	const struct diag_entry *e;
+
+	ASSERT_ERR(agent_config_parse(dup, strlen(dup), &c, d), -FLOWSDN_E_AGENT_CONFIG, "a duplicate id");
+	e = diag_first_error(d);
+	cr_assert_str_eq(e->path, "services[2].id");
+	cr_assert(strstr(e->message, "services[0]"), "names the first: %s", e->message);
+}

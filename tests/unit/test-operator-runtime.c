@@ -249,3 +249,29 @@ Test(logs, shim_lines_streams_rotation)
 	unlink(rotated);
 	rmdir(dir);
 }
+
+/* The one rule splitting the disk budget: without persistence the root
+ * file system is the whole budget; with it /root gets half of what the
+ * image leaves, MiB-aligned, and the root file system the rest; a budget
+ * the image (almost) fills leaves no volume and a root file system just
+ * above the image. */
+Test(storage, budget_split)
+{
+	const uint64_t MiB = UINT64_C(1) << 20, GiB = UINT64_C(1) << 30;
+	uint64_t rootfs = 0, vol = 0;
+
+	op_storage_split(GiB, 100 * MiB, false, &rootfs, &vol);
+	cr_assert(rootfs == GiB && vol == 0, "no persistence: %llu %llu", (unsigned long long)rootfs,
+		  (unsigned long long)vol);
+	op_storage_split(GiB, 100 * MiB, true, &rootfs, &vol);
+	cr_assert(vol == 462 * MiB && rootfs == 562 * MiB, "persistence: %llu %llu", (unsigned long long)rootfs,
+		  (unsigned long long)vol);
+	cr_assert(rootfs + vol == GiB, "the budget holds both");
+	op_storage_split(GiB, 100 * MiB + 12345, true, &rootfs, &vol);
+	cr_assert(vol % MiB == 0 && rootfs + vol == GiB && rootfs - (100 * MiB + 12345) >= vol,
+		  "aligned, the writable root keeps at least the volume's share");
+	op_storage_split(GiB, GiB - 10 * MiB, true, &rootfs, &vol);
+	cr_assert(vol == 0 && rootfs == GiB - 10 * MiB + OP_STORAGE_MIN_BYTES, "10 MiB left: no volume, room for the image");
+	op_storage_split(GiB, 2 * GiB, false, &rootfs, &vol);
+	cr_assert(vol == 0 && rootfs == 2 * GiB + OP_STORAGE_MIN_BYTES, "never below the image");
+}

@@ -34,6 +34,7 @@ static struct flash_auth_signer *signer;
 static struct flash_auth_keyset *keys;
 static struct flash_operator_config *config;
 static struct flash_policy *policy;
+static int64_t fake_now; /* > 0: the provider's clock and the tokens' */
 
 #define GIB (UINT64_C(1) << 30)
 
@@ -76,6 +77,7 @@ static void teardown(void)
 	flash_operator_config_free(config);
 	flash_policy_free(policy);
 	prov = NULL, metrics = NULL, store = NULL, signer = NULL, keys = NULL, config = NULL, policy = NULL;
+	fake_now = 0;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert(system(cmd) == 0);
 }
@@ -85,7 +87,8 @@ static struct op_response req(const char *method, const char *path, const char *
 			      enum flash_auth_action action, uint64_t gen, const char *body)
 {
 	struct op_response r;
-	char *tok = org ? test_mint(signer, org, project, action, gen) : NULL, hdr[9000];
+	char *tok = org ? test_mint_at(signer, org, project, action, gen, fake_now ? fake_now : (int64_t)time(NULL)) : NULL,
+	     hdr[9000];
 
 	if (tok)
 		snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
@@ -906,12 +909,14 @@ Test(operator, get_answers_kept_only_while_the_store_is_unchanged)
 
 /* ---------------------------------------------------------------- logs */
 
+/* The runtime's service source, always busy: its loop never acts (nor
+ * sweeps the log files the test writes). */
 static int no_services(void *ctx, struct op_service ***ret, size_t *ret_n)
 {
 	(void)ctx;
-	*ret = NULL;
-	*ret_n = 0;
-	return 0;
+	(void)ret;
+	(void)ret_n;
+	return -EBUSY;
 }
 
 /* The query of one logs request: "k=v&k=v" (values not encoded). */
@@ -984,7 +989,7 @@ Test(operator, logs_route)
 	expect_error(&r, 403, "wrong-action");
 	op_response_clear(&r);
 
-	/* A runtime with no services to run: only its log files matter. */
+	/* A runtime that runs nothing: only its log files matter. */
 	snprintf(rtdir, sizeof(rtdir), "%s/runtime", dir);
 	snprintf(bin, sizeof(bin), "%s/bin", dir);
 	cr_assert(mkdir(bin, 0700) == 0);
@@ -1093,4 +1098,161 @@ Test(operator, logs_route)
 	op_runtime_stop(rt);
 	free(dp);
 	free(spec);
+}
+
+/* ---------------------------------------------------------------- metering live */
+
+static int64_t clock_of(void *ctx)
+{
+	(void)ctx;
+	return fake_now;
+}
+
+/* What the runtime does each pass for every live service: tell the meter
+ * its ready replicas, ask whether it is suspended.  @ready: per service
+ * (by name), the replicas it runs; returns the suspended names. */
+static void runtime_pass(const char *const *names, const uint32_t *ready, size_t n, bool *suspended)
+{
+	struct op_service **list = NULL;
+	size_t nl = 0;
+
+	ASSERT_OK(op_provider_live_services(prov, &list, &nl), "live services");
+	for (size_t k = 0; k < n; k++) {
+		suspended[k] = false;
+		for (size_t i = 0; i < nl; i++) {
+			struct flash_spec *spec = NULL;
+			char msg[512] = "";
+			int r;
+
+			if (strcmp(list[i]->name, names[k]) != 0)
+				continue;
+			ASSERT_OK(flash_spec_parse(list[i]->spec, strlen(list[i]->spec), NULL, &spec, NULL), "spec");
+			r = op_provider_suspended(prov, list[i], spec, msg, sizeof(msg));
+			cr_assert(r == 0 || r == -EDQUOT, "%s: %d", names[k], r);
+			suspended[k] = r == -EDQUOT;
+			cr_assert(!suspended[k] || strstr(msg, "Monday") || strstr(msg, "00:00"),
+				  "the message says when it lifts: %s", msg);
+			/* A suspended service's replicas are stopped. */
+			ASSERT_OK(op_provider_observe(prov, list[i], spec, suspended[k] ? 0 : ready[k]), "observe");
+			flash_spec_free(spec);
+		}
+	}
+	op_service_list_free(list, nl);
+}
+
+/* Reaching an organization's weekly GPU limit suspends its GPU workloads
+ * only, its memory or CPU limit all of them, another organization stays;
+ * everything resumes at Monday 00:00 UTC (the clock is injected); the
+ * usage route shows the week, exact, and keeps a deleted service's
+ * record. */
+Test(operator, weekly_limits_suspend_and_resume_on_monday)
+{
+	static const char pol[] =
+		"{\"regions\":[\"heteronet-global\"],\"gpu_catalog\":[\"nvidia-geforce-gtx-1080-ti\"],"
+		"\"protected_cidrs\":[],"
+		"\"workload_limits\":{\"cpu_millis\":4000,\"memory_mib\":8192,\"replicas\":10,\"gpus\":1,"
+		"\"ephemeral_storage_gib\":50,\"ports\":16},"
+		"\"organization_limits\":{\"cpu_millis\":16000,\"memory_mib\":32768,\"replicas\":40,\"gpus\":4,"
+		"\"ephemeral_storage_gib\":500,\"ports\":64},"
+		"\"weekly_limits\":{\"cpu_millicore_seconds\":300000,\"memory_mib_seconds\":2048000,\"gpu_seconds\":100}}";
+	static const char *const names[] = { "cpu", "gpu", "big" };
+	const uint32_t one[] = { 1, 1, 1 };
+	char *cpu = test_spec("test.invalid/a:1", 0, 1, 1), *gpu = NULL, *big = NULL, *b, week[16];
+	int64_t t0 = 0, monday = 0;
+	bool susp[3];
+	struct op_response r;
+	struct json_value *v;
+
+	cr_assert(asprintf(&gpu, "%.*s\"gpu_type\":\"nvidia-geforce-gtx-1080-ti\",%s",
+			   (int)(strstr(cpu, "\"cpu_millis\"") - cpu), cpu, strstr(cpu, "\"cpu_millis\"")) > 0);
+	cr_assert(asprintf(&big, "%.*s\"memory_mib\":4096%s", (int)(strstr(cpu, "\"memory_mib\":128") - cpu), cpu,
+			   strstr(cpu, "\"memory_mib\":128") + strlen("\"memory_mib\":128")) > 0);
+	ASSERT_OK(flash_meter_parse_time("2026-12-02T12:00:00Z", &t0), "a Wednesday");
+	ASSERT_OK(flash_meter_parse_time("2026-12-07T00:00:00Z", &monday), "the next Monday");
+	teardown();
+	start(NULL, pol);
+	op_provider_free(prov);
+	struct op_provider_opts o = { .sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = keys,
+				      .policy = policy, .store = store, .metrics = metrics, .image = &test_image_ops,
+				      .now = clock_of };
+	ASSERT_OK(op_provider_new(&o, &prov), "provider with an injected clock");
+	fake_now = t0;
+	char cpu_id[OP_SERVICE_ID_STRLEN];
+	snprintf(cpu_id, sizeof(cpu_id), "%s", create("org-a", "p1", "cpu", 1, cpu));
+	create("org-a", "p1", "gpu", 1, gpu);
+	create("org-b", "p1", "big", 1, big);
+
+	runtime_pass(names, one, 3, susp); /* all three ready from t0 */
+	cr_assert(!susp[0] && !susp[1] && !susp[2], "nothing used yet");
+	fake_now = t0 + 99;
+	runtime_pass(names, one, 3, susp);
+	cr_assert(!susp[1], "99 GPU-seconds of 100");
+	fake_now = t0 + 100;
+	runtime_pass(names, one, 3, susp);
+	cr_assert(susp[1] && !susp[0] && !susp[2], "the GPU limit suspends the GPU workload only: %d %d %d", susp[0],
+		  susp[1], susp[2]);
+	fake_now = t0 + 500; /* big: 4096 MiB x 500 s = the memory limit */
+	runtime_pass(names, one, 3, susp);
+	cr_assert(susp[2] && !susp[0] && susp[1], "the memory limit suspends org-b; org-a's CPU workload runs");
+	fake_now = t0 + 1100; /* org-a: 250 m x 1100 s + 250 m x 100 s = 300000 */
+	runtime_pass(names, one, 3, susp);
+	cr_assert(susp[0] && susp[1], "the CPU limit suspends all of org-a's workloads");
+	r = req("GET", "/provider/v1/usage", "org-a", NULL, FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	v = parse(&r);
+	ASSERT_OK(flash_meter_week_name(t0, week, sizeof(week)), "week");
+	ASSERT_STREQ(sget(v, "week"), week, "usage names the week");
+	ASSERT_STREQ(sget(v, "week_start"), "2026-11-30T00:00:00Z", "from Monday");
+	{
+		int64_t c = -1, g = -1;
+
+		json_get_int64(json_get(json_get(v, "organization"), "cpu_millicore_seconds"), &c);
+		json_get_int64(json_get(json_get(v, "organization"), "gpu_seconds"), &g);
+		cr_assert(c == 300000 && g == 100, "cpu %lld, gpu %lld", (long long)c, (long long)g);
+	}
+	json_free(v);
+	op_response_clear(&r);
+
+	/* One second before Monday 00:00 UTC still suspended; at it, all run. */
+	fake_now = monday - 1;
+	runtime_pass(names, one, 3, susp);
+	cr_assert(susp[0] && susp[1] && susp[2], "still this week");
+	fake_now = monday;
+	runtime_pass(names, one, 3, susp);
+	cr_assert(!susp[0] && !susp[1] && !susp[2], "resumed at Monday 00:00 UTC: %d %d %d", susp[0], susp[1], susp[2]);
+
+	/* Usage outlives a deleted service. */
+	fake_now = monday + 10;
+	runtime_pass(names, one, 3, susp);
+	b = path_of(cpu_id);
+	r = req("DELETE", b, "org-a", "p1", FLASH_AUTH_ACTION_DELETE, 2, NULL);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	op_response_clear(&r);
+	fake_now = monday + 20;
+	r = req("GET", "/provider/v1/usage", "org-a", NULL, FLASH_AUTH_ACTION_USAGE, UINT64_MAX, NULL);
+	v = parse(&r);
+	{
+		const struct json_value *list = json_get(v, "services");
+		bool found = false;
+
+		for (size_t i = 0; json_is(list, JSON_ARRAY) && i < list->u.array.n; i++) {
+			const struct json_value *e = list->u.array.items[i];
+			bool del = false;
+			int64_t c = -1;
+
+			if (strcmp(sget(e, "service_id"), cpu_id) != 0)
+				continue;
+			found = true;
+			json_get_bool(json_get(e, "deleted"), &del);
+			json_get_int64(json_get(json_get(e, "usage"), "cpu_millicore_seconds"), &c);
+			cr_assert(del && c == 2500, "the deleted service's record: deleted %d, %lld", del, (long long)c);
+		}
+		cr_assert(found, "the deleted service's usage is still listed: %s", r.body);
+	}
+	json_free(v);
+	op_response_clear(&r);
+	free(b);
+	free(cpu);
+	free(gpu);
+	free(big);
 }
