@@ -9,7 +9,8 @@
 #
 # What each side includes: operator = flashctl create (token, admission
 # against the registry, store commit), reconcile, image unpack onto the
-# replica's tmpfs, netns + flowsdn-cni ADD, runsc create/start, until a UDP
+# replica's ext4 root image (mkfs.ext4, loop mount), netns + flowsdn-cni
+# ADD, runsc create/start, until a UDP
 # datagram to the endpoint comes back.  bare = runsc run --detach of the
 # prepared bundle in a prepared, wired netns, until the same reply.
 set -eu

@@ -367,14 +367,40 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 	return 0;
 }
 
+/* The replica's cgroup in every hierarchy: runsc delete leaves it when a
+ * sandbox process was still exiting (seen under load), so it is removed
+ * here, waiting up to 3 s for it to empty. */
+static void cgroup_remove(struct op_runtime *rt, const char *id)
+{
+	DIR *d = opendir("/sys/fs/cgroup");
+	struct dirent *de;
+	char p[1024];
+
+	/* cgroup2 at the root, or one hierarchy per controller below it. */
+	snprintf(p, sizeof(p), "/sys/fs/cgroup%s/%s", rt->cgroup_parent, id);
+	for (int i = 0; i < 30 && rmdir(p) < 0 && errno == EBUSY; i++)
+		usleep(100000);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s%s/%s", de->d_name, rt->cgroup_parent, id);
+		for (int i = 0; i < 30 && rmdir(p) < 0 && errno == EBUSY; i++)
+			usleep(100000);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* Removes everything a replica left: container, endpoint, netns, rootfs,
- * bundle.  Slow (runsc delete takes about 1.7 s): the teardown thread's. */
+ * cgroups, bundle.  Slow (runsc delete takes about 1.7 s): the teardown
+ * thread's. */
 static void teardown(struct op_runtime *rt, struct replica *rp)
 {
 	char err[512], *dir = replica_dir(rt, rp->id), *p;
 
 	runsc(rt, (const char *const[]){ "kill", rp->id, "KILL", NULL }, -1, -1, false, 10000, NULL, err, sizeof(err));
 	runsc(rt, (const char *const[]){ "delete", "-force", rp->id, NULL }, -1, -1, false, 30000, NULL, err, sizeof(err));
+	cgroup_remove(rt, rp->id);
 	if (dir) {
 		p = path_join(dir, "netns");
 		cni_exec(rt, "DEL", rp, NULL, p, NULL, 0, err, sizeof(err));

@@ -682,6 +682,14 @@ int flashctl_logs_main(int argc, char **argv, const struct flashctl_globals *g)
 		int r = flash_client_logs(x.client, id, replica, from, &resp);
 		bool gone = !first && r == 0 && flash_client_response_status(resp) == 404;
 
+		/* Following: an operator restarting (unreachable, 503) is
+		 * waited for, not an end. */
+		if (follow && !first && (r < 0 || flash_client_response_status(resp) == 503) && r != -EINVAL) {
+			flash_client_response_free(resp);
+			sleep(1);
+			continue;
+		}
+
 		if (r == -EINVAL) {
 			fprintf(stderr, "%s logs: --since %s: not a time the operator takes\n", g->progname, since);
 			status = FLASHCTL_EXIT_USAGE;

@@ -127,14 +127,23 @@ fc logs keeper | grep -q 'stdout boots=4$' || { fc logs keeper; fail "/root afte
 old=$(jq -r '.status.replicas[0].address' "$T/get.json") gen=$(jq -r .generation "$T/get.json")
 spec keeper2 'echo boot >>/root/boots; echo "v2 boots=$(/bin/busybox wc -l </root/boots)"; '"$ECHO" '.env.V = "2"'
 fc update keeper --spec "$T/keeper2.json" >/dev/null || fail "update keeper"
-# Until the new generation is ready, the old replica answers.
-i=0 samples=0
-while :; do
-	fc -o json get keeper >"$T/get.json" 2>/dev/null || true
+# Until the new generation is ready, the old replica answers: whenever it
+# does not (three tries), the status read next must show the new one ready.
+new_ready() {
+	fc -o json get keeper >"$T/get.json" 2>/dev/null || return 1
 	newstate=$(jq -r --argjson g "$gen" '[.status.replicas[] | select(.generation != $g)][0].state // "none"' "$T/get.json")
-	phase=$(jq -r .status.phase "$T/get.json")
-	[ "$phase" = ready ] && [ "$newstate" = ready ] && break
-	[ "$(udp_echo "$old" 7777 still)" = still ] || fail "the old replica stopped answering before its replacement was ready (new: $newstate)"
+	[ "$(jq -r .status.phase "$T/get.json")" = ready ] && [ "$newstate" = ready ]
+}
+old_answers() {
+	for k in 1 2 3; do [ "$(udp_echo "$old" 7777 still)" = still ] && return 0; done
+	return 1
+}
+i=0 samples=0 newstate=none
+while ! new_ready; do
+	if ! old_answers; then
+		new_ready && break
+		fail "the old replica stopped answering before its replacement was ready (new: $newstate)"
+	fi
 	samples=$((samples + 1))
 	i=$((i + 1)); [ $i -lt 600 ] || fail "the update never became ready"
 	sleep 0.05

@@ -6,7 +6,8 @@
 #   - the echo workload created becomes ready and answers UDP on its
 #     endpoint address (gVisor netstack behind the flowsdn datapath);
 #   - its stdout reached the replica's log, and flashctl logs shows it
-#     (--replica, --since, -o json; -f follows until the delete);
+#     (--replica, --since, -o json; -f follows across the operator's
+#     restart until the delete);
 #   - a workload whose command the image lacks fails with that reason;
 #   - flash-operator SIGKILLed and restarted adopts the running replica
 #     (same sandbox, no restart) and converges;

@@ -32,7 +32,7 @@ static void setup(void)
 	if (access("/dev/loop-control", R_OK | W_OK) < 0)
 		cr_skip_test("no /dev/loop-control: the kernel has no loop devices here");
 	cr_assert(unshare(CLONE_NEWNS) == 0, "unshare: %s", strerror(errno));
-	cr_assert(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+	cr_assert(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0);
 	strcpy(dir, "/var/tmp/test-storage-XXXXXX");
 	cr_assert(mkdtemp(dir));
 }
