@@ -3,6 +3,7 @@
  * The policy routes of the agent's API (flowsdn-agent(8)):
  *   GET    /v1/policy                    every stored NetworkPolicy
  *   GET    /v1/policy/verdicts           per endpoint, per rule counters
+ *   POST   /v1/policy/lookup             the verdict of a packet and its deciding rule
  *   GET|PUT|DELETE /v1/policy/{ns}/{name}
  *   GET    /v1/namespace
  *   PUT|DELETE /v1/namespace/{name}      {"labels": {...}}
@@ -88,6 +89,55 @@ static int endpoint_labels(struct agent_core *core, uint32_t id, const char *bod
 	return err;
 }
 
+/* POST /v1/policy/lookup {"endpoint", "direction", "peer", "protocol", "port"}. */
+static int policy_lookup(struct agent_policy *pol, const char *body, size_t len, char **out, struct diag *diag)
+{
+	static const char usage[] = "body: must be {\"endpoint\": ID, \"direction\": \"ingress\"|\"egress\", "
+				    "\"peer\": ADDRESS, \"protocol\": \"TCP\"|\"UDP\"|\"SCTP\"|\"ICMP\"|\"ICMPv6\"|0-255, "
+				    "\"port\": 0-65535}";
+	static const struct {
+		const char *name;
+		uint8_t proto;
+	} protos[] = { { "TCP", 6 }, { "UDP", 17 }, { "SCTP", 132 }, { "ICMP", 1 }, { "ICMPv6", 58 } };
+	struct json_value *root = NULL;
+	const struct json_value *pr;
+	const char *dir, *peer;
+	uint64_t id = 0, port = 0, num = 256;
+	struct flowsdn_addr addr;
+	uint8_t proto = 0;
+	bool known = false;
+	int err = -FLOWSDN_E_AGENT_REFUSED;
+
+	if (json_parse(body, len, NULL, &root, NULL) < 0 || !json_is(root, JSON_OBJECT) || root->u.object.n != 5 ||
+	    json_get_uint64(json_get(root, "endpoint"), &id) < 0 || id == 0 || id > UINT32_MAX ||
+	    !(dir = json_string_value(json_get(root, "direction"))) || (strcmp(dir, "ingress") && strcmp(dir, "egress")) ||
+	    !(peer = json_string_value(json_get(root, "peer"))) || !(pr = json_get(root, "protocol")) ||
+	    json_get_uint64(json_get(root, "port"), &port) < 0 || port > 65535) {
+		agent_diag_set(diag, "%s", usage);
+		goto out;
+	}
+	if (flowsdn_addr_parse(peer, strlen(peer), &addr) < 0) {
+		agent_diag_set(diag, "peer: not an IPv4 or IPv6 address");
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(protos) / sizeof(protos[0]); i++)
+		if (json_string_value(pr) && !strcmp(json_string_value(pr), protos[i].name)) {
+			proto = protos[i].proto;
+			known = true;
+		}
+	if (!known && (json_get_uint64(pr, &num) < 0 || num > 255)) {
+		agent_diag_set(diag, "%s", usage);
+		goto out;
+	}
+	if (!known)
+		proto = (uint8_t)num;
+	err = agent_policy_lookup(pol, (uint32_t)id, strcmp(dir, "ingress") ? FLOWSDN_POLICY_EGRESS : FLOWSDN_POLICY_INGRESS,
+				  &addr, proto, (uint16_t)port, out, diag);
+out:
+	json_free(root);
+	return err;
+}
+
 bool agent_http_policy_route(struct agent_core *core, const char *method, const char *url, const char *body,
 			     size_t len, unsigned int *ret_status, char **ret_body)
 {
@@ -104,6 +154,8 @@ bool agent_http_policy_route(struct agent_core *core, const char *method, const 
 	if (!strcmp(url, "/v1/policy") || !strcmp(url, "/v1/policy/verdicts") || !strcmp(url, "/v1/namespace") ||
 	    !strcmp(url, "/v1/identity"))
 		ok_method = get;
+	else if (!strcmp(url, "/v1/policy/lookup"))
+		ok_method = !strcmp(method, "POST");
 	else if (!strncmp(url, "/v1/policy/", 11) || !strncmp(url, "/v1/namespace/", 14))
 		ok_method = get || put || del;
 	else if (!strncmp(url, "/v1/endpoint/", 13) && strstr(url + 13, "/labels") &&
@@ -118,7 +170,7 @@ bool agent_http_policy_route(struct agent_core *core, const char *method, const 
 		*ret_status = 405;
 		goto out;
 	}
-	if (put && (!body || !len)) {
+	if ((put || !strcmp(method, "POST")) && (!body || !len)) {
 		agent_diag_set(diag, body ? "%s needs a body" : "%s: request body larger than max-request-bytes", url);
 		error_reply(-FLOWSDN_E_AGENT_REFUSED, diag, ret_status, ret_body);
 		*ret_status = body ? 400 : 413;
@@ -128,6 +180,8 @@ bool agent_http_policy_route(struct agent_core *core, const char *method, const 
 		err = agent_policy_get(pol, NULL, NULL, &out);
 	} else if (!strcmp(url, "/v1/policy/verdicts")) {
 		err = agent_policy_verdicts(pol, &out);
+	} else if (!strcmp(url, "/v1/policy/lookup")) {
+		err = policy_lookup(pol, body, len, &out, diag);
 	} else if (!strcmp(url, "/v1/namespace")) {
 		err = agent_policy_namespaces(pol, &out);
 	} else if (!strcmp(url, "/v1/identity")) {

@@ -392,12 +392,22 @@ static int endpoint_set_locked(struct agent_policy *p, const struct flowsdn_endp
 		}
 	}
 	e->dp = *ep;
-	pep_leave_db(p, e);
-	snprintf(e->ns, sizeof(e->ns), "%s", meta->namespace_name ? meta->namespace_name : "");
-	if (meta->pod_name && meta->pod_name[0])
-		snprintf(e->pod, sizeof(e->pod), "%s", meta->pod_name);
-	else
-		snprintf(e->pod, sizeof(e->pod), "endpoint-%u", ep->id);
+	{
+		char ns[sizeof(e->ns)], pod[sizeof(e->pod)];
+
+		snprintf(ns, sizeof(ns), "%s", meta->namespace_name ? meta->namespace_name : "");
+		if (meta->pod_name && meta->pod_name[0])
+			snprintf(pod, sizeof(pod), "%s", meta->pod_name);
+		else
+			snprintf(pod, sizeof(pod), "endpoint-%u", ep->id);
+		/* The same pod with new labels or ports is replaced in place
+		 * (its database id, entries and, when its labels stay, its
+		 * identity kept); another one takes its place. */
+		if (strcmp(ns, e->ns) || strcmp(pod, e->pod))
+			pep_leave_db(p, e);
+		memcpy(e->ns, ns, sizeof(ns));
+		memcpy(e->pod, pod, sizeof(pod));
+	}
 	if (e->ns[0]) {
 		FLOWSDN_OPTS(flowsdn_policy_pod, pod, .namespace_name = e->ns, .name = e->pod, .labels = meta->labels,
 			     .n_labels = meta->n_labels, .ports = meta->ports, .n_ports = meta->n_ports,
@@ -893,14 +903,60 @@ int agent_policy_identities(struct agent_policy *p, char **ret_json)
 	return json_writer_finish(w, ret_json, NULL);
 }
 
+/* One counted policy entry, from the walk of the map. */
+struct hit {
+	struct flowsdn_policy_key key;
+	struct flowsdn_policy_value v;
+};
+
+struct hits {
+	struct hit *v;
+	size_t n, cap;
+};
+
+static int hit_collect(const struct flowsdn_policy_key *key, const struct flowsdn_policy_value *value, void *ud)
+{
+	struct hits *h = ud;
+
+	if (!value->packets)
+		return 0;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 256;
+		struct hit *t = reallocarray(h->v, cap, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		h->v = t;
+		h->cap = cap;
+	}
+	h->v[h->n++] = (struct hit){ *key, *value };
+	return 0;
+}
+
+static int hit_cmp(const void *x, const void *y)
+{
+	uint32_t a = ((const struct hit *)x)->key.ep_id, b = ((const struct hit *)y)->key.ep_id;
+
+	return a < b ? -1 : a > b;
+}
+
 int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 {
+	struct hits h = { 0 };
 	struct json_writer *w;
+	int err = 0;
 
 	if (!p || !ret_json)
 		return -EINVAL;
 	w = json_writer_new(0);
 	pthread_mutex_lock(&p->lock);
+	/* One walk of the policy map for every endpoint's counted entries. */
+	if (p->maps) {
+		err = flowsdn_maps_policy_iterate(p->maps, hit_collect, &h);
+		if (err < 0)
+			goto out;
+		qsort(h.v, h.n, sizeof(*h.v), hit_cmp);
+	}
 	jw_object_open(w);
 	jw_key(w, "endpoints");
 	jw_array_open(w);
@@ -908,12 +964,23 @@ int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 		const struct pep *e = p->eps[i];
 		struct flowsdn_endpoint_counters c = { 0 };
 		unsigned int gen = 0;
+		size_t lo = 0, hi = h.n;
+		uint32_t id;
 
 		if (p->maps) {
 			if (flowsdn_maps_endpoint_counters(p->maps, e->dp.id, &c) < 0)
 				memset(&c, 0, sizeof(c));
 			if (flowsdn_maps_policy_generation(p->maps, e->dp.id, &e->dp.addrs[0], &gen) < 0)
 				gen = 0;
+		}
+		id = FLOWSDN_POLICY_KEY_ID(e->dp.id, gen);
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (h.v[mid].key.ep_id < id)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
 		jw_object_open(w);
 		jw_kv_uint(w, "endpoint", e->dp.id);
@@ -923,28 +990,85 @@ int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 		jw_kv_uint(w, "denyEgress", c.deny_egress);
 		jw_key(w, "rules");
 		jw_array_open(w);
-		for (size_t j = 0; p->maps && j < e->n_inst; j++) {
-			struct flowsdn_policy_key k = e->inst[j].key;
-			struct flowsdn_policy_value v;
+		for (size_t j = lo; j < h.n && h.v[j].key.ep_id == id; j++) {
+			const struct hit *x = &h.v[j];
 			char name[256];
 
-			k.ep_id = FLOWSDN_POLICY_KEY_ID(e->dp.id, gen);
-			if (flowsdn_maps_policy_get(p->maps, &k, &v) < 0 || !v.packets)
-				continue;
 			jw_object_open(w);
-			jw_kv_uint(w, "rule", v.rule_id);
-			if (flowsdn_policy_db_rule_name(p->db, v.rule_id, name, sizeof(name)) >= 0)
+			jw_kv_uint(w, "rule", x->v.rule_id);
+			if (flowsdn_policy_db_rule_name(p->db, x->v.rule_id, name, sizeof(name)) >= 0)
 				jw_kv_string(w, "name", name);
-			jw_kv_string(w, "direction", k.direction == FLOWSDN_DIR_INGRESS ? "ingress" : "egress");
-			jw_kv_string(w, "verdict", (v.flags & FLOWSDN_POLICY_F_DENY) ? "deny" : "allow");
-			jw_kv_uint(w, "packets", v.packets);
-			jw_kv_uint(w, "bytes", v.bytes);
+			jw_kv_string(w, "direction", x->key.direction == FLOWSDN_DIR_INGRESS ? "ingress" : "egress");
+			jw_kv_string(w, "verdict", (x->v.flags & FLOWSDN_POLICY_F_DENY) ? "deny" : "allow");
+			jw_kv_uint(w, "packets", x->v.packets);
+			jw_kv_uint(w, "bytes", x->v.bytes);
 			jw_object_close(w);
 		}
 		jw_array_close(w);
 		jw_object_close(w);
 	}
 	jw_array_close(w);
+	jw_object_close(w);
+out:
+	pthread_mutex_unlock(&p->lock);
+	free(h.v);
+	if (err < 0) {
+		json_writer_free(w);
+		return err;
+	}
+	return json_writer_finish(w, ret_json, NULL);
+}
+
+static void decision_gen(struct agent_policy *p, struct json_writer *w, const struct flowsdn_policy_decision *d)
+{
+	char name[256];
+
+	jw_kv_string(w, "verdict", d->verdict == FLOWSDN_POLICY_VERDICT_DENY ? "deny" : "allow");
+	jw_kv_string(w, "reason", flowsdn_policy_reason_name(d->reason));
+	if (d->reason != FLOWSDN_POLICY_REASON_RULE)
+		return;
+	jw_kv_uint(w, "rule", d->rule_id);
+	if (flowsdn_policy_db_rule_name(p->db, d->rule_id, name, sizeof(name)) >= 0)
+		jw_kv_string(w, "name", name);
+	if (d->tier <= FLOWSDN_POLICY_TIER_PROTECT)
+		jw_kv_string(w, "tier", tier_words[d->tier]);
+}
+
+int agent_policy_lookup(struct agent_policy *p, uint32_t ep_id, int direction, const struct flowsdn_addr *peer,
+			uint8_t protocol, uint16_t port, char **ret_json, struct diag *diag)
+{
+	FLOWSDN_OPTS(flowsdn_policy_decision, dc);
+	FLOWSDN_OPTS(flowsdn_policy_decision, ds);
+	struct json_writer *w;
+	struct pep *e;
+	int err;
+
+	if (!p || !peer || !ret_json)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	e = pep_find(p, ep_id);
+	if (!e || !e->in_db) {
+		agent_diag_set(diag, e ? "endpoint %u is outside policy (no namespace): it allows everything"
+				       : "no endpoint %u has labels", ep_id);
+		pthread_mutex_unlock(&p->lock);
+		return -FLOWSDN_E_AGENT_NOT_FOUND;
+	}
+	err = flowsdn_policy_db_lookup_decision(p->db, e->db_id, direction, peer, protocol, port, &dc);
+	if (err == 0)
+		err = flowsdn_policy_db_simulate_decision(p->db, e->db_id, direction, peer, protocol, port, &ds);
+	if (err < 0) {
+		agent_diag_set(diag, "endpoint %u: %s", ep_id, flowsdn_strerror(err));
+		pthread_mutex_unlock(&p->lock);
+		return err;
+	}
+	w = json_writer_new(0);
+	jw_object_open(w);
+	jw_kv_uint(w, "endpoint", ep_id);
+	decision_gen(p, w, &dc);
+	jw_key(w, "simulated");
+	jw_object_open(w);
+	decision_gen(p, w, &ds);
+	jw_object_close(w);
 	jw_object_close(w);
 	pthread_mutex_unlock(&p->lock);
 	return json_writer_finish(w, ret_json, NULL);

@@ -105,6 +105,15 @@ int agent_policy_identities(struct agent_policy *p, char **ret_json);
  * packets (from the policy map's entry counters). */
 int agent_policy_verdicts(struct agent_policy *p, char **ret_json);
 
+/* POST /v1/policy/lookup: the verdict endpoint @ep_id gives a packet in
+ * @direction (FLOWSDN_POLICY_INGRESS/EGRESS) with the peer @peer, as the
+ * compiled entries decide it (what the datapath does and counts) and as
+ * the simulator reads the objects, each with its deciding rule or
+ * reason.  -FLOWSDN_E_AGENT_NOT_FOUND (no such endpoint, or outside
+ * policy: @diag says which). */
+int agent_policy_lookup(struct agent_policy *p, uint32_t ep_id, int direction, const struct flowsdn_addr *peer,
+			uint8_t protocol, uint16_t port, char **ret_json, struct diag *diag);
+
 struct agent_config;
 /* The "namespaces" and "policies" of the configuration
  * (flowsdn-agent.conf(5)), applied in that order; the first refused

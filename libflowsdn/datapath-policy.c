@@ -213,3 +213,25 @@ out:
 		*ret_removed = removed;
 	return r;
 }
+
+FLOWSDN_API int flowsdn_maps_policy_iterate(struct flowsdn_maps *maps, flowsdn_policy_visit_fn fn, void *userdata)
+{
+	struct flowsdn_policy_key cur, next;
+	struct flowsdn_policy_value v;
+	bool have = false;
+	int r;
+
+	if (!maps || !fn)
+		return -EINVAL;
+	while (bpf_map_get_next_key(maps->fd[FSDN_MAP_POLICY], have ? &cur : NULL, &next) == 0) {
+		cur = next;
+		have = true;
+		/* The exact key is in the map: the longest match is itself. */
+		if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_POLICY], &cur, &v) < 0)
+			continue;
+		r = fn(&cur, &v, userdata);
+		if (r)
+			return r;
+	}
+	return errno == ENOENT || !have ? 0 : -errno;
+}

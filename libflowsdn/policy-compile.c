@@ -106,6 +106,7 @@ struct item {
 	uint8_t tier;
 	uint16_t lo, hi;
 	uint32_t rule_id;
+	uint8_t foreign; /* flatten_group(): an any-peer item in a peer's group */
 };
 
 struct items {
@@ -303,79 +304,156 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Flattens the items v[0..n) of one (direction, identity), sorted by
- * protocol then lo. */
-static int flatten_group(struct entries *e, const struct item *v, size_t n, uint32_t **scratch, size_t *scap)
+struct scratch {
+	struct items items;
+	uint32_t *bounds;
+	size_t bcap;
+	struct item *merged;
+	size_t mcap;
+};
+
+/* Emits the port range [lo, hi] of @proto with (tier, rule). */
+static int emit_block(struct entries *e, const struct item *g, uint8_t proto, int tier, uint32_t rule, uint32_t lo,
+		      uint32_t hi)
 {
-	int any_tier = 0;
-	uint32_t any_rule = 0;
-	size_t i = 0;
+	struct flowsdn_policy_entry x = {
+		.identity = g->ident, .direction = g->dir, .protocol = proto,
+		.deny = is_deny(tier), .tier = (uint8_t)tier, .rule_id = rule,
+	};
+
+	return emit_range(e, &x, lo, hi);
+}
+
+static int item_proto_cmp(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->proto != y->proto)
+		return x->proto < y->proto ? -1 : 1;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Flattens the items v[0..n) of one (direction, identity), sorted by
+ * protocol then lo; f[0..nf) are the same direction's any-peer items
+ * (none for the any-peer group itself).
+ *
+ * The entry the datapath meets names the rule that decides: of the
+ * matching rules, the highest tier, then the lowest rule id
+ * (flowsdn_policy_db_lookup_decision(3)).  The datapath takes the peer
+ * identity's entry over the any-peer one, so wherever this group has an
+ * entry, its rule is chosen among the any-peer rules as well; where it
+ * has none, the any-peer entry decides alone.
+ */
+static int flatten_group(struct entries *e, const struct item *v, size_t n, const struct item *f, size_t nf,
+			 struct scratch *sc)
+{
+	int own_l3 = 0, l3_tier = 0;
+	uint32_t own_rule = 0, l3_rule = 0;
+	struct item *m;
+	size_t nm = 0, i = 0;
 	int r;
 
 	for (size_t k = 0; k < n && v[k].proto == 0; k++)
-		if (better(v[k].tier, v[k].rule_id, any_tier, any_rule)) {
-			any_tier = v[k].tier;
-			any_rule = v[k].rule_id;
+		if (better(v[k].tier, v[k].rule_id, own_l3, own_rule)) {
+			own_l3 = v[k].tier;
+			own_rule = v[k].rule_id;
 		}
-	if (any_tier) {
+	/* Every any-protocol rule that matches, own and any-peer. */
+	l3_tier = own_l3;
+	l3_rule = own_rule;
+	for (size_t k = 0; k < nf && f[k].proto == 0; k++)
+		if (better(f[k].tier, f[k].rule_id, l3_tier, l3_rule)) {
+			l3_tier = f[k].tier;
+			l3_rule = f[k].rule_id;
+		}
+	if (own_l3) {
 		struct flowsdn_policy_entry x = {
 			.identity = v[0].ident, .direction = v[0].dir, .protocol = 0, .port_bits = 0,
-			.deny = is_deny(any_tier), .port = 0, .tier = (uint8_t)any_tier, .rule_id = any_rule,
+			.deny = is_deny(l3_tier), .port = 0, .tier = (uint8_t)l3_tier, .rule_id = l3_rule,
 		};
 
 		r = entries_add(e, &x);
 		if (r < 0)
 			return r;
 	}
-	while (i < n && v[i].proto == 0)
-		i++;
-	while (i < n) {
+	/* The port items, own (foreign 0) and any-peer (1), by protocol. */
+	if (sc->mcap < n + nf) {
+		struct item *t = reallocarray(sc->merged, n + nf, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		sc->merged = t;
+		sc->mcap = n + nf;
+	}
+	m = sc->merged;
+	for (size_t k = 0; k < n; k++)
+		if (v[k].proto) {
+			m[nm] = v[k];
+			m[nm++].foreign = 0;
+		}
+	for (size_t k = 0; k < nf; k++)
+		if (f[k].proto) {
+			m[nm] = f[k];
+			m[nm++].foreign = 1;
+		}
+	if (nm > 1)
+		qsort(m, nm, sizeof(*m), item_proto_cmp);
+	while (i < nm) {
 		size_t j = i, nb = 0;
-		uint8_t proto = v[i].proto;
+		uint8_t proto = m[i].proto;
 		int cur_tier = 0;
 		uint32_t cur_rule = 0, cur_lo = 0;
-		bool open = false;
+		bool open = false, own = own_l3 != 0;
 
-		while (j < n && v[j].proto == proto)
+		while (j < nm && m[j].proto == proto) {
+			own |= !m[j].foreign;
 			j++;
+		}
+		if (!own) {
+			i = j; /* the any-peer entries decide alone */
+			continue;
+		}
 		/* elementary boundaries */
-		if (*scap < 2 * (j - i) + 2) {
-			uint32_t *ns = realloc(*scratch, (2 * (j - i) + 2) * sizeof(**scratch));
+		if (sc->bcap < 2 * (j - i) + 2) {
+			uint32_t *ns = realloc(sc->bounds, (2 * (j - i) + 2) * sizeof(*sc->bounds));
 
 			if (!ns)
 				return -ENOMEM;
-			*scratch = ns;
-			*scap = 2 * (j - i) + 2;
+			sc->bounds = ns;
+			sc->bcap = 2 * (j - i) + 2;
 		}
 		for (size_t k = i; k < j; k++) {
-			(*scratch)[nb++] = v[k].lo;
-			(*scratch)[nb++] = (uint32_t)v[k].hi + 1;
+			sc->bounds[nb++] = m[k].lo;
+			sc->bounds[nb++] = (uint32_t)m[k].hi + 1;
 		}
-		qsort(*scratch, nb, sizeof(**scratch), u32_cmp);
+		qsort(sc->bounds, nb, sizeof(*sc->bounds), u32_cmp);
 		for (size_t b = 0; b + 1 < nb + 1; b++) {
-			uint32_t s = (*scratch)[b];
-			uint32_t end = b + 1 < nb ? (*scratch)[b + 1] : 65536;
-			int t = any_tier;
-			uint32_t rl = any_rule;
+			uint32_t s = sc->bounds[b];
+			uint32_t end = b + 1 < nb ? sc->bounds[b + 1] : 65536;
+			bool covered = own_l3 != 0;
+			int t = l3_tier;
+			uint32_t rl = l3_rule;
 
 			if (b + 1 < nb && s == end)
 				continue;
 			if (s > 65535)
 				break;
-			for (size_t k = i; k < j && v[k].lo <= s; k++)
-				if (v[k].hi >= s && better(v[k].tier, v[k].rule_id, t, rl) && v[k].tier > any_tier) {
-					t = v[k].tier;
-					rl = v[k].rule_id;
+			for (size_t k = i; k < j && m[k].lo <= s; k++) {
+				if (m[k].hi < s)
+					continue;
+				covered |= !m[k].foreign;
+				if (better(m[k].tier, m[k].rule_id, t, rl)) {
+					t = m[k].tier;
+					rl = m[k].rule_id;
 				}
-			if (t == any_tier)
-				t = 0; /* left to the L3 entry */
-			if (open && t != cur_tier) {
-				struct flowsdn_policy_entry x = {
-					.identity = v[i].ident, .direction = v[i].dir, .protocol = proto,
-					.deny = is_deny(cur_tier), .tier = (uint8_t)cur_tier, .rule_id = cur_rule,
-				};
-
-				r = emit_range(e, &x, cur_lo, s - 1);
+			}
+			if (!covered || (own_l3 && t == l3_tier && rl == l3_rule))
+				t = 0; /* left to the any-peer entries, or to the L3 entry */
+			if (open && (t != cur_tier || rl != cur_rule)) {
+				r = emit_block(e, v, proto, cur_tier, cur_rule, cur_lo, s - 1);
 				if (r < 0)
 					return r;
 				open = false;
@@ -388,12 +466,7 @@ static int flatten_group(struct entries *e, const struct item *v, size_t n, uint
 			}
 		}
 		if (open) {
-			struct flowsdn_policy_entry x = {
-				.identity = v[i].ident, .direction = v[i].dir, .protocol = proto,
-				.deny = is_deny(cur_tier), .tier = (uint8_t)cur_tier, .rule_id = cur_rule,
-			};
-
-			r = emit_range(e, &x, cur_lo, 65535);
+			r = emit_block(e, v, proto, cur_tier, cur_rule, cur_lo, 65535);
 			if (r < 0)
 				return r;
 		}
@@ -418,12 +491,6 @@ static int entry_cmp(const void *a, const void *b)
 		return x->port_bits < y->port_bits ? -1 : 1;
 	return 0;
 }
-
-struct scratch {
-	struct items items;
-	uint32_t *bounds;
-	size_t bcap;
-};
 
 static int compile_endpoint(struct flowsdn_policy_db *db, const struct ppod *pod, struct scratch *sc,
 			    struct entries *out, unsigned int *ret_flags)
@@ -453,13 +520,21 @@ static int compile_endpoint(struct flowsdn_policy_db *db, const struct ppod *pod
 		return r;
 	if (sc->items.n > 1)
 		qsort(sc->items.v, sc->items.n, sizeof(*sc->items.v), item_cmp);
-	for (size_t i = 0; i < sc->items.n && r == 0;) {
+	for (size_t i = 0, any = 0, n_any = 0; i < sc->items.n && r == 0;) {
+		const struct item *g = &sc->items.v[i];
 		size_t j = i;
 
-		while (j < sc->items.n && sc->items.v[j].dir == sc->items.v[i].dir &&
-		       sc->items.v[j].ident == sc->items.v[i].ident)
+		while (j < sc->items.n && sc->items.v[j].dir == g->dir && sc->items.v[j].ident == g->ident)
 			j++;
-		r = flatten_group(out, &sc->items.v[i], j - i, &sc->bounds, &sc->bcap);
+		/* The any-peer group sorts first in its direction. */
+		if (g->ident == POLICY_IDENTITY_ANY) {
+			any = i;
+			n_any = j - i;
+		} else if (n_any && sc->items.v[any].dir != g->dir) {
+			n_any = 0;
+		}
+		r = flatten_group(out, g, j - i, g->ident == POLICY_IDENTITY_ANY ? NULL : &sc->items.v[any],
+				  g->ident == POLICY_IDENTITY_ANY ? 0 : n_any, sc);
 		i = j;
 	}
 	if (r < 0)
@@ -547,6 +622,7 @@ out:
 	free(rep);
 	free(sc.items.v);
 	free(sc.bounds);
+	free(sc.merged);
 	return r;
 }
 
@@ -692,17 +768,17 @@ static const struct flowsdn_policy_entry *policy_lpm(const struct ppod *pod, int
 	return bsearch(&key, pod->entries, pod->n_entries, sizeof(key), entry_cmp);
 }
 
-FLOWSDN_API int flowsdn_policy_db_lookup(struct flowsdn_policy_db *db, uint32_t ep_id, int direction,
-					 const struct flowsdn_addr *peer, uint8_t protocol,
-					 uint16_t port, int *ret_verdict)
+FLOWSDN_API int flowsdn_policy_db_lookup_decision(struct flowsdn_policy_db *db, uint32_t ep_id, int direction,
+						  const struct flowsdn_addr *peer, uint8_t protocol, uint16_t port,
+						  struct flowsdn_policy_decision *ret)
 {
-	const struct flowsdn_policy_entry *a, *b;
+	const struct flowsdn_policy_entry *a, *b, *hit;
 	const struct ppod *pod;
 	uint32_t ident;
 	unsigned int enforce;
 	int r;
 
-	if (!db || !peer || !ret_verdict ||
+	if (!db || !peer || !ret || !OPTS_VALID(ret, flowsdn_policy_decision) ||
 	    (direction != FLOWSDN_POLICY_INGRESS && direction != FLOWSDN_POLICY_EGRESS) ||
 	    (peer->family != FLOWSDN_AF_INET && peer->family != FLOWSDN_AF_INET6))
 		return -EINVAL;
@@ -716,7 +792,7 @@ FLOWSDN_API int flowsdn_policy_db_lookup(struct flowsdn_policy_db *db, uint32_t 
 	/* "A pod cannot block access to itself": its own address is always
 	 * allowed (the datapath never judges a pod's traffic to itself). */
 	if (pdb_pod_by_addr(db, peer) == pod) {
-		*ret_verdict = FLOWSDN_POLICY_VERDICT_ALLOW;
+		policy_decision_set(ret, FLOWSDN_POLICY_VERDICT_ALLOW, FLOWSDN_POLICY_REASON_SELF, 0, 0);
 		return 0;
 	}
 	if (protocol != PROTO_TCP && protocol != PROTO_UDP && protocol != PROTO_SCTP)
@@ -726,13 +802,31 @@ FLOWSDN_API int flowsdn_policy_db_lookup(struct flowsdn_policy_db *db, uint32_t 
 	b = policy_lpm(pod, direction, POLICY_IDENTITY_ANY, protocol, port);
 	enforce = direction == FLOWSDN_POLICY_INGRESS ? FLOWSDN_POLICY_ENFORCE_INGRESS
 						      : FLOWSDN_POLICY_ENFORCE_EGRESS;
-	if ((a && a->deny) || (b && b->deny))
-		*ret_verdict = FLOWSDN_POLICY_VERDICT_DENY;
-	else if (a || b)
-		*ret_verdict = FLOWSDN_POLICY_VERDICT_ALLOW;
+	/* The datapath's order (bpf/lib/policy.h), which counts the entry. */
+	hit = a && a->deny ? a : b && b->deny ? b : a ? a : b;
+	if (hit)
+		policy_decision_set(ret, hit->deny ? FLOWSDN_POLICY_VERDICT_DENY : FLOWSDN_POLICY_VERDICT_ALLOW,
+				    FLOWSDN_POLICY_REASON_RULE, hit->rule_id, hit->tier);
+	else if (pod->flags & enforce)
+		policy_decision_set(ret, FLOWSDN_POLICY_VERDICT_DENY, FLOWSDN_POLICY_REASON_DEFAULT_DENY, 0, 0);
 	else
-		*ret_verdict = pod->flags & enforce ? FLOWSDN_POLICY_VERDICT_DENY : FLOWSDN_POLICY_VERDICT_ALLOW;
+		policy_decision_set(ret, FLOWSDN_POLICY_VERDICT_ALLOW, FLOWSDN_POLICY_REASON_NOT_SELECTED, 0, 0);
 	return 0;
+}
+
+FLOWSDN_API int flowsdn_policy_db_lookup(struct flowsdn_policy_db *db, uint32_t ep_id, int direction,
+					 const struct flowsdn_addr *peer, uint8_t protocol,
+					 uint16_t port, int *ret_verdict)
+{
+	FLOWSDN_OPTS(flowsdn_policy_decision, d);
+	int r;
+
+	if (!ret_verdict)
+		return -EINVAL;
+	r = flowsdn_policy_db_lookup_decision(db, ep_id, direction, peer, protocol, port, &d);
+	if (r == 0)
+		*ret_verdict = d.verdict;
+	return r;
 }
 
 FLOWSDN_API int flowsdn_policy_entry_to_key(const struct flowsdn_policy_entry *entry, uint32_t ep_id,

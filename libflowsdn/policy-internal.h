@@ -58,6 +58,11 @@ struct plabels {
 };
 const char *plabels_get(const struct plabels *l, const char *key);
 void plabels_free(struct plabels *l);
+
+struct flowsdn_policy_decision;
+/* Writes the out fields of a decision (policy-util.c). */
+void policy_decision_set(struct flowsdn_policy_decision *d, int verdict, int reason, uint32_t rule_id,
+			 uint8_t tier);
 int plabels_copy(struct plabels *dst, const struct plabels *src);
 /* Sorts and refuses duplicate keys (-EEXIST). */
 int plabels_sort(struct plabels *l);

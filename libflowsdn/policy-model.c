@@ -950,6 +950,39 @@ fail:
 	return r;
 }
 
+FLOWSDN_API int flowsdn_policy_db_set_pod_labels(struct flowsdn_policy_db *db, const char *namespace_name,
+						 const char *name, const struct flowsdn_policy_label *labels,
+						 size_t n_labels)
+{
+	_cleanup_free_ struct flowsdn_policy_named_port *ports = NULL;
+	_cleanup_free_ char *key = NULL;
+	const struct ppod *old;
+
+	if (!db || !namespace_name || !name || (n_labels && !labels))
+		return -EINVAL;
+	if (asprintf(&key, "%s/%s", namespace_name, name) < 0) {
+		key = NULL;
+		return -ENOMEM;
+	}
+	old = pmap_get(&db->pod_by_key, key, strlen(key));
+	if (!old)
+		return -FLOWSDN_E_POLICY_NOT_FOUND;
+	ports = calloc(old->n_ports + 1, sizeof(*ports));
+	if (!ports)
+		return -ENOMEM;
+	for (size_t i = 0; i < old->n_ports; i++)
+		ports[i] = (struct flowsdn_policy_named_port){ old->ports[i].name, old->ports[i].proto,
+							       old->ports[i].port };
+	{
+		/* set_pod copies everything before it frees the old pod. */
+		FLOWSDN_OPTS(flowsdn_policy_pod, pod, .namespace_name = old->ns, .name = old->name, .labels = labels,
+			     .n_labels = n_labels, .ports = ports, .n_ports = old->n_ports, .addrs = old->addrs,
+			     .n_addrs = old->n_addrs);
+
+		return flowsdn_policy_db_set_pod(db, &pod, NULL);
+	}
+}
+
 FLOWSDN_API int flowsdn_policy_db_delete_pod(struct flowsdn_policy_db *db,
 					     const char *namespace_name, const char *name)
 {

@@ -155,15 +155,16 @@ static bool rule_matches(const struct flowsdn_policy_db *db, const struct flowsd
 	return peer_ok && port_ok;
 }
 
-FLOWSDN_API int flowsdn_policy_db_simulate(const struct flowsdn_policy_db *db, uint32_t ep_id,
-					   int direction, const struct flowsdn_addr *peer,
-					   uint8_t protocol, uint16_t port, int *ret_verdict)
+FLOWSDN_API int flowsdn_policy_db_simulate_decision(const struct flowsdn_policy_db *db, uint32_t ep_id,
+						    int direction, const struct flowsdn_addr *peer, uint8_t protocol,
+						    uint16_t port, struct flowsdn_policy_decision *ret)
 {
 	const struct ppod *self, *peer_pod;
 	bool isolated = false;
 	int best = 0;
+	uint32_t best_rule = 0;
 
-	if (!db || !peer || !ret_verdict ||
+	if (!db || !peer || !ret || !OPTS_VALID(ret, flowsdn_policy_decision) ||
 	    (direction != FLOWSDN_POLICY_INGRESS && direction != FLOWSDN_POLICY_EGRESS) ||
 	    (peer->family != FLOWSDN_AF_INET && peer->family != FLOWSDN_AF_INET6))
 		return -EINVAL;
@@ -174,9 +175,10 @@ FLOWSDN_API int flowsdn_policy_db_simulate(const struct flowsdn_policy_db *db, u
 	peer_pod = pdb_pod_by_addr(db, peer);
 	/* Kubernetes: a pod cannot block access to itself. */
 	if (peer_pod == self) {
-		*ret_verdict = FLOWSDN_POLICY_VERDICT_ALLOW;
+		policy_decision_set(ret, FLOWSDN_POLICY_VERDICT_ALLOW, FLOWSDN_POLICY_REASON_SELF, 0, 0);
 		return 0;
 	}
+	/* The highest tier that matches, then the lowest rule id. */
 	for (size_t i = 0; i < db->n_policies; i++) {
 		const struct flowsdn_policy *p = db->policies[i];
 
@@ -185,16 +187,40 @@ FLOWSDN_API int flowsdn_policy_db_simulate(const struct flowsdn_policy_db *db, u
 			continue;
 		if (p->tier == FLOWSDN_POLICY_TIER_ALLOW)
 			isolated = true;
-		for (size_t k = 0; k < p->n_rules[direction]; k++)
-			if (p->tier > best && rule_matches(db, p, &p->rules[direction][k], direction, self,
-							   peer_pod, peer, protocol, port))
+		for (size_t k = 0; k < p->n_rules[direction]; k++) {
+			const struct prule *r = &p->rules[direction][k];
+
+			if ((p->tier > best || (p->tier == best && r->rule_id < best_rule)) &&
+			    rule_matches(db, p, r, direction, self, peer_pod, peer, protocol, port)) {
 				best = p->tier;
+				best_rule = r->rule_id;
+			}
+		}
 	}
 	if (best)
-		*ret_verdict = best == FLOWSDN_POLICY_TIER_DENY || best == FLOWSDN_POLICY_TIER_PROTECT
-				       ? FLOWSDN_POLICY_VERDICT_DENY
-				       : FLOWSDN_POLICY_VERDICT_ALLOW;
+		policy_decision_set(ret,
+				    best == FLOWSDN_POLICY_TIER_DENY || best == FLOWSDN_POLICY_TIER_PROTECT
+					    ? FLOWSDN_POLICY_VERDICT_DENY
+					    : FLOWSDN_POLICY_VERDICT_ALLOW,
+				    FLOWSDN_POLICY_REASON_RULE, best_rule, (uint8_t)best);
+	else if (isolated)
+		policy_decision_set(ret, FLOWSDN_POLICY_VERDICT_DENY, FLOWSDN_POLICY_REASON_DEFAULT_DENY, 0, 0);
 	else
-		*ret_verdict = isolated ? FLOWSDN_POLICY_VERDICT_DENY : FLOWSDN_POLICY_VERDICT_ALLOW;
+		policy_decision_set(ret, FLOWSDN_POLICY_VERDICT_ALLOW, FLOWSDN_POLICY_REASON_NOT_SELECTED, 0, 0);
 	return 0;
+}
+
+FLOWSDN_API int flowsdn_policy_db_simulate(const struct flowsdn_policy_db *db, uint32_t ep_id,
+					   int direction, const struct flowsdn_addr *peer,
+					   uint8_t protocol, uint16_t port, int *ret_verdict)
+{
+	FLOWSDN_OPTS(flowsdn_policy_decision, d);
+	int r;
+
+	if (!ret_verdict)
+		return -EINVAL;
+	r = flowsdn_policy_db_simulate_decision(db, ep_id, direction, peer, protocol, port, &d);
+	if (r == 0)
+		*ret_verdict = d.verdict;
+	return r;
 }

@@ -129,3 +129,30 @@ bool psel_matches(const struct psel *sel, const struct plabels *labels)
 	}
 	return true;
 }
+
+void policy_decision_set(struct flowsdn_policy_decision *d, int verdict, int reason, uint32_t rule_id,
+			 uint8_t tier)
+{
+	d->verdict = verdict;
+	d->reason = reason;
+	if (OPTS_HAS(d, rule_id))
+		d->rule_id = rule_id;
+	if (OPTS_HAS(d, tier))
+		d->tier = tier;
+}
+
+FLOWSDN_API const char *flowsdn_policy_reason_name(int reason)
+{
+	switch (reason) {
+	case FLOWSDN_POLICY_REASON_RULE:
+		return "rule";
+	case FLOWSDN_POLICY_REASON_DEFAULT_DENY:
+		return "default deny";
+	case FLOWSDN_POLICY_REASON_NOT_SELECTED:
+		return "no policy selects";
+	case FLOWSDN_POLICY_REASON_SELF:
+		return "self";
+	default:
+		return NULL;
+	}
+}

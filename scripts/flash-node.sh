@@ -90,6 +90,8 @@ JSON
 	"$B/bin/flowsdn-agent" --config "$T/agent.json" 2>"$T/agent.log" &
 	AGENT=$!
 	i=0
+	# Loading the datapath is the BPF verifier's work: 10 s and more on a
+	# loaded machine (measured at load average 10-14 on 2 CPUs).
 	until [ -S "$T/run/flowsdn.sock" ]; do
 		i=$((i + 1)); [ $i -lt 300 ] || node_fail "agent did not start in 30 s"; sleep 0.1
 	done

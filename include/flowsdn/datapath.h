@@ -162,6 +162,16 @@ FLOWSDN_API int flowsdn_maps_policy_delete(struct flowsdn_maps *maps, const stru
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_get(struct flowsdn_maps *maps, const struct flowsdn_policy_key *key,
 						     struct flowsdn_policy_value *ret);
 
+/* Called per entry by flowsdn_maps_policy_iterate(): 0 goes on, any
+ * other value stops the walk and is returned. */
+typedef int (*flowsdn_policy_visit_fn)(const struct flowsdn_policy_key *key, const struct flowsdn_policy_value *value,
+				       void *userdata);
+/* Visits every policy entry once (one walk of the map, in the map's
+ * order), each with its value as read at that moment; entries changed
+ * during the walk may be seen or not.  0, the callback's value, or
+ * -errno. */
+FLOWSDN_API int flowsdn_maps_policy_iterate(struct flowsdn_maps *maps, flowsdn_policy_visit_fn fn, void *userdata);
+
 /* One policy entry to install: a key (its ep_id is ignored: the switch
  * writes the generation's id) and its value's flags and rule id. */
 struct flowsdn_policy_map_entry {

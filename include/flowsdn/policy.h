@@ -267,6 +267,15 @@ FLOWSDN_API int flowsdn_policy_db_set_pod(struct flowsdn_policy_db *db,
 					  const struct flowsdn_policy_pod *pod,
 					  uint32_t *ret_ep_id);
 
+/* Replaces the labels of the pod "@namespace_name/@name" (copied): its
+ * addresses, named ports and endpoint id stay, its compiled entries stay
+ * installed until the next compile recomputes it and the endpoints whose
+ * rules select it.  Errors as flowsdn_policy_db_set_pod(), and
+ * -FLOWSDN_E_POLICY_NOT_FOUND when there is no such pod. */
+FLOWSDN_API int flowsdn_policy_db_set_pod_labels(struct flowsdn_policy_db *db, const char *namespace_name,
+						 const char *name, const struct flowsdn_policy_label *labels,
+						 size_t n_labels);
+
 /* Deletes a pod.  -FLOWSDN_E_POLICY_NOT_FOUND when there is none. */
 FLOWSDN_API int flowsdn_policy_db_delete_pod(struct flowsdn_policy_db *db,
 					     const char *namespace_name, const char *name);
@@ -392,6 +401,44 @@ FLOWSDN_API int flowsdn_policy_db_lookup(struct flowsdn_policy_db *db, uint32_t 
 					 const struct flowsdn_addr *peer, uint8_t protocol,
 					 uint16_t port, int *ret_verdict);
 
+/* Why a verdict was reached. */
+enum flowsdn_policy_reason {
+	FLOWSDN_POLICY_REASON_RULE = 1,     /* the rule rule_id decided */
+	FLOWSDN_POLICY_REASON_DEFAULT_DENY, /* an allow-tier policy selects the endpoint in that
+					     * direction and no rule allows: "default deny" */
+	FLOWSDN_POLICY_REASON_NOT_SELECTED, /* no allow-tier policy selects it in that direction
+					     * and no rule matches: "no policy selects" */
+	FLOWSDN_POLICY_REASON_SELF,         /* the endpoint's own address: always allowed */
+};
+
+/* A verdict and what decided it. */
+struct flowsdn_policy_decision {
+	size_t sz;
+	int verdict;      /* out: enum flowsdn_policy_verdict */
+	int reason;       /* out: enum flowsdn_policy_reason */
+	/* out, with FLOWSDN_POLICY_REASON_RULE: the deciding rule, as
+	 * flowsdn_policy_db_rule_name() names it and as the datapath counts
+	 * it (the rule_id of the policy map entry the packet meets); 0
+	 * otherwise. */
+	uint32_t rule_id;
+	uint8_t tier;     /* out: its policy's enum flowsdn_policy_tier (0 without a rule) */
+};
+
+/* Short text of a reason: "rule", "default deny", "no policy selects",
+ * "self"; NULL for another value. */
+FLOWSDN_API const char *flowsdn_policy_reason_name(int reason);
+
+/* flowsdn_policy_db_lookup() with what decided.  Of the rules that match
+ * a packet, the one of the highest tier decides, and among rules of
+ * that tier the lowest rule id (rule ids follow the order the policies
+ * were added and their rules within each); the compiled entries carry
+ * that rule, so the datapath's per-entry counters count the same one.
+ * @ret->sz must be set; only its out fields are written, on success.
+ * Errors as flowsdn_policy_db_lookup(). */
+FLOWSDN_API int flowsdn_policy_db_lookup_decision(struct flowsdn_policy_db *db, uint32_t ep_id, int direction,
+						  const struct flowsdn_addr *peer, uint8_t protocol, uint16_t port,
+						  struct flowsdn_policy_decision *ret);
+
 /* ---------------------------------------------------------------- simulator */
 
 /* Evaluates the same question directly on the policy objects (written
@@ -403,6 +450,14 @@ FLOWSDN_API int flowsdn_policy_db_lookup(struct flowsdn_policy_db *db, uint32_t 
 FLOWSDN_API int flowsdn_policy_db_simulate(const struct flowsdn_policy_db *db, uint32_t ep_id,
 					   int direction, const struct flowsdn_addr *peer,
 					   uint8_t protocol, uint16_t port, int *ret_verdict);
+
+/* flowsdn_policy_db_simulate() with what decided, by the rule stated at
+ * flowsdn_policy_db_lookup_decision() read on the policy objects: the
+ * two report the same decision for the same question.  Errors as
+ * flowsdn_policy_db_simulate(). */
+FLOWSDN_API int flowsdn_policy_db_simulate_decision(const struct flowsdn_policy_db *db, uint32_t ep_id,
+						    int direction, const struct flowsdn_addr *peer, uint8_t protocol,
+						    uint16_t port, struct flowsdn_policy_decision *ret);
 
 #ifdef __cplusplus
 }

@@ -814,6 +814,19 @@ Test(node, policy_live_through_the_agent)
 	cr_assert_eq(api_call("GET", "/v1/policy/verdicts", NULL, out, sizeof(out)), 200, "%s", out);
 	cr_assert(strstr(out, "prod/web ingress[0]") && strstr(out, "\"verdict\":\"allow\""), "the deciding rule: %s",
 		  out);
+	{
+		char body[256], look[2048], want[128];
+
+		/* The lookup names the rule the datapath counted. */
+		snprintf(body, sizeof(body), "{\"endpoint\":%u,\"direction\":\"ingress\",\"peer\":\"%s\","
+					     "\"protocol\":\"TCP\",\"port\":5001}", ep_id_of(&b), a.v4);
+		cr_assert_eq(api_call("POST", "/v1/policy/lookup", body, look, sizeof(look)), 200, "%s", look);
+		cr_assert(strstr(look, "\"verdict\":\"allow\",\"reason\":\"rule\"") &&
+				  strstr(look, "\"name\":\"prod/web ingress[0]\""), "%s", look);
+		snprintf(want, sizeof(want), "\"rule\":%ld,\"name\":\"prod/web ingress[0]\"",
+			 strtol(strstr(look, "\"rule\":") + 7, NULL, 10));
+		cr_assert(strstr(out, want), "the verdicts count rule %s: %s", want, out);
+	}
 
 	cr_assert_eq(api_call("DELETE", "/v1/policy/prod/web", NULL, out, sizeof(out)), 200, "%s", out);
 	cr_assert_eq(api_call("DELETE", "/v1/policy/prod/client-deny", NULL, out, sizeof(out)), 200, "%s", out);

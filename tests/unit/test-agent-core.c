@@ -1739,3 +1739,55 @@ Test(agent_core, state_dir_without_policy_state_starts)
 	}
 	agent_core_free(core);
 }
+
+/* issue 15: POST /v1/policy/lookup answers the verdict with the rule
+ * that decides it (name and tier), or the reason, from the compiled
+ * entries and from the simulator; bad bodies are 400, an endpoint
+ * outside policy 404. */
+Test(agent_http, policy_lookup_names_the_deciding_rule, .timeout = 30)
+{
+	static const char web[] = "{\"metadata\":{\"name\":\"web\",\"namespace\":\"prod\"},\"spec\":{\"podSelector\":"
+				  "{\"matchLabels\":{\"app\":\"web\"}},\"ingress\":[{\"ports\":[{\"port\":443}]},{\"from\":"
+				  "[{\"podSelector\":{\"matchLabels\":{\"app\":\"cli\"}}}],\"ports\":[{\"port\":80}]}]}}";
+	struct served s;
+	struct agent_api_endpoint a, b, c;
+	char out[8192], body[512], cli[FLOWSDN_ADDR_STRLEN];
+
+	serve(&s);
+	ASSERT_OK(add(s.core, "alpha", "/fake/ns/31", &a), "ADD alpha");
+	ASSERT_OK(add(s.core, "beta", "/fake/ns/32", &b), "ADD beta");
+	ASSERT_OK(add(s.core, "gamma", "/fake/ns/33", &c), "ADD gamma");
+	labels_put(s.core, a.id, "{\"namespace\":\"prod\",\"labels\":{\"app\":\"web\"}}");
+	labels_put(s.core, b.id, "{\"namespace\":\"prod\",\"labels\":{\"app\":\"cli\"}}");
+	flowsdn_addr_format(&b.addrs[0], cli, sizeof(cli));
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/policy/prod/web", web, out, sizeof(out)), 200, "%s", out);
+
+	snprintf(body, sizeof(body), "{\"endpoint\":%u,\"direction\":\"ingress\",\"peer\":\"%s\",\"protocol\":\"TCP\","
+				     "\"port\":80}", a.id, cli);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", body, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"verdict\":\"allow\",\"reason\":\"rule\",\"rule\":2,\"name\":\"prod/web ingress[1]\","
+			      "\"tier\":\"allow\",\"simulated\":{\"verdict\":\"allow\",\"reason\":\"rule\",\"rule\":2,"
+			      "\"name\":\"prod/web ingress[1]\",\"tier\":\"allow\"}"),
+		  "the rule, both ways: %s", out);
+	snprintf(body, sizeof(body), "{\"endpoint\":%u,\"direction\":\"ingress\",\"peer\":\"%s\",\"protocol\":\"UDP\","
+				     "\"port\":80}", a.id, cli);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", body, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"verdict\":\"deny\",\"reason\":\"default deny\",\"simulated\":{\"verdict\":\"deny\","
+			      "\"reason\":\"default deny\"}"), "%s", out);
+	snprintf(body, sizeof(body), "{\"endpoint\":%u,\"direction\":\"egress\",\"peer\":\"203.0.113.7\",\"protocol\":1,"
+				     "\"port\":0}", a.id);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", body, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"reason\":\"no policy selects\""), "%s", out);
+	snprintf(body, sizeof(body), "{\"endpoint\":%u,\"direction\":\"ingress\",\"peer\":\"%s\",\"protocol\":\"TCP\","
+				     "\"port\":80}", c.id, cli);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", body, out, sizeof(out)), 404, "%s", out);
+	cr_assert(strstr(out, "no endpoint"), "%s", out);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", "{\"endpoint\":1}", out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "\\\"direction\\\""), "says the shape: %s", out);
+	snprintf(body, sizeof(body), "{\"endpoint\":%u,\"direction\":\"ingress\",\"peer\":\"10.0.0.300\",\"protocol\":"
+				     "\"TCP\",\"port\":80}", a.id);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", body, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "peer: not an IPv4 or IPv6 address"), "%s", out);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/policy/lookup", NULL, out, sizeof(out)), 405, "%s", out);
+	unserve(&s);
+}

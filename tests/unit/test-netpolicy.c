@@ -387,7 +387,35 @@ static int V(struct flowsdn_policy_db *db, uint32_t ep, int dir, const char *pee
 	ASSERT_OK(flowsdn_policy_db_simulate(db, ep, dir, &a, proto, port, &vs), "simulate");
 	cr_assert(vc == vs, "ep %u %s %s %u/%u: compiled %d, simulator %d", ep, dir ? "egress" : "ingress", peer,
 		  proto, port, vc, vs);
+	{
+		FLOWSDN_OPTS(flowsdn_policy_decision, dc);
+		FLOWSDN_OPTS(flowsdn_policy_decision, ds);
+
+		ASSERT_OK(flowsdn_policy_db_lookup_decision(db, ep, dir, &a, proto, port, &dc), "lookup_decision");
+		ASSERT_OK(flowsdn_policy_db_simulate_decision(db, ep, dir, &a, proto, port, &ds), "simulate_decision");
+		cr_assert(dc.verdict == vc && dc.reason == ds.reason && dc.rule_id == ds.rule_id && dc.tier == ds.tier,
+			  "ep %u %s %s %u/%u: compiled %s rule %u tier %u, simulator %s rule %u tier %u", ep,
+			  dir ? "egress" : "ingress", peer, proto, port, flowsdn_policy_reason_name(dc.reason), dc.rule_id,
+			  dc.tier, flowsdn_policy_reason_name(ds.reason), ds.rule_id, ds.tier);
+	}
 	return vc;
+}
+
+/* What decided (both paths agree, V() checks): the rule's name, or the
+ * reason's. */
+static const char *D(struct flowsdn_policy_db *db, uint32_t ep, int dir, const char *peer, uint8_t proto,
+		     uint16_t port)
+{
+	static char name[256];
+	FLOWSDN_OPTS(flowsdn_policy_decision, d);
+	struct flowsdn_addr a = A(peer);
+
+	(void)V(db, ep, dir, peer, proto, port);
+	ASSERT_OK(flowsdn_policy_db_lookup_decision(db, ep, dir, &a, proto, port, &d), "lookup_decision");
+	if (d.reason != FLOWSDN_POLICY_REASON_RULE)
+		return flowsdn_policy_reason_name(d.reason);
+	cr_assert(flowsdn_policy_db_rule_name(db, d.rule_id, name, sizeof(name)) > 0, "rule %u has a name", d.rule_id);
+	return name;
 }
 
 #define ALLOW FLOWSDN_POLICY_VERDICT_ALLOW
@@ -677,7 +705,10 @@ Test(policy_compile, capacity_is_a_compile_error_and_keeps_the_old_entries)
 	ASSERT_OK(flowsdn_policy_db_compile(db, &rep), "compile");
 	apply(db, POL("n", "big", "{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"port\":1,\"endPort\":65535}]}]}"), 0);
 	ASSERT_ERR(flowsdn_policy_db_compile(db, &rep), -FLOWSDN_E_POLICY_CAPACITY, "too many entries");
-	cr_assert(rep.failed_ep_id == web && rep.failed_entries == 16 && rep.capacity == 8);
+	/* 1..79 and 81..65535 for "big" (7 + 14 blocks), 80 stays "small"'s
+	 * (the lower rule id decides, and the entry names it) */
+	cr_assert(rep.failed_ep_id == web && rep.failed_entries == 22 && rep.capacity == 8, "%u %zu %zu",
+		  rep.failed_ep_id, rep.failed_entries, rep.capacity);
 	cr_assert(flowsdn_policy_db_entries(db, web, &e, &n, NULL) == 1, "stale: old set still installed");
 	cr_assert(n == 1 && e[0].port == 80 && e[0].port_bits == 16, "old entries kept, not truncated");
 	ASSERT_OK(flowsdn_policy_db_delete(db, "n", "big"), "delete");
@@ -784,5 +815,84 @@ Test(policy_model, ipcache_and_identities)
 	ASSERT_OK(flowsdn_policy_db_delete(db, "n", "p"), "delete");
 	ASSERT_OK(flowsdn_policy_db_ipcache(db, &ic, &n), "ipcache");
 	cr_assert(n == 5, "CIDR identities released with their last policy");
+	freedb(db);
+}
+
+/* issue 15: lookup and simulate name the deciding rule: the highest
+ * tier, then the lowest rule id (the earlier policy, the earlier rule),
+ * whether it names the peer or allows every peer; or the reason. */
+Test(policy_semantics, lookup_and_simulate_name_the_deciding_rule)
+{
+	struct flowsdn_policy_db *db = newdb();
+	uint32_t web = pod(db, "n", "web", "app=web", "", "10.0.0.1");
+	FLOWSDN_OPTS(flowsdn_policy_decision, d);
+	struct flowsdn_addr a = A("10.0.0.1");
+
+	(void)pod(db, "n", "cli", "app=cli", "", "10.0.0.2");
+	(void)pod(db, "n", "other", "app=other", "", "10.0.0.3");
+	ASSERT_STREQ(D(db, web, IN, "10.0.0.2", TCP, 80), "no policy selects", "not selected");
+	apply(db, POL("n", "a", "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"ingress\":["
+				"{\"from\":[{\"podSelector\":{\"matchLabels\":{\"app\":\"cli\"}}}],\"ports\":[{\"port\":80}]},"
+				"{\"ports\":[{\"port\":443}]}]}"), 0);
+	apply(db, POL("n", "b", "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"ingress\":["
+				"{\"ports\":[{\"port\":80}]},{\"from\":[{\"podSelector\":{}}],\"ports\":[{\"port\":443}]}]}"), 0);
+	ASSERT_STREQ(D(db, web, IN, "10.0.0.2", TCP, 80), "n/a ingress[0]", "the earlier rule, naming the peer");
+	ASSERT_STREQ(D(db, web, IN, "10.0.0.3", TCP, 80), "n/b ingress[0]", "the only one that matches");
+	ASSERT_STREQ(D(db, web, IN, "10.0.0.3", TCP, 443), "n/a ingress[1]", "any peer, earlier than b's selector");
+	ASSERT_STREQ(D(db, web, IN, "203.0.113.1", TCP, 443), "n/a ingress[1]", "an external peer");
+	ASSERT_STREQ(D(db, web, IN, "10.0.0.2", TCP, 22), "default deny", "selected, nothing allows");
+	ASSERT_STREQ(D(db, web, OUT, "10.0.0.2", TCP, 22), "no policy selects", "egress is not isolated");
+	ASSERT_STREQ(D(db, web, IN, "10.0.0.1", TCP, 22), "self", "its own address");
+	/* A higher tier wins over a lower rule id. */
+	apply(db, POL("n", "c", "{\"podSelector\":{},\"ingress\":[{\"from\":[{\"podSelector\":"
+				"{\"matchLabels\":{\"app\":\"other\"}}}]}]}"), FLOWSDN_POLICY_TIER_DENY);
+	ASSERT_STREQ(D(db, web, IN, "10.0.0.3", TCP, 443), "n/c ingress[0]", "deny tier over allow");
+	ASSERT_OK(flowsdn_policy_db_lookup_decision(db, web, IN, &(struct flowsdn_addr){ 0 }, TCP, 1, &d) == -EINVAL
+			  ? 0 : -1, "no family: -EINVAL");
+	ASSERT_OK(flowsdn_policy_db_lookup_decision(db, web, IN, &a, TCP, 1, &d), "self");
+	cr_assert(d.verdict == ALLOW && d.reason == FLOWSDN_POLICY_REASON_SELF && d.rule_id == 0 && d.tier == 0);
+	cr_assert(flowsdn_policy_reason_name(0) == NULL && flowsdn_policy_reason_name(99) == NULL);
+	freedb(db);
+}
+
+/* issue 15: a pod's labels change alone: its addresses, named ports and
+ * endpoint id stay, the policies that select it (or select by it) follow. */
+Test(policy_semantics, set_pod_labels_keeps_addresses_and_ports)
+{
+	struct flowsdn_policy_db *db = newdb();
+	uint32_t web = pod(db, "n", "web", "app=web", "http:6:8080", "10.0.0.1");
+	uint32_t cli = pod(db, "n", "cli", "app=cli", "", "10.0.0.2"), id = 0, before = 0;
+	struct flowsdn_policy_label other[] = { { "app", "other" } }, back[] = { { "app", "cli" } },
+				    web2[] = { { "app", "web" }, { "tier", "front" } };
+
+	apply(db, POL("n", "p", "{\"podSelector\":{\"matchLabels\":{\"app\":\"web\"}},\"ingress\":[{\"from\":"
+				"[{\"podSelector\":{\"matchLabels\":{\"app\":\"cli\"}}}],\"ports\":[{\"port\":\"http\"}]}]}"), 0);
+	cr_assert(V(db, web, IN, "10.0.0.2", TCP, 8080) == ALLOW, "cli -> web:http");
+	ASSERT_OK(flowsdn_policy_db_identity(db, cli, &before), "identity");
+	ASSERT_OK(flowsdn_policy_db_set_pod_labels(db, "n", "cli", other, 1), "relabel cli");
+	cr_assert(V(db, web, IN, "10.0.0.2", TCP, 8080) == DENY, "no longer app=cli: denied, same address");
+	ASSERT_OK(flowsdn_policy_db_endpoint_by_addr(db, &(struct flowsdn_addr){ .family = FLOWSDN_AF_INET,
+											  .bytes = { 10, 0, 0, 2 } }, &id),
+		  "address kept");
+	cr_assert_eq(id, cli, "endpoint id kept");
+	ASSERT_OK(flowsdn_policy_db_identity(db, cli, &id), "identity");
+	cr_assert_neq(id, before, "a new label set, a new identity");
+	ASSERT_OK(flowsdn_policy_db_set_pod_labels(db, "n", "cli", back, 1), "back");
+	cr_assert(V(db, web, IN, "10.0.0.2", TCP, 8080) == ALLOW, "app=cli again");
+	ASSERT_OK(flowsdn_policy_db_set_pod_labels(db, "n", "web", web2, 2), "relabel web");
+	cr_assert(V(db, web, IN, "10.0.0.2", TCP, 8080) == ALLOW, "still selected, its named port kept");
+	cr_assert(V(db, web, IN, "10.0.0.2", TCP, 8081) == DENY, "and only it");
+	ASSERT_OK(flowsdn_policy_db_set_pod_labels(db, "n", "web", other, 1), "web leaves the selector");
+	cr_assert(V(db, web, IN, "10.0.0.3", TCP, 22) == ALLOW, "not selected: open");
+	ASSERT_ERR(flowsdn_policy_db_set_pod_labels(db, "n", "nobody", other, 1), -FLOWSDN_E_POLICY_NOT_FOUND, "no pod");
+	ASSERT_ERR(flowsdn_policy_db_set_pod_labels(db, "n", "cli", NULL, 1), -EINVAL, "labels NULL");
+	{
+		struct flowsdn_policy_label bad[] = { { "-x", "y" } };
+
+		ASSERT_ERR(flowsdn_policy_db_set_pod_labels(db, "n", "cli", bad, 1), -EINVAL, "a label Kubernetes refuses");
+		cr_assert(V(db, web, OUT, "10.0.0.2", TCP, 1) == ALLOW);
+		ASSERT_OK(flowsdn_policy_db_identity(db, cli, &id), "identity");
+		cr_assert_neq(id, 0u, "the refused change left the pod as it was");
+	}
 	freedb(db);
 }

@@ -445,6 +445,7 @@ static size_t flows_checked, flows_run, flows_allowed;
 struct mapped {
 	struct flowsdn_policy_key *keys;
 	uint32_t *flags;
+	uint32_t *rules; /* the value's rule_id, which the datapath counts */
 	size_t n;
 	unsigned int ep_flags;
 };
@@ -457,6 +458,7 @@ static void map_all(struct flowsdn_policy_db *db, const struct gpod *pods, size_
 	for (size_t i = 0; i <= N_PODS; i++) {
 		free(mapped[i].keys);
 		free(mapped[i].flags);
+		free(mapped[i].rules);
 		memset(&mapped[i], 0, sizeof(mapped[i]));
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -471,9 +473,12 @@ static void map_all(struct flowsdn_policy_db *db, const struct gpod *pods, size_
 		cr_assert(flowsdn_policy_db_entries(db, pods[i].ep, &e, &ne, &m->ep_flags) == 0);
 		m->keys = calloc(ne + 1, sizeof(*m->keys));
 		m->flags = calloc(ne + 1, sizeof(*m->flags));
-		cr_assert(m->keys && m->flags);
-		for (size_t k = 0; k < ne; k++)
+		m->rules = calloc(ne + 1, sizeof(*m->rules));
+		cr_assert(m->keys && m->flags && m->rules);
+		for (size_t k = 0; k < ne; k++) {
 			ASSERT_OK(flowsdn_policy_entry_to_key(&e[k], pods[i].ep, &m->keys[k], &m->flags[k]), "to_key");
+			m->rules[k] = e[k].rule_id;
+		}
 		m->n = ne;
 	}
 	ASSERT_OK(flowsdn_policy_db_ipcache(db, &ipc, &n_ipc), "ipcache");
@@ -502,7 +507,10 @@ static long lpm(const struct mapped *m, const struct flowsdn_policy_key *k)
 	return best;
 }
 
-static int map_verdict(uint32_t ep, int dir, const struct flowsdn_addr *peer, uint8_t proto, uint16_t port)
+/* The verdict as the datapath reaches it, and in *@ret_rule the rule_id
+ * of the entry it counts (0 for none). */
+static int map_verdict(uint32_t ep, int dir, const struct flowsdn_addr *peer, uint8_t proto, uint16_t port,
+		       uint32_t *ret_rule)
 {
 	const struct mapped *m = &mapped[ep];
 	uint32_t ident = FLOWSDN_IDENTITY_WORLD;
@@ -527,10 +535,20 @@ static int map_verdict(uint32_t ep, int dir, const struct flowsdn_addr *peer, ui
 	a = lpm(m, &k);
 	k.identity = FLOWSDN_IDENTITY_ANY;
 	b = lpm(m, &k);
-	if ((a >= 0 && (m->flags[a] & FLOWSDN_POLICY_F_DENY)) || (b >= 0 && (m->flags[b] & FLOWSDN_POLICY_F_DENY)))
+	/* bpf/lib/policy.h's order */
+	*ret_rule = 0;
+	if (a >= 0 && (m->flags[a] & FLOWSDN_POLICY_F_DENY)) {
+		*ret_rule = m->rules[a];
 		return FLOWSDN_POLICY_VERDICT_DENY;
-	if (a >= 0 || b >= 0)
+	}
+	if (b >= 0 && (m->flags[b] & FLOWSDN_POLICY_F_DENY)) {
+		*ret_rule = m->rules[b];
+		return FLOWSDN_POLICY_VERDICT_DENY;
+	}
+	if (a >= 0 || b >= 0) {
+		*ret_rule = m->rules[a >= 0 ? a : b];
 		return FLOWSDN_POLICY_VERDICT_ALLOW;
+	}
 	return m->ep_flags & (dir == FLOWSDN_POLICY_INGRESS ? FLOWSDN_POLICY_ENFORCE_INGRESS
 							     : FLOWSDN_POLICY_ENFORCE_EGRESS)
 		       ? FLOWSDN_POLICY_VERDICT_DENY
@@ -553,10 +571,27 @@ static void check_flow(struct flowsdn_policy_db *db, uint64_t seed, uint32_t ep,
 	r = flowsdn_policy_db_simulate(db, ep, dir, peer, proto, port, &vs);
 	cr_assert(r == 0, "seed %" PRIu64 ": simulate: %s", seed, flowsdn_strerror(r));
 	{
-		int vm = self ? FLOWSDN_POLICY_VERDICT_ALLOW : map_verdict(ep, dir, peer, proto, port);
+		FLOWSDN_OPTS(flowsdn_policy_decision, dc);
+		FLOWSDN_OPTS(flowsdn_policy_decision, ds);
+		uint32_t rm = 0;
+		int vm = self ? FLOWSDN_POLICY_VERDICT_ALLOW : map_verdict(ep, dir, peer, proto, port, &rm);
+		char nc[256] = "-", ns[256] = "-";
 
 		cr_assert(vm == vc, "seed %" PRIu64 ": endpoint %u %s peer %s proto %u port %u: map-layout LPM %d, "
 			  "library lookup %d", seed, ep, dir ? "egress" : "ingress", a, proto, port, vm, vc);
+		ASSERT_OK(flowsdn_policy_db_lookup_decision(db, ep, dir, peer, proto, port, &dc), "lookup_decision");
+		ASSERT_OK(flowsdn_policy_db_simulate_decision(db, ep, dir, peer, proto, port, &ds), "simulate_decision");
+		cr_assert(dc.verdict == vc && ds.verdict == vs, "the decisions carry the verdicts");
+		cr_assert(self || dc.rule_id == rm,
+			  "seed %" PRIu64 ": endpoint %u %s peer %s proto %u port %u: the datapath counts rule %u, "
+			  "lookup reports rule %u", seed, ep, dir ? "egress" : "ingress", a, proto, port, rm, dc.rule_id);
+		(void)flowsdn_policy_db_rule_name(db, dc.rule_id, nc, sizeof(nc));
+		(void)flowsdn_policy_db_rule_name(db, ds.rule_id, ns, sizeof(ns));
+		cr_assert(dc.reason == ds.reason && dc.rule_id == ds.rule_id && dc.tier == ds.tier,
+			  "seed %" PRIu64 ": endpoint %u %s peer %s proto %u port %u: compiled %s %u (%s, tier %u), "
+			  "simulator %s %u (%s, tier %u) (rerun with POLICY_SEED=%" PRIu64 ")",
+			  seed, ep, dir ? "egress" : "ingress", a, proto, port, flowsdn_policy_reason_name(dc.reason),
+			  dc.rule_id, nc, dc.tier, flowsdn_policy_reason_name(ds.reason), ds.rule_id, ns, ds.tier, seed);
 	}
 	cr_assert(vc == vs,
 		  "seed %" PRIu64 ": endpoint %u %s peer %s proto %u port %u: compiled %s, simulator %s "
