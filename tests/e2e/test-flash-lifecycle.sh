@@ -63,7 +63,12 @@ wait_restarts() { # NAME N SECONDS: until status.restarts >= N and ready
 # ---------------------------------------------------------------- terminal failures
 spec exits 'echo cannot start: no config >&2; exit 3'
 spec nocmd "" 'del(.command)'
-spec oom 'x=$(/bin/busybox head -c 400m /dev/zero | /bin/busybox tr "\\0" a); '"$ECHO" '.memory_mib = 64'
+# The overrun must happen within the wait below: awk doubling a string
+# fills 64 MiB in memory, not in syscalls (about 2 s at 250 millicores).
+# A shell command substitution reads its pipe 128 bytes per read(2)
+# (busybox ash), each a ptrace round trip through the gVisor sentry: at
+# 250 millicores it grew 0.4 MB/s and reached 64 MiB only after 135-166 s.
+spec oom '/bin/busybox awk '"'"'BEGIN { s = "a"; while (1) s = s s }'"'"'; '"$ECHO" '.memory_mib = 64'
 fc create --name exits --spec "$T/exits.json" >/dev/null || fail "create exits"
 fc create --name nocmd --spec "$T/nocmd.json" >/dev/null || fail "create nocmd"
 fc create --name oom --spec "$T/oom.json" >/dev/null || fail "create oom"
