@@ -316,7 +316,7 @@ int agent_pstore_load(struct agent_pstore *s, enum agent_pstore_kind kind, agent
 		n++;
 	}
 	closedir(d);
-	if (err == 0)
+	if (err == 0 && n > 1) /* qsort(NULL, 0, ...) is undefined */
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n && err == 0; i++) {
 		struct json_value *root = NULL;

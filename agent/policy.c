@@ -955,7 +955,8 @@ int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 		err = flowsdn_maps_policy_iterate(p->maps, hit_collect, &h);
 		if (err < 0)
 			goto out;
-		qsort(h.v, h.n, sizeof(*h.v), hit_cmp);
+		if (h.n > 1) /* qsort(NULL, 0, ...) is undefined */
+			qsort(h.v, h.n, sizeof(*h.v), hit_cmp);
 	}
 	jw_object_open(w);
 	jw_key(w, "endpoints");
