@@ -187,7 +187,8 @@ FLOWSDN_API int flowsdn_maps_policy_scrub(struct flowsdn_maps *maps, size_t *ret
 		}
 		gens[n++] = (struct gen_of){ info.ep_id, info.policy_gen & 1u };
 	}
-	qsort(gens, n, sizeof(*gens), cmp_gen);
+	if (n > 1) /* qsort and bsearch of NULL, 0 are undefined */
+		qsort(gens, n, sizeof(*gens), cmp_gen);
 	have = false;
 	while (bpf_map_get_next_key(maps->fd[FSDN_MAP_POLICY], have ? &pk : NULL, &pnext) == 0) {
 		struct gen_of want = { pnext.ep_id & ~FLOWSDN_POLICY_GEN_BIT, 0 }, *g;
@@ -199,7 +200,7 @@ FLOWSDN_API int flowsdn_maps_policy_scrub(struct flowsdn_maps *maps, size_t *ret
 		}
 		pk = pnext;
 		have = true;
-		g = bsearch(&want, gens, n, sizeof(*gens), cmp_gen);
+		g = n ? bsearch(&want, gens, n, sizeof(*gens), cmp_gen) : NULL;
 		if (!g || FLOWSDN_POLICY_KEY_ID(g->ep_id, g->gen) != pk.ep_id) {
 			doomed = pk;
 			have_doomed = true;
