@@ -5,7 +5,8 @@
 # the same way, in one run; alternating which side goes first; min,
 # median, p95, p99 and max of N (default 10) each, the load average before
 # and after; the memory of one replica's cgroup beside the bare sandbox's,
-# plus the operator-only per-replica cost (the log shim's RSS).
+# plus the operator-only per-replica cost (the log shim's RSS, Pss and
+# private memory).
 # As root:  bench/flash.sh BUILDDIR [N]
 #
 # What each side includes: operator = flashctl create (token, admission
@@ -63,7 +64,13 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 cold=$(op_once warm)
 rep=$(ls -d "$T"/rt/replicas/* | head -1)
 # The log shim is a fork of the operator: its processes other than $OP.
-shim_rss=$(for p in $(pgrep -f "flash-operator --keys"); do [ "$p" = "$OP" ] || ps -o rss= -p "$p"; done | awk '{s += $1} END {print s + 0}')
+# Its RSS counts the pages it shares copy-on-write with the operator; Pss
+# charges shared pages by share, Private_* is what it alone holds.
+shims=$(for p in $(pgrep -f "flash-operator --keys"); do [ "$p" = "$OP" ] || echo "$p"; done)
+shim_rss=$(for p in $shims; do ps -o rss= -p "$p"; done | awk '{s += $1} END {print s + 0}')
+shim_mem=$(for p in $shims; do cat "/proc/$p/smaps_rollup" 2>/dev/null; done |
+	awk '/^Pss:/ {pss += $2} /^Private_(Clean|Dirty):/ {priv += $2} END {printf "Pss %d KiB, private %d KiB", pss, priv}')
+shim_n=$(echo $shims | wc -w)
 op_cg=/sys/fs/cgroup/memory$CG/$(basename "$rep")/memory.usage_in_bytes
 op_mem=$(cat "$op_cg" 2>/dev/null || echo 0)
 mkdir -p "$T/bare/rootfs"
@@ -127,4 +134,4 @@ echo "  first create of the image (untimed above; builds the root file system te
 echo "  flash-operator runtime: $(stats "$T/op.ms")"
 echo "  bare runsc run:         $(stats "$T/bare.ms")"
 echo "  ratio of medians: $(awk -v a="$(med "$T/op.ms")" -v b="$(med "$T/bare.ms")" 'BEGIN {printf "%.2fx (goal <= 1.3x)", a / b}')"
-echo "memory: replica cgroup $((op_mem / 1024)) KiB, bare sandbox cgroup $((bm / 1024)) KiB; log shim RSS ${shim_rss:-?} KiB (operator side only)"
+echo "memory: replica cgroup $((op_mem / 1024)) KiB, bare sandbox cgroup $((bm / 1024)) KiB; log shim ($shim_n process) RSS ${shim_rss:-?} KiB, $shim_mem (operator side only)"
