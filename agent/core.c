@@ -668,7 +668,10 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 			     .ifname = rq->ifname, .mtu = e->mtu, .addrs = prefixes, .n_addrs = lease.n,
 			     /* Both modes: the node and traffic entering it reach
 			      * the endpoint through its host routes. */
-			     .host_routes = true);
+			     .host_routes = true,
+			     /* Stack mode: a reverse-translated NodePort reply
+			      * from it has the node's address as source. */
+			     .host_accept_local = a->cfg->egress_stack);
 
 		err = a->ops->veth_setup(a->ctx, &vc, &veth, nerr);
 	}

@@ -807,6 +807,12 @@ FLOWSDN_API int flowsdn_netlink_veth_setup(const struct flowsdn_veth_config *cfg
 	r = sysctl_write_here(key, "0", err);
 	if (r < 0 && r != -ENOENT)
 		goto out;
+	if (OPTS_GET(cfg, host_accept_local, false)) {
+		snprintf(key, sizeof(key), "net/ipv4/conf/%s/accept_local", cfg->host_ifname);
+		r = sysctl_write_here(key, "1", err);
+		if (r < 0)
+			goto out;
+	}
 	r = link_set_up(sk, host, true);
 	if (r < 0) {
 		set_err(err, "set %s up: %s", cfg->host_ifname, strerror(-r));

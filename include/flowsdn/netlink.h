@@ -87,6 +87,13 @@ struct flowsdn_veth_config {
 	 * traffic entering the node (replies from elsewhere) reach the
 	 * endpoint through them (and its to_container program). */
 	bool host_routes;
+	/* Set net.ipv4.conf.HOST_IFNAME.accept_local=1 on the host side: a
+	 * packet arriving from the endpoint whose source is one of the node's
+	 * own addresses is taken, not dropped as a martian.  Egress mode
+	 * "stack" needs it for reverse-translated NodePort replies of
+	 * per-packet translated (gVisor) endpoints, whose source is the
+	 * node's address. */
+	bool host_accept_local;
 };
 
 /* What was built. */

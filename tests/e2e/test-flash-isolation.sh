@@ -86,8 +86,8 @@ peer denied vd0 198.51.100.3/32 203.0.113.200
 sysctl -qw net.ipv4.ip_forward=1
 # Egress mode stack hands the reverse-translated NodePort reply (source:
 # the node's own address) to the host stack, which drops a local source
-# arriving from an interface as a martian unless accept_local is set.
-sysctl -qw net.ipv4.conf.all.accept_local=1
+# arriving from an interface as a martian unless accept_local is set: the
+# agent sets it on each endpoint's host veth, never on "all".
 ip addr add 192.0.2.53/32 dev lo
 # The public server and the metadata address (one listener on both), a
 # DNS server that is not the workloads', and a listener on the node.
@@ -135,10 +135,7 @@ wait_phase peer ready 90
 peer=$(jq -r '.status.replicas[0].address' "$T/get.json")
 wait_phase res ready 90
 res=$(jq -r '.status.replicas[0].address' "$T/get.json")
-i=0
-until fc2 -o json get other >"$T/get.json" 2>/dev/null && [ "$(jq -r .status.phase "$T/get.json")" = ready ]; do
-	i=$((i + 1)); [ $i -lt 1800 ] || fail "other never became ready"; sleep 0.05
-done
+wait_phase other ready 90 fc2
 other=$(jq -r '.status.replicas[0].address' "$T/get.json")
 echo "ok: five replicas ready (pub $pub, public port $port; net $net; peer $peer; res $res; other $other of org-2)"
 
@@ -157,6 +154,11 @@ expect() { # ADDR TEXT WANT WHAT
 reply=$(ip netns exec "$NS-allowed" sh -c '. "$0"; udp_echo 192.0.2.1 "$1" hello-public' "$S/scripts/flash-node.sh" "$port")
 [ "$reply" = hello-public ] || fail "the echo through 192.0.2.1:$port/udp from 203.0.113.5 answered '$reply'"
 echo "ok: the echo answers through its public port 192.0.2.1:$port/udp from an allowed source"
+[ "$(sysctl -n net.ipv4.conf.all.accept_local)" = 0 ] || fail "accept_local is on for all interfaces"
+hif=$(curl -s --unix-socket "$T/run/flowsdn.sock" http://localhost/v1/endpoint |
+	jq -r --arg a "$pub/32" '.endpoints[] | select([.addresses[].address] | index($a)) | .hostInterface')
+[ "$(sysctl -n "net.ipv4.conf.$hif.accept_local")" = 1 ] || fail "accept_local is not on for $pub's host veth '$hif'"
+echo "ok: the reply came through accept_local on $pub's host veth $hif only (egress mode stack), not on all"
 reply=$(ip netns exec "$NS-denied" sh -c '. "$0"; udp_echo 192.0.2.1 "$1" hello-public' "$S/scripts/flash-node.sh" "$port")
 [ -z "$reply" ] || fail "a denied source (203.0.113.200) got '$reply'"
 echo "ok: a denied source (203.0.113.200, inside the allowed /24) gets nothing"
