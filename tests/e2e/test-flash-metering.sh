@@ -10,6 +10,8 @@
 #     with the limit and the lift time (Monday 00:00 UTC), its sandbox is
 #     stopped and its address silent, a new create is refused; org-2's
 #     replica keeps running and answering;
+#   - an agent service and a policy DELETEd behind the operator's back
+#     are PUT again within 10 s (its resync);
 #   - `flashctl usage` shows the week and the exact CPU used;
 #   - on Sunday 23:59:59 UTC org-2 (50 m) has reached it too: nothing
 #     runs; at Monday 00:00 UTC both run again and answer.
@@ -60,6 +62,24 @@ other=$(jq -r '.status.replicas[0].address' "$T/get.json")
 [ "$(udp_echo "$addr" 7777 before)" = before ] || fail "cpu ($addr) does not answer"
 echo "ok: org-1's replica ($addr) and org-2's ($other) run at 2026-12-02T12:00:00Z"
 # runsc lists no container as null.
+# Resync: an agent service and a policy DELETEd behind the operator's
+# back are PUT again within its verification period (5 s) and a pass.
+agent() { curl -s --unix-socket "$T/run/flowsdn.sock" -X "$1" "http://localhost$2"; }
+sid=$(jq -r .id "$T/get.json")
+svc=$(agent GET /v1/service | jq -r '.services[0].id')
+pol=$(agent GET /v1/policy | jq -r --arg s "$sid-deny" '.items[] | select(.metadata.name == $s) | "\(.metadata.namespace)/\(.metadata.name)"')
+[ -n "$svc" ] && [ "$svc" != null ] && [ -n "$pol" ] || fail "no agent service or deny policy of $sid: $svc $pol"
+agent DELETE "/v1/service/$svc" >/dev/null
+agent DELETE "/v1/policy/$pol" >/dev/null
+[ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/run/flowsdn.sock" "http://localhost/v1/policy/$pol")" = 404 ] ||
+	fail "the DELETE of $pol did not take"
+i=0
+until [ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/run/flowsdn.sock" "http://localhost/v1/service/$svc")" = 200 ] &&
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/run/flowsdn.sock" "http://localhost/v1/policy/$pol")" = 200 ]; do
+	i=$((i + 1)); [ $i -lt 100 ] || fail "the operator did not PUT $svc and $pol again within 10 s"
+	sleep 0.1
+done
+echo "ok: an agent service and a policy deleted behind the operator's back are back after $((i / 10)).$((i % 10)) s"
 sandboxes() { runsc --root "$T/rt/runsc" list -format json 2>/dev/null | jq '[(. // [])[] | select(.status == "running")] | length'; }
 [ "$(sandboxes)" = 2 ] || fail "$(sandboxes) running sandboxes, want 2"
 
