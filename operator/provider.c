@@ -424,12 +424,14 @@ int op_provider_suspended(void *ctx, const struct op_service *s, const struct fl
 			  size_t msg_size)
 {
 	struct op_provider *p = ctx;
+	int64_t now;
 	int r;
 
 	if (!p || !s || !spec)
 		return -EINVAL;
+	now = meter_now_of(p); /* read before the lock: the clock may be a file */
 	pthread_mutex_lock(&p->lock);
-	r = suspension_of(p, s->org, spec, meter_now_of(p), msg, msg_size);
+	r = suspension_of(p, s->org, spec, now, msg, msg_size);
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }
@@ -813,7 +815,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	size_t n_ports = 0, n_taken = 0;
 	char msg[1536];
 	uint64_t commit_ns = 0;
-	int64_t now = now_of(p);
+	int64_t now = now_of(p), meter_now = meter_now_of(p);
 	bool in_txn = false;
 	int r;
 
@@ -850,7 +852,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 			goto out;
 		}
 		/* Suspension by the weekly metering limits. */
-		r = suspension_of(p, c->org, c->spec, meter_now_of(p), msg, sizeof(msg));
+		r = suspension_of(p, c->org, c->spec, meter_now, msg, sizeof(msg));
 		if (r == -EDQUOT) {
 			op_metrics_refused(p->o.metrics, OP_REFUSED_SUSPENDED);
 			answer_error(ret, 403, "suspended", "%s", msg);
@@ -1023,7 +1025,7 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 		struct op_service *stored = NULL;
 		struct out o;
 		uint64_t commit_ns = 0;
-		int64_t now = now_of(p);
+		int64_t now = now_of(p), meter_now = meter_now_of(p);
 		int r;
 
 		pthread_mutex_lock(&p->lock);
@@ -1065,7 +1067,7 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			char mid[OP_SERVICE_ID_STRLEN + 24], *mj = NULL;
 
 			meter_id(stored, mid, sizeof(mid));
-			if (flash_meter_delete_service(p->meter, mid, meter_now_of(p)) == 0 &&
+			if (flash_meter_delete_service(p->meter, mid, meter_now) == 0 &&
 			    flash_meter_to_json(p->meter, &mj, NULL) == 0)
 				(void)op_store_meter_put(p->o.store, mj);
 			free(mj);
