@@ -57,8 +57,6 @@ struct op_net {
 	uint64_t resyncs;
 };
 
-/* ---------------------------------------------------------------- names */
-
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -67,6 +65,7 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* ---------------------------------------------------------------- names */
 
 static void hash_hex(const char *text, size_t bytes, char *out)
 {
