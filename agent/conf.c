@@ -11,6 +11,7 @@
 #include "agent-api.h"
 #include "conf.h"
 #include "diag.h"
+#include "hostfw.h"
 #include "json.h"
 #include "services.h"
 #include "util.h"
@@ -351,6 +352,12 @@ static int read_attach(struct check_ctx *ctx, const struct json_value *v, void *
 	return read_word(ctx, v, attach_words, "\"auto\", \"tcx\" or \"tc\"", dst);
 }
 
+static int read_hostfw(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	(void)arg;
+	return read_word(ctx, v, agent_hostfw_mode_words, AGENT_HOSTFW_MODE_EXPECTED, dst);
+}
+
 static int read_uplinks(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
 	struct agent_config *c = (struct agent_config *)((char *)dst - offsetof(struct agent_config, uplinks));
@@ -405,6 +412,7 @@ static const struct json_field config_fields[] = {
 	F("datapath", JSON_BOOL, json_read_bool, datapath, NULL),
 	F("egress-mode", JSON_STRING, read_egress, egress_stack, NULL),
 	F("header-timeout-ms", JSON_NUMBER, json_read_uint32, header_timeout_ms, &head_range),
+	F("host-firewall", JSON_STRING, read_hostfw, host_firewall, NULL),
 	F("http-listen", JSON_STRING, read_listen, http_listen, optional),
 	F("max-connections", JSON_NUMBER, json_read_uint32, max_connections, &conn_range),
 	F("max-request-bytes", JSON_NUMBER, json_read_uint32, max_request_bytes, &req_range),
@@ -570,6 +578,7 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_array_close(w);
 	jw_kv_uint(w, "snat-port-min", c->snat_port_min);
 	jw_kv_uint(w, "snat-port-max", c->snat_port_max);
+	jw_kv_string(w, "host-firewall", agent_hostfw_mode_name(c->host_firewall));
 	jw_kv_uint(w, "conntrack-max", c->ct_max);
 	jw_kv_uint(w, "conntrack-gc-interval-seconds", c->ct_gc_interval_s);
 	jw_kv_uint(w, "conntrack-timeout-tcp-seconds", c->ct_timeouts.tcp);
@@ -634,6 +643,7 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 	c->n_uplinks = src->n_uplinks;
 	c->snat_port_min = src->snat_port_min;
 	c->snat_port_max = src->snat_port_max;
+	c->host_firewall = src->host_firewall;
 	c->ct_gc_interval_s = src->ct_gc_interval_s;
 	c->ct_timeouts = src->ct_timeouts;
 	if (dup_list(&c->namespaces, src->namespaces, src->n_namespaces) < 0 ||

@@ -58,6 +58,7 @@ struct agent_config {
 	char uplinks[AGENT_MAX_UPLINKS][16]; /* "uplink-interfaces": services from outside arrive there */
 	size_t n_uplinks;
 	unsigned int snat_port_min, snat_port_max; /* source ports of flows sent to other nodes' backends */
+	unsigned int host_firewall; /* "host-firewall": enum flowsdn_hostfw_mode (agent/hostfw.h) */
 };
 
 /* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */
