@@ -62,10 +62,19 @@ int agent_services_delete(struct agent_services *s, const char *id, struct diag 
 int agent_services_get(struct agent_services *s, const char *id, struct json_writer *g);
 size_t agent_services_count(struct agent_services *s);
 
-/* The configuration key "services": checks every entry (path
- * "services[i]...") and keeps a copy of the array in *(struct
- * json_value **)@dst for agent_services_new().  A struct json_field
+/* The configuration key "services": reads and checks every entry (path
+ * "services[i]...") into a struct agent_svc_list (conf.h) left in
+ * *(struct agent_svc_list **)@dst, which agent_services_new() takes in as
+ * it is: the services are parsed and checked once.  A struct json_field
  * reader (common/json.h). */
 int agent_services_read_config(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+/* The list is immutable once read; copies of the configuration share it.
+ * _ref() returns @l; _unref() frees it with its last reference (NULL is
+ * fine for both). */
+struct agent_svc_list *agent_svc_list_ref(struct agent_svc_list *l);
+void agent_svc_list_unref(struct agent_svc_list *l);
+/* The services of @l as the configuration's JSON array, every field but
+ * the ids (agent_config_format()). */
+void agent_svc_list_gen(const struct agent_svc_list *l, struct json_writer *w);
 
 #endif

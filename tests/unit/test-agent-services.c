@@ -795,3 +795,48 @@ Test(agent_services, duplicate_config_ids_named_after_the_first)
 	cr_assert_str_eq(e->path, "services[2].id");
 	cr_assert(strstr(e->message, "services[0]"), "names the first: %s", e->message);
 }
+
+/* The configuration's services are read once into a model that the
+ * output, the copies and the start all use: the output shows every field
+ * (defaults filled in, no ids), reads back to the same output, a copy
+ * shows the same, and a copy starts the same services after the
+ * original is gone. */
+Test(agent_services, config_services_read_once_shown_and_shared)
+{
+	struct agent_config *c = config(",\"services\":[{\"id\":\"" SVC(7) "\",\"svcId\":99,\"frontends\":[{\"type\":"
+					"\"ClusterIP\",\"address\":\"10.96.7.1\",\"port\":53,\"protocol\":\"UDP\"}],"
+					"\"backends\":[{\"address\":\"10.0.7.1\",\"port\":5353,\"weight\":3}],"
+					"\"selection\":\"maglev\"}]");
+	struct agent_config *again = NULL, *copy = NULL;
+	struct agent_services *s = NULL;
+	char *f1 = NULL, *f2 = NULL, *f3 = NULL, *json;
+	int err;
+
+	ASSERT_OK(agent_config_format(c, &f1), "format");
+	cr_assert(strstr(f1, "\"id\": \"" SVC(7) "\""), "%s", f1);
+	cr_assert(strstr(f1, "\"weight\": 3") && strstr(f1, "\"state\": \"active\"") && strstr(f1, "\"node\": \"local\""),
+		  "every backend field: %s", f1);
+	cr_assert(strstr(f1, "\"selection\": \"maglev\"") && strstr(f1, "\"sessionAffinity\""), "every field: %s", f1);
+	cr_assert_null(strstr(f1, "svcId"), "no ids in the configuration's form: %s", f1);
+	cr_assert_null(strstr(f1, "backendIds"), "no ids in the configuration's form: %s", f1);
+	ASSERT_OK(agent_config_parse(f1, strlen(f1), &again, NULL), "the output reads back");
+	ASSERT_OK(agent_config_format(again, &f2), "format again");
+	cr_assert_str_eq(f1, f2);
+	ASSERT_OK(agent_config_dup(c, &copy), "dup");
+	agent_config_free(c);
+	ASSERT_OK(agent_config_format(copy, &f3), "format the copy");
+	cr_assert_str_eq(f1, f3);
+	ASSERT_OK(agent_services_new(copy, &fake_ops, NULL, FAKE_DP, &s), "start from the copy");
+	cr_assert_eq(agent_services_count(s), 1);
+	json = get(s, SVC(7), &err);
+	ASSERT_OK(err, "the service started");
+	cr_assert(strstr(json, "\"svcId\":1,"), "the configuration's svcId is not taken: %s", json);
+	cr_assert(strstr(json, "\"weight\":3"), "%s", json);
+	free(json);
+	agent_services_free(s);
+	agent_config_free(copy);
+	agent_config_free(again);
+	free(f1);
+	free(f2);
+	free(f3);
+}
