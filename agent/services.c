@@ -126,6 +126,9 @@ struct agent_services {
 	const struct agent_ops *ops;
 	void *ctx;
 	struct flowsdn_datapath *dp;
+	/* agent_services_set_endpoints() */
+	int (*endpoints)(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n);
+	void *endpoints_userdata;
 	struct flowsdn_addr node_addrs[AGENT_MAX_NODE_ADDRS];
 	size_t n_node_addrs;
 	char *state_path, *journal_path;
@@ -1268,12 +1271,47 @@ static int dp_remove(struct agent_services *as, const struct lowered *old)
 	return r;
 }
 
-/* The UDP sockets of host processes still connected to a backend of
- * @old that @s (NULL: none) no longer has are destroyed, so that their
- * clients get an error and choose again; TCP connections drain. */
+void agent_services_set_endpoints(struct agent_services *as,
+				  int (*fn)(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n),
+				  void *userdata)
+{
+	pthread_mutex_lock(&as->lock);
+	as->endpoints = fn;
+	as->endpoints_userdata = userdata;
+	pthread_mutex_unlock(&as->lock);
+}
+
+/* The endpoints whose namespaces hold sockets of the host kernel, one per
+ * namespace (an endpoint may have several interfaces): compacted in
+ * place in *@v, their count returned.  NULL *@v when there are none. */
+static size_t socket_namespaces(struct agent_services *as, struct agent_api_endpoint **v)
+{
+	size_t n = 0, k = 0;
+
+	*v = NULL;
+	if (!as->endpoints || !as->ops->sock_destroy_netns || as->endpoints(as->endpoints_userdata, v, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		bool seen = (*v)[i].svc_translation == FLOWSDN_CNI_SVC_PACKET;
+
+		for (size_t j = 0; j < k && !seen; j++)
+			seen = (*v)[j].netns_ino == (*v)[i].netns_ino && !strcmp((*v)[j].netns, (*v)[i].netns);
+		if (!seen)
+			(*v)[k++] = (*v)[i];
+	}
+	return k;
+}
+
+/* The UDP sockets still connected to a backend of @old that @s (NULL:
+ * none) no longer has are destroyed, so that their clients get an error
+ * and choose again; TCP connections drain.  Those of host processes (the
+ * agent's netns) and of the processes of every endpoint whose sockets
+ * are the host kernel's (runc-style: the socket LB connected them). */
 static void destroy_removed(struct agent_services *as, const struct svc *old, const struct svc *s)
 {
-	bool udp = false;
+	_cleanup_free_ struct agent_api_endpoint *eps = NULL;
+	size_t n_eps = 0;
+	bool udp = false, listed = false;
 
 	if (!as->dp || !as->ops->sock_destroy)
 		return;
@@ -1282,7 +1320,7 @@ static void destroy_removed(struct agent_services *as, const struct svc *old, co
 	for (size_t i = 0; udp && i < old->n_be; i++) {
 		const struct svc_backend *b = &old->be[i];
 		bool kept = false;
-		size_t n = 0;
+		size_t n = 0, total;
 		int r;
 
 		for (size_t j = 0; s && j < s->n_be && !kept; j++)
@@ -1293,8 +1331,21 @@ static void destroy_removed(struct agent_services *as, const struct svc *old, co
 		if (r < 0)
 			pr_warn("agent: service %s: closing the UDP sockets of a removed backend: %s", old->id,
 				flowsdn_strerror(r));
-		else if (n)
-			pr_info("agent: service %s: %zu UDP sockets of a removed backend closed", old->id, n);
+		total = n;
+		if (!listed) {
+			n_eps = socket_namespaces(as, &eps);
+			listed = true;
+		}
+		for (size_t e = 0; e < n_eps && r != -EOPNOTSUPP; e++) {
+			n = 0;
+			r = as->ops->sock_destroy_netns(as->ctx, eps[e].netns, &b->addr, b->port, IPPROTO_UDP, &n);
+			if (r < 0 && r != -FLOWSDN_E_NL_NETNS)
+				pr_warn("agent: service %s: closing the UDP sockets of a removed backend in %s: %s", old->id,
+					eps[e].netns, flowsdn_strerror(r));
+			total += r < 0 ? 0 : n;
+		}
+		if (total)
+			pr_info("agent: service %s: %zu UDP sockets of a removed backend closed", old->id, total);
 	}
 }
 

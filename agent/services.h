@@ -56,6 +56,18 @@ void agent_services_free(struct agent_services *s);
  * and state write errors (-errno; nothing changed then), -ENOMEM. */
 int agent_services_put(struct agent_services *s, const char *id, const char *body, size_t len,
 		       struct json_writer *g, struct diag *diag);
+/* Where the sockets of removed UDP backends are looked for besides the
+ * agent's own netns: @fn returns a copy of the endpoints (freed with
+ * free()), whose namespaces (once each; not those of endpoints whose
+ * services are translated per packet, which have no host sockets) are
+ * searched through ops->sock_destroy_netns.  @fn is called with the
+ * table's lock held: it may not call back into the table.  The agent core
+ * sets agent_core_endpoints(). */
+struct agent_api_endpoint;
+void agent_services_set_endpoints(struct agent_services *s,
+				  int (*fn)(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n),
+				  void *userdata);
+
 /* DELETE: -FLOWSDN_E_AGENT_NOT_FOUND when unknown. */
 int agent_services_delete(struct agent_services *s, const char *id, struct diag *diag);
 /* GET one (-FLOWSDN_E_AGENT_NOT_FOUND) or, @id NULL, {"services":[...]}. */
