@@ -1096,6 +1096,13 @@ int agent_core_endpoints(struct agent_core *a, struct agent_api_endpoint **ret, 
 	return 0;
 }
 
+/* agent_services_set_endpoints(): the endpoints' namespaces hold sockets
+ * of removed backends too. */
+static int endpoints_cb(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n)
+{
+	return agent_core_endpoints(userdata, ret, ret_n);
+}
+
 int agent_core_endpoint(struct agent_core *a, uint32_t id, struct agent_api_endpoint *ret)
 {
 	int err = -FLOWSDN_E_AGENT_NOT_FOUND;
@@ -1429,6 +1436,7 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	err = agent_services_new(a->cfg, a->ops, a->ctx, a->dp, &a->services);
 	if (err < 0)
 		goto out;
+	agent_services_set_endpoints(a->services, endpoints_cb, a);
 	err = pthread_create(&a->deleter, NULL, deleter_main, a);
 	if (err) {
 		err = -err;

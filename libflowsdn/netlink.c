@@ -207,7 +207,7 @@ static int run_in_netns(int netns_fd, int (*fn)(void *), void *arg)
 }
 
 /* run_in_netns() for the netns at @path (checked by netns_open()). */
-static int run_in_netns_at(const char *path, struct diag *err, int (*fn)(void *), void *arg)
+int flowsdn__netns_run_at(const char *path, struct diag *err, int (*fn)(void *), void *arg)
 {
 	int fd = netns_open(path, err), r;
 
@@ -291,7 +291,7 @@ FLOWSDN_API int flowsdn_netlink_sysctl_write(const char *netns_path, const char 
 		return -EINVAL;
 	if (!netns_path)
 		return sysctl_write_here(key, value, err);
-	return run_in_netns_at(netns_path, err, sysctl_cb, &a);
+	return flowsdn__netns_run_at(netns_path, err, sysctl_cb, &a);
 }
 
 /* ------------------------------------------------------------ links */
@@ -370,7 +370,7 @@ FLOWSDN_API int flowsdn_netlink_link_set_up(const char *netns_path, const char *
 		return -EINVAL;
 	if (!netns_path)
 		return link_up_cb(&a);
-	return run_in_netns_at(netns_path, err, link_up_cb, &a);
+	return flowsdn__netns_run_at(netns_path, err, link_up_cb, &a);
 }
 
 struct link_get_args {
@@ -405,7 +405,7 @@ FLOWSDN_API int flowsdn_netlink_link_get(const char *netns_path, const char *ifn
 
 	if (!flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
-	r = netns_path ? run_in_netns_at(netns_path, NULL, link_get_cb, &a) : link_get_cb(&a);
+	r = netns_path ? flowsdn__netns_run_at(netns_path, NULL, link_get_cb, &a) : link_get_cb(&a);
 	if (r < 0)
 		return r;
 	if (ret_ifindex)
@@ -907,7 +907,7 @@ FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *
 	diag_begin(err, 0);
 	if (!netns_path || !flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
-	return run_in_netns_at(netns_path, err, veth_delete_cb, &a);
+	return flowsdn__netns_run_at(netns_path, err, veth_delete_cb, &a);
 }
 
 FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,
