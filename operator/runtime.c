@@ -1343,7 +1343,7 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 	st.wanted = want;
 	st.ready_replicas = ready;
 	st.restarts = restarts;
-	st.ready = all_ready && ss->failed_gen != s->generation;
+	st.ready = all_ready && !suspended && ss->failed_gen != s->generation; /* suspended: stopped, not done */
 	snprintf(st.phase, sizeof(st.phase), "%s",
 		 ss->failed_gen == s->generation ? "failed" : suspended ? "suspended" : want == 0 ? "stopped" :
 		 all_ready ? "ready" : "provisioning");
