@@ -66,7 +66,10 @@ rep=$(ls -d "$T"/rt/replicas/* | head -1)
 # The log shim is a fork of the operator: its processes other than $OP.
 # Its RSS counts the pages it shares copy-on-write with the operator; Pss
 # charges shared pages by share, Private_* is what it alone holds.
-shims=$(for p in $(pgrep -f "flash-operator --keys"); do [ "$p" = "$OP" ] || echo "$p"; done)
+# Only this run's: the process holding this replica's log open (other
+# operators may run on the machine).
+shims=$(for p in $(pgrep -f "flash-operator --keys"); do
+	[ "$p" != "$OP" ] && ls -l "/proc/$p/fd" 2>/dev/null | grep -q "$T/rt/logs/" && echo "$p"; done || true)
 shim_rss=$(for p in $shims; do ps -o rss= -p "$p"; done | awk '{s += $1} END {print s + 0}')
 shim_mem=$(for p in $shims; do cat "/proc/$p/smaps_rollup" 2>/dev/null; done |
 	awk '/^Pss:/ {pss += $2} /^Private_(Clean|Dirty):/ {priv += $2} END {printf "Pss %d KiB, private %d KiB", pss, priv}')
