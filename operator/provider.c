@@ -697,6 +697,15 @@ static bool parse_spec(struct op_provider *p, struct command *c, struct op_respo
 				   flash_diag_errors(diag), flash_diag_errors(diag) == 1 ? "" : "s");
 		goto out;
 	}
+	/* Host names need a router one node does not have (Kubernetes mode
+	 * renders them as Gateway API HTTPRoutes). */
+	if (p->runtime && flash_spec_domain_count(c->spec) > 0) {
+		op_metrics_refused(p->o.metrics, OP_REFUSED_SPEC);
+		answer_error_extra(ret, 422, "invalid-spec", extra_path, "domains",
+				   "domains: not served by the single-node runtime (it has no host-name router; "
+				   "Kubernetes mode serves them): remove the field");
+		goto out;
+	}
 	if (flash_spec_to_json(c->spec, &c->canonical, NULL) < 0 || flash_spec_digest(c->spec, c->digest) < 0 ||
 	    flash_spec_digest_hex(c->spec, c->digest_hex) < 0) {
 		set_static_500(ret);
@@ -1510,6 +1519,11 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 			     OP_SHELL_ARGS_MAX);
 		return;
 	}
+	for (size_t i = 0; i < argc; i++)
+		if (!json_utf8_valid((const unsigned char *)argv[i], strlen(argv[i]))) {
+			answer_error(ret, 400, "bad-request", "command argument %zu is not UTF-8", i);
+			return;
+		}
 	pthread_mutex_lock(&p->lock);
 	r = load_visible(p, c, &s);
 	pthread_mutex_unlock(&p->lock);

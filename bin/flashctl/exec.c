@@ -120,6 +120,22 @@ static int refusal_code(const struct flashctl_globals *g, const struct flash_cli
 	return EXEC_EXIT_FAILED;
 }
 
+/* --replica N (before or after the service). */
+static bool parse_replica(const struct flashctl_globals *g, const char *s, int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || !s[0] || *end || s[0] == '-' || v > 65535) {
+		fprintf(stderr, "%s exec: --replica %s: expected an index 0..65535\n", g->progname, s);
+		return false;
+	}
+	*ret = (int)v;
+	return true;
+}
+
 static void exec_usage(FILE *out, const char *progname)
 {
 	fprintf(out,
@@ -228,19 +244,10 @@ int flashctl_exec_main(int argc, char **argv, const struct flashctl_globals *g)
 		switch (c) {
 		case 'i': in = true; break;
 		case 't': tty = true; break;
-		case 'r': {
-			char *end;
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || !optarg[0] || *end || optarg[0] == '-' || v > 65535) {
-				fprintf(stderr, "%s exec: --replica %s: expected an index 0..65535\n", g->progname, optarg);
+		case 'r':
+			if (!parse_replica(g, optarg, &eo.replica))
 				return EXEC_EXIT_FAILED;
-			}
-			eo.replica = (int)v;
 			break;
-		}
 		case 'P': project = optarg; break;
 		case 'h':
 			exec_usage(stdout, g->progname);
@@ -255,17 +262,8 @@ int flashctl_exec_main(int argc, char **argv, const struct flashctl_globals *g)
 	/* --replica may follow the service. */
 	while (optind < argc && strcmp(argv[optind], "--") != 0) {
 		if (!strcmp(argv[optind], "--replica") && optind + 1 < argc) {
-			char *end;
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(argv[optind + 1], &end, 10);
-			if (errno || !argv[optind + 1][0] || *end || argv[optind + 1][0] == '-' || v > 65535) {
-				fprintf(stderr, "%s exec: --replica %s: expected an index 0..65535\n", g->progname,
-					argv[optind + 1]);
+			if (!parse_replica(g, argv[optind + 1], &eo.replica))
 				return EXEC_EXIT_FAILED;
-			}
-			eo.replica = (int)v;
 			optind += 2;
 			continue;
 		}

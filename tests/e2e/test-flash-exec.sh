@@ -214,6 +214,13 @@ jq -e '[.events[] | select(.type == "exec-end")] | last | .message | fromjson |
 	{ jq .events "$T/get.json"; fail "the exec-end event lacks bytes, exit code, replica or duration"; }
 echo "ok: sessions are audited as events (who, replica, argv, duration, exit status, bytes each way)"
 
+# domains need a host-name router: refused on the single-node runtime.
+jq -c '.ports[0].protocol = "tcp" | .domains = [{"host": "shell.example.org", "port": .ports[0].name}]' "$T/sh.json" >"$T/dom.json"
+rc=0; fc create --name dom --spec "$T/dom.json" >"$T/r.out" 2>"$T/r.err" || rc=$?
+[ $rc = 1 ] && grep -q "domains: not served by the single-node runtime" "$T/r.err" ||
+	fail "a spec with domains was not refused naming the field (rc $rc): $(cat "$T/r.err")"
+echo "ok: a spec with domains is refused on the single-node runtime, naming the field"
+
 fc delete shell >/dev/null || fail "delete shell"
 fc delete bad >/dev/null || fail "delete bad"
 kill "$OP"; wait "$OP" || fail "flash-operator exited $? on SIGTERM"; OP=
