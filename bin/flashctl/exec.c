@@ -300,11 +300,13 @@ int flashctl_exec_main(int argc, char **argv, const struct flashctl_globals *g)
 		r = flash_client_exec_open(client, id, &eo, &x, &refusal);
 	}
 	if (r < 0) {
-		fprintf(stderr, "%s exec: %s\n", g->progname,
-			r == -E2BIG    ? "the command is too long for one request (at most 12 KiB, escaped)" :
-			r == -EINVAL   ? "at most 256 arguments of at most 64 KiB each" :
-			r == -EPROTO   ? "the operator did not answer with a WebSocket" :
-					 strerror(-r));
+		if (r == -E2BIG || r == -EINVAL || r == -EPROTO)
+			fprintf(stderr, "%s exec: %s\n", g->progname,
+				r == -E2BIG  ? "the command is too long for one request (at most 12 KiB, escaped)" :
+				r == -EINVAL ? "at most 256 arguments of at most 64 KiB each" :
+					       "the operator did not answer with a WebSocket");
+		else
+			fprintf(stderr, "%s exec: cannot reach the operator: %s\n", g->progname, strerror(-r));
 		status = EXEC_EXIT_FAILED;
 		goto out;
 	}
