@@ -84,6 +84,13 @@ fc exec shell -- sh -c 'echo to-out; echo to-err >&2' >"$T/o" 2>"$T/e" || fail "
 [ "$(cat "$T/o")" = to-out ] && [ "$(cat "$T/e")" = to-err ] || fail "stdout/stderr mixed: $(cat "$T/o") / $(cat "$T/e")"
 echo "ok: stdin (300000 bytes) comes back unchanged; stdout and stderr stay apart"
 
+# A session quiet for longer than the HTTP idle timeout (--timeout,
+# default 10 s) lives on: upgraded connections are the session's to time.
+t0=$(date +%s)
+out=$(fc exec shell -- sh -c 'sleep 12; echo still-here') || fail "a quiet 12 s session exited $?"
+[ "$out" = still-here ] && [ $(($(date +%s) - t0)) -ge 12 ] || fail "a quiet session was cut: '$out'"
+echo "ok: a session quiet for 12 s outlives the 10 s HTTP idle timeout"
+
 # No credential inside: the operator's environment, its keys, a service
 # account token.
 fc exec shell -- env >"$T/env" || fail "exec env"
