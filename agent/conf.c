@@ -11,6 +11,7 @@
 #include "agent-api.h"
 #include "conf.h"
 #include "diag.h"
+#include "hostfw.h"
 #include "json.h"
 #include "services.h"
 #include "util.h"
@@ -79,7 +80,7 @@ void agent_config_free(struct agent_config *c)
 	free(c->pin_dir);
 	free(c->http_listen);
 	free(c->socket_lb_cgroup);
-	free(c->services_json);
+	agent_svc_list_unref(c->services);
 	free(c);
 }
 
@@ -351,6 +352,12 @@ static int read_attach(struct check_ctx *ctx, const struct json_value *v, void *
 	return read_word(ctx, v, attach_words, "\"auto\", \"tcx\" or \"tc\"", dst);
 }
 
+static int read_hostfw(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	(void)arg;
+	return read_word(ctx, v, agent_hostfw_mode_words, AGENT_HOSTFW_MODE_EXPECTED, dst);
+}
+
 static int read_uplinks(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
 	struct agent_config *c = (struct agent_config *)((char *)dst - offsetof(struct agent_config, uplinks));
@@ -405,6 +412,7 @@ static const struct json_field config_fields[] = {
 	F("datapath", JSON_BOOL, json_read_bool, datapath, NULL),
 	F("egress-mode", JSON_STRING, read_egress, egress_stack, NULL),
 	F("header-timeout-ms", JSON_NUMBER, json_read_uint32, header_timeout_ms, &head_range),
+	F("host-firewall", JSON_STRING, read_hostfw, host_firewall, NULL),
 	F("http-listen", JSON_STRING, read_listen, http_listen, optional),
 	F("max-connections", JSON_NUMBER, json_read_uint32, max_connections, &conn_range),
 	F("max-request-bytes", JSON_NUMBER, json_read_uint32, max_request_bytes, &req_range),
@@ -415,7 +423,7 @@ static const struct json_field config_fields[] = {
 	{ "pools", JSON_ARRAY, false, read_pools, 0, NULL },
 	F("reserved-connections", JSON_NUMBER, json_read_uint32, reserved_connections, &reserve_range),
 	F("request-timeout-seconds", JSON_NUMBER, json_read_uint32, request_timeout_s, &timeout_range),
-	F("services", JSON_ARRAY, agent_services_read_config, services_json, NULL),
+	F("services", JSON_ARRAY, agent_services_read_config, services, NULL),
 	F("snat-port-max", JSON_NUMBER, json_read_uint32, snat_port_max, &snat_range),
 	F("snat-port-min", JSON_NUMBER, json_read_uint32, snat_port_min, &snat_range),
 	F("socket", JSON_STRING, read_path, socket, NULL),
@@ -557,12 +565,7 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_array_close(w);
 	jw_kv_string(w, "socket-lb-cgroup", c->socket_lb_cgroup);
 	jw_key(w, "services");
-	if (c->services_json)
-		jw_raw(w, c->services_json, strlen(c->services_json));
-	else {
-		jw_array_open(w);
-		jw_array_close(w);
-	}
+	agent_svc_list_gen(c->services, w);
 	jw_key(w, "uplink-interfaces");
 	jw_array_open(w);
 	for (size_t i = 0; i < c->n_uplinks; i++)
@@ -570,6 +573,7 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_array_close(w);
 	jw_kv_uint(w, "snat-port-min", c->snat_port_min);
 	jw_kv_uint(w, "snat-port-max", c->snat_port_max);
+	jw_kv_string(w, "host-firewall", agent_hostfw_mode_name(c->host_firewall));
 	jw_kv_uint(w, "conntrack-max", c->ct_max);
 	jw_kv_uint(w, "conntrack-gc-interval-seconds", c->ct_gc_interval_s);
 	jw_kv_uint(w, "conntrack-timeout-tcp-seconds", c->ct_timeouts.tcp);
@@ -610,12 +614,11 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 		err = set_str(&c->http_listen, src->http_listen);
 	if (!err)
 		err = set_str(&c->socket_lb_cgroup, src->socket_lb_cgroup);
-	if (!err && src->services_json)
-		err = set_str(&c->services_json, src->services_json);
 	if (err) {
 		agent_config_free(c);
 		return err;
 	}
+	c->services = agent_svc_list_ref(src->services);
 	memcpy(c->pools, src->pools, sizeof(c->pools));
 	c->n_pools = src->n_pools;
 	c->datapath = src->datapath;
@@ -634,6 +637,7 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 	c->n_uplinks = src->n_uplinks;
 	c->snat_port_min = src->snat_port_min;
 	c->snat_port_max = src->snat_port_max;
+	c->host_firewall = src->host_firewall;
 	c->ct_gc_interval_s = src->ct_gc_interval_s;
 	c->ct_timeouts = src->ct_timeouts;
 	if (dup_list(&c->namespaces, src->namespaces, src->n_namespaces) < 0 ||

@@ -9,6 +9,8 @@
  *   PUT|DELETE /v1/namespace/{name}      {"labels": {...}}
  *   GET    /v1/identity
  *   PUT    /v1/endpoint/{id}/labels      {"namespace", "name", "labels", "namedPorts"}
+ *   GET|PUT /v1/hostfw                   the host firewall's mode ({"mode"}) and counters
+ *   GET    /v1/hostfw/verdicts           and its per-rule counters
  * They call the core (agent_core_policy(), agent_core_endpoint_labels()).
  */
 #include "config.h"
@@ -156,6 +158,10 @@ bool agent_http_policy_route(struct agent_core *core, const char *method, const 
 		ok_method = get;
 	else if (!strcmp(url, "/v1/policy/lookup"))
 		ok_method = !strcmp(method, "POST");
+	else if (!strcmp(url, "/v1/hostfw"))
+		ok_method = get || put;
+	else if (!strcmp(url, "/v1/hostfw/verdicts"))
+		ok_method = get;
 	else if (!strncmp(url, "/v1/policy/", 11) || !strncmp(url, "/v1/namespace/", 14))
 		ok_method = get || put || del;
 	else if (!strncmp(url, "/v1/endpoint/", 13) && strstr(url + 13, "/labels") &&
@@ -182,6 +188,18 @@ bool agent_http_policy_route(struct agent_core *core, const char *method, const 
 		err = agent_policy_verdicts(pol, &out);
 	} else if (!strcmp(url, "/v1/policy/lookup")) {
 		err = policy_lookup(pol, body, len, &out, diag);
+	} else if (!strcmp(url, "/v1/hostfw") || !strcmp(url, "/v1/hostfw/verdicts")) {
+		unsigned int mode;
+
+		if (put) {
+			err = agent_policy_hostfw_body_parse(body, len, &mode, diag);
+			if (err == 0)
+				err = agent_policy_hostfw_set_mode(pol, mode, diag);
+		} else {
+			err = 0;
+		}
+		if (err == 0)
+			err = agent_policy_hostfw(pol, url[10] == '/', &out);
 	} else if (!strcmp(url, "/v1/namespace")) {
 		err = agent_policy_namespaces(pol, &out);
 	} else if (!strcmp(url, "/v1/identity")) {

@@ -29,8 +29,8 @@ struct agent_pstore {
 	int dfd;
 };
 
-static const char *const kind_word[AGENT_PSTORE_KIND_MAX_] = { "namespace", "policy", "endpoint" };
-static const char *const kind_name[AGENT_PSTORE_KIND_MAX_] = { "Namespace", "NetworkPolicy", "Endpoint" };
+static const char *const kind_word[AGENT_PSTORE_KIND_MAX_] = { "namespace", "policy", "endpoint", "hostfw" };
+static const char *const kind_name[AGENT_PSTORE_KIND_MAX_] = { "Namespace", "NetworkPolicy", "Endpoint", "HostFirewall" };
 
 void agent_pstore_free(struct agent_pstore *s)
 {
@@ -99,6 +99,8 @@ static bool key_valid(enum agent_pstore_kind kind, const char *key)
 		v = strtoul(key, &end, 10);
 		return !errno && !*end && v <= UINT32_MAX;
 	}
+	case AGENT_PSTORE_HOSTFW:
+		return !strcmp(key, "mode");
 	default:
 		return false;
 	}

@@ -5,6 +5,7 @@
  * API, one file per object in <state-dir>/policy/:
  *
  *   namespace.NAME.json   policy.NS_NAME.json   endpoint.ID.json
+ *   hostfw.mode.json
  *
  * (a namespace is a DNS label and a policy name a DNS subdomain, so
  * neither holds '_').  Each file is
@@ -27,6 +28,7 @@ enum agent_pstore_kind {
 	AGENT_PSTORE_NAMESPACE,
 	AGENT_PSTORE_POLICY,   /* key "NS/NAME" */
 	AGENT_PSTORE_ENDPOINT, /* key the endpoint id in decimal */
+	AGENT_PSTORE_HOSTFW,   /* key "mode": {"mode": ...} as PUT /v1/hostfw */
 	AGENT_PSTORE_KIND_MAX_,
 };
 

@@ -12,6 +12,7 @@
 #include "agent-api.h"
 #include "conf.h"
 #include "diag.h"
+#include "hostfw.h"
 #include "json.h"
 #include "log.h"
 #include "policy.h"
@@ -70,6 +71,12 @@ struct agent_policy {
 	size_t n_eps;
 	struct flowsdn_policy_ipcache_entry *ipc; /* installed ipcache */
 	size_t n_ipc;
+	/* The host firewall: the node as the pod "host" of the namespace
+	 * AGENT_HOSTFW_NAMESPACE (no address; its entries switched with
+	 * flowsdn_maps_hostfw_switch()), and the mode in force. */
+	struct pep *host;
+	unsigned int host_mode;
+	bool host_switched; /* this agent switched it (else the previous one's entries are in force) */
 };
 
 static const char *const tier_words[] = { "", "allow", "deny", "exception", "protect" };
@@ -103,6 +110,9 @@ void agent_policy_free(struct agent_policy *p)
 		free(p->eps[i]);
 	}
 	free(p->eps);
+	if (p->host)
+		free(p->host->inst);
+	free(p->host);
 	free(p->ipc);
 	for (size_t i = 0; i < p->n_saved; i++) {
 		free(p->saved[i].container_id);
@@ -115,6 +125,36 @@ void agent_policy_free(struct agent_policy *p)
 	flowsdn_identity_free(p->ids);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
+}
+
+/* The node's pseudo-pod of the host policies; the mode in force is the
+ * one the datapath has (a previous agent's), until the configuration's
+ * or a saved one is applied. */
+static int host_new(struct agent_policy *p)
+{
+	FLOWSDN_OPTS(flowsdn_policy_pod, pod, .namespace_name = AGENT_HOSTFW_NAMESPACE, .name = "host");
+	struct flowsdn_hostfw_state st;
+	struct pep *e = calloc(1, sizeof(*e));
+	int err;
+
+	if (!e)
+		return -ENOMEM;
+	e->dp.id = FLOWSDN_HOSTFW_EP_ID;
+	snprintf(e->ns, sizeof(e->ns), "%s", AGENT_HOSTFW_NAMESPACE);
+	snprintf(e->pod, sizeof(e->pod), "host");
+	err = flowsdn_policy_db_set_pod(p->db, &pod, &e->db_id);
+	if (err < 0) {
+		free(e);
+		return err;
+	}
+	e->in_db = true;
+	(void)flowsdn_policy_db_identity(p->db, e->db_id, &e->dp.identity);
+	if (p->maps && flowsdn_maps_hostfw_state(p->maps, &st) == 0 && st.ep_id == FLOWSDN_HOSTFW_EP_ID) {
+		p->host_mode = st.mode <= FLOWSDN_HOSTFW_ENFORCE ? st.mode : FLOWSDN_HOSTFW_OFF;
+		e->inst_flags = st.flags & FLOWSDN_EP_F_ENFORCE_INGRESS;
+	}
+	p->host = e;
+	return 0;
 }
 
 int agent_policy_new(const char *state_dir, struct flowsdn_maps *maps, struct agent_policy **ret)
@@ -157,6 +197,8 @@ int agent_policy_new(const char *state_dir, struct flowsdn_maps *maps, struct ag
 
 		err = flowsdn_policy_db_new(&o, &p->db);
 	}
+	if (err == 0)
+		err = host_new(p);
 	if (err < 0)
 		goto out;
 	*ret = p;
@@ -168,6 +210,8 @@ out:
 
 static struct pep *pep_find(struct agent_policy *p, uint32_t ep_id)
 {
+	if (p->host && ep_id == FLOWSDN_HOSTFW_EP_ID)
+		return p->host;
 	for (size_t i = 0; i < p->n_eps; i++)
 		if (p->eps[i]->dp.id == ep_id)
 			return p->eps[i];
@@ -176,6 +220,8 @@ static struct pep *pep_find(struct agent_policy *p, uint32_t ep_id)
 
 static struct pep *pep_by_db(struct agent_policy *p, uint32_t db_id)
 {
+	if (p->host && p->host->db_id == db_id)
+		return p->host;
 	for (size_t i = 0; i < p->n_eps; i++)
 		if (p->eps[i]->in_db && p->eps[i]->db_id == db_id)
 			return p->eps[i];
@@ -192,10 +238,13 @@ static int install(struct agent_policy *p, struct pep *e, struct flowsdn_policy_
 		free(set);
 		return 0;
 	}
-	err = flowsdn_maps_policy_switch(p->maps, &e->dp, e->inst, e->n_inst, set, n, flags);
+	if (e == p->host)
+		err = flowsdn_maps_hostfw_switch(p->maps, e->inst, e->n_inst, set, n, flags, p->host_mode);
+	else
+		err = flowsdn_maps_policy_switch(p->maps, &e->dp, e->inst, e->n_inst, set, n, flags);
 	if (err < 0) {
-		pr_warn("agent: endpoint %u: policy switch failed, the previous policy stays: %s", e->dp.id,
-			flowsdn_strerror(err));
+		pr_warn("agent: %s %u: policy switch failed, the previous policy stays: %s",
+			e == p->host ? "host firewall" : "endpoint", e->dp.id, flowsdn_strerror(err));
 		free(set);
 		return err;
 	}
@@ -203,6 +252,8 @@ static int install(struct agent_policy *p, struct pep *e, struct flowsdn_policy_
 	e->inst = set;
 	e->n_inst = n;
 	e->inst_flags = flags;
+	if (e == p->host)
+		p->host_switched = true;
 	return 0;
 }
 
@@ -213,7 +264,7 @@ static int entries_of(struct agent_policy *p, struct pep *e, struct flowsdn_poli
 	const struct flowsdn_policy_entry *ce;
 	struct flowsdn_policy_map_entry *set;
 	unsigned int flags = 0;
-	size_t n = 0;
+	size_t n = 0, k = 0;
 	int err = flowsdn_policy_db_entries(p->db, e->db_id, &ce, &n, &flags);
 
 	if (err < 0)
@@ -222,17 +273,20 @@ static int entries_of(struct agent_policy *p, struct pep *e, struct flowsdn_poli
 	if (!set)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		err = flowsdn_policy_entry_to_key(&ce[i], e->dp.id, &set[i].key, &set[i].flags);
+		err = flowsdn_policy_entry_to_key(&ce[i], e->dp.id, &set[k].key, &set[k].flags);
 		if (err < 0) {
 			free(set);
 			return err;
 		}
-		set[i].rule_id = ce[i].rule_id;
+		/* The host firewall judges what arrives (host policies are ingress only). */
+		if (e == p->host && set[k].key.direction != FLOWSDN_DIR_INGRESS)
+			continue;
+		set[k++].rule_id = ce[i].rule_id;
 	}
 	*ret = set;
-	*ret_n = n;
+	*ret_n = k;
 	*ret_flags = ((flags & FLOWSDN_POLICY_ENFORCE_INGRESS) ? FLOWSDN_EP_F_ENFORCE_INGRESS : 0) |
-		     ((flags & FLOWSDN_POLICY_ENFORCE_EGRESS) ? FLOWSDN_EP_F_ENFORCE_EGRESS : 0);
+		     ((flags & FLOWSDN_POLICY_ENFORCE_EGRESS) && e != p->host ? FLOWSDN_EP_F_ENFORCE_EGRESS : 0);
 	return 0;
 }
 
@@ -457,6 +511,10 @@ int agent_policy_endpoint_set(struct agent_policy *p, const struct flowsdn_endpo
 
 	if (!p || !ep || !meta)
 		return -EINVAL;
+	if (meta->namespace_name && !strcmp(meta->namespace_name, AGENT_HOSTFW_NAMESPACE)) {
+		agent_diag_set(diag, "namespace: " AGENT_HOSTFW_NAMESPACE " is the host firewall's, no endpoint joins it");
+		return -EINVAL;
+	}
 	if (meta->namespace_name && strlen(meta->namespace_name) >= sizeof(((struct pep *)0)->ns)) {
 		agent_diag_set(diag, "namespace: at most 63 characters");
 		return -EINVAL;
@@ -540,6 +598,36 @@ static int tier_of(const char *json, size_t len, const char *name, int *ret, str
 	return err;
 }
 
+/* What a host policy may not say (flowsdn-agent(8) "HOST FIREWALL"):
+ * it selects nodes, and standalone there is one, so its podSelector is
+ * {}; it judges what arrives on the uplinks, so it has no egress. */
+static int host_policy_check(const char *json, size_t len, const struct flowsdn_policy *pol, struct diag *diag)
+{
+	struct json_value *root = NULL;
+	const struct json_value *spec, *sel;
+	int err = 0;
+
+	if (json_parse(json, len, NULL, &root, NULL) < 0)
+		return -FLOWSDN_E_POLICY_JSON;
+	spec = json_get(root, "spec");
+	sel = spec ? json_get(spec, "podSelector") : NULL;
+	if (sel && (!json_is(sel, JSON_OBJECT) || sel->u.object.n)) {
+		agent_diag_set(diag,
+			       "NetworkPolicy.networking.k8s.io \"%s\" is invalid: spec.podSelector: a host policy "
+			       "(namespace " AGENT_HOSTFW_NAMESPACE ") selects the node: it must be {}",
+			       flowsdn_policy_name(pol));
+		err = -FLOWSDN_E_POLICY_INVALID;
+	} else if (flowsdn_policy_types(pol) & (1u << FLOWSDN_POLICY_EGRESS)) {
+		agent_diag_set(diag,
+			       "NetworkPolicy.networking.k8s.io \"%s\" is invalid: spec.policyTypes: a host policy "
+			       "(namespace " AGENT_HOSTFW_NAMESPACE ") judges what arrives on the uplinks: Ingress only",
+			       flowsdn_policy_name(pol));
+		err = -FLOWSDN_E_POLICY_INVALID;
+	}
+	json_free(root);
+	return err;
+}
+
 /* Parses @json as the policy @ns/@name. */
 static int pol_parse(const char *ns, const char *name, const char *json, size_t len, struct flowsdn_policy **ret,
 		     struct diag *diag)
@@ -563,6 +651,10 @@ static int pol_parse(const char *ns, const char *name, const char *json, size_t 
 
 		flowsdn_policy_diag_format(d, msg, sizeof(msg));
 		agent_diag_set(diag, "%s", msg);
+	} else if (!strcmp(ns, AGENT_HOSTFW_NAMESPACE) && host_policy_check(json, len, *ret, diag) < 0) {
+		flowsdn_policy_free(*ret);
+		*ret = NULL;
+		err = -FLOWSDN_E_POLICY_INVALID;
 	} else if (strcmp(flowsdn_policy_namespace(*ret), ns) || strcmp(flowsdn_policy_name(*ret), name)) {
 		agent_diag_set(diag, "the object is %s/%s, the path names %s/%s", flowsdn_policy_namespace(*ret),
 			       flowsdn_policy_name(*ret), ns, name);
@@ -940,6 +1032,53 @@ static int hit_cmp(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* The counted entries of policy key id @id (the sorted @h) as "rules". */
+static void rules_gen(struct agent_policy *p, struct json_writer *w, const struct hits *h, uint32_t id)
+{
+	size_t lo = 0, hi = h->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (h->v[mid].key.ep_id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	jw_key(w, "rules");
+	jw_array_open(w);
+	for (size_t j = lo; j < h->n && h->v[j].key.ep_id == id; j++) {
+		const struct hit *x = &h->v[j];
+		char name[256];
+
+		jw_object_open(w);
+		jw_kv_uint(w, "rule", x->v.rule_id);
+		if (flowsdn_policy_db_rule_name(p->db, x->v.rule_id, name, sizeof(name)) >= 0)
+			jw_kv_string(w, "name", name);
+		jw_kv_string(w, "direction", x->key.direction == FLOWSDN_DIR_INGRESS ? "ingress" : "egress");
+		jw_kv_string(w, "verdict", (x->v.flags & FLOWSDN_POLICY_F_DENY) ? "deny" : "allow");
+		jw_kv_uint(w, "packets", x->v.packets);
+		jw_kv_uint(w, "bytes", x->v.bytes);
+		jw_object_close(w);
+	}
+	jw_array_close(w);
+}
+
+/* One walk of the policy map: every counted entry, sorted by key id. */
+static int hits_read(struct agent_policy *p, struct hits *h)
+{
+	int err;
+
+	if (!p->maps)
+		return 0;
+	err = flowsdn_maps_policy_iterate(p->maps, hit_collect, h);
+	if (err < 0)
+		return err;
+	if (h->n > 1) /* qsort(NULL, 0, ...) is undefined */
+		qsort(h->v, h->n, sizeof(*h->v), hit_cmp);
+	return 0;
+}
+
 int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 {
 	struct hits h = { 0 };
@@ -951,13 +1090,9 @@ int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 	w = json_writer_new(0);
 	pthread_mutex_lock(&p->lock);
 	/* One walk of the policy map for every endpoint's counted entries. */
-	if (p->maps) {
-		err = flowsdn_maps_policy_iterate(p->maps, hit_collect, &h);
-		if (err < 0)
-			goto out;
-		if (h.n > 1) /* qsort(NULL, 0, ...) is undefined */
-			qsort(h.v, h.n, sizeof(*h.v), hit_cmp);
-	}
+	err = hits_read(p, &h);
+	if (err < 0)
+		goto out;
 	jw_object_open(w);
 	jw_key(w, "endpoints");
 	jw_array_open(w);
@@ -965,8 +1100,6 @@ int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 		const struct pep *e = p->eps[i];
 		struct flowsdn_endpoint_counters c = { 0 };
 		unsigned int gen = 0;
-		size_t lo = 0, hi = h.n;
-		uint32_t id;
 
 		if (p->maps) {
 			if (flowsdn_maps_endpoint_counters(p->maps, e->dp.id, &c) < 0)
@@ -974,38 +1107,13 @@ int agent_policy_verdicts(struct agent_policy *p, char **ret_json)
 			if (flowsdn_maps_policy_generation(p->maps, e->dp.id, &e->dp.addrs[0], &gen) < 0)
 				gen = 0;
 		}
-		id = FLOWSDN_POLICY_KEY_ID(e->dp.id, gen);
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (h.v[mid].key.ep_id < id)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		jw_object_open(w);
 		jw_kv_uint(w, "endpoint", e->dp.id);
 		jw_kv_uint(w, "allowIngress", c.allow_ingress);
 		jw_kv_uint(w, "denyIngress", c.deny_ingress);
 		jw_kv_uint(w, "allowEgress", c.allow_egress);
 		jw_kv_uint(w, "denyEgress", c.deny_egress);
-		jw_key(w, "rules");
-		jw_array_open(w);
-		for (size_t j = lo; j < h.n && h.v[j].key.ep_id == id; j++) {
-			const struct hit *x = &h.v[j];
-			char name[256];
-
-			jw_object_open(w);
-			jw_kv_uint(w, "rule", x->v.rule_id);
-			if (flowsdn_policy_db_rule_name(p->db, x->v.rule_id, name, sizeof(name)) >= 0)
-				jw_kv_string(w, "name", name);
-			jw_kv_string(w, "direction", x->key.direction == FLOWSDN_DIR_INGRESS ? "ingress" : "egress");
-			jw_kv_string(w, "verdict", (x->v.flags & FLOWSDN_POLICY_F_DENY) ? "deny" : "allow");
-			jw_kv_uint(w, "packets", x->v.packets);
-			jw_kv_uint(w, "bytes", x->v.bytes);
-			jw_object_close(w);
-		}
-		jw_array_close(w);
+		rules_gen(p, w, &h, FLOWSDN_POLICY_KEY_ID(e->dp.id, gen));
 		jw_object_close(w);
 	}
 	jw_array_close(w);
@@ -1075,6 +1183,132 @@ int agent_policy_lookup(struct agent_policy *p, uint32_t ep_id, int direction, c
 	return json_writer_finish(w, ret_json, NULL);
 }
 
+/* ------------------------------------------------------------ host firewall */
+
+/* Switches the host's entries, freshly compiled, with the mode p->host_mode. */
+static int host_switch_locked(struct agent_policy *p, struct diag *diag)
+{
+	struct flowsdn_policy_map_entry *set = NULL;
+	size_t n = 0;
+	uint32_t flags = 0;
+	/* Whatever is not compiled yet first (the host's entries among it). */
+	int err = apply(p, diag);
+
+	if (err < 0)
+		return err;
+	err = entries_of(p, p->host, &set, &n, &flags);
+	if (err == 0)
+		err = install(p, p->host, set, n, flags);
+	if (err < 0)
+		agent_diag_set(diag, "the host firewall's switch failed (the previous state stays): %s",
+			       flowsdn_strerror(err));
+	return err;
+}
+
+int agent_policy_hostfw_body_parse(const char *body, size_t len, unsigned int *ret_mode, struct diag *diag)
+{
+	struct json_value *root = NULL;
+	const char *word;
+	unsigned int mode;
+	int err = 0;
+
+	if (json_parse(body, len, NULL, &root, NULL) < 0 || !json_is(root, JSON_OBJECT) || root->u.object.n != 1 ||
+	    !(word = json_string_value(json_get(root, "mode")))) {
+		agent_diag_set(diag, "body: must be {\"mode\": " AGENT_HOSTFW_MODE_EXPECTED "}");
+		err = -FLOWSDN_E_AGENT_REFUSED;
+	} else if (agent_hostfw_mode_parse(word, &mode) < 0) {
+		agent_diag_set(diag, "mode: \"%.32s\" is not " AGENT_HOSTFW_MODE_EXPECTED, word);
+		err = -FLOWSDN_E_AGENT_REFUSED;
+	} else {
+		*ret_mode = mode;
+	}
+	json_free(root);
+	return err;
+}
+
+int agent_policy_hostfw_set_mode(struct agent_policy *p, unsigned int mode, struct diag *diag)
+{
+	unsigned int old;
+	int err;
+
+	if (!p || mode > FLOWSDN_HOSTFW_ENFORCE)
+		return -EINVAL;
+	pthread_mutex_lock(&p->lock);
+	old = p->host_mode;
+	p->host_mode = mode;
+	err = host_switch_locked(p, diag);
+	if (err == 0 && p->persist) {
+		char body[48];
+		int n = snprintf(body, sizeof(body), "{\"mode\":\"%s\"}", agent_hostfw_mode_name(mode));
+
+		err = agent_pstore_put(p->store, AGENT_PSTORE_HOSTFW, "mode", body, (size_t)n);
+		if (err < 0) {
+			agent_diag_set(diag, "saving the host firewall's mode: %s (the previous one stays)", strerror(-err));
+			p->host_mode = old;
+			(void)host_switch_locked(p, NULL);
+		}
+	}
+	if (err < 0)
+		p->host_mode = old;
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}
+
+int agent_policy_hostfw(struct agent_policy *p, bool verdicts, char **ret_json)
+{
+	struct flowsdn_hostfw_counters c = { 0 };
+	struct flowsdn_hostfw_state st = { 0 };
+	struct hits h = { 0 };
+	struct json_writer *w;
+	int err = 0;
+
+	if (!p || !ret_json)
+		return -EINVAL;
+	w = json_writer_new(0);
+	pthread_mutex_lock(&p->lock);
+	if (p->maps) {
+		err = flowsdn_maps_hostfw_state(p->maps, &st);
+		if (err == 0)
+			err = flowsdn_maps_hostfw_counters(p->maps, &c);
+		if (err == 0 && verdicts)
+			err = hits_read(p, &h);
+		if (err < 0)
+			goto out;
+	}
+	jw_object_open(w);
+	jw_kv_string(w, "mode", agent_hostfw_mode_name(p->host_mode));
+	jw_kv_string(w, "namespace", AGENT_HOSTFW_NAMESPACE);
+	jw_kv_uint(w, "endpoint", FLOWSDN_HOSTFW_EP_ID);
+	jw_kv_uint(w, "identity", p->host->dp.identity);
+	/* Whether a host policy selects the node (else everything is allowed). */
+	{
+		const struct flowsdn_policy_entry *ce;
+		unsigned int flags = 0;
+		size_t n = 0;
+
+		if (flowsdn_policy_db_entries(p->db, p->host->db_id, &ce, &n, &flags) < 0)
+			flags = 0;
+		jw_kv_bool(w, "selected", (flags & FLOWSDN_POLICY_ENFORCE_INGRESS) != 0);
+	}
+	jw_kv_uint(w, "entries", p->host->n_inst);
+	jw_kv_bool(w, "datapath", p->maps != NULL);
+	jw_kv_uint(w, "allowed", c.allowed);
+	jw_kv_uint(w, "denied", c.denied);
+	jw_kv_uint(w, "audited", c.audited);
+	jw_kv_uint(w, "tracked", c.tracked);
+	if (verdicts)
+		rules_gen(p, w, &h, FLOWSDN_POLICY_KEY_ID(FLOWSDN_HOSTFW_EP_ID, st.policy_gen & 1));
+	jw_object_close(w);
+out:
+	pthread_mutex_unlock(&p->lock);
+	free(h.v);
+	if (err < 0) {
+		json_writer_free(w);
+		return err;
+	}
+	return json_writer_finish(w, ret_json, NULL);
+}
+
 /* ------------------------------------------------------------ configuration */
 
 int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, struct diag *diag)
@@ -1084,6 +1318,7 @@ int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, st
 	if (!p || !cfg)
 		return -EINVAL;
 	p->persist = false;
+	err = agent_policy_hostfw_set_mode(p, cfg->host_firewall, diag);
 	for (size_t i = 0; i < cfg->n_namespaces && err == 0; i++) {
 		struct json_value *root = NULL;
 		const struct json_value *labels;
@@ -1199,6 +1434,12 @@ static int restore_one(void *ctx, enum agent_pstore_kind kind, const char *key, 
 		p->saved[p->n_saved++] = se;
 		return 0;
 	}
+	case AGENT_PSTORE_HOSTFW: {
+		unsigned int mode;
+		int err = agent_policy_hostfw_body_parse(obj, len, &mode, diag);
+
+		return err < 0 ? err : agent_policy_hostfw_set_mode(p, mode, diag);
+	}
 	default:
 		return -EINVAL;
 	}
@@ -1212,7 +1453,7 @@ int agent_policy_restore(struct agent_policy *p)
 		return -EINVAL;
 	/* Applied as they were saved: not saved again. */
 	p->persist = false;
-	for (int k = AGENT_PSTORE_NAMESPACE; k <= AGENT_PSTORE_ENDPOINT; k++) {
+	for (int k = AGENT_PSTORE_NAMESPACE; k < AGENT_PSTORE_KIND_MAX_; k++) {
 		int r = agent_pstore_load(p->store, (enum agent_pstore_kind)k, restore_one, p);
 
 		if (r < 0) {
@@ -1289,6 +1530,9 @@ void agent_policy_restore_done(struct agent_policy *p)
 	free(p->prev_ids);
 	p->prev_ids = NULL;
 	p->n_prev_ids = 0;
+	/* The host's entries in force are this agent's before the scrub. */
+	if (!p->host_switched && host_switch_locked(p, NULL) < 0)
+		pr_err("agent: the host firewall keeps the previous agent's rules and mode");
 	if (p->maps) {
 		size_t removed = 0;
 

@@ -28,6 +28,7 @@
 #ifndef FLOWSDN_AGENT_POLICY_H
 #define FLOWSDN_AGENT_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <flowsdn/datapath.h>
@@ -114,9 +115,28 @@ int agent_policy_verdicts(struct agent_policy *p, char **ret_json);
 int agent_policy_lookup(struct agent_policy *p, uint32_t ep_id, int direction, const struct flowsdn_addr *peer,
 			uint8_t protocol, uint16_t port, char **ret_json, struct diag *diag);
 
+/* The host firewall (flowsdn-agent(8) "HOST FIREWALL", agent/hostfw.h):
+ * the policies of namespace AGENT_HOSTFW_NAMESPACE (podSelector {},
+ * ingress only; other ones are refused) judge what arrives on the
+ * uplinks for the node, compiled for the reserved endpoint
+ * FLOWSDN_HOSTFW_EP_ID (POST /v1/policy/lookup takes it too).
+ *
+ * Sets the mode (enum flowsdn_hostfw_mode): the host's entries are
+ * switched with it in one step; saved (PUT /v1/hostfw) when the state is
+ * persisted.  On failure the previous mode stays.  -EINVAL, -errno. */
+int agent_policy_hostfw_set_mode(struct agent_policy *p, unsigned int mode, struct diag *diag);
+/* The body of PUT /v1/hostfw, {"mode": "off"|"audit"|"enforce"}:
+ * -FLOWSDN_E_AGENT_REFUSED with what is wrong in @diag.  The one reader
+ * of that body (the route and the saved mode). */
+int agent_policy_hostfw_body_parse(const char *body, size_t len, unsigned int *ret_mode, struct diag *diag);
+/* GET /v1/hostfw (@verdicts false): mode, whether a host policy selects
+ * the node, entries and counters; GET /v1/hostfw/verdicts: the same and
+ * the per-rule counters of the entries in force. */
+int agent_policy_hostfw(struct agent_policy *p, bool verdicts, char **ret_json);
+
 struct agent_config;
-/* The "namespaces" and "policies" of the configuration
- * (flowsdn-agent.conf(5)), applied in that order; the first refused
+/* The "host-firewall" mode, "namespaces" and "policies" of the
+ * configuration (flowsdn-agent.conf(5)), applied in that order; the first refused
  * names its item in @diag ("policies[2]: NetworkPolicy... is invalid"). */
 int agent_policy_load(struct agent_policy *p, const struct agent_config *cfg, struct diag *diag);
 

@@ -30,6 +30,7 @@
 #include "lib/conntrack.h"
 #include "lib/counters.h"
 #include "lib/frag.h"
+#include "lib/hostfw.h" /* the maps: node.bpf.c uses them, every object shares them (its functions are marked unused) */
 #include "lib/l3.h"
 #include "lib/parse.h"
 #include "lib/policy.h"

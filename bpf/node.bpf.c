@@ -21,13 +21,16 @@
  *         with traffic policy Local (FLOWSDN_DROP_LOCAL_ONLY), else SNAT
  *         to the node's address and a port of the SNAT range, tracking
  *         and bpf_fib_lookup() + redirect;
- *   - anything else: the host stack.
+ *   - anything else is for the node itself: the host firewall
+ *     (lib/hostfw.h) judges it, then the host stack.
+ * to_uplink (tc egress): the host firewall tracks what the node sends.
  * ICMP errors about these flows are not translated here (the client's
  * stack times out instead).
  */
 #include "lib/common.h"
 #include "lib/conntrack.h"
 #include "lib/counters.h"
+#include "lib/hostfw.h"
 #include "lib/l3.h"
 #include "lib/lb.h"
 #include "lib/nat.h"
@@ -301,13 +304,13 @@ int from_uplink(struct __sk_buff *skb)
 	if (rc)
 		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
 	if ((p->protocol != TCP_PROTO && p->protocol != UDP_PROTO) || p->frag == PKT_FRAG_LATER)
-		return TC_ACT_OK;
+		goto host;
 	ct = ct_lookup(p, &e, &dir);
 	if (ct == CT_REPLY && e && (e->flags & FLOWSDN_CT_F_SNAT))
 		return node_reply(skb, p, e, dir);
 	svc = node_service(p);
 	if (!svc)
-		return TC_ACT_OK;
+		goto host;
 
 	/* A flow seen before follows its frontend entry. */
 	if (ct == CT_ESTABLISHED && e && (e->flags & FLOWSDN_CT_F_SVC_FRONT) && e->svc_id == svc->svc_id) {
@@ -354,4 +357,23 @@ int from_uplink(struct __sk_buff *skb)
 	if (reason)
 		return drop(reason, NULL, p->len);
 	return fib_forward(skb, p, NULL);
+
+	/* Not translated: for the node itself. */
+host:
+	return hostfw_ingress(p);
+}
+
+SEC("tc")
+int to_uplink(struct __sk_buff *skb)
+{
+	struct node_scratch *sc;
+	__u32 zero = 0;
+
+	sc = bpf_map_lookup_elem(&node_scratch, &zero);
+	if (!sc)
+		return TC_ACT_OK;
+	__builtin_memset(&sc->p, 0, sizeof(sc->p));
+	if (parse_packet(skb, &sc->p))
+		return TC_ACT_OK;
+	return hostfw_egress(&sc->p);
 }

@@ -66,6 +66,9 @@ static const struct map_spec {
 			      sizeof(struct flowsdn_ct_stats) },
 	[FSDN_MAP_FRAG] = { FLOWSDN_MAP_FRAGS, BPF_MAP_TYPE_LRU_HASH, sizeof(struct flowsdn_frag_key),
 			    sizeof(struct flowsdn_frag_entry) },
+	[FSDN_MAP_HOSTFW] = { FLOWSDN_MAP_HOSTFW, BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(struct flowsdn_hostfw_state) },
+	[FSDN_MAP_HOSTFW_STAT] = { FLOWSDN_MAP_HOSTFW_STATS, BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),
+				   sizeof(struct flowsdn_hostfw_counters) },
 };
 
 const char *flowsdn__map_name(enum fsdn_map m)

@@ -143,6 +143,86 @@ out_undo:
 	return r;
 }
 
+/* ------------------------------------------------------------ host firewall */
+
+FLOWSDN_API int flowsdn_maps_hostfw_state(struct flowsdn_maps *maps, struct flowsdn_hostfw_state *ret)
+{
+	struct flowsdn_hostfw_state st;
+	__u32 zero = 0;
+
+	if (!maps || !ret)
+		return -EINVAL;
+	if (bpf_map_lookup_elem(maps->fd[FSDN_MAP_HOSTFW], &zero, &st) < 0)
+		return -errno;
+	*ret = st;
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_maps_hostfw_switch(struct flowsdn_maps *maps,
+					   const struct flowsdn_policy_map_entry *old_entries, size_t n_old,
+					   const struct flowsdn_policy_map_entry *new_entries, size_t n_new,
+					   uint32_t flags, unsigned int mode)
+{
+	struct flowsdn_hostfw_state cur, next = { .ep_id = FLOWSDN_HOSTFW_EP_ID };
+	uint32_t cur_id, next_id;
+	size_t written = 0;
+	__u32 zero = 0;
+	int fd, r;
+
+	if (!maps || (flags & ~FLOWSDN_EP_F_ENFORCE_INGRESS) || mode > FLOWSDN_HOSTFW_ENFORCE ||
+	    (n_old && !old_entries) || (n_new && !new_entries))
+		return -EINVAL;
+	r = flowsdn_maps_hostfw_state(maps, &cur);
+	if (r < 0)
+		return r;
+	if (cur.ep_id != FLOWSDN_HOSTFW_EP_ID)
+		cur.policy_gen = 0; /* never written: nothing in force */
+	fd = maps->fd[FSDN_MAP_POLICY];
+	next.policy_gen = (cur.policy_gen & 1) ^ 1;
+	next.flags = flags;
+	next.mode = (__u8)mode;
+	cur_id = FLOWSDN_POLICY_KEY_ID(FLOWSDN_HOSTFW_EP_ID, cur.policy_gen & 1);
+	next_id = FLOWSDN_POLICY_KEY_ID(FLOWSDN_HOSTFW_EP_ID, next.policy_gen);
+	for (; written < n_new; written++) {
+		struct flowsdn_policy_key k;
+		struct flowsdn_policy_value v = { .flags = new_entries[written].flags,
+						  .rule_id = new_entries[written].rule_id };
+
+		r = key_for(&new_entries[written], next_id, &k);
+		if (r == 0 && k.direction != FLOWSDN_DIR_INGRESS)
+			r = -EINVAL;
+		if (r < 0) {
+			pr_warn("host firewall: policy entry %zu is invalid", written);
+			goto out_undo;
+		}
+		if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) {
+			r = -errno;
+			pr_warn("host firewall: writing policy entry %zu of %zu: %s", written, n_new, strerror(errno));
+			goto out_undo;
+		}
+	}
+	/* One update: generation, flag and mode change together. */
+	if (bpf_map_update_elem(maps->fd[FSDN_MAP_HOSTFW], &zero, &next, BPF_ANY) < 0) {
+		r = -errno;
+		goto out_undo;
+	}
+	delete_entries(fd, old_entries, n_old, cur_id);
+	return 0;
+
+out_undo:
+	delete_entries(fd, new_entries, written, next_id);
+	return r;
+}
+
+FLOWSDN_API int flowsdn_maps_hostfw_counters(struct flowsdn_maps *maps, struct flowsdn_hostfw_counters *ret)
+{
+	__u32 zero = 0;
+
+	if (!maps || !ret)
+		return -EINVAL;
+	return flowsdn__percpu_sum(maps, FSDN_MAP_HOSTFW_STAT, &zero, ret, sizeof(*ret));
+}
+
 /* The generation in force per endpoint id, from a walk of flowsdn_ep. */
 struct gen_of {
 	uint32_t ep_id;
@@ -186,6 +266,21 @@ FLOWSDN_API int flowsdn_maps_policy_scrub(struct flowsdn_maps *maps, size_t *ret
 			cap = ncap;
 		}
 		gens[n++] = (struct gen_of){ info.ep_id, info.policy_gen & 1u };
+	}
+	/* The host firewall's entries: the generation its state names. */
+	{
+		struct flowsdn_hostfw_state st;
+
+		if (flowsdn_maps_hostfw_state(maps, &st) == 0 && st.ep_id == FLOWSDN_HOSTFW_EP_ID) {
+			struct gen_of *t = reallocarray(gens, n + 1, sizeof(*t));
+
+			if (!t) {
+				r = -ENOMEM;
+				goto out;
+			}
+			gens = t;
+			gens[n++] = (struct gen_of){ FLOWSDN_HOSTFW_EP_ID, st.policy_gen & 1u };
+		}
 	}
 	if (n > 1) /* qsort and bsearch of NULL, 0 are undefined */
 		qsort(gens, n, sizeof(*gens), cmp_gen);

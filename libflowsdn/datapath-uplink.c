@@ -6,7 +6,8 @@
  * the maps pinned by the datapath, pinned as
  * <dir>/prog_from_uplink_<ifindex> and attached to the interface's tc
  * ingress (clsact filter; it lives as long as the interface or until
- * detached).
+ * detached); to_uplink, the host firewall's tracking of what the node
+ * sends, likewise as <dir>/prog_to_uplink_<ifindex> on the tc egress.
  */
 #include "config.h"
 
@@ -26,9 +27,9 @@
 #define SNAT_PORT_MIN 61000
 #define SNAT_PORT_MAX 65535
 
-static int uplink_pin_path(const char *dir, int ifindex, char *buf, size_t size)
+static int uplink_pin_path(const char *dir, int ifindex, bool ingress, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s/prog_from_uplink_%d", dir, ifindex);
+	int n = snprintf(buf, size, "%s/prog_%s_uplink_%d", dir, ingress ? "from" : "to", ifindex);
 
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
@@ -40,7 +41,7 @@ FLOWSDN_API int flowsdn_datapath_uplink_attach(struct flowsdn_datapath *dp, int 
 	const struct flowsdn_addr *a4, *a6;
 	struct flowsdn_node *skel;
 	unsigned int pmin, pmax;
-	char path[PATH_MAX];
+	char path[PATH_MAX], epath[PATH_MAX];
 	int r;
 
 	if (!dp || ifindex <= 0 || !OPTS_VALID(opts, flowsdn_uplink_opts))
@@ -56,7 +57,9 @@ FLOWSDN_API int flowsdn_datapath_uplink_attach(struct flowsdn_datapath *dp, int 
 	if ((a4 && a4->family != FLOWSDN_AF_INET) || (a6 && a6->family != FLOWSDN_AF_INET6) || pmin == 0 ||
 	    pmin > pmax || pmax > 65535)
 		return -EINVAL;
-	r = uplink_pin_path(flowsdn__datapath_pin_dir(dp), ifindex, path, sizeof(path));
+	r = uplink_pin_path(flowsdn__datapath_pin_dir(dp), ifindex, true, path, sizeof(path));
+	if (r == 0)
+		r = uplink_pin_path(flowsdn__datapath_pin_dir(dp), ifindex, false, epath, sizeof(epath));
 	if (r < 0)
 		return r;
 	oo.pin_root_path = flowsdn__datapath_pin_dir(dp);
@@ -80,18 +83,26 @@ FLOWSDN_API int flowsdn_datapath_uplink_attach(struct flowsdn_datapath *dp, int 
 		r = r == -EINVAL ? -FLOWSDN_E_BPF_MAP_LAYOUT : r == -ENOMEM ? r : -FLOWSDN_E_BPF_LOAD;
 		goto out;
 	}
-	if (unlink(path) < 0 && errno != ENOENT) {
+	if ((unlink(path) < 0 && errno != ENOENT) || (unlink(epath) < 0 && errno != ENOENT)) {
 		r = -errno;
 		goto out;
 	}
 	r = bpf_program__pin(skel->progs.from_uplink, path);
+	if (r == 0)
+		r = bpf_program__pin(skel->progs.to_uplink, epath);
 	if (r < 0) {
 		pr_warn("pin %s: %s", path, strerror(-r));
-		goto out;
+		goto out_unpin;
 	}
 	r = flowsdn__tc_attach(ifindex, true, bpf_program__fd(skel->progs.from_uplink));
-	if (r < 0)
-		unlink(path);
+	if (r == 0)
+		r = flowsdn__tc_attach(ifindex, false, bpf_program__fd(skel->progs.to_uplink));
+	if (r == 0)
+		goto out;
+	flowsdn__tc_detach(ifindex, true);
+out_unpin:
+	unlink(path);
+	unlink(epath);
 out:
 	/* The filter (and the pin) hold the program: the skeleton can go. */
 	flowsdn_node__destroy(skel);
@@ -101,15 +112,20 @@ out:
 FLOWSDN_API int flowsdn_datapath_uplink_detach(struct flowsdn_datapath *dp, int ifindex)
 {
 	char path[PATH_MAX];
-	int r;
+	int r = 0;
 
 	if (!dp || ifindex <= 0)
 		return -EINVAL;
-	r = uplink_pin_path(flowsdn__datapath_pin_dir(dp), ifindex, path, sizeof(path));
-	if (r < 0)
-		return r;
-	r = flowsdn__tc_detach(ifindex, true);
-	if (unlink(path) < 0 && errno != ENOENT && r == 0)
-		r = -errno;
+	for (int ingress = 1; ingress >= 0; ingress--) {
+		int e = uplink_pin_path(flowsdn__datapath_pin_dir(dp), ifindex, ingress, path, sizeof(path));
+
+		if (e < 0)
+			return e;
+		e = flowsdn__tc_detach(ifindex, ingress);
+		if (unlink(path) < 0 && errno != ENOENT && e == 0)
+			e = -errno;
+		if (e < 0 && r == 0)
+			r = e;
+	}
 	return r;
 }

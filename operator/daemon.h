@@ -36,6 +36,9 @@ struct op_daemon_opts {
 	 * each 0: the configuration's exec section, else the defaults. */
 	unsigned int exec_max_sessions;
 	unsigned int exec_limit_s;
+	/* For tests: the metering clock read from this file (meter-clock.h);
+	 * NULL: the real clock. */
+	const char *test_meter_clock;
 };
 
 struct op_daemon;

@@ -64,6 +64,12 @@ struct op_provider_opts {
 	 * (0: the defaults, 16 and 1800 s). */
 	unsigned int exec_max_sessions;
 	unsigned int exec_limit_s;
+	/* The meter's clock (usage, weekly limits, suspension, the usage
+	 * route), apart from the one tokens and timestamps are read with, so
+	 * a test can move the metering week without expiring its tokens.
+	 * NULL: @now. */
+	int64_t (*meter_now)(void *ctx);
+	void *meter_now_ctx;
 };
 
 struct op_provider;

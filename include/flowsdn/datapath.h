@@ -212,6 +212,28 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_policy_generation(struct flowsdn_maps *
  * endpoint maps.  *ret_removed may be NULL.  0 or -errno. */
 FLOWSDN_API int flowsdn_maps_policy_scrub(struct flowsdn_maps *maps, size_t *ret_removed);
 
+/* The host firewall's state in force (<flowsdn/maps.h> "host firewall";
+ * ep_id 0: never written, off).  -errno. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_hostfw_state(struct flowsdn_maps *maps, struct flowsdn_hostfw_state *ret);
+/*
+ * Switches the host firewall as flowsdn_maps_policy_switch() does an
+ * endpoint: the @n_new entries (ingress only; their ep_id is ignored)
+ * under the generation not in force, then generation, @flags
+ * (FLOWSDN_EP_F_ENFORCE_INGRESS or 0) and @mode (enum
+ * flowsdn_hostfw_mode) in one update of flowsdn_hostfw, then the @n_old
+ * entries installed last deleted.  A mode change alone passes the same
+ * set as old and new.  On failure before the flip the state in force
+ * stays, untouched: -EINVAL (a bad entry or argument), -errno.
+ */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_hostfw_switch(struct flowsdn_maps *maps,
+							const struct flowsdn_policy_map_entry *old_entries,
+							size_t n_old,
+							const struct flowsdn_policy_map_entry *new_entries,
+							size_t n_new, uint32_t flags, unsigned int mode);
+/* The host firewall's counters, added up over the CPUs.  -errno. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_hostfw_counters(struct flowsdn_maps *maps,
+							  struct flowsdn_hostfw_counters *ret);
+
 /* Maps the prefix @prefix to @identity in the ipcache (CIDR identities). */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_maps_ipcache_update(struct flowsdn_maps *maps, const struct flowsdn_prefix *prefix,
 							 uint32_t identity);
@@ -550,7 +572,9 @@ struct flowsdn_uplink_opts {
  * backends, SNAT and FIB forwarding to other nodes' backends, traffic
  * policy Local, source ranges) with @opts, pins it as
  * <dir>/prog_from_uplink_<ifindex> and attaches it to @ifindex's tc
- * ingress (replacing an older one).  -EINVAL for bad options,
+ * ingress (replacing an older one); its host firewall's connection
+ * tracking (to_uplink, <dir>/prog_to_uplink_<ifindex>) goes on the tc
+ * egress.  -EINVAL for bad options,
  * -FLOWSDN_E_BPF_LOAD/_ATTACH, -ENODEV, -errno.
  */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_uplink_attach(struct flowsdn_datapath *dp, int ifindex,

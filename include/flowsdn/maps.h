@@ -142,6 +142,8 @@
 #define FLOWSDN_MAP_CT "flowsdn_ct"
 #define FLOWSDN_MAP_CT_STATS "flowsdn_ctstat"
 #define FLOWSDN_MAP_FRAGS "flowsdn_frag"
+#define FLOWSDN_MAP_HOSTFW "flowsdn_hostfw"
+#define FLOWSDN_MAP_HOSTFW_STATS "flowsdn_hostfw_stat"
 
 /* Capacities (max_entries). */
 #define FLOWSDN_MAX_ENDPOINT_ADDRS 65536
@@ -609,8 +611,11 @@ FLOWSDN_CHECK_OFF(flowsdn_ct_key, pad0, 38);
  * rev_addr/rev_port is the source they leave with (the client's own, or
  * the node's address and port with FLOWSDN_CT_F_SNAT).  Never a reply's. */
 #define FLOWSDN_CT_F_SVC_FRONT (1u << 3)
+/* A connection of the node itself seen on an uplink (the host firewall,
+ * bpf/lib/hostfw.h): opened by the host, or to it and let in. */
+#define FLOWSDN_CT_F_HOST (1u << 4)
 /* The flags ct_create() takes from its init entry. */
-#define FLOWSDN_CT_F_INIT_MASK (FLOWSDN_CT_F_SVC_XLATED | FLOWSDN_CT_F_SNAT | FLOWSDN_CT_F_SVC_FRONT)
+#define FLOWSDN_CT_F_INIT_MASK (FLOWSDN_CT_F_SVC_XLATED | FLOWSDN_CT_F_SNAT | FLOWSDN_CT_F_SVC_FRONT | FLOWSDN_CT_F_HOST)
 
 /* ct_entry direction indexes (packets[], bytes[]). */
 #define FLOWSDN_CT_DIR_ORIG 0
@@ -755,5 +760,55 @@ enum flowsdn_egress_mode {
 	FLOWSDN_EGRESS_FIB = 0,   /* non-local traffic: bpf_fib_lookup + redirect */
 	FLOWSDN_EGRESS_STACK = 1, /* every frame from an endpoint goes to the host stack */
 };
+
+/* ------------------------------------------------------------ host firewall */
+
+/*
+ * The host firewall (bpf/lib/hostfw.h) judges what arrives on an uplink
+ * for the node itself (not translated to a backend by the service path,
+ * not addressed to a local endpoint).  Its rules are ordinary policy
+ * entries (flowsdn_policy) of the reserved endpoint id
+ * FLOWSDN_HOSTFW_EP_ID, direction ingress, switched by generation like an
+ * endpoint's; the generation, the enforcement flag and the mode in force
+ * are the one entry of flowsdn_hostfw, written in one update (a packet
+ * sees the old state or the new one).
+ *
+ *   flowsdn_hostfw       array  __u32 0 -> hostfw_state
+ *   flowsdn_hostfw_stat  per-CPU array __u32 0 -> hostfw_counters
+ */
+#define FLOWSDN_HOSTFW_EP_ID 0x7fffffffu /* never a real endpoint's id */
+
+enum flowsdn_hostfw_mode {
+	FLOWSDN_HOSTFW_OFF = 0,     /* nothing judged, nothing tracked */
+	FLOWSDN_HOSTFW_AUDIT = 1,   /* judged and counted, never dropped */
+	FLOWSDN_HOSTFW_ENFORCE = 2, /* denied new connections dropped */
+};
+
+struct flowsdn_hostfw_state {
+	__u32 ep_id;      /* FLOWSDN_HOSTFW_EP_ID (0: never written, off) */
+	__u32 flags;      /* FLOWSDN_EP_F_ENFORCE_INGRESS: a host policy selects the node */
+	__u8 mode;        /* enum flowsdn_hostfw_mode */
+	__u8 policy_gen;  /* 0 or 1: the generation of the entries in force */
+	__u8 pad0[6];     /* zero */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_hostfw_state, 16);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_state, ep_id, 0);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_state, flags, 4);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_state, mode, 8);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_state, policy_gen, 9);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_state, pad0, 10);
+
+/* flowsdn_hostfw_stat value (per CPU; readers add the CPUs up), packets. */
+struct flowsdn_hostfw_counters {
+	__u64 allowed;    /* new connections a rule (or no host policy) let in */
+	__u64 denied;     /* new connections dropped (enforce) */
+	__u64 audited;    /* new connections enforce would drop, let in (audit) */
+	__u64 tracked;    /* packets of tracked connections (host's own, or let in) */
+};
+FLOWSDN_CHECK_SIZE(flowsdn_hostfw_counters, 32);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_counters, allowed, 0);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_counters, denied, 8);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_counters, audited, 16);
+FLOWSDN_CHECK_OFF(flowsdn_hostfw_counters, tracked, 24);
 
 #endif

@@ -28,3 +28,5 @@ struct flowsdn_ct_entry btf_ct_entry;
 struct flowsdn_ct_stats btf_ct_stats;
 struct flowsdn_frag_key btf_frag_key;
 struct flowsdn_frag_entry btf_frag_entry;
+struct flowsdn_hostfw_state btf_hostfw_state;
+struct flowsdn_hostfw_counters btf_hostfw_counters;

@@ -42,7 +42,7 @@
 /* The fake kernel: a table of host interfaces. */
 #define FAKE_MAX 64
 struct fake_if {
-	bool used, attached, published;
+	bool used, attached, published, accept_local;
 	char host[16], ifname[16], netns[256];
 	int ifindex;
 	uint32_t flags; /* endpoint_info flags last published */
@@ -140,6 +140,7 @@ static int f_veth_setup_locked(const struct flowsdn_veth_config *cfg, struct flo
 		snprintf(f->host, sizeof(f->host), "%s", cfg->host_ifname);
 		snprintf(f->ifname, sizeof(f->ifname), "%s", cfg->ifname);
 		snprintf(f->netns, sizeof(f->netns), "%s", cfg->netns_path);
+		f->accept_local = cfg->host_accept_local;
 		f->ifindex = ++fk.next_ifindex;
 		memset(ret, 0, sizeof(*ret));
 		ret->host_ifindex = f->ifindex;
@@ -401,17 +402,22 @@ static const struct agent_ops fake_ops = {
 	.dp_remove = f_dp_remove,
 };
 
-static struct agent_config *config(const char *pools)
+static struct agent_config *config_extra(const char *pools, const char *extra)
 {
 	struct agent_config *c = NULL;
 	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	char *json = NULL;
 
-	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":%s}", dir, dir,
-			   pools ? pools : "[\"10.9.0.0/29\",\"fd00:9::/125\"]") > 0);
+	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":%s%s}", dir, dir,
+			   pools ? pools : "[\"10.9.0.0/29\",\"fd00:9::/125\"]", extra) > 0);
 	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
 	free(json);
 	return c;
+}
+
+static struct agent_config *config(const char *pools)
+{
+	return config_extra(pools, "");
 }
 
 static struct agent_core *core_start(void)
@@ -1789,5 +1795,106 @@ Test(agent_http, policy_lookup_names_the_deciding_rule, .timeout = 30)
 	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", body, out, sizeof(out)), 400, "%s", out);
 	cr_assert(strstr(out, "peer: not an IPv4 or IPv6 address"), "%s", out);
 	cr_assert_eq(http_call(s.sock, "GET", "/v1/policy/lookup", NULL, out, sizeof(out)), 405, "%s", out);
+	unserve(&s);
+}
+
+/* Egress mode stack: each endpoint's host veth accepts the node's own
+ * addresses as source (reverse-translated NodePort replies); mode fib
+ * leaves accept_local alone. */
+Test(agent_core, stack_mode_sets_accept_local_on_the_host_veth)
+{
+	struct agent_config *c = config_extra(NULL, ",\"egress-mode\":\"stack\"");
+	struct agent_core *core = NULL;
+	struct agent_api_endpoint a, b;
+
+	ASSERT_OK(agent_core_new(c, &fake_ops, NULL, &core), "core in stack mode");
+	agent_config_free(c);
+	ASSERT_OK(add(core, "alpha", "/fake/ns/11", &a), "ADD");
+	cr_assert(fake_by_host(a.host_ifname) && fake_by_host(a.host_ifname)->accept_local, "stack: accept_local");
+	agent_core_free(core);
+	core = core_start();
+	ASSERT_OK(add(core, "beta", "/fake/ns/12", &b), "ADD");
+	cr_assert(fake_by_host(b.host_ifname) && !fake_by_host(b.host_ifname)->accept_local, "fib: no accept_local");
+	agent_core_free(core);
+}
+
+/* issue 15 item 6: the host firewall's routes, its refusals, the
+ * configuration key and the mode saved across a restart (no datapath
+ * here: tests/integration/test-hostfw has the packets). */
+Test(agent_http, host_firewall_routes_refusals_and_restart, .timeout = 30)
+{
+	static const char allow[] = "{\"metadata\":{\"name\":\"ssh\",\"namespace\":\"flowsdn-host\"},"
+				    "\"spec\":{\"podSelector\":{},\"ingress\":[{\"ports\":[{\"port\":22}]}]}}";
+	static const char selective[] = "{\"metadata\":{\"name\":\"sel\",\"namespace\":\"flowsdn-host\"},"
+					"\"spec\":{\"podSelector\":{\"matchLabels\":{\"role\":\"edge\"}}}}";
+	static const char egress[] = "{\"metadata\":{\"name\":\"out\",\"namespace\":\"flowsdn-host\"},"
+				     "\"spec\":{\"podSelector\":{},\"policyTypes\":[\"Egress\"]}}";
+	static const char lookup[] = "{\"endpoint\":2147483647,\"direction\":\"ingress\",\"peer\":\"198.51.100.7\","
+				     "\"protocol\":\"TCP\",\"port\":%d}";
+	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
+	struct agent_api_endpoint a;
+	struct agent_config *c = NULL;
+	struct served s;
+	char out[8192], path[128], body[256];
+
+	/* The key: the three words, others refused naming it. */
+	ASSERT_OK(agent_config_parse("{\"host-firewall\":\"audit\"}", 25, &c, d), test_engine_text(d));
+	cr_assert_eq(c->host_firewall, FLOWSDN_HOSTFW_AUDIT);
+	{
+		char *json = NULL;
+
+		ASSERT_OK(agent_config_format(c, &json), "format");
+		cr_assert(strstr(json, "\"host-firewall\": \"audit\""), "%s", json);
+		free(json);
+	}
+	agent_config_free(c);
+	c = NULL;
+	cr_assert(agent_config_parse("{\"host-firewall\":\"drop\"}", 24, &c, d) == -FLOWSDN_E_AGENT_CONFIG);
+	cr_assert(strstr(test_engine_text(d), "host-firewall"), "names the key: %s", test_engine_text(d));
+
+	serve(&s);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/hostfw", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"mode\":\"off\"") && strstr(out, "\"selected\":false"), "default off: %s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/hostfw", "{\"mode\":\"audit\"}", out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"mode\":\"audit\""), "%s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/hostfw", "{\"mode\":\"block\"}", out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "\\\"block\\\" is not"), "names the word: %s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/hostfw", "{\"mode\":\"audit\",\"x\":1}", out, sizeof(out)), 400,
+		     "%s", out);
+	cr_assert_eq(http_call(s.sock, "DELETE", "/v1/hostfw", NULL, out, sizeof(out)), 405, "%s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/hostfw/verdicts", "{}", out, sizeof(out)), 405, "%s", out);
+
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/policy/flowsdn-host/sel", selective, out, sizeof(out)), 400, "%s",
+		     out);
+	cr_assert(strstr(out, "spec.podSelector") && strstr(out, "must be {}"), "%s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/policy/flowsdn-host/out", egress, out, sizeof(out)), 400, "%s", out);
+	cr_assert(strstr(out, "spec.policyTypes") && strstr(out, "Ingress only"), "%s", out);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/hostfw", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"selected\":false"), "nothing refused was applied: %s", out);
+	cr_assert_eq(http_call(s.sock, "PUT", "/v1/policy/flowsdn-host/ssh", allow, out, sizeof(out)), 200, "%s", out);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/hostfw/verdicts", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"selected\":true") && strstr(out, "\"rules\":["), "%s", out);
+
+	/* The node as the reserved endpoint of the lookup route. */
+	snprintf(body, sizeof(body), lookup, 22);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", body, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"verdict\":\"allow\"") && strstr(out, "flowsdn-host/ssh"), "port 22: %s", out);
+	snprintf(body, sizeof(body), lookup, 23);
+	cr_assert_eq(http_call(s.sock, "POST", "/v1/policy/lookup", body, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"verdict\":\"deny\"") && strstr(out, "default deny"), "port 23: %s", out);
+
+	/* No endpoint joins the host's namespace. */
+	ASSERT_OK(add(s.core, "alpha", "/fake/ns/31", &a), "ADD alpha");
+	snprintf(path, sizeof(path), "/v1/endpoint/%u/labels", a.id);
+	cr_assert_eq(http_call(s.sock, "PUT", path, "{\"namespace\":\"flowsdn-host\"}", out, sizeof(out)), 400, "%s",
+		     out);
+	cr_assert(strstr(out, "flowsdn-host is the host firewall's"), "%s", out);
+	unserve(&s);
+	cr_assert(exists("hostfw.mode.json"), "the mode set through the API is saved");
+
+	/* Restart: the saved mode and the host policy come back. */
+	serve(&s);
+	cr_assert_eq(http_call(s.sock, "GET", "/v1/hostfw", NULL, out, sizeof(out)), 200, "%s", out);
+	cr_assert(strstr(out, "\"mode\":\"audit\"") && strstr(out, "\"selected\":true"), "restored: %s", out);
 	unserve(&s);
 }

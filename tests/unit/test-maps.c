@@ -93,6 +93,10 @@ static const struct layout layouts[] = {
 	  M(flowsdn_frag_key, protocol), M(flowsdn_frag_key, family), M(flowsdn_frag_key, pad0)),
 	L(flowsdn_frag_entry, M(flowsdn_frag_entry, expires), M(flowsdn_frag_entry, sport),
 	  M(flowsdn_frag_entry, dport), M(flowsdn_frag_entry, pad0)),
+	L(flowsdn_hostfw_state, M(flowsdn_hostfw_state, ep_id), M(flowsdn_hostfw_state, flags),
+	  M(flowsdn_hostfw_state, mode), M(flowsdn_hostfw_state, policy_gen), M(flowsdn_hostfw_state, pad0)),
+	L(flowsdn_hostfw_counters, M(flowsdn_hostfw_counters, allowed), M(flowsdn_hostfw_counters, denied),
+	  M(flowsdn_hostfw_counters, audited), M(flowsdn_hostfw_counters, tracked)),
 };
 
 Test(maps, btf_layout_matches_host)
@@ -258,4 +262,8 @@ Test(maps, ct_key_make_fills_the_original_tuple)
 	ASSERT_ERR(flowsdn_maps_ct_iterate(NULL, NULL, NULL), -EINVAL, "iterate NULL");
 	ASSERT_ERR(flowsdn_maps_ct_count(NULL, 0, NULL, NULL), -EINVAL, "count NULL");
 	ASSERT_ERR(flowsdn_maps_ct_stats(NULL, NULL), -EINVAL, "stats NULL");
+	ASSERT_ERR(flowsdn_maps_hostfw_state(NULL, NULL), -EINVAL, "host firewall state NULL");
+	ASSERT_ERR(flowsdn_maps_hostfw_counters(NULL, NULL), -EINVAL, "host firewall counters NULL");
+	ASSERT_ERR(flowsdn_maps_hostfw_switch(NULL, NULL, 0, NULL, 0, 0, FLOWSDN_HOSTFW_AUDIT), -EINVAL,
+		   "host firewall switch NULL");
 }
