@@ -80,7 +80,7 @@ void agent_config_free(struct agent_config *c)
 	free(c->pin_dir);
 	free(c->http_listen);
 	free(c->socket_lb_cgroup);
-	free(c->services_json);
+	agent_svc_list_unref(c->services);
 	free(c);
 }
 
@@ -423,7 +423,7 @@ static const struct json_field config_fields[] = {
 	{ "pools", JSON_ARRAY, false, read_pools, 0, NULL },
 	F("reserved-connections", JSON_NUMBER, json_read_uint32, reserved_connections, &reserve_range),
 	F("request-timeout-seconds", JSON_NUMBER, json_read_uint32, request_timeout_s, &timeout_range),
-	F("services", JSON_ARRAY, agent_services_read_config, services_json, NULL),
+	F("services", JSON_ARRAY, agent_services_read_config, services, NULL),
 	F("snat-port-max", JSON_NUMBER, json_read_uint32, snat_port_max, &snat_range),
 	F("snat-port-min", JSON_NUMBER, json_read_uint32, snat_port_min, &snat_range),
 	F("socket", JSON_STRING, read_path, socket, NULL),
@@ -565,12 +565,7 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_array_close(w);
 	jw_kv_string(w, "socket-lb-cgroup", c->socket_lb_cgroup);
 	jw_key(w, "services");
-	if (c->services_json)
-		jw_raw(w, c->services_json, strlen(c->services_json));
-	else {
-		jw_array_open(w);
-		jw_array_close(w);
-	}
+	agent_svc_list_gen(c->services, w);
 	jw_key(w, "uplink-interfaces");
 	jw_array_open(w);
 	for (size_t i = 0; i < c->n_uplinks; i++)
@@ -619,12 +614,11 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 		err = set_str(&c->http_listen, src->http_listen);
 	if (!err)
 		err = set_str(&c->socket_lb_cgroup, src->socket_lb_cgroup);
-	if (!err && src->services_json)
-		err = set_str(&c->services_json, src->services_json);
 	if (err) {
 		agent_config_free(c);
 		return err;
 	}
+	c->services = agent_svc_list_ref(src->services);
 	memcpy(c->pools, src->pools, sizeof(c->pools));
 	c->n_pools = src->n_pools;
 	c->datapath = src->datapath;

@@ -17,6 +17,7 @@
 #define AGENT_MAX_NODE_ADDRS 16
 
 struct diag;
+struct agent_svc_list; /* agent/services.h */
 
 /* A failure's explanation, naming the key or the object at fault, is one
  * error in the engine's struct diag (common/diag.h), code "agent-request".
@@ -45,7 +46,7 @@ struct agent_config {
 	struct flowsdn_addr node_addrs[AGENT_MAX_NODE_ADDRS]; /* "node-addresses": NodePort frontends */
 	size_t n_node_addrs;
 	char *socket_lb_cgroup; /* "auto" (the cgroup v2 mount), "" (none) or an absolute path */
-	char *services_json;    /* "services", checked, as JSON text; NULL when absent */
+	struct agent_svc_list *services; /* "services", read and checked once; NULL when absent */
 	unsigned int ct_max;               /* conntrack table entries */
 	unsigned int ct_gc_interval_s;     /* garbage collection of dead entries */
 	struct flowsdn_ct_timeouts ct_timeouts; /* seconds */

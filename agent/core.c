@@ -668,7 +668,10 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 			     .ifname = rq->ifname, .mtu = e->mtu, .addrs = prefixes, .n_addrs = lease.n,
 			     /* Both modes: the node and traffic entering it reach
 			      * the endpoint through its host routes. */
-			     .host_routes = true);
+			     .host_routes = true,
+			     /* Stack mode: a reverse-translated NodePort reply
+			      * from it has the node's address as source. */
+			     .host_accept_local = a->cfg->egress_stack);
 
 		err = a->ops->veth_setup(a->ctx, &vc, &veth, nerr);
 	}
@@ -1093,6 +1096,13 @@ int agent_core_endpoints(struct agent_core *a, struct agent_api_endpoint **ret, 
 	return 0;
 }
 
+/* agent_services_set_endpoints(): the endpoints' namespaces hold sockets
+ * of removed backends too. */
+static int endpoints_cb(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n)
+{
+	return agent_core_endpoints(userdata, ret, ret_n);
+}
+
 int agent_core_endpoint(struct agent_core *a, uint32_t id, struct agent_api_endpoint *ret)
 {
 	int err = -FLOWSDN_E_AGENT_NOT_FOUND;
@@ -1426,6 +1436,7 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 	err = agent_services_new(a->cfg, a->ops, a->ctx, a->dp, &a->services);
 	if (err < 0)
 		goto out;
+	agent_services_set_endpoints(a->services, endpoints_cb, a);
 	err = pthread_create(&a->deleter, NULL, deleter_main, a);
 	if (err) {
 		err = -err;

@@ -154,6 +154,13 @@ static int k_sock_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t p
 	return flowsdn_netlink_sock_destroy(peer, port, protocol, ret_count);
 }
 
+static int k_sock_destroy_netns(void *ctx, const char *netns_path, const struct flowsdn_addr *peer, uint16_t port,
+				uint8_t protocol, size_t *ret_count)
+{
+	(void)ctx;
+	return flowsdn_netlink_sock_destroy_netns(netns_path, peer, port, protocol, ret_count);
+}
+
 const struct agent_ops agent_ops_kernel = {
 	.netns_ino = k_netns_ino,
 	.veth_setup = k_veth_setup,
@@ -177,4 +184,5 @@ const struct agent_ops agent_ops_kernel = {
 	.dp_socklb_attach = k_dp_socklb_attach,
 	.sock_destroy = k_sock_destroy,
 	.dp_ct_gc = k_dp_ct_gc,
+	.sock_destroy_netns = k_sock_destroy_netns,
 };

@@ -61,6 +61,9 @@ struct agent_ops {
 			    size_t *ret_count);
 	/* flowsdn_maps_ct_gc() now; NULL: no collector runs. */
 	int (*dp_ct_gc)(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed);
+	/* flowsdn_netlink_sock_destroy_netns(): the same in an endpoint's netns */
+	int (*sock_destroy_netns)(void *ctx, const char *netns_path, const struct flowsdn_addr *peer, uint16_t port,
+				  uint8_t protocol, size_t *ret_count);
 };
 
 extern const struct agent_ops agent_ops_kernel;

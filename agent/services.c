@@ -126,6 +126,9 @@ struct agent_services {
 	const struct agent_ops *ops;
 	void *ctx;
 	struct flowsdn_datapath *dp;
+	/* agent_services_set_endpoints() */
+	int (*endpoints)(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n);
+	void *endpoints_userdata;
 	struct flowsdn_addr node_addrs[AGENT_MAX_NODE_ADDRS];
 	size_t n_node_addrs;
 	char *state_path, *journal_path;
@@ -170,6 +173,59 @@ static void svc_free(struct svc *s)
 		lowered_clear(s->prev);
 	free(s->prev);
 	free(s);
+}
+
+static void *dup_array(const void *p, size_t n, size_t size, bool *failed)
+{
+	void *d;
+
+	if (!n)
+		return NULL;
+	d = malloc(n * size);
+	if (!d)
+		*failed = true;
+	else
+		memcpy(d, p, n * size);
+	return d;
+}
+
+/* A copy of the model of @src (what the reader fills in), nothing
+ * lowered or published. */
+static struct svc *svc_dup(const struct svc *src)
+{
+	struct svc *s = calloc(1, sizeof(*s));
+	bool failed = false;
+
+	if (!s)
+		return NULL;
+	*s = (struct svc){
+		.n_fe = src->n_fe,
+		.selection = src->selection,
+		.maglev_size = src->maglev_size,
+		.itp = src->itp,
+		.etp = src->etp,
+		.affinity = src->affinity,
+		.affinity_timeout = src->affinity_timeout,
+		.n_ranges = src->n_ranges,
+		.n_denied = src->n_denied,
+		.svc_id = src->svc_id,
+	};
+	s->id = strdup(src->id);
+	s->fe = dup_array(src->fe, src->n_fe, sizeof(*s->fe), &failed);
+	s->ranges = dup_array(src->ranges, src->n_ranges, sizeof(*s->ranges), &failed);
+	s->denied = dup_array(src->denied, src->n_denied, sizeof(*s->denied), &failed);
+	s->be = dup_array(src->be, src->n_be, sizeof(*s->be), &failed);
+	if (s->be)
+		for (; s->n_be < src->n_be; s->n_be++)
+			if (!(s->be[s->n_be].node = strdup(src->be[s->n_be].node))) {
+				failed = true;
+				break;
+			}
+	if (failed || !s->id) {
+		svc_free(s);
+		return NULL;
+	}
+	return s;
 }
 
 static uint8_t ipproto(unsigned int p)
@@ -545,33 +601,66 @@ static int id_at_cmp(const void *x, const void *y)
 	return r ? r : (a->at > b->at) - (a->at < b->at);
 }
 
+/* The configuration's services, each read and checked once. */
+struct agent_svc_list {
+	unsigned int refs;
+	size_t n;
+	struct svc **v;
+};
+
+struct agent_svc_list *agent_svc_list_ref(struct agent_svc_list *l)
+{
+	if (l)
+		__atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
+	return l;
+}
+
+void agent_svc_list_unref(struct agent_svc_list *l)
+{
+	if (!l || __atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		svc_free(l->v[i]);
+	free(l->v);
+	free(l);
+}
+
 int agent_services_read_config(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
 {
-	char **json = dst;
+	struct agent_svc_list **ret = dst, *l;
 	size_t errors = ctx->errors, n_ids = 0;
 	_cleanup_free_ struct id_at *ids = NULL;
-	struct json_writer *w;
+	int r = 0;
 
 	(void)arg;
 	if (v->u.array.n > MAX_SERVICES) {
 		check_error(ctx, "size", v, "at most %d services", MAX_SERVICES);
 		return JSON_READ_REPORTED;
 	}
+	l = calloc(1, sizeof(*l));
 	ids = calloc(v->u.array.n ? v->u.array.n : 1, sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
+	if (l) {
+		l->refs = 1;
+		l->v = calloc(v->u.array.n ? v->u.array.n : 1, sizeof(*l->v));
+	}
+	if (!l || !l->v || !ids) {
+		r = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < v->u.array.n; i++) {
 		size_t saved = json_path_push_index(&ctx->path, i);
 		struct svc *s = NULL;
-		int r = service_read(ctx, v->u.array.items[i], NULL, &s);
 
-		if (r == 0)
-			ids[n_ids++] = (struct id_at){ json_string_value(json_get(v->u.array.items[i], "id")), i };
-		svc_free(s);
+		r = service_read(ctx, v->u.array.items[i], NULL, &s);
 		json_path_pop(&ctx->path, saved);
-		if (r < 0 && r != JSON_READ_REPORTED)
-			return r;
+		if (r == 0) {
+			ids[n_ids++] = (struct id_at){ s->id, i };
+			l->v[l->n++] = s;
+		} else if (r != JSON_READ_REPORTED) {
+			goto out;
+		}
 	}
+	r = 0;
 	/* Duplicate ids, each named after its first entry: sorted, not
 	 * pairwise (10,000 services). */
 	qsort(ids, n_ids, sizeof(*ids), id_at_cmp);
@@ -587,12 +676,15 @@ int agent_services_read_config(struct check_ctx *ctx, const struct json_value *v
 		json_path_pop(&ctx->path, saved);
 	}
 	if (ctx->errors > errors)
-		return JSON_READ_REPORTED;
-	w = json_writer_new(0);
-	jw_value(w, v);
-	free(*json);
-	*json = NULL;
-	return json_writer_finish(w, json, NULL);
+		r = JSON_READ_REPORTED;
+out:
+	if (r < 0) {
+		agent_svc_list_unref(l);
+		return r;
+	}
+	agent_svc_list_unref(*ret);
+	*ret = l;
+	return 0;
 }
 
 /* ------------------------------------------------------------ writing */
@@ -618,17 +710,23 @@ static void prefixes_gen(struct json_writer *g, const char *key, const struct fl
 	jw_array_close(g);
 }
 
-/* The stored service.  @state: the state's form — backend ids too, and
- * only the fields that differ from the reader's defaults (the reader
- * fills those back in), so that saving 10,000 services stays cheap; else
- * every field, as GET shows it. */
-static void service_gen(struct json_writer *g, const struct svc *s, bool state)
+/* The forms of a service written by service_gen(). */
+enum gen_form {
+	GEN_API,    /* every field, as GET shows it */
+	GEN_STATE,  /* backend ids too, and only the fields that differ from
+		     * the reader's defaults (the reader fills those back in),
+		     * so that saving 10,000 services stays cheap */
+	GEN_CONFIG, /* every field but the ids, as the configuration declares it */
+};
+
+static void service_gen(struct json_writer *g, const struct svc *s, enum gen_form form)
 {
-	bool all = !state;
+	bool all = form != GEN_STATE, state = form == GEN_STATE;
 
 	jw_object_open(g);
 	jw_kv_string(g, "id", s->id);
-	jw_kv_uint(g, "svcId", s->svc_id);
+	if (form != GEN_CONFIG)
+		jw_kv_uint(g, "svcId", s->svc_id);
 	jw_key(g, "frontends");
 	jw_array_open(g);
 	for (size_t i = 0; i < s->n_fe; i++) {
@@ -686,6 +784,14 @@ static void service_gen(struct json_writer *g, const struct svc *s, bool state)
 	if (all || s->n_denied)
 		prefixes_gen(g, "deniedSourceRanges", s->denied, s->n_denied);
 	jw_object_close(g);
+}
+
+void agent_svc_list_gen(const struct agent_svc_list *l, struct json_writer *w)
+{
+	jw_array_open(w);
+	for (size_t i = 0; l && i < l->n; i++)
+		service_gen(w, l->v[i], GEN_CONFIG);
+	jw_array_close(w);
 }
 
 /* ------------------------------------------------------------ lowering */
@@ -1072,7 +1178,7 @@ static int state_save(struct agent_services *as)
 	jw_key(g, "services");
 	jw_array_open(g);
 	for (size_t i = 0; i < as->n; i++)
-		service_gen(g, as->svcs[i], true);
+		service_gen(g, as->svcs[i], GEN_STATE);
 	jw_array_close(g);
 	jw_object_close(g);
 	r = json_writer_finish(g, &json, &len);
@@ -1105,7 +1211,7 @@ static int state_record(struct agent_services *as, const struct svc *put, const 
 	jw_kv_uint(g, "nextBackendId", as->next_backend_id);
 	if (put) {
 		jw_key(g, "put");
-		service_gen(g, put, true);
+		service_gen(g, put, GEN_STATE);
 	} else {
 		jw_kv_string(g, "delete", deleted);
 	}
@@ -1165,12 +1271,47 @@ static int dp_remove(struct agent_services *as, const struct lowered *old)
 	return r;
 }
 
-/* The UDP sockets of host processes still connected to a backend of
- * @old that @s (NULL: none) no longer has are destroyed, so that their
- * clients get an error and choose again; TCP connections drain. */
+void agent_services_set_endpoints(struct agent_services *as,
+				  int (*fn)(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n),
+				  void *userdata)
+{
+	pthread_mutex_lock(&as->lock);
+	as->endpoints = fn;
+	as->endpoints_userdata = userdata;
+	pthread_mutex_unlock(&as->lock);
+}
+
+/* The endpoints whose namespaces hold sockets of the host kernel, one per
+ * namespace (an endpoint may have several interfaces): compacted in
+ * place in *@v, their count returned.  NULL *@v when there are none. */
+static size_t socket_namespaces(struct agent_services *as, struct agent_api_endpoint **v)
+{
+	size_t n = 0, k = 0;
+
+	*v = NULL;
+	if (!as->endpoints || !as->ops->sock_destroy_netns || as->endpoints(as->endpoints_userdata, v, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		bool seen = (*v)[i].svc_translation == FLOWSDN_CNI_SVC_PACKET;
+
+		for (size_t j = 0; j < k && !seen; j++)
+			seen = (*v)[j].netns_ino == (*v)[i].netns_ino && !strcmp((*v)[j].netns, (*v)[i].netns);
+		if (!seen)
+			(*v)[k++] = (*v)[i];
+	}
+	return k;
+}
+
+/* The UDP sockets still connected to a backend of @old that @s (NULL:
+ * none) no longer has are destroyed, so that their clients get an error
+ * and choose again; TCP connections drain.  Those of host processes (the
+ * agent's netns) and of the processes of every endpoint whose sockets
+ * are the host kernel's (runc-style: the socket LB connected them). */
 static void destroy_removed(struct agent_services *as, const struct svc *old, const struct svc *s)
 {
-	bool udp = false;
+	_cleanup_free_ struct agent_api_endpoint *eps = NULL;
+	size_t n_eps = 0;
+	bool udp = false, listed = false;
 
 	if (!as->dp || !as->ops->sock_destroy)
 		return;
@@ -1179,7 +1320,7 @@ static void destroy_removed(struct agent_services *as, const struct svc *old, co
 	for (size_t i = 0; udp && i < old->n_be; i++) {
 		const struct svc_backend *b = &old->be[i];
 		bool kept = false;
-		size_t n = 0;
+		size_t n = 0, total;
 		int r;
 
 		for (size_t j = 0; s && j < s->n_be && !kept; j++)
@@ -1190,8 +1331,21 @@ static void destroy_removed(struct agent_services *as, const struct svc *old, co
 		if (r < 0)
 			pr_warn("agent: service %s: closing the UDP sockets of a removed backend: %s", old->id,
 				flowsdn_strerror(r));
-		else if (n)
-			pr_info("agent: service %s: %zu UDP sockets of a removed backend closed", old->id, n);
+		total = n;
+		if (!listed) {
+			n_eps = socket_namespaces(as, &eps);
+			listed = true;
+		}
+		for (size_t e = 0; e < n_eps && r != -EOPNOTSUPP; e++) {
+			n = 0;
+			r = as->ops->sock_destroy_netns(as->ctx, eps[e].netns, &b->addr, b->port, IPPROTO_UDP, &n);
+			if (r < 0 && r != -FLOWSDN_E_NL_NETNS)
+				pr_warn("agent: service %s: closing the UDP sockets of a removed backend in %s: %s", old->id,
+					eps[e].netns, flowsdn_strerror(r));
+			total += r < 0 ? 0 : n;
+		}
+		if (total)
+			pr_info("agent: service %s: %zu UDP sockets of a removed backend closed", old->id, total);
 	}
 }
 
@@ -1353,7 +1507,7 @@ int agent_services_put(struct agent_services *as, const char *id, const char *bo
 	pthread_mutex_lock(&as->lock);
 	r = apply_locked(as, s, APPLY_PUBLISH | APPLY_SAVE, diag);
 	if (r == 0)
-		service_gen(g, s, false);
+		service_gen(g, s, GEN_API);
 	pthread_mutex_unlock(&as->lock);
 	return r;
 }
@@ -1416,13 +1570,13 @@ int agent_services_get(struct agent_services *as, const char *id, struct json_wr
 		if (at < 0)
 			r = -FLOWSDN_E_AGENT_NOT_FOUND;
 		else
-			service_gen(g, as->svcs[at], false);
+			service_gen(g, as->svcs[at], GEN_API);
 	} else {
 		jw_object_open(g);
 		jw_key(g, "services");
 		jw_array_open(g);
 		for (size_t i = 0; i < as->n; i++)
-			service_gen(g, as->svcs[i], false);
+			service_gen(g, as->svcs[i], GEN_API);
 		jw_array_close(g);
 		jw_object_close(g);
 	}
@@ -1465,11 +1619,17 @@ static int state_service(struct agent_services *as, struct check_ctx *ctx, const
 	return apply_locked(as, s, APPLY_KEEP_IDS, d);
 }
 
-/* Every service of the JSON array @arr (each with its "id"); @state: the
- * state file's (its svcIds and backend ids are kept).  Errors name the
- * entry under @what.  Nothing is published: agent_services_new() does it
- * in one batch. */
-static int apply_list(struct agent_services *as, const struct json_value *arr, bool state, const char *what)
+static void report(const char *what, size_t i, const struct diag *d)
+{
+	const struct diag_entry *e = diag_first_error(d);
+
+	pr_err("agent: %s[%zu]: %s%s%s", what, i, e ? e->path : "", e ? ": " : "", e ? e->message : "damaged");
+}
+
+/* Every service of the state's JSON array @arr (each with its "id", its
+ * svcId and backend ids kept).  Errors name the entry under @what.
+ * Nothing is published: agent_services_new() does it in one batch. */
+static int apply_list(struct agent_services *as, const struct json_value *arr, const char *what)
 {
 	struct diag *d = NULL;
 	int r = 0;
@@ -1478,27 +1638,49 @@ static int apply_list(struct agent_services *as, const struct json_value *arr, b
 		return -ENOMEM;
 	for (size_t i = 0; i < arr->u.array.n && r == 0; i++) {
 		struct check_ctx ctx;
-		struct svc *s = NULL;
 
 		diag_reset(d);
 		check_ctx_init(&ctx, d);
 		json_path_push_key(&ctx.path, what);
 		json_path_push_index(&ctx.path, i);
-		if (state) {
-			r = state_service(as, &ctx, arr->u.array.items[i], false, d);
-		} else {
-			r = service_read(&ctx, arr->u.array.items[i], NULL, &s);
-			if (r == 0) {
-				s->svc_id = 0;
-				r = apply_locked(as, s, 0, d);
-			}
-		}
+		r = state_service(as, &ctx, arr->u.array.items[i], false, d);
 		if (r < 0) {
-			const struct diag_entry *e = diag_first_error(d);
+			report(what, i, d);
+			r = -FLOWSDN_E_AGENT_STATE;
+		}
+	}
+	diag_free(d);
+	return r;
+}
 
-			pr_err("agent: %s[%zu]: %s%s%s", what, i, e ? e->path : "", e ? ": " : "", e ? e->message : "damaged");
-			if (state)
-				r = -FLOWSDN_E_AGENT_STATE;
+/* The configuration's services, read and checked by
+ * agent_services_read_config(): copied into the table as they are, new
+ * ones getting ids (-FLOWSDN_E_AGENT_CONFIG when one cannot be taken in,
+ * e.g. a frontend of a service of the state).  Nothing is published. */
+static int apply_config(struct agent_services *as, const struct agent_svc_list *l)
+{
+	struct diag *d = NULL;
+	int r = 0;
+
+	if (diag_new(&d) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->n && r == 0; i++) {
+		struct svc *s = svc_dup(l->v[i]);
+
+		if (!s) {
+			r = -ENOMEM;
+			break;
+		}
+		diag_reset(d);
+		/* The agent assigns the ids (the reader takes them for the state). */
+		s->svc_id = 0;
+		for (size_t j = 0; j < s->n_be; j++)
+			s->be[j].ids[0] = s->be[j].ids[1] = 0;
+		r = apply_locked(as, s, 0, d);
+		if (r < 0) {
+			report("services", i, d);
+			if (r != -ENOMEM)
+				r = -FLOWSDN_E_AGENT_CONFIG;
 		}
 	}
 	diag_free(d);
@@ -1597,7 +1779,7 @@ static int state_load(struct agent_services *as, bool *ret_changed)
 		}
 		as->seq = seq;
 		as->snapshot_size = len;
-		r = apply_list(as, list, true, "services");
+		r = apply_list(as, list, "services");
 		json_free(root);
 		if (r == 0 && as->next_backend_id == 0 && as->n)
 			r = -FLOWSDN_E_AGENT_STATE;
@@ -1762,17 +1944,8 @@ int agent_services_new(const struct agent_config *cfg, const struct agent_ops *o
 	r = socklb_attach(as, cfg->socket_lb_cgroup);
 	if (r == 0)
 		r = state_load(as, &changed);
-	if (r == 0 && cfg->services_json) {
-		struct json_value *list = NULL;
-
-		r = json_parse(cfg->services_json, strlen(cfg->services_json), NULL, &list, NULL);
-		if (r == 0) {
-			r = apply_list(as, list, false, "services");
-			if (r < 0)
-				r = -FLOWSDN_E_AGENT_CONFIG;
-		}
-		json_free(list);
-	}
+	if (r == 0 && cfg->services)
+		r = apply_config(as, cfg->services);
 	if (r == 0) {
 		r = publish_all(as);
 		if (r < 0)
@@ -1789,7 +1962,7 @@ int agent_services_new(const struct agent_config *cfg, const struct agent_ops *o
 	}
 	/* One snapshot for what the start changed: the configuration's
 	 * services, the journal folded in. */
-	if (r == 0 && (changed || cfg->services_json))
+	if (r == 0 && (changed || cfg->services))
 		r = state_save(as);
 out:
 	if (r < 0) {

@@ -56,16 +56,37 @@ void agent_services_free(struct agent_services *s);
  * and state write errors (-errno; nothing changed then), -ENOMEM. */
 int agent_services_put(struct agent_services *s, const char *id, const char *body, size_t len,
 		       struct json_writer *g, struct diag *diag);
+/* Where the sockets of removed UDP backends are looked for besides the
+ * agent's own netns: @fn returns a copy of the endpoints (freed with
+ * free()), whose namespaces (once each; not those of endpoints whose
+ * services are translated per packet, which have no host sockets) are
+ * searched through ops->sock_destroy_netns.  @fn is called with the
+ * table's lock held: it may not call back into the table.  The agent core
+ * sets agent_core_endpoints(). */
+struct agent_api_endpoint;
+void agent_services_set_endpoints(struct agent_services *s,
+				  int (*fn)(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n),
+				  void *userdata);
+
 /* DELETE: -FLOWSDN_E_AGENT_NOT_FOUND when unknown. */
 int agent_services_delete(struct agent_services *s, const char *id, struct diag *diag);
 /* GET one (-FLOWSDN_E_AGENT_NOT_FOUND) or, @id NULL, {"services":[...]}. */
 int agent_services_get(struct agent_services *s, const char *id, struct json_writer *g);
 size_t agent_services_count(struct agent_services *s);
 
-/* The configuration key "services": checks every entry (path
- * "services[i]...") and keeps a copy of the array in *(struct
- * json_value **)@dst for agent_services_new().  A struct json_field
+/* The configuration key "services": reads and checks every entry (path
+ * "services[i]...") into a struct agent_svc_list (conf.h) left in
+ * *(struct agent_svc_list **)@dst, which agent_services_new() takes in as
+ * it is: the services are parsed and checked once.  A struct json_field
  * reader (common/json.h). */
 int agent_services_read_config(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg);
+/* The list is immutable once read; copies of the configuration share it.
+ * _ref() returns @l; _unref() frees it with its last reference (NULL is
+ * fine for both). */
+struct agent_svc_list *agent_svc_list_ref(struct agent_svc_list *l);
+void agent_svc_list_unref(struct agent_svc_list *l);
+/* The services of @l as the configuration's JSON array, every field but
+ * the ids (agent_config_format()). */
+void agent_svc_list_gen(const struct agent_svc_list *l, struct json_writer *w);
 
 #endif

@@ -2,17 +2,22 @@
 # bench/flash: create -> first reply of the echo workload through
 # flash-operator's runtime, beside a bare `runsc run --detach` of the same
 # bundle (its config.json and rootfs copied from a replica) in a netns wired
-# the same way, in one run; alternating which side goes first; min, median,
-# max and p90 of N (default 10) each; the memory of one replica's cgroup
-# beside the bare sandbox's, plus the operator-only per-replica cost (the
-# log shim's RSS).  As root:  bench/flash.sh BUILDDIR [N]
+# the same way, in one run; alternating which side goes first; min,
+# median, p95, p99 and max of N (default 10) each, the load average before
+# and after; the memory of one replica's cgroup beside the bare sandbox's,
+# plus the operator-only per-replica cost (the log shim's RSS, Pss and
+# private memory).
+# As root:  bench/flash.sh BUILDDIR [N]
 #
 # What each side includes: operator = flashctl create (token, admission
-# against the registry, store commit), reconcile, image unpack onto the
-# replica's ext4 root image (mkfs.ext4, loop mount), netns + flowsdn-cni
-# ADD, runsc create/start, until a UDP
-# datagram to the endpoint comes back.  bare = runsc run --detach of the
-# prepared bundle in a prepared, wired netns, until the same reply.
+# against the registry, store commit), reconcile (isolation PUT to the
+# agent), the replica's ext4 root image (a sparse copy of the image's
+# root file system template, loop mount), netns + flowsdn-cni ADD, runsc
+# create, a UDP probe, runsc start, `flashctl get` polled until the
+# replica has an address, until a UDP datagram to the endpoint comes
+# back.  The template is built by the untimed first create (its time is
+# printed: resolve, pull, mkfs.ext4, unpack).  bare = runsc run --detach
+# of the prepared bundle in a prepared, wired netns, until the same reply.
 set -eu
 B=$(cd "${1:?usage: bench/flash.sh BUILDDIR [N]}" && pwd)
 N=${2:-10}
@@ -55,10 +60,17 @@ op_clean() {
 }
 
 # The bare side's bundle: one replica's, with its own netns and cgroup.
-op_once warm >/dev/null
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+cold=$(op_once warm)
 rep=$(ls -d "$T"/rt/replicas/* | head -1)
 # The log shim is a fork of the operator: its processes other than $OP.
-shim_rss=$(for p in $(pgrep -f "flash-operator --keys"); do [ "$p" = "$OP" ] || ps -o rss= -p "$p"; done | awk '{s += $1} END {print s + 0}')
+# Its RSS counts the pages it shares copy-on-write with the operator; Pss
+# charges shared pages by share, Private_* is what it alone holds.
+shims=$(for p in $(pgrep -f "flash-operator --keys"); do [ "$p" = "$OP" ] || echo "$p"; done)
+shim_rss=$(for p in $shims; do ps -o rss= -p "$p"; done | awk '{s += $1} END {print s + 0}')
+shim_mem=$(for p in $shims; do cat "/proc/$p/smaps_rollup" 2>/dev/null; done |
+	awk '/^Pss:/ {pss += $2} /^Private_(Clean|Dirty):/ {priv += $2} END {printf "Pss %d KiB, private %d KiB", pss, priv}')
+shim_n=$(echo $shims | wc -w)
 op_cg=/sys/fs/cgroup/memory$CG/$(basename "$rep")/memory.usage_in_bytes
 op_mem=$(cat "$op_cg" 2>/dev/null || echo 0)
 mkdir -p "$T/bare/rootfs"
@@ -115,10 +127,11 @@ for run in $(seq 1 "$N"); do
 		op_once "e$run" >>"$T/op.ms"; op_clean "e$run"
 	fi
 done
-stats() { sort -n "$1" | awk '{a[NR]=$1} END {printf "min %d  median %d  p90 %d  max %d ms (n=%d)", a[1], (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2), a[int(NR*0.9+0.999)], a[NR], NR}'; }
+stats() { sort -n "$1" | awk '{a[NR]=$1} END {printf "min %d  median %d  p95 %d  p99 %d  max %d ms (n=%d)", a[1], (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2), a[int(NR*0.95+0.999)], a[int(NR*0.99+0.999)], a[NR], NR}'; }
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-echo "bench/flash: create -> first UDP echo, $N runs each, alternating order; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench/flash: create -> first UDP echo, $N runs each, alternating order; load average $load0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+echo "  first create of the image (untimed above; builds the root file system template): $cold ms"
 echo "  flash-operator runtime: $(stats "$T/op.ms")"
 echo "  bare runsc run:         $(stats "$T/bare.ms")"
 echo "  ratio of medians: $(awk -v a="$(med "$T/op.ms")" -v b="$(med "$T/bare.ms")" 'BEGIN {printf "%.2fx (goal <= 1.3x)", a / b}')"
-echo "memory: replica cgroup $((op_mem / 1024)) KiB, bare sandbox cgroup $((bm / 1024)) KiB; log shim RSS ${shim_rss:-?} KiB (operator side only)"
+echo "memory: replica cgroup $((op_mem / 1024)) KiB, bare sandbox cgroup $((bm / 1024)) KiB; log shim ($shim_n process) RSS ${shim_rss:-?} KiB, $shim_mem (operator side only)"

@@ -28,6 +28,7 @@ static void usage(FILE *out)
 		"                      [--max-body BYTES] [--threads N] [--registry-ca FILE] [--registry-plain-http]\n"
 		"                      [--runtime-dir DIR] [--cni-bin-dir DIR] [--cni-conf FILE] [--agent-socket PATH]\n"
 		"                      [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS] [--masquerade]\n"
+		"                      [--test-meter-clock FILE]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
 }
@@ -77,6 +78,7 @@ int main(int argc, char **argv)
 		{ "cgroup-parent", required_argument, NULL, 1005 },
 		{ "dns", required_argument, NULL, 1006 },
 		{ "masquerade", no_argument, NULL, 1007 },
+		{ "test-meter-clock", required_argument, NULL, 1008 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -112,6 +114,7 @@ int main(int argc, char **argv)
 		case 1005: rt.cgroup_parent = optarg; o.runtime = &rt; break;
 		case 1006: rt.dns = optarg; o.runtime = &rt; break;
 		case 1007: rt.masquerade = true; o.runtime = &rt; break;
+		case 1008: o.test_meter_clock = optarg; break;
 		case 'm':
 		case 'P':
 		case 't':

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "util.h"
 
 struct json_level {
 	bool object;
@@ -326,9 +327,8 @@ void jw_int(struct json_writer *w, int64_t v)
 void jw_uint(struct json_writer *w, uint64_t v)
 {
 	char buf[24];
-	int n = snprintf(buf, sizeof(buf), "%" PRIu64, v);
 
-	scalar(w, buf, (size_t)n);
+	scalar(w, buf, util_format_u64(v, buf));
 }
 
 void jw_bool(struct json_writer *w, bool v)

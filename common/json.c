@@ -1,5 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Strict JSON parsing into an immutable tree, on yajl's callback parser. */
+/*
+ * Strict JSON parsing into an immutable tree, on yajl's callback parser.
+ *
+ * The tree lives in one arena: values, strings, keys and the item and
+ * member arrays are carved out of a few large chunks, and json_free()
+ * releases the chunks together.  The root is the first value of the
+ * first chunk, which is how json_free() finds them.  While a container
+ * is open its children gather on the builder's scratch stacks (the
+ * children of nested containers above them); when it closes they are
+ * copied into the arena at their final size.  (A tree of 150,000 values
+ * had been as many mallocs, and as many frees, each.)
+ */
 #include "config.h"
 
 #include <errno.h>
@@ -17,10 +28,18 @@
 #define DEF_MAX_NODES 1000000
 #define DEF_MAX_INPUT (16u << 20)
 
+struct chunk {
+	struct chunk *next;
+	size_t used, size;      /* bytes of the data after the header */
+};
+
+#define CHUNK_MIN 4096u
+#define CHUNK_MAX (4u << 20)
+
 struct frame {
 	struct json_value *v;
-	size_t cap;
-	char *pending_key; /* objects: the key read, waiting for its value */
+	size_t start;           /* its first child on the scratch stack */
+	const char *pending_key; /* objects: the key read (in the arena), waiting for its value */
 	size_t pending_key_len;
 };
 
@@ -30,6 +49,13 @@ struct builder {
 	size_t depth;
 	struct json_value *root;
 	size_t nodes;
+	struct chunk *head, *cur; /* the arena: head holds the root first */
+	size_t next_chunk;
+	bool root_taken;
+	struct json_value **items; /* children of the open arrays */
+	size_t n_items, cap_items;
+	struct json_member *members; /* of the open objects */
+	size_t n_members, cap_members;
 	struct json_error err;
 	bool failed;
 	/* The raw text, for what yajl's decoded strings no longer show. */
@@ -55,38 +81,62 @@ static void set_error(struct builder *b, enum json_error_kind kind, const char *
 	va_end(ap);
 }
 
-void json_free(struct json_value *v)
+static void chunks_free(struct chunk *c)
 {
-	if (!v)
-		return;
-	switch (v->type) {
-	case JSON_NUMBER:
-		free((char *)v->u.number.text);
-		break;
-	case JSON_STRING:
-		free((char *)v->u.string.ptr);
-		break;
-	case JSON_ARRAY:
-		for (size_t i = 0; i < v->u.array.n; i++)
-			json_free(v->u.array.items[i]);
-		free(v->u.array.items);
-		break;
-	case JSON_OBJECT:
-		for (size_t i = 0; i < v->u.object.n; i++) {
-			free((char *)v->u.object.members[i].key);
-			json_free(v->u.object.members[i].value);
-		}
-		free(v->u.object.members);
-		break;
-	default:
-		break;
+	while (c) {
+		struct chunk *next = c->next;
+
+		free(c);
+		c = next;
 	}
-	free(v);
 }
 
-static char *copy_bytes(const void *p, size_t len)
+/* @v is a root from json_parse(): the first value of its first chunk. */
+void json_free(struct json_value *v)
 {
-	char *s = malloc(len + 1);
+	if (v)
+		chunks_free((struct chunk *)(void *)v - 1);
+}
+
+static struct chunk *chunk_new(size_t size)
+{
+	struct chunk *c = malloc(sizeof(*c) + size);
+
+	if (c)
+		*c = (struct chunk){ .size = size };
+	return c;
+}
+
+/* @size bytes at a multiple of @align (a power of two, at most 8) in the
+ * arena; NULL with the error set when out of memory. */
+static void *arena_alloc(struct builder *b, size_t size, size_t align)
+{
+	struct chunk *c = b->cur;
+	size_t at = (c->used + align - 1) & ~(align - 1);
+
+	if (at > c->size || size > c->size - at) {
+		size_t want = b->next_chunk;
+
+		if (size > want)
+			want = size;
+		c = chunk_new(want);
+		if (!c) {
+			set_error(b, JSON_ERR_NODES, "out of memory");
+			return NULL;
+		}
+		b->cur->next = c;
+		b->cur = c;
+		if (b->next_chunk < CHUNK_MAX)
+			b->next_chunk *= 2;
+		at = 0;
+	}
+	c->used = at + size;
+	return (unsigned char *)(c + 1) + at;
+}
+
+static char *copy_bytes(struct builder *b, const void *p, size_t len)
+{
+	char *s = arena_alloc(b, len + 1, 1);
 
 	if (s) {
 		memcpy(s, p, len);
@@ -95,14 +145,31 @@ static char *copy_bytes(const void *p, size_t len)
 	return s;
 }
 
-/* Hands a finished value to its parent (or makes it the root).  Takes
- * ownership of @v in every case. */
+/* Room for one more entry of @size bytes on a scratch stack. */
+static bool scratch_reserve(struct builder *b, void **v, size_t n, size_t *cap, size_t size)
+{
+	size_t ncap;
+	void *p;
+
+	if (n < *cap)
+		return true;
+	ncap = *cap ? *cap * 2 : 64;
+	p = realloc(*v, ncap * size);
+	if (!p) {
+		set_error(b, JSON_ERR_NODES, "out of memory");
+		return false;
+	}
+	*v = p;
+	*cap = ncap;
+	return true;
+}
+
+/* Hands a finished value to its parent (or makes it the root). */
 static int attach(struct builder *b, struct json_value *v)
 {
 	struct frame *f;
 
 	if (++b->nodes > b->lim.max_nodes) {
-		json_free(v);
 		set_error(b, JSON_ERR_NODES, "more than %zu values", b->lim.max_nodes);
 		return 0;
 	}
@@ -112,60 +179,46 @@ static int attach(struct builder *b, struct json_value *v)
 	}
 	f = &b->stack[b->depth - 1];
 	if (f->v->type == JSON_ARRAY) {
-		if (f->v->u.array.n >= b->lim.max_members) {
-			json_free(v);
+		if (b->n_items - f->start >= b->lim.max_members) {
 			set_error(b, JSON_ERR_CONTAINER_SIZE, "array has more than %zu items", b->lim.max_members);
 			return 0;
 		}
-		if (f->v->u.array.n == f->cap) {
-			size_t ncap = f->cap ? f->cap * 2 : 4;
-			struct json_value **n = realloc(f->v->u.array.items, ncap * sizeof(*n));
-
-			if (!n) {
-				json_free(v);
-				set_error(b, JSON_ERR_NODES, "out of memory");
-				return 0;
-			}
-			f->v->u.array.items = n;
-			f->cap = ncap;
-		}
-		f->v->u.array.items[f->v->u.array.n++] = v;
+		if (!scratch_reserve(b, (void **)&b->items, b->n_items, &b->cap_items, sizeof(*b->items)))
+			return 0;
+		b->items[b->n_items++] = v;
 		return 1;
 	}
 	/* Object: the key came just before. */
-	if (f->v->u.object.n >= b->lim.max_members) {
-		json_free(v);
+	if (b->n_members - f->start >= b->lim.max_members) {
 		set_error(b, JSON_ERR_CONTAINER_SIZE, "object has more than %zu members", b->lim.max_members);
 		return 0;
 	}
-	if (f->v->u.object.n == f->cap) {
-		size_t ncap = f->cap ? f->cap * 2 : 4;
-		struct json_member *n = realloc(f->v->u.object.members, ncap * sizeof(*n));
-
-		if (!n) {
-			json_free(v);
-			set_error(b, JSON_ERR_NODES, "out of memory");
-			return 0;
-		}
-		f->v->u.object.members = n;
-		f->cap = ncap;
-	}
-	f->v->u.object.members[f->v->u.object.n++] = (struct json_member){
-		.key = TAKE_PTR(f->pending_key),
+	if (!scratch_reserve(b, (void **)&b->members, b->n_members, &b->cap_members, sizeof(*b->members)))
+		return 0;
+	b->members[b->n_members++] = (struct json_member){
+		.key = f->pending_key,
 		.key_len = f->pending_key_len,
 		.value = v,
 	};
+	f->pending_key = NULL;
 	return 1;
 }
 
+/* The first value made is the root: it takes the slot kept for it at
+ * the start of the first chunk. */
 static struct json_value *new_value(struct builder *b, enum json_type t)
 {
-	struct json_value *v = calloc(1, sizeof(*v));
+	struct json_value *v;
 
-	if (!v)
-		set_error(b, JSON_ERR_NODES, "out of memory");
-	else
-		v->type = t;
+	if (!b->root_taken) {
+		b->root_taken = true;
+		v = (struct json_value *)(void *)(b->head + 1);
+	} else {
+		v = arena_alloc(b, sizeof(*v), _Alignof(struct json_value));
+		if (!v)
+			return NULL;
+	}
+	*v = (struct json_value){ .type = t };
 	return v;
 }
 
@@ -200,13 +253,10 @@ static int cb_number(void *ctx, const char *s, size_t len)
 	v = new_value(b, JSON_NUMBER);
 	if (!v)
 		return 0;
-	v->u.number.text = copy_bytes(s, len);
+	v->u.number.text = copy_bytes(b, s, len);
 	v->u.number.len = len;
-	if (!v->u.number.text) {
-		free(v);
-		set_error(b, JSON_ERR_NODES, "out of memory");
+	if (!v->u.number.text)
 		return 0;
-	}
 	return attach(b, v);
 }
 
@@ -337,14 +387,11 @@ static int cb_string(void *ctx, const unsigned char *s, size_t len)
 	v = new_value(b, JSON_STRING);
 	if (!v)
 		return 0;
-	v->u.string.ptr = copy_bytes(s, len);
+	v->u.string.ptr = copy_bytes(b, s, len);
 	v->u.string.len = len;
 	v->u.string.has_nul = memchr(s, '\0', len) != NULL;
-	if (!v->u.string.ptr) {
-		free(v);
-		set_error(b, JSON_ERR_NODES, "out of memory");
+	if (!v->u.string.ptr)
 		return 0;
-	}
 	return attach(b, v);
 }
 
@@ -359,7 +406,7 @@ static int push(struct builder *b, enum json_type t)
 	v = new_value(b, t);
 	if (!v)
 		return 0;
-	b->stack[b->depth++] = (struct frame){ .v = v };
+	b->stack[b->depth++] = (struct frame){ .v = v, .start = t == JSON_ARRAY ? b->n_items : b->n_members };
 	return 1;
 }
 
@@ -392,14 +439,9 @@ static int cb_map_key(void *ctx, const unsigned char *key, size_t len)
 		set_error(b, JSON_ERR_SYNTAX, "object key contains a NUL character");
 		return 0;
 	}
-	free(f->pending_key);
-	f->pending_key = copy_bytes(key, len);
+	f->pending_key = copy_bytes(b, key, len);
 	f->pending_key_len = len;
-	if (!f->pending_key) {
-		set_error(b, JSON_ERR_NODES, "out of memory");
-		return 0;
-	}
-	return 1;
+	return f->pending_key != NULL;
 }
 
 static int member_cmp(const void *a, const void *b)
@@ -447,21 +489,46 @@ static const char *find_duplicate(const struct json_value *obj, int *ret_oom)
 	return dup;
 }
 
+/* Closes the innermost container: its children, at their final size,
+ * into the arena. */
 static int pop(struct builder *b)
 {
 	struct frame f = b->stack[--b->depth];
 
-	free(f.pending_key);
-	if (f.v->type == JSON_OBJECT) {
-		int oom;
-		const char *dup = find_duplicate(f.v, &oom);
+	if (f.v->type == JSON_ARRAY) {
+		size_t n = b->n_items - f.start;
 
+		if (n) {
+			struct json_value **items = arena_alloc(b, n * sizeof(*items), _Alignof(struct json_value *));
+
+			if (!items)
+				return 0;
+			memcpy(items, b->items + f.start, n * sizeof(*items));
+			f.v->u.array.items = items;
+			f.v->u.array.n = n;
+		}
+		b->n_items = f.start;
+	} else {
+		size_t n = b->n_members - f.start;
+		const char *dup;
+		int oom;
+
+		if (n) {
+			struct json_member *m = arena_alloc(b, n * sizeof(*m), _Alignof(struct json_member));
+
+			if (!m)
+				return 0;
+			memcpy(m, b->members + f.start, n * sizeof(*m));
+			f.v->u.object.members = m;
+			f.v->u.object.n = n;
+		}
+		b->n_members = f.start;
+		dup = find_duplicate(f.v, &oom);
 		if (dup || oom) {
 			if (oom)
 				set_error(b, JSON_ERR_NODES, "out of memory");
 			else
 				set_error(b, JSON_ERR_DUPLICATE_KEY, "duplicate object key \"%.100s\"", dup);
-			json_free(f.v);
 			return 0;
 		}
 	}
@@ -542,8 +609,14 @@ int json_parse(const char *text, size_t len, const struct json_limits *limits, s
 		goto out;
 	}
 	b.stack = calloc(b.lim.max_depth, sizeof(*b.stack));
-	if (!b.stack)
-		return -ENOMEM;
+	/* The first chunk: the root, and room for a tree about the text's size. */
+	b.next_chunk = len / 2 > CHUNK_MIN ? (len / 2 < CHUNK_MAX ? len / 2 : CHUNK_MAX) : CHUNK_MIN;
+	b.head = b.cur = chunk_new(sizeof(struct json_value) + b.next_chunk);
+	if (!b.stack || !b.head) {
+		r = -ENOMEM;
+		goto out;
+	}
+	b.head->used = sizeof(struct json_value);
 	h = yajl_alloc(&callbacks, NULL, &b);
 	if (!h) {
 		r = -ENOMEM;
@@ -589,19 +662,17 @@ int json_parse(const char *text, size_t len, const struct json_limits *limits, s
 		r = -EBADMSG;
 		goto out;
 	}
-	*ret_value = TAKE_PTR(b.root);
+	*ret_value = b.root;
+	b.head = NULL;
 
 out:
 	if (r < 0 && ret_error)
 		*ret_error = b.err;
 	if (h)
 		yajl_free(h);
-	while (b.depth > 0) {
-		b.depth--;
-		free(b.stack[b.depth].pending_key);
-		json_free(b.stack[b.depth].v);
-	}
-	json_free(b.root);
+	chunks_free(b.head);
+	free(b.items);
+	free(b.members);
 	free(b.stack);
 	return r;
 }
@@ -775,9 +846,12 @@ size_t json_path_push_key(struct json_path *p, const char *key)
 size_t json_path_push_index(struct json_path *p, size_t index)
 {
 	char tmp[32];
-	int n = snprintf(tmp, sizeof(tmp), "[%zu]", index);
+	size_t n = 1;
 
-	return path_append(p, tmp, (size_t)n);
+	tmp[0] = '[';
+	n += util_format_u64(index, tmp + 1);
+	tmp[n++] = ']';
+	return path_append(p, tmp, n);
 }
 
 void json_path_pop(struct json_path *p, size_t saved_len)

@@ -119,6 +119,23 @@ const char *util_strerror(const struct util_errblock *blocks, size_t n, int err,
 size_t util_lower_bound(const void *base, size_t n, size_t size, const void *key,
 			int (*cmp)(const void *key, const void *elem), bool *ret_found);
 
+/* @v in decimal at @buf (room for 20 digits; not NUL-terminated): the
+ * number of digits.  The hot paths' snprintf("%llu") (JSON output, JSON
+ * paths, addresses). */
+static inline size_t util_format_u64(uint64_t v, char *buf)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}
+
 /* The value of hex digit @c (either case), -1 for anything else. */
 static inline int util_hexval(char c)
 {

@@ -186,9 +186,19 @@ FLOWSDN_API int flowsdn_addr_parse(const char *text, size_t len, struct flowsdn_
 
 static int format_v4(const uint8_t *b, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
+	char tmp[16];
+	size_t n = 0;
 
-	return (size_t)n >= size ? -ENOSPC : n;
+	for (int i = 0; i < 4; i++) {
+		if (i)
+			tmp[n++] = '.';
+		n += util_format_u64(b[i], tmp + n);
+	}
+	if (n >= size)
+		return -ENOSPC;
+	memcpy(buf, tmp, n);
+	buf[n] = '\0';
+	return (int)n;
 }
 
 FLOWSDN_API int flowsdn_addr_format(const struct flowsdn_addr *addr, char *buf, size_t size)

@@ -11,6 +11,11 @@
 struct flowsdn_diag;
 /* The engine behind a public diag (NULL stays NULL). */
 struct diag *flowsdn__diag(struct flowsdn_diag *diag);
+/* Runs @fn(@arg) in a helper thread that entered the network namespace
+ * at @path (checked to be one, opened without blocking); the caller's
+ * thread stays where it is.  fn's result, or -FLOWSDN_E_NL_NETNS
+ * (@err says why; may be NULL).  libflowsdn/netlink.c. */
+int flowsdn__netns_run_at(const char *path, struct diag *err, int (*fn)(void *), void *arg);
 
 /* Logging through the callback set with flowsdn_set_log(). */
 void flowsdn__log(enum flowsdn_log_level level, const char *fmt, ...) _printf_(2, 3);

@@ -6,6 +6,10 @@
  * by one with SOCK_DESTROY (CONFIG_INET_DIAG_DESTROY), so that their
  * owners get ECONNABORTED and reconnect.  libnl has no sock_diag module
  * in the libraries we link, so this speaks the protocol directly.
+ * flowsdn_netlink_sock_destroy_netns() does the same in another netns: a
+ * helper thread enters it only to open the sock_diag socket, which
+ * answers for the namespace it was opened in, and the caller's thread
+ * speaks through it.
  */
 #include "config.h"
 
@@ -145,21 +149,29 @@ static int nl_recv(int fd, uint32_t seq, uint8_t family, const struct flowsdn_ad
 	}
 }
 
-FLOWSDN_API int flowsdn_netlink_sock_destroy(const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
-					     size_t *ret_count)
+static bool args_valid(const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol)
+{
+	return peer && (peer->family == FLOWSDN_AF_INET || peer->family == FLOWSDN_AF_INET6) && port &&
+	       (protocol == IPPROTO_TCP || protocol == IPPROTO_UDP);
+}
+
+static int diag_socket(void)
+{
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+
+	return fd < 0 ? -FLOWSDN_E_NL_SOCKET : fd;
+}
+
+/* The dump and the destroys through the sock_diag socket @fd (taken). */
+static int destroy_through(int fd, const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
+			   size_t *ret_count)
 {
 	static const uint8_t families[] = { AF_INET, AF_INET6 };
 	struct victims v = { 0 };
 	size_t destroyed = 0;
 	uint32_t seq = 1;
-	int fd, r = 0;
+	int r = 0;
 
-	if (!peer || (peer->family != FLOWSDN_AF_INET && peer->family != FLOWSDN_AF_INET6) || !port ||
-	    (protocol != IPPROTO_TCP && protocol != IPPROTO_UDP))
-		return -EINVAL;
-	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0)
-		return -FLOWSDN_E_NL_SOCKET;
 	for (size_t f = 0; f < ARRAY_SIZE(families) && r == 0; f++) {
 		/* IPv6 peers are only on AF_INET6 sockets. */
 		if (families[f] == AF_INET && peer->family == FLOWSDN_AF_INET6)
@@ -193,4 +205,36 @@ FLOWSDN_API int flowsdn_netlink_sock_destroy(const struct flowsdn_addr *peer, ui
 	if (ret_count)
 		*ret_count = destroyed;
 	return 0;
+}
+
+FLOWSDN_API int flowsdn_netlink_sock_destroy(const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
+					     size_t *ret_count)
+{
+	int fd;
+
+	if (!args_valid(peer, port, protocol))
+		return -EINVAL;
+	fd = diag_socket();
+	return fd < 0 ? fd : destroy_through(fd, peer, port, protocol, ret_count);
+}
+
+/* In the helper thread: the socket, opened in its netns. */
+static int open_cb(void *arg)
+{
+	int fd = diag_socket();
+
+	if (fd >= 0)
+		*(int *)arg = fd;
+	return fd < 0 ? fd : 0;
+}
+
+FLOWSDN_API int flowsdn_netlink_sock_destroy_netns(const char *netns_path, const struct flowsdn_addr *peer,
+						   uint16_t port, uint8_t protocol, size_t *ret_count)
+{
+	int fd = -1, r;
+
+	if (!netns_path || !args_valid(peer, port, protocol))
+		return -EINVAL;
+	r = flowsdn__netns_run_at(netns_path, NULL, open_cb, &fd);
+	return r < 0 ? r : destroy_through(fd, peer, port, protocol, ret_count);
 }

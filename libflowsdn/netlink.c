@@ -207,7 +207,7 @@ static int run_in_netns(int netns_fd, int (*fn)(void *), void *arg)
 }
 
 /* run_in_netns() for the netns at @path (checked by netns_open()). */
-static int run_in_netns_at(const char *path, struct diag *err, int (*fn)(void *), void *arg)
+int flowsdn__netns_run_at(const char *path, struct diag *err, int (*fn)(void *), void *arg)
 {
 	int fd = netns_open(path, err), r;
 
@@ -291,7 +291,7 @@ FLOWSDN_API int flowsdn_netlink_sysctl_write(const char *netns_path, const char 
 		return -EINVAL;
 	if (!netns_path)
 		return sysctl_write_here(key, value, err);
-	return run_in_netns_at(netns_path, err, sysctl_cb, &a);
+	return flowsdn__netns_run_at(netns_path, err, sysctl_cb, &a);
 }
 
 /* ------------------------------------------------------------ links */
@@ -370,7 +370,7 @@ FLOWSDN_API int flowsdn_netlink_link_set_up(const char *netns_path, const char *
 		return -EINVAL;
 	if (!netns_path)
 		return link_up_cb(&a);
-	return run_in_netns_at(netns_path, err, link_up_cb, &a);
+	return flowsdn__netns_run_at(netns_path, err, link_up_cb, &a);
 }
 
 struct link_get_args {
@@ -405,7 +405,7 @@ FLOWSDN_API int flowsdn_netlink_link_get(const char *netns_path, const char *ifn
 
 	if (!flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
-	r = netns_path ? run_in_netns_at(netns_path, NULL, link_get_cb, &a) : link_get_cb(&a);
+	r = netns_path ? flowsdn__netns_run_at(netns_path, NULL, link_get_cb, &a) : link_get_cb(&a);
 	if (r < 0)
 		return r;
 	if (ret_ifindex)
@@ -807,6 +807,12 @@ FLOWSDN_API int flowsdn_netlink_veth_setup(const struct flowsdn_veth_config *cfg
 	r = sysctl_write_here(key, "0", err);
 	if (r < 0 && r != -ENOENT)
 		goto out;
+	if (OPTS_GET(cfg, host_accept_local, false)) {
+		snprintf(key, sizeof(key), "net/ipv4/conf/%s/accept_local", cfg->host_ifname);
+		r = sysctl_write_here(key, "1", err);
+		if (r < 0)
+			goto out;
+	}
 	r = link_set_up(sk, host, true);
 	if (r < 0) {
 		set_err(err, "set %s up: %s", cfg->host_ifname, strerror(-r));
@@ -901,7 +907,7 @@ FLOWSDN_API int flowsdn_netlink_veth_delete(const char *netns_path, const char *
 	diag_begin(err, 0);
 	if (!netns_path || !flowsdn_netlink_ifname_valid(ifname))
 		return -EINVAL;
-	return run_in_netns_at(netns_path, err, veth_delete_cb, &a);
+	return flowsdn__netns_run_at(netns_path, err, veth_delete_cb, &a);
 }
 
 FLOWSDN_API int flowsdn_netlink_veth_teardown(const char *host_ifname, const struct flowsdn_addr *addrs, size_t n_addrs,

@@ -17,6 +17,7 @@
 #include <flash/spec.h>
 
 #include "daemon.h"
+#include "meter-clock.h"
 #include "registry-auth.h"
 #include "util.h"
 
@@ -34,6 +35,7 @@ struct op_daemon {
 	struct op_image_settings registry;
 	struct op_registry_auth auth;
 	struct op_image_ops image;
+	struct op_meter_clock *meter_clock; /* --test-meter-clock */
 };
 
 /* Reads an input file through the one reader of common/ (regular files
@@ -219,6 +221,13 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		.metrics = d->metrics,
 		.image = opts->image,
 	};
+	if (opts->test_meter_clock) {
+		r = op_meter_clock_open(opts->test_meter_clock, &d->meter_clock, err, err_size);
+		if (r < 0)
+			goto fail;
+		po.meter_now = op_meter_clock_now;
+		po.meter_now_ctx = d->meter_clock;
+	}
 	if (!opts->image) {
 		const char *ca = NULL, *creds = NULL, *store = NULL;
 
@@ -293,6 +302,7 @@ void op_daemon_stop(struct op_daemon *d)
 	op_http_stop(d->http);
 	op_runtime_stop(d->runtime);
 	op_provider_free(d->provider);
+	op_meter_clock_free(d->meter_clock);
 	op_metrics_free(d->metrics);
 	op_store_close(d->store);
 	op_registry_auth_clear(&d->auth);

@@ -32,6 +32,9 @@ struct op_daemon_opts {
 	 * runtime.dir: none, services stay admitted.  Its services source and
 	 * registry are filled in here. */
 	const struct op_runtime_opts *runtime;
+	/* For tests: the metering clock read from this file (meter-clock.h);
+	 * NULL: the real clock. */
+	const char *test_meter_clock;
 };
 
 struct op_daemon;

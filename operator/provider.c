@@ -41,6 +41,11 @@ static int64_t now_of(struct op_provider *p)
 	return p->o.now ? p->o.now(p->o.now_ctx) : (int64_t)time(NULL);
 }
 
+static int64_t meter_now_of(struct op_provider *p)
+{
+	return p->o.meter_now ? p->o.meter_now(p->o.meter_now_ctx) : now_of(p);
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -403,7 +408,7 @@ int op_provider_observe(void *ctx, const struct op_service *s, const struct flas
 		return -EINVAL;
 	meter_id(s, id, sizeof(id));
 	struct flash_meter_observation obs = {
-		.sz = sizeof(obs), .service_id = id, .organization = s->org, .time = now_of(p),
+		.sz = sizeof(obs), .service_id = id, .organization = s->org, .time = meter_now_of(p),
 		.ready_replicas = ready, .cpu_millis = flash_spec_cpu_millis(spec),
 		.memory_mib = flash_spec_memory_mib(spec), .gpu_count = flash_spec_gpu_count(spec),
 	};
@@ -419,12 +424,14 @@ int op_provider_suspended(void *ctx, const struct op_service *s, const struct fl
 			  size_t msg_size)
 {
 	struct op_provider *p = ctx;
+	int64_t now;
 	int r;
 
 	if (!p || !s || !spec)
 		return -EINVAL;
+	now = meter_now_of(p); /* read before the lock: the clock may be a file */
 	pthread_mutex_lock(&p->lock);
-	r = suspension_of(p, s->org, spec, now_of(p), msg, msg_size);
+	r = suspension_of(p, s->org, spec, now, msg, msg_size);
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }
@@ -808,7 +815,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	size_t n_ports = 0, n_taken = 0;
 	char msg[1536];
 	uint64_t commit_ns = 0;
-	int64_t now = now_of(p);
+	int64_t now = now_of(p), meter_now = meter_now_of(p);
 	bool in_txn = false;
 	int r;
 
@@ -845,7 +852,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 			goto out;
 		}
 		/* Suspension by the weekly metering limits. */
-		r = suspension_of(p, c->org, c->spec, now, msg, sizeof(msg));
+		r = suspension_of(p, c->org, c->spec, meter_now, msg, sizeof(msg));
 		if (r == -EDQUOT) {
 			op_metrics_refused(p->o.metrics, OP_REFUSED_SUSPENDED);
 			answer_error(ret, 403, "suspended", "%s", msg);
@@ -1018,7 +1025,7 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 		struct op_service *stored = NULL;
 		struct out o;
 		uint64_t commit_ns = 0;
-		int64_t now = now_of(p);
+		int64_t now = now_of(p), meter_now = meter_now_of(p);
 		int r;
 
 		pthread_mutex_lock(&p->lock);
@@ -1060,7 +1067,8 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			char mid[OP_SERVICE_ID_STRLEN + 24], *mj = NULL;
 
 			meter_id(stored, mid, sizeof(mid));
-			if (flash_meter_delete_service(p->meter, mid, now) == 0 && flash_meter_to_json(p->meter, &mj, NULL) == 0)
+			if (flash_meter_delete_service(p->meter, mid, meter_now) == 0 &&
+			    flash_meter_to_json(p->meter, &mj, NULL) == 0)
 				(void)op_store_meter_put(p->o.store, mj);
 			free(mj);
 		}
@@ -1201,7 +1209,7 @@ static void handle_usage(struct op_provider *p, const struct op_request *req, st
 {
 	struct flash_meter_usage u = { 0 };
 	char week[FLASH_METER_WEEK_STRLEN] = "";
-	int64_t now = now_of(p), ws = 0;
+	int64_t now = meter_now_of(p), ws = 0;
 	struct out o;
 	int r;
 

@@ -56,6 +56,12 @@ struct op_provider_opts {
 	void *now_ctx;
 	unsigned int retry_after;             /* seconds in 503 answers (0: 2) */
 	unsigned int skew;                    /* token clock skew (0: 5 s) */
+	/* The meter's clock (usage, weekly limits, suspension, the usage
+	 * route), apart from the one tokens and timestamps are read with, so
+	 * a test can move the metering week without expiring its tokens.
+	 * NULL: @now. */
+	int64_t (*meter_now)(void *ctx);
+	void *meter_now_ctx;
 };
 
 struct op_provider;

@@ -71,4 +71,96 @@ int op_storage_mount(const char *path, const char *target, char *err, size_t err
 /* Is an ext4 file system mounted on @target? */
 bool op_storage_mounted(const char *target);
 
+/* Copies the (unmounted) file system image @src to @dst (a new file:
+ * never replaces one), of the same size, writing only @src's data
+ * extents (SEEK_DATA/SEEK_HOLE, copy_file_range: a reflink where the
+ * file system can): the copy is as sparse as @src.  On failure nothing
+ * is left and @err says why.  0 or -errno. */
+int op_storage_copy(const char *src, const char *dst, char *err, size_t err_size);
+
+/* ---------------------------------------------------------------- templates */
+
+/* Root file system templates (runtime-template.c): per pinned image and
+ * root size, an ext4 image holding the unpacked image, made once and
+ * copied sparse for each replica (op_storage_copy()) instead of a mkfs
+ * and an unpack per replica.  Each replica still gets its own image file
+ * of its own bounded size; the template is never mounted by a replica.
+ * Used by the reconcile thread only (no lock). */
+struct op_templates;
+
+struct op_template {
+	char *pinned;     /* the image, pinned by digest */
+	uint64_t bytes;   /* the root file system's size */
+	char *path;       /* DIR/tN.img */
+	char **entry;     /* the image's Entrypoint+Cmd (NULL-terminated; may be NULL) */
+	char **env;       /* the image's Env */
+	int64_t unused_since; /* monotonic ms; 0: a live service names it */
+	struct op_template *next;
+};
+
+/* Opens the template directory @dir (made mode 0700; what an earlier
+ * operator left there is removed: templates are rebuilt on demand).
+ * 0 or -errno. */
+int op_templates_new(const char *dir, struct op_templates **ret);
+void op_templates_free(struct op_templates *t);
+
+/* The template of @pinned at @bytes whose file is still there, or NULL. */
+const struct op_template *op_templates_find(struct op_templates *t, const char *pinned, uint64_t bytes);
+
+/* A new file name for a template being built (DIR/tN.img), freed by the
+ * caller; NULL on ENOMEM. */
+char *op_templates_path(struct op_templates *t);
+
+/* Records the template built at @path; takes @entry and @env (NULL-
+ * terminated vectors, may be NULL) on success.  0 or -ENOMEM (then the
+ * file is removed and the vectors are the caller's). */
+int op_templates_add(struct op_templates *t, const char *pinned, uint64_t bytes, const char *path, char **entry,
+		     char **env);
+
+/* Removes the templates of images no live service has named for
+ * @keep_ms (@live: the pinned images of the live services; @now_ms:
+ * monotonic), so that a service deleted and created again soon finds its
+ * template, and disk is not held for images nobody runs. */
+void op_templates_prune(struct op_templates *t, const char *const *live, size_t n, int64_t now_ms, int64_t keep_ms);
+
+/* A copy of a NULL-terminated vector (NULL for NULL); -ENOMEM as NULL
+ * with *ret_oom set. */
+char **op_strv_dup(char *const *v, bool *ret_oom);
+void op_strv_free(char **v);
+
+/* ---------------------------------------------------------------- probes */
+
+/* Readiness probes (runtime-probe.c).  What one probe of a replica's
+ * first port saw: */
+enum op_probe_outcome {
+	OP_PROBE_ANSWERED, /* TCP: the connect completed; UDP: a datagram came back */
+	OP_PROBE_REFUSED,  /* TCP RST or UDP ICMP port-unreachable: nothing listens */
+	OP_PROBE_SILENT,   /* nothing within the timeout */
+	OP_PROBE_ERROR,    /* another error (no route, a local failure) */
+};
+
+/* Probes @address:@port (IPv4) over @proto (IPPROTO_TCP, IPPROTO_UDP;
+ * UDP: an empty datagram), waiting up to @timeout_ms. */
+enum op_probe_outcome op_probe(const char *address, uint16_t port, int proto, unsigned int timeout_ms);
+
+/* UDP readiness, from consecutive probes of one replica.  A datagram
+ * back is ready.  Silence alone proves nothing (a lost datagram, a
+ * filtered port-unreachable): it counts as a silent listener only once
+ * the port has been seen closed on the same path (closed_seen: the
+ * sandbox's netstack answers port-unreachable for an unbound port, so a
+ * port that was refused and now swallows datagrams is bound), and then
+ * after OP_PROBE_UDP_SILENT_READY silent probes in a row. */
+#define OP_PROBE_UDP_SILENT_READY 3
+struct op_udp_readiness {
+	bool closed_seen;
+	unsigned int silent; /* silent probes in a row */
+};
+
+/* Folds probe outcome @o into @st: is the replica ready? */
+bool op_probe_udp_ready(struct op_udp_readiness *st, enum op_probe_outcome o);
+
+/* Is the state "listening unknown": silent probes without the port ever
+ * seen closed (not ready, and the status says so)? */
+bool op_probe_udp_unknown(const struct op_udp_readiness *st);
+
 #endif

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
+#include <time.h>
 #include <unistd.h>
 #include <flowsdn/addr.h>
 
@@ -27,6 +28,7 @@
 #define NET_MAX_ADDRS 32
 #define NET_MAX_PORTS 64
 #define CLUSTER_IP_TRIES 16
+#define VERIFY_MS_DEFAULT 5000
 
 struct net_svc {
 	char id[OP_SERVICE_ID_STRLEN];
@@ -50,7 +52,18 @@ struct op_net {
 	size_t n_node, n_dns;
 	struct net_svc *svcs;
 	bool masquerade_on;
+	unsigned int verify_ms;
+	uint64_t verified_ms; /* CLOCK_MONOTONIC of the last resync listing */
+	uint64_t resyncs;
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* ---------------------------------------------------------------- names */
 
@@ -235,6 +248,8 @@ int op_net_new(const struct op_net_opts *opts, struct op_net **ret, char *err, s
 	n->agent = (struct agent_client_opts){ .socket = n->agent_socket, .timeout_ms = 10000 };
 	n->policy = opts->policy;
 	n->config = opts->config;
+	n->verify_ms = opts->verify_ms ? opts->verify_ms : VERIFY_MS_DEFAULT;
+	n->verified_ms = mono_ms();
 	if (!n->config) {
 		r = flash_operator_config_default(&n->own_config);
 		if (r < 0) {
@@ -306,6 +321,84 @@ static int call(struct op_net *n, const char *method, const char *path, const ch
 		snprintf(err, err_size, "flowsdn-agent %s %s: %s", method, path,
 			 ae.message[0] ? ae.message : flowsdn_strerror(r));
 	return r;
+}
+
+/* ---------------------------------------------------------------- resync */
+
+/* @list (an array of objects) has one whose string at @key (a path of
+ * one or two keys) is @value, and, with @ns, whose metadata.namespace is
+ * @ns or absent. */
+static bool listed(const struct json_value *list, const char *key1, const char *key2, const char *value,
+		   const char *ns)
+{
+	for (size_t i = 0; i < list->u.array.n; i++) {
+		const struct json_value *o = list->u.array.items[i], *at = json_get(o, key1);
+		const char *got, *got_ns;
+
+		if (key2)
+			at = json_get(at, key2);
+		got = json_string_value(at);
+		if (!got || strcmp(got, value) != 0)
+			continue;
+		got_ns = ns ? json_string_value(json_get(json_get(o, "metadata"), "namespace")) : NULL;
+		if (!got_ns || strcmp(got_ns, ns) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Every verify_ms: what this process PUT and the agent no longer lists
+ * is forgotten, so the calls that follow PUT it again.  The agent
+ * unreachable or answering oddly: nothing is forgotten (the PUTs that
+ * follow report it). */
+static void verify(struct op_net *n)
+{
+	struct json_value *svcs = NULL, *pols = NULL;
+	const struct json_value *sl, *pl;
+	struct agent_client_err ae = { 0 };
+	uint64_t now = mono_ms();
+
+	if (now - n->verified_ms < n->verify_ms)
+		return;
+	n->verified_ms = now;
+	if (!n->svcs || agent_client_call(&n->agent, "GET", "/v1/service", NULL, &svcs, &ae) < 0 ||
+	    agent_client_call(&n->agent, "GET", "/v1/policy", NULL, &pols, &ae) < 0)
+		goto out;
+	sl = json_get(svcs, "services");
+	pl = json_get(pols, "items");
+	if (!json_is(sl, JSON_ARRAY) || !json_is(pl, JSON_ARRAY))
+		goto out;
+	for (struct net_svc *v = n->svcs; v; v = v->next) {
+		if (v->applied_digest[0]) {
+			static const char *const suffix[] = { "", "-deny", "-exception", "-protect" };
+			bool all = true;
+
+			for (size_t i = 0; i < 4 && all; i++) {
+				char name[OP_SERVICE_ID_STRLEN + 16];
+
+				snprintf(name, sizeof(name), "%s%s", v->id, suffix[i]);
+				all = listed(pl, "metadata", "name", name, v->ns);
+			}
+			if (!all) {
+				v->applied_digest[0] = '\0'; /* namespace and policies PUT again */
+				n->resyncs++;
+			}
+		}
+		for (size_t k = 0; k < v->n_ports; k++)
+			if (v->bodies[k] && !listed(sl, "id", NULL, v->port_ids[k], NULL)) {
+				free(v->bodies[k]); /* PUT again */
+				v->bodies[k] = NULL;
+				n->resyncs++;
+			}
+	}
+out:
+	json_free(svcs);
+	json_free(pols);
+}
+
+uint64_t op_runtime_net_resyncs(const struct op_net *n)
+{
+	return n ? n->resyncs : 0;
 }
 
 /* ---------------------------------------------------------------- isolation */
@@ -597,6 +690,7 @@ int op_runtime_net_service(struct op_net *n, const struct op_service *s, const s
 
 	if (!n || !s || !spec || (n_ready && !ready))
 		return -EINVAL;
+	verify(n);
 	v = svc_find(n, s->id);
 	if (!v) {
 		v = calloc(1, sizeof(*v));

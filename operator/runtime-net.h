@@ -49,6 +49,7 @@ struct op_net_opts {
 	const struct flash_operator_config *config; /* NULL: the defaults */
 	const struct flash_policy *policy;          /* the owner policy; NULL: none */
 	const char *resolv_conf;                    /* the workloads' resolv.conf text (its nameservers) */
+	unsigned int verify_ms;                     /* resync period (see below); 0: 5000 */
 };
 
 struct op_net;
@@ -63,13 +64,22 @@ void op_net_free(struct op_net *n);
  * the policies (PUT when the spec changed since the last successful PUT,
  * or the first time in this process), the agent services (PUT when their
  * body changed; the ports the spec lost DELETEd).  Replicas may start
- * only after a 0.  <0 with @err: the agent refused or is unreachable. */
+ * only after a 0.  <0 with @err: the agent refused or is unreachable.
+ * Resync: at most every verify_ms, the first call lists the agent's
+ * services and policies (GET /v1/service, /v1/policy); what this process
+ * PUT and the agent no longer has (an agent restarted on an empty state
+ * dir, a DELETE behind the operator's back) is PUT again by this and the
+ * following calls, so a loss is mended within verify_ms and a pass. */
 int op_runtime_net_service(struct op_net *n, const struct op_service *s, const struct flash_spec *spec,
 			   const char *const *ready, size_t n_ready, char *err, size_t err_size);
 
 /* Withdraws everything of service @id (agent services, policies, the
  * record).  0 or the first error (the record stays, to be retried). */
 int op_runtime_net_service_del(struct op_net *n, const char *id);
+
+/* How many objects the resync found missing at the agent and PUT again
+ * since op_net_new(). */
+uint64_t op_runtime_net_resyncs(const struct op_net *n);
 
 /* Withdraws every recorded service that is not among the @n_live ids. */
 void op_runtime_net_prune(struct op_net *n, const char *const *live, size_t n_live);

@@ -167,3 +167,66 @@ out:
 		close(file);
 	return r;
 }
+
+int op_storage_copy(const char *src, const char *dst, char *err, size_t err_size)
+{
+	int in = -1, out = -1, r = 0;
+	struct stat st;
+	off_t data = 0, hole;
+	const char *what = src;
+
+	in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (in < 0 || fstat(in, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -EINVAL;
+		snprintf(err, err_size, "%s: not a regular file", src);
+		goto out_msg;
+	}
+	what = dst;
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0 || ftruncate(out, st.st_size) < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* Data extents only: the holes stay holes. */
+	for (;;) {
+		data = lseek(in, data, SEEK_DATA);
+		if (data < 0) {
+			r = errno == ENXIO ? 0 : -errno; /* ENXIO: no data past here */
+			what = src;
+			break;
+		}
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0) {
+			r = -errno;
+			what = src;
+			break;
+		}
+		for (off_t o_in = data, o_out = data; o_in < hole;) {
+			ssize_t n = copy_file_range(in, &o_in, out, &o_out, (size_t)(hole - o_in), 0);
+
+			if (n <= 0) {
+				r = n < 0 ? -errno : -EIO;
+				break;
+			}
+		}
+		if (r < 0)
+			break;
+		data = hole;
+	}
+out:
+	if (r < 0)
+		snprintf(err, err_size, "copying %s to %s: %s: %s", src, dst, what, strerror(-r));
+out_msg:
+	if (in >= 0)
+		close(in);
+	if (out >= 0) {
+		close(out);
+		if (r < 0)
+			unlink(dst);
+	}
+	return r;
+}

@@ -43,11 +43,16 @@
 #define BACKOFF_RESET_MS 60000
 #define TRANSIENT_ATTEMPTS 5
 #define PROBE_MS 200
+/* The probe between runsc create and start: the sandbox's netstack
+ * answers within a millisecond when it is up. */
+#define PRESTART_PROBE_MS 50
 /* The next pass while a replica started less than FAST_FOR_MS ago is
  * not ready yet (its probe); afterwards the period. */
 #define FAST_PASS_MS 20
 #define FAST_FOR_MS 10000
 #define LAST_LINES_BYTES 1024
+/* A root file system template no live service uses is kept this long. */
+#define TEMPLATE_KEEP_MS (10 * 60 * 1000)
 
 enum replica_state { R_STARTING, R_READY, R_DEAD };
 
@@ -59,7 +64,9 @@ struct replica {
 	char address[48];
 	uint16_t probe_port;
 	int probe_proto; /* 0: no port, else IPPROTO_TCP / IPPROTO_UDP */
-	unsigned int udp_quiet;
+	struct op_udp_readiness udp;
+	enum op_probe_outcome last_probe;
+	bool probed;
 	enum replica_state state;
 	bool ever_ready;
 	int64_t ready_ms;   /* when it became ready (monotonic), 0: not ready */
@@ -101,6 +108,7 @@ struct op_runtime {
 	void *services_ctx;
 
 	struct op_net *net;         /* isolation and publishing (runtime-net.c) */
+	struct op_templates *templates; /* root file system templates (runtime-template.c) */
 	struct replica *replicas;   /* the loop thread's only */
 	struct svc_state *svcs;     /* status guarded by lock */
 	pthread_mutex_t lock;
@@ -346,6 +354,8 @@ static int save_replica(struct op_runtime *rt, const struct replica *rp)
 	jw_kv_uint(w, "restarts", rp->restarts);
 	jw_kv_string(w, "address", rp->address);
 	jw_kv_bool(w, "everReady", rp->ever_ready);
+	/* The UDP probe's evidence (runtime-probe.c): kept for adoption. */
+	jw_kv_bool(w, "udpClosedSeen", rp->udp.closed_seen);
 	jw_object_close(w);
 	r = json_writer_finish(w, &text, &len);
 	if (r == 0)
@@ -472,13 +482,13 @@ static void retire(struct op_runtime *rt, struct replica *rp)
 
 /* ---------------------------------------------------------------- image */
 
-/* Resolves and pulls the pinned image into the content store and unpacks
- * it onto @rootfs (an ext4 image of @limit bytes, @rootfs.img: image plus
- * writable root fit the workload's disk budget).  The image's entrypoint and env
- * are returned for a spec without a command.  *ret_terminal says whether
- * retrying could help. */
-static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t limit, const char *rootfs,
-			  char ***ret_entry, char ***ret_env, bool *ret_terminal, char *err, size_t err_size)
+/* Builds the root file system template of @pinned at @limit bytes
+ * (runtime-template.c): resolves and pulls the pinned image into the
+ * content store, formats a new ext4 image, unpacks the layers onto it
+ * (bounded by @limit), reads the image's entrypoint and env, unmounts.
+ * *ret_terminal says whether retrying could help. */
+static const struct op_template *template_build(struct op_runtime *rt, const char *pinned, uint64_t limit,
+						 bool *ret_terminal, char *err, size_t err_size)
 {
 	FLASH_OPTS(flash_image_opts, o, .content_store = rt->content_store, .ca_file = rt->registry.ca_file,
 		   .credentials = rt->registry.credentials, .n_credentials = rt->registry.n_credentials, .plain_http = rt->registry.plain_http, .timeout_ms = rt->registry.timeout_ms ? rt->registry.timeout_ms : 120000);
@@ -486,14 +496,22 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 	struct flash_image *image = NULL;
 	struct flash_diag *diag = NULL;
 	struct json_value *cfg = NULL;
-	char *blob = NULL, *text = NULL, *img = NULL;
+	const struct op_template *t = NULL;
+	char *blob = NULL, *text = NULL, *img = op_templates_path(rt->templates), *mnt = NULL, **entry = NULL, **env = NULL;
+	bool mounted = false;
 	size_t len = 0;
 	int r;
 
-	*ret_terminal = false;
+	if (!img || asprintf(&mnt, "%s.mnt", img) < 0) {
+		mnt = NULL;
+		snprintf(err, err_size, "%s", strerror(ENOMEM));
+		goto out;
+	}
 	r = flash_diag_new(&diag);
-	if (r < 0)
-		return r;
+	if (r < 0) {
+		snprintf(err, err_size, "%s", strerror(-r));
+		goto out;
+	}
 	r = flash_image_resolve(pinned, &o, &image, diag);
 	if (r == 0)
 		r = flash_image_pull(image, diag);
@@ -504,27 +522,18 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 		*ret_terminal = !op_image_error_transient(r) && r != -EAGAIN;
 		goto out;
 	}
-	if (mkdir(rootfs, 0755) < 0 && errno != EEXIST) {
-		r = -errno;
-		snprintf(err, err_size, "%s: %s", rootfs, strerror(-r));
-		goto out;
-	}
-	if (asprintf(&img, "%s.img", rootfs) < 0) {
-		img = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
 	r = op_storage_create(img, limit, rt->mkfs, err, err_size);
 	if (r == 0)
-		r = op_storage_mount(img, rootfs, err, err_size);
+		r = op_storage_mount(img, mnt, err, err_size);
 	if (r < 0)
 		goto out;
+	mounted = true;
 	for (size_t i = 0; i < flash_image_layer_count(image); i++) {
 		free(blob);
 		blob = NULL;
 		r = flash_image_blob_path(rt->content_store, flash_image_layer_digest(image, i), &blob);
 		if (r == 0)
-			r = flash_image_layer_unpack(blob, rootfs, &uo, diag);
+			r = flash_image_layer_unpack(blob, mnt, &uo, diag);
 		if (r < 0) {
 			const struct flash_diag_entry *e = flash_diag_get(diag, 0);
 
@@ -540,7 +549,7 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 	    util_read_file(blob, FLASH_IMAGE_CONFIG_MAX, &text, &len) == 0 && json_parse(text, len, NULL, &cfg, NULL) == 0) {
 		const struct json_value *c = json_get(cfg, "config");
 		const char *keys[2][2] = { { "Entrypoint", "Cmd" }, { "Env", NULL } };
-		char ***outs[2] = { ret_entry, ret_env };
+		char ***outs[2] = { &entry, &env };
 
 		for (int k = 0; k < 2; k++) {
 			size_t n = 0;
@@ -558,22 +567,74 @@ static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t li
 			*outs[k] = v;
 		}
 	}
-	r = 0;
+	/* Unmounted before any copy: the copies are of a clean file system. */
+	mounted = false;
+	if (umount2(mnt, 0) < 0) {
+		r = -errno;
+		snprintf(err, err_size, "unmounting the template %s: %s", mnt, strerror(-r));
+		umount2(mnt, MNT_DETACH);
+		goto out;
+	}
+	if (op_templates_add(rt->templates, pinned, limit, img, entry, env) == 0) {
+		entry = env = NULL;
+		t = op_templates_find(rt->templates, pinned, limit);
+	} else {
+		snprintf(err, err_size, "%s", strerror(ENOMEM));
+	}
 out:
+	if (mounted)
+		umount2(mnt, MNT_DETACH);
+	if (mnt)
+		rmdir(mnt);
+	if (!t && img)
+		unlink(img);
+	op_strv_free(entry);
+	op_strv_free(env);
 	json_free(cfg);
 	free(text);
 	free(blob);
 	free(img);
+	free(mnt);
 	flash_image_free(image);
 	flash_diag_free(diag);
-	return r;
+	return t;
 }
 
-static void strv_free(char **v)
+/* The replica's root file system: a sparse copy of the template of the
+ * pinned image at @limit bytes (built first when there is none) as
+ * @rootfs.img, mounted on @rootfs (image plus writable root fit the
+ * workload's disk budget).  The image's entrypoint and env are returned
+ * for a spec without a command.  *ret_terminal says whether retrying
+ * could help. */
+static int prepare_rootfs(struct op_runtime *rt, const char *pinned, uint64_t limit, const char *rootfs,
+			  char ***ret_entry, char ***ret_env, bool *ret_terminal, char *err, size_t err_size)
 {
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
+	const struct op_template *t = op_templates_find(rt->templates, pinned, limit);
+	char *img = NULL;
+	bool oom1 = false, oom2 = false;
+	int r;
+
+	*ret_terminal = false;
+	if (!t)
+		t = template_build(rt, pinned, limit, ret_terminal, err, err_size);
+	if (!t)
+		return -EIO;
+	if (mkdir(rootfs, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(err, err_size, "%s: %s", rootfs, strerror(-r));
+		return r;
+	}
+	if (asprintf(&img, "%s.img", rootfs) < 0)
+		return -ENOMEM;
+	r = op_storage_copy(t->path, img, err, err_size);
+	if (r == 0)
+		r = op_storage_mount(img, rootfs, err, err_size);
+	free(img);
+	if (r < 0)
+		return r;
+	*ret_entry = op_strv_dup(t->entry, &oom1);
+	*ret_env = op_strv_dup(t->env, &oom2);
+	return oom1 || oom2 ? -ENOMEM : 0;
 }
 
 /* Is the program @prog in @rootfs (searching the image's PATH for a bare
@@ -661,6 +722,25 @@ static int pidfd_of(pid_t pid)
 #endif
 }
 
+/* The pid runsc wrote to @path (--pid-file); 0 when unreadable. */
+static pid_t pid_file_read(const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	uint64_t v = 0;
+	int r = util_read_file(path, 64, &text, &len);
+
+	if (r == 0) {
+		char *end = NULL;
+
+		errno = 0;
+		v = strtoull(text, &end, 10);
+		r = errno || end == text || (*end && *end != '\n') ? -EINVAL : 0;
+	}
+	free(text);
+	return r == 0 && v > 0 && v <= INT32_MAX ? (pid_t)v : 0;
+}
+
 /* Starts replica @idx of @s.  0, or a negative code with @err saying why
  * and *ret_terminal set when the workload itself is at fault. */
 static int start_replica(struct op_runtime *rt, const struct op_service *s, const struct flash_spec *spec,
@@ -669,7 +749,8 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 {
 	struct replica *rp = calloc(1, sizeof(*rp));
 	char *dir = NULL, *rootfs = NULL, *netns = NULL, *resolv = NULL, *resolv_path = NULL, *config = NULL,
-	     *config_path = NULL, *logp = NULL, **entry = NULL, **ienv = NULL, *volume = NULL, cg[256], status[32];
+	     *config_path = NULL, *logp = NULL, **entry = NULL, **ienv = NULL, *volume = NULL, *pidf = NULL, cg[256],
+	     status[32];
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, r;
 	size_t config_len = 0;
 	uint64_t rootfs_bytes = 0, volume_bytes = 0;
@@ -786,19 +867,33 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 		snprintf(err, err_size, "pipes: %s", strerror(-r));
 		goto fail;
 	}
-	r = runsc(rt, (const char *const[]){ "create", "--bundle", dir, rp->id, NULL }, out[1], errp[1], false, 60000,
-		  NULL, err, err_size);
+	/* The sandbox's pid from --pid-file, not a `runsc state` afterwards
+	 * (one more runsc run: 50-80 ms measured). */
+	pidf = path_join(dir, "sandbox.pid");
+	if (!pidf) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = runsc(rt, (const char *const[]){ "create", "--bundle", dir, "--pid-file", pidf, rp->id, NULL }, out[1],
+		  errp[1], false, 60000, NULL, err, err_size);
 	close(out[1]);
 	close(errp[1]);
 	out[1] = errp[1] = -1;
 	if (r == 0)
 		r = op_log_shim_start(out[0], errp[0], logp, rt->log_max);
+	/* Created, not started: the workload has bound nothing yet, so a UDP
+	 * port-unreachable now shows the probe path carries one (the
+	 * evidence that later silence is a listener, runtime-probe.c). */
+	if (r == 0 && rp->probe_proto == IPPROTO_UDP)
+		(void)op_probe_udp_ready(&rp->udp, op_probe(rp->address, rp->probe_port, IPPROTO_UDP, PRESTART_PROBE_MS));
 	if (r == 0)
 		r = runsc(rt, (const char *const[]){ "start", rp->id, NULL }, -1, -1, true, 60000, NULL, err, err_size);
 	if (r < 0)
 		goto fail;
-	if (runsc_state(rt, rp->id, status, sizeof(status), &rp->pid) == 0)
-		rp->pidfd = pidfd_of(rp->pid);
+	rp->pid = pid_file_read(pidf);
+	if (rp->pid <= 0 && runsc_state(rt, rp->id, status, sizeof(status), &rp->pid) < 0)
+		rp->pid = 0;
+	rp->pidfd = pidfd_of(rp->pid);
 	r = save_replica(rt, rp);
 	if (r < 0) {
 		snprintf(err, err_size, "recording the replica: %s", strerror(-r));
@@ -817,8 +912,8 @@ out:
 	for (int *fd = (int[]){ out[0], out[1], errp[0], errp[1] }, k = 0; k < 4; k++)
 		if (fd[k] >= 0)
 			close(fd[k]);
-	strv_free(entry);
-	strv_free(ienv);
+	op_strv_free(entry);
+	op_strv_free(ienv);
 	free(dir);
 	free(rootfs);
 	free(netns);
@@ -828,50 +923,43 @@ out:
 	free(config_path);
 	free(logp);
 	free(volume);
+	free(pidf);
 	free(rp);
 	return r;
 }
 
 /* ---------------------------------------------------------------- probes */
 
-/* Does the replica's first port answer?  TCP: a connect completes.
- * UDP: an empty datagram gets a reply, or three probes in a row get
- * neither a reply nor a port-unreachable. */
+/* Does the replica's first port answer (runtime-probe.c)?  TCP: a
+ * connect completes.  UDP: a datagram comes back, or the port, seen
+ * closed before (port-unreachable), now swallows datagrams. */
 static bool probe(struct replica *rp)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(rp->probe_port) };
-	bool udp = rp->probe_proto == IPPROTO_UDP, ok = false;
-	int fd;
+	enum op_probe_outcome o;
 
 	if (!rp->probe_proto)
 		return true;
-	if (inet_pton(AF_INET, rp->address, &sa.sin_addr) != 1)
-		return false;
-	fd = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return false;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS)
-		goto out;
-	if (udp && send(fd, "", 0, 0) < 0)
-		goto out;
-	struct pollfd p = { .fd = fd, .events = udp ? POLLIN : POLLOUT };
-	int n = poll(&p, 1, PROBE_MS);
-	int soerr = 0;
-	socklen_t sl = sizeof(soerr);
-	char b[16];
+	o = op_probe(rp->address, rp->probe_port, rp->probe_proto, PROBE_MS);
+	rp->last_probe = o;
+	rp->probed = true;
+	if (rp->probe_proto == IPPROTO_UDP)
+		return op_probe_udp_ready(&rp->udp, o);
+	return o == OP_PROBE_ANSWERED;
+}
 
-	if (n > 0) {
-		if (udp)
-			ok = recv(fd, b, sizeof(b), 0) >= 0;
-		else
-			ok = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0;
-		rp->udp_quiet = 0;
-	} else if (n == 0 && udp) {
-		ok = ++rp->udp_quiet >= 3;
-	}
-out:
-	close(fd);
-	return ok;
+/* Why a starting replica is not ready yet, from its last probe. */
+static void probe_message(const struct replica *rp, char *buf, size_t size)
+{
+	const char *proto = rp->probe_proto == IPPROTO_UDP ? "udp" : "tcp";
+
+	if (rp->probe_proto == IPPROTO_UDP && op_probe_udp_unknown(&rp->udp))
+		snprintf(buf, size, "replica %u: port %u/udp answers nothing and was never seen closed: listening unknown, not ready",
+			 rp->idx, rp->probe_port);
+	else if (rp->last_probe == OP_PROBE_REFUSED)
+		snprintf(buf, size, "replica %u: port %u/%s refused (%s): nothing listens on it yet", rp->idx, rp->probe_port,
+			 proto, rp->probe_proto == IPPROTO_UDP ? "ICMP port-unreachable" : "RST");
+	else if (rp->last_probe == OP_PROBE_SILENT && rp->probe_proto == IPPROTO_TCP)
+		snprintf(buf, size, "replica %u: port %u/tcp: no answer to a connect yet", rp->idx, rp->probe_port);
 }
 
 /* Has the replica's sandbox exited? */
@@ -1171,6 +1259,8 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 				rp->ever_ready = true;
 				save_replica(rt, rp);
 			}
+		} else if (rp->state == R_STARTING && rp->probed && rp->gen == s->generation) {
+			probe_message(rp, ss->message, sizeof(ss->message));
 		}
 		pp = &rp->next;
 	}
@@ -1252,7 +1342,7 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 	st.wanted = want;
 	st.ready_replicas = ready;
 	st.restarts = restarts;
-	st.ready = all_ready && ss->failed_gen != s->generation;
+	st.ready = all_ready && !suspended && ss->failed_gen != s->generation; /* suspended: stopped, not done */
 	snprintf(st.phase, sizeof(st.phase), "%s",
 		 ss->failed_gen == s->generation ? "failed" : suspended ? "suspended" : want == 0 ? "stopped" :
 		 all_ready ? "ready" : "provisioning");
@@ -1343,6 +1433,11 @@ static void reconcile(struct op_runtime *rt)
 			live[i] = list[i]->id;
 		if (live)
 			op_runtime_net_prune(rt->net, live, n); /* deleted services withdrawn */
+		/* Templates of images no live service runs go. */
+		for (size_t i = 0; live && i < n; i++)
+			live[i] = list[i]->image_pinned;
+		if (live)
+			op_templates_prune(rt->templates, live, n, mono_ms(), TEMPLATE_KEEP_MS);
 		free(live);
 	}
 	/* Replicas of deleted services go; so does their status and logs. */
@@ -1490,6 +1585,8 @@ static void adopt(struct op_runtime *rt)
 			snprintf(rp->address, sizeof(rp->address), "%s", json_string_value(json_get(root, "address")) ?: "");
 			if (json_get_bool(json_get(root, "everReady"), &b) == 0)
 				rp->ever_ready = b;
+			if (json_get_bool(json_get(root, "udpClosedSeen"), &b) == 0)
+				rp->udp.closed_seen = b;
 		}
 		free(text);
 		json_free(root);
@@ -1669,6 +1766,16 @@ int op_runtime_start(const struct op_runtime_opts *opts, struct op_runtime **ret
 		if (r < 0)
 			goto fail;
 	}
+	{
+		char *td = path_join(rt->dir, "templates");
+
+		r = td ? op_templates_new(td, &rt->templates) : -ENOMEM;
+		if (r < 0)
+			snprintf(err, err_size, "%s: %s", td ? td : rt->dir, strerror(-r));
+		free(td);
+		if (r < 0)
+			goto fail;
+	}
 	adopt(rt);
 	if (pthread_create(&rt->thread, NULL, loop, rt) != 0) {
 		r = -EAGAIN;
@@ -1719,6 +1826,7 @@ void op_runtime_stop(struct op_runtime *rt)
 		op_net_masquerade_stop(rt->net, err, sizeof(err)); /* nothing to report it to */
 	}
 	op_net_free(rt->net);
+	op_templates_free(rt->templates);
 	free(rt->dir);
 	free(rt->runsc);
 	free(rt->cni_bin);

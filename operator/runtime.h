@@ -26,7 +26,9 @@
  * /root volume root.img mounted on root/, shared by the service's
  * replicas, kept across replica and operator restarts, removed with the
  * service), logs/SERVICE/N.log (+ N.log.1, rotated), runsc/ (runsc
- * --root), images/ (the content store).
+ * --root), images/ (the content store), templates/ (per pinned image and
+ * root size, the unpacked image on an ext4 image each replica's root is a
+ * sparse copy of; runtime-template.c).
  */
 #ifndef FLASH_OPERATOR_RUNTIME_H
 #define FLASH_OPERATOR_RUNTIME_H

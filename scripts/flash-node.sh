@@ -11,8 +11,9 @@
 #   start_op             (re)starts flash-operator with its runtime (the /root
 #                        volumes when PERSISTENCE=true)
 #   fc ARGS...           flashctl for org-1/p-1 against it
-#   wait_phase NAME PHASE SECONDS   polls get until status.phase is PHASE
-#                        (the answer in $T/get.json)
+#   wait_phase NAME PHASE SECONDS [FLASHCTL]   polls get (through the
+#                        function FLASHCTL, default fc) until status.phase
+#                        is PHASE (the answer in $T/get.json)
 #   udp_echo ADDR PORT TEXT         what comes back within a second
 AGENT= OP=
 
@@ -68,7 +69,7 @@ JSON
 wait_phase() {
 	i=0
 	while :; do
-		fc -o json get "$1" >"$T/get.json" 2>/dev/null || true
+		${4:-fc} -o json get "$1" >"$T/get.json" 2>/dev/null || true
 		[ "$(jq -r .status.phase "$T/get.json" 2>/dev/null)" = "$2" ] && return 0
 		i=$((i + 1)); [ $i -lt $(($3 * 20)) ] || { cat "$T/get.json"; node_fail "$1 never became $2"; }
 		sleep 0.05

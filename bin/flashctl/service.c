@@ -321,11 +321,18 @@ static int resolve(struct ctx *x, const char *what, char *ret, size_t size)
 	return status;
 }
 
+/* --wait polls 20 ms after the answer, doubling up to 500 ms: a replica
+ * is ready about 0.5 s after its create (bench/flash), which a poll each
+ * second would see only at 1 s. */
+#define WAIT_POLL_FIRST_MS 20u
+#define WAIT_POLL_MAX_MS 500u
+
 /* --wait: polls get until ready or failed, showing each new phase. */
 static int wait_ready(struct ctx *x, const char *id, unsigned int timeout_s)
 {
 	char last[64] = "";
 	time_t end = time(NULL) + timeout_s;
+	unsigned int pause_ms = WAIT_POLL_FIRST_MS;
 
 	for (;;) {
 		struct flash_client_response *resp = NULL;
@@ -361,7 +368,8 @@ static int wait_ready(struct ctx *x, const char *id, unsigned int timeout_s)
 				last);
 			return EXIT_WAIT_TIMEOUT;
 		}
-		sleep(1);
+		nanosleep(&(struct timespec){ .tv_sec = pause_ms / 1000, .tv_nsec = (long)(pause_ms % 1000) * 1000000 }, NULL);
+		pause_ms = pause_ms * 2 > WAIT_POLL_MAX_MS ? WAIT_POLL_MAX_MS : pause_ms * 2;
 	}
 }
 

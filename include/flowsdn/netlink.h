@@ -87,6 +87,13 @@ struct flowsdn_veth_config {
 	 * traffic entering the node (replies from elsewhere) reach the
 	 * endpoint through them (and its to_container program). */
 	bool host_routes;
+	/* Set net.ipv4.conf.HOST_IFNAME.accept_local=1 on the host side: a
+	 * packet arriving from the endpoint whose source is one of the node's
+	 * own addresses is taken, not dropped as a martian.  Egress mode
+	 * "stack" needs it for reverse-translated NodePort replies of
+	 * per-packet translated (gVisor) endpoints, whose source is the
+	 * node's address. */
+	bool host_accept_local;
 };
 
 /* What was built. */
@@ -200,6 +207,14 @@ FLOWSDN_API bool flowsdn_netlink_ifname_valid(const char *name);
  * -FLOWSDN_E_NL_SOCKET when no sock_diag socket can be opened. */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sock_destroy(const struct flowsdn_addr *peer, uint16_t port,
 							  uint8_t protocol, size_t *ret_count);
+/* flowsdn_netlink_sock_destroy() for the sockets of the network namespace
+ * at @netns_path (an endpoint's: /proc/PID/ns/net, /var/run/netns/X),
+ * whose processes reach services through the socket LB: a helper thread
+ * enters it to open the sock_diag socket, the caller's thread stays where
+ * it is.  -FLOWSDN_E_NL_NETNS when @netns_path is not a namespace; else
+ * as flowsdn_netlink_sock_destroy(). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sock_destroy_netns(const char *netns_path, const struct flowsdn_addr *peer,
+								uint16_t port, uint8_t protocol, size_t *ret_count);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,8 @@
 #     (--replica, --since, -o json; -f follows across the operator's
 #     restart until the delete);
 #   - a workload whose command the image lacks fails with that reason;
+#   - a UDP workload whose process does not bind its declared port (the
+#     echo listening on another one) never becomes ready, and says why;
 #   - flash-operator SIGKILLed and restarted adopts the running replica
 #     (same sandbox, no restart) and converges;
 #   - delete removes container, netns and bundle.
@@ -37,6 +39,7 @@ spec() { # COMMAND-JSON
 }
 spec '["/usr/local/bin/flash-udp-echo"]' >"$T/echo.json"
 spec '["/usr/local/bin/no-such-program"]' >"$T/bad.json"
+spec '["/usr/local/bin/flash-udp-echo"]' | jq -c '.env.FLASH_ECHO_LISTEN = "0.0.0.0:7778"' >"$T/deaf.json"
 
 fc create --name echo --spec "$T/echo.json" >/dev/null || fail "create echo"
 wait_phase echo ready 60
@@ -66,6 +69,23 @@ wait_phase bad failed 30
 jq -r .status.message "$T/get.json" | grep -q "the image has no executable /usr/local/bin/no-such-program" ||
 	{ cat "$T/get.json"; fail "failure reason"; }
 echo "ok: a missing binary is a service error with its reason"
+
+# Running, bound to 7778, probed on its declared 7777/udp: gVisor answers
+# port-unreachable, so it is not ready however long it runs.
+fc create --name deaf --spec "$T/deaf.json" >/dev/null || fail "create deaf"
+i=0
+until grep -qs ' stdout flash-udp-echo: listening on 0.0.0.0:7778/udp$' "$T"/rt/logs/*/0.log; do
+	i=$((i + 1)); [ $i -lt 300 ] || fail "deaf never started"
+	sleep 0.1
+done
+sleep 3
+fc -o json get deaf >"$T/get.json" || fail "get deaf"
+[ "$(jq -r .status.phase "$T/get.json")" = provisioning ] && [ "$(jq -r '.status.replicas_ready' "$T/get.json")" = 0 ] && [ "$(jq -r '.status.replicas[0].state' "$T/get.json")" = starting ] ||
+	{ cat "$T/get.json"; fail "a replica that does not bind its UDP port became ready"; }
+jq -r .status.message "$T/get.json" | grep -q "port 7777/udp refused (ICMP port-unreachable): nothing listens on it yet" ||
+	{ cat "$T/get.json"; fail "the not-ready reason"; }
+fc delete deaf >/dev/null || fail "delete deaf"
+echo "ok: a UDP workload that does not bind its declared port is not ready (port-unreachable), and says so"
 
 # SIGKILL, restart: the replica is adopted, not restarted.
 kill -9 "$OP"; wait "$OP" 2>/dev/null || true; OP=

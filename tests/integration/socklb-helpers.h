@@ -480,9 +480,11 @@ static inline size_t socklb_map_count(const struct socklb_node *nd, const char *
 }
 
 /* A connected TCP (@type SOCK_STREAM) or UDP (SOCK_DGRAM) socket from the
- * cgroup to @ip:@port, kept open by a child after a first exchange;
- * returns its handle for socklb_hold_ping(). */
-static inline int socklb_hold(struct socklb_node *nd, int type, const char *ip, int port)
+ * cgroup to @ip:@port, kept open by a child after a first exchange,
+ * made in the netns at @netns (NULL: the node's, as a host process; else
+ * as a process of a runc-style endpoint); returns its handle for
+ * socklb_hold_ping(). */
+static inline int socklb_hold_in(struct socklb_node *nd, const char *netns, int type, const char *ip, int port)
 {
 	int cmd[2], res[2];
 	struct socklb_hold *h;
@@ -501,6 +503,13 @@ static inline int socklb_hold(struct socklb_node *nd, int type, const char *ip, 
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		socklb_join(nd);
+		if (netns) {
+			int nfd = open(netns, O_RDONLY | O_CLOEXEC);
+
+			if (nfd < 0 || setns(nfd, CLONE_NEWNET) < 0)
+				_exit(126);
+			close(nfd);
+		}
 		fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
 		set_timeouts(fd, 2000);
 		if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0 ||
@@ -530,6 +539,11 @@ static inline int socklb_hold(struct socklb_node *nd, int type, const char *ip, 
 	cr_assert(read(h->res, &c, 1) == 1, "held connection failed");
 	nd->n_hold++;
 	return (int)(nd->n_hold - 1);
+}
+
+static inline int socklb_hold(struct socklb_node *nd, int type, const char *ip, int port)
+{
+	return socklb_hold_in(nd, NULL, type, ip, port);
 }
 
 /* 0 when the held socket @h still exchanges, else the errno it got. */

@@ -213,3 +213,28 @@ Test(netlink, veth_delete_from_inside_the_netns, .init = setup, .fini = teardown
 	ASSERT_ERR(flowsdn_netlink_veth_delete(NULL, "eth0", err), -EINVAL, "no netns");
 	ASSERT_ERR(flowsdn_netlink_veth_delete(ns.path, "a/b", err), -EINVAL, "bad name");
 }
+
+/* host_accept_local: accept_local on the host side only (not on "all",
+ * not inside); without it the host side keeps the default 0. */
+Test(netlink, host_accept_local_on_the_host_side_only, .init = setup, .fini = teardown, .timeout = 60)
+{
+	struct flowsdn_prefix a[1] = { pfx("10.201.0.9/32") };
+	struct flowsdn_veth v;
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
+
+	FLOWSDN_OPTS(flowsdn_veth_config, cfg, .netns_path = ns.path, .host_ifname = "fsdn9", .ifname = "eth0",
+		     .addrs = a, .n_addrs = 1, .host_routes = true, .host_accept_local = true);
+	int r = flowsdn_netlink_veth_setup(&cfg, &v, err);
+
+	cr_assert(r == 0, "setup: %s (%s)", flowsdn_strerror(r), flowsdn_test_messages(err));
+	cr_assert(system("grep -qx 1 /proc/sys/net/ipv4/conf/fsdn9/accept_local") == 0, "host side accepts local");
+	cr_assert(system("grep -qx 0 /proc/sys/net/ipv4/conf/all/accept_local") == 0, "not on all");
+	cr_assert(shows(ns.path, "cat /proc/sys/net/ipv4/conf/eth0/accept_local", "0"), "not inside");
+	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn9", &a[0].addr, 1, err), "teardown");
+
+	cfg.host_accept_local = false;
+	r = flowsdn_netlink_veth_setup(&cfg, &v, err);
+	cr_assert(r == 0, "setup: %s (%s)", flowsdn_strerror(r), flowsdn_test_messages(err));
+	cr_assert(system("grep -qx 0 /proc/sys/net/ipv4/conf/fsdn9/accept_local") == 0, "off unless asked");
+	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn9", &a[0].addr, 1, err), "teardown");
+}

@@ -8,7 +8,9 @@
  * IPv4-mapped IPv6; getpeername and UDP replies show the frontend;
  * affinity; selection switched live from random to Maglev; terminating
  * backends get no new flows while their connections go on; a service
- * without backend refuses; a process outside the cgroup is not translated.
+ * without backend refuses; a process outside the cgroup is not translated;
+ * a removed UDP backend's client sockets are destroyed, a host process's
+ * and a runc-style endpoint's (in its own netns).
  *
  * Each test runs in its own process that first becomes its own node
  * (private netns + mount ns, netns-helpers.h); the cgroup is removed in
@@ -247,6 +249,51 @@ Test(socklb, removed_udp_backend_client_gets_an_error)
 	cr_assert(r == ECONNABORTED || r == EDESTADDRREQ, "the client's next call fails, got %s", strerror(r));
 	socklb_run(&node, SOCKLB_UDP_CONNECTED, "10.96.0.80", 53, 1, &res);
 	cr_assert(res.err == 0 && res.who[0] == '3', "a new socket reaches the remaining backend");
+}
+
+/* Item 5 in an endpoint's netns: a runc-style endpoint (a netns routed
+ * through the node) whose process's UDP socket the socket LB connected
+ * to B2.  The agent's own netns holds no such socket; searching the
+ * endpoint's netns (a helper thread opens the sock_diag socket there)
+ * destroys it, and the caller's netns stays the node's. */
+Test(socklb, removed_udp_backend_client_in_endpoint_netns_gets_an_error)
+{
+	struct test_ns ep;
+	struct flowsdn_addr b2;
+	char cmd[256], before[64] = { 0 }, after[64] = { 0 };
+	size_t n = 99;
+	int held, r;
+
+	ns_spawn(&ep);
+	snprintf(cmd, sizeof(cmd), "ip link add fsl1 type veth peer name eth0 netns %d", (int)ep.pid);
+	cr_assert(system(cmd) == 0, "%s", cmd);
+	cr_assert(system("ip addr add 10.211.0.1/24 dev fsl1 && ip link set fsl1 up && "
+			 "echo 1 > /proc/sys/net/ipv4/ip_forward") == 0, "node side of the endpoint");
+	cr_assert(run_in(ep.path, "ip addr add 10.211.0.2/24 dev eth0 && ip link set eth0 up && "
+				  "ip route add default via 10.211.0.1") == 0, "endpoint side");
+	cr_assert(run_in(node.ns.path, "ip route add 10.211.0.0/24 via 10.210.1.1") == 0, "backends route back");
+	socklb_publish(&node, 1, "10.96.0.81", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, NULL);
+	held = socklb_hold_in(&node, ep.path, SOCK_DGRAM, "10.96.0.81", 53);
+	cr_assert_eq(socklb_hold_ping(&node, held), 0, "the endpoint's UDP client exchanges with B2");
+	socklb_publish(&node, 1, "10.96.0.81", 53, IPPROTO_UDP, SOCKLB_B3, 0, 0, NULL);
+	ASSERT_OK(flowsdn_addr_parse("10.210.1.2", 10, &b2), "addr");
+	r = flowsdn_netlink_sock_destroy(&b2, SOCKLB_PORT, IPPROTO_UDP, &n);
+	if (r == -EOPNOTSUPP)
+		cr_skip_test("the kernel has no CONFIG_INET_DIAG_DESTROY");
+	ASSERT_OK(r, "sock destroy in the node's netns");
+	cr_assert_eq(n, 0, "the endpoint's socket is not in the node's netns");
+	cr_assert_eq(socklb_hold_ping(&node, held), 0, "still exchanging");
+	ASSERT_ERR(flowsdn_netlink_sock_destroy_netns("/tmp", &b2, SOCKLB_PORT, IPPROTO_UDP, &n), -FLOWSDN_E_NL_NETNS,
+		   "not a namespace");
+	cr_assert(readlink("/proc/thread-self/ns/net", before, sizeof(before) - 1) > 0);
+	n = 0;
+	ASSERT_OK(flowsdn_netlink_sock_destroy_netns(ep.path, &b2, SOCKLB_PORT, IPPROTO_UDP, &n), "in the endpoint");
+	cr_assert_eq(n, 1, "the endpoint's socket was found and destroyed (%zu)", n);
+	cr_assert(readlink("/proc/thread-self/ns/net", after, sizeof(after) - 1) > 0);
+	cr_assert(!strncmp(before, after, sizeof(before)), "the caller's thread stayed in its netns");
+	r = socklb_hold_ping(&node, held);
+	cr_assert(r == ECONNABORTED || r == EDESTADDRREQ, "the client's next call fails, got %s", strerror(r));
+	ns_kill(&ep);
 }
 
 /* @n services 10.97.i/256.i%256:80 -> backend B2 (or B3 for odd i), set

@@ -42,7 +42,7 @@
 /* The fake kernel: a table of host interfaces. */
 #define FAKE_MAX 64
 struct fake_if {
-	bool used, attached, published;
+	bool used, attached, published, accept_local;
 	char host[16], ifname[16], netns[256];
 	int ifindex;
 	uint32_t flags; /* endpoint_info flags last published */
@@ -140,6 +140,7 @@ static int f_veth_setup_locked(const struct flowsdn_veth_config *cfg, struct flo
 		snprintf(f->host, sizeof(f->host), "%s", cfg->host_ifname);
 		snprintf(f->ifname, sizeof(f->ifname), "%s", cfg->ifname);
 		snprintf(f->netns, sizeof(f->netns), "%s", cfg->netns_path);
+		f->accept_local = cfg->host_accept_local;
 		f->ifindex = ++fk.next_ifindex;
 		memset(ret, 0, sizeof(*ret));
 		ret->host_ifindex = f->ifindex;
@@ -401,17 +402,22 @@ static const struct agent_ops fake_ops = {
 	.dp_remove = f_dp_remove,
 };
 
-static struct agent_config *config(const char *pools)
+static struct agent_config *config_extra(const char *pools, const char *extra)
 {
 	struct agent_config *c = NULL;
 	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	char *json = NULL;
 
-	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":%s}", dir, dir,
-			   pools ? pools : "[\"10.9.0.0/29\",\"fd00:9::/125\"]") > 0);
+	cr_assert(asprintf(&json, "{\"socket\":\"%s/sock\",\"state-dir\":\"%s/state\",\"pools\":%s%s}", dir, dir,
+			   pools ? pools : "[\"10.9.0.0/29\",\"fd00:9::/125\"]", extra) > 0);
 	ASSERT_OK(agent_config_parse(json, strlen(json), &c, d), test_engine_text(d));
 	free(json);
 	return c;
+}
+
+static struct agent_config *config(const char *pools)
+{
+	return config_extra(pools, "");
 }
 
 static struct agent_core *core_start(void)
@@ -1790,6 +1796,26 @@ Test(agent_http, policy_lookup_names_the_deciding_rule, .timeout = 30)
 	cr_assert(strstr(out, "peer: not an IPv4 or IPv6 address"), "%s", out);
 	cr_assert_eq(http_call(s.sock, "GET", "/v1/policy/lookup", NULL, out, sizeof(out)), 405, "%s", out);
 	unserve(&s);
+}
+
+/* Egress mode stack: each endpoint's host veth accepts the node's own
+ * addresses as source (reverse-translated NodePort replies); mode fib
+ * leaves accept_local alone. */
+Test(agent_core, stack_mode_sets_accept_local_on_the_host_veth)
+{
+	struct agent_config *c = config_extra(NULL, ",\"egress-mode\":\"stack\"");
+	struct agent_core *core = NULL;
+	struct agent_api_endpoint a, b;
+
+	ASSERT_OK(agent_core_new(c, &fake_ops, NULL, &core), "core in stack mode");
+	agent_config_free(c);
+	ASSERT_OK(add(core, "alpha", "/fake/ns/11", &a), "ADD");
+	cr_assert(fake_by_host(a.host_ifname) && fake_by_host(a.host_ifname)->accept_local, "stack: accept_local");
+	agent_core_free(core);
+	core = core_start();
+	ASSERT_OK(add(core, "beta", "/fake/ns/12", &b), "ADD");
+	cr_assert(fake_by_host(b.host_ifname) && !fake_by_host(b.host_ifname)->accept_local, "fib: no accept_local");
+	agent_core_free(core);
 }
 
 /* issue 15 item 6: the host firewall's routes, its refusals, the

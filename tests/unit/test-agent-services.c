@@ -101,6 +101,46 @@ static int f_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t port, 
 	return 0;
 }
 
+/* Namespaces searched by sock_destroy_netns, in call order. */
+static struct {
+	unsigned int calls;
+	char paths[8][64];
+	uint16_t port;
+} fn;
+
+static int f_destroy_netns(void *ctx, const char *netns, const struct flowsdn_addr *peer, uint16_t port,
+			   uint8_t protocol, size_t *ret)
+{
+	(void)ctx;
+	(void)peer;
+	cr_assert_eq(protocol, IPPROTO_UDP);
+	if (fn.calls < 8)
+		snprintf(fn.paths[fn.calls], sizeof(fn.paths[0]), "%s", netns);
+	fn.calls++;
+	fn.port = port;
+	*ret = 2;
+	return 0;
+}
+
+/* Three endpoints: two interfaces of one runc-style netns, one sandbox
+ * translated per packet (no host sockets). */
+static int f_endpoints(void *userdata, struct agent_api_endpoint **ret, size_t *ret_n)
+{
+	struct agent_api_endpoint *v = calloc(3, sizeof(*v));
+
+	cr_assert_str_eq(userdata, "core");
+	cr_assert(v);
+	snprintf(v[0].netns, sizeof(v[0].netns), "/proc/100/ns/net");
+	v[0].netns_ino = 4026530001;
+	v[1] = v[0];
+	snprintf(v[2].netns, sizeof(v[2].netns), "/proc/200/ns/net");
+	v[2].netns_ino = 4026530002;
+	v[2].svc_translation = FLOWSDN_CNI_SVC_PACKET;
+	*ret = v;
+	*ret_n = 3;
+	return 0;
+}
+
 /* Source ranges written per backend set (the last call). */
 static struct {
 	unsigned int calls;
@@ -127,6 +167,7 @@ static int f_srcrange(void *ctx, struct flowsdn_datapath *dp, uint32_t svc_id, c
 static const struct agent_ops fake_ops = {
 	.dp_srcrange_set = f_srcrange,
 	.sock_destroy = f_destroy,
+	.sock_destroy_netns = f_destroy_netns,
 	.dp_service_publish = f_publish,
 	.dp_service_remove = f_remove,
 	.dp_socklb_attach = f_attach,
@@ -520,6 +561,35 @@ Test(agent_services, removed_udp_backend_sockets_are_destroyed)
 	ASSERT_OK(put(s, "fs-00000000000000000000000000000001", WEB "}", out, sizeof(out)), out);
 	ASSERT_OK(agent_services_delete(s, "fs-00000000000000000000000000000001", NULL), "delete");
 	cr_assert_eq(fk.destroys, 2);
+	cr_assert_eq(fn.calls, 0, "no endpoint source set: the agent's own netns only");
+	agent_services_free(s);
+}
+
+/* The sockets of a removed UDP backend are searched for in every
+ * endpoint netns whose sockets are the host kernel's too (once per
+ * namespace), not in those of sandboxes translated per packet. */
+Test(agent_services, removed_udp_backend_sockets_destroyed_in_endpoint_netns)
+{
+	struct agent_services *s = start(NULL);
+	char out[4096];
+	static const char two[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.54\",\"port\":53,"
+				  "\"protocol\":\"UDP\"}],\"backends\":[{\"address\":\"10.0.0.7\",\"port\":5355},"
+				  "{\"address\":\"10.0.0.8\",\"port\":5356}]}";
+	static const char one[] = "{\"frontends\":[{\"type\":\"ClusterIP\",\"address\":\"10.96.0.54\",\"port\":53,"
+				  "\"protocol\":\"UDP\"}],\"backends\":[{\"address\":\"10.0.0.7\",\"port\":5355}]}";
+
+	memset(&fn, 0, sizeof(fn));
+	agent_services_set_endpoints(s, f_endpoints, "core");
+	ASSERT_OK(put(s, "fs-00000000000000000000000000000054", two, out, sizeof(out)), out);
+	cr_assert_eq(fn.calls, 0);
+	ASSERT_OK(put(s, "fs-00000000000000000000000000000054", one, out, sizeof(out)), out);
+	cr_assert_eq(fk.destroyed_port, 5356, "the agent's own netns");
+	cr_assert_eq(fn.calls, 1, "one call for the two interfaces of one netns, none for the sandbox");
+	cr_assert_str_eq(fn.paths[0], "/proc/100/ns/net");
+	cr_assert_eq(fn.port, 5356);
+	ASSERT_OK(agent_services_delete(s, "fs-00000000000000000000000000000054", NULL), "delete");
+	cr_assert_eq(fn.calls, 2, "and the last backend's on DELETE");
+	cr_assert_eq(fn.port, 5355);
 	agent_services_free(s);
 }
 
@@ -794,4 +864,49 @@ Test(agent_services, duplicate_config_ids_named_after_the_first)
 	e = diag_first_error(d);
 	cr_assert_str_eq(e->path, "services[2].id");
 	cr_assert(strstr(e->message, "services[0]"), "names the first: %s", e->message);
+}
+
+/* The configuration's services are read once into a model that the
+ * output, the copies and the start all use: the output shows every field
+ * (defaults filled in, no ids), reads back to the same output, a copy
+ * shows the same, and a copy starts the same services after the
+ * original is gone. */
+Test(agent_services, config_services_read_once_shown_and_shared)
+{
+	struct agent_config *c = config(",\"services\":[{\"id\":\"" SVC(7) "\",\"svcId\":99,\"frontends\":[{\"type\":"
+					"\"ClusterIP\",\"address\":\"10.96.7.1\",\"port\":53,\"protocol\":\"UDP\"}],"
+					"\"backends\":[{\"address\":\"10.0.7.1\",\"port\":5353,\"weight\":3}],"
+					"\"selection\":\"maglev\"}]");
+	struct agent_config *again = NULL, *copy = NULL;
+	struct agent_services *s = NULL;
+	char *f1 = NULL, *f2 = NULL, *f3 = NULL, *json;
+	int err;
+
+	ASSERT_OK(agent_config_format(c, &f1), "format");
+	cr_assert(strstr(f1, "\"id\": \"" SVC(7) "\""), "%s", f1);
+	cr_assert(strstr(f1, "\"weight\": 3") && strstr(f1, "\"state\": \"active\"") && strstr(f1, "\"node\": \"local\""),
+		  "every backend field: %s", f1);
+	cr_assert(strstr(f1, "\"selection\": \"maglev\"") && strstr(f1, "\"sessionAffinity\""), "every field: %s", f1);
+	cr_assert_null(strstr(f1, "svcId"), "no ids in the configuration's form: %s", f1);
+	cr_assert_null(strstr(f1, "backendIds"), "no ids in the configuration's form: %s", f1);
+	ASSERT_OK(agent_config_parse(f1, strlen(f1), &again, NULL), "the output reads back");
+	ASSERT_OK(agent_config_format(again, &f2), "format again");
+	cr_assert_str_eq(f1, f2);
+	ASSERT_OK(agent_config_dup(c, &copy), "dup");
+	agent_config_free(c);
+	ASSERT_OK(agent_config_format(copy, &f3), "format the copy");
+	cr_assert_str_eq(f1, f3);
+	ASSERT_OK(agent_services_new(copy, &fake_ops, NULL, FAKE_DP, &s), "start from the copy");
+	cr_assert_eq(agent_services_count(s), 1);
+	json = get(s, SVC(7), &err);
+	ASSERT_OK(err, "the service started");
+	cr_assert(strstr(json, "\"svcId\":1,"), "the configuration's svcId is not taken: %s", json);
+	cr_assert(strstr(json, "\"weight\":3"), "%s", json);
+	free(json);
+	agent_services_free(s);
+	agent_config_free(copy);
+	agent_config_free(again);
+	free(f1);
+	free(f2);
+	free(f3);
 }

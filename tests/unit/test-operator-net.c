@@ -63,13 +63,19 @@ static void node_up(struct node *n)
 	ASSERT_OK(agent_http_start(n->core, &n->http), "agent http");
 }
 
-static void net_up(struct node *n)
+static void net_up_verify(struct node *n, unsigned int verify_ms)
 {
 	char rt[96], err[512] = "";
-	struct op_net_opts o = { .dir = rt, .agent_socket = n->sock, .resolv_conf = "nameserver 192.0.2.53\n" };
+	struct op_net_opts o = { .dir = rt, .agent_socket = n->sock, .resolv_conf = "nameserver 192.0.2.53\n",
+				 .verify_ms = verify_ms };
 
 	snprintf(rt, sizeof(rt), "%s/rt", dir);
 	cr_assert(op_net_new(&o, &n->net, err, sizeof(err)) == 0, "op_net_new: %s", err);
+}
+
+static void net_up(struct node *n)
+{
+	net_up_verify(n, 0);
 }
 
 static void node_down(struct node *n)
@@ -369,4 +375,78 @@ Test(operator_net, cluster_ips_need_an_ipv4_range_of_32)
 	flash_spec_free(v.spec);
 	node_down(&n);
 	flash_operator_config_free(c);
+}
+
+/* Resync: what the agent lost behind the operator's back (a DELETE, an
+ * agent restarted on an empty state dir) is PUT again by the first call
+ * after the verification period, and only then. */
+Test(operator_net, lost_objects_are_put_again_after_the_verification_period)
+{
+	struct agent_client_opts ao;
+	struct agent_client_err ae = { 0 };
+	struct json_value *root = NULL;
+	struct node n = { 0 };
+	struct svc v;
+	char err[1024] = "", ns[21], path[160], deny[160], cmd[160], *p_udp, *p_tcp;
+	const char *ready[] = { "10.244.9.5" };
+
+	node_up(&n);
+	net_up_verify(&n, 300);
+	svc_init(&v, spec_two_ports, 2, "d1");
+	op_net_namespace("org-1", ns);
+	p_udp = port_path("udp", "game-udp");
+	p_tcp = port_path("tcp", "admin");
+	snprintf(deny, sizeof(deny), "/v1/policy/%s/%s-deny", ns, SVC_ID);
+	cr_assert(op_runtime_net_service(n.net, &v.s, v.spec, ready, 1, err, sizeof(err)) == 0, "%s", err);
+	usleep(350 * 1000);
+	cr_assert(op_runtime_net_service(n.net, &v.s, v.spec, ready, 1, err, sizeof(err)) == 0, "%s", err);
+	cr_assert_eq(op_runtime_net_resyncs(n.net), 0, "nothing lost, nothing PUT again");
+
+	/* A DELETE behind its back: still missing until the period is over. */
+	ao = (struct agent_client_opts){ .socket = n.sock };
+	ASSERT_OK(agent_client_call(&ao, "DELETE", p_udp, NULL, &root, &ae), "DELETE the UDP service");
+	json_free(root);
+	root = NULL;
+	ASSERT_OK(agent_client_call(&ao, "DELETE", deny, NULL, &root, &ae), "DELETE the deny tier");
+	json_free(root);
+	root = NULL;
+	cr_assert(op_runtime_net_service(n.net, &v.s, v.spec, ready, 1, err, sizeof(err)) == 0, "%s", err);
+	free(agent_get(&n, p_udp, 404));
+	usleep(350 * 1000);
+	cr_assert(op_runtime_net_service(n.net, &v.s, v.spec, ready, 1, err, sizeof(err)) == 0, "%s", err);
+	free(agent_get(&n, deny, 200));
+	{
+		char *body = agent_get(&n, p_udp, 200);
+
+		cr_assert(strstr(body, "\"address\":\"10.244.9.5\",\"port\":7777"), "backends again: %s", body);
+		free(body);
+	}
+	cr_assert_eq(op_runtime_net_resyncs(n.net), 2, "the policies and one service PUT again");
+
+	/* The agent restarted on an empty state dir: everything again. */
+	agent_http_stop(n.http);
+	agent_core_free(n.core);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/state", dir);
+	cr_assert(system(cmd) == 0);
+	node_up(&n);
+	free(agent_get(&n, p_tcp, 404));
+	usleep(350 * 1000);
+	cr_assert(op_runtime_net_service(n.net, &v.s, v.spec, ready, 1, err, sizeof(err)) == 0, "%s", err);
+	free(agent_get(&n, p_udp, 200));
+	free(agent_get(&n, p_tcp, 200));
+	free(agent_get(&n, deny, 200));
+	snprintf(path, sizeof(path), "/v1/policy/%s/%s", ns, SVC_ID);
+	free(agent_get(&n, path, 200));
+	{
+		char *body = agent_get(&n, "/v1/namespace", 200);
+
+		cr_assert(strstr(body, ns), "the namespace again: %s", body);
+		free(body);
+	}
+	cr_assert_eq(op_runtime_net_resyncs(n.net), 5, "policies and two services: %llu",
+		     (unsigned long long)op_runtime_net_resyncs(n.net));
+	free(p_udp);
+	free(p_tcp);
+	flash_spec_free(v.spec);
+	node_down(&n);
 }

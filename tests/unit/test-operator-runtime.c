@@ -2,10 +2,12 @@
 /*
  * The runtime's pieces that need no privileges: the OCI bundle config of a
  * replica, its resolv.conf, the log time format, running a program with a
- * deadline, and the log shim's rotated, timestamped stream lines.
+ * deadline, the log shim's rotated, timestamped stream lines, the readiness
+ * probes (over loopback), root file system templates and the sparse copy.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,4 +276,195 @@ Test(storage, budget_split)
 	cr_assert(vol == 0 && rootfs == GiB - 10 * MiB + OP_STORAGE_MIN_BYTES, "10 MiB left: no volume, room for the image");
 	op_storage_split(GiB, 2 * GiB, false, &rootfs, &vol);
 	cr_assert(vol == 0 && rootfs == 2 * GiB + OP_STORAGE_MIN_BYTES, "never below the image");
+}
+
+/* ---------------------------------------------------------------- probes */
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+/* A socket of @type bound on 127.0.0.1 (port chosen by the kernel). */
+static int bound(int type, uint16_t *ret_port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	*ret_port = ntohs(sa.sin_port);
+	return fd;
+}
+
+Test(probe, outcomes_over_loopback)
+{
+	uint16_t up, tp, closed;
+	int u = bound(SOCK_DGRAM, &up), t = bound(SOCK_STREAM, &tp), c = bound(SOCK_DGRAM, &closed);
+
+	/* A port nothing is bound to: the kernel answers port-unreachable
+	 * (UDP) or RST (TCP), as gVisor's netstack does. */
+	close(c);
+	cr_assert_eq(op_probe("127.0.0.1", closed, IPPROTO_UDP, 500), OP_PROBE_REFUSED);
+	cr_assert_eq(op_probe("127.0.0.1", closed, IPPROTO_TCP, 500), OP_PROBE_REFUSED);
+	/* Bound, nobody answers: silence (UDP); a listening TCP socket
+	 * completes the handshake. */
+	cr_assert_eq(op_probe("127.0.0.1", up, IPPROTO_UDP, 50), OP_PROBE_SILENT);
+	cr_assert_eq(listen(t, 4), 0);
+	cr_assert_eq(op_probe("127.0.0.1", tp, IPPROTO_TCP, 500), OP_PROBE_ANSWERED);
+	cr_assert_eq(op_probe("not-an-address", up, IPPROTO_UDP, 50), OP_PROBE_ERROR);
+	close(u);
+	close(t);
+}
+
+Test(probe, udp_readiness_needs_an_answer_or_seen_closed_then_silent)
+{
+	struct op_udp_readiness st = { 0 };
+
+	/* Silence from the first probe on: listening unknown, never ready. */
+	for (int i = 0; i < 10; i++)
+		cr_assert(!op_probe_udp_ready(&st, OP_PROBE_SILENT));
+	cr_assert(op_probe_udp_unknown(&st));
+	/* Refused: nothing listens; not ready however often. */
+	for (int i = 0; i < 10; i++)
+		cr_assert(!op_probe_udp_ready(&st, OP_PROBE_REFUSED));
+	cr_assert(!op_probe_udp_unknown(&st));
+	/* Seen closed, then silent OP_PROBE_UDP_SILENT_READY times in a row:
+	 * bound by a listener that does not answer. */
+	for (int i = 0; i < OP_PROBE_UDP_SILENT_READY - 1; i++)
+		cr_assert(!op_probe_udp_ready(&st, OP_PROBE_SILENT));
+	cr_assert(!op_probe_udp_ready(&st, OP_PROBE_ERROR), "an error breaks the run");
+	for (int i = 0; i < OP_PROBE_UDP_SILENT_READY - 1; i++)
+		cr_assert(!op_probe_udp_ready(&st, OP_PROBE_SILENT));
+	cr_assert(op_probe_udp_ready(&st, OP_PROBE_SILENT));
+	/* An answer is ready at once, with or without evidence. */
+	struct op_udp_readiness fresh = { 0 };
+
+	cr_assert(op_probe_udp_ready(&fresh, OP_PROBE_ANSWERED));
+	cr_assert(!op_probe_udp_ready(&fresh, OP_PROBE_REFUSED), "a refusal is never ready");
+}
+
+Test(probe, a_udp_port_never_bound_never_becomes_ready)
+{
+	struct op_udp_readiness st = { 0 };
+	uint16_t port;
+	int c = bound(SOCK_DGRAM, &port);
+
+	close(c);
+	for (int i = 0; i < 20; i++)
+		cr_assert(!op_probe_udp_ready(&st, op_probe("127.0.0.1", port, IPPROTO_UDP, 50)));
+	cr_assert(st.closed_seen);
+	/* Then something binds it and stays silent: ready after the run. */
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ready = false;
+
+	cr_assert_eq(bind(u, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	for (int i = 0; i < OP_PROBE_UDP_SILENT_READY && !ready; i++)
+		ready = op_probe_udp_ready(&st, op_probe("127.0.0.1", port, IPPROTO_UDP, 50));
+	cr_assert(ready);
+	close(u);
+}
+
+/* ---------------------------------------------------------------- templates */
+
+Test(templates, find_add_prune_and_leftovers)
+{
+	char dir[] = "/tmp/test-templates.XXXXXX", *p1, *p2, path[512];
+	struct op_templates *t = NULL;
+	const struct op_template *e;
+	struct stat st;
+	bool oom = true;
+	char **entry = op_strv_dup((char *[]){ "/bin/echo", "hi", NULL }, &oom);
+
+	cr_assert(!oom && entry);
+	cr_assert(mkdtemp(dir));
+	/* A leftover of an earlier operator goes. */
+	snprintf(path, sizeof(path), "%s/t7.img", dir);
+	ASSERT_OK(util_write_file_atomic(path, "x", 1, 0600), "leftover");
+	ASSERT_OK(op_templates_new(dir, &t), "new");
+	cr_assert(lstat(path, &st) < 0 && errno == ENOENT, "leftover removed");
+	cr_assert_null(op_templates_find(t, "reg/a@sha256:1", 1 << 20));
+	p1 = op_templates_path(t);
+	p2 = op_templates_path(t);
+	cr_assert(p1 && p2 && strcmp(p1, p2) != 0, "fresh names");
+	{
+		int fd = open(p1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+		cr_assert(fd >= 0);
+		cr_assert_eq(ftruncate(fd, 1 << 20), 0);
+		close(fd);
+	}
+	ASSERT_OK(op_templates_add(t, "reg/a@sha256:1", 1 << 20, p1, entry, NULL), "add");
+	e = op_templates_find(t, "reg/a@sha256:1", 1 << 20);
+	cr_assert(e && strcmp(e->entry[1], "hi") == 0 && !e->env);
+	cr_assert_null(op_templates_find(t, "reg/a@sha256:1", 2 << 20), "another size is another template");
+	cr_assert_null(op_templates_find(t, "reg/b@sha256:2", 1 << 20));
+	/* Named by a live service: kept; unnamed: kept for keep_ms, then removed. */
+	op_templates_prune(t, (const char *[]){ "reg/a@sha256:1" }, 1, 1000, 500);
+	cr_assert(op_templates_find(t, "reg/a@sha256:1", 1 << 20));
+	op_templates_prune(t, NULL, 0, 2000, 500);
+	cr_assert(op_templates_find(t, "reg/a@sha256:1", 1 << 20), "within keep_ms");
+	op_templates_prune(t, NULL, 0, 2600, 500);
+	cr_assert_null(op_templates_find(t, "reg/a@sha256:1", 1 << 20));
+	cr_assert(lstat(p1, &st) < 0 && errno == ENOENT, "its file removed");
+	/* A template whose file went is not found (built again). */
+	{
+		int fd = open(p2, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+		cr_assert(fd >= 0);
+		cr_assert_eq(ftruncate(fd, 1 << 20), 0);
+		close(fd);
+	}
+	ASSERT_OK(op_templates_add(t, "reg/a@sha256:1", 1 << 20, p2, NULL, NULL), "add again");
+	cr_assert(op_templates_find(t, "reg/a@sha256:1", 1 << 20));
+	cr_assert_eq(unlink(p2), 0);
+	cr_assert_null(op_templates_find(t, "reg/a@sha256:1", 1 << 20));
+	op_templates_free(t);
+	free(p1);
+	free(p2);
+	cr_assert_eq(rmdir(dir), 0, "nothing left in the directory");
+}
+
+Test(storage, copy_is_sparse_and_exact)
+{
+	char dir[] = "/tmp/test-storage-copy.XXXXXX", src[512], dst[512], err[512] = "", *a = NULL, *b = NULL;
+	struct stat ss, ds;
+	size_t la = 0, lb = 0;
+	int fd;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(src, sizeof(src), "%s/src", dir);
+	snprintf(dst, sizeof(dst), "%s/dst", dir);
+	fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert(fd >= 0);
+	cr_assert_eq(ftruncate(fd, 64 << 20), 0);
+	cr_assert_eq(pwrite(fd, "head", 4, 0), 4);
+	cr_assert_eq(pwrite(fd, "middle", 6, 20 << 20), 6);
+	cr_assert_eq(pwrite(fd, "tail", 4, (64 << 20) - 4), 4);
+	close(fd);
+	cr_assert_eq(op_storage_copy(src, dst, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(stat(src, &ss), 0);
+	cr_assert_eq(stat(dst, &ds), 0);
+	cr_assert_eq(ds.st_size, ss.st_size);
+	cr_assert_leq(ds.st_blocks, ss.st_blocks + 64, "the copy is sparse (%lld blocks, source %lld)",
+		      (long long)ds.st_blocks, (long long)ss.st_blocks);
+	ASSERT_OK(util_read_file(src, 128 << 20, &a, &la), "read src");
+	ASSERT_OK(util_read_file(dst, 128 << 20, &b, &lb), "read dst");
+	cr_assert(la == lb && memcmp(a, b, la) == 0, "same bytes");
+	free(a);
+	free(b);
+	/* Never replaces a file; a source that is not a regular file is
+	 * refused; nothing is left behind. */
+	cr_assert_eq(op_storage_copy(src, dst, err, sizeof(err)), -EEXIST);
+	cr_assert_eq(unlink(dst), 0);
+	cr_assert_eq(op_storage_copy(dir, dst, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "not a regular file"), "%s", err);
+	cr_assert(lstat(dst, &ds) < 0 && errno == ENOENT);
+	cr_assert_eq(op_storage_copy("/nonexistent/x", dst, err, sizeof(err)), -ENOENT);
+	cr_assert(lstat(dst, &ds) < 0 && errno == ENOENT);
+	cr_assert_eq(unlink(src), 0);
+	cr_assert_eq(rmdir(dir), 0);
 }

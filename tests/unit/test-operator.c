@@ -21,6 +21,7 @@
 
 #include "helpers.h"
 #include "json.h"
+#include "meter-clock.h"
 #include "operator-helpers.h"
 #include "provider.h"
 #include "registry-auth.h"
@@ -1255,4 +1256,40 @@ Test(operator, weekly_limits_suspend_and_resume_on_monday)
 	free(cpu);
 	free(gpu);
 	free(big);
+}
+
+/* flash-operator --test-meter-clock: the file's time at every reading,
+ * the last good one when a reading fails; a file without a time refuses
+ * the start with a message naming it. */
+Test(operator, meter_clock_reads_its_file)
+{
+	char cdir[] = "/tmp/test-meter-clock.XXXXXX", path[64], err[256] = "";
+	struct op_meter_clock *c = NULL;
+	int64_t t0 = 0, t1 = 0;
+
+	cr_assert(mkdtemp(cdir));
+	snprintf(path, sizeof(path), "%s/clock", cdir);
+	cr_assert_eq(op_meter_clock_open(path, &c, err, sizeof(err)), -ENOENT, "no file");
+	cr_assert(strstr(err, path), "the message names the file: %s", err);
+	cr_assert_null(c, "untouched on failure");
+	ASSERT_OK(util_write_file_atomic(path, "yesterday\n", 10, 0600), "write");
+	cr_assert_eq(op_meter_clock_open(path, &c, err, sizeof(err)), -EINVAL, "not a time");
+	cr_assert(strstr(err, "RFC 3339"), "%s", err);
+	ASSERT_OK(util_write_file_atomic(path, "2026-12-02T12:00:00Z\n", 21, 0600), "write");
+	cr_assert_eq(op_meter_clock_open(path, &c, err, sizeof(err)), 0, "open: %s", err);
+	ASSERT_OK(flash_meter_parse_time("2026-12-02T12:00:00Z", &t0), "t0");
+	ASSERT_OK(flash_meter_parse_time("2026-12-07T00:00:00Z", &t1), "t1");
+	cr_assert_eq(op_meter_clock_now(c), t0, "the file's time");
+	cr_assert_eq(op_meter_clock_now(c), t0, "standing still");
+	ASSERT_OK(util_write_file_atomic(path, "2026-12-07T00:00:00Z", 20, 0600), "rewrite");
+	cr_assert_eq(op_meter_clock_now(c), t1, "read again at every reading");
+	ASSERT_OK(util_write_file_atomic(path, "2026-12-0", 9, 0600), "torn");
+	cr_assert_eq(op_meter_clock_now(c), t1, "a torn file keeps the last good time");
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(op_meter_clock_now(c), t1, "a missing file too");
+	cr_assert_eq(mkdir(path, 0700), 0);
+	cr_assert_eq(op_meter_clock_now(c), t1, "a directory in its place too");
+	op_meter_clock_free(c);
+	rmdir(path);
+	rmdir(cdir);
 }
