@@ -162,9 +162,9 @@ static void serve(void)
 	}
 }
 
-/* A netns held by a child, with the backend address on a veth, a
- * route for the service ranges and the server running. */
-static int ns_make(struct ns *n)
+/* A new netns held by a child, set up inside by the shell command @setup;
+ * n->path names it. */
+static int ns_hold(struct ns *n, const char *setup)
 {
 	int p[2];
 	char c;
@@ -174,10 +174,7 @@ static int ns_make(struct ns *n)
 	n->holder = fork();
 	if (n->holder == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (unshare(CLONE_NEWNET) < 0 ||
-		    system("ip link set lo up && ip link add bk0 type veth peer name bk1 && ip link set bk0 up && ip link set bk1 up && "
-			   "ip addr add " BACKEND "/32 dev bk0 && ip route add 10.96.0.0/14 dev bk0") != 0 ||
-		    write(p[1], "x", 1) != 1)
+		if (unshare(CLONE_NEWNET) < 0 || system(setup) != 0 || write(p[1], "x", 1) != 1)
 			_exit(1);
 		for (;;)
 			pause();
@@ -187,6 +184,18 @@ static int ns_make(struct ns *n)
 		return -EIO;
 	close(p[0]);
 	snprintf(n->path, sizeof(n->path), "/proc/%d/ns/net", (int)n->holder);
+	return 0;
+}
+
+/* A netns held by a child, with the backend address on a veth, a
+ * route for the service ranges and the server running. */
+static int ns_make(struct ns *n)
+{
+	int r = ns_hold(n, "ip link set lo up && ip link add bk0 type veth peer name bk1 && ip link set bk0 up && "
+			   "ip link set bk1 up && ip addr add " BACKEND "/32 dev bk0 && ip route add 10.96.0.0/14 dev bk0");
+
+	if (r < 0)
+		return r;
 	n->server = fork();
 	if (n->server == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -207,24 +216,10 @@ static int ep_make(struct ns *n)
 	struct flowsdn_prefix pfx = { .len = 32 };
 	struct flowsdn_endpoint e = { .id = 1, .identity = 1000, .flags = FLOWSDN_EP_F_SVC_PACKET, .n_addrs = 1 };
 	struct flowsdn_veth veth;
-	int p[2], r;
-	char c;
+	int r = ns_hold(n, "ip link set lo up");
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	n->holder = fork();
-	if (n->holder == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (unshare(CLONE_NEWNET) < 0 || system("ip link set lo up") != 0 || write(p[1], "x", 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	close(p[1]);
-	if (read(p[0], &c, 1) != 1)
-		return -EIO;
-	close(p[0]);
-	snprintf(n->path, sizeof(n->path), "/proc/%d/ns/net", (int)n->holder);
+	if (r < 0)
+		return r;
 	if (flowsdn_addr_parse(EP_ADDR, strlen(EP_ADDR), &pfx.addr) < 0)
 		return -EINVAL;
 	{

@@ -28,6 +28,7 @@ static void usage(FILE *out)
 		"                      [--max-body BYTES] [--threads N] [--registry-ca FILE] [--registry-plain-http]\n"
 		"                      [--runtime-dir DIR] [--cni-bin-dir DIR] [--cni-conf FILE] [--agent-socket PATH]\n"
 		"                      [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS] [--masquerade]\n"
+		"                      [--exec-max-sessions N] [--exec-session-limit SECONDS]\n"
 		"                      [--test-meter-clock FILE]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
@@ -79,6 +80,8 @@ int main(int argc, char **argv)
 		{ "dns", required_argument, NULL, 1006 },
 		{ "masquerade", no_argument, NULL, 1007 },
 		{ "test-meter-clock", required_argument, NULL, 1008 },
+		{ "exec-max-sessions", required_argument, NULL, 1009 },
+		{ "exec-session-limit", required_argument, NULL, 1010 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -114,6 +117,16 @@ int main(int argc, char **argv)
 		case 1005: rt.cgroup_parent = optarg; o.runtime = &rt; break;
 		case 1006: rt.dns = optarg; o.runtime = &rt; break;
 		case 1007: rt.masquerade = true; o.runtime = &rt; break;
+		case 1009:
+		case 1010:
+			if (parse_uint(c == 1009 ? "--exec-max-sessions" : "--exec-session-limit", optarg,
+				       c == 1009 ? 1024 : 86400, &v) < 0)
+				return 2;
+			if (c == 1009)
+				o.exec_max_sessions = (unsigned int)v;
+			else
+				o.exec_limit_s = (unsigned int)v;
+			break;
 		case 1008: o.test_meter_clock = optarg; break;
 		case 'm':
 		case 'P':

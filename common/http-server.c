@@ -362,7 +362,7 @@ int http_server_listen(struct http_server *s, int fd, void *cls)
 {
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_ALLOW_UPGRADE;
 	struct listener *l;
 	size_t mem;
 

@@ -489,40 +489,45 @@ static const char *find_duplicate(const struct json_value *obj, int *ret_oom)
 	return dup;
 }
 
+/* @n entries of @size bytes at @src copied into the arena (NULL for none,
+ * and with the error set when out of memory: *@ret_oom). */
+static void *arena_copy(struct builder *b, const void *src, size_t n, size_t size, bool *ret_oom)
+{
+	void *d;
+
+	*ret_oom = false;
+	if (!n)
+		return NULL;
+	d = arena_alloc(b, n * size, 8);
+	if (d)
+		memcpy(d, src, n * size);
+	*ret_oom = !d;
+	return d;
+}
+
 /* Closes the innermost container: its children, at their final size,
  * into the arena. */
 static int pop(struct builder *b)
 {
 	struct frame f = b->stack[--b->depth];
+	bool oom_copy;
 
 	if (f.v->type == JSON_ARRAY) {
-		size_t n = b->n_items - f.start;
-
-		if (n) {
-			struct json_value **items = arena_alloc(b, n * sizeof(*items), _Alignof(struct json_value *));
-
-			if (!items)
-				return 0;
-			memcpy(items, b->items + f.start, n * sizeof(*items));
-			f.v->u.array.items = items;
-			f.v->u.array.n = n;
-		}
+		f.v->u.array.n = b->n_items - f.start;
+		f.v->u.array.items = arena_copy(b, b->items + f.start, f.v->u.array.n, sizeof(*b->items), &oom_copy);
 		b->n_items = f.start;
+		if (oom_copy)
+			return 0;
 	} else {
-		size_t n = b->n_members - f.start;
 		const char *dup;
 		int oom;
 
-		if (n) {
-			struct json_member *m = arena_alloc(b, n * sizeof(*m), _Alignof(struct json_member));
-
-			if (!m)
-				return 0;
-			memcpy(m, b->members + f.start, n * sizeof(*m));
-			f.v->u.object.members = m;
-			f.v->u.object.n = n;
-		}
+		f.v->u.object.n = b->n_members - f.start;
+		f.v->u.object.members = arena_copy(b, b->members + f.start, f.v->u.object.n, sizeof(*b->members),
+						   &oom_copy);
 		b->n_members = f.start;
+		if (oom_copy)
+			return 0;
 		dup = find_duplicate(f.v, &oom);
 		if (dup || oom) {
 			if (oom)

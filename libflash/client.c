@@ -16,30 +16,12 @@
 #include <flash/auth.h>
 #include <flash/client.h>
 
+#include "client-private.h"
 #include "internal.h"
 #include "json.h"
 
 #define ANSWER_MAX (16u << 20)
 #define RETRY_AFTER_MAX 30
-
-struct flash_client {
-	CURL *curl;
-	char *base;        /* "http://localhost" for unix:, else the endpoint */
-	char *unix_path;
-	char *ca_file;
-	unsigned int timeout_ms, retries;
-	char *token;       /* fixed token */
-	const struct flash_auth_signer *signer;
-	char *iss, *aud, *org, *project;
-};
-
-struct flash_client_response {
-	int status;
-	char *body;
-	size_t len;
-	char *error_code, *error_message;
-	unsigned int retry_after;
-};
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
@@ -185,7 +167,7 @@ FLASH_API int flash_client_set_signer(struct flash_client *c, const struct flash
 
 /* ---------------------------------------------------------------- minting */
 
-static int mint(const struct flash_client *c, enum flash_auth_action action, bool has_gen, uint64_t gen, char **ret)
+int client__mint(const struct flash_client *c, enum flash_auth_action action, bool has_gen, uint64_t gen, char **ret)
 {
 	struct json_writer *w = json_writer_new(0);
 	char *claims = NULL;
@@ -260,7 +242,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-static int curl_errno(CURLcode cc)
+int client__curl_errno(CURLcode cc)
 {
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
@@ -276,7 +258,7 @@ static int curl_errno(CURLcode cc)
 	}
 }
 
-static void parse_error(struct flash_client_response *r)
+void client__parse_error(struct flash_client_response *r)
 {
 	struct json_value *doc = NULL;
 	const struct json_value *e;
@@ -305,7 +287,7 @@ static int once(struct flash_client *c, const char *method, const char *path, en
 	int r;
 
 	if (c->signer) {
-		r = mint(c, action, has_gen, gen, &token);
+		r = client__mint(c, action, has_gen, gen, &token);
 		if (r < 0)
 			return r;
 	} else if (!c->token) {
@@ -354,7 +336,7 @@ static int once(struct flash_client *c, const char *method, const char *path, en
 	}
 	cc = curl_easy_perform(c->curl);
 	if (cc != CURLE_OK) {
-		r = sink.too_large ? -E2BIG : curl_errno(cc);
+		r = sink.too_large ? -E2BIG : client__curl_errno(cc);
 		if (cc == CURLE_COULDNT_CONNECT && c->unix_path && access(c->unix_path, F_OK) < 0)
 			r = -ENOENT;
 		goto out;
@@ -375,7 +357,7 @@ static int once(struct flash_client *c, const char *method, const char *path, en
 		r = -ENOMEM;
 		goto out;
 	}
-	parse_error(resp);
+	client__parse_error(resp);
 	*ret = resp;
 	r = 0;
 out:
@@ -415,7 +397,7 @@ static int call(struct flash_client *c, const char *method, const char *path, en
 	return 0;
 }
 
-static bool id_ok(const char *id)
+bool client__id_ok(const char *id)
 {
 	if (!id || !id[0] || strlen(id) > 64)
 		return false;
@@ -470,7 +452,7 @@ FLASH_API int flash_client_update(struct flash_client *c, const char *service_id
 	size_t len = 0;
 	int r;
 
-	if (!c || !id_ok(service_id) || !spec || !ret)
+	if (!c || !client__id_ok(service_id) || !spec || !ret)
 		return -EINVAL;
 	r = spec_body(NULL, spec, spec_len, &body, &len);
 	if (r < 0)
@@ -486,7 +468,7 @@ FLASH_API int flash_client_delete(struct flash_client *c, const char *service_id
 {
 	char path[128];
 
-	if (!c || !id_ok(service_id) || !ret)
+	if (!c || !client__id_ok(service_id) || !ret)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/provider/v1/services/%s", service_id);
 	return call(c, "DELETE", path, FLASH_AUTH_ACTION_DELETE, true, generation, NULL, 0, ret);
@@ -496,7 +478,7 @@ FLASH_API int flash_client_get(struct flash_client *c, const char *service_id, s
 {
 	char path[128];
 
-	if (!c || !id_ok(service_id) || !ret)
+	if (!c || !client__id_ok(service_id) || !ret)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/provider/v1/services/%s", service_id);
 	return call(c, "GET", path, FLASH_AUTH_ACTION_GET, false, 0, NULL, 0, ret);
@@ -518,7 +500,7 @@ FLASH_API int flash_client_logs(struct flash_client *c, const char *service_id, 
 	char path[256];
 	size_t n;
 
-	if (!c || !id_ok(service_id) || !ret || (since && (!since[0] || strlen(since) > 40 ||
+	if (!c || !client__id_ok(service_id) || !ret || (since && (!since[0] || strlen(since) > 40 ||
 							   since[strspn(since, "0123456789-:.TZ")])))
 		return -EINVAL;
 	n = (size_t)snprintf(path, sizeof(path), "/provider/v1/services/%s/logs", service_id);

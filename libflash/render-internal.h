@@ -79,6 +79,10 @@ struct flash_operator_config {
 	char *rt_dir, *rt_cni_bin_dir, *rt_cni_conf, *rt_agent_socket, *rt_runsc, *rt_cgroup_parent;
 	char *rt_dns;                    /* the addresses joined by commas */
 	bool rt_masquerade;              /* runtime.masquerade */
+
+	/* Web Shell sessions (section "exec"); 0 when unset. */
+	uint32_t exec_max_sessions;      /* exec.maxSessions */
+	uint32_t exec_session_limit_s;   /* exec.sessionLimitSeconds */
 };
 
 /* The label every object carries and the selector label. */

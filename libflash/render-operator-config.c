@@ -159,6 +159,8 @@ static int read_labels(struct check_ctx *ctx, const struct json_value *v, void *
 }
 
 static const struct json_int_range port_range = { 1, 65535 };
+static const struct json_int_range exec_sessions_range = { 1, 1024 };
+static const struct json_int_range exec_limit_range = { 1, 86400 };
 
 /* runtime.dns: at most 3 addresses (resolv.conf's MAXNS), kept as one
  * comma-separated string, the form --dns takes. */
@@ -234,6 +236,10 @@ static const struct json_field runtime_fields[] = {
 	F("dns", JSON_ARRAY, read_dns_servers, rt_dns, NULL),
 	F("masquerade", JSON_BOOL, json_read_bool, rt_masquerade, NULL),
 	F("runsc", JSON_STRING, read_name, rt_runsc, RULE(STR_PATH)),
+};
+static const struct json_field exec_fields[] = {
+	F("maxSessions", JSON_NUMBER, json_read_uint32, exec_max_sessions, &exec_sessions_range),
+	F("sessionLimitSeconds", JSON_NUMBER, json_read_uint32, exec_session_limit_s, &exec_limit_range),
 };
 static const struct json_field operator_fields[] = {
 	F("agentImage", JSON_STRING, read_name, agent_image, RULE(STR_IMAGE)),
@@ -314,6 +320,7 @@ static int check_mount(struct check_ctx *ctx, void *target)
 	}
 SECTION(read_runtime_classes, runtime_class_fields, NULL)
 SECTION(read_runtime, runtime_fields, NULL)
+SECTION(read_exec, exec_fields, NULL)
 SECTION(read_dns, dns_fields, check_dns)
 SECTION(read_persistence, persistence_fields, NULL)
 SECTION(read_port_range, port_range_fields, check_port_range)
@@ -404,6 +411,7 @@ static const struct json_field root_fields[] = {
 	W("adminVolumeClaims", JSON_ARRAY, read_claims),
 	W("adminVolumeMounts", JSON_ARRAY, read_mounts),
 	W("clusterDNS", JSON_OBJECT, read_dns),
+	W("exec", JSON_OBJECT, read_exec),
 	F("gpuNodeLabel", JSON_STRING, read_name, gpu_node_label, RULE(STR_LABEL_KEY)),
 	F("heteroNetworkCIDRs", JSON_ARRAY, read_prefixes, heteronetwork_cidrs, &max64),
 	F("infrastructureCIDRs", JSON_ARRAY, read_prefixes, infrastructure_cidrs, &max256),
@@ -603,6 +611,8 @@ FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *
 	v.cgroup_parent = config->rt_cgroup_parent;
 	v.dns = config->rt_dns;
 	v.masquerade = config->rt_masquerade;
+	v.exec_max_sessions = config->exec_max_sessions;
+	v.exec_session_limit_s = config->exec_session_limit_s;
 	/* An older caller's smaller struct gets the fields it knows. */
 	n = ret->sz < sizeof(v) ? ret->sz : sizeof(v);
 	v.sz = ret->sz;

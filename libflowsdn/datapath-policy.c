@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -37,6 +38,33 @@ static void delete_entries(int fd, const struct flowsdn_policy_map_entry *e, siz
 	for (size_t i = 0; i < n; i++)
 		if (key_for(&e[i], id, &k) == 0)
 			bpf_map_delete_elem(fd, &k);
+}
+
+/* Writes the @n entries @e under key id @id (@ingress_only: refusing any
+ * other direction); *ret_written counts those written, for the undo.
+ * @who names the owner in the log. */
+static int write_entries(int fd, const struct flowsdn_policy_map_entry *e, size_t n, uint32_t id, bool ingress_only,
+			 const char *who, size_t *ret_written)
+{
+	for (*ret_written = 0; *ret_written < n; (*ret_written)++) {
+		size_t i = *ret_written;
+		struct flowsdn_policy_key k;
+		struct flowsdn_policy_value v = { .flags = e[i].flags, .rule_id = e[i].rule_id };
+		int r = key_for(&e[i], id, &k);
+
+		if (r == 0 && ingress_only && k.direction != FLOWSDN_DIR_INGRESS)
+			r = -EINVAL;
+		if (r < 0) {
+			pr_warn("%s: policy entry %zu is invalid", who, i);
+			return r;
+		}
+		if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) {
+			r = -errno;
+			pr_warn("%s: writing policy entry %zu of %zu: %s", who, i, n, strerror(errno));
+			return r;
+		}
+	}
+	return 0;
 }
 
 /* Sets policy_gen/flags of the first @n addresses of @ep to @gen/@flags
@@ -92,6 +120,7 @@ FLOWSDN_API int flowsdn_maps_policy_switch(struct flowsdn_maps *maps, const stru
 	unsigned int cur, next;
 	uint32_t cur_id, next_id, cur_flags;
 	size_t written = 0, flipped = 0;
+	char who[32];
 	int r;
 
 	if (!maps || !ep || ep->id == 0 || (ep->id & FLOWSDN_POLICY_GEN_BIT) || ep->n_addrs == 0 ||
@@ -110,22 +139,10 @@ FLOWSDN_API int flowsdn_maps_policy_switch(struct flowsdn_maps *maps, const stru
 	cur_id = FLOWSDN_POLICY_KEY_ID(ep->id, cur);
 	next_id = FLOWSDN_POLICY_KEY_ID(ep->id, next);
 
-	for (; written < n_new; written++) {
-		struct flowsdn_policy_key k;
-		struct flowsdn_policy_value v = { .flags = new_entries[written].flags,
-						  .rule_id = new_entries[written].rule_id };
-
-		r = key_for(&new_entries[written], next_id, &k);
-		if (r < 0) {
-			pr_warn("endpoint %u: policy entry %zu is invalid", ep->id, written);
-			goto out_undo;
-		}
-		if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) {
-			r = -errno;
-			pr_warn("endpoint %u: writing policy entry %zu of %zu: %s", ep->id, written, n_new, strerror(errno));
-			goto out_undo;
-		}
-	}
+	snprintf(who, sizeof(who), "endpoint %u", ep->id);
+	r = write_entries(fd, new_entries, n_new, next_id, false, who, &written);
+	if (r < 0)
+		goto out_undo;
 	r = flip(maps, ep, ep->n_addrs, next, ep_flags, &flipped);
 	if (r < 0) {
 		size_t ignored;
@@ -183,24 +200,9 @@ FLOWSDN_API int flowsdn_maps_hostfw_switch(struct flowsdn_maps *maps,
 	next.mode = (__u8)mode;
 	cur_id = FLOWSDN_POLICY_KEY_ID(FLOWSDN_HOSTFW_EP_ID, cur.policy_gen & 1);
 	next_id = FLOWSDN_POLICY_KEY_ID(FLOWSDN_HOSTFW_EP_ID, next.policy_gen);
-	for (; written < n_new; written++) {
-		struct flowsdn_policy_key k;
-		struct flowsdn_policy_value v = { .flags = new_entries[written].flags,
-						  .rule_id = new_entries[written].rule_id };
-
-		r = key_for(&new_entries[written], next_id, &k);
-		if (r == 0 && k.direction != FLOWSDN_DIR_INGRESS)
-			r = -EINVAL;
-		if (r < 0) {
-			pr_warn("host firewall: policy entry %zu is invalid", written);
-			goto out_undo;
-		}
-		if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) {
-			r = -errno;
-			pr_warn("host firewall: writing policy entry %zu of %zu: %s", written, n_new, strerror(errno));
-			goto out_undo;
-		}
-	}
+	r = write_entries(fd, new_entries, n_new, next_id, true, "host firewall", &written);
+	if (r < 0)
+		goto out_undo;
 	/* One update: generation, flag and mode change together. */
 	if (bpf_map_update_elem(maps->fd[FSDN_MAP_HOSTFW], &zero, &next, BPF_ANY) < 0) {
 		r = -errno;

@@ -220,7 +220,16 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		.store = d->store,
 		.metrics = d->metrics,
 		.image = opts->image,
+		.exec_max_sessions = OPTS_GET(opts, exec_max_sessions, 0),
+		.exec_limit_s = OPTS_GET(opts, exec_limit_s, 0),
 	};
+	struct flash_operator_runtime cexec = { .sz = sizeof(cexec) };
+
+	/* The command line wins over the configuration's exec section. */
+	if (flash_operator_config_runtime(d->config, &cexec) == 0) {
+		po.exec_max_sessions = po.exec_max_sessions ?: cexec.exec_max_sessions;
+		po.exec_limit_s = po.exec_limit_s ?: cexec.exec_session_limit_s;
+	}
 	if (opts->test_meter_clock) {
 		r = op_meter_clock_open(opts->test_meter_clock, &d->meter_clock, err, err_size);
 		if (r < 0)

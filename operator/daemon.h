@@ -32,6 +32,10 @@ struct op_daemon_opts {
 	 * runtime.dir: none, services stay admitted.  Its services source and
 	 * registry are filled in here. */
 	const struct op_runtime_opts *runtime;
+	/* Web Shell: sessions open at once and their lifetime in seconds;
+	 * each 0: the configuration's exec section, else the defaults. */
+	unsigned int exec_max_sessions;
+	unsigned int exec_limit_s;
 	/* For tests: the metering clock read from this file (meter-clock.h);
 	 * NULL: the real clock. */
 	const char *test_meter_clock;

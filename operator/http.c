@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <flash/client.h>
 #include <flash/file.h>
 
 #include "http.h"
@@ -33,11 +34,13 @@ struct op_http {
 	char *unix_path;
 };
 
-/* Per request: the body as it arrives. */
+/* Per request: the body as it arrives; an exec session reserved until
+ * the upgrade starts it. */
 struct pending {
 	char *body;
 	size_t len;
 	bool too_large;
+	struct op_shell_session *upgrade;
 };
 
 static enum MHD_Result send_answer(struct MHD_Connection *conn, const struct op_response *r)
@@ -61,6 +64,81 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn, const struct op_
 static const char *query_arg(void *ctx, const char *key)
 {
 	return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static const char *header_arg(void *ctx, const char *name)
+{
+	return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
+}
+
+struct query_walk {
+	const char *key;
+	const char **out;
+	size_t max, n;
+};
+
+static enum MHD_Result query_one(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct query_walk *q = cls;
+
+	(void)kind;
+	if (strcmp(key, q->key) == 0) {
+		if (q->n < q->max)
+			q->out[q->n] = value ? value : "";
+		q->n++;
+	}
+	return MHD_YES;
+}
+
+static size_t query_all_arg(void *ctx, const char *key, const char **out, size_t max)
+{
+	struct query_walk q = { .key = key, .out = out, .max = max };
+
+	MHD_get_connection_values(ctx, MHD_GET_ARGUMENT_KIND, query_one, &q);
+	return q.n;
+}
+
+/* The session ends: the upgraded connection is closed through MHD. */
+static void upgrade_done(void *ctx)
+{
+	MHD_upgrade_action(ctx, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
+		       size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct pending *pd = req_cls;
+	struct op_shell_session *s = pd ? pd->upgrade : NULL;
+
+	(void)cls;
+	(void)conn;
+	if (pd)
+		pd->upgrade = NULL;
+	if (!s || op_shell_start(s, sock, extra_in, extra_in_size, upgrade_done, urh) < 0)
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+/* 101 Switching Protocols to the exec WebSocket. */
+static enum MHD_Result send_upgrade(struct MHD_Connection *conn, struct pending *pd, struct op_response *r)
+{
+	struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, NULL);
+	enum MHD_Result ret;
+
+	if (!resp) {
+		op_shell_cancel(r->upgrade);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
+	MHD_add_response_header(resp, "Sec-WebSocket-Accept", r->ws_accept);
+	MHD_add_response_header(resp, "Sec-WebSocket-Protocol", FLASH_CLIENT_EXEC_PROTOCOL);
+	pd->upgrade = r->upgrade;
+	ret = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	MHD_destroy_response(resp);
+	if (ret != MHD_YES) {
+		pd->upgrade = NULL;
+		op_shell_cancel(r->upgrade);
+	}
+	return ret;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -114,9 +192,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		.body_len = pd->len,
 		.query = query_arg,
 		.query_ctx = conn,
+		.header = header_arg,
+		.query_all = query_all_arg,
 	};
 	op_provider_handle(h->provider, &req, &resp);
-	ret = send_answer(conn, &resp);
+	ret = resp.upgrade ? send_upgrade(conn, pd, &resp) : send_answer(conn, &resp);
 	op_response_clear(&resp);
 	return ret;
 }
@@ -129,6 +209,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)conn;
 	(void)toe;
 	if (pd) {
+		/* Queued but never upgraded (the client went away first). */
+		op_shell_cancel(pd->upgrade);
 		free(pd->body);
 		free(pd);
 		*con_cls = NULL;
@@ -391,6 +473,8 @@ void op_http_stop(struct op_http *h)
 {
 	if (!h)
 		return;
+	/* Upgraded connections end before the server stops. */
+	op_provider_stop_exec(h->provider);
 	http_server_free(h->door);
 	if (h->unix_path) {
 		unlink(h->unix_path);

@@ -30,6 +30,7 @@ struct histogram {
 struct op_metrics {
 	pthread_mutex_t lock;
 	uint64_t requests[OP_ROUTE_COUNT_][STATUS_MAX - STATUS_MIN + 1];
+	uint64_t exec_open, exec_total;
 	struct histogram latency[OP_ROUTE_COUNT_];
 	struct histogram commit;
 	uint64_t refused[OP_REFUSED_COUNT_];
@@ -38,6 +39,7 @@ struct op_metrics {
 static const char *const route_names[OP_ROUTE_COUNT_] = {
 	[OP_ROUTE_CREATE] = "create", [OP_ROUTE_UPDATE] = "update",   [OP_ROUTE_DELETE] = "delete",
 	[OP_ROUTE_GET] = "get",       [OP_ROUTE_LIST] = "list",       [OP_ROUTE_USAGE] = "usage", [OP_ROUTE_LOGS] = "logs",
+	[OP_ROUTE_EXEC] = "exec",
 	[OP_ROUTE_METRICS] = "metrics", [OP_ROUTE_HEALTHZ] = "healthz", [OP_ROUTE_OTHER] = "other",
 };
 
@@ -104,6 +106,32 @@ void op_metrics_commit(struct op_metrics *m, uint64_t ns)
 	pthread_mutex_lock(&m->lock);
 	observe(&m->commit, ns);
 	pthread_mutex_unlock(&m->lock);
+}
+
+void op_metrics_exec(struct op_metrics *m, int delta)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	if (delta > 0) {
+		m->exec_open++;
+		m->exec_total++;
+	} else if (m->exec_open) {
+		m->exec_open--;
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+uint64_t op_metrics_exec_open(struct op_metrics *m)
+{
+	uint64_t v;
+
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	v = m->exec_open;
+	pthread_mutex_unlock(&m->lock);
+	return v;
 }
 
 void op_metrics_refused(struct op_metrics *m, enum op_refusal reason)
@@ -203,6 +231,14 @@ int op_metrics_format(struct op_metrics *m, char **ret, size_t *ret_len)
 	for (int i = 0; i < OP_REFUSED_COUNT_; i++)
 		fprintf(f, "flash_operator_admissions_refused_total{reason=\"%s\"} %" PRIu64 "\n", refusal_names[i],
 			snap->refused[i]);
+	fprintf(f,
+		"# HELP flash_operator_exec_sessions_open Web Shell sessions open now.\n"
+		"# TYPE flash_operator_exec_sessions_open gauge\n"
+		"flash_operator_exec_sessions_open %" PRIu64 "\n"
+		"# HELP flash_operator_exec_sessions_total Web Shell sessions started.\n"
+		"# TYPE flash_operator_exec_sessions_total counter\n"
+		"flash_operator_exec_sessions_total %" PRIu64 "\n",
+		snap->exec_open, snap->exec_total);
 	free(snap);
 	if (fclose(f) != 0) {
 		free(buf);

@@ -20,6 +20,7 @@ enum op_route {
 	OP_ROUTE_LIST,
 	OP_ROUTE_USAGE,
 	OP_ROUTE_LOGS,
+	OP_ROUTE_EXEC,
 	OP_ROUTE_METRICS,
 	OP_ROUTE_HEALTHZ,
 	OP_ROUTE_OTHER, /* no route matched */
@@ -49,10 +50,14 @@ void op_metrics_free(struct op_metrics *m);
 void op_metrics_request(struct op_metrics *m, enum op_route route, int status, uint64_t latency_ns);
 void op_metrics_commit(struct op_metrics *m, uint64_t ns);
 void op_metrics_refused(struct op_metrics *m, enum op_refusal reason);
+/* A Web Shell session began (@delta 1) or ended (-1): the gauge of open
+ * sessions and the counter of sessions. */
+void op_metrics_exec(struct op_metrics *m, int delta);
 
 /* Counter values, for tests. */
 uint64_t op_metrics_requests(struct op_metrics *m, enum op_route route, int status);
 uint64_t op_metrics_refusals(struct op_metrics *m, enum op_refusal reason);
+uint64_t op_metrics_exec_open(struct op_metrics *m);
 
 /* The exposition text in a new buffer (free()). */
 int op_metrics_format(struct op_metrics *m, char **ret, size_t *ret_len);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <flash/client.h>
 #include <flash/meter.h>
 #include <flash/spec.h>
 
@@ -20,6 +21,7 @@
 #include "json.h"
 #include "provider.h"
 #include "util.h"
+#include "websocket.h"
 
 #define API_PREFIX "/provider/v1/"
 #define EVENTS_SHOWN 10
@@ -34,6 +36,7 @@ struct op_provider {
 	struct flash_meter *meter;
 	struct op_runtime *runtime; /* NULL: services stay admitted */
 	struct op_get_cache *get_cache;
+	struct op_shell *shell;     /* NULL once stopped */
 };
 
 static int64_t now_of(struct op_provider *p)
@@ -438,6 +441,25 @@ int op_provider_suspended(void *ctx, const struct op_service *s, const struct fl
 
 /* ---------------------------------------------------------------- lifecycle */
 
+/* A session's start or end: an event of its service (its own
+ * transaction), counted in /metrics. */
+static void exec_audit(void *ctx, const char *service_id, const char *type, const char *message)
+{
+	struct op_provider *p = ctx;
+
+	op_metrics_exec(p->o.metrics, strcmp(type, "exec-start") == 0 ? 1 : -1);
+	pthread_mutex_lock(&p->lock);
+	if (op_store_begin(p->o.store) == 0) {
+		if (op_store_event_add(p->o.store, service_id, now_of(p), type, message) == 0 &&
+		    op_store_commit(p->o.store, NULL) == 0) {
+			/* committed */
+		} else {
+			op_store_rollback(p->o.store);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
 int op_provider_new(const struct op_provider_opts *opts, struct op_provider **ret)
 {
 	struct op_provider *p;
@@ -468,6 +490,11 @@ int op_provider_new(const struct op_provider_opts *opts, struct op_provider **re
 	r = op_get_cache_new(&p->get_cache);
 	if (r < 0)
 		goto fail;
+	struct op_shell_opts so = { .sz = sizeof(so), .max_sessions = OPTS_GET(opts, exec_max_sessions, 0),
+				    .limit_s = OPTS_GET(opts, exec_limit_s, 0), .audit = exec_audit, .audit_ctx = p };
+	r = op_shell_new(&so, &p->shell);
+	if (r < 0)
+		goto fail;
 	r = op_store_meter_get(opts->store, &state);
 	if (r == 0 && state)
 		r = flash_meter_from_json(p->meter, state, strlen(state), NULL);
@@ -485,11 +512,26 @@ void op_provider_free(struct op_provider *p)
 {
 	if (!p)
 		return;
+	op_shell_free(p->shell);
 	flash_meter_free(p->meter);
 	op_get_cache_free(p->get_cache);
 	flash_operator_config_free(p->own_config);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
+}
+
+void op_provider_stop_exec(struct op_provider *p)
+{
+	struct op_shell *sh;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	sh = p->shell;
+	p->shell = NULL;
+	pthread_mutex_unlock(&p->lock);
+	/* Sessions audit their end through the lock: freed outside it. */
+	op_shell_free(sh);
 }
 
 void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt)
@@ -660,6 +702,15 @@ static bool parse_spec(struct op_provider *p, struct command *c, struct op_respo
 		op_metrics_refused(p->o.metrics, OP_REFUSED_SPEC);
 		answer_error_extra(ret, 422, "invalid-spec", extra_diag, diag, "the spec is invalid (%zu problem%s)",
 				   flash_diag_errors(diag), flash_diag_errors(diag) == 1 ? "" : "s");
+		goto out;
+	}
+	/* Host names need a router one node does not have (Kubernetes mode
+	 * renders them as Gateway API HTTPRoutes). */
+	if (p->runtime && flash_spec_domain_count(c->spec) > 0) {
+		op_metrics_refused(p->o.metrics, OP_REFUSED_SPEC);
+		answer_error_extra(ret, 422, "invalid-spec", extra_path, "domains",
+				   "domains: not served by the single-node runtime (it has no host-name router; "
+				   "Kubernetes mode serves them): remove the field");
 		goto out;
 	}
 	if (flash_spec_to_json(c->spec, &c->canonical, NULL) < 0 || flash_spec_digest(c->spec, c->digest) < 0 ||
@@ -1330,6 +1381,20 @@ static char *utf8_clean(const char *s, size_t len)
 	return out;
 }
 
+/* A query value that must be a decimal integer @min..@max. */
+static bool query_uint(const char *s, int min, int max, int *ret)
+{
+	unsigned long v;
+	char *end = NULL;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || !s[0] || *end || s[0] == '-' || s[0] == '+' || v < (unsigned long)min || v > (unsigned long)max)
+		return false;
+	*ret = (int)v;
+	return true;
+}
+
 /* GET /provider/v1/services/ID/logs[?replica=N][&since=TIME]: the newest
  * lines (at most LOGS_MAX_BYTES of them) of the replicas' stdout and
  * stderr, oldest first. */
@@ -1339,7 +1404,7 @@ static void handle_logs(struct op_provider *p, const struct op_request *req, str
 	const char *rs = req->query ? req->query(req->query_ctx, "replica") : NULL;
 	const char *ss = req->query ? req->query(req->query_ctx, "since") : NULL;
 	struct op_service *s = NULL;
-	char *text = NULL, *end = NULL;
+	char *text = NULL;
 	int64_t since = 0;
 	int replica = -1, r;
 	struct out o;
@@ -1347,16 +1412,9 @@ static void handle_logs(struct op_provider *p, const struct op_request *req, str
 	if (!verify_token(p, req, c, ret))
 		return;
 	snprintf(c->id, sizeof(c->id), "%s", id);
-	if (rs) {
-		unsigned long v;
-
-		errno = 0;
-		v = strtoul(rs, &end, 10);
-		if (errno || !rs[0] || *end || rs[0] == '-' || rs[0] == '+' || v > 65535) {
-			answer_error(ret, 400, "bad-request", "replica \"%.32s\" is not an integer 0..65535", rs);
-			return;
-		}
-		replica = (int)v;
+	if (rs && !query_uint(rs, 0, 65535, &replica)) {
+		answer_error(ret, 400, "bad-request", "replica \"%.32s\" is not an integer 0..65535", rs);
+		return;
 	}
 	if (ss && parse_since(ss, &since) < 0) {
 		answer_error(ret, 400, "bad-request", "since \"%.40s\" is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SS[.ffffff]Z)",
@@ -1425,6 +1483,112 @@ static void handle_logs(struct op_provider *p, const struct op_request *req, str
 		ret->status = 200;
 }
 
+/* ---------------------------------------------------------------- exec */
+
+/* GET /provider/v1/services/ID/exec?tty=0|1[&replica=N][&cols=C&rows=R]
+ * [&term=T][&command=ARG]...: a WebSocket handshake.  Checked in the
+ * order a caller learns most from: the token, the handshake, the query,
+ * the service, a ready replica, a free session slot. */
+static void handle_exec(struct op_provider *p, const struct op_request *req, struct command *c, const char *id,
+			struct op_response *ret)
+{
+#define HDR(n) (req->header ? req->header(req->query_ctx, n) : NULL)
+#define Q(n) (req->query ? req->query(req->query_ctx, n) : NULL)
+	struct ws_handshake h = { .method = req->method, .upgrade = HDR("Upgrade"), .connection = HDR("Connection"),
+				  .version = HDR("Sec-WebSocket-Version"), .key = HDR("Sec-WebSocket-Key"),
+				  .protocol = HDR("Sec-WebSocket-Protocol") };
+	const char *tty = Q("tty"), *rs = Q("replica"), *cs = Q("cols"), *rws = Q("rows"), *term = Q("term");
+	const char *argv[OP_SHELL_ARGS_MAX];
+	struct op_shell_params sp = { 0 };
+	struct op_exec_target t;
+	struct op_service *s = NULL;
+	int replica = -1, cols = 0, rows = 0, r;
+	char err[160], who[400];
+	size_t argc;
+
+	if (!verify_token(p, req, c, ret))
+		return;
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	r = ws_server_check(&h, FLASH_CLIENT_EXEC_PROTOCOL, ret->ws_accept, err, sizeof(err));
+	if (r < 0) {
+		answer_error(ret, r == -EPROTONOSUPPORT ? 426 : 400, r == -EPROTONOSUPPORT ? "upgrade-required" : "bad-request",
+			     "exec is a WebSocket (RFC 6455, subprotocol %s): %s", FLASH_CLIENT_EXEC_PROTOCOL, err);
+		return;
+	}
+	argc = req->query_all ? req->query_all(req->query_ctx, "command", argv, OP_SHELL_ARGS_MAX) : 0;
+	if ((tty && strcmp(tty, "0") != 0 && strcmp(tty, "1") != 0) || (rs && !query_uint(rs, 0, 65535, &replica)) ||
+	    (cs && !query_uint(cs, 1, 65535, &cols)) || (rws && !query_uint(rws, 1, 65535, &rows)) ||
+	    (term && (!term[0] || strlen(term) > 64 ||
+		      term[strspn(term, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+")])) ||
+	    argc > OP_SHELL_ARGS_MAX) {
+		answer_error(ret, 400, "bad-request",
+			     "the query takes tty=0|1, replica=0..65535, cols and rows 1..65535, term (letters, digits, "
+			     "-_.+, at most 64) and at most %u command= arguments",
+			     OP_SHELL_ARGS_MAX);
+		return;
+	}
+	for (size_t i = 0; i < argc; i++)
+		if (!json_utf8_valid((const unsigned char *)argv[i], strlen(argv[i]))) {
+			answer_error(ret, 400, "bad-request", "command argument %zu is not UTF-8", i);
+			return;
+		}
+	pthread_mutex_lock(&p->lock);
+	r = load_visible(p, c, &s);
+	pthread_mutex_unlock(&p->lock);
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		return;
+	}
+	if (!s || s->deleted) {
+		op_service_free(s);
+		answer_not_found(ret, id);
+		return;
+	}
+	op_service_free(s);
+	if (!p->runtime) {
+		answer_error(ret, 409, "no-runtime", "this operator runs no replicas (no runtime): service %s has none to exec in",
+			     id);
+		return;
+	}
+	r = op_runtime_exec_target(p->runtime, id, replica, &t);
+	if (r == -ENOENT && replica >= 0) {
+		answer_error(ret, 404, "no-replica", "service %s has no replica %d", id, replica);
+		return;
+	}
+	if (r < 0) {
+		if (replica >= 0)
+			answer_error(ret, 409, "not-ready", "replica %d of service %s is not ready", replica, id);
+		else
+			answer_error(ret, 409, "not-ready", "service %s has no ready replica to exec in yet", id);
+		return;
+	}
+	snprintf(who, sizeof(who), "kid %s org %s project %s", flash_auth_token_kid(c->token), c->org, c->project);
+	sp = (struct op_shell_params){ .who = who, .service_id = id, .target = &t, .argv = argc ? argv : NULL,
+				       .argc = argc, .tty = tty && !strcmp(tty, "1"), .cols = (unsigned short)cols,
+				       .rows = (unsigned short)rows, .term = term };
+	pthread_mutex_lock(&p->lock);
+	r = p->shell ? op_shell_reserve(p->shell, &sp, &ret->upgrade) : -ESHUTDOWN;
+	pthread_mutex_unlock(&p->lock);
+	if (r == -EBUSY) {
+		answer_error(ret, 429, "too-many-sessions", "the operator has its %u exec sessions open; try again later",
+			     p->o.exec_max_sessions ? p->o.exec_max_sessions : OP_SHELL_MAX_SESSIONS_DEFAULT);
+		ret->retry_after = 5;
+		return;
+	}
+	if (r < 0) {
+		answer_transient(p, ret, r == -ESHUTDOWN ? "the operator is stopping" : "cannot start a session");
+		return;
+	}
+	ret->status = 101;
+	ret->body = strdup("");
+	if (!ret->body) {
+		op_shell_cancel(ret->upgrade);
+		ret->upgrade = NULL;
+	}
+#undef HDR
+#undef Q
+}
+
 static void handle_metrics(struct op_provider *p, struct op_response *ret)
 {
 	if (!p->o.metrics) {
@@ -1476,7 +1640,9 @@ static enum op_route route_of(const struct op_request *req, const char **ret_id,
 		if (strchr(rest, '/')) {
 			size_t n = (size_t)(strchr(rest, '/') - rest);
 
-			if (strcmp(rest + n, "/logs") != 0 || n >= id_size) {
+			bool logs = strcmp(rest + n, "/logs") == 0, exec = strcmp(rest + n, "/exec") == 0;
+
+			if ((!logs && !exec) || n >= id_size) {
 				*ret_id = NULL;
 				return OP_ROUTE_OTHER;
 			}
@@ -1484,8 +1650,8 @@ static enum op_route route_of(const struct op_request *req, const char **ret_id,
 			id_buf[n] = '\0';
 			*ret_id = id_buf;
 			*ret_method_ok = strcmp(m, "GET") == 0;
-			*ret_action = FLASH_AUTH_ACTION_LOGS;
-			return OP_ROUTE_LOGS;
+			*ret_action = logs ? FLASH_AUTH_ACTION_LOGS : FLASH_AUTH_ACTION_EXEC;
+			return logs ? OP_ROUTE_LOGS : OP_ROUTE_EXEC;
 		}
 		if (strcmp(m, "PUT") == 0) {
 			*ret_action = FLASH_AUTH_ACTION_UPDATE;
@@ -1549,6 +1715,9 @@ void op_provider_handle(struct op_provider *p, const struct op_request *req, str
 			break;
 		case OP_ROUTE_LOGS:
 			handle_logs(p, req, &c, id, ret);
+			break;
+		case OP_ROUTE_EXEC:
+			handle_exec(p, req, &c, id, ret);
 			break;
 		default:
 			handle_mutation(p, req, &c, id, ret);

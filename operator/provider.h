@@ -11,6 +11,9 @@
  *   GET    /provider/v1/services        list    (the token's project, or
  *                                                the whole organization)
  *   GET    /provider/v1/usage           usage   (this week's metering)
+ *   GET    /provider/v1/services/ID/logs   logs
+ *   GET    /provider/v1/services/ID/exec   exec (a WebSocket: 101 and
+ *                                          ret->upgrade, operator/exec.h)
  *   GET    /metrics                     Prometheus text (no token)
  *   GET    /healthz                     {"status":"ok"} (no token)
  *
@@ -38,6 +41,7 @@
 #include <flash/render.h>
 
 #include "admission.h"
+#include "exec.h"
 #include "metrics.h"
 #include "runtime.h"
 #include "store.h"
@@ -56,6 +60,10 @@ struct op_provider_opts {
 	void *now_ctx;
 	unsigned int retry_after;             /* seconds in 503 answers (0: 2) */
 	unsigned int skew;                    /* token clock skew (0: 5 s) */
+	/* Web Shell (exec.h): sessions open at once and their lifetime
+	 * (0: the defaults, 16 and 1800 s). */
+	unsigned int exec_max_sessions;
+	unsigned int exec_limit_s;
 	/* The meter's clock (usage, weekly limits, suspension, the usage
 	 * route), apart from the one tokens and timestamps are read with, so
 	 * a test can move the metering week without expiring its tokens.
@@ -100,6 +108,12 @@ struct op_request {
 	 * the request has none. */
 	const char *(*query)(void *ctx, const char *key);
 	void *query_ctx;
+	/* With query_ctx too: request header @name, NULL when absent
+	 * (header NULL: none); every value of query key @key in order, at
+	 * most @max into @out, returning the count (more than @max: too
+	 * many; query_all NULL: none). */
+	const char *(*header)(void *ctx, const char *name);
+	size_t (*query_all)(void *ctx, const char *key, const char **out, size_t max);
 };
 
 struct op_response {
@@ -109,7 +123,16 @@ struct op_response {
 	const char *content_type;  /* static */
 	unsigned int retry_after;  /* > 0: send Retry-After */
 	enum op_route route;
+	/* exec: status 101 with a reserved session to start on the upgraded
+	 * connection (op_shell_start(), or op_shell_cancel()) and the
+	 * Sec-WebSocket-Accept value. */
+	struct op_shell_session *upgrade;
+	char ws_accept[32];
 };
+
+/* Ends the open Web Shell sessions and refuses new ones (503): before
+ * the HTTP server stops. */
+void op_provider_stop_exec(struct op_provider *p);
 
 /* Answers @req into @ret (always filled; a failure to build the answer is
  * a 500 with a static body). */

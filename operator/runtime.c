@@ -1172,6 +1172,44 @@ int op_runtime_status(struct op_runtime *rt, const char *id, struct op_service_s
 	return r;
 }
 
+int op_runtime_exec_target(struct op_runtime *rt, const char *id, int index, struct op_exec_target *ret)
+{
+	const struct op_replica_view *hit = NULL;
+	struct op_exec_target t = { 0 };
+	bool seen = false;
+	int r = -ENOENT;
+
+	if (!rt || !id || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&rt->lock);
+	for (struct svc_state *s = rt->svcs; s && !hit; s = s->next) {
+		if (strcmp(s->id, id) != 0 || !s->status.phase[0])
+			continue;
+		for (size_t i = 0; i < s->status.n_replicas && !hit; i++) {
+			const struct op_replica_view *v = &s->status.replicas[i];
+
+			if (index >= 0 && v->index != (unsigned int)index)
+				continue;
+			seen = true;
+			if (strcmp(v->state, "ready") == 0)
+				hit = v;
+		}
+		if (hit) {
+			t.replica = hit->index;
+			snprintf(t.container, sizeof(t.container), "%s", hit->container);
+		}
+		r = hit ? 0 : seen || index < 0 ? -EAGAIN : -ENOENT;
+	}
+	pthread_mutex_unlock(&rt->lock);
+	if (r < 0)
+		return r;
+	snprintf(t.runsc, sizeof(t.runsc), "%s", rt->runsc);
+	snprintf(t.root, sizeof(t.root), "%s", rt->runsc_root);
+	snprintf(t.bundle, sizeof(t.bundle), "%s/replicas/%s", rt->dir, t.container);
+	*ret = t;
+	return 0;
+}
+
 static void fail_service(struct op_runtime *rt, struct svc_state *ss, const struct replica *rp, uint64_t gen,
 			 const char *reason)
 {
@@ -1363,6 +1401,7 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 		v->generation = rp->gen;
 		v->restarts = rp->restarts;
 		snprintf(v->address, sizeof(v->address), "%s", rp->address);
+		snprintf(v->container, sizeof(v->container), "%s", rp->id);
 		snprintf(v->state, sizeof(v->state), "%s",
 			 rp->gen != s->generation ? "retiring" : rp->state == R_READY ? "ready" : "starting");
 	}

@@ -130,6 +130,7 @@ struct op_replica_view {
 	char state[16];       /* "starting", "ready", "restarting", "retiring" */
 	unsigned int restarts;
 	uint64_t generation;
+	char container[96];   /* the runsc container id (exec) */
 };
 
 struct op_service_status {
@@ -162,6 +163,19 @@ int op_runtime_status(struct op_runtime *rt, const char *id, struct op_service_s
  * -EINVAL, -ENOMEM. */
 int op_runtime_logs(struct op_runtime *rt, const char *id, int index, int64_t since, size_t max_bytes, char **ret,
 		    size_t *ret_len);
+
+/* Where a Web Shell session of service @id runs (operator/exec.c):
+ * replica @index (< 0: the first ready one), which must be ready. */
+struct op_exec_target {
+	unsigned int replica;
+	char container[96];   /* runsc container id */
+	char runsc[4096];     /* the runsc binary */
+	char root[4096];      /* its --root */
+	char bundle[4096];    /* the replica's bundle directory (config.json) */
+};
+/* 0 and *ret; -ENOENT (no such service or replica), -EAGAIN (the replica,
+ * or every replica, is not ready), -EINVAL. */
+int op_runtime_exec_target(struct op_runtime *rt, const char *id, int index, struct op_exec_target *ret);
 
 /* Stops the reconcile thread; the replicas keep running (a restarted
  * operator adopts them).  NULL is fine. */

@@ -64,5 +64,16 @@ int flashctl_token_main(int argc, char **argv, const struct flashctl_globals *g)
 /* create, update, delete, get, list, usage (argv[0] says which). */
 int flashctl_service_main(int argc, char **argv, const struct flashctl_globals *g);
 int flashctl_logs_main(int argc, char **argv, const struct flashctl_globals *g);
+int flashctl_exec_main(int argc, char **argv, const struct flashctl_globals *g);
+
+struct flash_client;
+struct flash_auth_signer;
+/* The provider client of @g (service.c) and the id of service @target
+ * (an id, or a name looked up with list) in @id: FLASHCTL_EXIT_OK with
+ * *ret_client and *ret_signer (freed by the caller; the signer may be
+ * NULL), or the exit code of the provider commands (flashctl(1)) after
+ * saying why on stderr. */
+int flashctl_open_service(const struct flashctl_globals *g, const char *cmd, const char *project, const char *target,
+			  char *id, size_t id_size, struct flash_client **ret_client, struct flash_auth_signer **ret_signer);
 
 #endif

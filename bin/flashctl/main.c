@@ -25,6 +25,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
 	{ "create", flashctl_service_main, "create a service (--name NAME --spec FILE)" },
 	{ "delete", flashctl_service_main, "delete a service" },
+	{ "exec", flashctl_exec_main, "run a command (a shell by default) in a ready replica (-i, -t)" },
 	{ "get", flashctl_service_main, "show a service, its status and last events" },
 	{ "keygen", flashctl_keygen_main, "create an Ed25519 key pair for provider command tokens" },
 	{ "list", flashctl_service_main, "list the services of the organization or project" },

@@ -321,6 +321,23 @@ static int resolve(struct ctx *x, const char *what, char *ret, size_t size)
 	return status;
 }
 
+int flashctl_open_service(const struct flashctl_globals *g, const char *cmd, const char *project, const char *target,
+			  char *id, size_t id_size, struct flash_client **ret_client, struct flash_auth_signer **ret_signer)
+{
+	struct ctx x = { 0 };
+	int status = ctx_init(&x, g, cmd, project);
+
+	if (status == FLASHCTL_EXIT_OK)
+		status = resolve(&x, target, id, id_size);
+	if (status != FLASHCTL_EXIT_OK) {
+		ctx_done(&x);
+		return status;
+	}
+	*ret_client = x.client;
+	*ret_signer = x.signer;
+	return FLASHCTL_EXIT_OK;
+}
+
 /* --wait polls 20 ms after the answer, doubling up to 500 ms: a replica
  * is ready about 0.5 s after its create (bench/flash), which a poll each
  * second would see only at 1 s. */

@@ -110,6 +110,78 @@ FLASH_API FLASH_WUR int flash_client_usage(struct flash_client *c, struct flash_
 FLASH_API FLASH_WUR int flash_client_logs(struct flash_client *c, const char *service_id, int replica,
 					  const char *since, struct flash_client_response **ret);
 
+/* ---------------------------------------------------------------- exec */
+
+/* exec (token action "exec"): a session in a ready replica of a service
+ * over a WebSocket (RFC 6455, subprotocol FLASH_CLIENT_EXEC_PROTOCOL) to
+ * GET /provider/v1/services/ID/exec.  Every message is binary: its first
+ * byte a channel, the rest the data.  The client sends STDIN (bytes),
+ * RESIZE ({"cols":C,"rows":R}) and CLOSE (one byte, the channel closed:
+ * 0, end of input); the operator sends STDOUT, STDERR (bytes; a TTY
+ * session has only STDOUT) and, last, STATUS: {"exit_code":N} with
+ * "signal":S when a signal ended the process, and "reason" and "message"
+ * when the operator ended the session ("time-limit", "shutdown").  Then
+ * the WebSocket closes. */
+#define FLASH_CLIENT_EXEC_PROTOCOL "flash.exec.v1"
+
+enum flash_client_exec_channel {
+	FLASH_EXEC_STDIN = 0,
+	FLASH_EXEC_STDOUT = 1,
+	FLASH_EXEC_STDERR = 2,
+	FLASH_EXEC_STATUS = 3,
+	FLASH_EXEC_RESIZE = 4,
+	FLASH_EXEC_CLOSE = 255,
+};
+
+struct flash_client_exec_opts {
+	size_t sz;
+	const char *const *argv;  /* exactly the argv run; NULL: /bin/sh */
+	size_t argc;              /* 1..256 when argv is set */
+	int replica;              /* replica index; < 0: the first ready one */
+	bool tty;                 /* a terminal (STDERR goes to STDOUT) */
+	unsigned short cols, rows; /* its first size (tty; 0: the operator's 80x24) */
+	const char *term;         /* TERM in the session (tty; NULL: "xterm") */
+};
+
+struct flash_client_exec;
+
+/* Opens a session of service @service_id.  Returns 0 with *ret_session
+ * when the operator switched protocols, or 0 with *ret_refusal (an error
+ * answer: "not-found", "not-ready", "too-many-sessions", "wrong-action",
+ * ...) when it did not; one of the two is set.  Negative: the transport
+ * errors of the other calls, -EINVAL (a malformed id or options; an
+ * argument longer than 64 KiB), -EPROTO (not a WebSocket answer). */
+FLASH_API FLASH_WUR int flash_client_exec_open(struct flash_client *c, const char *service_id,
+					       const struct flash_client_exec_opts *opts,
+					       struct flash_client_exec **ret_session,
+					       struct flash_client_response **ret_refusal);
+/* The socket to poll for input (POLLIN) before calling
+ * flash_client_exec_recv(). */
+FLASH_API int flash_client_exec_fd(const struct flash_client_exec *x);
+/* Sends @len bytes (at most 1 MiB) on @channel; blocks until written.
+ * 0, -EINVAL, -EPIPE (the session ended), -EPROTO. */
+FLASH_API int flash_client_exec_send(struct flash_client_exec *x, unsigned int channel, const void *data,
+					       size_t len);
+/* RESIZE and CLOSE of stdin, through flash_client_exec_send().  A send
+ * that fails means the session is ending: flash_client_exec_recv() says
+ * how. */
+FLASH_API int flash_client_exec_resize(struct flash_client_exec *x, unsigned short cols,
+						 unsigned short rows);
+FLASH_API int flash_client_exec_close_stdin(struct flash_client_exec *x);
+/* Without blocking: 1 and the next message (*ret_data valid until the
+ * next call), 0 when none is waiting (poll the fd), -EPIPE when the
+ * session is over (the WebSocket closed), -EPROTO when the operator
+ * broke the protocol.  Pings are answered inside. */
+FLASH_API FLASH_WUR int flash_client_exec_recv(struct flash_client_exec *x, unsigned int *ret_channel,
+					       const void **ret_data, size_t *ret_len);
+/* The outcome once STATUS arrived: true with the exit code (128 + S for
+ * a signal S) and the operator's reason and message (NULL when the
+ * process ended by itself); false before. */
+FLASH_API bool flash_client_exec_status(const struct flash_client_exec *x, int *ret_exit_code,
+					const char **ret_reason, const char **ret_message);
+/* Closes the session (a close frame, then the connection); NULL is fine. */
+FLASH_API void flash_client_exec_free(struct flash_client_exec *x);
+
 #ifdef __cplusplus
 }
 #endif

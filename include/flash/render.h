@@ -88,6 +88,11 @@ struct flash_operator_runtime {
 	const char *cgroup_parent; /* runtime.cgroupParent */
 	const char *dns;           /* runtime.dns, the addresses joined by commas */
 	bool masquerade;           /* runtime.masquerade (flash-operator(8) --masquerade) */
+	/* The Web Shell (section "exec"; 0 when unset: the operator's
+	 * defaults, 16 sessions of 1800 s): flash-operator(8)
+	 * --exec-max-sessions and --exec-session-limit. */
+	unsigned int exec_max_sessions;    /* exec.maxSessions, 1..1024 */
+	unsigned int exec_session_limit_s; /* exec.sessionLimitSeconds, 1..86400 */
 };
 
 /* Fills *@ret (set ret->sz first; the fields that fit in it are

@@ -7,7 +7,9 @@
  * node and its replies translated back by the endpoint programs; to
  * another node's backend SNATed to the node's address and a port of the
  * SNAT range, and its replies restored; traffic policy Local refusing to
- * forward off-node; source ranges dropping a denied client; IPv6.
+ * forward off-node; source ranges dropping a denied client; IPv6; the
+ * host firewall judging what is for the node, never what NodePort
+ * translates.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -171,4 +173,62 @@ Test(uplink, detach_removes_the_program, .init = setup, .fini = teardown)
 	cr_assert(access(path, F_OK) < 0 && errno == ENOENT, "pin removed");
 	cr_assert(system("tc filter show dev up0 ingress | grep -q bpf") != 0, "no filter left");
 	ASSERT_OK(flowsdn_datapath_uplink_detach(dp, up), "detach again");
+}
+
+/* The host firewall (bpf/lib/hostfw.h): what is for the node is judged,
+ * what NodePort translates to a backend is not; audit never drops. */
+Test(uplink, host_firewall_judges_what_is_for_the_node_only, .init = setup, .fini = teardown)
+{
+	struct flowsdn_policy_map_entry allow = { 0 };
+	struct flowsdn_hostfw_counters c0, c1;
+	uint32_t ids[] = { 9 };
+	struct frame f;
+
+	/* One host rule: TCP 8080 from anyone; enforce. */
+	ASSERT_OK(flowsdn_policy_key_make(FLOWSDN_HOSTFW_EP_ID, FLOWSDN_DIR_INGRESS, FLOWSDN_IDENTITY_ANY, IPPROTO_TCP,
+					  8080, 16, &allow.key),
+		  "key");
+	allow.rule_id = 77;
+	ASSERT_OK(flowsdn_maps_hostfw_switch(maps, NULL, 0, &allow, 1, FLOWSDN_EP_F_ENFORCE_INGRESS,
+					     FLOWSDN_HOSTFW_ENFORCE),
+		  "enforce");
+	ASSERT_OK(flowsdn_maps_hostfw_counters(maps, &c0), "counters");
+	/* NodePort 30081 -> the backend endpoint's 9090: no host rule allows
+	 * either port, and it goes through. */
+	backend_put(9, AF_INET, "10.0.0.2", 9090, IPPROTO_TCP, FLOWSDN_BACKEND_ACTIVE);
+	service_put_flags(51, AF_INET, "0.0.0.0", 30081, IPPROTO_TCP, ids, 1, FLOWSDN_SVC_F_NODEPORT);
+	f = packet(AF_INET, IPPROTO_TCP, "203.0.113.7", 50001, "192.0.2.1", 30081, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_REDIRECT, "NodePort: into the backend, not judged by the host firewall");
+	check_tuple(&f, "203.0.113.7", 50001, "10.0.0.2", 9090);
+	/* For the node itself: a denied port dropped, the allowed one passes. */
+	f = packet(AF_INET, IPPROTO_TCP, "203.0.113.7", 50002, "192.0.2.1", 22, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_SHOT, "port 22 refused");
+	f = packet(AF_INET, IPPROTO_UDP, "203.0.113.7", 50003, "192.0.2.1", 8080, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_SHOT, "UDP 8080 refused (the rule is TCP)");
+	f = packet(AF_INET, IPPROTO_TCP, "203.0.113.7", 50004, "192.0.2.1", 8080, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_OK, "TCP 8080 to the stack");
+	ASSERT_OK(flowsdn_maps_hostfw_counters(maps, &c1), "counters");
+	cr_assert_eq(c1.denied - c0.denied, 2, "two refused");
+	cr_assert_eq(c1.allowed - c0.allowed, 1, "one allowed (the NodePort flow is not counted)");
+	{
+		struct flowsdn_policy_key k = allow.key;
+		struct flowsdn_policy_value v;
+		struct flowsdn_hostfw_state st;
+
+		ASSERT_OK(flowsdn_maps_hostfw_state(maps, &st), "state");
+		k.ep_id = FLOWSDN_POLICY_KEY_ID(FLOWSDN_HOSTFW_EP_ID, st.policy_gen);
+		ASSERT_OK(flowsdn_maps_policy_get(maps, &k, &v), "the rule's entry");
+		cr_assert(v.rule_id == 77 && v.packets == 1, "the rule counted its packet (rule %u, %llu)", v.rule_id,
+			  (unsigned long long)v.packets);
+	}
+	cr_assert_geq(dp_drops(maps, FLOWSDN_DROP_POLICY_DEFAULT), 2, "in the drop table");
+	/* Audit: the same refused packet passes, counted. */
+	ASSERT_OK(flowsdn_maps_hostfw_switch(maps, &allow, 1, &allow, 1, FLOWSDN_EP_F_ENFORCE_INGRESS,
+					     FLOWSDN_HOSTFW_AUDIT),
+		  "audit");
+	f = packet(AF_INET, IPPROTO_TCP, "203.0.113.7", 50005, "192.0.2.1", 22, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_OK, "audit lets port 22 through");
+	ASSERT_OK(flowsdn_maps_hostfw_counters(maps, &c0), "counters");
+	cr_assert_eq(c0.audited - c1.audited, 1, "and counts it");
+	cr_assert_eq(c0.denied, c1.denied);
 }

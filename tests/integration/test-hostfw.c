@@ -200,6 +200,34 @@ Test(hostfw, a_refused_switch_leaves_the_state_in_force)
 	cr_assert_eq(to_node(8080, SOCK_STREAM), 0, "with its rules");
 }
 
+/* An agent restart: while none runs the pinned state goes on enforcing;
+ * the next one restores the saved rules and mode, switches the host from
+ * the entries in force, and its scrub keeps the host's entries. */
+Test(hostfw, enforcement_survives_an_agent_restart)
+{
+	struct flowsdn_maps *maps = flowsdn_datapath_maps(dp);
+	struct flowsdn_hostfw_state st;
+	size_t removed = 99;
+	int r;
+
+	set_mode(FLOWSDN_HOSTFW_ENFORCE);
+	agent_policy_free(pol);
+	pol = NULL;
+	cr_assert_neq(to_node(9090, SOCK_STREAM), 0, "no agent: still enforced");
+	cr_assert_eq(to_node(8080, SOCK_STREAM), 0, "no agent: the rule still allows");
+	ASSERT_OK(flowsdn_maps_policy_scrub(maps, &removed), "scrub");
+	cr_assert_eq(removed, 0, "the host's entries in force are not stale");
+	r = agent_policy_new(state_dir, maps, &pol);
+	cr_assert(r == 0, "policy state: %s", flowsdn_strerror(r));
+	cr_assert_geq(agent_policy_restore(pol), 0, "restore");
+	agent_policy_restore_done(pol);
+	ASSERT_OK(flowsdn_maps_hostfw_state(maps, &st), "state");
+	cr_assert(st.mode == FLOWSDN_HOSTFW_ENFORCE && (st.flags & FLOWSDN_EP_F_ENFORCE_INGRESS),
+		  "the saved mode and the rules are back (mode %u, flags %#x)", st.mode, st.flags);
+	cr_assert_neq(to_node(9090, SOCK_STREAM), 0, "restarted: enforced");
+	cr_assert_eq(to_node(8080, SOCK_STREAM), 0, "restarted: allowed");
+}
+
 /* ---- the mode switch is atomic */
 
 static volatile int flipping;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1256,6 +1257,149 @@ Test(operator, weekly_limits_suspend_and_resume_on_monday)
 	free(cpu);
 	free(gpu);
 	free(big);
+}
+
+/* ---------------------------------------------------------------- exec */
+
+/* One exec request's query and headers ("Name: value" lines). */
+struct exec_ctx {
+	const char *query;
+	const char *const *headers;
+};
+
+static const char *exec_query(void *ctx, const char *key)
+{
+	return query_of((void *)((struct exec_ctx *)ctx)->query, key);
+}
+
+static size_t exec_query_all(void *ctx, const char *key, const char **out, size_t max)
+{
+	(void)ctx;
+	(void)key;
+	(void)out;
+	(void)max;
+	return 0;
+}
+
+static const char *exec_header(void *ctx, const char *name)
+{
+	const struct exec_ctx *x = ctx;
+
+	for (size_t i = 0; x->headers && x->headers[i]; i++) {
+		size_t n = strlen(name);
+
+		if (strncasecmp(x->headers[i], name, n) == 0 && x->headers[i][n] == ':')
+			return x->headers[i] + n + 2;
+	}
+	return NULL;
+}
+
+static const char *const ws_headers[] = { "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
+					  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+					  "Sec-WebSocket-Protocol: flash.exec.v1", NULL };
+
+static struct op_response exec_req(const char *id, const char *query, const char *const *headers, const char *org,
+				   enum flash_auth_action action)
+{
+	struct exec_ctx x = { .query = query, .headers = headers };
+	struct op_response r;
+	char *tok = org ? test_mint(signer, org, "p1", action, UINT64_MAX) : NULL, hdr[9000], path[160];
+
+	if (tok)
+		snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
+	snprintf(path, sizeof(path), "/provider/v1/services/%s/exec", id);
+	struct op_request rq = { .method = "GET", .path = path, .authorization = tok ? hdr : NULL, .body = "",
+				 .query = exec_query, .query_ctx = &x, .header = exec_header,
+				 .query_all = exec_query_all };
+	op_provider_handle(prov, &rq, &r);
+	free(tok);
+	return r;
+}
+
+/* GET /provider/v1/services/ID/exec (token action exec): the refusals
+ * before any protocol switch, in order (token, handshake, query, tenant,
+ * runtime, readiness); a spec with domains refused once a runtime runs. */
+Test(operator, exec_route_refusals)
+{
+	static const char *const old_version[] = { "Upgrade: websocket", "Connection: Upgrade",
+						   "Sec-WebSocket-Version: 8",
+						   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+						   "Sec-WebSocket-Protocol: flash.exec.v1", NULL };
+	static const char *const no_protocol[] = { "Upgrade: websocket", "Connection: Upgrade",
+						   "Sec-WebSocket-Version: 13",
+						   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", NULL };
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1), *domains = NULL, *body;
+	char id[OP_SERVICE_ID_STRLEN], rtdir[160], bin[200], path[300], err[256];
+	struct op_runtime *rt = NULL;
+	struct op_response r;
+	struct json_value *v;
+
+	snprintf(id, sizeof(id), "%s", create("org-a", "p1", "web", 1, spec));
+	r = exec_req(id, NULL, ws_headers, NULL, FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 401, "unauthorized");
+	op_response_clear(&r);
+	r = exec_req(id, NULL, ws_headers, "org-a", FLASH_AUTH_ACTION_LOGS);
+	expect_error(&r, 403, "wrong-action");
+	op_response_clear(&r);
+	r = exec_req(id, NULL, NULL, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 400, "bad-request");
+	cr_assert(strstr(r.body, "Upgrade: websocket"), "names the missing header: %s", r.body);
+	op_response_clear(&r);
+	r = exec_req(id, NULL, old_version, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 426, "upgrade-required");
+	op_response_clear(&r);
+	r = exec_req(id, NULL, no_protocol, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 400, "bad-request");
+	cr_assert(strstr(r.body, "flash.exec.v1"), "%s", r.body);
+	op_response_clear(&r);
+	r = exec_req(id, "tty=yes", ws_headers, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 400, "bad-request");
+	op_response_clear(&r);
+	r = exec_req(id, "term=a;b", ws_headers, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 400, "bad-request");
+	op_response_clear(&r);
+	r = exec_req(id, NULL, ws_headers, "org-b", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 404, "not-found");
+	op_response_clear(&r);
+	r = exec_req(id, NULL, ws_headers, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 409, "no-runtime");
+	cr_assert_null(r.upgrade);
+	op_response_clear(&r);
+
+	/* A runtime that runs nothing: no replica is ever ready. */
+	snprintf(rtdir, sizeof(rtdir), "%s/runtime", dir);
+	snprintf(bin, sizeof(bin), "%s/bin", dir);
+	cr_assert(mkdir(bin, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/flowsdn-cni", bin);
+	cr_assert(symlink("/bin/true", path) == 0);
+	struct op_runtime_opts ro = { .sz = sizeof(ro), .dir = rtdir, .runsc = "/bin/true", .cni_bin_dir = bin,
+				      .services = no_services, .interval_ms = 60000 };
+	err[0] = '\0';
+	cr_assert(op_runtime_start(&ro, &rt, err, sizeof(err)) == 0, "runtime: %s", err);
+	op_provider_set_runtime(prov, rt);
+	r = exec_req(id, "tty=1&cols=100&rows=30", ws_headers, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 409, "not-ready");
+	cr_assert_null(r.upgrade);
+	op_response_clear(&r);
+	r = exec_req(id, "replica=3", ws_headers, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 404, "no-replica");
+	op_response_clear(&r);
+
+	/* domains: refused on the single-node runtime, naming the field. */
+	cr_assert(asprintf(&domains, "%.*s,\"domains\":[{\"host\":\"web.example.org\",\"port\":\"p0\"}]}",
+			   (int)strlen(spec) - 1, spec) > 0);
+	body = create_body("dom", domains);
+	r = req("POST", "/provider/v1/services", "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1, body);
+	expect_error(&r, 422, "invalid-spec");
+	v = parse(&r);
+	ASSERT_STREQ(sget(json_get(v, "error"), "path"), "domains", "the field is named");
+	json_free(v);
+	op_response_clear(&r);
+	free(body);
+	free(domains);
+	op_provider_set_runtime(prov, NULL);
+	op_runtime_stop(rt);
+	free(spec);
 }
 
 /* flash-operator --test-meter-clock: the file's time at every reading,

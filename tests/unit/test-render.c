@@ -656,3 +656,41 @@ Test(render, operator_config)
 	}
 	ASSERT_STREQ(flash_strerror(-FLASH_E_RENDER_CONFIG), "operator configuration refused", "strerror");
 }
+
+/* The exec section: the Web Shell's limits, bounded, each refusal naming
+ * its key; 0 when unset (the operator's defaults). */
+Test(render, operator_config_exec)
+{
+	static const struct {
+		const char *json, *path;
+	} bad[] = {
+		{ "{\"exec\":{\"maxSessions\":0}}", "exec.maxSessions" },
+		{ "{\"exec\":{\"maxSessions\":1025}}", "exec.maxSessions" },
+		{ "{\"exec\":{\"sessionLimitSeconds\":86401}}", "exec.sessionLimitSeconds" },
+		{ "{\"exec\":{\"sessionLimitSeconds\":\"30m\"}}", "exec.sessionLimitSeconds" },
+		{ "{\"exec\":{\"shell\":\"/bin/bash\"}}", "exec.shell" },
+	};
+	static const char good[] = "{\"exec\":{\"maxSessions\":4,\"sessionLimitSeconds\":60}}";
+	struct flash_operator_config *c = NULL;
+	struct flash_operator_runtime rt = { .sz = sizeof(rt) };
+	struct flash_diag *d = NULL;
+
+	ASSERT_OK(flash_diag_new(&d), "diag");
+	ASSERT_OK(flash_operator_config_default(&c), "defaults");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert(rt.exec_max_sessions == 0 && rt.exec_session_limit_s == 0, "unset by default");
+	flash_operator_config_free(c);
+	ASSERT_OK(flash_operator_config_parse(good, strlen(good), &c, d), "exec section");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert_eq(rt.exec_max_sessions, 4);
+	cr_assert_eq(rt.exec_session_limit_s, 60);
+	flash_operator_config_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c = NULL;
+		ASSERT_ERR(flash_operator_config_parse(bad[i].json, strlen(bad[i].json), &c, d), -FLASH_E_RENDER_CONFIG,
+			   bad[i].json);
+		ASSERT_STREQ(diag_path(d), bad[i].path, bad[i].json);
+		cr_assert_null(c);
+	}
+	flash_diag_free(d);
+}

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The exec client of <flash/client.h>: a WebSocket (common/websocket.h)
+ * over a connection libcurl makes (CURLOPT_CONNECT_ONLY: HTTP, HTTPS or a
+ * Unix socket, the same endpoints as every other call).
+ */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <flash/auth.h>
+#include <flash/client.h>
+
+#include "client-private.h"
+#include "internal.h"
+#include "json.h"
+#include "websocket.h"
+
+#define EXEC_MESSAGE_MAX ((1u << 20) + 16)
+#define HEAD_MAX 16384
+#define QUERY_MAX 12288 /* the operator reads request heads of 16 KiB */
+#define ARG_MAX_BYTES 65536
+#define REFUSAL_BODY_MAX (1u << 20)
+
+struct flash_client_exec {
+	CURL *curl;
+	curl_socket_t fd;
+	unsigned int timeout_ms;
+	struct ws_conn *ws;
+	bool closed, close_sent, got_status;
+	int exit_code;
+	char *reason, *message;
+	uint8_t rbuf[65536];
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int wait_fd(curl_socket_t fd, short events, int64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int64_t left = deadline - now_ms();
+	int r;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	r = poll(&p, 1, (int)left);
+	if (r < 0)
+		return errno == EINTR ? 0 : -errno;
+	return r == 0 ? -ETIMEDOUT : 0;
+}
+
+static int send_all(CURL *curl, curl_socket_t fd, const void *buf, size_t len, unsigned int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+
+	while (len) {
+		size_t n = 0;
+		CURLcode cc = curl_easy_send(curl, buf, len, &n);
+		int r;
+
+		if (cc == CURLE_AGAIN) {
+			r = wait_fd(fd, POLLOUT, deadline);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (cc != CURLE_OK)
+			return -EPIPE;
+		buf = (const char *)buf + n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* The query of the exec request: tty, replica, size, term, then each
+ * argument as one command= (in order).  -E2BIG past QUERY_MAX. */
+static int exec_query(CURL *curl, const struct flash_client_exec_opts *o, char **ret)
+{
+	size_t cap = QUERY_MAX + 1, n = 0;
+	char *q = malloc(cap);
+	int r = 0;
+
+	if (!q)
+		return -ENOMEM;
+	n = (size_t)snprintf(q, cap, "?tty=%d", o->tty ? 1 : 0);
+	if (o->replica >= 0)
+		n += (size_t)snprintf(q + n, cap - n, "&replica=%d", o->replica);
+	if (o->tty && o->cols && o->rows)
+		n += (size_t)snprintf(q + n, cap - n, "&cols=%u&rows=%u", o->cols, o->rows);
+	if (o->tty)
+		n += (size_t)snprintf(q + n, cap - n, "&term=%s", o->term ? o->term : "xterm");
+	for (size_t i = 0; o->argv && i < o->argc; i++) {
+		char *e = curl_easy_escape(curl, o->argv[i], (int)strlen(o->argv[i]));
+		size_t el;
+
+		if (!e) {
+			r = -ENOMEM;
+			break;
+		}
+		el = strlen(e);
+		if (n + 9 + el >= cap) {
+			curl_free(e);
+			r = -E2BIG;
+			break;
+		}
+		n += (size_t)snprintf(q + n, cap - n, "&command=%s", e);
+		curl_free(e);
+	}
+	if (r < 0) {
+		free(q);
+		return r;
+	}
+	*ret = q;
+	return 0;
+}
+
+static bool opts_ok(const struct flash_client_exec_opts *o)
+{
+	if (!OPTS_VALID(o, flash_client_exec_opts))
+		return false;
+	if (o->argv && (o->argc == 0 || o->argc > 256))
+		return false;
+	for (size_t i = 0; o->argv && i < o->argc; i++)
+		if (!o->argv[i] || strlen(o->argv[i]) > ARG_MAX_BYTES)
+			return false;
+	if (o->term && (!o->term[0] || strlen(o->term) > 64 ||
+			o->term[strspn(o->term, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+")]))
+		return false;
+	return o->replica >= -1 && o->replica <= 65535;
+}
+
+/* Content-Length and Retry-After of a response head. */
+static size_t head_number(const char *head, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = strchr(head, '\n'); p; p = strchr(p + 1, '\n'))
+		if (strncasecmp(p + 1, name, nl) == 0 && p[1 + nl] == ':')
+			return strtoul(p + 2 + nl, NULL, 10);
+	return 0;
+}
+
+/* An error answer (the head read, its body after it) as a response. */
+static int refusal_of(struct flash_client_exec *x, int status, char *buf, size_t head_len, size_t have,
+		      int64_t deadline, struct flash_client_response **ret)
+{
+	struct flash_client_response *resp;
+	size_t want = head_number(buf, "Content-Length"), got = have - head_len;
+	char *body;
+
+	if (want > REFUSAL_BODY_MAX)
+		return -E2BIG;
+	body = malloc(want + 1);
+	if (!body)
+		return -ENOMEM;
+	memcpy(body, buf + head_len, got < want ? got : want);
+	while (got < want) {
+		size_t n = 0;
+		CURLcode cc = curl_easy_recv(x->curl, body + got, want - got, &n);
+
+		if (cc == CURLE_AGAIN) {
+			if (wait_fd(x->fd, POLLIN, deadline) < 0)
+				break;
+			continue;
+		}
+		if (cc != CURLE_OK || n == 0)
+			break;
+		got += n;
+	}
+	if (got > want)
+		got = want;
+	body[got] = '\0';
+	resp = calloc(1, sizeof(*resp));
+	if (!resp) {
+		free(body);
+		return -ENOMEM;
+	}
+	resp->status = status;
+	resp->body = body;
+	resp->len = got;
+	resp->retry_after = (unsigned int)head_number(buf, "Retry-After");
+	client__parse_error(resp);
+	*ret = resp;
+	return 0;
+}
+
+static int handshake(struct flash_client_exec *x, struct flash_client *c, const char *path, const char *token,
+		     struct flash_client_response **ret_refusal)
+{
+	char key[WS_KEY_STRLEN], *req = NULL, *buf = NULL, err[160];
+	const char *host = strncmp(c->base, "https://", 8) == 0 ? c->base + 8 : c->base + 7;
+	int64_t deadline = now_ms() + x->timeout_ms;
+	size_t have = 0, head_len = 0;
+	int r, status = 0, n;
+
+	ws_client_key(key);
+	n = asprintf(&req,
+		     "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+		     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: %s\r\n"
+		     "Authorization: Bearer %s\r\n\r\n",
+		     path, host, key, FLASH_CLIENT_EXEC_PROTOCOL, token);
+	if (n < 0)
+		return -ENOMEM;
+	r = send_all(x->curl, x->fd, req, (size_t)n, x->timeout_ms);
+	explicit_bzero(req, (size_t)n);
+	free(req);
+	if (r < 0)
+		return r == -ETIMEDOUT ? r : -EPROTO;
+	buf = malloc(HEAD_MAX + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (!head_len) {
+		size_t got = 0;
+		CURLcode cc;
+		char *end;
+
+		if (have == HEAD_MAX) {
+			r = -EPROTO;
+			goto out;
+		}
+		cc = curl_easy_recv(x->curl, buf + have, HEAD_MAX - have, &got);
+		if (cc == CURLE_AGAIN) {
+			r = wait_fd(x->fd, POLLIN, deadline);
+			if (r < 0)
+				goto out;
+			continue;
+		}
+		if (cc != CURLE_OK || got == 0) {
+			r = -EPROTO;
+			goto out;
+		}
+		have += got;
+		buf[have] = '\0';
+		end = memmem(buf, have, "\r\n\r\n", 4);
+		if (end)
+			head_len = (size_t)(end - buf) + 4;
+	}
+	r = ws_client_check_response(buf, head_len, key, FLASH_CLIENT_EXEC_PROTOCOL, &status, err, sizeof(err));
+	if (r < 0 && status >= 400) {
+		r = refusal_of(x, status, buf, head_len, have, deadline, ret_refusal);
+		goto out;
+	}
+	if (r < 0) {
+		r = -EPROTO;
+		goto out;
+	}
+	r = ws_conn_new(false, EXEC_MESSAGE_MAX, &x->ws);
+	if (r == 0 && have > head_len)
+		r = ws_conn_feed(x->ws, buf + head_len, have - head_len);
+out:
+	free(buf);
+	return r;
+}
+
+FLASH_API int flash_client_exec_open(struct flash_client *c, const char *service_id,
+				     const struct flash_client_exec_opts *opts, struct flash_client_exec **ret_session,
+				     struct flash_client_response **ret_refusal)
+{
+	struct flash_client_exec_opts defaults = { .sz = sizeof(defaults), .replica = -1 };
+	const struct flash_client_exec_opts *o = opts ? opts : &defaults;
+	struct flash_client_exec *x = NULL;
+	struct flash_client_response *refusal = NULL;
+	char *query = NULL, *path = NULL, *url = NULL, *token = NULL;
+	curl_socket_t sock = CURL_SOCKET_BAD;
+	CURLcode cc;
+	int r;
+
+	if (!c || !client__id_ok(service_id) || !ret_session || !ret_refusal || !opts_ok(o))
+		return -EINVAL;
+	if (!c->signer && !c->token)
+		return -EINVAL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->timeout_ms = c->timeout_ms;
+	x->curl = curl_easy_init();
+	if (!x->curl) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = exec_query(x->curl, o, &query);
+	if (r < 0)
+		goto fail;
+	if (asprintf(&path, "/provider/v1/services/%s/exec%s", service_id, query) < 0 ||
+	    asprintf(&url, "%s/", c->base) < 0) {
+		path = url = NULL;
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (c->signer) {
+		r = client__mint(c, FLASH_AUTH_ACTION_EXEC, false, 0, &token);
+		if (r < 0)
+			goto fail;
+	}
+	curl_easy_setopt(x->curl, CURLOPT_URL, url);
+	curl_easy_setopt(x->curl, CURLOPT_CONNECT_ONLY, 1L);
+	curl_easy_setopt(x->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
+	curl_easy_setopt(x->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (c->unix_path)
+		curl_easy_setopt(x->curl, CURLOPT_UNIX_SOCKET_PATH, c->unix_path);
+	if (c->ca_file)
+		curl_easy_setopt(x->curl, CURLOPT_CAINFO, c->ca_file);
+	cc = curl_easy_perform(x->curl);
+	if (cc != CURLE_OK) {
+		r = client__curl_errno(cc);
+		if (cc == CURLE_COULDNT_CONNECT && c->unix_path && access(c->unix_path, F_OK) < 0)
+			r = -ENOENT;
+		goto fail;
+	}
+	if (curl_easy_getinfo(x->curl, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK || sock == CURL_SOCKET_BAD) {
+		r = -EPROTO;
+		goto fail;
+	}
+	x->fd = sock;
+	r = handshake(x, c, path, token ? token : c->token, &refusal);
+	if (r < 0)
+		goto fail;
+	if (refusal) {
+		*ret_refusal = refusal;
+		flash_client_exec_free(x);
+		x = NULL;
+	} else {
+		*ret_session = x;
+	}
+	r = 0;
+	goto out;
+fail:
+	flash_client_exec_free(x);
+out:
+	if (token) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
+	free(query);
+	free(path);
+	free(url);
+	return r;
+}
+
+FLASH_API int flash_client_exec_fd(const struct flash_client_exec *x)
+{
+	return x ? (int)x->fd : -EINVAL;
+}
+
+static int send_frame(struct flash_client_exec *x, uint8_t opcode, const void *payload, size_t len)
+{
+	uint8_t small[WS_FRAME_HEAD_MAX + 125], *buf = len <= 125 ? small : malloc(WS_FRAME_HEAD_MAX + len);
+	long n;
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	n = ws_frame_encode(opcode, true, true, payload, len, buf, WS_FRAME_HEAD_MAX + len);
+	r = n < 0 ? (int)n : send_all(x->curl, x->fd, buf, (size_t)n, x->timeout_ms);
+	if (buf != small)
+		free(buf);
+	return r;
+}
+
+FLASH_API int flash_client_exec_send(struct flash_client_exec *x, unsigned int channel, const void *data, size_t len)
+{
+	uint8_t *msg;
+	int r;
+
+	if (!x || channel > 255 || (len && !data) || len > (1u << 20))
+		return -EINVAL;
+	if (x->closed || x->close_sent)
+		return -EPIPE;
+	msg = malloc(len + 1);
+	if (!msg)
+		return -ENOMEM;
+	msg[0] = (uint8_t)channel;
+	if (len)
+		memcpy(msg + 1, data, len);
+	r = send_frame(x, WS_OP_BINARY, msg, len + 1);
+	free(msg);
+	return r;
+}
+
+FLASH_API int flash_client_exec_resize(struct flash_client_exec *x, unsigned short cols, unsigned short rows)
+{
+	char buf[48];
+	int n = snprintf(buf, sizeof(buf), "{\"cols\":%u,\"rows\":%u}", cols, rows);
+
+	return flash_client_exec_send(x, FLASH_EXEC_RESIZE, buf, (size_t)n);
+}
+
+FLASH_API int flash_client_exec_close_stdin(struct flash_client_exec *x)
+{
+	uint8_t ch = FLASH_EXEC_STDIN;
+
+	return flash_client_exec_send(x, FLASH_EXEC_CLOSE, &ch, 1);
+}
+
+/* STATUS: {"exit_code":N[,"signal":S][,"reason":R,"message":M]}. */
+static void take_status(struct flash_client_exec *x, const uint8_t *data, size_t len)
+{
+	struct json_value *doc = NULL;
+	const char *s;
+	int64_t v;
+
+	if (json_parse((const char *)data, len, NULL, &doc, NULL) < 0)
+		return;
+	if (json_get_int64(json_get(doc, "exit_code"), &v) == 0 && v >= 0 && v <= 255)
+		x->exit_code = (int)v;
+	else
+		x->exit_code = 255;
+	if (json_get_int64(json_get(doc, "signal"), &v) == 0 && v > 0 && v < 128)
+		x->exit_code = 128 + (int)v;
+	if (json_get_string(json_get(doc, "reason"), &s) == 0)
+		x->reason = strdup(s);
+	if (json_get_string(json_get(doc, "message"), &s) == 0)
+		x->message = strdup(s);
+	x->got_status = true;
+	json_free(doc);
+}
+
+FLASH_API int flash_client_exec_recv(struct flash_client_exec *x, unsigned int *ret_channel, const void **ret_data,
+				     size_t *ret_len)
+{
+	if (!x || !ret_channel || !ret_data || !ret_len)
+		return -EINVAL;
+	for (;;) {
+		struct ws_message m;
+		int r = x->ws ? ws_conn_next(x->ws, &m) : -EPROTO;
+
+		if (r < 0) {
+			uint8_t p[125];
+
+			if (!x->closed && !x->close_sent) {
+				x->close_sent = true;
+				(void)send_frame(x, WS_OP_CLOSE, p,
+						 ws_close_payload(ws_conn_close_code(x->ws), ws_conn_error(x->ws), p));
+			}
+			x->closed = true;
+			return -EPROTO;
+		}
+		if (r == 1) {
+			if (m.opcode == WS_OP_PING) {
+				(void)send_frame(x, WS_OP_PONG, m.data, m.len);
+				continue;
+			}
+			if (m.opcode == WS_OP_CLOSE) {
+				if (!x->close_sent) {
+					uint8_t p[2] = { WS_CLOSE_NORMAL >> 8, WS_CLOSE_NORMAL & 0xff };
+
+					x->close_sent = true;
+					(void)send_frame(x, WS_OP_CLOSE, p, sizeof(p));
+				}
+				x->closed = true;
+				return -EPIPE;
+			}
+			if (m.opcode != WS_OP_BINARY || m.len < 1)
+				continue; /* pongs, text: not of this protocol */
+			if (m.data[0] == FLASH_EXEC_STATUS)
+				take_status(x, m.data + 1, m.len - 1);
+			*ret_channel = m.data[0];
+			*ret_data = m.data + 1;
+			*ret_len = m.len - 1;
+			return 1;
+		}
+		if (x->closed)
+			return -EPIPE;
+		size_t got = 0, room = ws_conn_room(x->ws);
+		CURLcode cc = curl_easy_recv(x->curl, x->rbuf, room < sizeof(x->rbuf) ? room : sizeof(x->rbuf), &got);
+
+		if (cc == CURLE_AGAIN)
+			return 0;
+		if (cc != CURLE_OK || got == 0) {
+			x->closed = true;
+			return -EPIPE;
+		}
+		if (ws_conn_feed(x->ws, x->rbuf, got) < 0) {
+			x->closed = true;
+			return -EPROTO;
+		}
+	}
+}
+
+FLASH_API bool flash_client_exec_status(const struct flash_client_exec *x, int *ret_exit_code, const char **ret_reason,
+					const char **ret_message)
+{
+	if (!x || !x->got_status)
+		return false;
+	if (ret_exit_code)
+		*ret_exit_code = x->exit_code;
+	if (ret_reason)
+		*ret_reason = x->reason;
+	if (ret_message)
+		*ret_message = x->message;
+	return true;
+}
+
+FLASH_API void flash_client_exec_free(struct flash_client_exec *x)
+{
+	if (!x)
+		return;
+	if (x->curl && x->ws && !x->closed && !x->close_sent) {
+		uint8_t p[2] = { WS_CLOSE_NORMAL >> 8, WS_CLOSE_NORMAL & 0xff };
+
+		x->timeout_ms = 1000;
+		(void)send_frame(x, WS_OP_CLOSE, p, sizeof(p));
+	}
+	if (x->curl)
+		curl_easy_cleanup(x->curl);
+	ws_conn_free(x->ws);
+	free(x->reason);
+	free(x->message);
+	free(x);
+}
