@@ -73,12 +73,14 @@ while :; do
 	sleep 0.05
 done
 [ "$phase" = provisioning ] || fail "phase $phase while retrying"
-[ "$seen" = " 1000 2000 4000 8000" ] || fail "retry delays$seen, want 1000 2000 4000 8000"
-# The gaps as seen by polling get: about 1, 2 and 4 s, each off by up to
-# a reconcile pass and a get (under ASan on a loaded machine, ~0.8 s).
+# A get under load can take longer than the first 1 s delay: its message
+# may be missed, never the later ones.
+case $seen in " 1000 2000 4000 8000" | " 2000 4000 8000") ;; *) fail "retry delays$seen, want 1000 2000 4000 8000" ;; esac
+# The gaps as seen by polling get: about 2 s, then about 4 s (the last
+# two), each off by up to a reconcile pass and a get.
 set -- $gaps
-[ "$1" -ge 500 ] && [ "$3" -ge 3000 ] && [ "$3" -ge $(($1 + 1500)) ] && [ $(($2 + $3)) -gt $((2 * $1)) ] ||
-	fail "gaps between attempts$gaps ms do not grow"
+[ $# -eq 3 ] && shift
+[ "$2" -ge 3000 ] && [ "$2" -gt "$1" ] || fail "gaps between attempts$gaps ms do not grow"
 echo "ok: provisioning while the pool is full, delays$seen ms, gaps$gaps ms: $msg"
 
 cni DEL 1 >/dev/null 2>&1 || fail "CNI DEL of filler-1"
