@@ -41,7 +41,6 @@
 /* A replica ready this long before it exits starts its backoff over (a
  * crash loop that becomes ready each time still backs off). */
 #define BACKOFF_RESET_MS 60000
-#define TRANSIENT_ATTEMPTS 5
 #define PROBE_MS 200
 /* The probe before the sandbox: the replica netns's kernel answers
  * within a millisecond. */
@@ -1332,7 +1331,7 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 			nrp->next = rt->replicas;
 			rt->replicas = nrp;
 			have[i] = true;
-		} else if (terminal || ++ss->transient_failures >= TRANSIENT_ATTEMPTS) {
+		} else if (terminal) {
 			char reason[1200];
 
 			snprintf(reason, sizeof(reason), "replica %u cannot start: %s", i, err);
@@ -1340,9 +1339,14 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 		} else {
 			unsigned int *b = &ss->backoff_ms[i];
 
+			/* Transient (agent, CNI, runsc, registry): retried for as
+			 * long as the cause lasts, as a kubelet does, the delay
+			 * capped; the attempts are counted in the message. */
 			*b = *b ? (*b * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : *b * 2) : BACKOFF_FIRST_MS;
 			ss->not_before_ms[i] = now + *b;
-			snprintf(ss->message, sizeof(ss->message), "replica %u: %s (retrying in %u ms)", i, err, *b);
+			ss->transient_failures++;
+			snprintf(ss->message, sizeof(ss->message), "replica %u: %s (attempt %u, retrying in %u ms)", i, err,
+				 ss->transient_failures, *b);
 		}
 		break;
 	}
