@@ -477,3 +477,53 @@ Test(json, equal)
 	json_free(c);
 	json_free(d);
 }
+
+/* A tree larger than the arena's first chunk (and than one chunk of the
+ * largest size): every value, key and nested container is intact, in
+ * document order, across chunks; a failure deep inside a large document
+ * leaves nothing behind (valgrind). */
+Test(json, large_tree_across_arena_chunks)
+{
+	size_t n = 9000, cap = n * 700 + 64, len = 0;
+	char *text = malloc(cap), pad[601];
+	struct json_value *v = NULL;
+	struct json_error je;
+
+	cr_assert(text);
+	memset(pad, 'x', 600);
+	pad[600] = '\0';
+	len += (size_t)snprintf(text + len, cap - len, "[");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, cap - len, "%s{\"i\":%zu,\"s\":\"%zu%s\",\"a\":[[%zu]]}", i ? "," : "", i,
+					i, pad, i);
+	len += (size_t)snprintf(text + len, cap - len, "]");
+	cr_assert_gt(len, (size_t)(5u << 20), "more than a chunk of the largest size");
+	ASSERT_OK(json_parse(text, len, NULL, &v, NULL), "parse");
+	cr_assert_eq(v->type, JSON_ARRAY);
+	cr_assert_eq(v->u.array.n, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct json_value *o = v->u.array.items[i], *a;
+		uint64_t x = 0;
+		char want[32];
+
+		cr_assert_eq(o->u.object.n, 3);
+		cr_assert_str_eq(o->u.object.members[2].key, "a");
+		ASSERT_OK(json_get_uint64(json_get(o, "i"), &x), "i");
+		cr_assert_eq(x, i);
+		snprintf(want, sizeof(want), "%zu", i);
+		cr_assert(!strncmp(json_string_value(json_get(o, "s")), want, strlen(want)));
+		cr_assert_eq(json_get(o, "s")->u.string.len, strlen(want) + 600);
+		a = json_get(o, "a");
+		cr_assert(a && a->u.array.n == 1 && a->u.array.items[0]->u.array.n == 1);
+		ASSERT_OK(json_get_uint64(a->u.array.items[0]->u.array.items[0], &x), "a[0][0]");
+		cr_assert_eq(x, i);
+	}
+	json_free(v);
+	v = NULL;
+	/* The last object gets a duplicate key: refused after the whole tree was built. */
+	memcpy(text + len - 1, ",{\"k\":1,\"k\":2}]", 16);
+	cr_assert_eq(json_parse(text, len + 14, NULL, &v, &je), -EBADMSG);
+	cr_assert_eq(je.kind, JSON_ERR_DUPLICATE_KEY);
+	cr_assert_null(v, "nothing returned");
+	free(text);
+}
