@@ -489,9 +489,10 @@ static const char *find_duplicate(const struct json_value *obj, int *ret_oom)
 	return dup;
 }
 
-/* @n entries of @size bytes at @src copied into the arena (NULL for none,
- * and with the error set when out of memory: *@ret_oom). */
-static void *arena_copy(struct builder *b, const void *src, size_t n, size_t size, bool *ret_oom)
+/* @n entries of @size bytes from entry @start of @base copied into the
+ * arena (NULL for none, and with the error set when out of memory:
+ * *@ret_oom).  @base may be NULL when @n is 0: no arithmetic on it then. */
+static void *arena_copy(struct builder *b, const void *base, size_t start, size_t n, size_t size, bool *ret_oom)
 {
 	void *d;
 
@@ -500,7 +501,7 @@ static void *arena_copy(struct builder *b, const void *src, size_t n, size_t siz
 		return NULL;
 	d = arena_alloc(b, n * size, 8);
 	if (d)
-		memcpy(d, src, n * size);
+		memcpy(d, (const char *)base + start * size, n * size);
 	*ret_oom = !d;
 	return d;
 }
@@ -514,7 +515,7 @@ static int pop(struct builder *b)
 
 	if (f.v->type == JSON_ARRAY) {
 		f.v->u.array.n = b->n_items - f.start;
-		f.v->u.array.items = arena_copy(b, b->items + f.start, f.v->u.array.n, sizeof(*b->items), &oom_copy);
+		f.v->u.array.items = arena_copy(b, b->items, f.start, f.v->u.array.n, sizeof(*b->items), &oom_copy);
 		b->n_items = f.start;
 		if (oom_copy)
 			return 0;
@@ -523,7 +524,7 @@ static int pop(struct builder *b)
 		int oom;
 
 		f.v->u.object.n = b->n_members - f.start;
-		f.v->u.object.members = arena_copy(b, b->members + f.start, f.v->u.object.n, sizeof(*b->members),
+		f.v->u.object.members = arena_copy(b, b->members, f.start, f.v->u.object.n, sizeof(*b->members),
 						   &oom_copy);
 		b->n_members = f.start;
 		if (oom_copy)
