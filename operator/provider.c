@@ -1395,6 +1395,31 @@ static bool query_uint(const char *s, int min, int max, int *ret)
 	return true;
 }
 
+/* True when the caller's service @id exists and is not deleted; otherwise
+ * the answer (store error or 404) is written and false returned.  The
+ * provider's lock is held only for the store read. */
+static bool answer_unless_visible(struct op_provider *p, const struct command *c, const char *id,
+				  struct op_response *ret)
+{
+	struct op_service *s = NULL;
+	bool visible;
+	int r;
+
+	pthread_mutex_lock(&p->lock);
+	r = load_visible(p, c, &s);
+	pthread_mutex_unlock(&p->lock);
+	if (r < 0) {
+		answer_store_error(p, ret, r);
+		op_service_free(s);
+		return false;
+	}
+	visible = s && !s->deleted;
+	op_service_free(s);
+	if (!visible)
+		answer_not_found(ret, id);
+	return visible;
+}
+
 /* GET /provider/v1/services/ID/logs[?replica=N][&since=TIME]: the newest
  * lines (at most LOGS_MAX_BYTES of them) of the replicas' stdout and
  * stderr, oldest first. */
@@ -1403,7 +1428,6 @@ static void handle_logs(struct op_provider *p, const struct op_request *req, str
 {
 	const char *rs = req->query ? req->query(req->query_ctx, "replica") : NULL;
 	const char *ss = req->query ? req->query(req->query_ctx, "since") : NULL;
-	struct op_service *s = NULL;
 	char *text = NULL;
 	int64_t since = 0;
 	int replica = -1, r;
@@ -1421,19 +1445,8 @@ static void handle_logs(struct op_provider *p, const struct op_request *req, str
 			     ss);
 		return;
 	}
-	pthread_mutex_lock(&p->lock);
-	r = load_visible(p, c, &s);
-	pthread_mutex_unlock(&p->lock);
-	if (r < 0) {
-		answer_store_error(p, ret, r);
+	if (!answer_unless_visible(p, c, id, ret))
 		return;
-	}
-	if (!s || s->deleted) {
-		op_service_free(s);
-		answer_not_found(ret, id);
-		return;
-	}
-	op_service_free(s);
 	if (!p->runtime) {
 		answer_error(ret, 409, "no-runtime", "this operator runs no replicas (no runtime): service %s has no logs", id);
 		return;
@@ -1501,7 +1514,6 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 	const char *argv[OP_SHELL_ARGS_MAX];
 	struct op_shell_params sp = { 0 };
 	struct op_exec_target t;
-	struct op_service *s = NULL;
 	int replica = -1, cols = 0, rows = 0, r;
 	char err[160], who[400];
 	size_t argc;
@@ -1532,19 +1544,8 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 			answer_error(ret, 400, "bad-request", "command argument %zu is not UTF-8", i);
 			return;
 		}
-	pthread_mutex_lock(&p->lock);
-	r = load_visible(p, c, &s);
-	pthread_mutex_unlock(&p->lock);
-	if (r < 0) {
-		answer_store_error(p, ret, r);
+	if (!answer_unless_visible(p, c, id, ret))
 		return;
-	}
-	if (!s || s->deleted) {
-		op_service_free(s);
-		answer_not_found(ret, id);
-		return;
-	}
-	op_service_free(s);
 	if (!p->runtime) {
 		answer_error(ret, 409, "no-runtime", "this operator runs no replicas (no runtime): service %s has none to exec in",
 			     id);
