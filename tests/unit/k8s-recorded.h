@@ -73,6 +73,20 @@ static inline char *k8s_test_edit(const char *text, const char *old, const char 
 	return out;
 }
 
+/* @text with every @old replaced by @new (at least one must be there). */
+static inline char *k8s_test_edit_all(const char *text, const char *old, const char *new)
+{
+	char *cur = k8s_test_edit(text, old, new);
+
+	while (strstr(cur, old)) {
+		char *next = k8s_test_edit(cur, old, new);
+
+		free(cur);
+		cur = next;
+	}
+	return cur;
+}
+
 /* The compact JSON text of @path ("response.body") in exchange file
  * exchanges/@name. */
 static inline char *k8s_test_exchange(const char *name, const char *path)
