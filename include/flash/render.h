@@ -273,6 +273,9 @@ enum flash_manifest {
 	FLASH_MANIFEST_OPERATOR_RBAC,            /* operator-rbac.yaml */
 	FLASH_MANIFEST_OPERATOR,                 /* operator.yaml (ConfigMap + Deployment) */
 	FLASH_MANIFEST_AGENT,                    /* flowsdn-agent.yaml (RBAC + DaemonSet) */
+	FLASH_MANIFEST_RUNTIME_CLASSES,          /* runtimeclasses.yaml (gvisor, nvidia) */
+	FLASH_MANIFEST_WEBHOOK,                  /* operator-webhook.yaml (Service + ValidatingWebhookConfiguration;
+						  * no object when webhook.enabled is false) */
 	FLASH_MANIFEST_COUNT_,
 };
 
