@@ -10,6 +10,21 @@
 #include "util.h"
 
 static const char *const default_tolerated[] = { OP_K8S_GPU_RESOURCE, NULL };
+static const char *const default_smoke[] = { OP_K8S_GPU_SMOKE_LABEL, OP_K8S_GPU_SMOKE_VALUE, NULL };
+
+/* Every (key, value) of the smoke-test selector is among @lab. */
+static bool smoke_passed(const struct json_value *lab, const struct op_k8s_gpu_labels *labels)
+{
+	const char *const *sel = labels && labels->smoke_selector ? labels->smoke_selector : default_smoke;
+
+	for (; sel[0] && sel[1]; sel += 2) {
+		const char *v = json_string_value(json_get(lab, sel[0]));
+
+		if (!v || strcmp(v, sel[1]) != 0)
+			return false;
+	}
+	return true;
+}
 
 static bool tolerated(const struct op_k8s_gpu_labels *labels, const char *key)
 {
@@ -92,8 +107,7 @@ int op_k8s_gpu_node_read(const struct json_value *node, const struct op_k8s_gpu_
 			 struct flash_sched_node *ret, struct diag *diag)
 {
 	const char *type_label = labels && labels->type_label ? labels->type_label : OP_K8S_GPU_TYPE_LABEL;
-	const char *smoke_label = labels && labels->smoke_label ? labels->smoke_label : OP_K8S_GPU_SMOKE_LABEL;
-	const char *kind, *api, *name = NULL, *type, *smoke;
+	const char *kind, *api, *name = NULL, *type;
 	const struct json_value *lab, *alloc, *unsched;
 	uint32_t n = 0;
 	struct check_ctx ctx;
@@ -122,7 +136,6 @@ int op_k8s_gpu_node_read(const struct json_value *node, const struct op_k8s_gpu_
 	}
 	if (type && !type[0])
 		type = NULL;
-	smoke = json_string_value(json_get(lab, smoke_label));
 	alloc = json_get(json_at(node, "status.allocatable"), OP_K8S_GPU_RESOURCE);
 	if (alloc) {
 		mark = json_path_push_key(&ctx.path, "status");
@@ -141,7 +154,7 @@ int op_k8s_gpu_node_read(const struct json_value *node, const struct op_k8s_gpu_
 		.name = name,
 		.gpu_type = type,
 		.allocatable = type ? n : 0,
-		.smoke_passed = smoke && strcmp(smoke, OP_K8S_GPU_SMOKE_PASSED) == 0,
+		.smoke_passed = smoke_passed(lab, labels),
 		.schedulable = node_ready(node) && !(json_is(unsched, JSON_BOOL) && unsched->u.boolean) &&
 			       !node_tainted(node, labels),
 	};

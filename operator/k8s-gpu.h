@@ -8,7 +8,11 @@
  *                 (gpuNodeLabel, "flash.heterocloud.io/gpu-type")
  *   allocatable   status.allocatable["nvidia.com/gpu"] (what the NVIDIA
  *                 device plugin reports; a plain integer)
- *   smoke_passed  label "flash.heterocloud.io/gpu-smoke-test" is "passed"
+ *   smoke_passed  every label of the smoke-test selector matches: the
+ *                 operator config's gpuNodeSelector, which the nvidia
+ *                 RuntimeClass's scheduling also uses (default
+ *                 "flash.heterocloud.io/gpu-ready": "true", set on a node
+ *                 once it passed the GPU smoke test)
  *   schedulable   status condition Ready is "True", spec.unschedulable is
  *                 not true (cordon), and no NoSchedule/NoExecute taint
  *                 except those the GPU pods tolerate ("nvidia.com/gpu")
@@ -25,13 +29,15 @@
 #include "json.h"
 
 #define OP_K8S_GPU_TYPE_LABEL "flash.heterocloud.io/gpu-type"
-#define OP_K8S_GPU_SMOKE_LABEL "flash.heterocloud.io/gpu-smoke-test"
-#define OP_K8S_GPU_SMOKE_PASSED "passed"
+#define OP_K8S_GPU_SMOKE_LABEL "flash.heterocloud.io/gpu-ready"
+#define OP_K8S_GPU_SMOKE_VALUE "true"
 #define OP_K8S_GPU_RESOURCE "nvidia.com/gpu"
 
 struct op_k8s_gpu_labels {
 	const char *type_label;        /* NULL: OP_K8S_GPU_TYPE_LABEL */
-	const char *smoke_label;       /* NULL: OP_K8S_GPU_SMOKE_LABEL */
+	/* The smoke-test selector: label keys and values alternating,
+	 * NULL-terminated; NULL: OP_K8S_GPU_SMOKE_LABEL=OP_K8S_GPU_SMOKE_VALUE. */
+	const char *const *smoke_selector;
 	/* Taint keys the GPU pods tolerate, NULL-terminated; NULL: just
 	 * OP_K8S_GPU_RESOURCE. */
 	const char *const *tolerated;

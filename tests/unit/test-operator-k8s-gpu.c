@@ -18,7 +18,7 @@ static char *gpu_variant(const char *text, const char *smoke, const char *alloc)
 	char *a, *b;
 
 	snprintf(labels, sizeof(labels),
-		 "\"labels\":{\"flash.heterocloud.io/gpu-type\":\"a100\"%s%s%s,", smoke ? ",\"flash.heterocloud.io/gpu-smoke-test\":\"" : "",
+		 "\"labels\":{\"flash.heterocloud.io/gpu-type\":\"a100\"%s%s%s,", smoke ? ",\"flash.heterocloud.io/gpu-ready\":\"" : "",
 		 smoke ? smoke : "", smoke ? "\"" : "");
 	snprintf(status, sizeof(status), "\"status\":{\"allocatable\":{\"cpu\":\"8\",\"nvidia.com/gpu\":\"%s\"},", alloc);
 	a = k8s_test_edit(text, "\"labels\":{", labels);
@@ -59,7 +59,7 @@ Test(k8s_gpu, recorded_nodes_without_gpus)
 Test(k8s_gpu, ready_taints_and_cordon)
 {
 	char *body = k8s_test_exchange("45-node-patch-status.json", "response.body");
-	char *gpu = gpu_variant(body, "passed", "4");
+	char *gpu = gpu_variant(body, "true", "4");
 	char *untainted = k8s_test_edit(gpu, "\"key\":\"node.kubernetes.io/not-ready\"", "\"key\":\"nvidia.com/gpu\"");
 	char *cordoned = k8s_test_edit(untainted, "\"spec\":{", "\"spec\":{\"unschedulable\":true,");
 	char *noexec = k8s_test_edit(gpu, "\"effect\":\"NoSchedule\"", "\"effect\":\"PreferNoSchedule\"");
@@ -96,10 +96,10 @@ Test(k8s_gpu, ready_taints_and_cordon)
 Test(k8s_gpu, smoke_label_and_bad_values)
 {
 	char *body = k8s_test_exchange("44-node-patch-labels.json", "response.body");
-	char *failed = gpu_variant(body, "failed", "2");
+	char *failed = gpu_variant(body, "false", "2");
 	char *nolabel = gpu_variant(body, NULL, "2");
-	char *frac = gpu_variant(body, "passed", "500m");
-	char *huge = gpu_variant(body, "passed", "65");
+	char *frac = gpu_variant(body, "true", "500m");
+	char *huge = gpu_variant(body, "true", "65");
 	char *pod = k8s_test_edit(body, "\"kind\":\"Node\"", "\"kind\":\"Pod\"");
 	struct flash_sched_node n;
 	struct json_value *v;
@@ -108,12 +108,28 @@ Test(k8s_gpu, smoke_label_and_bad_values)
 
 	ASSERT_OK(diag_new(&d), "diag");
 	ASSERT_OK(read_node(failed, &n, &v, d), "failed");
-	cr_assert(!n.smoke_passed, "value failed");
+	cr_assert(!n.smoke_passed, "value false");
 	cr_assert_eq(n.allocatable, 2);
 	json_free(v);
 	ASSERT_OK(read_node(nolabel, &n, &v, d), "no label");
 	cr_assert(!n.smoke_passed, "no label");
 	json_free(v);
+	{
+		/* The selector is the operator's (gpuNodeSelector): all of it. */
+		static const char *const sel[] = { "flash.heterocloud.io/gpu-ready", "true", "kubernetes.io/os", "linux",
+						   NULL };
+		static const char *const other[] = { "example.com/gpu-ok", "yes", NULL };
+		struct op_k8s_gpu_labels l1 = { .smoke_selector = sel }, l2 = { .smoke_selector = other };
+		char *ok = gpu_variant(body, "true", "2");
+
+		v = k8s_test_parse(ok);
+		ASSERT_OK(op_k8s_gpu_node_read(v, &l1, &n, d), "selector");
+		cr_assert(n.smoke_passed, "both labels match");
+		ASSERT_OK(op_k8s_gpu_node_read(v, &l2, &n, d), "selector");
+		cr_assert(!n.smoke_passed, "example.com/gpu-ok missing");
+		json_free(v);
+		free(ok);
+	}
 	ASSERT_ERR(read_node(frac, &n, &v, d), JSON_READ_REPORTED, "500m");
 	e = diag_first_error(d);
 	cr_assert_str_eq(e->path, "status.allocatable[\"nvidia.com/gpu\"]");
@@ -139,9 +155,9 @@ Test(k8s_gpu, smoke_label_and_bad_values)
 Test(k8s_gpu, watch_events_drive_the_scheduler)
 {
 	char *body = k8s_test_exchange("45-node-patch-status.json", "response.body");
-	char *gpu = gpu_variant(body, "passed", "2");
+	char *gpu = gpu_variant(body, "true", "2");
 	char *ready = k8s_test_edit(gpu, "\"key\":\"node.kubernetes.io/not-ready\"", "\"key\":\"nvidia.com/gpu\"");
-	char *bad = gpu_variant(body, "passed", "x");
+	char *bad = gpu_variant(body, "true", "x");
 	struct json_value *v1 = k8s_test_parse(gpu), *v2 = k8s_test_parse(ready), *v3 = k8s_test_parse(bad);
 	struct flash_sched *s = NULL;
 	struct flash_sched_state st;
