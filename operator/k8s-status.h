@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <flash/meter.h>
 #include <flash/sched.h>
 
 #include "json.h"
@@ -130,6 +131,55 @@ int op_k8s_status_to_json(const struct op_k8s_status *st, const struct json_valu
 /* True when the status @st would write differs from @old in anything but
  * times (the reconcile loop skips the write otherwise). */
 bool op_k8s_status_changed(const struct op_k8s_status *st, const struct json_value *old);
+
+/* ---------------------------------------------------------------- usage records */
+
+/*
+ * FlashUsageRecord objects (flash.heterocloud.io/v1alpha1), one per
+ * (organization, ISO week) and per (service, week), their status being
+ * flash_meter_record_to_json()'s (k8s-status-usage.c).  A FlashService
+ * carries OP_K8S_USAGE_FINALIZER from its first metered second, so that
+ * when it is deleted the operator adds its last seconds to the week's
+ * records before the object goes.
+ */
+#define OP_K8S_USAGE_FINALIZER "flash.heterocloud.io/usage"
+
+/* The record's object name: "org.<id>.<yyyy>-w<ww>" or
+ * "svc.<id>.<yyyy>-w<ww>" when the id is a DNS-1123 label, else
+ * "orgh."/"svch." and the first 32 hex digits of the id's SHA-256 (ids
+ * are opaque: upper case, ':' and '_' are not DNS): two ids never share a
+ * name, and the name is a DNS-1123 subdomain.  @buf of
+ * OP_K8S_USAGE_NAME_MAX + 1 bytes.  Returns its length, -EINVAL (id not
+ * an opaque id, or @t out of range), -ENOSPC. */
+#define OP_K8S_USAGE_NAME_MAX 77
+int op_k8s_usage_record_name(bool service, const char *id, int64_t t, char *buf, size_t size);
+
+/* The FlashUsageRecord object of @r in namespace @ns for a server-side
+ * apply of metadata, labels (organization; "scope": organization or
+ * service) and, separately, its status: *ret_object without status
+ * (POST/apply), *ret_status the {"status": ...} body for /status.  Both
+ * NUL-terminated, freed by the caller.  0, -EINVAL, -ENOMEM. */
+int op_k8s_usage_record_objects(const struct flash_meter_record *r, const char *ns, char **ret_object,
+				char **ret_status);
+
+/* Adds @add (a service's seconds not yet counted: its last interval at
+ * deletion) to the record status @old (a FlashUsageRecord's status tree),
+ * saturating at INT64_MAX (then saturated: true) and moving accruedUntil
+ * to @until when later.  Writes the new status object.  0, -EINVAL,
+ * -EBADMSG (@old is not a usage record status), -ENOMEM. */
+int op_k8s_usage_add(const struct json_value *old, const struct flash_meter_usage *add, int64_t until,
+		     char **ret_json, size_t *ret_len);
+
+enum op_k8s_finalizer_action {
+	OP_K8S_FINALIZER_KEEP = 0,    /* nothing to change */
+	OP_K8S_FINALIZER_ADD = 1,     /* live service without it: add it */
+	OP_K8S_FINALIZER_RECORD = 2,  /* being deleted: write its last usage, then remove */
+	OP_K8S_FINALIZER_REMOVE = 3,  /* being deleted and its usage is written: remove it */
+};
+
+/* What to do with the usage finalizer of FlashService @fs, given whether
+ * its final usage has been written to the week's records. */
+enum op_k8s_finalizer_action op_k8s_usage_finalizer(const struct json_value *fs, bool usage_written);
 
 /* ---------------------------------------------------------------- Lease */
 

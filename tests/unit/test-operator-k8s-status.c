@@ -686,3 +686,143 @@ Test(lease, two_candidates_never_both_lead)
 	cr_assert_gt(transitions, 12, "only %" PRId64 " changes of leader", transitions);
 	cr_log_info("led %" PRId64 " of %d steps, %" PRId64 " changes of leader", led, 12 * 60000, transitions);
 }
+
+/* ---------------------------------------------------------------- usage records */
+
+Test(usage, record_names)
+{
+	char buf[OP_K8S_USAGE_NAME_MAX + 1];
+	char other[OP_K8S_USAGE_NAME_MAX + 1];
+
+	/* NOW is Monday 2026-11-30, ISO week 2026-W49. */
+	cr_assert_eq(op_k8s_usage_record_name(false, "org-1234", NOW, buf, sizeof(buf)), 21);
+	cr_assert_str_eq(buf, "org.org-1234.2026-w49");
+	ASSERT_OK(op_k8s_usage_record_name(true, "fs-0123456789abcdef0123456789abcdef", NOW - 3201, buf, sizeof(buf)),
+		  "service");
+	cr_assert_str_eq(buf, "svc.fs-0123456789abcdef0123456789abcdef.2026-w48", "Sunday 23:59:59: week 48");
+	/* Opaque ids that are no DNS label are hashed (SHA-256 of the id). */
+	ASSERT_OK(op_k8s_usage_record_name(false, "Org:A_1", NOW, buf, sizeof(buf)), "hashed");
+	cr_assert_str_eq(buf, "orgh.76c02be6939a1798b80c014f6887495b.2026-w49");
+	ASSERT_OK(op_k8s_usage_record_name(false, "org:a_1", NOW, other, sizeof(other)), "hashed");
+	cr_assert_str_neq(buf, other, "case matters in opaque ids");
+	{
+		char id[254];
+
+		memset(id, 'a', 253);
+		id[253] = '\0';
+		ASSERT_OK(op_k8s_usage_record_name(false, id, NOW, buf, sizeof(buf)), "253 bytes");
+		cr_assert_eq(strncmp(buf, "orgh.", 5), 0, "longer than a label: hashed");
+		memset(id, 'a', 63);
+		id[63] = '\0';
+		cr_assert_eq(op_k8s_usage_record_name(false, id, NOW, buf, sizeof(buf)), 76, "the longest name");
+	}
+	ASSERT_ERR(op_k8s_usage_record_name(false, "org 1", NOW, buf, sizeof(buf)), -EINVAL, "space");
+	ASSERT_ERR(op_k8s_usage_record_name(false, "org-1", -1, buf, sizeof(buf)), -EINVAL, "time");
+	ASSERT_ERR(op_k8s_usage_record_name(false, "org-1", NOW, buf, 20), -ENOSPC, "short buffer");
+}
+
+/* The schema set of the FlashUsageRecord CRD libflash renders. */
+static struct flash_schema_set *usage_schema(struct flash_diag *d)
+{
+	struct flash_schema_set *set = NULL;
+	char *crd = NULL;
+	size_t len;
+
+	ASSERT_OK(flash_render_crd(FLASH_CRD_FLASHUSAGERECORD, FLASH_RENDER_JSON, &crd, &len), "crd");
+	ASSERT_OK(flash_schema_set_new(&set), "set");
+	ASSERT_OK(flash_schema_set_add_crd(set, crd, len, d), "add crd");
+	free(crd);
+	return set;
+}
+
+Test(usage, records_objects_and_adding)
+{
+	struct flash_meter *m = NULL;
+	FLASH_OPTS(flash_meter_observation, o1, .service_id = "fs-1", .organization = "org-1", .time = NOW,
+		   .ready_replicas = 2, .cpu_millis = 500, .memory_mib = 256, .gpu_count = 1);
+	FLASH_OPTS(flash_meter_observation, o2, .service_id = "fs-1", .organization = "org-1", .time = NOW + 100,
+		   .ready_replicas = 2, .cpu_millis = 500, .memory_mib = 256, .gpu_count = 1);
+	struct flash_meter_record rec;
+	struct flash_diag *d = NULL;
+	struct flash_schema_set *set;
+	char *obj = NULL, *status = NULL, *added = NULL;
+	struct json_value *sv, *av;
+	size_t len;
+	int r;
+
+	ASSERT_OK(flash_diag_new(&d), "diag");
+	set = usage_schema(d);
+	ASSERT_OK(flash_meter_new(NULL, &m), "meter");
+	ASSERT_OK(flash_meter_observe(m, &o1), "observe");
+	ASSERT_OK(flash_meter_observe(m, &o2), "observe");
+	ASSERT_OK(flash_meter_record_find(m, FLASH_METER_SCOPE_ORGANIZATION, "org-1", NOW, &rec), "org record");
+	ASSERT_OK(op_k8s_usage_record_objects(&rec, "flash-system", &obj, &status), "objects");
+	r = flash_schema_validate_object(set, obj, strlen(obj), d);
+	cr_assert(r == 0, "object: %s: %s", flash_diag_first_error(d)->path, flash_diag_first_error(d)->message);
+	r = flash_schema_validate_object(set, status, strlen(status), d);
+	cr_assert(r == 0, "status: %s: %s", flash_diag_first_error(d)->path, flash_diag_first_error(d)->message);
+	sv = k8s_test_parse(status);
+	cr_assert_str_eq(json_string_value(json_at(sv, "metadata.name")), "org.org-1.2026-w49");
+	cr_assert_str_eq(json_string_value(json_at(sv, "status.weekStart")), "2026-11-30T00:00:00Z");
+	cr_assert_str_eq(json_string_value(json_at(sv, "status.weekEnd")), "2026-12-07T00:00:00Z");
+	cr_assert_str_eq(json_at(sv, "status.cpuMillicoreSeconds")->u.number.text, "100000", "500 x 2 x 100 s");
+	{
+		struct json_value *ov = k8s_test_parse(obj);
+
+		cr_assert_null(json_get(ov, "status"), "status goes through /status only");
+		cr_assert_str_eq(json_string_value(json_get(json_at(ov, "metadata.labels"), "flash.heterocloud.io/organization")),
+				 "org-1");
+		json_free(ov);
+	}
+
+	/* The deleted service's last 50 s at the same values. */
+	{
+		struct flash_meter_usage add = { .cpu_millicore_seconds = 50000, .memory_mib_seconds = 25600,
+						 .gpu_seconds = 100 };
+
+		ASSERT_OK(op_k8s_usage_add(json_get(sv, "status"), &add, NOW + 150, &added, &len), "add");
+		av = k8s_test_parse(added);
+		cr_assert_str_eq(json_at(av, "cpuMillicoreSeconds")->u.number.text, "150000");
+		cr_assert_str_eq(json_at(av, "memoryMiBSeconds")->u.number.text, "76800");
+		cr_assert_str_eq(json_at(av, "gpuSeconds")->u.number.text, "300");
+		cr_assert_str_eq(json_string_value(json_at(av, "accruedUntil")), "2026-11-30T00:55:50Z");
+		cr_assert(!json_at(av, "saturated")->u.boolean);
+		json_free(av);
+		free(added);
+		/* Saturates at INT64_MAX. */
+		add.cpu_millicore_seconds = INT64_MAX;
+		ASSERT_OK(op_k8s_usage_add(json_get(sv, "status"), &add, NOW, &added, &len), "add");
+		av = k8s_test_parse(added);
+		cr_assert_str_eq(json_at(av, "cpuMillicoreSeconds")->u.number.text, "9223372036854775807");
+		cr_assert(json_at(av, "saturated")->u.boolean);
+		cr_assert_str_eq(json_string_value(json_at(av, "accruedUntil")), "2026-11-30T00:55:00Z",
+				 "an earlier time does not move accruedUntil back");
+		json_free(av);
+		free(added);
+		ASSERT_ERR(op_k8s_usage_add(sv, &add, NOW, &added, &len), -EBADMSG, "the object, not its status");
+		add.gpu_seconds = -1;
+		ASSERT_ERR(op_k8s_usage_add(json_get(sv, "status"), &add, NOW, &added, &len), -EINVAL, "negative");
+	}
+	json_free(sv);
+	free(obj);
+	free(status);
+	flash_meter_free(m);
+	flash_schema_set_free(set);
+	flash_diag_free(d);
+}
+
+Test(usage, finalizer_on_recorded_flashservices)
+{
+	struct json_value *fresh = exchange("17-main-patch-ignores-status.json");
+	struct json_value *with = exchange("25-add-finalizer.json");
+	struct json_value *deleting = exchange("27-get-terminating.json");
+
+	cr_assert_str_eq(OP_K8S_USAGE_FINALIZER, "flash.heterocloud.io/usage", "the name the recordings use");
+	cr_assert_eq(op_k8s_usage_finalizer(fresh, false), OP_K8S_FINALIZER_ADD);
+	cr_assert_eq(op_k8s_usage_finalizer(with, false), OP_K8S_FINALIZER_KEEP);
+	cr_assert_eq(op_k8s_usage_finalizer(deleting, false), OP_K8S_FINALIZER_RECORD);
+	cr_assert_eq(op_k8s_usage_finalizer(deleting, true), OP_K8S_FINALIZER_REMOVE);
+	json_free(fresh);
+	json_free(with);
+	json_free(deleting);
+}
