@@ -227,20 +227,7 @@ static int write_query(const struct k8s_ref *ref, const struct k8s_write_opts *o
 	if (OPTS_GET(opts, dry_run, false))
 		k8s_query_add(&q, "dryRun", "All");
 	k8s_query_add(&q, "fieldValidation", OPTS_GET(opts, field_validation, NULL));
-	if (!q.s) {
-		*ret = TAKE_PTR(path);
-		return 0;
-	}
-	if (q.oom) {
-		free(q.s);
-		return -ENOMEM;
-	}
-	if (asprintf(ret, "%s%s", path, q.s) < 0) {
-		free(q.s);
-		return -ENOMEM;
-	}
-	free(q.s);
-	return 0;
+	return k8s_query_finish(&q, path, ret);
 }
 
 /* Runs @req and parses its 2xx body into *ret_obj (when not NULL). */
@@ -391,13 +378,7 @@ int k8s_delete(struct k8s_client *c, const struct k8s_ref *ref, const struct k8s
 		k8s_query_add_uint(&q, "gracePeriodSeconds", (uint64_t)grace);
 	if (OPTS_GET(opts, dry_run, false))
 		k8s_query_add(&q, "dryRun", "All");
-	if (q.oom) {
-		free(q.s);
-		return -ENOMEM;
-	}
-	r = asprintf(&req.path_query, "%s%s", path, q.s ? q.s : "");
-	free(q.s);
-	if (r < 0)
-		return -ENOMEM;
+	if ((r = k8s_query_finish(&q, path, &req.path_query)) < 0)
+		return r;
 	return run(c, &req, ret_obj, ret_status);
 }

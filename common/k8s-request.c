@@ -90,25 +90,8 @@ void k8s_query_init(struct k8s_query *q)
 
 static void q_append(struct k8s_query *q, const char *s, size_t n)
 {
-	if (q->oom)
-		return;
-	if (q->len + n + 1 > q->cap) {
-		size_t cap = q->cap ? q->cap : 128;
-		char *p;
-
-		while (cap < q->len + n + 1)
-			cap *= 2;
-		p = realloc(q->s, cap);
-		if (!p) {
-			q->oom = true;
-			return;
-		}
-		q->s = p;
-		q->cap = cap;
-	}
-	memcpy(q->s + q->len, s, n);
-	q->len += n;
-	q->s[q->len] = '\0';
+	if (!q->oom && util_buf_append(&q->b, s, n, 0) < 0)
+		q->oom = true;
 }
 
 void k8s_query_add(struct k8s_query *q, const char *key, const char *value)
@@ -142,16 +125,15 @@ void k8s_query_add_uint(struct k8s_query *q, const char *key, uint64_t value)
 	k8s_query_add(q, key, buf);
 }
 
-int k8s_query_finish(struct k8s_query *q, char **ret)
+int k8s_query_finish(struct k8s_query *q, const char *path, char **ret)
 {
-	if (q->oom || !q->s) {
-		free(q->s);
-		memset(q, 0, sizeof(*q));
-		return -ENOMEM;
-	}
-	*ret = q->s;
+	int r = 0;
+
+	if (q->oom || asprintf(ret, "%s%s", path, q->b.p ? q->b.p : "") < 0)
+		r = -ENOMEM;
+	free(q->b.p);
 	memset(q, 0, sizeof(*q));
-	return 0;
+	return r;
 }
 
 int k8s_body_parse(const struct k8s_client *c, const char *body, size_t len, struct json_value **ret)
@@ -187,8 +169,7 @@ void k8s_req_done(struct k8s_req *req)
 struct attempt {
 	struct k8s_client *c;
 	struct k8s_req *req;
-	char *buf;
-	size_t len, cap;
+	struct util_buf body;
 	bool too_big;
 	bool idle;
 	bool sink_stopped;
@@ -209,21 +190,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
 		while (e > s && (data[e - 1] == '\r' || data[e - 1] == '\n'))
 			e--;
 		k8s_log(a->c, K8S_LOG_WARNING, "%.*s", (int)(e - s > 900 ? 900 : e - s), data + s);
-	} else if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
-		unsigned long v = 0;
-		size_t i = 12;
-		bool digits = false;
-
-		while (i < len && data[i] == ' ')
-			i++;
-		for (; i < len && data[i] >= '0' && data[i] <= '9'; i++) {
-			digits = true;
-			if (v < 86400)
-				v = v * 10 + (unsigned long)(data[i] - '0');
-		}
-		/* An HTTP date is not honoured: the backoff applies. */
-		if (digits)
-			a->retry_after_s = v > 86400 ? 86400 : (unsigned int)v;
+	} else if (util_retry_after_parse(data, len, &a->retry_after_s)) {
+		/* kept */
 	} else if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		/* A new answer (after a 100 Continue): forget the last one's. */
 		a->retry_after_s = 0;
@@ -233,28 +201,11 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata)
 
 static bool buf_add(struct attempt *a, const char *data, size_t len, size_t max)
 {
-	if (a->len + len > max) {
-		a->too_big = true;
-		return false;
-	}
-	if (a->len + len + 1 > a->cap) {
-		size_t cap = a->cap ? a->cap : 16384;
-		char *p;
+	int r = util_buf_append(&a->body, data, len, max);
 
-		while (cap < a->len + len + 1)
-			cap *= 2;
-		if (cap > max + 1)
-			cap = max + 1;
-		p = realloc(a->buf, cap);
-		if (!p)
-			return false;
-		a->buf = p;
-		a->cap = cap;
-	}
-	memcpy(a->buf + a->len, data, len);
-	a->len += len;
-	a->buf[a->len] = '\0';
-	return true;
+	if (r == -EMSGSIZE)
+		a->too_big = true;
+	return r == 0;
 }
 
 static size_t on_body(char *data, size_t size, size_t n, void *userdata)
@@ -481,14 +432,14 @@ int k8s_request(struct k8s_client *c, struct k8s_req *req, struct k8s_status *st
 		k8s_req_done(req);
 		r = attempt_once(c, req, &a, &cc, &sent);
 		if (r < 0) {
-			free(a.buf);
+			free(a.body.p);
 			return r;
 		}
 		curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
 		if (cc != CURLE_OK) {
 			char msg[CURL_ERROR_SIZE + 64];
 
-			free(a.buf);
+			free(a.body.p);
 			if (a.sink_stopped)
 				return 0;
 			if (c->cancelled) {
@@ -514,14 +465,14 @@ int k8s_request(struct k8s_client *c, struct k8s_req *req, struct k8s_status *st
 		} else {
 			req->status = status;
 			if (status >= 200 && status < 300) {
-				req->resp = a.buf;
-				req->resp_len = a.len;
+				req->resp = a.body.p;
+				req->resp_len = a.body.len;
 				k8s_status_clear(st);
 				st->code = (int)status;
 				return 0;
 			}
-			fill_http_status(st, status, a.buf, a.len, a.retry_after_s);
-			free(a.buf);
+			fill_http_status(st, status, a.body.p, a.body.len, a.retry_after_s);
+			free(a.body.p);
 			r = k8s_status_errno(st);
 			if (status == 429)
 				retry = true;

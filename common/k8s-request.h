@@ -18,6 +18,7 @@
 #include <curl/curl.h>
 
 #include "k8s.h"
+#include "util.h"
 
 struct k8s_client {
 	CURL *curl;
@@ -66,18 +67,18 @@ struct k8s_req {
 int k8s_request(struct k8s_client *c, struct k8s_req *req, struct k8s_status *st);
 void k8s_req_done(struct k8s_req *req);
 
-/* "path?k=v&k=v" built up with escaped values (NULL values skipped). */
+/* "?k=v&k=v" built up with escaped values (NULL values skipped). */
 struct k8s_query {
-	char *s;
-	size_t len, cap;
+	struct util_buf b;
 	bool sep;
 	bool oom;
 };
 void k8s_query_init(struct k8s_query *q);
 void k8s_query_add(struct k8s_query *q, const char *key, const char *value);
 void k8s_query_add_uint(struct k8s_query *q, const char *key, uint64_t value);
-/* Takes the text (-ENOMEM when something failed). */
-int k8s_query_finish(struct k8s_query *q, char **ret);
+/* "@path?query" in *ret (just @path when no argument was added); frees
+@q's text.  -ENOMEM when something failed. */
+int k8s_query_finish(struct k8s_query *q, const char *path, char **ret);
 
 /* Parses a 2xx body (bounded by the client's limits) into *ret: -EBADMSG
  * when it is not a JSON object. */

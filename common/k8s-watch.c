@@ -65,17 +65,8 @@ int k8s_list(struct k8s_client *c, const struct k8s_ref *ref, const struct k8s_l
 			k8s_query_add(&q, "resourceVersionMatch", match);
 		} else
 			k8s_query_add(&q, "continue", cont);
-		if (q.oom) {
-			free(q.s);
-			r = -ENOMEM;
+		if ((r = k8s_query_finish(&q, path, &req.path_query)) < 0)
 			break;
-		}
-		r = asprintf(&req.path_query, "%s%s", path, q.s);
-		free(q.s);
-		if (r < 0) {
-			r = -ENOMEM;
-			break;
-		}
 		r = k8s_request(c, &req, st);
 		free(req.path_query);
 		if (r == 0 && (r = k8s_body_parse(c, req.resp, req.resp_len, &page)) < 0) {
@@ -132,8 +123,7 @@ struct stream {
 	void *userdata;
 	char **rv;
 	struct k8s_status *st;
-	char *line;
-	size_t len, cap;
+	struct util_buf line;
 	int err;                    /* a parse failure or an ERROR event */
 	unsigned int events;
 	enum k8s_event_type last_type;
@@ -207,35 +197,22 @@ static int stream_sink(const char *data, size_t len, void *userdata)
 		size_t n = nl ? (size_t)(nl - data) : len;
 		int r;
 
-		if (s->len + n > s->c->o.max_watch_line) {
+		if (s->line.len + n > s->c->o.max_watch_line) {
 			k8s_status_clear(s->st);
 			s->st->code = 200;
 			s->st->message = strdup("a watch event over its size bound");
 			s->err = -EMSGSIZE;
 			return -EMSGSIZE;
 		}
-		if (!nl || s->len) {
-			if (s->len + n + 1 > s->cap) {
-				size_t cap = s->cap ? s->cap : 16384;
-				char *p;
-
-				while (cap < s->len + n + 1)
-					cap *= 2;
-				p = realloc(s->line, cap);
-				if (!p) {
-					s->err = -ENOMEM;
-					return -ENOMEM;
-				}
-				s->line = p;
-				s->cap = cap;
-			}
-			memcpy(s->line + s->len, data, n);
-			s->len += n;
+		/* A line whole in this chunk is parsed where it is. */
+		if ((!nl || s->line.len) && util_buf_append(&s->line, data, n, 0) < 0) {
+			s->err = -ENOMEM;
+			return -ENOMEM;
 		}
 		if (!nl)
 			return 0;
-		r = s->len ? stream_line(s, s->line, s->len) : stream_line(s, data, n);
-		s->len = 0;
+		r = s->line.len ? stream_line(s, s->line.p, s->line.len) : stream_line(s, data, n);
+		s->line.len = 0;
 		if (r)
 			return r;
 		data += n + 1;
@@ -270,27 +247,21 @@ int k8s_watch_once(struct k8s_client *c, const struct k8s_ref *ref, const struct
 		k8s_query_add(&q, "allowWatchBookmarks", "true");
 	k8s_query_add(&q, "resourceVersion", *io_resource_version);
 	k8s_query_add_uint(&q, "timeoutSeconds", c->o.watch_timeout_s);
-	if (q.oom) {
-		free(q.s);
-		return -ENOMEM;
-	}
-	r = asprintf(&req.path_query, "%s%s", path, q.s);
-	free(q.s);
-	if (r < 0)
-		return -ENOMEM;
+	if ((r = k8s_query_finish(&q, path, &req.path_query)) < 0)
+		return r;
 	r = k8s_request(c, &req, s.st);
 	free(req.path_query);
 	k8s_req_done(&req);
 	if (req.sink_stop)
 		r = s.err ? s.err : req.sink_stop;
-	else if (r == 0 && s.len) {
+	else if (r == 0 && s.line.len) {
 		/* The stream ended inside an event. */
 		k8s_status_clear(s.st);
 		s.st->code = 200;
 		s.st->message = strdup("the watch stream ended inside an event");
 		r = -ECONNRESET;
 	}
-	free(s.line);
+	free(s.line.p);
 	free(s.last_uid);
 	free(s.last_rv);
 	k8s_status_clear(&local);

@@ -512,9 +512,7 @@ static struct step *step_take(struct k8s_fake *f, const char *method, const char
 /* ---------------------------------------------------------------- serving */
 
 struct conn {
-	char *body;
-	size_t len, cap;
-	bool too_big;
+	struct util_buf body;
 };
 
 /* A streamed answer: chunks with delays, an optional cut. */
@@ -737,12 +735,11 @@ static void record(struct k8s_fake *f, struct MHD_Connection *conn, const char *
 	r.content_type = dup0(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"));
 	r.authorization = dup0(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"));
 	r.user_agent = dup0(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent"));
-	if (c->body) {
-		r.body = malloc(c->len + 1);
+	if (c->body.p) {
+		r.body = malloc(c->body.len + 1);
 		if (r.body) {
-			memcpy(r.body, c->body, c->len);
-			r.body[c->len] = '\0';
-			r.body_len = c->len;
+			memcpy(r.body, c->body.p, c->body.len + 1);
+			r.body_len = c->body.len;
 		}
 	}
 	if (nn)
@@ -859,25 +856,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 
-		if (c->len + n > FAKE_MAX_BODY)
-			c->too_big = true;
-		else {
-			if (c->len + n + 1 > c->cap) {
-				size_t cap = c->cap ? c->cap * 2 : 4096;
-				char *p;
-
-				while (cap < c->len + n + 1)
-					cap *= 2;
-				p = realloc(c->body, cap);
-				if (!p)
-					return MHD_NO;
-				c->body = p;
-				c->cap = cap;
-			}
-			memcpy(c->body + c->len, upload_data, n);
-			c->len += n;
-			c->body[c->len] = '\0';
-		}
+		if (util_buf_append(&c->body, upload_data, n, FAKE_MAX_BODY) < 0)
+			return MHD_NO;
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
@@ -925,7 +905,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		goto out;
 	}
 	pthread_mutex_lock(&f->lock);
-	e = exchange_match(f, method, url, q.q, q.n, c->body, c->len);
+	e = exchange_match(f, method, url, q.q, q.n, c->body.p, c->body.len);
 	if (e)
 		e->served++;
 	pthread_mutex_unlock(&f->lock);
@@ -961,7 +941,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 
 	(void)cls, (void)conn, (void)toe;
 	if (c) {
-		free(c->body);
+		free(c->body.p);
 		free(c);
 		*con_cls = NULL;
 	}

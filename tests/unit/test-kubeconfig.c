@@ -6,6 +6,7 @@
  * temporary service-account directory.
  */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,4 +288,42 @@ Test(kubeconfig, in_cluster)
 	diag_free(d);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	cr_assert_eq(system(path), 0);
+}
+
+/* The two common/util.c helpers the client brought: the growing buffer
+ * and the Retry-After header (shared with libflash's provider client). */
+Test(util, buf_append_bounded)
+{
+	struct util_buf b = { 0 };
+
+	ASSERT_OK(util_buf_append(&b, "abc", 3, 8), "append");
+	ASSERT_OK(util_buf_append(&b, "", 0, 8), "empty append");
+	ASSERT_OK(util_buf_append(&b, "defgh", 5, 8), "up to the bound");
+	ASSERT_STREQ(b.p, "abcdefgh", "contents, NUL-terminated");
+	ASSERT_ERR(util_buf_append(&b, "i", 1, 8), -EMSGSIZE, "past the bound");
+	cr_assert_eq(b.len, 8, "unchanged on failure");
+	ASSERT_ERR(util_buf_append(&b, "i", SIZE_MAX, 0), -EMSGSIZE, "overflow");
+	for (int i = 0; i < 1000; i++)
+		ASSERT_OK(util_buf_append(&b, "0123456789", 10, 0), "grows");
+	cr_assert_eq(b.len, 10008);
+	cr_assert_eq(b.p[b.len], '\0');
+	free(b.p);
+}
+
+Test(util, retry_after)
+{
+	unsigned int s = 77;
+
+	cr_assert(util_retry_after_parse("Retry-After: 3\r\n", 16, &s));
+	cr_assert_eq(s, 3);
+	cr_assert(util_retry_after_parse("retry-after:120", 15, &s));
+	cr_assert_eq(s, 120);
+	cr_assert(util_retry_after_parse("Retry-After: 99999999999999\r\n", 29, &s));
+	cr_assert_eq(s, 86400, "bounded to a day");
+	s = 77;
+	cr_assert(!util_retry_after_parse("Retry-After: Wed, 21 Oct 2015 07:28:00 GMT\r\n", 44, &s), "a date");
+	cr_assert(!util_retry_after_parse("Retry-After: \r\n", 15, &s), "empty");
+	cr_assert(!util_retry_after_parse("Retry-After: 5x\r\n", 17, &s), "junk");
+	cr_assert(!util_retry_after_parse("Warning: 299 -\r\n", 16, &s), "another header");
+	cr_assert_eq(s, 77, "untouched when false");
 }
