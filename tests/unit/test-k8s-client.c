@@ -1171,3 +1171,115 @@ Test(k8s_client, token_file_rotation)
 	k8s_fake_free(f);
 	rmdir(dir);
 }
+
+/* ---------------------------------------------------------------- TLS */
+
+static char *slurp(const char *dir, const char *name)
+{
+	char path[256], *data = NULL;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ASSERT_OK(util_read_file(path, 1 << 20, &data, &len), path);
+	return data;
+}
+
+/* A CA, a server certificate for 127.0.0.1 and a client certificate,
+ * both signed by it (openssl, installed by scripts/deps.sh). */
+static void make_pki(const char *dir)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && exec >/dev/null 2>&1 && "
+		 "K='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes' && "
+		 "openssl req -x509 $K -keyout ca.key -out ca.pem -days 1 -subj /CN=k8s-test-ca && "
+		 "printf 'subjectAltName=IP:127.0.0.1\\n' > srv.ext && "
+		 "printf 'extendedKeyUsage=clientAuth\\n' > cli.ext && "
+		 "openssl req $K -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 && "
+		 "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 1 "
+		 "-extfile srv.ext && "
+		 "openssl req $K -keyout cli.key -out cli.csr -subj /CN=system:node:node-a/O=system:nodes && "
+		 "openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cli.pem -days 1 "
+		 "-extfile cli.ext",
+		 dir);
+	cr_assert_eq(system(cmd), 0, "openssl (scripts/deps.sh installs it)");
+}
+
+Test(k8s_client, tls_ca_and_client_certificate)
+{
+	char dir[] = "/tmp/k8s-tls-XXXXXX", cmd[128];
+	struct k8s_fake_opts fo = { .sz = sizeof(fo) };
+	struct k8s_config cfg = { 0 };
+	struct k8s_status st = { 0 };
+	struct k8s_fake_request r;
+	struct k8s_client *c;
+	struct k8s_fake *f;
+	char *ca, *srv, *srv_key, *cli, *cli_key;
+	struct k8s_client_opts o = { .sz = sizeof(o), .max_attempts = 1, .connect_timeout_ms = 30000,
+				     .request_timeout_ms = 60000 };
+
+	cr_assert(mkdtemp(dir));
+	make_pki(dir);
+	ca = slurp(dir, "ca.pem");
+	srv = slurp(dir, "srv.pem");
+	srv_key = slurp(dir, "srv.key");
+	cli = slurp(dir, "cli.pem");
+	cli_key = slurp(dir, "cli.key");
+	fo.tls_cert_pem = srv;
+	fo.tls_key_pem = srv_key;
+	fo.client_ca_pem = ca;
+	ASSERT_OK(k8s_fake_new(&fo, &f), "TLS fake");
+	cr_assert(strncmp(k8s_fake_url(f), "https://", 8) == 0);
+	cfg.server = (char *)k8s_fake_url(f);
+	cfg.ca_pem = ca;
+	cfg.ca_pem_len = strlen(ca);
+	cfg.client_cert_pem = cli;
+	cfg.client_cert_pem_len = strlen(cli);
+	cfg.client_key_pem = cli_key;
+	cfg.client_key_pem_len = strlen(cli_key);
+	ASSERT_OK(k8s_client_new(&cfg, &o, &c), "client with CA and certificate");
+	ASSERT_OK(k8s_get(c, &node_a, NULL, &st), "GET over TLS");
+	ASSERT_OK(k8s_fake_request_get(f, 0, &r), "request");
+	cr_assert(r.client_cert_verified, "the client certificate was presented and verified");
+	cr_assert_null(r.authorization, "no bearer token configured: none sent");
+	k8s_fake_request_clear(&r);
+	k8s_client_free(c);
+
+	/* Without the CA, the system store does not know the server. */
+	cfg.ca_pem = NULL;
+	cfg.ca_pem_len = 0;
+	ASSERT_OK(k8s_client_new(&cfg, &o, &c), "client without the CA");
+	ASSERT_ERR(k8s_get(c, &node_a, NULL, &st), -EKEYREJECTED, "untrusted server");
+	cr_assert_eq(st.code, 0);
+	k8s_client_free(c);
+	/* insecure-skip-tls-verify accepts it. */
+	cfg.insecure_skip_tls_verify = true;
+	ASSERT_OK(k8s_client_new(&cfg, &o, &c), "insecure client");
+	ASSERT_OK(k8s_get(c, &node_a, NULL, &st), "insecure GET");
+	k8s_client_free(c);
+	/* Without a client certificate the server sees none. */
+	cfg.insecure_skip_tls_verify = false;
+	cfg.ca_pem = ca;
+	cfg.ca_pem_len = strlen(ca);
+	cfg.client_cert_pem = cfg.client_key_pem = NULL;
+	cfg.client_cert_pem_len = cfg.client_key_pem_len = 0;
+	cfg.token = (char *)"t";
+	ASSERT_OK(k8s_client_new(&cfg, &o, &c), "client without a certificate");
+	k8s_fake_reset_requests(f);
+	ASSERT_OK(k8s_get(c, &node_a, NULL, &st), "GET with a token over TLS");
+	ASSERT_OK(k8s_fake_request_get(f, 0, &r), "request");
+	cr_assert(!r.client_cert_verified, "no certificate presented");
+	ASSERT_STREQ(r.authorization, "Bearer t", "the token instead");
+	k8s_fake_request_clear(&r);
+	k8s_client_free(c);
+	k8s_status_clear(&st);
+	k8s_fake_free(f);
+	free(ca);
+	free(srv);
+	free(srv_key);
+	free(cli);
+	free(cli_key);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
