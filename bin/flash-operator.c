@@ -29,6 +29,8 @@ static void usage(FILE *out)
 		"                      [--runtime-dir DIR] [--cni-bin-dir DIR] [--cni-conf FILE] [--agent-socket PATH]\n"
 		"                      [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS] [--masquerade]\n"
 		"                      [--exec-max-sessions N] [--exec-session-limit SECONDS]\n"
+		"                      [--webhook] [--webhook-listen ADDRESS:PORT] [--webhook-cert FILE]\n"
+		"                      [--webhook-key FILE]\n"
 		"                      [--test-meter-clock FILE]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
@@ -82,6 +84,10 @@ int main(int argc, char **argv)
 		{ "test-meter-clock", required_argument, NULL, 1008 },
 		{ "exec-max-sessions", required_argument, NULL, 1009 },
 		{ "exec-session-limit", required_argument, NULL, 1010 },
+		{ "webhook", no_argument, NULL, 1011 },
+		{ "webhook-listen", required_argument, NULL, 1012 },
+		{ "webhook-cert", required_argument, NULL, 1013 },
+		{ "webhook-key", required_argument, NULL, 1014 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -128,6 +134,10 @@ int main(int argc, char **argv)
 				o.exec_limit_s = (unsigned int)v;
 			break;
 		case 1008: o.test_meter_clock = optarg; break;
+		case 1011: o.webhook = true; break;
+		case 1012: o.webhook_listen = optarg; o.webhook = true; break;
+		case 1013: o.webhook_cert_file = optarg; o.webhook = true; break;
+		case 1014: o.webhook_key_file = optarg; o.webhook = true; break;
 		case 'm':
 		case 'P':
 		case 't':

@@ -690,6 +690,10 @@ FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *
 	v.masquerade = config->rt_masquerade;
 	v.exec_max_sessions = config->exec_max_sessions;
 	v.exec_session_limit_s = config->exec_session_limit_s;
+	v.webhook_enabled = config->webhook_enabled;
+	v.webhook_listen = config->webhook_listen;
+	v.webhook_cert_file = config->webhook_cert_file;
+	v.webhook_key_file = config->webhook_key_file;
 	/* An older caller's smaller struct gets the fields it knows. */
 	n = ret->sz < sizeof(v) ? ret->sz : sizeof(v);
 	v.sz = ret->sz;
