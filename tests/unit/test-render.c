@@ -259,7 +259,10 @@ Test(render, deployment_rules)
 	HAS(dep, "\"maxSurge\":1");
 	HAS(dep, "\"maxUnavailable\":0");
 	HAS(dep, "\"uid\":\"" UID "\"");
-	HASNT(dep, "capabilities");
+	/* Every capability dropped, none added (the seed: no added Linux
+	 * capabilities). */
+	HAS(dep, "\"capabilities\":{\"drop\":[\"ALL\"]}");
+	HASNT(dep, "\"add\"");
 	HASNT(dep, "hostPath");
 	/* Labels carry only the opaque ids, never the spec's metadata. */
 	HASNT(dep, "heteronet-global");
@@ -342,7 +345,11 @@ Test(render, network_policy_rules)
 	/* Same-organization grant both ways, only when asked. */
 	rd = render_case(find_case("same-org"), NULL);
 	np = object_of(rd, "NetworkPolicy");
-	HAS(np, "\"namespaceSelector\":{},\"podSelector\":{\"matchLabels\":{\"flash.heterocloud.io/organization\":\"org-1234\"");
+	/* Scoped by namespace as well, in the same peer: a pod label alone
+	 * never opens a tenant. */
+	HAS(np, "\"namespaceSelector\":{\"matchLabels\":{\"flash.heterocloud.io/organization\":\"org-1234\"}},"
+		"\"podSelector\":{\"matchLabels\":{\"flash.heterocloud.io/organization\":\"org-1234\"");
+	HASNT(np, "\"namespaceSelector\":{}");
 	HAS(np, "\"2001:db8::/32\"");
 	free(np);
 	flash_render_free(rd);
