@@ -997,3 +997,196 @@ Test(node, api_policy_survives_an_agent_crash_under_denied_traffic)
 	agent_start();
 	cr_assert_eq(api_call("GET", "/v1/policy/prod/web", NULL, out, sizeof(out)), 404, "stays deleted: %s", out);
 }
+
+/* ------------------------------------------------------------- chaos
+ * issue 21 item 3: the agent SIGKILLed at random points of a CNI churn
+ * (100 ADD/DEL cycles through the real flowsdn-cni) and restarted, as a
+ * runtime drives it: a failed ADD is followed by its DEL and retried.
+ * Two long-lived endpoints ping each other the whole time.  Nothing may be
+ * lost: every endpoint whose ADD succeeded is listed after each restart,
+ * no two live endpoints ever share an address, no ping goes unanswered,
+ * and at the end only the two long-lived endpoints and their addresses
+ * are left.  CHAOS_SEED=N replays a run (the seed is printed). */
+
+enum { CHURN_CYCLES = 100, CHURN_WINDOW = 3 };
+
+struct churn {
+	struct test_ns ns;
+	char cid[32];
+	char v4[FLOWSDN_ADDR_STRLEN], v6[FLOWSDN_ADDR_STRLEN];
+	bool live;
+};
+
+/* Reaps the killer and, when the agent is dead, restarts it and checks
+ * that it lists every live endpoint.  Returns 1 when it restarted it. */
+static int churn_recover(pid_t *killer, const struct churn *c, size_t n)
+{
+	char *body;
+	long status;
+
+	if (*killer > 0) {
+		waitpid(*killer, NULL, 0);
+		*killer = 0;
+	}
+	if (node.agent > 0 && waitpid(node.agent, NULL, WNOHANG) == 0)
+		return 0;
+	/* killed (reaped just now, or the killer fired after a WNOHANG of 0) */
+	if (node.agent > 0)
+		waitpid(node.agent, NULL, 0);
+	node.agent = 0;
+	agent_start();
+	body = api_get("/v1/endpoint", &status);
+	cr_assert_eq(status, 200);
+	cr_assert(strstr(body, "\"containerID\":\"alpha\"") && strstr(body, "\"containerID\":\"beta\""),
+		  "a long-lived endpoint lost after a restart: %s", body);
+	for (size_t i = 0; i < n; i++) {
+		char want[48];
+
+		if (!c[i].live)
+			continue;
+		snprintf(want, sizeof(want), "\"containerID\":\"%s\"", c[i].cid);
+		cr_assert(strstr(body, want), "endpoint %s (ADD acknowledged) lost after a restart: %s", c[i].cid,
+			  body);
+	}
+	free(body);
+	return 1;
+}
+
+static void churn_check_unique(const struct churn *c, size_t n, size_t self, const struct ep *a,
+			       const struct ep *b)
+{
+	const char *mine = c[self].v4, *mine6 = c[self].v6;
+
+	cr_assert(strcmp(mine, a->v4) && strcmp(mine, b->v4) && strcmp(mine6, a->v6) && strcmp(mine6, b->v6),
+		  "%s got %s/%s, an address of a long-lived endpoint", c[self].cid, mine, mine6);
+	for (size_t i = 0; i < n; i++)
+		if (i != self && c[i].live)
+			cr_assert(strcmp(mine, c[i].v4) && strcmp(mine6, c[i].v6),
+				  "%s and %s both hold %s/%s", c[self].cid, c[i].cid, mine, mine6);
+}
+
+Test(node, chaos_agent_sigkill_during_cni_churn, .timeout = 300)
+{
+	static struct churn c[CHURN_CYCLES];
+	char *conf = plugin_conf("1.0.0", NULL), *out = NULL, *body, cmd[512], stop[160], pings[160], line[256];
+	const char *env = getenv("CHAOS_SEED");
+	unsigned int seed = env ? (unsigned int)strtoul(env, NULL, 0) : (unsigned int)time(NULL);
+	unsigned int kills = 0, restarts = 0, add_retries = 0;
+	unsigned long sent = 0, got = 0, rounds = 0;
+	struct ep a, b;
+	struct timespec t0, t1;
+	pid_t killer = 0, pinger;
+	long status;
+	FILE *f;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	srand(seed);
+	cr_log_info("CHAOS_SEED=%u", seed);
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	snprintf(stop, sizeof(stop), "%s/ping.stop", node.dir);
+	snprintf(pings, sizeof(pings), "%s/ping.out", node.dir);
+	/* Pings in rounds of 25, each round waiting for its replies. */
+	snprintf(cmd, sizeof(cmd), "while [ ! -e %s ]; do ping -n -q -c 25 -i 0.02 -W 2 %s; done > %s 2>&1", stop,
+		 b.v4, pings);
+	pinger = fork_in(a.ns.path);
+	if (pinger == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	for (size_t i = 0; i < CHURN_CYCLES; i++) {
+		struct flowsdn_cni_result *r = NULL;
+		int st;
+
+		/* One cycle in eight, the agent dies 0-40 ms into it. */
+		if (rand() % 8 == 0) {
+			useconds_t delay = (useconds_t)(rand() % 40000);
+			pid_t victim = node.agent;
+
+			killer = fork();
+			cr_assert(killer >= 0);
+			if (killer == 0) {
+				usleep(delay);
+				kill(victim, SIGKILL);
+				_exit(0);
+			}
+			kills++;
+		}
+		ns_spawn(&c[i].ns);
+		snprintf(c[i].cid, sizeof(c[i].cid), "churn-%zu", i);
+		for (int attempt = 0;; attempt++) {
+			cr_assert(attempt < 20, "ADD %s failed 20 times: %s", c[i].cid, out);
+			free(out);
+			out = NULL;
+			st = cni("ADD", c[i].cid, c[i].ns.path, conf, &out);
+			if (st == 0)
+				break;
+			add_retries++;
+			/* As a runtime does: DEL what the failed ADD may have left. */
+			free(out);
+			out = NULL;
+			cr_assert_eq(cni("DEL", c[i].cid, c[i].ns.path, conf, &out), 0, "DEL after a failed ADD: %s",
+				     out);
+			restarts += (unsigned int)churn_recover(&killer, c, i);
+		}
+		ASSERT_OK(flowsdn_cni_result_parse(out, strlen(out), &r, NULL), out);
+		cr_assert_eq(flowsdn_cni_result_ip_count(r), 2, "%s", out);
+		flowsdn_addr_format(&flowsdn_cni_result_ip(r, 0)->addr, c[i].v4, sizeof(c[i].v4));
+		flowsdn_addr_format(&flowsdn_cni_result_ip(r, 1)->addr, c[i].v6, sizeof(c[i].v6));
+		flowsdn_cni_result_free(r);
+		churn_check_unique(c, i, i, &a, &b);
+		c[i].live = true;
+		if (i >= CHURN_WINDOW) {
+			struct churn *old = &c[i - CHURN_WINDOW];
+
+			free(out);
+			out = NULL;
+			cr_assert_eq(cni("DEL", old->cid, old->ns.path, conf, &out), 0, "DEL %s: %s", old->cid, out);
+			old->live = false;
+			ns_kill(&old->ns);
+		}
+		restarts += (unsigned int)churn_recover(&killer, c, i + 1);
+	}
+	for (size_t i = CHURN_CYCLES - CHURN_WINDOW; i < CHURN_CYCLES; i++) {
+		free(out);
+		out = NULL;
+		cr_assert_eq(cni("DEL", c[i].cid, c[i].ns.path, conf, &out), 0, "DEL %s: %s", c[i].cid, out);
+		c[i].live = false;
+		ns_kill(&c[i].ns);
+	}
+	settle();
+	f = fopen(stop, "w");
+	cr_assert(f);
+	fclose(f);
+	waitpid(pinger, NULL, 0);
+	f = fopen(pings, "r");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, g;
+
+		if (sscanf(line, "%lu packets transmitted, %lu received", &s, &g) == 2)
+			sent += s, got += g, rounds++;
+	}
+	fclose(f);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_log_info("chaos churn: %d cycles, %u kills, %u restarts, %u ADD retries, %lu/%lu pings in %lu rounds, "
+		    "%.1f s",
+		    CHURN_CYCLES, kills, restarts, add_retries, got, sent, rounds,
+		    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	cr_assert(kills > 0 && restarts > 0, "the run killed the agent (%u kills, %u restarts; CHAOS_SEED=%u)", kills,
+		  restarts, seed);
+	cr_assert(sent > 100 && got == sent, "%lu of %lu pings between the long-lived endpoints answered (see %s)",
+		  got, sent, pings);
+	/* Only the two long-lived endpoints and their four addresses remain. */
+	body = api_get("/v1/endpoint", &status);
+	cr_assert(!strstr(body, "churn-") && strstr(body, "\"alpha\"") && strstr(body, "\"beta\""), "%s", body);
+	free(body);
+	body = api_get("/v1/ipam", &status);
+	cr_assert(!strstr(body, "churn-") && strstr(body, "\"alpha\"") && strstr(body, "\"beta\""),
+		  "every churn address released: %s", body);
+	free(body);
+	cr_assert_eq(host_links_named_fsd(), 2, "the two long-lived host veths only");
+	cr_assert_eq(ping(b.ns.path, a.v6), 0, "forwarding after the churn");
+	free(out);
+	free(conf);
+}
