@@ -17,6 +17,7 @@
 
 #include "client.h"
 #include "http-helpers.h"
+#include "load-helpers.h"
 #include "netns-helpers.h"
 #include "plugin.h"
 
@@ -1189,4 +1190,156 @@ Test(node, chaos_agent_sigkill_during_cni_churn, .timeout = 300)
 	cr_assert_eq(ping(b.ns.path, a.v6), 0, "forwarding after the churn");
 	free(out);
 	free(conf);
+}
+
+/* ------------------------------------------------------------- load
+ * issue 21 item 4: the agent API under 32 concurrent clients for 30 s
+ * (LOAD_SECONDS), while 96 slow clients trickle request heads one byte
+ * every 100 ms and reconnect when cut: every request of the fast clients
+ * is answered 200, the agent's RSS stays bounded, each trickling
+ * connection is cut by the header deadline (2 s), and the figures are
+ * printed. */
+
+struct trickle_report {
+	unsigned long cut;      /* connections the agent closed without an answer */
+	unsigned long evicted;  /* closed with an answer (408: room for a newer head) */
+	double longest_ms;      /* the longest a trickling connection stayed open */
+	unsigned int max_open;  /* trickling connections open at once (client's view) */
+};
+
+static int trickle_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	memcpy(sa.sun_path, node.sock, strlen(node.sock) + 1); /* 128 bytes at most: it fits */
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The slow clients, in a child until @seconds pass: the report on @out. */
+static void trickle_main(double seconds, int out)
+{
+	enum { SLOW = 96 };
+	static const char head[] = "GET /v1/healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+	struct trickle_report rep = { 0 };
+	int fd[SLOW];
+	size_t sent[SLOW];
+	double since[SLOW], end = load_now_ms() + seconds * 1e3;
+
+	for (int i = 0; i < SLOW; i++)
+		fd[i] = -1;
+	while (load_now_ms() < end) {
+		unsigned int open_now = 0;
+
+		for (int i = 0; i < SLOW; i++) {
+			char buf[512];
+
+			if (fd[i] >= 0) {
+				ssize_t n = read(fd[i], buf, sizeof(buf));
+
+				if (n == 0 || (n < 0 && errno != EAGAIN)) {
+					double lived = load_now_ms() - since[i];
+
+					rep.cut++;
+					rep.longest_ms = lived > rep.longest_ms ? lived : rep.longest_ms;
+					close(fd[i]);
+					fd[i] = -1;
+				} else if (n > 0 || sent[i] >= sizeof(head) - 1) {
+					/* answered (the 408 of a head closed for a newer
+					 * one), or the whole head went out: never at one
+					 * byte per 100 ms */
+					double lived = load_now_ms() - since[i];
+
+					rep.evicted += n > 0 && !strncmp(buf, "HTTP/1.1 408", 12);
+					rep.longest_ms = lived > rep.longest_ms ? lived : rep.longest_ms;
+					close(fd[i]);
+					fd[i] = -1;
+				} else if (send(fd[i], head + sent[i], 1, MSG_NOSIGNAL) == 1) {
+					sent[i]++;
+				}
+			}
+			if (fd[i] < 0 && (fd[i] = trickle_connect()) >= 0) {
+				sent[i] = 0;
+				since[i] = load_now_ms();
+			}
+			open_now += fd[i] >= 0;
+		}
+		rep.max_open = open_now > rep.max_open ? open_now : rep.max_open;
+		usleep(100000);
+	}
+	for (int i = 0; i < SLOW; i++) {
+		if (fd[i] >= 0) {
+			double lived = load_now_ms() - since[i];
+
+			rep.longest_ms = lived > rep.longest_ms ? lived : rep.longest_ms;
+			close(fd[i]);
+		}
+	}
+	if (write(out, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		_exit(1);
+	_exit(0);
+}
+
+static int agent_load_request(void *ctx, unsigned int thread, char *msg)
+{
+	static const char *const reqs[] = {
+		"GET /v1/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /v1/endpoint HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /v1/ipam HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+	};
+	unsigned int *seq = ctx;
+	char out[16384];
+	int st = load_unix_exchange(node.sock, reqs[(thread + seq[thread]++) % 3], out, sizeof(out));
+
+	if (st != 200)
+		snprintf(msg, 256, "%.200s", out);
+	return st;
+}
+
+Test(node, load_agent_api_with_trickling_clients, .timeout = 180)
+{
+	enum { CLIENTS = 32 };
+	static unsigned int seq[CLIENTS];
+	double seconds = load_seconds(30);
+	struct trickle_report rep;
+	struct load_result r;
+	struct ep a, b;
+	int p[2], st;
+	pid_t slow;
+
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	cr_assert(pipe2(p, O_CLOEXEC) == 0);
+	slow = fork();
+	cr_assert(slow >= 0);
+	if (slow == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		trickle_main(seconds, p[1]);
+	}
+	close(p[1]);
+	load_run(agent_load_request, seq, CLIENTS, seconds, node.agent, &r);
+	cr_assert(read(p[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep), "the slow clients' report");
+	close(p[0]);
+	waitpid(slow, &st, 0);
+	load_print("agent API", CLIENTS, &r);
+	cr_log_info("96 trickling clients: %lu connections cut at the deadline, %lu closed with a 408 for newer "
+		    "heads, the longest open %.0f ms, %u open at once",
+		    rep.cut, rep.evicted, rep.longest_ms, rep.max_open);
+	printf("agent API: 96 trickling clients: %lu cut, %lu closed with 408, longest open %.0f ms, %u open at once\n",
+	       rep.cut, rep.evicted, rep.longest_ms, rep.max_open);
+	cr_assert_eq(r.errors, 0ul, "%lu of %lu requests failed under load; first: %s", r.errors, r.ok + r.errors,
+		     r.first_error);
+	cr_assert_gt(r.ok, 1000ul, "only %lu requests answered in %.0f s", r.ok, r.seconds);
+	cr_assert(r.rss_last_kib > 0 && r.rss_max_kib < 128 * 1024, "agent RSS up to %ld KiB", r.rss_max_kib);
+	cr_assert_lt(r.rss_last_kib, r.rss_first_kib + 16 * 1024, "agent RSS grew from %ld to %ld KiB",
+		     r.rss_first_kib, r.rss_last_kib);
+	cr_assert_gt(rep.cut + rep.evicted, 96ul, "the trickling connections were closed (%lu cut, %lu with 408)",
+		     rep.cut, rep.evicted);
+	cr_assert_lt(rep.longest_ms, 4000.0, "a trickling connection stayed %.0f ms (header deadline 2 s)",
+		     rep.longest_ms);
 }
