@@ -31,6 +31,8 @@ static void usage(FILE *out)
 		"                      [--exec-max-sessions N] [--exec-session-limit SECONDS]\n"
 		"                      [--autoscale-period SECONDS] [--autoscale-window SECONDS]\n"
 		"                      [--autoscale-tolerance PERCENT]\n"
+		"                      [--webhook] [--webhook-listen ADDRESS:PORT] [--webhook-cert FILE]\n"
+		"                      [--webhook-key FILE]\n"
 		"                      [--test-meter-clock FILE]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
@@ -92,6 +94,10 @@ int main(int argc, char **argv)
 		{ "autoscale-period", required_argument, NULL, 1011 },
 		{ "autoscale-window", required_argument, NULL, 1012 },
 		{ "autoscale-tolerance", required_argument, NULL, 1013 },
+		{ "webhook", no_argument, NULL, 1014 },
+		{ "webhook-listen", required_argument, NULL, 1015 },
+		{ "webhook-cert", required_argument, NULL, 1016 },
+		{ "webhook-key", required_argument, NULL, 1017 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -148,6 +154,10 @@ int main(int argc, char **argv)
 			*(c == 1011 ? &as.period_s : c == 1012 ? &as.window_s : &as.tolerance_percent) = (int)v;
 			o.autoscale = &as;
 			break;
+		case 1014: o.webhook = true; break;
+		case 1015: o.webhook_listen = optarg; o.webhook = true; break;
+		case 1016: o.webhook_cert_file = optarg; o.webhook = true; break;
+		case 1017: o.webhook_key_file = optarg; o.webhook = true; break;
 		case 'm':
 		case 'P':
 		case 't':

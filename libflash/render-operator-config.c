@@ -704,6 +704,10 @@ FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *
 	v.autoscale_period_s = config->as_period_s;
 	v.autoscale_window_s = config->as_window_s;
 	v.autoscale_tolerance_percent = config->as_tolerance_percent;
+	v.webhook_enabled = config->webhook_enabled;
+	v.webhook_listen = config->webhook_listen;
+	v.webhook_cert_file = config->webhook_cert_file;
+	v.webhook_key_file = config->webhook_key_file;
 	/* An older caller's smaller struct gets the fields it knows. */
 	n = ret->sz < sizeof(v) ? ret->sz : sizeof(v);
 	v.sz = ret->sz;

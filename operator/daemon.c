@@ -21,6 +21,7 @@
 #include "meter-clock.h"
 #include "registry-auth.h"
 #include "util.h"
+#include "webhook.h"
 
 #define INPUT_MAX (4u << 20)
 
@@ -38,6 +39,7 @@ struct op_daemon {
 	struct op_registry_auth auth;
 	struct op_image_ops image;
 	struct op_meter_clock *meter_clock; /* --test-meter-clock */
+	struct op_webhook *webhook;         /* --webhook */
 };
 
 /* Reads an input file through the one reader of common/ (regular files
@@ -141,6 +143,39 @@ static int autoscale_start(struct op_daemon *d, const struct op_daemon_opts *opt
 	}
 	op_provider_set_autoscale(d->provider, d->autoscale);
 	return 0;
+}
+
+/* The webhook listener: the options, else the configuration's webhook
+ * section (defaults included). */
+static int start_webhook(const struct op_daemon_opts *opts, const struct flash_operator_config *config,
+			 struct op_webhook **ret, char *err, size_t err_size)
+{
+	struct flash_operator_runtime c = { .sz = sizeof(c) };
+	struct flash_operator_config *defaults = NULL;
+	struct op_webhook_opts wo = { .sz = sizeof(wo) };
+	int r;
+
+	if (!config) {
+		r = flash_operator_config_default(&defaults);
+		if (r < 0)
+			return r;
+		config = defaults;
+	}
+	r = flash_operator_config_runtime(config, &c);
+	if (r == 0) {
+		wo.listen = opts->webhook_listen ?: c.webhook_listen;
+		wo.cert_file = opts->webhook_cert_file ?: c.webhook_cert_file;
+		wo.key_file = opts->webhook_key_file ?: c.webhook_key_file;
+		if (!wo.listen || !wo.cert_file || !wo.key_file) {
+			snprintf(err, err_size, "the webhook needs webhook.listen, webhook.certFile and webhook.keyFile "
+						"(or --webhook-listen, --webhook-cert, --webhook-key)");
+			r = -EINVAL;
+		} else {
+			r = op_webhook_start(&wo, ret, err, err_size);
+		}
+	}
+	flash_operator_config_free(defaults);
+	return r;
 }
 
 int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, char *err, size_t err_size)
@@ -324,6 +359,11 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 	r = op_http_start(d->provider, &opts->http, &d->http, err, err_size);
 	if (r < 0)
 		goto fail;
+	if (OPTS_GET(opts, webhook, false)) {
+		r = start_webhook(opts, d->config, &d->webhook, err, err_size);
+		if (r < 0)
+			goto fail;
+	}
 	*ret = d;
 	return 0;
 fail:
@@ -336,6 +376,11 @@ struct op_provider *op_daemon_provider(struct op_daemon *d)
 	return d ? d->provider : NULL;
 }
 
+uint16_t op_daemon_webhook_port(const struct op_daemon *d)
+{
+	return d ? op_webhook_port(d->webhook) : 0;
+}
+
 uint16_t op_daemon_port(const struct op_daemon *d)
 {
 	return d ? op_http_port(d->http) : 0;
@@ -345,6 +390,7 @@ void op_daemon_stop(struct op_daemon *d)
 {
 	if (!d)
 		return;
+	op_webhook_stop(d->webhook);
 	op_http_stop(d->http);
 	op_autoscale_stop(d->autoscale);
 	op_runtime_stop(d->runtime);

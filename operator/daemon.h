@@ -9,6 +9,7 @@
 #ifndef FLASH_OPERATOR_DAEMON_H
 #define FLASH_OPERATOR_DAEMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,13 @@ struct op_daemon_opts {
 	 * each 0: the configuration's exec section, else the defaults. */
 	unsigned int exec_max_sessions;
 	unsigned int exec_limit_s;
+	/* The validating admission webhook (webhook.h) on its own TLS
+	 * listener: served when @webhook is set; each NULL takes the
+	 * configuration's webhook.listen, webhook.certFile, webhook.keyFile. */
+	bool webhook;
+	const char *webhook_listen;
+	const char *webhook_cert_file;
+	const char *webhook_key_file;
 	/* For tests: the metering clock read from this file (meter-clock.h);
 	 * NULL: the real clock. */
 	const char *test_meter_clock;
@@ -56,6 +64,9 @@ struct op_daemon;
 /* Starts everything; on failure @err (@err_size bytes) says what.
  * Returns 0, -EINVAL, -ENOMEM or the error of the failing part. */
 int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, char *err, size_t err_size);
+
+/* The webhook's bound port, 0 without it. */
+uint16_t op_daemon_webhook_port(const struct op_daemon *d);
 
 /* The provider and metrics of a started daemon. */
 struct op_provider *op_daemon_provider(struct op_daemon *d);
