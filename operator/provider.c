@@ -1538,7 +1538,8 @@ static void handle_logs(struct op_provider *p, const struct op_request *req, str
 /* ---------------------------------------------------------------- exec */
 
 /* GET /provider/v1/services/ID/exec?tty=0|1[&replica=N][&cols=C&rows=R]
- * [&term=T][&command=ARG]...: a WebSocket handshake.  Checked in the
+ * [&term=T][&command=ARG]...|[&argv=message]: a WebSocket handshake
+ * (argv=message: the argv comes in the first message, exec.h).  Checked in the
  * order a caller learns most from: the token, the handshake, the query,
  * the service, a ready replica, a free session slot. */
 static void handle_exec(struct op_provider *p, const struct op_request *req, struct command *c, const char *id,
@@ -1550,6 +1551,7 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 				  .version = HDR("Sec-WebSocket-Version"), .key = HDR("Sec-WebSocket-Key"),
 				  .protocol = HDR("Sec-WebSocket-Protocol") };
 	const char *tty = Q("tty"), *rs = Q("replica"), *cs = Q("cols"), *rws = Q("rows"), *term = Q("term");
+	const char *argv_q = Q("argv");
 	const char *argv[OP_SHELL_ARGS_MAX];
 	struct op_shell_params sp = { 0 };
 	struct op_exec_target t;
@@ -1571,10 +1573,11 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 	    (cs && !query_uint(cs, 1, 65535, &cols)) || (rws && !query_uint(rws, 1, 65535, &rows)) ||
 	    (term && (!term[0] || strlen(term) > 64 ||
 		      term[strspn(term, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+")])) ||
-	    argc > OP_SHELL_ARGS_MAX) {
+	    argc > OP_SHELL_ARGS_MAX || (argv_q && (strcmp(argv_q, "message") != 0 || argc > 0))) {
 		answer_error(ret, 400, "bad-request",
 			     "the query takes tty=0|1, replica=0..65535, cols and rows 1..65535, term (letters, digits, "
-			     "-_.+, at most 64) and at most %u command= arguments",
+			     "-_.+, at most 64) and at most %u command= arguments, or argv=message (the argv in the first "
+			     "message) instead of them",
 			     OP_SHELL_ARGS_MAX);
 		return;
 	}
@@ -1604,7 +1607,8 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 	}
 	snprintf(who, sizeof(who), "kid %s org %s project %s", flash_auth_token_kid(c->token), c->org, c->project);
 	sp = (struct op_shell_params){ .who = who, .service_id = id, .target = &t, .argv = argc ? argv : NULL,
-				       .argc = argc, .tty = tty && !strcmp(tty, "1"), .cols = (unsigned short)cols,
+				       .argc = argc, .argv_in_message = argv_q != NULL,
+				       .tty = tty && !strcmp(tty, "1"), .cols = (unsigned short)cols,
 				       .rows = (unsigned short)rows, .term = term };
 	pthread_mutex_lock(&p->lock);
 	r = p->shell ? op_shell_reserve(p->shell, &sp, &ret->upgrade) : -ESHUTDOWN;
