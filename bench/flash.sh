@@ -19,18 +19,8 @@
 # printed: resolve, pull, mkfs.ext4, unpack).  bare = runsc run --detach
 # of the prepared bundle in a prepared, wired netns, until the same reply.
 set -eu
-B=$(cd "${1:?usage: bench/flash.sh BUILDDIR [N]}" && pwd)
-N=${2:-10}
-S=$(cd "$(dirname "$0")/.." && pwd)
-[ "$(id -u)" -eq 0 ] || { echo "bench/flash: needs root" >&2; exit 1; }
-if [ -z "${FLASH_BENCH_INSIDE:-}" ]; then
-	FLASH_BENCH_INSIDE=1 exec unshare --net --mount --propagation private "$0" "$@"
-fi
-T=$(mktemp -d /tmp/flash-bench.XXXXXX)
-CG=/flash-bench-$$
-POOL=10.244.10.0/24
-. "$S/scripts/flash-node.sh"
-trap node_down EXIT INT TERM
+BENCH_NAME=flash BENCH_N=10 POOL=10.244.10.0/24
+. "$(dirname "$0")/lib.sh"
 node_up
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -60,7 +50,7 @@ op_clean() {
 }
 
 # The bare side's bundle: one replica's, with its own netns and cgroup.
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
+load0=$(bench_load)
 cold=$(op_once warm)
 rep=$(ls -d "$T"/rt/replicas/* | head -1)
 # The log shim is a fork of the operator: its processes other than $OP.
@@ -130,11 +120,9 @@ for run in $(seq 1 "$N"); do
 		op_once "e$run" >>"$T/op.ms"; op_clean "e$run"
 	fi
 done
-stats() { sort -n "$1" | awk '{a[NR]=$1} END {printf "min %d  median %d  p95 %d  p99 %d  max %d ms (n=%d)", a[1], (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2), a[int(NR*0.95+0.999)], a[int(NR*0.99+0.999)], a[NR], NR}'; }
-med() { sort -n "$1" | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-echo "bench/flash: create -> first UDP echo, $N runs each, alternating order; load average $load0 before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+echo "bench/flash: create -> first UDP echo, $N runs each, alternating order; load average $load0 before, $(bench_load) after"
 echo "  first create of the image (untimed above; builds the root file system template): $cold ms"
-echo "  flash-operator runtime: $(stats "$T/op.ms")"
-echo "  bare runsc run:         $(stats "$T/bare.ms")"
-echo "  ratio of medians: $(awk -v a="$(med "$T/op.ms")" -v b="$(med "$T/bare.ms")" 'BEGIN {printf "%.2fx (goal <= 1.3x)", a / b}')"
+echo "  flash-operator runtime: $(bench_stats "$T/op.ms" 1 ms)"
+echo "  bare runsc run:         $(bench_stats "$T/bare.ms" 1 ms)"
+echo "  ratio of medians: $(bench_ratio "$T/op.ms" "$T/bare.ms")"
 echo "memory: replica cgroup $((op_mem / 1024)) KiB, bare sandbox cgroup $((bm / 1024)) KiB; log shim ($shim_n process) RSS ${shim_rss:-?} KiB, $shim_mem (operator side only)"

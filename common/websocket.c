@@ -352,6 +352,8 @@ int ws_conn_feed(struct ws_conn *c, const void *data, size_t len)
 		return -EINVAL;
 	if (c->close_code)
 		return -EPROTO;
+	if (len == 0) /* nothing to add, and c->in may still be NULL */
+		return 0;
 	if (c->consumed) {
 		memmove(c->in, c->in + c->consumed, c->in_len - c->consumed);
 		c->in_len -= c->consumed;
@@ -399,7 +401,7 @@ int ws_conn_next(struct ws_conn *c, struct ws_message *ret)
 	if (c->close_code)
 		return -EPROTO;
 	for (;;) {
-		const uint8_t *p = c->in + c->consumed;
+		const uint8_t *p;
 		size_t avail = c->in_len - c->consumed, h = 2;
 		uint64_t len;
 		bool fin, masked;
@@ -407,6 +409,7 @@ int ws_conn_next(struct ws_conn *c, struct ws_message *ret)
 
 		if (avail < 2)
 			return 0;
+		p = c->in + c->consumed; /* not before: c->in is NULL until the first feed */
 		fin = p[0] & 0x80;
 		op = p[0] & 0x0f;
 		masked = p[1] & 0x80;

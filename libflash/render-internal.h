@@ -44,6 +44,7 @@ struct flash_operator_config {
 	char *runtime_gpu;
 	char *load_balancer_class;
 	char *gpu_node_label;
+	struct label_list gpu_node_selector; /* the nvidia RuntimeClass's scheduling */
 	struct label_list public_node_labels;
 
 	char *dns_namespace;
@@ -80,9 +81,26 @@ struct flash_operator_config {
 	char *rt_dns;                    /* the addresses joined by commas */
 	bool rt_masquerade;              /* runtime.masquerade */
 
+	/* The validating admission webhook (section "webhook"). */
+	bool webhook_enabled;
+	char *webhook_service;           /* the Service in front of the operator */
+	uint16_t webhook_port;           /* the Service's port */
+	char *webhook_ca_bundle;         /* base64 PEM; NULL: none written */
+	char *webhook_listen;            /* the operator's TLS listener */
+	char *webhook_cert_file, *webhook_key_file;
+
+	/* Gateway API: the Gateway HTTPRoutes attach to (section "gateway"). */
+	char *gateway_name, *gateway_namespace, *gateway_section;
+
 	/* Web Shell sessions (section "exec"); 0 when unset. */
 	uint32_t exec_max_sessions;      /* exec.maxSessions */
 	uint32_t exec_session_limit_s;   /* exec.sessionLimitSeconds */
+
+	/* Autoscaling on one node (section "autoscaling"; the built-in
+	 * defaults 15, 300, 10). */
+	uint32_t as_period_s;            /* autoscaling.syncPeriodSeconds */
+	uint32_t as_window_s;            /* autoscaling.scaleDownStabilizationSeconds */
+	uint32_t as_tolerance_percent;   /* autoscaling.tolerancePercent */
 };
 
 /* The label every object carries and the selector label. */
@@ -94,6 +112,13 @@ struct flash_operator_config {
 #define FLASH_MANAGER "flash-operator"
 #define FLASH_GROUP "flash.heterocloud.io"
 #define FLASH_VERSION "v1alpha1"
+/* The path the API server posts AdmissionReviews to (operator/webhook.c
+ * serves it). */
+#define FLASH_WEBHOOK_PATH "/validate-flashservice"
+
+/* Sets the Pod Security Admission labels (enforce, audit, warn) of
+ * @level on the labels object @labels (render-manifests.c). */
+void pod_security_labels(struct kdoc *labels, const char *level);
 
 /* Adds @p as canonical text to @arr (render.c). */
 void kdoc_append_prefix(struct kdoc *arr, const struct flowsdn_prefix *p);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "internal.h"
 #include "render-internal.h"
@@ -18,12 +19,16 @@ static const char *const manifest_paths[FLASH_MANIFEST_COUNT_] = {
 	[FLASH_MANIFEST_OPERATOR_RBAC] = "operator-rbac.yaml",
 	[FLASH_MANIFEST_OPERATOR] = "operator.yaml",
 	[FLASH_MANIFEST_AGENT] = "flowsdn-agent.yaml",
+	[FLASH_MANIFEST_RUNTIME_CLASSES] = "runtimeclasses.yaml",
+	[FLASH_MANIFEST_WEBHOOK] = "operator-webhook.yaml",
 };
 
 #define AGENT_NAMESPACE "kube-system"
 #define OPERATOR_NAME "flash-operator"
 #define AGENT_NAME "flowsdn-agent"
 #define CONFIG_PATH "/etc/flash/flash-operator.conf"
+#define WEBHOOK_CONFIG_NAME "flash-operator"
+#define WEBHOOK_SECRET_NAME "flash-operator-webhook-tls"
 
 FLASH_API const char *flash_manifest_path(enum flash_manifest m)
 {
@@ -45,6 +50,13 @@ static struct kdoc *object(const char *api_version, const char *kind, const char
 	kdoc_set_str(kdoc_set_obj(md, "labels"), FLASH_LABEL_NAME, app);
 	kdoc_set_str(kdoc_get(md, "labels"), FLASH_LABEL_MANAGED_BY, "flash-deploy");
 	return o;
+}
+
+void pod_security_labels(struct kdoc *labels, const char *level)
+{
+	kdoc_set_str(labels, "pod-security.kubernetes.io/enforce", level);
+	kdoc_set_str(labels, "pod-security.kubernetes.io/audit", level);
+	kdoc_set_str(labels, "pod-security.kubernetes.io/warn", level);
 }
 
 /* One RBAC rule: @verbs on @resources of @group (NULL-terminated lists);
@@ -88,39 +100,61 @@ static struct kdoc *binding(const char *kind, const char *role_kind, const char 
 	return b;
 }
 
-/* The operator: exactly the verbs it uses.  Server-side apply is PATCH
- * (it creates too); watches need list and watch; status goes through the
- * status subresource; the CRDs are registered by the operator itself. */
+/* The operator: exactly the verbs it uses (flash-operator(8), RBAC).
+ * Server-side apply is PATCH, but the first apply of a new object is
+ * authorized as create; watches need list and watch; status goes through
+ * the status subresource; ownerReferences with blockOwnerDeletion need
+ * update on flashservices/finalizers (OwnerReferencesPermissionEnforcement);
+ * the CRDs and the webhook configuration are registered by the operator
+ * itself, by name. */
 static int operator_rbac(const struct flash_operator_config *c, struct kdoc **docs, size_t *n)
 {
 	const char *ns = c->operator_namespace;
 	struct kdoc *role, *rules;
 
-	docs[(*n)++] = object("v1", "Namespace", ns, NULL, OPERATOR_NAME);
+	docs[*n] = object("v1", "Namespace", ns, NULL, OPERATOR_NAME);
+	/* The operator's own Pod passes the restricted standard. */
+	pod_security_labels(kdoc_get(kdoc_get(docs[(*n)++], "metadata"), "labels"), "restricted");
 	docs[*n] = object("v1", "ServiceAccount", OPERATOR_NAME, ns, OPERATOR_NAME);
 	kdoc_set_bool(docs[(*n)++], "automountServiceAccountToken", true);
 
 	role = object("rbac.authorization.k8s.io/v1", "ClusterRole", OPERATOR_NAME, NULL, OPERATOR_NAME);
 	rules = kdoc_set_arr(role, "rules");
+	/* create cannot be limited by resourceNames (the name is not known
+	 * to the authorizer before the object exists). */
 	rule(rules, "apiextensions.k8s.io", L("customresourcedefinitions"), L("create"), NULL);
 	rule(rules, "apiextensions.k8s.io", L("customresourcedefinitions"), L("get", "patch"),
 	     L("flashservices." FLASH_GROUP, "flashusagerecords." FLASH_GROUP));
-	rule(rules, FLASH_GROUP, L("flashservices"), L("get", "list", "watch", "patch"), NULL);
+	rule(rules, "admissionregistration.k8s.io", L("validatingwebhookconfigurations"), L("create"), NULL);
+	rule(rules, "admissionregistration.k8s.io", L("validatingwebhookconfigurations"), L("get", "patch"),
+	     L(WEBHOOK_CONFIG_NAME));
+	rule(rules, FLASH_GROUP, L("flashservices"), L("get", "list", "watch", "create", "patch", "delete"), NULL);
 	rule(rules, FLASH_GROUP, L("flashservices/status"), L("patch"), NULL);
-	rule(rules, FLASH_GROUP, L("flashusagerecords"), L("get", "list", "watch", "patch"), NULL);
+	rule(rules, FLASH_GROUP, L("flashservices/finalizers"), L("update"), NULL);
+	rule(rules, FLASH_GROUP, L("flashusagerecords"), L("get", "list", "watch", "create", "patch"), NULL);
 	rule(rules, FLASH_GROUP, L("flashusagerecords/status"), L("patch"), NULL);
-	rule(rules, "apps", L("deployments"), L("get", "list", "watch", "patch", "delete"), NULL);
-	rule(rules, "", L("services", "persistentvolumeclaims"), L("get", "list", "watch", "patch", "delete"), NULL);
-	rule(rules, "networking.k8s.io", L("networkpolicies"), L("get", "list", "watch", "patch", "delete"), NULL);
-	/* Readiness and terminal start-up failures; Web Shell exec. */
+	rule(rules, "apps", L("deployments"), L("get", "list", "watch", "create", "patch", "delete"), NULL);
+	rule(rules, "", L("services", "persistentvolumeclaims"), L("get", "list", "watch", "create", "patch", "delete"),
+	     NULL);
+	rule(rules, "networking.k8s.io", L("networkpolicies"), L("get", "list", "watch", "create", "patch", "delete"),
+	     NULL);
+	/* Tenant namespaces: created with their Pod Security labels, never
+	 * relabelled (no patch: the operator cannot loosen a namespace). */
+	rule(rules, "", L("namespaces"), L("get", "create"), NULL);
+	/* Readiness: Pods, their EndpointSlices; GPU inventory: Nodes. */
 	rule(rules, "", L("pods"), L("get", "list", "watch"), NULL);
+	rule(rules, "discovery.k8s.io", L("endpointslices"), L("list", "watch"), NULL);
+	rule(rules, "", L("nodes"), L("get", "list", "watch"), NULL);
+	/* Web Shell (WebSocket exec is authorized as create) and logs. */
 	rule(rules, "", L("pods/exec"), L("create"), NULL);
-	rule(rules, "", L("events"), L("create", "patch"), NULL);
+	rule(rules, "", L("pods/log"), L("get"), NULL);
+	rule(rules, "events.k8s.io", L("events"), L("create", "patch"), NULL);
 	docs[(*n)++] = role;
 	docs[(*n)++] = binding("ClusterRoleBinding", "ClusterRole", OPERATOR_NAME, NULL, OPERATOR_NAME, ns,
 			       OPERATOR_NAME);
 
-	/* Leader election, in its own namespace only. */
+	/* Leader election, in its own namespace only: a Lease is created
+	 * (POST) once and renewed with PUT (update). */
 	role = object("rbac.authorization.k8s.io/v1", "Role", OPERATOR_NAME, ns, OPERATOR_NAME);
 	rule(kdoc_set_arr(role, "rules"), "coordination.k8s.io", L("leases"), L("get", "create", "update"), NULL);
 	docs[(*n)++] = role;
@@ -157,6 +191,7 @@ static struct kdoc *config_doc(const struct flash_operator_config *c)
 	kdoc_set_str(x, "gpu", c->runtime_gpu);
 	kdoc_set_str(o, "loadBalancerClass", c->load_balancer_class);
 	kdoc_set_str(o, "gpuNodeLabel", c->gpu_node_label);
+	labels_obj(o, "gpuNodeSelector", c->gpu_node_selector.v, c->gpu_node_selector.n);
 	labels_obj(o, "publicNodeLabels", c->public_node_labels.v, c->public_node_labels.n);
 	x = kdoc_set_obj(o, "clusterDNS");
 	kdoc_set_str(x, "namespace", c->dns_namespace);
@@ -189,6 +224,23 @@ static struct kdoc *config_doc(const struct flash_operator_config *c)
 	x = kdoc_set_obj(o, "publicPortRange");
 	kdoc_set_int(x, "first", c->port_first);
 	kdoc_set_int(x, "last", c->port_last);
+	x = kdoc_set_obj(o, "webhook");
+	kdoc_set_bool(x, "enabled", c->webhook_enabled);
+	kdoc_set_str(x, "serviceName", c->webhook_service);
+	kdoc_set_int(x, "port", c->webhook_port);
+	if (c->webhook_ca_bundle)
+		kdoc_set_str(x, "caBundle", c->webhook_ca_bundle);
+	kdoc_set_str(x, "listen", c->webhook_listen);
+	kdoc_set_str(x, "certFile", c->webhook_cert_file);
+	kdoc_set_str(x, "keyFile", c->webhook_key_file);
+	if (c->gateway_name) {
+		x = kdoc_set_obj(o, "gateway");
+		kdoc_set_str(x, "name", c->gateway_name);
+		if (c->gateway_namespace)
+			kdoc_set_str(x, "namespace", c->gateway_namespace);
+		if (c->gateway_section)
+			kdoc_set_str(x, "sectionName", c->gateway_section);
+	}
 	x = kdoc_set_obj(o, "operator");
 	kdoc_set_str(x, "namespace", c->operator_namespace);
 	kdoc_set_str(x, "image", c->operator_image);
@@ -216,6 +268,14 @@ static void small_resources(struct kdoc *ctr, const char *cpu, const char *mem)
 	kdoc_set_str(kdoc_set_obj(res, "requests"), "cpu", cpu);
 	kdoc_set_str(kdoc_get(res, "requests"), "memory", mem);
 	kdoc_set_str(kdoc_set_obj(res, "limits"), "memory", mem);
+}
+
+/* The port of webhook.listen ("ADDRESS:PORT", checked by the parser). */
+static int64_t webhook_listen_port(const struct flash_operator_config *c)
+{
+	const char *colon = strrchr(c->webhook_listen, ':');
+
+	return colon ? strtol(colon + 1, NULL, 10) : 0;
 }
 
 static int operator_deployment(const struct flash_operator_config *c, struct kdoc **docs, size_t *n)
@@ -257,6 +317,8 @@ static int operator_deployment(const struct flash_operator_config *c, struct kdo
 	args = kdoc_set_arr(ctr, "args");
 	kdoc_append_str(args, "--config");
 	kdoc_append_str(args, CONFIG_PATH);
+	if (c->webhook_enabled)
+		kdoc_append_str(args, "--webhook");
 	small_resources(ctr, "100m", "256Mi");
 	restricted_security(ctr);
 	m = kdoc_append_obj(kdoc_set_arr(ctr, "volumeMounts"));
@@ -266,6 +328,25 @@ static int operator_deployment(const struct flash_operator_config *c, struct kdo
 	v = kdoc_append_obj(kdoc_set_arr(pod, "volumes"));
 	kdoc_set_str(v, "name", "config");
 	kdoc_set_str(kdoc_set_obj(v, "configMap"), "name", OPERATOR_NAME "-config");
+	if (c->webhook_enabled) {
+		/* The webhook's serving certificate: a kubernetes.io/tls
+		 * Secret (tls.crt, tls.key) at the configured paths' directory. */
+		struct kdoc *p = kdoc_append_obj(kdoc_set_arr(ctr, "ports"));
+		const char *slash = strrchr(c->webhook_cert_file, '/');
+
+		kdoc_set_str(p, "name", "webhook");
+		kdoc_set_int(p, "containerPort", webhook_listen_port(c));
+		kdoc_set_str(p, "protocol", "TCP");
+		m = kdoc_append_obj(kdoc_get(ctr, "volumeMounts"));
+		kdoc_set_str(m, "name", "webhook-tls");
+		kdoc_set(m, "mountPath", kdoc_stringf("%.*s", (int)(slash - c->webhook_cert_file), c->webhook_cert_file));
+		kdoc_set_bool(m, "readOnly", true);
+		v = kdoc_append_obj(kdoc_get(pod, "volumes"));
+		kdoc_set_str(v, "name", "webhook-tls");
+		kdoc_set_str(kdoc_set_obj(v, "secret"), "secretName", WEBHOOK_SECRET_NAME);
+		/* the key rules of flash-operator(8): mode 0400 */
+		kdoc_set_int(kdoc_get(v, "secret"), "defaultMode", 0400);
+	}
 	docs[(*n)++] = dep;
 	return 0;
 }
@@ -299,14 +380,16 @@ static int agent(const struct flash_operator_config *c, struct kdoc **docs, size
 	kdoc_set_bool(docs[(*n)++], "automountServiceAccountToken", false);
 	role = object("rbac.authorization.k8s.io/v1", "ClusterRole", AGENT_NAME, NULL, AGENT_NAME);
 	rules = kdoc_set_arr(role, "rules");
+	/* Its Node (podCIDRs, the chosen pool as an annotation) and every
+	 * other Node (direct routes). */
 	rule(rules, "", L("nodes"), L("get", "list", "watch", "patch"), NULL);
-	rule(rules, "", L("nodes/status"), L("patch"), NULL);
+	/* Local Pods: identities; the flowsdn.io/pod-networks annotation. */
 	rule(rules, "", L("pods"), L("get", "list", "watch", "patch"), NULL);
-	rule(rules, "", L("services"), L("get", "list", "watch"), NULL);
-	rule(rules, "discovery.k8s.io", L("endpointslices"), L("get", "list", "watch"), NULL);
-	rule(rules, "networking.k8s.io", L("networkpolicies"), L("get", "list", "watch"), NULL);
-	rule(rules, "", L("events"), L("create", "patch"), NULL);
-	rule(rules, "coordination.k8s.io", L("leases"), L("get", "create", "update"), NULL);
+	/* Services, their slices, policies and namespaces: watched only. */
+	rule(rules, "", L("services", "namespaces"), L("list", "watch"), NULL);
+	rule(rules, "discovery.k8s.io", L("endpointslices"), L("list", "watch"), NULL);
+	rule(rules, "networking.k8s.io", L("networkpolicies"), L("list", "watch"), NULL);
+	rule(rules, "events.k8s.io", L("events"), L("create", "patch"), NULL);
 	docs[(*n)++] = role;
 	docs[(*n)++] = binding("ClusterRoleBinding", "ClusterRole", AGENT_NAME, NULL, AGENT_NAME, AGENT_NAMESPACE,
 			       AGENT_NAME);
@@ -391,6 +474,79 @@ static int agent(const struct flash_operator_config *c, struct kdoc **docs, size
 	return 0;
 }
 
+/* The RuntimeClasses rendered Pods name: the sandbox (gVisor's runsc) for
+ * CPU workloads; the NVIDIA runtime for GPU workloads, only on nodes that
+ * passed the GPU smoke test (gpuNodeSelector) and tolerating the
+ * nvidia.com/gpu taint GPU nodes carry. */
+static int runtime_classes(const struct flash_operator_config *c, struct kdoc **docs, size_t *n)
+{
+	struct kdoc *rc, *sched, *tol;
+
+	rc = object("node.k8s.io/v1", "RuntimeClass", c->runtime_cpu, NULL, OPERATOR_NAME);
+	kdoc_set_str(rc, "handler", "runsc");
+	docs[(*n)++] = rc;
+	rc = object("node.k8s.io/v1", "RuntimeClass", c->runtime_gpu, NULL, OPERATOR_NAME);
+	kdoc_set_str(rc, "handler", "nvidia");
+	sched = kdoc_set_obj(rc, "scheduling");
+	labels_obj(sched, "nodeSelector", c->gpu_node_selector.v, c->gpu_node_selector.n);
+	tol = kdoc_append_obj(kdoc_set_arr(sched, "tolerations"));
+	kdoc_set_str(tol, "key", "nvidia.com/gpu");
+	kdoc_set_str(tol, "operator", "Exists");
+	kdoc_set_str(tol, "effect", "NoSchedule");
+	docs[(*n)++] = rc;
+	return 0;
+}
+
+/* The validating admission webhook: the Service in front of the
+ * operator's TLS listener and the ValidatingWebhookConfiguration sending
+ * every FlashService CREATE and UPDATE to it (failurePolicy Fail: no
+ * write gets past an unreachable validator). */
+static int webhook(const struct flash_operator_config *c, struct kdoc **docs, size_t *n)
+{
+	const char *ns = c->operator_namespace;
+	struct kdoc *svc, *sp, *p, *vwc, *wh, *cc, *ref, *rl;
+
+	if (!c->webhook_enabled)
+		return 0;
+	svc = object("v1", "Service", c->webhook_service, ns, OPERATOR_NAME);
+	sp = kdoc_set_obj(svc, "spec");
+	kdoc_set_str(sp, "type", "ClusterIP");
+	kdoc_set_str(kdoc_set_obj(sp, "selector"), FLASH_LABEL_NAME, OPERATOR_NAME);
+	p = kdoc_append_obj(kdoc_set_arr(sp, "ports"));
+	kdoc_set_str(p, "name", "webhook");
+	kdoc_set_str(p, "protocol", "TCP");
+	kdoc_set_int(p, "port", c->webhook_port);
+	kdoc_set_str(p, "targetPort", "webhook");
+	docs[(*n)++] = svc;
+
+	vwc = object("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", WEBHOOK_CONFIG_NAME, NULL,
+		     OPERATOR_NAME);
+	wh = kdoc_append_obj(kdoc_set_arr(vwc, "webhooks"));
+	kdoc_set_str(wh, "name", "flashservices." FLASH_GROUP);
+	kdoc_append_str(kdoc_set_arr(wh, "admissionReviewVersions"), "v1");
+	kdoc_set_str(wh, "sideEffects", "None");
+	kdoc_set_str(wh, "failurePolicy", "Fail");
+	kdoc_set_str(wh, "matchPolicy", "Equivalent");
+	kdoc_set_int(wh, "timeoutSeconds", 5);
+	cc = kdoc_set_obj(wh, "clientConfig");
+	ref = kdoc_set_obj(cc, "service");
+	kdoc_set_str(ref, "namespace", ns);
+	kdoc_set_str(ref, "name", c->webhook_service);
+	kdoc_set_str(ref, "path", FLASH_WEBHOOK_PATH);
+	kdoc_set_int(ref, "port", c->webhook_port);
+	if (c->webhook_ca_bundle)
+		kdoc_set_str(cc, "caBundle", c->webhook_ca_bundle);
+	rl = kdoc_append_obj(kdoc_set_arr(wh, "rules"));
+	kdoc_append_str(kdoc_set_arr(rl, "apiGroups"), FLASH_GROUP);
+	kdoc_append_str(kdoc_set_arr(rl, "apiVersions"), FLASH_VERSION);
+	kdoc_append_str(kdoc_set_arr(rl, "operations"), "CREATE");
+	kdoc_append_str(kdoc_get(rl, "operations"), "UPDATE");
+	kdoc_append_str(kdoc_set_arr(rl, "resources"), "flashservices");
+	kdoc_set_str(rl, "scope", "Namespaced");
+	docs[(*n)++] = vwc;
+	return 0;
+}
+
 FLASH_API int flash_manifest_render(enum flash_manifest m, const struct flash_operator_config *config,
 				    char **ret_text, size_t *ret_len)
 {
@@ -424,6 +580,12 @@ FLASH_API int flash_manifest_render(enum flash_manifest m, const struct flash_op
 		break;
 	case FLASH_MANIFEST_AGENT:
 		r = agent(config, docs, &n);
+		break;
+	case FLASH_MANIFEST_RUNTIME_CLASSES:
+		r = runtime_classes(config, docs, &n);
+		break;
+	case FLASH_MANIFEST_WEBHOOK:
+		r = webhook(config, docs, &n);
 		break;
 	default:
 		r = -EINVAL;

@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,7 +32,46 @@ static int bad(struct check_ctx *ctx, const char *fmt, ...)
 	return JSON_READ_REPORTED;
 }
 
-enum str_rule { STR_ANY, STR_DNS_LABEL, STR_DNS_SUBDOMAIN, STR_LABEL_KEY, STR_LABEL_VALUE, STR_PATH, STR_IMAGE };
+enum str_rule {
+	STR_ANY, STR_DNS_LABEL, STR_DNS_SUBDOMAIN, STR_LABEL_KEY, STR_LABEL_VALUE, STR_PATH, STR_IMAGE, STR_BASE64,
+	STR_LISTEN,
+};
+
+/* Standard base64 (RFC 4648 section 4, padded), at most 64 KiB. */
+static bool base64_ok(const char *s)
+{
+	size_t len = strlen(s), pad = 0;
+
+	if (len == 0 || len % 4 || len > 65536)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '=') {
+			if (i < len - 2)
+				return false;
+			pad++;
+		} else if (pad || !(isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '/')) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ADDRESS:PORT or [V6]:PORT, the address a literal (checked again when
+ * the operator binds it). */
+static bool listen_ok(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	char *end;
+	unsigned long port;
+
+	if (!colon || colon == s || strlen(s) > 64)
+		return false;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || *end || colon[1] == '\0' || colon[1] == '-' || port > 65535)
+		return false;
+	return strspn(s, "0123456789abcdefABCDEF.:[]") == strlen(s);
+}
 
 static bool string_ok(enum str_rule rule, const char *s)
 {
@@ -43,6 +84,8 @@ static bool string_ok(enum str_rule rule, const char *s)
 		return s[0] == '/' && strlen(s) < 4096 && !strstr(s, "/../") && strcmp(s, "/") != 0 &&
 		       !(strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0) && strcmp(s, "/root") != 0;
 	case STR_IMAGE: return s[0] && strlen(s) <= 512 && !strpbrk(s, " \t\n");
+	case STR_BASE64: return base64_ok(s);
+	case STR_LISTEN: return listen_ok(s);
 	case STR_ANY: break;
 	}
 	return s[0] != '\0' && strlen(s) <= 253;
@@ -51,7 +94,7 @@ static bool string_ok(enum str_rule rule, const char *s)
 /* A string of the rule in @arg (an enum str_rule cast to a pointer's
  * worth of rules below), copied into the char * at @dst. */
 static const enum str_rule rules[] = { STR_ANY, STR_DNS_LABEL, STR_DNS_SUBDOMAIN, STR_LABEL_KEY,
-				       STR_LABEL_VALUE, STR_PATH, STR_IMAGE };
+				       STR_LABEL_VALUE, STR_PATH, STR_IMAGE, STR_BASE64, STR_LISTEN };
 #define RULE(r) (&rules[r])
 
 static int read_name(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
@@ -64,6 +107,8 @@ static int read_name(struct check_ctx *ctx, const struct json_value *v, void *ds
 		[STR_LABEL_VALUE] = "a label value (at most 63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends)",
 		[STR_PATH] = "an absolute path without \"..\" other than / and /root",
 		[STR_IMAGE] = "an image reference without spaces",
+		[STR_BASE64] = "base64 (RFC 4648, padded) of at most 64 KiB",
+		[STR_LISTEN] = "ADDRESS:PORT or [ADDRESS]:PORT",
 	};
 	enum str_rule rule = *(const enum str_rule *)arg;
 	const char *s;
@@ -161,6 +206,9 @@ static int read_labels(struct check_ctx *ctx, const struct json_value *v, void *
 static const struct json_int_range port_range = { 1, 65535 };
 static const struct json_int_range exec_sessions_range = { 1, 1024 };
 static const struct json_int_range exec_limit_range = { 1, 86400 };
+static const struct json_int_range as_period_range = { 1, 3600 };
+static const struct json_int_range as_window_range = { 0, 3600 };
+static const struct json_int_range as_tolerance_range = { 0, 99 };
 
 /* runtime.dns: at most 3 addresses (resolv.conf's MAXNS), kept as one
  * comma-separated string, the form --dns takes. */
@@ -240,6 +288,25 @@ static const struct json_field runtime_fields[] = {
 static const struct json_field exec_fields[] = {
 	F("maxSessions", JSON_NUMBER, json_read_uint32, exec_max_sessions, &exec_sessions_range),
 	F("sessionLimitSeconds", JSON_NUMBER, json_read_uint32, exec_session_limit_s, &exec_limit_range),
+};
+static const struct json_field autoscaling_fields[] = {
+	F("scaleDownStabilizationSeconds", JSON_NUMBER, json_read_uint32, as_window_s, &as_window_range),
+	F("syncPeriodSeconds", JSON_NUMBER, json_read_uint32, as_period_s, &as_period_range),
+	F("tolerancePercent", JSON_NUMBER, json_read_uint32, as_tolerance_percent, &as_tolerance_range),
+};
+static const struct json_field webhook_fields[] = {
+	F("caBundle", JSON_STRING, read_name, webhook_ca_bundle, RULE(STR_BASE64)),
+	F("certFile", JSON_STRING, read_name, webhook_cert_file, RULE(STR_PATH)),
+	F("enabled", JSON_BOOL, json_read_bool, webhook_enabled, NULL),
+	F("keyFile", JSON_STRING, read_name, webhook_key_file, RULE(STR_PATH)),
+	F("listen", JSON_STRING, read_name, webhook_listen, RULE(STR_LISTEN)),
+	F("port", JSON_NUMBER, json_read_uint16, webhook_port, &port_range),
+	F("serviceName", JSON_STRING, read_name, webhook_service, RULE(STR_DNS_LABEL)),
+};
+static const struct json_field gateway_fields[] = {
+	F("name", JSON_STRING, read_name, gateway_name, RULE(STR_DNS_SUBDOMAIN)),
+	F("namespace", JSON_STRING, read_name, gateway_namespace, RULE(STR_DNS_LABEL)),
+	F("sectionName", JSON_STRING, read_name, gateway_section, RULE(STR_DNS_SUBDOMAIN)),
 };
 static const struct json_field operator_fields[] = {
 	F("agentImage", JSON_STRING, read_name, agent_image, RULE(STR_IMAGE)),
@@ -321,11 +388,14 @@ static int check_mount(struct check_ctx *ctx, void *target)
 SECTION(read_runtime_classes, runtime_class_fields, NULL)
 SECTION(read_runtime, runtime_fields, NULL)
 SECTION(read_exec, exec_fields, NULL)
+SECTION(read_autoscaling, autoscaling_fields, NULL)
 SECTION(read_dns, dns_fields, check_dns)
 SECTION(read_persistence, persistence_fields, NULL)
 SECTION(read_port_range, port_range_fields, check_port_range)
 SECTION(read_operator, operator_fields, NULL)
 SECTION(read_registry, registry_fields, NULL)
+SECTION(read_webhook, webhook_fields, NULL)
+SECTION(read_gateway, gateway_fields, NULL)
 #undef SECTION
 
 static void free_claims(struct admin_claim *a, size_t n)
@@ -410,9 +480,12 @@ static int read_mounts(struct check_ctx *ctx, const struct json_value *v, void *
 static const struct json_field root_fields[] = {
 	W("adminVolumeClaims", JSON_ARRAY, read_claims),
 	W("adminVolumeMounts", JSON_ARRAY, read_mounts),
+	W("autoscaling", JSON_OBJECT, read_autoscaling),
 	W("clusterDNS", JSON_OBJECT, read_dns),
 	W("exec", JSON_OBJECT, read_exec),
+	W("gateway", JSON_OBJECT, read_gateway),
 	F("gpuNodeLabel", JSON_STRING, read_name, gpu_node_label, RULE(STR_LABEL_KEY)),
+	F("gpuNodeSelector", JSON_OBJECT, read_labels, gpu_node_selector, NULL),
 	F("heteroNetworkCIDRs", JSON_ARRAY, read_prefixes, heteronetwork_cidrs, &max64),
 	F("infrastructureCIDRs", JSON_ARRAY, read_prefixes, infrastructure_cidrs, &max256),
 	F("lanCIDRs", JSON_ARRAY, read_prefixes, lan_cidrs, &max64),
@@ -426,6 +499,7 @@ static const struct json_field root_fields[] = {
 	W("runtime", JSON_OBJECT, read_runtime),
 	W("runtimeClassNames", JSON_OBJECT, read_runtime_classes),
 	F("serviceCIDRs", JSON_ARRAY, read_prefixes, service_cidrs, &max64),
+	W("webhook", JSON_OBJECT, read_webhook),
 };
 #undef W
 #undef F
@@ -462,6 +536,15 @@ FLASH_API void flash_operator_config_free(struct flash_operator_config *c)
 	free(c->runtime_gpu);
 	free(c->load_balancer_class);
 	free(c->gpu_node_label);
+	free_labels(&c->gpu_node_selector);
+	free(c->webhook_service);
+	free(c->webhook_ca_bundle);
+	free(c->webhook_listen);
+	free(c->webhook_cert_file);
+	free(c->webhook_key_file);
+	free(c->gateway_name);
+	free(c->gateway_namespace);
+	free(c->gateway_section);
 	free_labels(&c->public_node_labels);
 	free(c->dns_namespace);
 	free_labels(&c->dns_pod_labels);
@@ -497,6 +580,7 @@ static const char default_config[] =
 	"\"runtimeClassNames\":{\"cpu\":\"gvisor\",\"gpu\":\"nvidia\"},"
 	"\"loadBalancerClass\":\"heteronetwork.io/public\","
 	"\"gpuNodeLabel\":\"flash.heterocloud.io/gpu-type\","
+	"\"gpuNodeSelector\":{\"flash.heterocloud.io/gpu-ready\":\"true\"},"
 	"\"publicNodeLabels\":{\"heteronetwork.io/public-node\":\"true\"},"
 	"\"clusterDNS\":{\"namespace\":\"kube-system\",\"podLabels\":{\"k8s-app\":\"kube-dns\"},"
 	"\"addresses\":[\"10.96.0.10\"]},"
@@ -506,9 +590,13 @@ static const char default_config[] =
 	"\"heteroNetworkCIDRs\":[\"100.64.0.0/10\"],"
 	"\"infrastructureCIDRs\":[],"
 	"\"persistence\":{\"enabled\":false},"
+	"\"autoscaling\":{\"syncPeriodSeconds\":15,\"scaleDownStabilizationSeconds\":300,\"tolerancePercent\":10},"
 	"\"adminVolumeClaims\":[],"
 	"\"adminVolumeMounts\":[],"
 	"\"publicPortRange\":{\"first\":30000,\"last\":32767},"
+	"\"webhook\":{\"enabled\":true,\"serviceName\":\"flash-operator-webhook\",\"port\":443,"
+	"\"listen\":\"0.0.0.0:8443\",\"certFile\":\"/etc/flash-webhook/tls.crt\","
+	"\"keyFile\":\"/etc/flash-webhook/tls.key\"},"
 	"\"operator\":{\"namespace\":\"flash-system\","
 	"\"image\":\"ghcr.io/heterocloud/flash-operator:" PACKAGE_VERSION "\","
 	"\"agentImage\":\"ghcr.io/heterocloud/flowsdn-agent:" PACKAGE_VERSION "\"}"
@@ -613,6 +701,13 @@ FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *
 	v.masquerade = config->rt_masquerade;
 	v.exec_max_sessions = config->exec_max_sessions;
 	v.exec_session_limit_s = config->exec_session_limit_s;
+	v.autoscale_period_s = config->as_period_s;
+	v.autoscale_window_s = config->as_window_s;
+	v.autoscale_tolerance_percent = config->as_tolerance_percent;
+	v.webhook_enabled = config->webhook_enabled;
+	v.webhook_listen = config->webhook_listen;
+	v.webhook_cert_file = config->webhook_cert_file;
+	v.webhook_key_file = config->webhook_key_file;
 	/* An older caller's smaller struct gets the fields it knows. */
 	n = ret->sz < sizeof(v) ? ret->sz : sizeof(v);
 	v.sz = ret->sz;

@@ -382,11 +382,15 @@ static struct kdoc *render_deployment(const struct flash_spec *spec, const struc
 	resources_into(res, spec, "requests");
 	resources_into(res, spec, "limits");
 	/* Container root as the image expects it (Web Shell sudo), inside
-	 * the sandbox runtime; never privileged, nothing added. */
+	 * the sandbox runtime; never privileged, and no capability at all,
+	 * as the single-node runtime runs it (empty capability sets): the
+	 * Pod passes the Pod Security "baseline" standard, not "restricted"
+	 * (which refuses root). */
 	sc = kdoc_set_obj(ctr, "securityContext");
 	kdoc_set_bool(sc, "privileged", false);
 	kdoc_set_bool(sc, "allowPrivilegeEscalation", false);
 	kdoc_set_int(sc, "runAsUser", 0);
+	kdoc_append_str(kdoc_set_arr(kdoc_set_obj(sc, "capabilities"), "drop"), "ALL");
 
 	mounts = kdoc_array();
 	vols = kdoc_array();
@@ -508,11 +512,17 @@ static void append_port_list(struct kdoc *rule, const struct flash_spec *spec)
 	}
 }
 
+/* The same-organization grant: Pods with the organization label in a
+ * namespace with the organization label, in ONE peer (both selectors must
+ * match), so that a label a tenant puts on its own Pods never opens
+ * another tenant: namespace labels are the operator's (tenant namespaces
+ * are created labelled, flash_render_namespace()). */
 static void append_same_org_peer(struct kdoc *peers, const struct flash_render_opts *o)
 {
 	struct kdoc *peer = kdoc_append_obj(peers);
 
-	kdoc_set_obj(peer, "namespaceSelector");
+	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(peer, "namespaceSelector"), "matchLabels"), FLASH_LABEL_ORGANIZATION,
+		     o->organization_id);
 	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(peer, "podSelector"), "matchLabels"), FLASH_LABEL_ORGANIZATION,
 		     o->organization_id);
 }
@@ -763,6 +773,38 @@ out_free:
 	return r;
 }
 
+
+FLASH_API int flash_render_namespace(const char *namespace_, const char *organization_id,
+				     enum flash_render_format format, char **ret_text, size_t *ret_len)
+{
+	struct kdoc *ns, *labels;
+	int r;
+
+	if (!ret_text || (format != FLASH_RENDER_YAML && format != FLASH_RENDER_JSON))
+		return -EINVAL;
+	if (!namespace_ || !names_dns_label_valid(namespace_) || !organization_id || !organization_id[0] ||
+	    !names_label_value_valid(organization_id))
+		return -FLASH_E_RENDER_NAME;
+	ns = kdoc_object();
+	kdoc_set_str(ns, "apiVersion", "v1");
+	kdoc_set_str(ns, "kind", "Namespace");
+	kdoc_set_str(kdoc_set_obj(ns, "metadata"), "name", namespace_);
+	labels = kdoc_set_obj(kdoc_get(ns, "metadata"), "labels");
+	kdoc_set_str(labels, FLASH_LABEL_MANAGED_BY, FLASH_MANAGER);
+	kdoc_set_str(labels, FLASH_LABEL_ORGANIZATION, organization_id);
+	/* Workload containers run as root by design (the Web Shell's sudo),
+	 * which "restricted" refuses; "baseline" still refuses privileged
+	 * Pods, host namespaces, hostPath, host ports and added capabilities. */
+	pod_security_labels(labels, "baseline");
+	if (kdoc_failed(ns))
+		r = -ENOMEM;
+	else if (format == FLASH_RENDER_JSON)
+		r = kdoc_to_json(ns, ret_text, ret_len);
+	else
+		r = render_print_docs(&ns, 1, FLASH_RENDER_YAML, ret_text, ret_len);
+	kdoc_free(ns);
+	return r;
+}
 
 /* ------------------------------------------------------------ isolation lowered onto flowsdn tiers */
 

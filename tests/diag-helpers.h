@@ -16,31 +16,31 @@
 #include "diag.h"
 
 #define DIAG_TEST_HELPERS(P)                                                                  \
-	static inline void P##_test_diag_freep(struct P##_diag **d)                           \
+	__attribute__((unused)) static inline void P##_test_diag_freep(struct P##_diag **d)                           \
 	{                                                                                     \
 		P##_diag_free(*d);                                                            \
 	}                                                                                     \
-	static inline struct P##_diag *P##_test_diag(void)                                    \
+	__attribute__((unused)) static inline struct P##_diag *P##_test_diag(void)                                    \
 	{                                                                                     \
 		struct P##_diag *d = NULL;                                                    \
                                                                                               \
 		cr_assert(P##_diag_new(&d) == 0, #P "_diag_new");                             \
 		return d;                                                                     \
 	}                                                                                     \
-	static inline const char *P##_test_path(const struct P##_diag *d)                     \
+	__attribute__((unused)) static inline const char *P##_test_path(const struct P##_diag *d)                     \
 	{                                                                                     \
 		const struct P##_diag_entry *e = P##_diag_first_error(d);                     \
                                                                                               \
 		return e ? e->path : "";                                                      \
 	}                                                                                     \
-	static inline const char *P##_test_message(const struct P##_diag *d)                  \
+	__attribute__((unused)) static inline const char *P##_test_message(const struct P##_diag *d)                  \
 	{                                                                                     \
 		const struct P##_diag_entry *e = P##_diag_first_error(d);                     \
                                                                                               \
 		return e ? e->message : "";                                                   \
 	}                                                                                     \
 	/* All messages joined by "; " ("" when none): for substring checks. */ \
-	static inline const char *P##_test_messages(const struct P##_diag *d)                 \
+	__attribute__((unused)) static inline const char *P##_test_messages(const struct P##_diag *d)                 \
 	{                                                                                     \
 		static char buf[4096];                                                        \
 		size_t o = 0;                                                                 \
@@ -55,7 +55,7 @@
 		return buf;                                                                   \
 	}                                                                                     \
 	/* The first error as one line (P_diag_entry_format), "" when none. */ \
-	static inline const char *P##_test_text(const struct P##_diag *d)                     \
+	__attribute__((unused)) static inline const char *P##_test_text(const struct P##_diag *d)                     \
 	{                                                                                     \
 		static char buf[1024];                                                        \
 		const struct P##_diag_entry *e = P##_diag_first_error(d);                     \
@@ -65,7 +65,7 @@
 			buf[0] = '\0';                                                        \
 		return buf;                                                                   \
 	}                                                                                     \
-	static inline unsigned int P##_test_line(const struct P##_diag *d)                    \
+	__attribute__((unused)) static inline unsigned int P##_test_line(const struct P##_diag *d)                    \
 	{                                                                                     \
 		const struct P##_diag_entry *e = P##_diag_first_error(d);                     \
                                                                                               \

@@ -93,6 +93,20 @@ struct flash_operator_runtime {
 	 * --exec-max-sessions and --exec-session-limit. */
 	unsigned int exec_max_sessions;    /* exec.maxSessions, 1..1024 */
 	unsigned int exec_session_limit_s; /* exec.sessionLimitSeconds, 1..86400 */
+	/* Autoscaling on one node (section "autoscaling"; always set: the
+	 * defaults are 15 s, 300 s and 10 %): flash-operator(8)
+	 * --autoscale-period, --autoscale-window, --autoscale-tolerance. */
+	unsigned int autoscale_period_s;          /* autoscaling.syncPeriodSeconds, 1..3600 */
+	unsigned int autoscale_window_s;          /* autoscaling.scaleDownStabilizationSeconds, 0..3600 */
+	unsigned int autoscale_tolerance_percent; /* autoscaling.tolerancePercent, 0..99 */
+	/* The validating admission webhook (section "webhook"): whether the
+	 * manifests register it, and the TLS listener flash-operator(8)
+	 * --webhook serves it on (--webhook-listen, --webhook-cert,
+	 * --webhook-key override them).  Strings live as long as @config. */
+	bool webhook_enabled;              /* webhook.enabled */
+	const char *webhook_listen;        /* webhook.listen */
+	const char *webhook_cert_file;     /* webhook.certFile */
+	const char *webhook_key_file;      /* webhook.keyFile */
 };
 
 /* Fills *@ret (set ret->sz first; the fields that fit in it are
@@ -191,6 +205,17 @@ enum flash_render_format {
 FLASH_API FLASH_WUR int flash_render_print(const struct flash_render *render, enum flash_render_format format,
 					   char **ret_text, size_t *ret_len);
 
+/* The tenant namespace @namespace_ of @organization_id, which the
+ * operator creates before the first object of a service in it: labelled
+ * with the organization (the same-organization grant of the rendered
+ * NetworkPolicy selects namespaces by it) and with Pod Security Admission
+ * "baseline" for enforce, audit and warn (workload containers are root by
+ * design, which "restricted" refuses).  YAML: one document; JSON: the
+ * object.  Returns 0, -FLASH_E_RENDER_NAME (@namespace_ not a DNS label,
+ * @organization_id not a label value), -EINVAL, -ENOMEM. */
+FLASH_API FLASH_WUR int flash_render_namespace(const char *namespace_, const char *organization_id,
+					       enum flash_render_format format, char **ret_text, size_t *ret_len);
+
 /* ------------------------------------------------------------ isolation on flowsdn */
 
 /* What flash_render_isolation() needs besides the spec and the operator
@@ -235,8 +260,8 @@ struct flash_isolation_opts {
  *   NAME           (tier allow): the same NetworkPolicy flash_render()
  *                  renders for Kubernetes (declared ports from the allowed
  *                  sources, or every public source when none is listed;
- *                  egress by mode; the same-organization grant as a
- *                  namespaceSelector {} with the organization label).
+ *                  egress by mode; the same-organization grant: Pods with the
+ *                  organization label in namespaces with it, in one peer).
  * Every object has every section (empty rule lists included), so that a
  * changed spec replaces the four by name.  Returns 0 and *ret_render
  * (flash_render_count(), flash_render_object_json(); free with
@@ -273,6 +298,9 @@ enum flash_manifest {
 	FLASH_MANIFEST_OPERATOR_RBAC,            /* operator-rbac.yaml */
 	FLASH_MANIFEST_OPERATOR,                 /* operator.yaml (ConfigMap + Deployment) */
 	FLASH_MANIFEST_AGENT,                    /* flowsdn-agent.yaml (RBAC + DaemonSet) */
+	FLASH_MANIFEST_RUNTIME_CLASSES,          /* runtimeclasses.yaml (gvisor, nvidia) */
+	FLASH_MANIFEST_WEBHOOK,                  /* operator-webhook.yaml (Service + ValidatingWebhookConfiguration;
+						  * no object when webhook.enabled is false) */
 	FLASH_MANIFEST_COUNT_,
 };
 

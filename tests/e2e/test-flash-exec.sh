@@ -19,28 +19,16 @@
 #     who, replica, argv, duration, exit status, bytes) and /metrics
 #     counts open sessions.
 set -eu
-: "${top_builddir:?}" "${top_srcdir:?}"
-B=$(cd "$top_builddir" && pwd)
-S=$(cd "$top_srcdir" && pwd)
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, BPF, runsc)"; exit 77; fi
-for t in runsc umoci skopeo docker-registry jq bash curl tmux; do
-	command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/deps.sh)"; exit 77; }
-done
-if [ -z "${FLASH_EXEC_INSIDE:-}" ]; then
-	FLASH_EXEC_INSIDE=1 exec unshare --net --mount --propagation private "$0" "$@"
-fi
-
-T=$(mktemp -d /tmp/flash-exec.XXXXXX)
-CG=/flash-exec-$$
+E2E_NAME=flash-exec
+E2E_NEED="curl tmux"
 POOL=10.244.11.0/24
+. "${top_srcdir:?}/tests/e2e/lib.sh"
 TMUX_SOCK=
-. "$S/scripts/flash-node.sh"
 down() {
 	[ -n "$TMUX_SOCK" ] && tmux -S "$TMUX_SOCK" kill-server 2>/dev/null
 	node_down
 }
 trap down EXIT
-fail() { node_fail "$@"; }
 # A canary in the operator's environment: it must never reach a session.
 export FLASH_EXEC_CANARY=canary-$$-do-not-leak
 OP_EXTRA="--exec-max-sessions 2"

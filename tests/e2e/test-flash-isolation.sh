@@ -27,25 +27,14 @@
 #   - a same-organization grant reaches its peer; another organization's
 #     workload reaches neither.
 set -eu
-: "${top_builddir:?}" "${top_srcdir:?}"
-B=$(cd "$top_builddir" && pwd)
-S=$(cd "$top_srcdir" && pwd)
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, BPF, runsc)"; exit 77; fi
-for t in runsc umoci skopeo docker-registry jq bash dnsmasq busybox nft; do
-	command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/deps.sh)"; exit 77; }
-done
-if [ -z "${FLASH_ISOLATION_INSIDE:-}" ]; then
-	FLASH_ISOLATION_INSIDE=1 exec unshare --net --mount --propagation private "$0" "$@"
-fi
-
-T=$(mktemp -d /tmp/flash-isolation.XXXXXX)
-CG=/flash-iso-$$
+E2E_NAME=flash-isolation
+E2E_NEED="dnsmasq busybox nft"
 POOL=10.244.7.0/24
+. "${top_srcdir:?}/tests/e2e/lib.sh"
 NS="fi$$"
 DNSMASQ= SERVERS=
 AGENT_EXTRA='"node-addresses": ["192.0.2.1"], "uplink-interfaces": ["up0", "va0", "vd0"], "egress-mode": "stack"'
 OP_EXTRA=--masquerade
-. "$S/scripts/flash-node.sh"
 down() {
 	set +e
 	[ -n "$SERVERS" ] && kill $SERVERS 2>/dev/null

@@ -17,25 +17,13 @@
 #   - delete removes sandboxes, replicas, cgroups, loop devices, volumes;
 #     flashctl usage shows the week with the deleted service's usage.
 set -eu
-: "${top_builddir:?}" "${top_srcdir:?}"
-B=$(cd "$top_builddir" && pwd)
-S=$(cd "$top_srcdir" && pwd)
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, BPF, runsc, loop devices)"; exit 77; fi
-for t in runsc umoci skopeo docker-registry jq bash busybox findmnt losetup mkfs.ext4; do
-	command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/deps.sh)"; exit 77; }
-done
-[ -e /dev/loop-control ] || { echo "SKIP: no loop devices (/dev/loop-control)"; exit 77; }
-if [ -z "${FLASH_RUNTIME_INSIDE:-}" ]; then
-	FLASH_RUNTIME_INSIDE=1 exec unshare --net --mount --propagation private "$0" "$@"
-fi
-
-T=$(mktemp -d /tmp/flash-lifecycle.XXXXXX)
-CG=/flash-e2e-lc-$$
+E2E_NAME=flash-lifecycle
+E2E_NEED="busybox findmnt losetup mkfs.ext4"
+E2E_WHY="namespaces, BPF, runsc, loop devices"
 POOL=10.244.10.0/24
+. "${top_srcdir:?}/tests/e2e/lib.sh"
+[ -e /dev/loop-control ] || { echo "SKIP: no loop devices (/dev/loop-control)"; exit 77; }
 PERSISTENCE=true
-. "$S/scripts/flash-node.sh"
-trap node_down EXIT
-fail() { node_fail "$@"; }
 node_up
 shimage=$(sh "$S/scripts/echo-image" "$S" "$T/img2" "127.0.0.1:$port" v2 shell) || fail "shell image"
 spec() { # NAME SHELL-LINE [JQ-EXPR]

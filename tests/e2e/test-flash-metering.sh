@@ -19,30 +19,17 @@
 # (tests/unit/test-operator.c, weekly_limits_suspend_and_resume_on_monday):
 # this machine has no GPU to give a sandbox.
 set -eu
-: "${top_builddir:?}" "${top_srcdir:?}"
-B=$(cd "$top_builddir" && pwd)
-S=$(cd "$top_srcdir" && pwd)
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, BPF, runsc)"; exit 77; fi
-for t in runsc umoci skopeo docker-registry jq bash; do
-	command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/deps.sh)"; exit 77; }
-done
-if [ -z "${FLASH_METERING_INSIDE:-}" ]; then
-	FLASH_METERING_INSIDE=1 exec unshare --net --mount --propagation private "$0" "$@"
-fi
-
-T=$(mktemp -d /tmp/flash-metering.XXXXXX)
-C=$(mktemp -d /tmp/flash-metering-clock.XXXXXX) # outside T (node_up mounts a tmpfs there)
-CG=/flash-meter-$$
+E2E_NAME=flash-metering
 POOL=10.244.11.0/24
+. "${top_srcdir:?}/tests/e2e/lib.sh"
+C=$(mktemp -d /tmp/flash-metering-clock.XXXXXX) # outside T (node_up mounts a tmpfs there)
 clock() { printf '%s\n' "$1" >"$C/clock.tmp" && mv "$C/clock.tmp" "$C/clock"; }
 clock 2026-12-02T12:00:00Z # a Wednesday
 jq '.protected_cidrs = [] | .weekly_limits = {"cpu_millicore_seconds": 300000, "memory_mib_seconds": 100000000,
 	"gpu_seconds": 100}' "$S/examples/owner-policy.json" >"$C/policy.json"
 OP_EXTRA="--policy $C/policy.json --test-meter-clock $C/clock"
-. "$S/scripts/flash-node.sh"
 down() { node_down; rm -rf "$C"; }
 trap down EXIT
-fail() { node_fail "$@"; }
 node_up
 
 fc2() {

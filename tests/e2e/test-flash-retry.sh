@@ -9,30 +9,17 @@
 #   - one address freed (CNI DEL), the next attempt starts the replica:
 #     ready, and it answers.
 set -eu
-: "${top_builddir:?}" "${top_srcdir:?}"
-B=$(cd "$top_builddir" && pwd)
-S=$(cd "$top_srcdir" && pwd)
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, BPF, runsc)"; exit 77; fi
-for t in runsc umoci skopeo docker-registry jq bash; do
-	command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/deps.sh)"; exit 77; }
-done
-if [ -z "${FLASH_RETRY_INSIDE:-}" ]; then
-	FLASH_RETRY_INSIDE=1 exec unshare --net --mount --propagation private "$0" "$@"
-fi
-
-T=$(mktemp -d /tmp/flash-retry.XXXXXX)
-CG=/flash-retry-$$
+E2E_NAME=flash-retry
 POOL=10.244.13.0/29
+. "${top_srcdir:?}/tests/e2e/lib.sh"
 NS="fr$$"
 FILLED=0
-. "$S/scripts/flash-node.sh"
 down() {
 	set +e
 	for i in $(seq 1 "$FILLED"); do ip netns del "$NS-$i" 2>/dev/null; done
 	node_down
 }
 trap down EXIT
-fail() { node_fail "$@"; }
 node_up
 
 # cni COMMAND N: flowsdn-cni as a runtime runs it, for namespace NS-N.

@@ -15,23 +15,9 @@
 #     (same sandbox, no restart) and converges;
 #   - delete removes container, netns and bundle.
 set -eu
-: "${top_builddir:?}" "${top_srcdir:?}"
-B=$(cd "$top_builddir" && pwd)
-S=$(cd "$top_srcdir" && pwd)
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, BPF, runsc)"; exit 77; fi
-for t in runsc umoci skopeo docker-registry jq bash; do
-	command -v $t >/dev/null || { echo "SKIP: $t is not installed (scripts/deps.sh)"; exit 77; }
-done
-if [ -z "${FLASH_RUNTIME_INSIDE:-}" ]; then
-	FLASH_RUNTIME_INSIDE=1 exec unshare --net --mount --propagation private "$0" "$@"
-fi
-
-T=$(mktemp -d /tmp/flash-runtime.XXXXXX)
-CG=/flash-e2e-$$
+E2E_NAME=flash-runtime
 POOL=10.244.9.0/24
-. "$S/scripts/flash-node.sh"
-trap node_down EXIT
-fail() { node_fail "$@"; }
+. "${top_srcdir:?}/tests/e2e/lib.sh"
 node_up
 spec() { # COMMAND-JSON
 	jq -c --arg img "$image" --argjson cmd "$1" \

@@ -56,7 +56,9 @@ static inline char *render_test_read(const char *rel, size_t *ret_len)
 /* The schema set of the recorded OpenAPI documents. */
 static inline struct flash_schema_set *render_test_schema_set(bool with_builtin)
 {
-	static const char *const docs[] = { "apps_v1", "core_v1", "networking_v1", "apiextensions_v1" };
+	static const char *const docs[] = { "apps_v1", "core_v1", "networking_v1", "apiextensions_v1", "rbac_v1",
+					    "node_v1", "admissionregistration_v1", "autoscaling_v2", "gateway_v1",
+					    "storage_v1", "events_v1", "authorization_v1" };
 	struct flash_schema_set *set = NULL;
 
 	cr_assert(flash_schema_set_new(&set) == 0);

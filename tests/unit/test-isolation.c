@@ -35,7 +35,7 @@ static const char *const restricted =
 
 struct world {
 	struct policy_test_db t;
-	uint32_t web, peer, other;
+	uint32_t web, peer, other, forged;
 };
 
 static struct flowsdn_addr A(const char *s)
@@ -84,7 +84,10 @@ static int tier_of(const char *json)
 
 /* Lowers @spec_json into a new world (the workload "fs-web" of
  * organization org-a at 10.244.0.5, a same-organization pod at
- * 10.244.0.6, another organization's at 10.244.0.7). */
+ * 10.244.0.6, another organization's at 10.244.0.7, and at 10.244.0.8 a
+ * pod of that other organization's namespace that carries organization
+ * a's label; namespaces labelled with their organization, as the
+ * operator creates them). */
 static void lower(struct world *w, const char *spec_json, const char *policy_json)
 {
 	struct flash_operator_config *config = NULL;
@@ -106,9 +109,17 @@ static void lower(struct world *w, const char *spec_json, const char *policy_jso
 	ASSERT_OK(flash_render_isolation(spec, config, &o, &rd, NULL), "lowering");
 	cr_assert(flash_render_count(rd) == 4, "%zu objects", flash_render_count(rd));
 	policy_test_db_new(&w->t, 0);
+	{
+		struct flowsdn_policy_label la = { "flash.heterocloud.io/organization", "a" };
+		struct flowsdn_policy_label lb = { "flash.heterocloud.io/organization", "b" };
+
+		ASSERT_OK(flowsdn_policy_db_set_namespace(w->t.db, "org-a", &la, 1), "namespace org-a");
+		ASSERT_OK(flowsdn_policy_db_set_namespace(w->t.db, "org-b", &lb, 1), "namespace org-b");
+	}
 	w->web = add_pod(w, "org-a", "web-0", "fs-web", "a", "10.244.0.5");
 	w->peer = add_pod(w, "org-a", "peer-0", "fs-peer", "a", "10.244.0.6");
 	w->other = add_pod(w, "org-b", "other-0", "fs-other", "b", "10.244.0.7");
+	w->forged = add_pod(w, "org-b", "forged-0", "fs-forged", "a", "10.244.0.8");
 	for (size_t i = 0; i < 4; i++) {
 		char *json = NULL, name[64];
 		size_t len = 0;
@@ -224,8 +235,12 @@ Test(isolation, tenants_need_the_same_organization_grant)
 	flow(&w, IN, "10.244.0.6", IPPROTO_UDP, 7777, OK);
 	flow(&w, IN, "10.244.0.6", IPPROTO_UDP, 7778, NO);
 	flow(&w, IN, "10.244.0.7", IPPROTO_UDP, 7777, NO); /* another organization, still */
+	/* Organization a's label on a pod of organization b's namespace
+	 * opens nothing: the grant selects the namespace too. */
+	flow(&w, IN, "10.244.0.8", IPPROTO_UDP, 7777, NO);
 	flow(&w, OUT, "10.244.0.6", IPPROTO_TCP, 80, OK);
 	flow(&w, OUT, "10.244.0.7", IPPROTO_TCP, 80, NO);
+	flow(&w, OUT, "10.244.0.8", IPPROTO_TCP, 80, NO);
 	policy_test_db_free(&w.t);
 	free(spec);
 }

@@ -139,7 +139,8 @@ static const char *show(const char *s)
 
 		o += (size_t)snprintf(buf + o, sizeof(buf) - o, ch > ' ' && ch < 0x7f ? "%c" : "\\x%02x", ch);
 	}
-	snprintf(buf + o, sizeof(buf) - o, n > 40 ? "... (%zu bytes)" : "", n);
+	if (n > 40)
+		snprintf(buf + o, sizeof(buf) - o, "... (%zu bytes)", n);
 	return buf;
 }
 

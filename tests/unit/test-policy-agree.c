@@ -58,7 +58,7 @@ struct sb {
 	size_t n, cap;
 };
 
-static void sb_add(struct sb *b, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void sb_add(struct sb *b, const char *fmt, ...)
 {
 	va_list ap;
 	int n;

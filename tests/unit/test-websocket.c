@@ -285,6 +285,23 @@ Test(websocket, feed_bounded)
 	ASSERT_ERR(ws_conn_new(true, 0, &c), -EINVAL, "no bound");
 }
 
+/* A connection asked for a message before any byte arrived, and fed an
+ * empty chunk, has no buffer yet: neither may do arithmetic on it (clang's
+ * UBSan stopped test-operator-exec on "applying zero offset to null
+ * pointer" in ws_conn_next). */
+Test(websocket, next_and_empty_feed_before_any_data)
+{
+	struct ws_conn *c;
+	struct ws_message m;
+
+	ASSERT_OK(ws_conn_new(false, 100, &c), "parser");
+	ASSERT_OK(ws_conn_next(c, &m), "nothing received yet");
+	ASSERT_OK(ws_conn_feed(c, NULL, 0), "empty chunk");
+	ASSERT_OK(ws_conn_next(c, &m), "still nothing");
+	cr_assert_eq(ws_conn_room(c), 100 + WS_FRAME_HEAD_MAX);
+	ws_conn_free(c);
+}
+
 Test(websocket, close_payload_cut_at_a_character)
 {
 	uint8_t b[125];
