@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -278,6 +279,25 @@ int util_read_fd(int fd, size_t hint, size_t max, bool wipe, char **ret_data, si
 out_free:
 	wipe_free(buf, len, wipe);
 	return r;
+}
+
+int64_t util_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void util_abstime_after_ms(struct timespec *ts, uint64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
 }
 
 int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size)

@@ -48,6 +48,15 @@ bool util_opts_valid(const void *opts, size_t user_sz, size_t our_sz);
 	((opts) && (opts)->sz >= offsetof(__typeof__(*(opts)), field) + sizeof((opts)->field))
 #define OPTS_GET(opts, field, fallback) (OPTS_HAS(opts, field) ? (opts)->field : (fallback))
 
+struct timespec;
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t util_mono_ms(void);
+
+/* *@ts = CLOCK_REALTIME now + @ms: the absolute time of a
+ * pthread_cond_timedwait() deadline. */
+void util_abstime_after_ms(struct timespec *ts, uint64_t ms);
+
 /* Writes @size bytes to @path crash-safely: a temporary file in the same
  * directory, fsync, rename over @path, fsync of the directory.  @mode is
  * the new file's mode.  Returns 0 or -errno; @path is untouched on failure. */

@@ -18,6 +18,23 @@
 
 static struct kdoc *schema_of(const struct spec_field *f);
 
+/* One CEL rule (x-kubernetes-validations) with the message the API
+ * server answers and, for a rule on an object, the field it blames. */
+static void cel_rule(struct kdoc *schema, const char *rule, const char *message, const char *field_path)
+{
+	struct kdoc *list = kdoc_get(schema, "x-kubernetes-validations");
+	struct kdoc *r;
+
+	if (!list)
+		list = kdoc_set_arr(schema, "x-kubernetes-validations");
+	r = kdoc_append_obj(list);
+	kdoc_set_str(r, "rule", rule);
+	kdoc_set_str(r, "message", message);
+	kdoc_set_str(r, "reason", "FieldValueInvalid");
+	if (field_path)
+		kdoc_set_str(r, "fieldPath", field_path);
+}
+
 static void add_enum(struct kdoc *s, const char *const *values)
 {
 	struct kdoc *e = kdoc_set_arr(s, "enum");
@@ -46,6 +63,12 @@ static struct kdoc *schema_of(const struct spec_field *f)
 			add_enum(s, f->enum_values);
 		if (f->has_default && f->default_string)
 			kdoc_set_str(s, "default", f->default_string);
+		/* CIDR syntax (the Kubernetes CEL net library): an address, or
+		 * a prefix without host bits; the address classes stay with
+		 * the webhook. */
+		if (f->format == SPEC_FMT_CIDR)
+			cel_rule(s, "isCIDR(self) ? cidr(self) == cidr(self).masked() : isIP(self)",
+				 "must be an IP address or a CIDR without host bits", NULL);
 		break;
 	case SPEC_INTEGER:
 		kdoc_set_str(s, "type", "integer");
@@ -90,9 +113,75 @@ static struct kdoc *schema_of(const struct spec_field *f)
 		if (f->max_items)
 			kdoc_set_int(s, "maxProperties", (int64_t)f->max_items);
 		kdoc_set(s, "additionalProperties", f->items ? schema_of(f->items) : NULL);
+		/* Key rules: no propertyNames in CRDs, so CEL over the keys. */
+		if (f->key && f->key->pattern) {
+			struct kdoc *msg = kdoc_stringf("every key must match %s", f->key->pattern_hint ? f->key->pattern_hint
+												: f->key->pattern);
+			struct kdoc *rule = kdoc_stringf("self.all(k, size(k) <= %zu && k.matches(r'%s'))", f->key->max_length,
+							 f->key->pattern);
+
+			cel_rule(s, kdoc_string_value(rule), kdoc_string_value(msg), NULL);
+			kdoc_free(rule);
+			kdoc_free(msg);
+		}
 		break;
 	}
 	return s;
+}
+
+/* The cross-field rules of the spec validator (libflash/spec.c) that CEL
+ * can state, each with the validator's rule code in a comment; what CEL
+ * cannot (address classes, env and argv size totals, image reference
+ * rules) is the webhook's (operator/webhook.c runs the validator itself).
+ * Fields with a default are always present here: the API server defaults
+ * before it validates. */
+static void spec_cel_rules(struct kdoc *spec)
+{
+	struct kdoc *props = kdoc_get(spec, "properties");
+
+	/* autoscaling-range, replicas-outside-autoscaling */
+	cel_rule(spec, "!has(self.autoscaling) || self.autoscaling.min_replicas <= self.autoscaling.max_replicas",
+		 "autoscaling.min_replicas must not exceed max_replicas", ".autoscaling.min_replicas");
+	cel_rule(spec,
+		 "!has(self.autoscaling) || !has(self.replicas) || self.replicas == 0 || "
+		 "self.autoscaling.min_replicas > self.autoscaling.max_replicas || "
+		 "(self.replicas >= self.autoscaling.min_replicas && self.replicas <= self.autoscaling.max_replicas)",
+		 "replicas must be 0 or within autoscaling min_replicas..max_replicas", ".replicas");
+	/* domains-need-public, domain-port */
+	cel_rule(spec,
+		 "!has(self.domains) || size(self.domains) == 0 || "
+		 "(has(self.exposure) && has(self.exposure.type) && self.exposure.type == 'public')",
+		 "domains need exposure type public", ".domains");
+	cel_rule(spec,
+		 "!has(self.domains) || self.domains.all(d, has(self.ports) && "
+		 "self.ports.exists(p, p.name == d.port && p.protocol == 'tcp'))",
+		 "every domain must name a declared tcp port", ".domains");
+	/* unique: port names, (protocol, container_port) pairs, domain hosts */
+	cel_rule(kdoc_get(props, "ports"), "self.all(p, self.exists_one(q, q.name == p.name))",
+		 "port names must be unique", NULL);
+	cel_rule(kdoc_get(props, "ports"),
+		 "self.all(p, self.exists_one(q, q.protocol == p.protocol && q.container_port == p.container_port))",
+		 "(protocol, container_port) pairs must be unique", NULL);
+	cel_rule(kdoc_get(props, "domains"), "self.all(d, self.exists_one(e, e.host == d.host))",
+		 "domain hosts must be unique", NULL);
+	/* direct-needs-public, sources-need-public */
+	cel_rule(kdoc_get(props, "exposure"),
+		 "!has(self.traffic_mode) || self.traffic_mode != 'direct' || (has(self.type) && self.type == 'public')",
+		 "direct traffic mode needs exposure type public", ".traffic_mode");
+	cel_rule(kdoc_get(props, "exposure"),
+		 "(has(self.type) && self.type == 'public') || "
+		 "((!has(self.allowed_source_cidrs) || size(self.allowed_source_cidrs) == 0) && "
+		 "(!has(self.denied_source_cidrs) || size(self.denied_source_cidrs) == 0))",
+		 "source lists apply to public exposure only", ".allowed_source_cidrs");
+	/* restricted-needs-destination, destinations-need-restricted */
+	cel_rule(kdoc_get(props, "egress"),
+		 "!has(self.mode) || self.mode != 'restricted' || "
+		 "(has(self.allowed_destination_cidrs) && size(self.allowed_destination_cidrs) > 0)",
+		 "restricted egress needs at least one allowed destination", ".allowed_destination_cidrs");
+	cel_rule(kdoc_get(props, "egress"),
+		 "(has(self.mode) && self.mode == 'restricted') || !has(self.allowed_destination_cidrs) || "
+		 "size(self.allowed_destination_cidrs) == 0",
+		 "allowed destinations apply to restricted egress only", ".allowed_destination_cidrs");
 }
 
 static void printer_column(struct kdoc *cols, const char *name, const char *type, const char *path)
@@ -211,6 +300,7 @@ struct kdoc *crd_flashservice(void)
 	printer_column(cols, "Age", "date", ".metadata.creationTimestamp");
 	props = root_schema(v, "FlashService is an isolated container service managed by flash-operator.");
 	kdoc_set(props, "spec", schema_of(&spec_root));
+	spec_cel_rules(kdoc_get(props, "spec"));
 	/* The spec object itself is required in a FlashService. */
 	kdoc_append_str(kdoc_set_arr(kdoc_get(kdoc_get(v, "schema"), "openAPIV3Schema"), "required"), "spec");
 
@@ -283,5 +373,8 @@ struct kdoc *crd_flashusagerecord(void)
 	kdoc_set_str(prop(sp, "accruedUntil", "string", "End of the last interval counted."), "format", "date-time");
 	prop(sp, "serviceDeleted", "boolean", "The service is gone; the record stays.");
 	kdoc_set_str(prop(sp, "deletedAt", "string", "When the service was deleted."), "format", "date-time");
+	/* date-time strings are CEL timestamps: compared as instants, not
+	 * as text. */
+	cel_rule(status, "self.weekEnd >= self.weekStart", "weekEnd must not be before weekStart", ".weekEnd");
 	return crd;
 }

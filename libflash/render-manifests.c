@@ -317,6 +317,8 @@ static int operator_deployment(const struct flash_operator_config *c, struct kdo
 	args = kdoc_set_arr(ctr, "args");
 	kdoc_append_str(args, "--config");
 	kdoc_append_str(args, CONFIG_PATH);
+	if (c->webhook_enabled)
+		kdoc_append_str(args, "--webhook");
 	small_resources(ctr, "100m", "256Mi");
 	restricted_security(ctr);
 	m = kdoc_append_obj(kdoc_set_arr(ctr, "volumeMounts"));
@@ -342,6 +344,8 @@ static int operator_deployment(const struct flash_operator_config *c, struct kdo
 		v = kdoc_append_obj(kdoc_get(pod, "volumes"));
 		kdoc_set_str(v, "name", "webhook-tls");
 		kdoc_set_str(kdoc_set_obj(v, "secret"), "secretName", WEBHOOK_SECRET_NAME);
+		/* the key rules of flash-operator(8): mode 0400 */
+		kdoc_set_int(kdoc_get(v, "secret"), "defaultMode", 0400);
 	}
 	docs[(*n)++] = dep;
 	return 0;

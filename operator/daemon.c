@@ -16,10 +16,12 @@
 #include <flash/render.h>
 #include <flash/spec.h>
 
+#include "autoscale.h"
 #include "daemon.h"
 #include "meter-clock.h"
 #include "registry-auth.h"
 #include "util.h"
+#include "webhook.h"
 
 #define INPUT_MAX (4u << 20)
 
@@ -32,10 +34,12 @@ struct op_daemon {
 	struct op_provider *provider;
 	struct op_http *http;
 	struct op_runtime *runtime;
+	struct op_autoscale *autoscale;
 	struct op_image_settings registry;
 	struct op_registry_auth auth;
 	struct op_image_ops image;
 	struct op_meter_clock *meter_clock; /* --test-meter-clock */
+	struct op_webhook *webhook;         /* --webhook */
 };
 
 /* Reads an input file through the one reader of common/ (regular files
@@ -107,6 +111,71 @@ static int runtime_settings(struct op_runtime_opts *ro, const struct flash_opera
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* The autoscaler beside the runtime: the command line's settings over
+ * the configuration's autoscaling section. */
+static int autoscale_start(struct op_daemon *d, const struct op_daemon_opts *opts, const char *cgroup_parent,
+			   char *err, size_t err_size)
+{
+	const struct op_daemon_autoscale *f = OPTS_GET(opts, autoscale, NULL);
+	struct flash_operator_runtime cr = { .sz = sizeof(cr) };
+	struct op_autoscale_opts ao = { .sz = sizeof(ao), .runtime = d->runtime, .services = op_provider_live_services,
+					.event = op_provider_event, .ctx = d->provider, .cgroup_parent = cgroup_parent,
+					.window_s = -1, .tolerance_percent = -1 };
+	int r;
+
+	if (flash_operator_config_runtime(d->config, &cr) == 0) {
+		ao.period_s = cr.autoscale_period_s;
+		ao.window_s = (int)cr.autoscale_window_s;
+		ao.tolerance_percent = (int)cr.autoscale_tolerance_percent;
+	}
+	if (f && f->period_s > 0)
+		ao.period_s = (unsigned int)f->period_s;
+	if (f && f->window_s >= 0)
+		ao.window_s = f->window_s;
+	if (f && f->tolerance_percent >= 0)
+		ao.tolerance_percent = f->tolerance_percent;
+	r = op_autoscale_start(&ao, &d->autoscale);
+	if (r < 0) {
+		snprintf(err, err_size, "the autoscaler: %s", strerror(-r));
+		return r;
+	}
+	op_provider_set_autoscale(d->provider, d->autoscale);
+	return 0;
+}
+
+/* The webhook listener: the options, else the configuration's webhook
+ * section (defaults included). */
+static int start_webhook(const struct op_daemon_opts *opts, const struct flash_operator_config *config,
+			 struct op_webhook **ret, char *err, size_t err_size)
+{
+	struct flash_operator_runtime c = { .sz = sizeof(c) };
+	struct flash_operator_config *defaults = NULL;
+	struct op_webhook_opts wo = { .sz = sizeof(wo) };
+	int r;
+
+	if (!config) {
+		r = flash_operator_config_default(&defaults);
+		if (r < 0)
+			return r;
+		config = defaults;
+	}
+	r = flash_operator_config_runtime(config, &c);
+	if (r == 0) {
+		wo.listen = opts->webhook_listen ?: c.webhook_listen;
+		wo.cert_file = opts->webhook_cert_file ?: c.webhook_cert_file;
+		wo.key_file = opts->webhook_key_file ?: c.webhook_key_file;
+		if (!wo.listen || !wo.cert_file || !wo.key_file) {
+			snprintf(err, err_size, "the webhook needs webhook.listen, webhook.certFile and webhook.keyFile "
+						"(or --webhook-listen, --webhook-cert, --webhook-key)");
+			r = -EINVAL;
+		} else {
+			r = op_webhook_start(&wo, ret, err, err_size);
+		}
+	}
+	flash_operator_config_free(defaults);
+	return r;
 }
 
 int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, char *err, size_t err_size)
@@ -283,10 +352,18 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		if (r < 0)
 			goto fail;
 		op_provider_set_runtime(d->provider, d->runtime);
+		r = autoscale_start(d, opts, ro.cgroup_parent, err, err_size);
+		if (r < 0)
+			goto fail;
 	}
 	r = op_http_start(d->provider, &opts->http, &d->http, err, err_size);
 	if (r < 0)
 		goto fail;
+	if (OPTS_GET(opts, webhook, false)) {
+		r = start_webhook(opts, d->config, &d->webhook, err, err_size);
+		if (r < 0)
+			goto fail;
+	}
 	*ret = d;
 	return 0;
 fail:
@@ -299,6 +376,11 @@ struct op_provider *op_daemon_provider(struct op_daemon *d)
 	return d ? d->provider : NULL;
 }
 
+uint16_t op_daemon_webhook_port(const struct op_daemon *d)
+{
+	return d ? op_webhook_port(d->webhook) : 0;
+}
+
 uint16_t op_daemon_port(const struct op_daemon *d)
 {
 	return d ? op_http_port(d->http) : 0;
@@ -308,7 +390,9 @@ void op_daemon_stop(struct op_daemon *d)
 {
 	if (!d)
 		return;
+	op_webhook_stop(d->webhook);
 	op_http_stop(d->http);
+	op_autoscale_stop(d->autoscale);
 	op_runtime_stop(d->runtime);
 	op_provider_free(d->provider);
 	op_meter_clock_free(d->meter_clock);

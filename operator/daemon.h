@@ -9,11 +9,19 @@
 #ifndef FLASH_OPERATOR_DAEMON_H
 #define FLASH_OPERATOR_DAEMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "http.h"
 #include "provider.h"
+
+/* Autoscaling settings from the command line (flash-operator(8)
+ * --autoscale-period, --autoscale-window, --autoscale-tolerance); each
+ * < 0 (period: <= 0) takes the configuration's autoscaling section. */
+struct op_daemon_autoscale {
+	int period_s, window_s, tolerance_percent;
+};
 
 struct op_daemon_opts {
 	size_t sz;
@@ -36,9 +44,19 @@ struct op_daemon_opts {
 	 * each 0: the configuration's exec section, else the defaults. */
 	unsigned int exec_max_sessions;
 	unsigned int exec_limit_s;
+	/* The validating admission webhook (webhook.h) on its own TLS
+	 * listener: served when @webhook is set; each NULL takes the
+	 * configuration's webhook.listen, webhook.certFile, webhook.keyFile. */
+	bool webhook;
+	const char *webhook_listen;
+	const char *webhook_cert_file;
+	const char *webhook_key_file;
 	/* For tests: the metering clock read from this file (meter-clock.h);
 	 * NULL: the real clock. */
 	const char *test_meter_clock;
+	/* Autoscaling (autoscale.h), with the runtime; NULL: the
+	 * configuration's settings. */
+	const struct op_daemon_autoscale *autoscale;
 };
 
 struct op_daemon;
@@ -46,6 +64,9 @@ struct op_daemon;
 /* Starts everything; on failure @err (@err_size bytes) says what.
  * Returns 0, -EINVAL, -ENOMEM or the error of the failing part. */
 int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, char *err, size_t err_size);
+
+/* The webhook's bound port, 0 without it. */
+uint16_t op_daemon_webhook_port(const struct op_daemon *d);
 
 /* The provider and metrics of a started daemon. */
 struct op_provider *op_daemon_provider(struct op_daemon *d);

@@ -292,7 +292,7 @@ bad:
 	return -EINVAL;
 }
 
-static int read_pem(const char *path, bool secret, char **ret, size_t *ret_len, char *err, size_t err_size)
+int op_http_read_pem(const char *path, bool secret, char **ret, size_t *ret_len, char *err, size_t err_size)
 {
 	int r = secret ? flash_file_read_secret(path, 0, ret, ret_len) : util_read_file(path, 1 << 20, ret, ret_len);
 
@@ -350,6 +350,20 @@ static int tcp_listen(const struct sockaddr_storage *ss, socklen_t sl, uint16_t 
 	*ret_port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
 						       : ((struct sockaddr_in *)&bound)->sin_port);
 	return fd;
+}
+
+int op_http_tcp_listen(const char *listen, uint16_t *ret_port, char *err, size_t err_size)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int r = parse_listen(listen, &ss, &sl, err, err_size);
+
+	if (r < 0)
+		return r;
+	r = tcp_listen(&ss, sl, ret_port);
+	if (r < 0)
+		snprintf(err, err_size, "%s: cannot listen (address in use or not local?)", listen);
+	return r;
 }
 
 int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct op_http **ret, char *err,
@@ -428,9 +442,9 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 		if (r < 0)
 			goto fail;
 		if (opts->tls_cert_file) {
-			r = read_pem(opts->tls_cert_file, false, &h->cert, &cert_len, err, err_size);
+			r = op_http_read_pem(opts->tls_cert_file, false, &h->cert, &cert_len, err, err_size);
 			if (r == 0)
-				r = read_pem(opts->tls_key_file, true, &h->key, &h->key_len, err, err_size);
+				r = op_http_read_pem(opts->tls_key_file, true, &h->key, &h->key_len, err, err_size);
 			if (r < 0)
 				goto fail;
 		}

@@ -18,6 +18,7 @@
 #ifndef FLASH_OPERATOR_HTTP_H
 #define FLASH_OPERATOR_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,5 +52,12 @@ uint16_t op_http_port(const struct op_http *h);
 
 /* Stops the server (waits for the threads); NULL is fine. */
 void op_http_stop(struct op_http *h);
+
+/* Shared with the webhook listener (webhook.c): a non-blocking listening
+ * TCP socket on @listen ("ADDRESS:PORT", "[v6]:PORT", numeric) and its
+ * bound port; a PEM file (@secret: the key rules of flash_file_read_secret()).
+ * On failure @err says what; -EINVAL, -errno. */
+int op_http_tcp_listen(const char *listen, uint16_t *ret_port, char *err, size_t err_size);
+int op_http_read_pem(const char *path, bool secret, char **ret, size_t *ret_len, char *err, size_t err_size);
 
 #endif
