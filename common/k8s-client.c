@@ -68,7 +68,7 @@ int k8s_client_new(const struct k8s_config *cfg, const struct k8s_client_opts *o
 
 	if (!cfg || !ret || !cfg->server || !OPTS_VALID(opts, k8s_client_opts))
 		return -EINVAL;
-	if (strncmp(cfg->server, "https://", 8) != 0 && strncmp(cfg->server, "http://", 7) != 0)
+	if (!k8s_server_url_valid(cfg->server))
 		return -EINVAL;
 	if (!cfg->client_cert_pem != !cfg->client_key_pem)
 		return -EINVAL;

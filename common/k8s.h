@@ -77,6 +77,13 @@ struct k8s_config {
 
 void k8s_config_free(struct k8s_config *cfg);
 
+/* True for a server URL the client connects to: https://HOST[:PORT][/PATH]
+ * (HOST a name, an IPv4 literal or a bracketed IPv6 literal), or http://
+ * to the loopback host only (localhost, 127.0.0.0/8, [::1]); no user
+ * information, query, fragment, space or control character.  The one
+ * check of kubeconfig files and of k8s_client_new(). */
+bool k8s_server_url_valid(const char *url);
+
 /* The paths of the in-cluster configuration (NULL: the kubelet's). */
 struct k8s_in_cluster_opts {
 	size_t sz;

@@ -6,6 +6,7 @@
  * mechanism this client does not implement is refused by name, so a
  * daemon never runs as someone other than the file says.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -219,27 +220,61 @@ static int parse_bool(struct kc *k, const yaml_node_t *map, const char *what, co
 	return 0;
 }
 
-/* The server URL: https://, or http:// to a loopback host only (a bearer
- * token never crosses a network in clear). */
-static bool server_valid(const char *s)
+bool k8s_server_url_valid(const char *s)
 {
-	const char *host;
+	const char *host, *end;
+	char h[256];
+	size_t n;
+	bool plain;
 
-	if (strncmp(s, "https://", 8) == 0)
-		host = s + 8;
-	else if (strncmp(s, "http://", 7) == 0) {
-		host = s + 7;
-		if (strncmp(host, "127.", 4) != 0 && strncmp(host, "[::1]", 5) != 0 &&
-		    strncmp(host, "localhost", 9) != 0)
-			return false;
-	} else
-		return false;
-	if (!*host || *host == '/' || *host == ':')
+	if (!s)
 		return false;
 	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p <= ' ' || *p == '"' || *p == '\\' || (unsigned char)*p >= 0x7f)
+		if ((unsigned char)*p <= ' ' || *p == '"' || *p == '\\' || *p == '?' || *p == '#' ||
+		    (unsigned char)*p >= 0x7f)
 			return false;
-	return true;
+	if (strncmp(s, "https://", 8) == 0)
+		host = s + 8, plain = false;
+	else if (strncmp(s, "http://", 7) == 0)
+		host = s + 7, plain = true;
+	else
+		return false;
+	if (strchr(host, '@'))
+		return false; /* no user information in the URL */
+	if (*host == '[') {
+		end = strchr(host, ']');
+		if (!end)
+			return false;
+		end++;
+	} else
+		end = host + strcspn(host, ":/");
+	n = (size_t)(end - host);
+	if (n == 0 || n >= sizeof(h))
+		return false;
+	if (*end == ':') {
+		const char *p = end + 1;
+		unsigned long port = 0;
+		size_t digits = 0;
+
+		for (; *p >= '0' && *p <= '9' && digits < 6; p++, digits++)
+			port = port * 10 + (unsigned long)(*p - '0');
+		if (!digits || port < 1 || port > 65535 || (*p && *p != '/'))
+			return false;
+	} else if (*end && *end != '/')
+		return false;
+	if (!plain)
+		return true;
+	/* A bearer token never crosses a network in clear: http:// only to
+	 * the loopback host. */
+	memcpy(h, host, n);
+	h[n] = '\0';
+	if (!strcmp(h, "localhost") || !strcmp(h, "[::1]"))
+		return true;
+	{
+		struct in_addr a;
+
+		return inet_pton(AF_INET, h, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+	}
 }
 
 static int read_cluster(struct kc *k, const yaml_node_t *cl, const char *name, struct k8s_config *cfg)
@@ -257,7 +292,7 @@ static int read_cluster(struct kc *k, const yaml_node_t *cl, const char *name, s
 		return r;
 	if (!server)
 		return kc_fail(k, -EINVAL, what, "kubeconfig-missing", "%s: no server", what);
-	if (!server_valid(server))
+	if (!k8s_server_url_valid(server))
 		return kc_fail(k, -EINVAL, what, "kubeconfig-server",
 			       "%s: server \"%s\" is not an https:// URL (http:// only to a loopback host)", what,
 			       server);

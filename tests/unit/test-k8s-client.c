@@ -671,6 +671,19 @@ Test(k8s_client, list_pagination)
 	ASSERT_STREQ(k8s_fake_query_arg(&r, "limit", buf, sizeof(buf)), "500", "default page size");
 	k8s_fake_request_clear(&r);
 
+	/* resourceVersion with resourceVersionMatch go on the first page only. */
+	memset(&it, 0, sizeof(it));
+	lo = (struct k8s_list_opts){ .sz = sizeof(lo), .resource_version = "280",
+				     .resource_version_match = "NotOlderThan" };
+	k8s_fake_push(e.fake, &(struct k8s_fake_step){ .method = "GET", .exchange = "21" });
+	ASSERT_OK(k8s_list(e.c, &flashservices, &lo, collect_item, &it, NULL, &st), "NotOlderThan");
+	r = last_request(&e);
+	ASSERT_STREQ(k8s_fake_query_arg(&r, "resourceVersion", buf, sizeof(buf)), "280", "resourceVersion");
+	ASSERT_STREQ(k8s_fake_query_arg(&r, "resourceVersionMatch", buf, sizeof(buf)), "NotOlderThan", "match");
+	k8s_fake_request_clear(&r);
+	lo.resource_version_match = "Newest";
+	ASSERT_ERR(k8s_list(e.c, &flashservices, &lo, collect_item, &it, NULL, &st), -EINVAL, "unknown match");
+
 	/* Label selectors are escaped and sent (59). */
 	memset(&it, 0, sizeof(it));
 	lo = (struct k8s_list_opts){ .sz = sizeof(lo), .label_selector = "kubernetes.io/service-name=web" };

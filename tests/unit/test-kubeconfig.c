@@ -327,3 +327,30 @@ Test(util, retry_after)
 	cr_assert(!util_retry_after_parse("Warning: 299 -\r\n", 16, &s), "another header");
 	cr_assert_eq(s, 77, "untouched when false");
 }
+
+Test(kubeconfig, server_urls)
+{
+	static const char *const good[] = {
+		"https://10.0.0.1:6443", "https://api.example.com", "https://[fd00::1]:443", "https://h/prefix",
+		"http://127.0.0.1:8080", "http://127.1.2.3", "http://localhost:1/", "http://[::1]:80",
+	};
+	static const char *const refused_urls[] = {
+		"", "ftp://x", "https://", "https://:443", "https://h:0", "https://h:65536", "https://h:12x",
+		"https://u:p@h", "https://h?x=1", "https://h#f", "https://h x", "http://10.0.0.1",
+		"http://localhost.example.com", "http://127.0.0.1.nip.io", "http://[fd00::1]", "https://[::1",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++)
+		cr_assert(k8s_server_url_valid(good[i]), "%s accepted", good[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(refused_urls); i++)
+		cr_assert(!k8s_server_url_valid(refused_urls[i]), "%s refused", refused_urls[i]);
+	cr_assert(!k8s_server_url_valid(NULL));
+	/* The client applies the same rule to a configuration it is given. */
+	{
+		struct k8s_config cfg = { .server = (char *)"http://10.0.0.1:8080" };
+		struct k8s_client *c = NULL;
+
+		ASSERT_ERR(k8s_client_new(&cfg, NULL, &c), -EINVAL, "http to a network");
+		cr_assert_null(c);
+	}
+}
