@@ -12,39 +12,10 @@
 #include <string.h>
 
 #include "json.h"
+#include "render-test.h"
 
 /* The file at tests/data/@rel, NUL-terminated; freed by the caller. */
-static inline char *k8s_test_read(const char *rel, size_t *ret_len)
-{
-	const char *top = getenv("top_srcdir");
-	char path[1024];
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/tests/data/%s", top ? top : ".", rel);
-	f = fopen(path, "re");
-	cr_assert(f, "cannot open %s (is top_srcdir set?)", path);
-	for (;;) {
-		size_t n;
-
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap);
-			cr_assert(buf);
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	cr_assert(!ferror(f), "read %s", path);
-	fclose(f);
-	buf[len] = '\0';
-	if (ret_len)
-		*ret_len = len;
-	return buf;
-}
+#define k8s_test_read render_test_read
 
 static inline struct json_value *k8s_test_parse(const char *text)
 {
