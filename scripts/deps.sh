@@ -10,7 +10,7 @@ PACKAGES="
  libyaml-dev libcriterion-dev
  containernetworking-plugins iperf3 jq iputils-ping
  docker-registry skopeo umoci busybox-static apache2-utils openssl
- runsc nftables util-linux e2fsprogs tmux
+ runsc nftables util-linux e2fsprogs tmux dnsmasq-base
 "
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps.sh: run as root (apt-get install)" >&2
