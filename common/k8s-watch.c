@@ -98,17 +98,21 @@ int k8s_list(struct k8s_client *c, const struct k8s_ref *ref, const struct k8s_l
 			if (r)
 				break;
 		}
-		free(cont);
-		cont = next && *next ? strdup(next) : NULL;
-		json_free(page);
-		if (r)
-			break;
-		if (next && *next && !cont) {
-			r = -ENOMEM;
-			break;
+		{
+			bool more = next && *next;
+
+			free(cont);
+			cont = more ? strdup(next) : NULL;
+			json_free(page);
+			if (r)
+				break;
+			if (more && !cont) {
+				r = -ENOMEM;
+				break;
+			}
+			if (!more)
+				break;
 		}
-		if (!cont)
-			break;
 	}
 	k8s_status_clear(&local);
 	if (r == 0 && ret_resource_version)
