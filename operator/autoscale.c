@@ -98,7 +98,8 @@ void op_autoscale_decide(const struct op_autoscale_params *p, uint32_t current, 
 	if (rec < current) {
 		stab = w->v[0].replicas < current ? w->v[0].replicas : current; /* the window's highest */
 		if (stab > rec)
-			reason = "scale-down held by the stabilisation window";
+			reason = stab == current ? "scale-down held by the stabilisation window"
+						 : "scale-down limited by the stabilisation window";
 	}
 	limit = (uint64_t)current * OP_AUTOSCALE_UP_FACTOR;
 	if ((uint64_t)current + OP_AUTOSCALE_UP_PODS < limit)
@@ -203,6 +204,7 @@ struct as_svc {
 	struct op_autoscale_window window;
 	struct reading readings[OP_AUTOSCALE_REPLICAS_MAX];
 	size_t n_readings;
+	uint32_t set;                  /* the count last given to the runtime; 0: none */
 	struct op_autoscale_view view; /* under the lock */
 	bool has_view, seen;
 	struct as_svc *next;
@@ -255,6 +257,7 @@ static void sync_service(struct op_autoscale *as, const struct op_service *svc, 
 	struct flash_spec *spec = NULL;
 	struct as_svc *s;
 	size_t n = 0, n_fresh = 0;
+	uint32_t current;
 
 	if (flash_spec_parse(svc->spec, strlen(svc->spec), NULL, &spec, NULL) < 0)
 		return;
@@ -305,13 +308,18 @@ static void sync_service(struct op_autoscale *as, const struct op_service *svc, 
 	}
 	memcpy(s->readings, fresh, n_fresh * sizeof(fresh[0]));
 	s->n_readings = n_fresh;
-	op_autoscale_decide(&p, st.wanted, samples, n, now, &s->window, &d);
-	if (d.desired != st.wanted && op_runtime_set_desired(as->o.runtime, svc->id, d.desired) == 0) {
+	/* The count is the one last given to the runtime: its status shows
+	 * it only after its next pass (a start under load takes seconds),
+	 * and the same change must not be decided and recorded twice. */
+	current = s->set ? s->set : st.wanted;
+	op_autoscale_decide(&p, current, samples, n, now, &s->window, &d);
+	if (d.desired != current && op_runtime_set_desired(as->o.runtime, svc->id, d.desired) == 0) {
 		char msg[256];
 
+		s->set = d.desired;
 		snprintf(msg, sizeof(msg),
 			 "scaled from %u to %u replicas: CPU %u%% of cpu_millis over %u measured replica%s (target %u%%, %s)",
-			 st.wanted, d.desired, d.utilisation_percent, d.measured, d.measured == 1 ? "" : "s",
+			 current, d.desired, d.utilisation_percent, d.measured, d.measured == 1 ? "" : "s",
 			 p.target_percent, d.reason);
 		if (as->o.event)
 			as->o.event(as->o.ctx, svc->id, "scaled", msg);
@@ -320,7 +328,7 @@ static void sync_service(struct op_autoscale *as, const struct op_service *svc, 
 		pthread_mutex_unlock(&as->lock);
 	}
 	pthread_mutex_lock(&as->lock);
-	s->view.current = st.wanted;
+	s->view.current = st.wanted; /* what the runtime runs now */
 	s->view.desired = d.desired;
 	s->view.measured = d.measured;
 	s->view.utilisation_percent = d.utilisation_percent;

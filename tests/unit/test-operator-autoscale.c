@@ -117,6 +117,7 @@ Test(autoscale, scale_down_waits_for_the_window_scale_up_does_not)
 	cr_assert_eq(d.desired, 4, "the 4 of t = 0 is 60 s old: still in the window");
 	op_autoscale_decide(&p, 4, idle, 4, 60001, &w, &d);
 	cr_assert_eq(d.desired, 2, "after the 4 expired the window's highest is the 2 of t = 30 s, not %u", d.desired);
+	cr_assert_str_eq(d.reason, "scale-down limited by the stabilisation window");
 	op_autoscale_decide(&p, 2, idle, 2, 90001, &w, &d);
 	cr_assert_eq(d.desired, 1, "the 2 expired: %u", d.desired);
 	cr_assert_str_eq(d.reason, "below target");
