@@ -154,11 +154,11 @@ static int k_sock_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t p
 	return flowsdn_netlink_sock_destroy(peer, port, protocol, ret_count);
 }
 
-static int k_sock_destroy_netns(void *ctx, const char *netns_path, const struct flowsdn_addr *peer, uint16_t port,
-				uint8_t protocol, size_t *ret_count)
+static int k_sock_destroy_netns(void *ctx, const char *netns_path, uint64_t netns_ino, const struct flowsdn_addr *peer,
+				uint16_t port, uint8_t protocol, size_t *ret_count)
 {
 	(void)ctx;
-	return flowsdn_netlink_sock_destroy_netns(netns_path, peer, port, protocol, ret_count);
+	return flowsdn_netlink_sock_destroy_netns(netns_path, netns_ino, peer, port, protocol, ret_count);
 }
 
 const struct agent_ops agent_ops_kernel = {

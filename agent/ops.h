@@ -61,9 +61,10 @@ struct agent_ops {
 			    size_t *ret_count);
 	/* flowsdn_maps_ct_gc() now; NULL: no collector runs. */
 	int (*dp_ct_gc)(void *ctx, struct flowsdn_datapath *dp, size_t *ret_removed);
-	/* flowsdn_netlink_sock_destroy_netns(): the same in an endpoint's netns */
-	int (*sock_destroy_netns)(void *ctx, const char *netns_path, const struct flowsdn_addr *peer, uint16_t port,
-				  uint8_t protocol, size_t *ret_count);
+	/* flowsdn_netlink_sock_destroy_netns(): the same in an endpoint's
+	 * netns, when it still is the one of inode @netns_ino */
+	int (*sock_destroy_netns)(void *ctx, const char *netns_path, uint64_t netns_ino,
+				  const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol, size_t *ret_count);
 };
 
 extern const struct agent_ops agent_ops_kernel;

@@ -1338,8 +1338,14 @@ static void destroy_removed(struct agent_services *as, const struct svc *old, co
 		}
 		for (size_t e = 0; e < n_eps && r != -EOPNOTSUPP; e++) {
 			n = 0;
-			r = as->ops->sock_destroy_netns(as->ctx, eps[e].netns, &b->addr, b->port, IPPROTO_UDP, &n);
-			if (r < 0 && r != -FLOWSDN_E_NL_NETNS)
+			/* Only the namespace the endpoint was made in: a
+			 * /proc/PID path whose PID was reused names another. */
+			r = as->ops->sock_destroy_netns(as->ctx, eps[e].netns, eps[e].netns_ino, &b->addr, b->port,
+							IPPROTO_UDP, &n);
+			if (r == -FLOWSDN_E_NL_MISMATCH)
+				pr_info("agent: service %s: %s is another network namespace now: not searched", old->id,
+					eps[e].netns);
+			else if (r < 0 && r != -FLOWSDN_E_NL_NETNS)
 				pr_warn("agent: service %s: closing the UDP sockets of a removed backend in %s: %s", old->id,
 					eps[e].netns, flowsdn_strerror(r));
 			total += r < 0 ? 0 : n;

@@ -29,6 +29,8 @@ static void usage(FILE *out)
 		"                      [--runtime-dir DIR] [--cni-bin-dir DIR] [--cni-conf FILE] [--agent-socket PATH]\n"
 		"                      [--runsc PATH] [--cgroup-parent PATH] [--dns SERVERS] [--masquerade]\n"
 		"                      [--exec-max-sessions N] [--exec-session-limit SECONDS]\n"
+		"                      [--autoscale-period SECONDS] [--autoscale-window SECONDS]\n"
+		"                      [--autoscale-tolerance PERCENT]\n"
 		"                      [--webhook] [--webhook-listen ADDRESS:PORT] [--webhook-cert FILE]\n"
 		"                      [--webhook-key FILE]\n"
 		"                      [--test-meter-clock FILE]\n"
@@ -36,19 +38,24 @@ static void usage(FILE *out)
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
 }
 
-static int parse_uint(const char *opt, const char *s, unsigned long max, unsigned long *ret)
+static int parse_range(const char *opt, const char *s, unsigned long min, unsigned long max, unsigned long *ret)
 {
 	char *end;
 	unsigned long v;
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || !*s || *end || s[0] == '-' || v == 0 || v > max) {
-		fprintf(stderr, "flash-operator: %s %s: expected an integer 1..%lu\n", opt, s, max);
+	if (errno || !*s || *end || s[0] == '-' || s[0] == '+' || s[0] == ' ' || v < min || v > max) {
+		fprintf(stderr, "flash-operator: %s %s: expected an integer %lu..%lu\n", opt, s, min, max);
 		return -EINVAL;
 	}
 	*ret = v;
 	return 0;
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned long max, unsigned long *ret)
+{
+	return parse_range(opt, s, 1, max, ret);
 }
 
 int main(int argc, char **argv)
@@ -84,16 +91,20 @@ int main(int argc, char **argv)
 		{ "test-meter-clock", required_argument, NULL, 1008 },
 		{ "exec-max-sessions", required_argument, NULL, 1009 },
 		{ "exec-session-limit", required_argument, NULL, 1010 },
-		{ "webhook", no_argument, NULL, 1011 },
-		{ "webhook-listen", required_argument, NULL, 1012 },
-		{ "webhook-cert", required_argument, NULL, 1013 },
-		{ "webhook-key", required_argument, NULL, 1014 },
+		{ "autoscale-period", required_argument, NULL, 1011 },
+		{ "autoscale-window", required_argument, NULL, 1012 },
+		{ "autoscale-tolerance", required_argument, NULL, 1013 },
+		{ "webhook", no_argument, NULL, 1014 },
+		{ "webhook-listen", required_argument, NULL, 1015 },
+		{ "webhook-cert", required_argument, NULL, 1016 },
+		{ "webhook-key", required_argument, NULL, 1017 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = "/var/lib/flash" };
 	struct op_runtime_opts rt = { .sz = sizeof(rt) };
+	struct op_daemon_autoscale as = { .period_s = -1, .window_s = -1, .tolerance_percent = -1 };
 	struct op_daemon *d = NULL;
 	char err[1024] = "";
 	unsigned long v;
@@ -134,10 +145,19 @@ int main(int argc, char **argv)
 				o.exec_limit_s = (unsigned int)v;
 			break;
 		case 1008: o.test_meter_clock = optarg; break;
-		case 1011: o.webhook = true; break;
-		case 1012: o.webhook_listen = optarg; o.webhook = true; break;
-		case 1013: o.webhook_cert_file = optarg; o.webhook = true; break;
-		case 1014: o.webhook_key_file = optarg; o.webhook = true; break;
+		case 1011:
+		case 1012:
+		case 1013:
+			if (parse_range(c == 1011 ? "--autoscale-period" : c == 1012 ? "--autoscale-window" : "--autoscale-tolerance",
+					optarg, c == 1011 ? 1 : 0, c == 1013 ? 99 : 3600, &v) < 0)
+				return 2;
+			*(c == 1011 ? &as.period_s : c == 1012 ? &as.window_s : &as.tolerance_percent) = (int)v;
+			o.autoscale = &as;
+			break;
+		case 1014: o.webhook = true; break;
+		case 1015: o.webhook_listen = optarg; o.webhook = true; break;
+		case 1016: o.webhook_cert_file = optarg; o.webhook = true; break;
+		case 1017: o.webhook_key_file = optarg; o.webhook = true; break;
 		case 'm':
 		case 'P':
 		case 't':

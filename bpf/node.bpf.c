@@ -23,9 +23,19 @@
  *         and bpf_fib_lookup() + redirect;
  *   - anything else is for the node itself: the host firewall
  *     (lib/hostfw.h) judges it, then the host stack.
- * to_uplink (tc egress): the host firewall tracks what the node sends.
- * ICMP errors about these flows are not translated here (the client's
- * stack times out instead).
+ *   - an ICMP/ICMPv6 error (port unreachable, fragmentation needed /
+ *     packet too big, time exceeded, parameter problem) about a flow
+ *     SNATed to another node's backend: its quote (node:port -> backend)
+ *     and outer destination back to the client, then the quote's
+ *     destination back to the frontend (and the outer source too when
+ *     the backend itself sent it; a router's address on the way stays),
+ *     FIB forwarding to the client (node_icmp_unsnat(), svc_xlate_reply());
+ * to_uplink (tc egress): an ICMP/ICMPv6 error the node sends about a
+ * flow DNATed to a host-process backend gets the same reverse
+ * translation (quote and, from the backend, outer source back to the
+ * frontend: lib/svc-xlate.h); an endpoint backend's errors were
+ * translated by its own from_container already.  The host firewall
+ * tracks what the node sends.
  */
 #include "lib/common.h"
 #include "lib/conntrack.h"
@@ -277,6 +287,33 @@ static __noinline __u32 node_pick(const struct pkt *p, const struct flowsdn_serv
 	return 0;
 }
 
+/*
+ * The first half of an ICMP error from outside (see the top): when it is
+ * about a flow this program SNATed, its quote's source and its outer
+ * destination back to the client (@p too: daddr, inner_saddr/sport), so
+ * that it is now about client -> backend, the translated tuple's entry.
+ * 1 when done, 0 when it is about no such flow (the host's business),
+ * -1 when it could not be rewritten.  (Apart from svc_xlate_reply(),
+ * which does the second half: one stack frame at a time.)
+ */
+static __noinline int node_icmp_unsnat(struct __sk_buff *skb, struct pkt *p)
+{
+	struct flowsdn_ct_entry *e;
+	struct nat_ctx c, in;
+	int ct, dir;
+
+	ct = ct_lookup(p, &e, &dir);
+	if (ct != CT_RELATED || !e || !(e->flags & FLOWSDN_CT_F_SNAT) || dir != FLOWSDN_CT_DIR_ORIG)
+		return 0;
+	if (nat_ctx_init(skb, p, &c) || nat_icmp_inner(skb, &c, &in) != 1 ||
+	    nat_rev_snat_icmp(skb, &c, &in, e->rev_addr, e->rev_port))
+		return -1;
+	__builtin_memcpy(p->daddr, e->rev_addr, sizeof(p->daddr));
+	__builtin_memcpy(p->inner_saddr, e->rev_addr, sizeof(p->inner_saddr));
+	p->inner_sport = e->rev_port;
+	return 1;
+}
+
 SEC("tc")
 int from_uplink(struct __sk_buff *skb)
 {
@@ -303,6 +340,18 @@ int from_uplink(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (rc)
 		return drop(FLOWSDN_DROP_MALFORMED, NULL, skb->len);
+	if (p->icmp == PKT_ICMP_ERROR) {
+		rc = node_icmp_unsnat(skb, p);
+		if (rc < 0)
+			return drop(FLOWSDN_DROP_MALFORMED, NULL, p->len);
+		if (rc == 0)
+			goto host;
+		ct = ct_lookup(p, &e, &dir);
+		reason = svc_xlate_reply(skb, p, ct, e, dir);
+		if (reason)
+			return drop(reason, NULL, p->len);
+		return fib_forward(skb, p, NULL);
+	}
 	if ((p->protocol != TCP_PROTO && p->protocol != UDP_PROTO) || p->frag == PKT_FRAG_LATER)
 		goto host;
 	ct = ct_lookup(p, &e, &dir);
@@ -375,5 +424,15 @@ int to_uplink(struct __sk_buff *skb)
 	__builtin_memset(&sc->p, 0, sizeof(sc->p));
 	if (parse_packet(skb, &sc->p))
 		return TC_ACT_OK;
+	if (sc->p.icmp == PKT_ICMP_ERROR) {
+		struct flowsdn_ct_entry *e;
+		int ct, dir;
+
+		/* About a flow DNATed to a host-process backend (see the top);
+		 * svc_xlate_reply() leaves any other alone. */
+		ct = ct_lookup(&sc->p, &e, &dir);
+		if (ct == CT_RELATED && svc_xlate_reply(skb, &sc->p, ct, e, dir))
+			return drop(FLOWSDN_DROP_MALFORMED, NULL, sc->p.len);
+	}
 	return hostfw_egress(&sc->p);
 }

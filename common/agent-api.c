@@ -262,7 +262,7 @@ void agent_api_endpoint_gen(struct json_writer *g, const struct agent_api_endpoi
 	jw_kv_string(g, "containerID", e->container_id);
 	jw_kv_string(g, "interface", e->ifname);
 	jw_kv_string(g, "netns", e->netns);
-	jw_kv_int(g, "netnsInode", (long long)e->netns_ino);
+	jw_kv_uint(g, "netnsInode", e->netns_ino);
 	jw_kv_string(g, "hostInterface", e->host_ifname);
 	jw_kv_int(g, "hostIfindex", e->host_ifindex);
 	fmt_mac(e->mac, mac);

@@ -196,6 +196,13 @@ static int request(const struct agent_client_opts *opts, const char *method, con
 			agent_client_err_set(err, 0, "no answer within the timeout");
 			return -FLOWSDN_E_AGENT_TIMEOUT;
 		}
+		if (reply->len == 0 && (errno == ECONNRESET || errno == EPIPE)) {
+			/* It died (or was killed) with the request in hand:
+			 * down, as if it had never accepted (a DEL is queued,
+			 * and replaying one that did happen is a no-op). */
+			agent_client_err_set(err, 0, "the agent went away before answering");
+			return -FLOWSDN_E_AGENT_UNREACHABLE;
+		}
 		agent_client_err_set(err, 0, "reading the reply failed");
 		return -FLOWSDN_E_AGENT_PROTOCOL;
 	}

@@ -7,8 +7,8 @@
  * (common/libagentapi.la): flowsdn-cni (cni/client.c) and flash-operator
  * (operator/) use it.  Not libcurl: the plugin is exec'd for every ADD.
  *
- * Errors: -FLOWSDN_E_AGENT_UNREACHABLE (no agent, or it closed without
- * answering), _TIMEOUT, _PROTOCOL (the answer is not what the API
+ * Errors: -FLOWSDN_E_AGENT_UNREACHABLE (no agent, or it closed or reset the
+ * connection without answering), _TIMEOUT, _PROTOCOL (the answer is not what the API
  * defines), -EINVAL, -ENOMEM; or the domain code of the agent's error
  * body (e.g. -FLOWSDN_E_NL_EXISTS), its message in @err.
  */

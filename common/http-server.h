@@ -14,7 +14,9 @@
  *   listener the oldest is closed for the newcomer.
  * - Complete heads go to libmicrohttpd, at most max_connections at once
  *   per listener, of which the last reserved_connections only take the
- *   requests reserved() names (503 for others).
+ *   requests reserved() names (503 for others, after waiting up to
+ *   200 ms for a slot: libmicrohttpd counts a connection until some time
+ *   after its socket closed).
  *
  * So neither slow clients nor stuck requests keep the reserved requests
  * from answering.  The door's own answers carry the body refusal() makes;

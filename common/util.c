@@ -4,8 +4,11 @@
 
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -278,6 +281,25 @@ out_free:
 	return r;
 }
 
+int64_t util_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void util_abstime_after_ms(struct timespec *ts, uint64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
 int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size)
 {
 	_cleanup_close_ int fd = -1;
@@ -303,6 +325,52 @@ const char *util_read_strerror(int err)
 		return "a symbolic link";
 	s = strerrordesc_np(err < 0 ? -err : err);
 	return s ? s : "unknown error";
+}
+
+int util_buf_append(struct util_buf *b, const void *s, size_t n, size_t max)
+{
+	if (n > SIZE_MAX - b->len - 1 || (max && b->len + n > max))
+		return -EMSGSIZE;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap = cap > SIZE_MAX / 2 ? b->len + n + 1 : cap * 2;
+		p = realloc(b->p, cap);
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+bool util_retry_after_parse(const char *line, size_t n, unsigned int *ret_seconds)
+{
+	unsigned long v = 0;
+	bool digits = false;
+	size_t i = 12;
+
+	if (n <= 12 || strncasecmp(line, "retry-after:", 12) != 0)
+		return false;
+	while (i < n && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	for (; i < n && line[i] >= '0' && line[i] <= '9'; i++) {
+		digits = true;
+		if (v < 86400)
+			v = v * 10 + (unsigned long)(line[i] - '0');
+	}
+	while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r' || line[i] == '\n'))
+		i++;
+	if (!digits || i != n)
+		return false;
+	*ret_seconds = v > 86400 ? 86400 : (unsigned int)v;
+	return true;
 }
 
 int util_mkdir_p(const char *dir, unsigned int mode)

@@ -48,6 +48,15 @@ bool util_opts_valid(const void *opts, size_t user_sz, size_t our_sz);
 	((opts) && (opts)->sz >= offsetof(__typeof__(*(opts)), field) + sizeof((opts)->field))
 #define OPTS_GET(opts, field, fallback) (OPTS_HAS(opts, field) ? (opts)->field : (fallback))
 
+struct timespec;
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t util_mono_ms(void);
+
+/* *@ts = CLOCK_REALTIME now + @ms: the absolute time of a
+ * pthread_cond_timedwait() deadline. */
+void util_abstime_after_ms(struct timespec *ts, uint64_t ms);
+
 /* Writes @size bytes to @path crash-safely: a temporary file in the same
  * directory, fsync, rename over @path, fsync of the directory.  @mode is
  * the new file's mode.  Returns 0 or -errno; @path is untouched on failure. */
@@ -94,6 +103,22 @@ int util_read_fd(int fd, size_t hint, size_t max, bool wipe, char **ret_data, si
  * -EINVAL for a NULL argument, -errno otherwise; outputs untouched on
  * failure. */
 int util_read_file(const char *path, size_t max, char **ret_data, size_t *ret_size);
+
+/* A growing NUL-terminated byte buffer (zero-initialized; free(b.p)). */
+struct util_buf {
+	char *p;
+	size_t len, cap;
+};
+
+/* Appends @n bytes at @s and keeps a NUL after them: 0, -EMSGSIZE when
+ * the length would pass @max (0: no bound), -ENOMEM; @b is unchanged on
+ * failure. */
+int util_buf_append(struct util_buf *b, const void *s, size_t n, size_t max);
+
+/* The delay of an HTTP Retry-After header line ("Retry-After: 3\r\n", @n
+ * bytes, the name in any case) in seconds, at most 86400: true when the
+ * line is one with delay-seconds (an HTTP date is not honoured). */
+bool util_retry_after_parse(const char *line, size_t n, unsigned int *ret_seconds);
 
 /* What a util_read_file() error means, for a message after the path:
  * "not a regular file" for -EBADFD, "a symbolic link" for -ELOOP, the

@@ -86,8 +86,10 @@ static int send_all(CURL *curl, curl_socket_t fd, const void *buf, size_t len, u
 }
 
 /* The query of the exec request: tty, replica, size, term, then each
- * argument as one command= (in order).  -E2BIG past QUERY_MAX. */
-static int exec_query(CURL *curl, const struct flash_client_exec_opts *o, char **ret)
+ * argument as one command= (in order), or with @argv_message
+ * "argv=message" instead (exec_argv_message() follows the handshake).
+ * -E2BIG past QUERY_MAX. */
+static int exec_query(CURL *curl, const struct flash_client_exec_opts *o, bool argv_message, char **ret)
 {
 	size_t cap = QUERY_MAX + 1, n = 0;
 	char *q = malloc(cap);
@@ -102,7 +104,9 @@ static int exec_query(CURL *curl, const struct flash_client_exec_opts *o, char *
 		n += (size_t)snprintf(q + n, cap - n, "&cols=%u&rows=%u", o->cols, o->rows);
 	if (o->tty)
 		n += (size_t)snprintf(q + n, cap - n, "&term=%s", o->term ? o->term : "xterm");
-	for (size_t i = 0; o->argv && i < o->argc; i++) {
+	if (argv_message)
+		n += (size_t)snprintf(q + n, cap - n, "&argv=message");
+	for (size_t i = 0; o->argv && !argv_message && i < o->argc; i++) {
 		char *e = curl_easy_escape(curl, o->argv[i], (int)strlen(o->argv[i]));
 		size_t el;
 
@@ -124,6 +128,31 @@ static int exec_query(CURL *curl, const struct flash_client_exec_opts *o, char *
 		return r;
 	}
 	*ret = q;
+	return 0;
+}
+
+/* The ARGV message of an argv too long for the URL: a JSON array of the
+ * arguments (freed by the caller).  -E2BIG past one message. */
+static int exec_argv_message(const struct flash_client_exec_opts *o, char **ret, size_t *ret_len)
+{
+	struct json_writer *w = json_writer_new(0);
+	char *text = NULL;
+	size_t len = 0;
+
+	if (!w)
+		return -ENOMEM;
+	jw_array_open(w);
+	for (size_t i = 0; i < o->argc; i++)
+		jw_string(w, o->argv[i]);
+	jw_array_close(w);
+	if (json_writer_finish(w, &text, &len) < 0)
+		return -ENOMEM;
+	if (len > EXEC_MESSAGE_MAX - 16) {
+		free(text);
+		return -E2BIG;
+	}
+	*ret = text;
+	*ret_len = len;
 	return 0;
 }
 
@@ -273,7 +302,8 @@ FLASH_API int flash_client_exec_open(struct flash_client *c, const char *service
 	const struct flash_client_exec_opts *o = opts ? opts : &defaults;
 	struct flash_client_exec *x = NULL;
 	struct flash_client_response *refusal = NULL;
-	char *query = NULL, *path = NULL, *url = NULL, *token = NULL;
+	char *query = NULL, *path = NULL, *url = NULL, *token = NULL, *argv_msg = NULL;
+	size_t argv_len = 0;
 	curl_socket_t sock = CURL_SOCKET_BAD;
 	CURLcode cc;
 	int r;
@@ -291,7 +321,13 @@ FLASH_API int flash_client_exec_open(struct flash_client *c, const char *service
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = exec_query(x->curl, o, &query);
+	r = exec_query(x->curl, o, false, &query);
+	if (r == -E2BIG && o->argv) {
+		/* Too long for the URL: in the first message instead. */
+		r = exec_argv_message(o, &argv_msg, &argv_len);
+		if (r == 0)
+			r = exec_query(x->curl, o, true, &query);
+	}
 	if (r < 0)
 		goto fail;
 	if (asprintf(&path, "/provider/v1/services/%s/exec%s", service_id, query) < 0 ||
@@ -334,6 +370,11 @@ FLASH_API int flash_client_exec_open(struct flash_client *c, const char *service
 		flash_client_exec_free(x);
 		x = NULL;
 	} else {
+		if (argv_msg) {
+			r = flash_client_exec_send(x, FLASH_EXEC_ARGV, argv_msg, argv_len);
+			if (r < 0)
+				goto fail;
+		}
 		*ret_session = x;
 	}
 	r = 0;
@@ -348,6 +389,7 @@ out:
 	free(query);
 	free(path);
 	free(url);
+	free(argv_msg);
 	return r;
 }
 

@@ -228,17 +228,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 	unsigned int *ra = ud;
 	size_t n = size * nmemb;
 
-	if (n > 12 && strncasecmp(ptr, "Retry-After:", 12) == 0) {
-		char buf[32];
-		size_t l = n - 12 < sizeof(buf) - 1 ? n - 12 : sizeof(buf) - 1;
-		unsigned long v;
-		char *end;
-
-		memcpy(buf, ptr + 12, l);
-		buf[l] = '\0';
-		v = strtoul(buf, &end, 10);
-		*ra = v > 86400 ? 86400 : (unsigned int)v;
-	}
+	(void)util_retry_after_parse(ptr, n, ra);
 	return n;
 }
 

@@ -95,6 +95,12 @@ struct flash_operator_config {
 	/* Web Shell sessions (section "exec"); 0 when unset. */
 	uint32_t exec_max_sessions;      /* exec.maxSessions */
 	uint32_t exec_session_limit_s;   /* exec.sessionLimitSeconds */
+
+	/* Autoscaling on one node (section "autoscaling"; the built-in
+	 * defaults 15, 300, 10). */
+	uint32_t as_period_s;            /* autoscaling.syncPeriodSeconds */
+	uint32_t as_window_s;            /* autoscaling.scaleDownStabilizationSeconds */
+	uint32_t as_tolerance_percent;   /* autoscaling.tolerancePercent */
 };
 
 /* The label every object carries and the selector label. */

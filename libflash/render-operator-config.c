@@ -206,6 +206,9 @@ static int read_labels(struct check_ctx *ctx, const struct json_value *v, void *
 static const struct json_int_range port_range = { 1, 65535 };
 static const struct json_int_range exec_sessions_range = { 1, 1024 };
 static const struct json_int_range exec_limit_range = { 1, 86400 };
+static const struct json_int_range as_period_range = { 1, 3600 };
+static const struct json_int_range as_window_range = { 0, 3600 };
+static const struct json_int_range as_tolerance_range = { 0, 99 };
 
 /* runtime.dns: at most 3 addresses (resolv.conf's MAXNS), kept as one
  * comma-separated string, the form --dns takes. */
@@ -285,6 +288,11 @@ static const struct json_field runtime_fields[] = {
 static const struct json_field exec_fields[] = {
 	F("maxSessions", JSON_NUMBER, json_read_uint32, exec_max_sessions, &exec_sessions_range),
 	F("sessionLimitSeconds", JSON_NUMBER, json_read_uint32, exec_session_limit_s, &exec_limit_range),
+};
+static const struct json_field autoscaling_fields[] = {
+	F("scaleDownStabilizationSeconds", JSON_NUMBER, json_read_uint32, as_window_s, &as_window_range),
+	F("syncPeriodSeconds", JSON_NUMBER, json_read_uint32, as_period_s, &as_period_range),
+	F("tolerancePercent", JSON_NUMBER, json_read_uint32, as_tolerance_percent, &as_tolerance_range),
 };
 static const struct json_field webhook_fields[] = {
 	F("caBundle", JSON_STRING, read_name, webhook_ca_bundle, RULE(STR_BASE64)),
@@ -380,6 +388,7 @@ static int check_mount(struct check_ctx *ctx, void *target)
 SECTION(read_runtime_classes, runtime_class_fields, NULL)
 SECTION(read_runtime, runtime_fields, NULL)
 SECTION(read_exec, exec_fields, NULL)
+SECTION(read_autoscaling, autoscaling_fields, NULL)
 SECTION(read_dns, dns_fields, check_dns)
 SECTION(read_persistence, persistence_fields, NULL)
 SECTION(read_port_range, port_range_fields, check_port_range)
@@ -471,6 +480,7 @@ static int read_mounts(struct check_ctx *ctx, const struct json_value *v, void *
 static const struct json_field root_fields[] = {
 	W("adminVolumeClaims", JSON_ARRAY, read_claims),
 	W("adminVolumeMounts", JSON_ARRAY, read_mounts),
+	W("autoscaling", JSON_OBJECT, read_autoscaling),
 	W("clusterDNS", JSON_OBJECT, read_dns),
 	W("exec", JSON_OBJECT, read_exec),
 	W("gateway", JSON_OBJECT, read_gateway),
@@ -580,6 +590,7 @@ static const char default_config[] =
 	"\"heteroNetworkCIDRs\":[\"100.64.0.0/10\"],"
 	"\"infrastructureCIDRs\":[],"
 	"\"persistence\":{\"enabled\":false},"
+	"\"autoscaling\":{\"syncPeriodSeconds\":15,\"scaleDownStabilizationSeconds\":300,\"tolerancePercent\":10},"
 	"\"adminVolumeClaims\":[],"
 	"\"adminVolumeMounts\":[],"
 	"\"publicPortRange\":{\"first\":30000,\"last\":32767},"
@@ -690,6 +701,9 @@ FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *
 	v.masquerade = config->rt_masquerade;
 	v.exec_max_sessions = config->exec_max_sessions;
 	v.exec_session_limit_s = config->exec_session_limit_s;
+	v.autoscale_period_s = config->as_period_s;
+	v.autoscale_window_s = config->as_window_s;
+	v.autoscale_tolerance_percent = config->as_tolerance_percent;
 	v.webhook_enabled = config->webhook_enabled;
 	v.webhook_listen = config->webhook_listen;
 	v.webhook_cert_file = config->webhook_cert_file;

@@ -54,6 +54,14 @@ void flowsdn__datapath_rodata(const struct flowsdn_datapath *dp, __u32 *egress_m
  * older one) / its removal (0 when none). */
 int flowsdn__tc_attach(int ifindex, bool ingress, int prog_fd);
 int flowsdn__tc_detach(int ifindex, bool ingress);
+/* Attaches @from_fd to the ingress and @to_fd to the egress of @ifindex
+ * in the datapath's mode: TCX links pinned under <dir>/links (a pinned
+ * link found there updated in place, an older tc filter of ours
+ * removed), in auto mode falling back to tc clsact with the reason
+ * logged; tc: our clsact filters, replaced in place.  Both or neither. */
+int flowsdn__hooks_attach(struct flowsdn_datapath *dp, int ifindex, int from_fd, int to_fd);
+/* Removes both kinds of attachment of ours from @ifindex. */
+int flowsdn__hooks_detach(struct flowsdn_datapath *dp, int ifindex);
 /* The address width of @p (32 or 128), or -EINVAL for a NULL prefix, a
  * family that is neither or a length beyond the width. */
 int flowsdn__prefix_bits(const struct flowsdn_prefix *p);

@@ -4,10 +4,16 @@
  * flowsdn_datapath_uplink_attach()): loaded once per uplink with the
  * node's addresses and SNAT port range as load-time constants, sharing
  * the maps pinned by the datapath, pinned as
- * <dir>/prog_from_uplink_<ifindex> and attached to the interface's tc
- * ingress (clsact filter; it lives as long as the interface or until
- * detached); to_uplink, the host firewall's tracking of what the node
- * sends, likewise as <dir>/prog_to_uplink_<ifindex> on the tc egress.
+ * <dir>/prog_from_uplink_<ifindex> and attached to the interface's
+ * ingress; to_uplink (the egress translation of ICMP errors, the host
+ * firewall's tracking of what the node sends) likewise as
+ * <dir>/prog_to_uplink_<ifindex> on its egress.  Attached as endpoint
+ * programs are (flowsdn__hooks_attach()): TCX links pinned under
+ * <dir>/links where the kernel has TCX, updated in place by the next
+ * agent, an older clsact filter of ours removed; else, or when TCX
+ * refuses the interface in auto mode (logged with the reason), clsact
+ * filters replaced in place.  Either lives as long as the interface or
+ * until detached.
  */
 #include "config.h"
 
@@ -94,12 +100,10 @@ FLOWSDN_API int flowsdn_datapath_uplink_attach(struct flowsdn_datapath *dp, int 
 		pr_warn("pin %s: %s", path, strerror(-r));
 		goto out_unpin;
 	}
-	r = flowsdn__tc_attach(ifindex, true, bpf_program__fd(skel->progs.from_uplink));
-	if (r == 0)
-		r = flowsdn__tc_attach(ifindex, false, bpf_program__fd(skel->progs.to_uplink));
+	r = flowsdn__hooks_attach(dp, ifindex, bpf_program__fd(skel->progs.from_uplink),
+				  bpf_program__fd(skel->progs.to_uplink));
 	if (r == 0)
 		goto out;
-	flowsdn__tc_detach(ifindex, true);
 out_unpin:
 	unlink(path);
 	unlink(epath);
@@ -116,16 +120,14 @@ FLOWSDN_API int flowsdn_datapath_uplink_detach(struct flowsdn_datapath *dp, int 
 
 	if (!dp || ifindex <= 0)
 		return -EINVAL;
+	r = flowsdn__hooks_detach(dp, ifindex);
 	for (int ingress = 1; ingress >= 0; ingress--) {
 		int e = uplink_pin_path(flowsdn__datapath_pin_dir(dp), ifindex, ingress, path, sizeof(path));
 
 		if (e < 0)
 			return e;
-		e = flowsdn__tc_detach(ifindex, ingress);
-		if (unlink(path) < 0 && errno != ENOENT && e == 0)
-			e = -errno;
-		if (e < 0 && r == 0)
-			r = e;
+		if (unlink(path) < 0 && errno != ENOENT && r == 0)
+			r = -errno;
 	}
 	return r;
 }

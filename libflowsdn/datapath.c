@@ -504,12 +504,16 @@ static int ensure_links_dir(struct flowsdn_datapath *dp)
 
 FLOWSDN_API int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex)
 {
-	int from, to, r;
-
 	if (!dp || ifindex <= 0)
 		return -EINVAL;
-	from = bpf_program__fd(dp->skel->progs.from_container);
-	to = bpf_program__fd(dp->skel->progs.to_container);
+	return flowsdn__hooks_attach(dp, ifindex, bpf_program__fd(dp->skel->progs.from_container),
+				     bpf_program__fd(dp->skel->progs.to_container));
+}
+
+int flowsdn__hooks_attach(struct flowsdn_datapath *dp, int ifindex, int from, int to)
+{
+	int r;
+
 	if (dp->mode == FLOWSDN_ATTACH_TCX) {
 		r = ensure_links_dir(dp);
 		if (r < 0)
@@ -522,7 +526,7 @@ FLOWSDN_API int flowsdn_datapath_attach(struct flowsdn_datapath *dp, int ifindex
 			tcx_detach_one(dp, ifindex, false);
 			if (!dp->auto_mode || r == -ENODEV)
 				return r;
-			pr_info("ifindex %d: TCX refused, attaching with tc clsact", ifindex);
+			pr_info("ifindex %d: TCX refused (%s), attaching with tc clsact", ifindex, flowsdn_strerror(r));
 			goto tc;
 		}
 		/* An older tc attachment of ours would run the old programs too. */
@@ -543,10 +547,15 @@ tc:
 
 FLOWSDN_API int flowsdn_datapath_detach(struct flowsdn_datapath *dp, int ifindex)
 {
-	int r = 0, t;
-
 	if (!dp || ifindex <= 0)
 		return -EINVAL;
+	return flowsdn__hooks_detach(dp, ifindex);
+}
+
+int flowsdn__hooks_detach(struct flowsdn_datapath *dp, int ifindex)
+{
+	int r = 0, t;
+
 	/* Both kinds: an endpoint may have been attached by an agent in the
 	 * other mode. */
 	t = tcx_detach_one(dp, ifindex, true);

@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -218,23 +219,42 @@ FLOWSDN_API int flowsdn_netlink_sock_destroy(const struct flowsdn_addr *peer, ui
 	return fd < 0 ? fd : destroy_through(fd, peer, port, protocol, ret_count);
 }
 
-/* In the helper thread: the socket, opened in its netns. */
+struct open_args {
+	uint64_t netns_ino; /* 0: not checked */
+	int fd;
+};
+
+/* In the helper thread: the socket, opened in its netns once that is the
+ * namespace the caller recorded (the inode of the namespace the thread
+ * is in now, not of what the path names: nothing can change between the
+ * check and the socket). */
 static int open_cb(void *arg)
 {
-	int fd = diag_socket();
+	struct open_args *a = arg;
+	struct stat st;
+	int fd;
 
+	if (a->netns_ino) {
+		if (stat("/proc/thread-self/ns/net", &st) < 0)
+			return -errno;
+		if ((uint64_t)st.st_ino != a->netns_ino)
+			return -FLOWSDN_E_NL_MISMATCH;
+	}
+	fd = diag_socket();
 	if (fd >= 0)
-		*(int *)arg = fd;
+		a->fd = fd;
 	return fd < 0 ? fd : 0;
 }
 
-FLOWSDN_API int flowsdn_netlink_sock_destroy_netns(const char *netns_path, const struct flowsdn_addr *peer,
-						   uint16_t port, uint8_t protocol, size_t *ret_count)
+FLOWSDN_API int flowsdn_netlink_sock_destroy_netns(const char *netns_path, uint64_t netns_ino,
+						   const struct flowsdn_addr *peer, uint16_t port, uint8_t protocol,
+						   size_t *ret_count)
 {
-	int fd = -1, r;
+	struct open_args a = { .netns_ino = netns_ino, .fd = -1 };
+	int r;
 
 	if (!netns_path || !args_valid(peer, port, protocol))
 		return -EINVAL;
-	r = flowsdn__netns_run_at(netns_path, NULL, open_cb, &fd);
-	return r < 0 ? r : destroy_through(fd, peer, port, protocol, ret_count);
+	r = flowsdn__netns_run_at(netns_path, NULL, open_cb, &a);
+	return r < 0 ? r : destroy_through(a.fd, peer, port, protocol, ret_count);
 }

@@ -16,6 +16,7 @@
 #include <flash/render.h>
 #include <flash/spec.h>
 
+#include "autoscale.h"
 #include "daemon.h"
 #include "meter-clock.h"
 #include "registry-auth.h"
@@ -33,6 +34,7 @@ struct op_daemon {
 	struct op_provider *provider;
 	struct op_http *http;
 	struct op_runtime *runtime;
+	struct op_autoscale *autoscale;
 	struct op_image_settings registry;
 	struct op_registry_auth auth;
 	struct op_image_ops image;
@@ -108,6 +110,38 @@ static int runtime_settings(struct op_runtime_opts *ro, const struct flash_opera
 		snprintf(err, err_size, "runtime.dir needs runtime.cniBinDir (or --cni-bin-dir)");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The autoscaler beside the runtime: the command line's settings over
+ * the configuration's autoscaling section. */
+static int autoscale_start(struct op_daemon *d, const struct op_daemon_opts *opts, const char *cgroup_parent,
+			   char *err, size_t err_size)
+{
+	const struct op_daemon_autoscale *f = OPTS_GET(opts, autoscale, NULL);
+	struct flash_operator_runtime cr = { .sz = sizeof(cr) };
+	struct op_autoscale_opts ao = { .sz = sizeof(ao), .runtime = d->runtime, .services = op_provider_live_services,
+					.event = op_provider_event, .ctx = d->provider, .cgroup_parent = cgroup_parent,
+					.window_s = -1, .tolerance_percent = -1 };
+	int r;
+
+	if (flash_operator_config_runtime(d->config, &cr) == 0) {
+		ao.period_s = cr.autoscale_period_s;
+		ao.window_s = (int)cr.autoscale_window_s;
+		ao.tolerance_percent = (int)cr.autoscale_tolerance_percent;
+	}
+	if (f && f->period_s > 0)
+		ao.period_s = (unsigned int)f->period_s;
+	if (f && f->window_s >= 0)
+		ao.window_s = f->window_s;
+	if (f && f->tolerance_percent >= 0)
+		ao.tolerance_percent = f->tolerance_percent;
+	r = op_autoscale_start(&ao, &d->autoscale);
+	if (r < 0) {
+		snprintf(err, err_size, "the autoscaler: %s", strerror(-r));
+		return r;
+	}
+	op_provider_set_autoscale(d->provider, d->autoscale);
 	return 0;
 }
 
@@ -318,6 +352,9 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		if (r < 0)
 			goto fail;
 		op_provider_set_runtime(d->provider, d->runtime);
+		r = autoscale_start(d, opts, ro.cgroup_parent, err, err_size);
+		if (r < 0)
+			goto fail;
 	}
 	r = op_http_start(d->provider, &opts->http, &d->http, err, err_size);
 	if (r < 0)
@@ -355,6 +392,7 @@ void op_daemon_stop(struct op_daemon *d)
 		return;
 	op_webhook_stop(d->webhook);
 	op_http_stop(d->http);
+	op_autoscale_stop(d->autoscale);
 	op_runtime_stop(d->runtime);
 	op_provider_free(d->provider);
 	op_meter_clock_free(d->meter_clock);

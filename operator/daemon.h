@@ -16,6 +16,13 @@
 #include "http.h"
 #include "provider.h"
 
+/* Autoscaling settings from the command line (flash-operator(8)
+ * --autoscale-period, --autoscale-window, --autoscale-tolerance); each
+ * < 0 (period: <= 0) takes the configuration's autoscaling section. */
+struct op_daemon_autoscale {
+	int period_s, window_s, tolerance_percent;
+};
+
 struct op_daemon_opts {
 	size_t sz;
 	const char *state_dir;   /* required: the store is STATE_DIR/flash.db */
@@ -47,6 +54,9 @@ struct op_daemon_opts {
 	/* For tests: the metering clock read from this file (meter-clock.h);
 	 * NULL: the real clock. */
 	const char *test_meter_clock;
+	/* Autoscaling (autoscale.h), with the runtime; NULL: the
+	 * configuration's settings. */
+	const struct op_daemon_autoscale *autoscale;
 };
 
 struct op_daemon;

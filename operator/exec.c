@@ -36,6 +36,10 @@
 #define SEND_STALL_MS 30000            /* a client that reads nothing this long is gone */
 #define DRAIN_MS 200                   /* output still coming after the process exited */
 #define KILL_GRACE_MS 2000
+#define PIDFILE_WAIT_MS 10000          /* runsc exec alive without its pid file: killed after */
+#define PIDFILE_POLL_MS 20
+#define ARGV_WAIT_MS 10000             /* argv_in_message: the first message within */
+#define ARG_MAX_BYTES 65536            /* one argument, as the client's URL form allows */
 
 struct op_shell {
 	struct op_shell_opts o;
@@ -53,6 +57,7 @@ struct op_shell_session {
 	struct op_exec_target target;
 	char **argv;
 	size_t argc;
+	bool argv_pending;            /* argv_in_message: not read yet */
 	bool tty;
 	unsigned short cols, rows;
 	uint64_t seq;
@@ -75,14 +80,6 @@ struct op_shell_session {
 	char procfile[4200], pidfile[4200];
 	uint8_t buf[WS_FRAME_HEAD_MAX + 1 + CHUNK];
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int op_shell_new(const struct op_shell_opts *opts, struct op_shell **ret)
 {
@@ -187,8 +184,11 @@ int op_shell_reserve(struct op_shell *sh, const struct op_shell_params *p, struc
 	struct op_shell_session *s;
 	bool failed = false;
 
-	if (!sh || !p || !p->target || !p->service_id || !ret || argc == 0 || argc > OP_SHELL_ARGS_MAX)
+	if (!sh || !p || !p->target || !p->service_id || !ret || argc == 0 || argc > OP_SHELL_ARGS_MAX ||
+	    (p->argv_in_message && p->argv))
 		return -EINVAL;
+	if (p->argv_in_message)
+		argc = 0; /* read from the first message (read_argv()) */
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -202,7 +202,8 @@ int op_shell_reserve(struct op_shell *sh, const struct op_shell_params *p, struc
 	s->who = strdup(p->who ? p->who : "");
 	s->service = strdup(p->service_id);
 	s->term = strdup(p->term ? p->term : "xterm");
-	s->argv = calloc(argc, sizeof(*s->argv));
+	s->argv_pending = p->argv_in_message;
+	s->argv = calloc(argc ? argc : 1, sizeof(*s->argv));
 	failed = !s->who || !s->service || !s->term || !s->argv;
 	for (size_t i = 0; !failed && i < argc; i++) {
 		s->argv[i] = strdup(argv[i]);
@@ -456,7 +457,7 @@ fail:
 /* Waits up to @ms for the runsc exec child; true when it was reaped. */
 static bool reap(struct op_shell_session *s, int ms, int *ret_status)
 {
-	int64_t end = mono_ms() + ms;
+	int64_t end = util_mono_ms() + ms;
 
 	for (;;) {
 		pid_t r = waitpid(s->pid, ret_status, WNOHANG);
@@ -465,38 +466,59 @@ static bool reap(struct op_shell_session *s, int ms, int *ret_status)
 			return true;
 		if (r < 0 && errno != EINTR)
 			return false;
-		if (mono_ms() >= end)
+		if (util_mono_ms() >= end)
 			return false;
 		if (s->pidfd >= 0) {
 			struct pollfd p = { .fd = s->pidfd, .events = POLLIN };
 
-			poll(&p, 1, (int)(end - mono_ms() > 0 ? end - mono_ms() : 0));
+			poll(&p, 1, (int)(end - util_mono_ms() > 0 ? end - util_mono_ms() : 0));
 		} else {
 			usleep(10000);
 		}
 	}
 }
 
-/* Ends the process in the sandbox (runsc kill --pid of its
- * container-internal pid), then runsc exec itself. */
-static void kill_process(struct op_shell_session *s, int *ret_status)
+/* The process's pid inside the sandbox, as runsc exec wrote it once the
+ * process started (--internal-pid-file); 0 while there is none. */
+static unsigned long sandbox_pid(const struct op_shell_session *s)
 {
-	char *text = NULL, pidbuf[24];
+	char *text = NULL;
 	size_t len = 0;
+	unsigned long v = 0;
 
 	if (util_read_file(s->pidfile, 64, &text, &len) == 0) {
-		unsigned long v = strtoul(text, NULL, 10);
-
-		if (v > 0 && v < 1u << 22) {
-			const char *argv[] = { s->target.runsc, "--root", s->target.root, "kill", "--pid", pidbuf,
-					       s->target.container, "KILL", NULL };
-			struct op_exec e = { .argv = argv, .timeout_ms = 10000 };
-			int st;
-
-			snprintf(pidbuf, sizeof(pidbuf), "%lu", v);
-			(void)op_exec_run(&e, &st, NULL, NULL);
-		}
+		v = strtoul(text, NULL, 10);
+		if (v >= 1u << 22)
+			v = 0;
 		free(text);
+	}
+	return v;
+}
+
+/* Ends the process in the sandbox (runsc kill --pid of its
+ * container-internal pid), then runsc exec itself.  A session ended
+ * before runsc exec wrote the pid file waits for it while runsc exec
+ * lives (up to PIDFILE_WAIT_MS): killing runsc exec first would leave a
+ * process it was starting running in the sandbox, unseen. */
+static void kill_process(struct op_shell_session *s, int *ret_status)
+{
+	int64_t end = util_mono_ms() + PIDFILE_WAIT_MS;
+	unsigned long v = sandbox_pid(s);
+	char pidbuf[24];
+
+	while (!v && util_mono_ms() < end) {
+		if (reap(s, PIDFILE_POLL_MS, ret_status))
+			return; /* runsc exec ended: so did the process, or it never started */
+		v = sandbox_pid(s);
+	}
+	if (v) {
+		const char *argv[] = { s->target.runsc, "--root", s->target.root, "kill", "--pid", pidbuf,
+				       s->target.container, "KILL", NULL };
+		struct op_exec e = { .argv = argv, .timeout_ms = 10000 };
+		int st;
+
+		snprintf(pidbuf, sizeof(pidbuf), "%lu", v);
+		(void)op_exec_run(&e, &st, NULL, NULL);
 	}
 	if (!reap(s, KILL_GRACE_MS, ret_status)) {
 		kill(s->pid, SIGKILL);
@@ -508,14 +530,14 @@ static void kill_process(struct op_shell_session *s, int *ret_status)
 
 static int send_raw(struct op_shell_session *s, const uint8_t *buf, size_t len)
 {
-	int64_t deadline = mono_ms() + SEND_STALL_MS;
+	int64_t deadline = util_mono_ms() + SEND_STALL_MS;
 
 	while (len) {
 		ssize_t n = send(s->fd, buf, len, MSG_NOSIGNAL);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 			struct pollfd p = { .fd = s->fd, .events = POLLOUT };
-			int64_t left = deadline - mono_ms();
+			int64_t left = deadline - util_mono_ms();
 
 			if (left <= 0 || poll(&p, 1, (int)left) == 0)
 				return -ETIMEDOUT;
@@ -752,11 +774,11 @@ static void finish(struct op_shell_session *s, int status, const char *reason, c
 /* After the process exited: what it wrote last, for a short while. */
 static void drain(struct op_shell_session *s)
 {
-	int64_t end = mono_ms() + DRAIN_MS;
+	int64_t end = util_mono_ms() + DRAIN_MS;
 
 	while ((s->out_fd >= 0 || s->err_fd >= 0) && !s->client_gone) {
 		struct pollfd p[2] = { { .fd = s->out_fd, .events = POLLIN }, { .fd = s->err_fd, .events = POLLIN } };
-		int64_t left = end - mono_ms();
+		int64_t left = end - util_mono_ms();
 
 		if (left <= 0 || poll(p, 2, (int)left) <= 0)
 			break;
@@ -772,10 +794,88 @@ static void drain(struct op_shell_session *s)
 	}
 }
 
+/* argv_in_message: the client's first data message, ARGV and a JSON
+ * array of 1..OP_SHELL_ARGS_MAX strings (at most ARG_MAX_BYTES each),
+ * within ARGV_WAIT_MS; pings are answered meanwhile.  0, or -EBADMSG /
+ * -ETIMEDOUT / -ENOMEM / -EPIPE with @err. */
+static int read_argv(struct op_shell_session *s, char *err, size_t err_size)
+{
+	int64_t end = util_mono_ms() + ARGV_WAIT_MS;
+	struct json_value *doc = NULL;
+	struct ws_message m;
+	int r;
+
+	for (;;) {
+		uint8_t tmp[CHUNK];
+		struct pollfd p = { .fd = s->fd, .events = POLLIN };
+		int64_t left = end - util_mono_ms();
+		size_t room = ws_conn_room(s->ws);
+		ssize_t n;
+
+		r = ws_conn_next(s->ws, &m);
+		if (r < 0) {
+			snprintf(err, err_size, "%s", ws_conn_error(s->ws));
+			return -EBADMSG;
+		}
+		if (r == 1 && m.opcode == WS_OP_PING) {
+			(void)send_frame(s, WS_OP_PONG, m.data, m.len);
+			continue;
+		}
+		if (r == 1 && m.opcode != WS_OP_PONG)
+			break;
+		if (r == 1)
+			continue;
+		if (left <= 0) {
+			snprintf(err, err_size, "no ARGV message within %d s (argv=message)", ARGV_WAIT_MS / 1000);
+			return -ETIMEDOUT;
+		}
+		if (poll(&p, 1, (int)left) <= 0)
+			continue;
+		n = recv(s->fd, tmp, room < sizeof(tmp) ? room : sizeof(tmp), 0);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0 || ws_conn_feed(s->ws, tmp, (size_t)n) < 0) {
+			s->client_gone = n <= 0;
+			snprintf(err, err_size, "the client went away before its ARGV message");
+			return -EPIPE;
+		}
+	}
+	if (m.opcode != WS_OP_BINARY || m.len < 1 || m.data[0] != FLASH_EXEC_ARGV ||
+	    json_parse((const char *)m.data + 1, m.len - 1, NULL, &doc, NULL) < 0 || doc->type != JSON_ARRAY ||
+	    doc->u.array.n == 0 || doc->u.array.n > OP_SHELL_ARGS_MAX) {
+		json_free(doc);
+		snprintf(err, err_size, "the first message must be ARGV (channel %d) with a JSON array of 1..%u strings",
+			 FLASH_EXEC_ARGV, OP_SHELL_ARGS_MAX);
+		return -EBADMSG;
+	}
+	free(s->argv);
+	s->argv = calloc(doc->u.array.n, sizeof(*s->argv));
+	r = s->argv ? 0 : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < doc->u.array.n; i++) {
+		const char *a = NULL;
+
+		if (json_get_string(doc->u.array.items[i], &a) < 0 || doc->u.array.items[i]->u.string.has_nul ||
+		    strlen(a) > ARG_MAX_BYTES) {
+			snprintf(err, err_size, "ARGV item %zu is not a string of at most %d bytes without NUL", i,
+				 ARG_MAX_BYTES);
+			r = -EBADMSG;
+		} else if (!(s->argv[i] = strdup(a))) {
+			r = -ENOMEM;
+		} else {
+			s->argc = i + 1;
+		}
+	}
+	json_free(doc);
+	if (r == -ENOMEM)
+		snprintf(err, err_size, "out of memory");
+	s->argv_pending = r < 0;
+	return r;
+}
+
 static void *session_main(void *arg)
 {
 	struct op_shell_session *s = arg;
-	int64_t t0 = mono_ms(), deadline = t0 + (int64_t)s->sh->o.limit_s * 1000;
+	int64_t t0 = util_mono_ms(), deadline = t0 + (int64_t)s->sh->o.limit_s * 1000;
 	const char *reason = NULL;
 	char err[256], msg[160];
 	int status = -1;
@@ -786,6 +886,12 @@ static void *session_main(void *arg)
 		finish(s, -1, "internal", "out of memory");
 		goto out;
 	}
+	if (s->argv_pending && read_argv(s, err, sizeof(err)) < 0) {
+		audit(s, "exec-start", -1, -1, NULL);
+		audit(s, "exec-end", 0, -1, "bad-argv");
+		finish(s, -1, "bad-argv", err);
+		goto out;
+	}
 	if (spawn(s, err, sizeof(err)) < 0) {
 		audit(s, "exec-start", -1, -1, NULL);
 		audit(s, "exec-end", 0, -1, "start-failed");
@@ -793,8 +899,9 @@ static void *session_main(void *arg)
 		goto out;
 	}
 	audit(s, "exec-start", -1, -1, NULL);
-	/* Bytes the server read with the head are messages too. */
-	if (s->extra_len) {
+	/* Bytes the server read with the head are messages too, and so is
+	 * what came after ARGV. */
+	{
 		struct ws_message m;
 
 		while (ws_conn_next(s->ws, &m) == 1)
@@ -804,7 +911,7 @@ static void *session_main(void *arg)
 	while (!reason && !exited) {
 		struct pollfd p[6];
 		int np = 0, i_ws = -1, i_pid = -1, i_out = -1, i_err = -1, i_in = -1;
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - util_mono_ms();
 
 		if (left <= 0) {
 			reason = "time-limit";
@@ -869,7 +976,7 @@ static void *session_main(void *arg)
 		snprintf(msg, sizeof(msg), "the operator is shutting down");
 	else
 		snprintf(msg, sizeof(msg), "%s", reason ? reason : "");
-	audit(s, "exec-end", mono_ms() - t0, status, reason);
+	audit(s, "exec-end", util_mono_ms() - t0, status, reason);
 	finish(s, status, reason, msg);
 	unlink(s->procfile);
 	unlink(s->pidfile);

@@ -56,8 +56,12 @@ struct op_shell_params {
 	const char *who;          /* the caller, for the audit ("kid K org O project P") */
 	const char *service_id;
 	const struct op_exec_target *target;
-	const char *const *argv;  /* NULL: /bin/sh */
+	const char *const *argv;  /* NULL: /bin/sh (unless argv_in_message) */
 	size_t argc;
+	/* The argv comes in the client's first message instead (ARGV: a
+	 * JSON array of 1..OP_SHELL_ARGS_MAX strings), for one too large for
+	 * the URL; argv must be NULL. */
+	bool argv_in_message;
 	bool tty;
 	unsigned short cols, rows; /* tty; 0: 80x24 */
 	const char *term;          /* tty; NULL: xterm */

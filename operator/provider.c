@@ -35,6 +35,7 @@ struct op_provider {
 	pthread_mutex_t lock; /* store + meter + get cache */
 	struct flash_meter *meter;
 	struct op_runtime *runtime; /* NULL: services stay admitted */
+	struct op_autoscale *autoscale; /* NULL: none */
 	struct op_get_cache *get_cache;
 	struct op_shell *shell;     /* NULL once stopped */
 };
@@ -245,7 +246,22 @@ static void o_replica(struct out *o, const void *v, size_t i)
 	o_kuint(o, "restarts", r->restarts);
 }
 
-static void o_runtime_status(struct out *o, const struct op_service_status *st)
+/* The autoscaler's last decision (autoscale.h). */
+static void o_autoscale(struct out *o, const struct op_autoscale_view *v)
+{
+	o_key(o, "autoscaling");
+	o_open(o);
+	o_kuint(o, "current_replicas", v->current);
+	o_kuint(o, "desired_replicas", v->desired);
+	o_kuint(o, "measured_replicas", v->measured);
+	o_kuint(o, "cpu_percent", v->utilisation_percent);
+	o_kstr(o, "reason", v->reason);
+	if (v->last_scaled)
+		o_time(o, "last_scaled_at", v->last_scaled);
+	o_close(o);
+}
+
+static void o_runtime_status(struct out *o, const struct op_service_status *st, const struct op_autoscale_view *as)
 {
 	o_kstr(o, "phase", st->phase);
 	o_kbool(o, "ready", st->ready);
@@ -254,12 +270,14 @@ static void o_runtime_status(struct out *o, const struct op_service_status *st)
 	o_kuint(o, "replicas_ready", st->ready_replicas);
 	o_kuint(o, "restarts", st->restarts);
 	o_objects(o, "replicas", st->n_replicas, o_replica, st->replicas);
+	if (as)
+		o_autoscale(o, as);
 }
 
 /* @st: the runtime's view of the service, NULL when there is none yet
- * (or no runtime). */
+ * (or no runtime); @as: the autoscaler's, NULL when none. */
 static void o_service(struct out *o, const struct op_service *s, const struct op_event *ev, size_t n_ev,
-		      const struct op_service_status *st)
+		      const struct op_service_status *st, const struct op_autoscale_view *as)
 {
 	o_open(o);
 	o_kstr(o, "id", s->id);
@@ -270,7 +288,7 @@ static void o_service(struct out *o, const struct op_service *s, const struct op
 	o_key(o, "status");
 	o_open(o);
 	if (st) {
-		o_runtime_status(o, st);
+		o_runtime_status(o, st, as);
 	} else {
 		o_kstr(o, "phase", s->phase);
 		o_kbool(o, "ready", false);
@@ -295,14 +313,15 @@ static void o_service(struct out *o, const struct op_service *s, const struct op
 }
 
 static int service_json(const struct op_service *s, const struct op_event *ev, size_t n_ev,
-			const struct op_service_status *st, char **ret, size_t *ret_len)
+			const struct op_service_status *st, const struct op_autoscale_view *as, char **ret,
+			size_t *ret_len)
 {
 	struct out o;
 	int r = o_begin(&o);
 
 	if (r < 0)
 		return r;
-	o_service(&o, s, ev, n_ev, st);
+	o_service(&o, s, ev, n_ev, st, as);
 	return o_end(&o, ret, ret_len);
 }
 
@@ -441,13 +460,12 @@ int op_provider_suspended(void *ctx, const struct op_service *s, const struct fl
 
 /* ---------------------------------------------------------------- lifecycle */
 
-/* A session's start or end: an event of its service (its own
- * transaction), counted in /metrics. */
-static void exec_audit(void *ctx, const char *service_id, const char *type, const char *message)
+void op_provider_event(void *ctx, const char *service_id, const char *type, const char *message)
 {
 	struct op_provider *p = ctx;
 
-	op_metrics_exec(p->o.metrics, strcmp(type, "exec-start") == 0 ? 1 : -1);
+	if (!p || !service_id || !type || !message)
+		return;
 	pthread_mutex_lock(&p->lock);
 	if (op_store_begin(p->o.store) == 0) {
 		if (op_store_event_add(p->o.store, service_id, now_of(p), type, message) == 0 &&
@@ -458,6 +476,16 @@ static void exec_audit(void *ctx, const char *service_id, const char *type, cons
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
+}
+
+/* A session's start or end: an event of its service, counted in
+ * /metrics. */
+static void exec_audit(void *ctx, const char *service_id, const char *type, const char *message)
+{
+	struct op_provider *p = ctx;
+
+	op_metrics_exec(p->o.metrics, strcmp(type, "exec-start") == 0 ? 1 : -1);
+	op_provider_event(p, service_id, type, message);
 }
 
 int op_provider_new(const struct op_provider_opts *opts, struct op_provider **ret)
@@ -538,6 +566,12 @@ void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt)
 {
 	if (p)
 		p->runtime = rt;
+}
+
+void op_provider_set_autoscale(struct op_provider *p, struct op_autoscale *as)
+{
+	if (p)
+		p->autoscale = as;
 }
 
 int op_provider_live_services(void *ctx, struct op_service ***ret, size_t *ret_n)
@@ -961,7 +995,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	sv.n_ports = n_ports;
 	memcpy(sv.charge, mine.amount, sizeof(sv.charge));
 	sv.answer_status = c->action == FLASH_AUTH_ACTION_CREATE ? 201 : 200;
-	if (service_json(&sv, NULL, 0, NULL, &sv.answer, &(size_t){ 0 }) < 0) {
+	if (service_json(&sv, NULL, 0, NULL, NULL, &sv.answer, &(size_t){ 0 }) < 0) {
 		set_static_500(ret);
 		goto out;
 	}
@@ -1154,6 +1188,7 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 	struct op_service *s = NULL;
 	struct op_event *ev = NULL;
 	struct op_service_status st;
+	struct op_autoscale_view asv;
 	struct op_get_hit hit;
 	size_t n_ev = 0;
 	uint64_t changes;
@@ -1189,7 +1224,9 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 	else if (!s || s->deleted)
 		answer_not_found(ret, id);
 	else if (service_json(s, ev ? ev : (struct op_event[1]){ { 0 } }, n_ev,
-			      op_runtime_status(p->runtime, s->id, &st) == 0 ? &st : NULL, &ret->body, &ret->body_len) < 0)
+			      op_runtime_status(p->runtime, s->id, &st) == 0 ? &st : NULL,
+			      op_autoscale_status(p->autoscale, s->id, &asv) == 0 ? &asv : NULL, &ret->body,
+			      &ret->body_len) < 0)
 		set_static_500(ret);
 	else
 		ret->status = 200;
@@ -1231,8 +1268,10 @@ static void handle_list(struct op_provider *p, const struct op_request *req, str
 	o_aopen(&o);
 	for (size_t i = 0; i < n; i++) {
 		struct op_service_status st;
+		struct op_autoscale_view asv;
 
-		o_service(&o, list[i], NULL, 0, op_runtime_status(p->runtime, list[i]->id, &st) == 0 ? &st : NULL);
+		o_service(&o, list[i], NULL, 0, op_runtime_status(p->runtime, list[i]->id, &st) == 0 ? &st : NULL,
+			  op_autoscale_status(p->autoscale, list[i]->id, &asv) == 0 ? &asv : NULL);
 	}
 	o_aclose(&o);
 	o_close(&o);
@@ -1499,7 +1538,8 @@ static void handle_logs(struct op_provider *p, const struct op_request *req, str
 /* ---------------------------------------------------------------- exec */
 
 /* GET /provider/v1/services/ID/exec?tty=0|1[&replica=N][&cols=C&rows=R]
- * [&term=T][&command=ARG]...: a WebSocket handshake.  Checked in the
+ * [&term=T][&command=ARG]...|[&argv=message]: a WebSocket handshake
+ * (argv=message: the argv comes in the first message, exec.h).  Checked in the
  * order a caller learns most from: the token, the handshake, the query,
  * the service, a ready replica, a free session slot. */
 static void handle_exec(struct op_provider *p, const struct op_request *req, struct command *c, const char *id,
@@ -1511,6 +1551,7 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 				  .version = HDR("Sec-WebSocket-Version"), .key = HDR("Sec-WebSocket-Key"),
 				  .protocol = HDR("Sec-WebSocket-Protocol") };
 	const char *tty = Q("tty"), *rs = Q("replica"), *cs = Q("cols"), *rws = Q("rows"), *term = Q("term");
+	const char *argv_q = Q("argv");
 	const char *argv[OP_SHELL_ARGS_MAX];
 	struct op_shell_params sp = { 0 };
 	struct op_exec_target t;
@@ -1532,10 +1573,11 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 	    (cs && !query_uint(cs, 1, 65535, &cols)) || (rws && !query_uint(rws, 1, 65535, &rows)) ||
 	    (term && (!term[0] || strlen(term) > 64 ||
 		      term[strspn(term, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+")])) ||
-	    argc > OP_SHELL_ARGS_MAX) {
+	    argc > OP_SHELL_ARGS_MAX || (argv_q && (strcmp(argv_q, "message") != 0 || argc > 0))) {
 		answer_error(ret, 400, "bad-request",
 			     "the query takes tty=0|1, replica=0..65535, cols and rows 1..65535, term (letters, digits, "
-			     "-_.+, at most 64) and at most %u command= arguments",
+			     "-_.+, at most 64) and at most %u command= arguments, or argv=message (the argv in the first "
+			     "message) instead of them",
 			     OP_SHELL_ARGS_MAX);
 		return;
 	}
@@ -1565,7 +1607,8 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 	}
 	snprintf(who, sizeof(who), "kid %s org %s project %s", flash_auth_token_kid(c->token), c->org, c->project);
 	sp = (struct op_shell_params){ .who = who, .service_id = id, .target = &t, .argv = argc ? argv : NULL,
-				       .argc = argc, .tty = tty && !strcmp(tty, "1"), .cols = (unsigned short)cols,
+				       .argc = argc, .argv_in_message = argv_q != NULL,
+				       .tty = tty && !strcmp(tty, "1"), .cols = (unsigned short)cols,
 				       .rows = (unsigned short)rows, .term = term };
 	pthread_mutex_lock(&p->lock);
 	r = p->shell ? op_shell_reserve(p->shell, &sp, &ret->upgrade) : -ESHUTDOWN;

@@ -41,6 +41,7 @@
 #include <flash/render.h>
 
 #include "admission.h"
+#include "autoscale.h"
 #include "exec.h"
 #include "metrics.h"
 #include "runtime.h"
@@ -83,6 +84,16 @@ void op_provider_free(struct op_provider *p);
  * which a committed mutation wakes; NULL: none (services stay admitted).
  * Set before the HTTP listeners start. */
 void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt);
+
+/* Gives the provider the autoscaler whose last decisions "get" and
+ * "list" show (status.autoscaling); NULL: none.  Set before the HTTP
+ * listeners start. */
+void op_provider_set_autoscale(struct op_provider *p, struct op_autoscale *as);
+
+/* Appends an event (@type, @message) to service @id in a transaction of
+ * its own (a struct op_provider as @ctx): the Web Shell's audit, the
+ * autoscaler's "scaled".  A store failure loses the event only. */
+void op_provider_event(void *ctx, const char *id, const char *type, const char *message);
 
 /* The live services of every organization (a struct op_provider as
  * @ctx): the runtime's desired state, read under the provider's lock. */

@@ -88,6 +88,7 @@ struct svc_state {
 	bool seen;
 	bool observed;            /* the meter was told observed_ready */
 	uint32_t observed_ready;
+	unsigned int desired;     /* op_runtime_set_desired(), under lock; 0: none */
 	struct op_service_status status;
 	struct svc_state *next;
 };
@@ -1222,6 +1223,44 @@ static void fail_service(struct op_runtime *rt, struct svc_state *ss, const stru
 
 /* ---------------------------------------------------------------- the loop */
 
+/* With autoscaling: the autoscaler's count within the spec's bounds;
+ * before its first, `replicas` or what this generation already runs
+ * (adopted by a restarted operator), whichever is more. */
+static unsigned int autoscaled_want(struct op_runtime *rt, struct svc_state *ss, const struct op_service *s,
+				    const struct flash_spec *spec)
+{
+	unsigned int lo = flash_spec_autoscaling_min_replicas(spec), hi = flash_spec_autoscaling_max_replicas(spec), n;
+
+	pthread_mutex_lock(&rt->lock);
+	n = ss->desired;
+	pthread_mutex_unlock(&rt->lock);
+	if (!n) {
+		n = flash_spec_replicas(spec);
+		for (struct replica *rp = rt->replicas; rp; rp = rp->next)
+			if (strcmp(rp->svc, s->id) == 0 && rp->gen == s->generation && rp->idx + 1 > n)
+				n = rp->idx + 1;
+	}
+	return n < lo ? lo : n > hi ? hi : n;
+}
+
+int op_runtime_set_desired(struct op_runtime *rt, const char *id, unsigned int n)
+{
+	int r = -ENOENT;
+
+	if (!rt || !id || n == 0 || n > IDX_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&rt->lock);
+	for (struct svc_state *s = rt->svcs; s; s = s->next)
+		if (strcmp(s->id, id) == 0) {
+			s->desired = n;
+			r = 0;
+		}
+	pthread_mutex_unlock(&rt->lock);
+	if (r == 0)
+		op_runtime_kick(rt);
+	return r;
+}
+
 static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 {
 	struct svc_state *ss = svc_state_get(rt, s->id);
@@ -1240,7 +1279,7 @@ static void reconcile_service(struct op_runtime *rt, const struct op_service *s)
 		fail_service(rt, ss, NULL, s->generation, "the stored spec no longer parses");
 		goto publish;
 	}
-	want = flash_spec_replicas(spec);
+	want = flash_spec_has_autoscaling(spec) ? autoscaled_want(rt, ss, s, spec) : flash_spec_replicas(spec);
 	if (want > IDX_MAX)
 		want = IDX_MAX;
 	suspended = rt->suspended &&
@@ -1717,7 +1756,7 @@ int op_runtime_start(const struct op_runtime_opts *opts, struct op_runtime **ret
 	rt->cni_plugin = path_join(opts->cni_bin_dir, "flowsdn-cni");
 	rt->cni_conf = opts->cni_conf ? strdup(opts->cni_conf) : NULL;
 	rt->agent_socket = opts->agent_socket ? strdup(opts->agent_socket) : NULL;
-	rt->cgroup_parent = strdup(opts->cgroup_parent ? opts->cgroup_parent : "/flash");
+	rt->cgroup_parent = strdup(opts->cgroup_parent ? opts->cgroup_parent : OP_RUNTIME_CGROUP_PARENT_DEFAULT);
 	rt->dns = opts->dns ? strdup(opts->dns) : NULL;
 	rt->host_resolv = opts->host_resolv ? strdup(opts->host_resolv) : NULL;
 	rt->runsc_root = path_join(opts->dir, "runsc");

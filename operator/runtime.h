@@ -88,6 +88,8 @@ void op_log_time(int64_t ns_epoch, char buf[OP_LOG_TIME_STRLEN]);
 
 /* ---------------------------------------------------------------- runtime */
 
+#define OP_RUNTIME_CGROUP_PARENT_DEFAULT "/flash"
+
 struct op_runtime_opts {
 	size_t sz;
 	const char *dir;            /* required: runtime state directory */
@@ -95,7 +97,7 @@ struct op_runtime_opts {
 	const char *cni_bin_dir;    /* required: holds flowsdn-cni */
 	const char *cni_conf;       /* conflist; NULL: one naming flowsdn-cni with agent_socket */
 	const char *agent_socket;   /* NULL: the agent's default */
-	const char *cgroup_parent;  /* NULL: "/flash" */
+	const char *cgroup_parent;  /* NULL: OP_RUNTIME_CGROUP_PARENT_DEFAULT */
 	const char *dns;            /* nameservers; NULL: the host's upstream servers */
 	const char *host_resolv;    /* NULL: /etc/resolv.conf */
 	const struct op_image_settings *registry; /* pulling the pinned image */
@@ -176,6 +178,14 @@ struct op_exec_target {
 /* 0 and *ret; -ENOENT (no such service or replica), -EAGAIN (the replica,
  * or every replica, is not ready), -EINVAL. */
 int op_runtime_exec_target(struct op_runtime *rt, const char *id, int index, struct op_exec_target *ret);
+
+/* The autoscaler's count for service @id (operator/autoscale.c): while
+ * its spec has `autoscaling`, the runtime runs @n replicas (within
+ * min_replicas..max_replicas) instead of `replicas`, and wakes for it.
+ * Until the first call it runs `replicas`, or the replicas of the current
+ * generation it adopted when more.  -ENOENT (the runtime has not seen the
+ * service), -EINVAL (@n 0 or above its replica limit). */
+int op_runtime_set_desired(struct op_runtime *rt, const char *id, unsigned int n);
 
 /* Stops the reconcile thread; the replicas keep running (a restarted
  * operator adopts them).  NULL is fine. */

@@ -302,7 +302,7 @@ int flashctl_exec_main(int argc, char **argv, const struct flashctl_globals *g)
 	if (r < 0) {
 		if (r == -E2BIG || r == -EINVAL || r == -EPROTO)
 			fprintf(stderr, "%s exec: %s\n", g->progname,
-				r == -E2BIG  ? "the command is too long for one request (at most 12 KiB, escaped)" :
+				r == -E2BIG  ? "the command is too long (at most 1 MiB as a JSON array)" :
 				r == -EINVAL ? "at most 256 arguments of at most 64 KiB each" :
 					       "the operator did not answer with a WebSocket");
 		else

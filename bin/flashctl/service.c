@@ -179,6 +179,26 @@ static void print_ports(const struct json_value *svc)
 		       str_of(pp->u.array.items[i], "protocol"), uint_of(pp->u.array.items[i], "port"));
 }
 
+/* The spec's autoscaling bounds beside the autoscaler's last decision. */
+static void print_autoscaling(const struct json_value *svc)
+{
+	const struct json_value *as = json_get(json_get(svc, "status"), "autoscaling");
+	const struct json_value *sp = json_get(json_get(svc, "spec"), "autoscaling");
+
+	if (!sp)
+		return;
+	printf("Autoscaling: %" PRIu64 "..%" PRIu64 " replicas at %" PRIu64 "%% CPU", uint_of(sp, "min_replicas"),
+	       uint_of(sp, "max_replicas"), uint_of(sp, "target_cpu_percent"));
+	if (as) {
+		printf("; current %" PRIu64 ", desired %" PRIu64 ", CPU %" PRIu64 "%% over %" PRIu64 " measured (%s)",
+		       uint_of(as, "current_replicas"), uint_of(as, "desired_replicas"), uint_of(as, "cpu_percent"),
+		       uint_of(as, "measured_replicas"), str_of(as, "reason"));
+		if (str_of(as, "last_scaled_at")[0])
+			printf("; last scaled %s", str_of(as, "last_scaled_at"));
+	}
+	printf("\n");
+}
+
 static void print_service_table(const struct json_value *svc)
 {
 	const struct json_value *ev = json_get(svc, "events"), *status = json_get(svc, "status");
@@ -201,6 +221,7 @@ static void print_service_table(const struct json_value *svc)
 			       uint_of(r, "generation"), str_of(r, "state"), str_of(r, "address"), uint_of(r, "restarts"));
 		}
 	}
+	print_autoscaling(svc);
 	if (str_of(status, "message")[0])
 		printf("Message:     %s\n", str_of(status, "message"));
 	printf("Image:       %s (%" PRIu64 " bytes charged)\n", str_of(json_get(svc, "image"), "pinned"),

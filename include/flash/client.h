@@ -117,7 +117,10 @@ FLASH_API FLASH_WUR int flash_client_logs(struct flash_client *c, const char *se
  * GET /provider/v1/services/ID/exec.  Every message is binary: its first
  * byte a channel, the rest the data.  The client sends STDIN (bytes),
  * RESIZE ({"cols":C,"rows":R}) and CLOSE (one byte, the channel closed:
- * 0, end of input); the operator sends STDOUT, STDERR (bytes; a TTY
+ * 0, end of input) and, first and only when the request said
+ * argv=message (an argv too long for the URL: flash_client_exec_open()
+ * chooses), ARGV (a JSON array of the argument strings); the operator
+ * sends STDOUT, STDERR (bytes; a TTY
  * session has only STDOUT) and, last, STATUS: {"exit_code":N} with
  * "signal":S when a signal ended the process, and "reason" and "message"
  * when the operator ended the session ("time-limit", "shutdown").  Then
@@ -130,6 +133,7 @@ enum flash_client_exec_channel {
 	FLASH_EXEC_STDERR = 2,
 	FLASH_EXEC_STATUS = 3,
 	FLASH_EXEC_RESIZE = 4,
+	FLASH_EXEC_ARGV = 5,
 	FLASH_EXEC_CLOSE = 255,
 };
 
@@ -150,7 +154,9 @@ struct flash_client_exec;
  * answer: "not-found", "not-ready", "too-many-sessions", "wrong-action",
  * ...) when it did not; one of the two is set.  Negative: the transport
  * errors of the other calls, -EINVAL (a malformed id or options; an
- * argument longer than 64 KiB), -EPROTO (not a WebSocket answer). */
+ * argument longer than 64 KiB), -E2BIG (an argv beyond 1 MiB as JSON),
+ * -EPROTO (not a WebSocket answer).  An argv too long for the URL is
+ * sent as the first message (FLASH_EXEC_ARGV) before this returns. */
 FLASH_API FLASH_WUR int flash_client_exec_open(struct flash_client *c, const char *service_id,
 					       const struct flash_client_exec_opts *opts,
 					       struct flash_client_exec **ret_session,

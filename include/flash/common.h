@@ -40,7 +40,7 @@ extern "C" {
  * library's code and flash_strerror() describes both ranges.  Each module
  * owns a fixed block of 100 codes, written FLASH_E_BASE + offset:
  *   +0 spec, +100 owner policy, +200 auth (JWT/keys), +300 metering,
- *   +400 rendering, +500 image/OCI, +600 runtime, +700 store,
+ *   +400 rendering, +500 image/OCI, +600 GPU scheduler, +700 store,
  *   +800 provider API, +900 sandbox sessions.
  * Each module header defines its block's base (FLASH_E_SPEC_BASE, ...)
  * and its codes inside the block.

@@ -93,6 +93,12 @@ struct flash_operator_runtime {
 	 * --exec-max-sessions and --exec-session-limit. */
 	unsigned int exec_max_sessions;    /* exec.maxSessions, 1..1024 */
 	unsigned int exec_session_limit_s; /* exec.sessionLimitSeconds, 1..86400 */
+	/* Autoscaling on one node (section "autoscaling"; always set: the
+	 * defaults are 15 s, 300 s and 10 %): flash-operator(8)
+	 * --autoscale-period, --autoscale-window, --autoscale-tolerance. */
+	unsigned int autoscale_period_s;          /* autoscaling.syncPeriodSeconds, 1..3600 */
+	unsigned int autoscale_window_s;          /* autoscaling.scaleDownStabilizationSeconds, 0..3600 */
+	unsigned int autoscale_tolerance_percent; /* autoscaling.tolerancePercent, 0..99 */
 	/* The validating admission webhook (section "webhook"): whether the
 	 * manifests register it, and the TLS listener flash-operator(8)
 	 * --webhook serves it on (--webhook-listen, --webhook-cert,

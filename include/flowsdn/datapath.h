@@ -570,11 +570,13 @@ struct flowsdn_uplink_opts {
  * Loads the uplink program (bpf/node.bpf.c: services from outside --
  * NodePort, LoadBalancer and external IPs -- DNAT to this node's
  * backends, SNAT and FIB forwarding to other nodes' backends, traffic
- * policy Local, source ranges) with @opts, pins it as
- * <dir>/prog_from_uplink_<ifindex> and attaches it to @ifindex's tc
- * ingress (replacing an older one); its host firewall's connection
- * tracking (to_uplink, <dir>/prog_to_uplink_<ifindex>) goes on the tc
- * egress.  -EINVAL for bad options,
+ * policy Local, source ranges, ICMP errors about those flows) with @opts,
+ * pins it as <dir>/prog_from_uplink_<ifindex> and attaches it to
+ * @ifindex's ingress (replacing an older one); to_uplink (ICMP errors the
+ * node sends about them, the host firewall's connection tracking;
+ * <dir>/prog_to_uplink_<ifindex>) goes on the egress.  Attached as
+ * flowsdn_datapath_attach() attaches: TCX links in TCX mode (auto mode:
+ * clsact where TCX refuses), else tc clsact.  -EINVAL for bad options,
  * -FLOWSDN_E_BPF_LOAD/_ATTACH, -ENODEV, -errno.
  */
 FLOWSDN_API FLOWSDN_WUR int flowsdn_datapath_uplink_attach(struct flowsdn_datapath *dp, int ifindex,

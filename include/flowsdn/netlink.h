@@ -211,10 +211,15 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sock_destroy(const struct flowsdn_ad
  * at @netns_path (an endpoint's: /proc/PID/ns/net, /var/run/netns/X),
  * whose processes reach services through the socket LB: a helper thread
  * enters it to open the sock_diag socket, the caller's thread stays where
- * it is.  -FLOWSDN_E_NL_NETNS when @netns_path is not a namespace; else
- * as flowsdn_netlink_sock_destroy(). */
-FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sock_destroy_netns(const char *netns_path, const struct flowsdn_addr *peer,
-								uint16_t port, uint8_t protocol, size_t *ret_count);
+ * it is.  @netns_ino (0: not checked) is the namespace's inode as the
+ * caller recorded it (flowsdn_veth.netns_ino): when the namespace the
+ * helper entered has another one — the /proc/PID path now names the
+ * namespace of a process that reused the PID — nothing is searched and
+ * -FLOWSDN_E_NL_MISMATCH is returned.  -FLOWSDN_E_NL_NETNS when
+ * @netns_path is not a namespace; else as flowsdn_netlink_sock_destroy(). */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_sock_destroy_netns(const char *netns_path, uint64_t netns_ino,
+								const struct flowsdn_addr *peer, uint16_t port,
+								uint8_t protocol, size_t *ret_count);
 
 #ifdef __cplusplus
 }

@@ -172,4 +172,87 @@ static inline void check_tuple(const struct frame *f, const char *src, uint16_t 
 	cr_assert(l4sum(family, ip, proto, l4, l4len) == 0, "L4 checksum");
 }
 
+/*
+ * An ICMP (IPv4) or ICMPv6 error of @type/@code from @src to @dst, @mtu
+ * in its header (fragmentation needed, packet too big; else 0), quoting
+ * the whole packet of @quoted from its IP header on; valid checksums.
+ */
+static inline struct frame icmp_error(int family, const char *src, const char *dst, uint8_t type, uint8_t code,
+				      uint32_t mtu, const struct frame *quoted, const uint8_t *smac, const uint8_t *dmac)
+{
+	size_t qlen = quoted->len - ETH_HLEN, ihl = family == AF_INET ? 20 : 40;
+	struct frame f = packet(family, IPPROTO_UDP, src, 1, dst, 1, smac, dmac, false);
+	uint8_t *ip = L3(&f), *icmp = ip + ihl;
+	uint16_t c;
+
+	cr_assert(ETH_HLEN + ihl + 8 + qlen <= sizeof(f.b), "the quote fits the frame");
+	memset(icmp, 0, 8);
+	icmp[0] = type;
+	icmp[1] = code;
+	if (family == AF_INET) {
+		icmp[6] = (uint8_t)(mtu >> 8);
+		icmp[7] = (uint8_t)mtu;
+	} else {
+		icmp[4] = (uint8_t)(mtu >> 24);
+		icmp[5] = (uint8_t)(mtu >> 16);
+		icmp[6] = (uint8_t)(mtu >> 8);
+		icmp[7] = (uint8_t)mtu;
+	}
+	memcpy(icmp + 8, L3(quoted), qlen);
+	if (family == AF_INET) {
+		ip[9] = IPPROTO_ICMP;
+		ip[2] = (uint8_t)((ihl + 8 + qlen) >> 8);
+		ip[3] = (uint8_t)(ihl + 8 + qlen);
+		ip[10] = ip[11] = 0;
+		c = fold(sum16(ip, 20, 0));
+		ip[10] = (uint8_t)(c >> 8);
+		ip[11] = (uint8_t)c;
+		c = fold(sum16(icmp, 8 + qlen, 0));
+	} else {
+		ip[6] = IPPROTO_ICMPV6;
+		ip[4] = (uint8_t)((8 + qlen) >> 8);
+		ip[5] = (uint8_t)(8 + qlen);
+		c = l4sum(AF_INET6, ip, IPPROTO_ICMPV6, icmp, 8 + qlen);
+	}
+	icmp[2] = (uint8_t)(c >> 8);
+	icmp[3] = (uint8_t)c;
+	f.len = ETH_HLEN + ihl + 8 + qlen;
+	return f;
+}
+
+/*
+ * Checks the ICMP error @f: outer @src -> @dst, type @type, valid IPv4
+ * header and ICMP/ICMPv6 checksums, and a quote that is a packet from
+ * @q_src:@q_sport to @q_dst:@q_dport with valid checksums (check_tuple()).
+ */
+static inline void check_icmp_error(const struct frame *f, const char *src, const char *dst, uint8_t type,
+				    const char *q_src, uint16_t q_sport, const char *q_dst, uint16_t q_dport)
+{
+	int family = L3(f)[0] >> 4 == 4 ? AF_INET : AF_INET6;
+	const uint8_t *ip = L3(f), *icmp = L4(f);
+	size_t alen = family == AF_INET ? 4 : 16, ilen = f->len - ETH_HLEN - hlen(f);
+	char got_s[64], got_d[64];
+	__be32 s[4], d[4];
+	struct frame q;
+
+	inet(family, src, s);
+	inet(family, dst, d);
+	inet_ntop(family, ip + (family == AF_INET ? 12 : 8), got_s, sizeof(got_s));
+	inet_ntop(family, ip + (family == AF_INET ? 16 : 24), got_d, sizeof(got_d));
+	cr_assert(!memcmp(ip + (family == AF_INET ? 12 : 8), s, alen), "outer source %s, want %s", got_s, src);
+	cr_assert(!memcmp(ip + (family == AF_INET ? 16 : 24), d, alen), "outer destination %s, want %s", got_d, dst);
+	cr_assert_eq(icmp[0], type, "ICMP type");
+	if (family == AF_INET) {
+		cr_assert(fold(sum16(ip, 20, 0)) == 0, "outer IPv4 header checksum");
+		cr_assert(fold(sum16(icmp, ilen, 0)) == 0, "ICMP checksum");
+	} else {
+		cr_assert(l4sum(AF_INET6, ip, IPPROTO_ICMPV6, icmp, ilen) == 0, "ICMPv6 checksum");
+	}
+	/* The quote as a packet of its own. */
+	memset(&q, 0, sizeof(q));
+	memcpy(q.b + ETH_HLEN, icmp + 8, ilen - 8);
+	q.len = ETH_HLEN + ilen - 8;
+	check_tuple(&q, q_src, q_sport, q_dst, q_dport);
+}
+
 #endif

@@ -9,7 +9,9 @@
  * SNAT range, and its replies restored; traffic policy Local refusing to
  * forward off-node; source ranges dropping a denied client; IPv6; the
  * host firewall judging what is for the node, never what NodePort
- * translates.
+ * translates; ICMP/ICMPv6 errors about translated flows (from a remote
+ * backend or a router on the way, and from a host-process backend
+ * leaving through to_uplink) reverse-translated, quote and outer header.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -30,7 +32,7 @@ static char pin_dir[64];
 
 static struct flowsdn_datapath *dp;
 static struct flowsdn_maps *maps;
-static int prog_up, prog_from;
+static int prog_up, prog_from, prog_to_up;
 
 static const uint8_t mac_b[6] = { 2, 0, 0, 0, 0, 0xb }, host_b[6] = { 2, 0, 0, 0, 1, 0xb };
 static const uint8_t mac_out[6] = { 2, 0, 0, 0, 9, 9 }, mac_up[6] = { 2, 0, 0, 0, 9, 1 };
@@ -63,6 +65,8 @@ static void setup(void)
 	cr_assert(r == 0, "uplink attach: %s", flowsdn_strerror(r));
 	snprintf(name, sizeof(name), "prog_from_uplink_%d", up);
 	prog_up = dp_pinned(pin_dir, name);
+	snprintf(name, sizeof(name), "prog_to_uplink_%d", up);
+	prog_to_up = dp_pinned(pin_dir, name);
 	prog_from = dp_pinned(pin_dir, "prog_from_container");
 	/* B: a backend endpoint of this node (its host veth: lo for test runs). */
 	memcpy(e.mac, mac_b, 6);
@@ -231,4 +235,77 @@ Test(uplink, host_firewall_judges_what_is_for_the_node_only, .init = setup, .fin
 	ASSERT_OK(flowsdn_maps_hostfw_counters(maps, &c0), "counters");
 	cr_assert_eq(c0.audited - c1.audited, 1, "and counts it");
 	cr_assert_eq(c0.denied, c1.denied);
+}
+
+/* A remote backend's (or a router's) ICMP error about a SNATed flow: back
+ * to the client, about the flow as the client sent it.  @svc_addr: the
+ * service's frontend address (zero for a NodePort, @flags saying so);
+ * @front: the address the client sends to. */
+static void icmp_about_remote(int family, const char *client, const char *svc_addr, uint8_t flags, const char *front,
+			      uint16_t front_port, const char *node, const char *backend, const char *router)
+{
+	uint32_t ids[] = { 8 };
+	uint8_t unreach = family == AF_INET ? 3 : 1, too_big = family == AF_INET ? 3 : 2;
+	struct frame f, e;
+	uint16_t nat;
+
+	backend_put_flags(8, family, backend, 8080, IPPROTO_UDP, FLOWSDN_BACKEND_ACTIVE, FLOWSDN_BACKEND_F_REMOTE);
+	service_put_flags(54, family, svc_addr, front_port, IPPROTO_UDP, ids, 1, flags);
+	f = packet(family, IPPROTO_UDP, client, 40010, front, front_port, mac_out, mac_up, false);
+	run(prog_up, &f);
+	nat = (uint16_t)(L4(&f)[0] << 8 | L4(&f)[1]);
+	check_tuple(&f, node, nat, backend, 8080);
+	/* The backend's port is closed: port unreachable from the backend. */
+	e = icmp_error(family, backend, node, unreach, family == AF_INET ? 3 : 4, 0, &f, mac_out, mac_up);
+	run(prog_up, &e);
+	check_icmp_error(&e, front, client, unreach, client, 40010, front, front_port);
+	/* A router on the way: fragmentation needed / packet too big; its
+	 * own address stays the source, the MTU as it said. */
+	e = icmp_error(family, router, node, too_big, family == AF_INET ? 4 : 0, 1280, &f, mac_out, mac_up);
+	run(prog_up, &e);
+	check_icmp_error(&e, router, client, too_big, client, 40010, front, front_port);
+	cr_assert_eq(L4(&e)[6] << 8 | L4(&e)[7], 1280, "the MTU stays");
+}
+
+Test(uplink, icmp_errors_about_a_remote_backend_flow_reach_the_client, .init = setup, .fini = teardown)
+{
+	icmp_about_remote(AF_INET, "203.0.113.7", "198.51.100.80", FLOWSDN_SVC_F_LOADBALANCER, "198.51.100.80", 53,
+			  "192.0.2.1", "10.1.0.5", "192.0.2.254");
+}
+
+Test(uplink, icmpv6_errors_about_a_nodeport_flow_to_a_remote_backend_reach_the_client, .init = setup,
+     .fini = teardown)
+{
+	icmp_about_remote(AF_INET6, "2001:db8:ff::7", "::", FLOWSDN_SVC_F_NODEPORT, "2001:db8:1::1", 30053,
+			  "2001:db8:1::1", "fd00:1::5", "2001:db8:1::fe");
+}
+
+/* A host-process backend (the node's own address): the node's port
+ * unreachable leaves through to_uplink about the NodePort. */
+Test(uplink, icmp_error_from_a_host_backend_is_translated_on_the_way_out, .init = setup, .fini = teardown)
+{
+	uint32_t ids[] = { 10 };
+	struct frame f, e;
+
+	backend_put(10, AF_INET, "192.0.2.1", 8053, IPPROTO_UDP, FLOWSDN_BACKEND_ACTIVE);
+	service_put_flags(55, AF_INET, "0.0.0.0", 30054, IPPROTO_UDP, ids, 1, FLOWSDN_SVC_F_NODEPORT);
+	f = packet(AF_INET, IPPROTO_UDP, "203.0.113.9", 40020, "192.0.2.1", 30054, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_OK, "to the host stack");
+	check_tuple(&f, "203.0.113.9", 40020, "192.0.2.1", 8053);
+	e = icmp_error(AF_INET, "192.0.2.1", "203.0.113.9", 3, 3, 0, &f, mac_up, mac_out);
+	cr_assert_eq(run(prog_to_up, &e), TC_ACT_OK);
+	check_icmp_error(&e, "192.0.2.1", "203.0.113.9", 3, "203.0.113.9", 40020, "192.0.2.1", 30054);
+}
+
+/* An error about no translated flow is the host's: left as it came. */
+Test(uplink, icmp_error_about_an_unknown_flow_is_left_alone, .init = setup, .fini = teardown)
+{
+	struct frame f = packet(AF_INET, IPPROTO_UDP, "192.0.2.1", 62005, "10.1.0.99", 8080, mac_up, mac_out, false);
+	struct frame e = icmp_error(AF_INET, "10.1.0.99", "192.0.2.1", 3, 3, 0, &f, mac_out, mac_up), before = e;
+
+	cr_assert_eq(run(prog_up, &e), TC_ACT_OK, "to the host stack");
+	cr_assert(!memcmp(e.b, before.b, e.len), "untouched");
+	e = before;
+	cr_assert_eq(run(prog_to_up, &e), TC_ACT_OK);
+	cr_assert(!memcmp(e.b, before.b, e.len), "untouched on the way out");
 }

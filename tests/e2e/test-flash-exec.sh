@@ -63,6 +63,12 @@ got=$(fc exec shell -- printf '[%s]\n' "$@") || fail "exec printf"
 [ "$got" = "$want" ] || { printf 'want:\n%s\ngot:\n%s\n' "$want" "$got"; fail "argv changed on the way"; }
 set --
 echo "ok: argv with spaces, quotes, empty, multi-line and option-like arguments arrives unchanged"
+# An argv too long for the URL (the query holds about 12 KiB) travels in
+# the first WebSocket message (argv=message), as exactly.
+big=$(head -c 40000 /dev/zero | tr '\0' 'y')
+got=$(fc exec shell -- printf '%s|%s|%s' "$big" 'a b' '') || fail "exec with a 40000-byte argument exited $?"
+[ "$got" = "$big|a b|" ] || fail "a 40000-byte argv came back as ${#got} bytes: $(printf %s "$got" | head -c 80)"
+echo "ok: a 40000-byte argument (beyond the URL) arrives unchanged in the first message"
 
 # stdin, stdout, stderr.
 head -c 300000 /dev/urandom >"$T/blob"
@@ -137,6 +143,26 @@ until [ -s "$T/tty.rc" ]; do i=$((i + 1)); [ $i -lt 100 ] || { pane; fail "flash
 cmp -s "$T/stty.before" "$T/stty.after" || fail "the terminal was not restored: $(cat "$T/stty.before") -> $(cat "$T/stty.after")"
 tmux -S "$TMUX_SOCK" kill-server; TMUX_SOCK=
 echo "ok: a TTY session sees 100x30, then the resize to 120x40; Ctrl-C reaches the remote process; exit 3; terminal restored"
+
+# Without -t, Ctrl-C (SIGINT) ends flashctl (130) and with it the remote
+# process (flashctl(1)): nothing is left running in the replica.
+(exec "$F" --endpoint "unix:$T/op.sock" --organization-id org-1 --project-id p-1 --token-file "$T/sk.jwk" \
+	--issuer mp --audience prov exec shell -- sh -c 'echo $$ >/tmp/int.pid; exec sleep 100') 2>"$T/int.err" &
+fpid=$!
+i=0
+until [ "$(fc exec shell -- cat /tmp/int.pid 2>/dev/null)" ]; do
+	i=$((i + 1)); [ $i -lt 100 ] || fail "the remote sleep never started"; sleep 0.1
+done
+rpid=$(fc exec shell -- cat /tmp/int.pid)
+kill -INT $fpid
+rc=0; wait $fpid || rc=$?
+[ $rc = 130 ] || fail "flashctl exec without -t exited $rc on SIGINT: $(cat "$T/int.err")"
+grep -q "ended by signal 2 (the remote process is ended too)" "$T/int.err" || fail "SIGINT message: $(cat "$T/int.err")"
+i=0
+until [ "$(fc exec shell -- sh -c "kill -0 $rpid 2>/dev/null && echo alive || echo gone")" = gone ]; do
+	i=$((i + 1)); [ $i -lt 50 ] || fail "the remote process $rpid outlived flashctl's SIGINT"; sleep 0.1
+done
+echo "ok: without -t, Ctrl-C ends flashctl (130) and the remote process $rpid with it"
 
 # Refusals and their exit codes.
 expect_rc() { # RC TEXT CMD...

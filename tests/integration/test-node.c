@@ -17,6 +17,7 @@
 
 #include "client.h"
 #include "http-helpers.h"
+#include "load-helpers.h"
 #include "netns-helpers.h"
 #include "plugin.h"
 
@@ -996,4 +997,349 @@ Test(node, api_policy_survives_an_agent_crash_under_denied_traffic)
 	agent_kill(SIGTERM);
 	agent_start();
 	cr_assert_eq(api_call("GET", "/v1/policy/prod/web", NULL, out, sizeof(out)), 404, "stays deleted: %s", out);
+}
+
+/* ------------------------------------------------------------- chaos
+ * issue 21 item 3: the agent SIGKILLed at random points of a CNI churn
+ * (100 ADD/DEL cycles through the real flowsdn-cni) and restarted, as a
+ * runtime drives it: a failed ADD is followed by its DEL and retried.
+ * Two long-lived endpoints ping each other the whole time.  Nothing may be
+ * lost: every endpoint whose ADD succeeded is listed after each restart,
+ * no two live endpoints ever share an address, no ping goes unanswered,
+ * and at the end only the two long-lived endpoints and their addresses
+ * are left.  CHAOS_SEED=N replays a run (the seed is printed). */
+
+enum { CHURN_CYCLES = 100, CHURN_WINDOW = 3 };
+
+struct churn {
+	struct test_ns ns;
+	char cid[32];
+	char v4[FLOWSDN_ADDR_STRLEN], v6[FLOWSDN_ADDR_STRLEN];
+	bool live;
+};
+
+/* Reaps the killer and, when the agent is dead, restarts it and checks
+ * that it lists every live endpoint.  Returns 1 when it restarted it. */
+static int churn_recover(pid_t *killer, const struct churn *c, size_t n)
+{
+	char *body;
+	long status;
+
+	if (*killer > 0) {
+		waitpid(*killer, NULL, 0);
+		*killer = 0;
+	}
+	if (node.agent > 0 && waitpid(node.agent, NULL, WNOHANG) == 0)
+		return 0;
+	/* killed (reaped just now, or the killer fired after a WNOHANG of 0) */
+	if (node.agent > 0)
+		waitpid(node.agent, NULL, 0);
+	node.agent = 0;
+	agent_start();
+	body = api_get("/v1/endpoint", &status);
+	cr_assert_eq(status, 200);
+	cr_assert(strstr(body, "\"containerID\":\"alpha\"") && strstr(body, "\"containerID\":\"beta\""),
+		  "a long-lived endpoint lost after a restart: %s", body);
+	for (size_t i = 0; i < n; i++) {
+		char want[48];
+
+		if (!c[i].live)
+			continue;
+		snprintf(want, sizeof(want), "\"containerID\":\"%s\"", c[i].cid);
+		cr_assert(strstr(body, want), "endpoint %s (ADD acknowledged) lost after a restart: %s", c[i].cid,
+			  body);
+	}
+	free(body);
+	return 1;
+}
+
+static void churn_check_unique(const struct churn *c, size_t n, size_t self, const struct ep *a,
+			       const struct ep *b)
+{
+	const char *mine = c[self].v4, *mine6 = c[self].v6;
+
+	cr_assert(strcmp(mine, a->v4) && strcmp(mine, b->v4) && strcmp(mine6, a->v6) && strcmp(mine6, b->v6),
+		  "%s got %s/%s, an address of a long-lived endpoint", c[self].cid, mine, mine6);
+	for (size_t i = 0; i < n; i++)
+		if (i != self && c[i].live)
+			cr_assert(strcmp(mine, c[i].v4) && strcmp(mine6, c[i].v6),
+				  "%s and %s both hold %s/%s", c[self].cid, c[i].cid, mine, mine6);
+}
+
+Test(node, chaos_agent_sigkill_during_cni_churn, .timeout = 300)
+{
+	static struct churn c[CHURN_CYCLES];
+	char *conf = plugin_conf("1.0.0", NULL), *out = NULL, *body, cmd[512], stop[160], pings[160], line[256];
+	const char *env = getenv("CHAOS_SEED");
+	unsigned int seed = env ? (unsigned int)strtoul(env, NULL, 0) : (unsigned int)time(NULL);
+	unsigned int kills = 0, restarts = 0, add_retries = 0;
+	unsigned long sent = 0, got = 0, rounds = 0;
+	struct ep a, b;
+	struct timespec t0, t1;
+	pid_t killer = 0, pinger;
+	long status;
+	FILE *f;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	srand(seed);
+	cr_log_info("CHAOS_SEED=%u", seed);
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	snprintf(stop, sizeof(stop), "%s/ping.stop", node.dir);
+	snprintf(pings, sizeof(pings), "%s/ping.out", node.dir);
+	/* Pings in rounds of 25, each round waiting for its replies. */
+	snprintf(cmd, sizeof(cmd), "while [ ! -e %s ]; do ping -n -q -c 25 -i 0.02 -W 2 %s; done > %s 2>&1", stop,
+		 b.v4, pings);
+	pinger = fork_in(a.ns.path);
+	if (pinger == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	for (size_t i = 0; i < CHURN_CYCLES; i++) {
+		struct flowsdn_cni_result *r = NULL;
+		int st;
+
+		/* One cycle in eight, the agent dies 0-40 ms into it. */
+		if (rand() % 8 == 0) {
+			useconds_t delay = (useconds_t)(rand() % 40000);
+			pid_t victim = node.agent;
+
+			killer = fork();
+			cr_assert(killer >= 0);
+			if (killer == 0) {
+				usleep(delay);
+				kill(victim, SIGKILL);
+				_exit(0);
+			}
+			kills++;
+		}
+		ns_spawn(&c[i].ns);
+		snprintf(c[i].cid, sizeof(c[i].cid), "churn-%zu", i);
+		for (int attempt = 0;; attempt++) {
+			cr_assert(attempt < 20, "ADD %s failed 20 times: %s", c[i].cid, out);
+			free(out);
+			out = NULL;
+			st = cni("ADD", c[i].cid, c[i].ns.path, conf, &out);
+			if (st == 0)
+				break;
+			add_retries++;
+			/* As a runtime does: DEL what the failed ADD may have left. */
+			free(out);
+			out = NULL;
+			cr_assert_eq(cni("DEL", c[i].cid, c[i].ns.path, conf, &out), 0, "DEL after a failed ADD: %s",
+				     out);
+			restarts += (unsigned int)churn_recover(&killer, c, i);
+		}
+		ASSERT_OK(flowsdn_cni_result_parse(out, strlen(out), &r, NULL), out);
+		cr_assert_eq(flowsdn_cni_result_ip_count(r), 2, "%s", out);
+		flowsdn_addr_format(&flowsdn_cni_result_ip(r, 0)->addr, c[i].v4, sizeof(c[i].v4));
+		flowsdn_addr_format(&flowsdn_cni_result_ip(r, 1)->addr, c[i].v6, sizeof(c[i].v6));
+		flowsdn_cni_result_free(r);
+		churn_check_unique(c, i, i, &a, &b);
+		c[i].live = true;
+		if (i >= CHURN_WINDOW) {
+			struct churn *old = &c[i - CHURN_WINDOW];
+
+			free(out);
+			out = NULL;
+			cr_assert_eq(cni("DEL", old->cid, old->ns.path, conf, &out), 0, "DEL %s: %s", old->cid, out);
+			old->live = false;
+			ns_kill(&old->ns);
+		}
+		restarts += (unsigned int)churn_recover(&killer, c, i + 1);
+	}
+	for (size_t i = CHURN_CYCLES - CHURN_WINDOW; i < CHURN_CYCLES; i++) {
+		free(out);
+		out = NULL;
+		cr_assert_eq(cni("DEL", c[i].cid, c[i].ns.path, conf, &out), 0, "DEL %s: %s", c[i].cid, out);
+		c[i].live = false;
+		ns_kill(&c[i].ns);
+	}
+	settle();
+	f = fopen(stop, "w");
+	cr_assert(f);
+	fclose(f);
+	waitpid(pinger, NULL, 0);
+	f = fopen(pings, "r");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, g;
+
+		if (sscanf(line, "%lu packets transmitted, %lu received", &s, &g) == 2)
+			sent += s, got += g, rounds++;
+	}
+	fclose(f);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_log_info("chaos churn: %d cycles, %u kills, %u restarts, %u ADD retries, %lu/%lu pings in %lu rounds, "
+		    "%.1f s",
+		    CHURN_CYCLES, kills, restarts, add_retries, got, sent, rounds,
+		    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	cr_assert(kills > 0 && restarts > 0, "the run killed the agent (%u kills, %u restarts; CHAOS_SEED=%u)", kills,
+		  restarts, seed);
+	cr_assert(sent > 100 && got == sent, "%lu of %lu pings between the long-lived endpoints answered (see %s)",
+		  got, sent, pings);
+	/* Only the two long-lived endpoints and their four addresses remain. */
+	body = api_get("/v1/endpoint", &status);
+	cr_assert(!strstr(body, "churn-") && strstr(body, "\"alpha\"") && strstr(body, "\"beta\""), "%s", body);
+	free(body);
+	body = api_get("/v1/ipam", &status);
+	cr_assert(!strstr(body, "churn-") && strstr(body, "\"alpha\"") && strstr(body, "\"beta\""),
+		  "every churn address released: %s", body);
+	free(body);
+	cr_assert_eq(host_links_named_fsd(), 2, "the two long-lived host veths only");
+	cr_assert_eq(ping(b.ns.path, a.v6), 0, "forwarding after the churn");
+	free(out);
+	free(conf);
+}
+
+/* ------------------------------------------------------------- load
+ * issue 21 item 4: the agent API under 32 concurrent clients for 30 s
+ * (LOAD_SECONDS), while 96 slow clients trickle request heads one byte
+ * every 100 ms and reconnect when cut: every request of the fast clients
+ * is answered 200, the agent's RSS stays bounded, each trickling
+ * connection is cut by the header deadline (2 s), and the figures are
+ * printed. */
+
+struct trickle_report {
+	unsigned long cut;      /* connections the agent closed without an answer */
+	unsigned long evicted;  /* closed with an answer (408: room for a newer head) */
+	double longest_ms;      /* the longest a trickling connection stayed open */
+	unsigned int max_open;  /* trickling connections open at once (client's view) */
+};
+
+static int trickle_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	memcpy(sa.sun_path, node.sock, strlen(node.sock) + 1); /* 128 bytes at most: it fits */
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The slow clients, in a child until @seconds pass: the report on @out. */
+static void trickle_main(double seconds, int out)
+{
+	enum { SLOW = 96 };
+	static const char head[] = "GET /v1/healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+	struct trickle_report rep = { 0 };
+	int fd[SLOW];
+	size_t sent[SLOW];
+	double since[SLOW], end = load_now_ms() + seconds * 1e3;
+
+	for (int i = 0; i < SLOW; i++)
+		fd[i] = -1;
+	while (load_now_ms() < end) {
+		unsigned int open_now = 0;
+
+		for (int i = 0; i < SLOW; i++) {
+			char buf[512];
+
+			if (fd[i] >= 0) {
+				ssize_t n = read(fd[i], buf, sizeof(buf));
+
+				if (n == 0 || (n < 0 && errno != EAGAIN)) {
+					double lived = load_now_ms() - since[i];
+
+					rep.cut++;
+					rep.longest_ms = lived > rep.longest_ms ? lived : rep.longest_ms;
+					close(fd[i]);
+					fd[i] = -1;
+				} else if (n > 0 || sent[i] >= sizeof(head) - 1) {
+					/* answered (the 408 of a head closed for a newer
+					 * one), or the whole head went out: never at one
+					 * byte per 100 ms */
+					double lived = load_now_ms() - since[i];
+
+					rep.evicted += n > 0 && !strncmp(buf, "HTTP/1.1 408", 12);
+					rep.longest_ms = lived > rep.longest_ms ? lived : rep.longest_ms;
+					close(fd[i]);
+					fd[i] = -1;
+				} else if (send(fd[i], head + sent[i], 1, MSG_NOSIGNAL) == 1) {
+					sent[i]++;
+				}
+			}
+			if (fd[i] < 0 && (fd[i] = trickle_connect()) >= 0) {
+				sent[i] = 0;
+				since[i] = load_now_ms();
+			}
+			open_now += fd[i] >= 0;
+		}
+		rep.max_open = open_now > rep.max_open ? open_now : rep.max_open;
+		usleep(100000);
+	}
+	for (int i = 0; i < SLOW; i++) {
+		if (fd[i] >= 0) {
+			double lived = load_now_ms() - since[i];
+
+			rep.longest_ms = lived > rep.longest_ms ? lived : rep.longest_ms;
+			close(fd[i]);
+		}
+	}
+	if (write(out, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		_exit(1);
+	_exit(0);
+}
+
+static int agent_load_request(void *ctx, unsigned int thread, char *msg)
+{
+	static const char *const reqs[] = {
+		"GET /v1/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /v1/endpoint HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /v1/ipam HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+	};
+	unsigned int *seq = ctx;
+	char out[16384];
+	int st = load_unix_exchange(node.sock, reqs[(thread + seq[thread]++) % 3], out, sizeof(out));
+
+	if (st != 200)
+		snprintf(msg, 256, "%.200s", out);
+	return st;
+}
+
+Test(node, load_agent_api_with_trickling_clients, .timeout = 180)
+{
+	enum { CLIENTS = 32 };
+	static unsigned int seq[CLIENTS];
+	double seconds = load_seconds(30);
+	struct trickle_report rep;
+	struct load_result r;
+	struct ep a, b;
+	int p[2], st;
+	pid_t slow;
+
+	ep_add(&a, "alpha");
+	ep_add(&b, "beta");
+	cr_assert(pipe2(p, O_CLOEXEC) == 0);
+	slow = fork();
+	cr_assert(slow >= 0);
+	if (slow == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		trickle_main(seconds, p[1]);
+	}
+	close(p[1]);
+	load_run(agent_load_request, seq, CLIENTS, seconds, node.agent, &r);
+	cr_assert(read(p[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep), "the slow clients' report");
+	close(p[0]);
+	waitpid(slow, &st, 0);
+	load_print("agent API", CLIENTS, &r);
+	cr_log_info("96 trickling clients: %lu connections cut at the deadline, %lu closed with a 408 for newer "
+		    "heads, the longest open %.0f ms, %u open at once",
+		    rep.cut, rep.evicted, rep.longest_ms, rep.max_open);
+	printf("agent API: 96 trickling clients: %lu cut, %lu closed with 408, longest open %.0f ms, %u open at once\n",
+	       rep.cut, rep.evicted, rep.longest_ms, rep.max_open);
+	cr_assert_eq(r.errors, 0ul, "%lu of %lu requests failed under load; first: %s", r.errors, r.ok + r.errors,
+		     r.first_error);
+	cr_assert_gt(r.ok, 1000ul, "only %lu requests answered in %.0f s", r.ok, r.seconds);
+	cr_assert(r.rss_last_kib > 0 && r.rss_max_kib < 128 * 1024, "agent RSS up to %ld KiB", r.rss_max_kib);
+	cr_assert_lt(r.rss_last_kib, r.rss_first_kib + 16 * 1024, "agent RSS grew from %ld to %ld KiB",
+		     r.rss_first_kib, r.rss_last_kib);
+	cr_assert_gt(rep.cut + rep.evicted, 96ul, "the trickling connections were closed (%lu cut, %lu with 408)",
+		     rep.cut, rep.evicted);
+	cr_assert_lt(rep.longest_ms, 4000.0, "a trickling connection stayed %.0f ms (header deadline 2 s)",
+		     rep.longest_ms);
 }

@@ -261,6 +261,7 @@ Test(socklb, removed_udp_backend_client_in_endpoint_netns_gets_an_error)
 	struct test_ns ep;
 	struct flowsdn_addr b2;
 	char cmd[256], before[64] = { 0 }, after[64] = { 0 };
+	uint64_t ino = 0;
 	size_t n = 99;
 	int held, r;
 
@@ -283,11 +284,19 @@ Test(socklb, removed_udp_backend_client_in_endpoint_netns_gets_an_error)
 	ASSERT_OK(r, "sock destroy in the node's netns");
 	cr_assert_eq(n, 0, "the endpoint's socket is not in the node's netns");
 	cr_assert_eq(socklb_hold_ping(&node, held), 0, "still exchanging");
-	ASSERT_ERR(flowsdn_netlink_sock_destroy_netns("/tmp", &b2, SOCKLB_PORT, IPPROTO_UDP, &n), -FLOWSDN_E_NL_NETNS,
+	ASSERT_ERR(flowsdn_netlink_sock_destroy_netns("/tmp", 0, &b2, SOCKLB_PORT, IPPROTO_UDP, &n), -FLOWSDN_E_NL_NETNS,
 		   "not a namespace");
+	ASSERT_OK(flowsdn_netlink_netns_ino(ep.path, &ino), "the endpoint's inode");
+	/* The path names another namespace than the one recorded (a reused
+	 * PID): not searched, the socket stays. */
+	n = 77;
+	ASSERT_ERR(flowsdn_netlink_sock_destroy_netns(ep.path, ino + 1, &b2, SOCKLB_PORT, IPPROTO_UDP, &n),
+		   -FLOWSDN_E_NL_MISMATCH, "another namespace than recorded");
+	cr_assert_eq(n, 77, "ret_count untouched on failure");
+	cr_assert_eq(socklb_hold_ping(&node, held), 0, "still exchanging: nothing was destroyed");
 	cr_assert(readlink("/proc/thread-self/ns/net", before, sizeof(before) - 1) > 0);
 	n = 0;
-	ASSERT_OK(flowsdn_netlink_sock_destroy_netns(ep.path, &b2, SOCKLB_PORT, IPPROTO_UDP, &n), "in the endpoint");
+	ASSERT_OK(flowsdn_netlink_sock_destroy_netns(ep.path, ino, &b2, SOCKLB_PORT, IPPROTO_UDP, &n), "in the endpoint");
 	cr_assert_eq(n, 1, "the endpoint's socket was found and destroyed (%zu)", n);
 	cr_assert(readlink("/proc/thread-self/ns/net", after, sizeof(after) - 1) > 0);
 	cr_assert(!strncmp(before, after, sizeof(before)), "the caller's thread stayed in its netns");

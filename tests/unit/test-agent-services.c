@@ -105,17 +105,20 @@ static int f_destroy(void *ctx, const struct flowsdn_addr *peer, uint16_t port, 
 static struct {
 	unsigned int calls;
 	char paths[8][64];
+	uint64_t inos[8]; /* the inode each was to be checked against */
 	uint16_t port;
 } fn;
 
-static int f_destroy_netns(void *ctx, const char *netns, const struct flowsdn_addr *peer, uint16_t port,
+static int f_destroy_netns(void *ctx, const char *netns, uint64_t ino, const struct flowsdn_addr *peer, uint16_t port,
 			   uint8_t protocol, size_t *ret)
 {
 	(void)ctx;
 	(void)peer;
 	cr_assert_eq(protocol, IPPROTO_UDP);
-	if (fn.calls < 8)
+	if (fn.calls < 8) {
 		snprintf(fn.paths[fn.calls], sizeof(fn.paths[0]), "%s", netns);
+		fn.inos[fn.calls] = ino;
+	}
 	fn.calls++;
 	fn.port = port;
 	*ret = 2;
@@ -586,6 +589,7 @@ Test(agent_services, removed_udp_backend_sockets_destroyed_in_endpoint_netns)
 	cr_assert_eq(fk.destroyed_port, 5356, "the agent's own netns");
 	cr_assert_eq(fn.calls, 1, "one call for the two interfaces of one netns, none for the sandbox");
 	cr_assert_str_eq(fn.paths[0], "/proc/100/ns/net");
+	cr_assert_eq(fn.inos[0], 4026530001, "checked against the inode recorded for the endpoint");
 	cr_assert_eq(fn.port, 5356);
 	ASSERT_OK(agent_services_delete(s, "fs-00000000000000000000000000000054", NULL), "delete");
 	cr_assert_eq(fn.calls, 2, "and the last backend's on DELETE");

@@ -3,6 +3,7 @@
  * canned replies, garbage, or nothing), the delete queue, install, and the
  * agent configuration.  No privileges needed. */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ static char sock_path[128];
 struct fake {
 	int fd;
 	const char *reply;
+	bool reset; /* close with the request unread: the client sees ECONNRESET */
 	char last[4096];
 	pthread_t thread;
 };
@@ -44,6 +46,13 @@ static void *fake_main(void *arg)
 
 		if (c < 0)
 			return NULL;
+		if (f->reset) { /* as an agent SIGKILLed with the request in hand */
+			struct pollfd p = { .fd = c, .events = POLLIN };
+
+			(void)poll(&p, 1, 2000);
+			close(c);
+			continue;
+		}
 		/* Read the head and the body (Content-Length). */
 		for (;;) {
 			ssize_t n = read(c, buf + len, sizeof(buf) - 1 - len);
@@ -409,6 +418,26 @@ Test(cni_plugin, agent_garbage_and_hang, .init = setup, .fini = teardown)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	cr_assert_eq(code_of(out), 11, "hang: %s", out);
 	cr_assert(t1.tv_sec - t0.tv_sec < 3, "ADD returned after %ld s", (long)(t1.tv_sec - t0.tv_sec));
+	free(out);
+	free(conf);
+}
+
+/* An agent killed with the request read by nobody resets the connection:
+ * that is the agent down, not a bad answer.  DEL is queued (found by the
+ * churn chaos test of test-node, where such a DEL failed with code 100),
+ * ADD fails as with no agent. */
+Test(cni_plugin, agent_reset_mid_request_is_down, .init = setup, .fini = teardown)
+{
+	struct fake *f = fake_start(NULL);
+	char *conf = conf_for("1.0.0", NULL), *out = NULL, q[192];
+
+	f->reset = true;
+	cr_assert_eq(run("DEL", conf, &out), 0, "DEL with the agent reset: %s", out);
+	free(out);
+	snprintf(q, sizeof(q), "%s/queue/c1.eth0.json", dir);
+	cr_assert(access(q, F_OK) == 0, "DEL queued at %s", q);
+	cr_assert_eq(run("ADD", conf, &out), 1);
+	cr_assert(strstr(out, "went away"), "ADD names the reset: %s", out);
 	free(out);
 	free(conf);
 }

@@ -24,6 +24,7 @@
 #include "exec.h"
 #include "helpers.h"
 #include "json.h"
+#include "util.h"
 #include "websocket.h"
 
 static const char bundle_config[] =
@@ -338,4 +339,186 @@ Test(exec, the_limit_ends_a_session)
 	cr_assert_eq(m.close_code, WS_CLOSE_GOING_AWAY);
 	wait_done(&f);
 	fixture_down(&f);
+}
+
+/* A session ended before runsc exec wrote the process's pid file: the
+ * stand-in starts its "sandbox process" (sleep 1000), writes its pid only
+ * 0.5 s later, then waits for it, as runsc exec waits; the client hangs
+ * up at once.  The process must be killed by that pid once it appears,
+ * not left running behind a SIGKILLed runsc exec. */
+Test(exec, a_session_ended_before_the_pid_file_still_kills_the_process)
+{
+	struct fixture f = { 0 };
+	char script[1024], path[200];
+	FILE *fp;
+	int pid = 0;
+	bool gone = false;
+
+	fixture_up(&f);
+	snprintf(script, sizeof(script),
+		 "#!/bin/sh\n"
+		 "for a; do case $prev in --internal-pid-file) pidf=$a;; --pid) pid=$a;; esac; prev=$a; done\n"
+		 "case \" $* \" in *\" kill \"*) kill -9 \"$pid\"; exit 0;; esac\n"
+		 "sleep 1000 &\n"
+		 "echo $! >%s/sandbox.pid\n"
+		 "sleep 0.5\n"
+		 "echo $! >\"$pidf\"\n"
+		 "wait\n",
+		 f.dir);
+	fp = fopen(f.t.runsc, "we");
+	cr_assert(fp);
+	fputs(script, fp);
+	fclose(fp);
+	start_session(&f);
+	cr_assert_eq(shutdown(f.sv[0], SHUT_RDWR), 0);
+	wait_done(&f);
+	snprintf(path, sizeof(path), "%s/sandbox.pid", f.dir);
+	fp = fopen(path, "re");
+	cr_assert(fp, "the stand-in started its process");
+	cr_assert_eq(fscanf(fp, "%d", &pid), 1);
+	fclose(fp);
+	/* Gone, or a zombie waiting for init. */
+	for (int i = 0; i < 200 && !gone; i++) {
+		char stat[256] = "", *p;
+		FILE *sp;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		sp = fopen(path, "re");
+		if (!sp || !fgets(stat, sizeof(stat), sp))
+			gone = true;
+		else if ((p = strrchr(stat, ')')) && p[1] == ' ' && p[2] == 'Z')
+			gone = true;
+		if (sp)
+			fclose(sp);
+		if (!gone)
+			usleep(10000);
+	}
+	if (!gone)
+		kill(pid, SIGKILL);
+	cr_assert(gone, "the process %d started before its pid file was written still runs", pid);
+	pthread_mutex_lock(&f.audit.lock);
+	cr_assert(strstr(f.audit.end, "\"reason\":\"disconnected\""), "%s", f.audit.end);
+	pthread_mutex_unlock(&f.audit.lock);
+	fixture_down(&f);
+}
+
+/* argv=message: the argv of the client's first message (ARGV, a JSON
+ * array) is what process.json runs, exactly; anything else first is
+ * refused with reason bad-argv and nothing runs. */
+static void start_argv_session(struct fixture *f)
+{
+	struct op_shell_params p = { .who = "kid k org o project p", .service_id = "fs-test", .target = &f->t,
+				     .argv_in_message = true };
+	struct op_shell_session *s = NULL;
+
+	ASSERT_OK(op_shell_reserve(f->sh, &p, &s), "reserve");
+	ASSERT_OK(op_shell_start(s, f->sv[1], NULL, 0, on_done, NULL), "start");
+}
+
+static void send_big(struct fixture *f, const void *data, size_t len)
+{
+	uint8_t *buf = malloc(len + WS_FRAME_HEAD_MAX);
+	long n;
+
+	cr_assert(buf);
+	n = ws_frame_encode(WS_OP_BINARY, true, true, data, len, buf, len + WS_FRAME_HEAD_MAX);
+	cr_assert(n > 0);
+	for (long off = 0; off < n;) {
+		ssize_t w = write(f->sv[0], buf + off, (size_t)(n - off));
+
+		cr_assert(w > 0);
+		off += w;
+	}
+	free(buf);
+}
+
+Test(exec, argv_in_the_first_message)
+{
+	struct fixture f = { 0 };
+	struct ws_message m;
+	struct json_value *doc = NULL;
+	const struct json_value *args;
+	char script[1024], path[200], *big = malloc(30001), *msg = NULL, *text = NULL;
+	size_t len = 0;
+	bool status = false;
+	FILE *fp;
+
+	cr_assert(big);
+	memset(big, 'x', 30000);
+	big[30000] = '\0';
+	fixture_up(&f);
+	/* The stand-in keeps the process.json it was given. */
+	snprintf(script, sizeof(script),
+		 "#!/bin/sh\n"
+		 "for a; do case $prev in --internal-pid-file) pidf=$a;; --process) procf=$a;; --pid) pid=$a;; esac; prev=$a; done\n"
+		 "case \" $* \" in *\" kill \"*) kill -9 \"$pid\"; exit 0;; esac\n"
+		 "cp \"$procf\" %s/seen.json\n"
+		 "echo $$ >\"$pidf\"\n"
+		 "exec cat\n",
+		 f.dir);
+	fp = fopen(f.t.runsc, "we");
+	cr_assert(fp);
+	fputs(script, fp);
+	fclose(fp);
+	start_argv_session(&f);
+	cr_assert(asprintf(&msg, "%c[\"printf\",\"[%%s]\\n\",\"a b\",\"\",\"\\\"q\\\"\",\"%s\"]", FLASH_EXEC_ARGV, big) > 0);
+	send_big(&f, msg, strlen(msg));
+	send_msg(&f, WS_OP_BINARY, true, "\xff\x00", 2);
+	while (next_msg(&f, &m) && m.opcode != WS_OP_CLOSE)
+		if (m.opcode == WS_OP_BINARY && m.data[0] == FLASH_EXEC_STATUS)
+			status = m.len - 1 == strlen("{\"exit_code\":0}");
+	cr_assert(status, "STATUS 0");
+	wait_done(&f);
+	snprintf(path, sizeof(path), "%s/seen.json", f.dir);
+	cr_assert_eq(util_read_file(path, 1 << 20, &text, &len), 0, "the stand-in saw a process.json");
+	ASSERT_OK(json_parse(text, len, NULL, &doc, NULL), "process.json");
+	args = json_get(doc, "args");
+	cr_assert(args && args->type == JSON_ARRAY && args->u.array.n == 6, "args: %.200s", text);
+	cr_assert_str_eq(json_string_value(args->u.array.items[0]), "printf");
+	cr_assert_str_eq(json_string_value(args->u.array.items[1]), "[%s]\n");
+	cr_assert_str_eq(json_string_value(args->u.array.items[2]), "a b");
+	cr_assert_str_eq(json_string_value(args->u.array.items[3]), "");
+	cr_assert_str_eq(json_string_value(args->u.array.items[4]), "\"q\"");
+	cr_assert_str_eq(json_string_value(args->u.array.items[5]), big);
+	pthread_mutex_lock(&f.audit.lock);
+	cr_assert(strstr(f.audit.start, "\"argv\":[\"printf\""), "the audit has the argv: %.100s", f.audit.start);
+	pthread_mutex_unlock(&f.audit.lock);
+	json_free(doc);
+	free(text);
+	free(msg);
+	free(big);
+	fixture_down(&f);
+}
+
+Test(exec, a_first_message_other_than_argv_is_refused)
+{
+#define B(x) { x, sizeof(x) - 1 }
+	static const struct {
+		const char *m;
+		size_t n;
+	} bad[] = { B("\0input"), B("\x05{\"not\":\"an array\"}"), B("\x05[]"), B("\x05[1]"), B("\x05[\"a\\u0000b\"]"),
+		    B("\x05[\"x\""), B("\x04{\"cols\":80,\"rows\":24}") };
+#undef B
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fixture f = { 0 };
+		struct ws_message m;
+		bool refused = false;
+		char seen[200];
+
+		fixture_up(&f);
+		start_argv_session(&f);
+		send_msg(&f, WS_OP_BINARY, true, bad[i].m, bad[i].n);
+		while (next_msg(&f, &m) && m.opcode != WS_OP_CLOSE)
+			if (m.opcode == WS_OP_BINARY && m.data[0] == FLASH_EXEC_STATUS)
+				refused = memmem(m.data, m.len, "\"reason\":\"bad-argv\"", 19) != NULL;
+		cr_assert(refused, "message %zu: STATUS says bad-argv", i);
+		wait_done(&f);
+		snprintf(seen, sizeof(seen), "%s/exec-0.pid", f.dir);
+		cr_assert(access(seen, F_OK) != 0, "message %zu: runsc exec was run", i);
+		pthread_mutex_lock(&f.audit.lock);
+		cr_assert(strstr(f.audit.end, "\"reason\":\"bad-argv\""), "%s", f.audit.end);
+		pthread_mutex_unlock(&f.audit.lock);
+		fixture_down(&f);
+	}
 }

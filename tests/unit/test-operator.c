@@ -924,9 +924,9 @@ static int no_services(void *ctx, struct op_service ***ret, size_t *ret_n)
 /* The query of one logs request: "k=v&k=v" (values not encoded). */
 static const char *query_of(void *ctx, const char *key)
 {
-	static char vals[4][128];
+	static char vals[8][128];
 	static unsigned int next;
-	char *val = vals[next++ % 4]; /* the provider holds two values at once */
+	char *val = vals[next++ % 8]; /* the provider holds up to seven values at once (exec) */
 	const char *q = ctx;
 
 	for (const char *p = q; p && *p;) {
@@ -1272,13 +1272,15 @@ static const char *exec_query(void *ctx, const char *key)
 	return query_of((void *)((struct exec_ctx *)ctx)->query, key);
 }
 
+/* The first value of @key only: enough for the refusals tested. */
 static size_t exec_query_all(void *ctx, const char *key, const char **out, size_t max)
 {
-	(void)ctx;
-	(void)key;
-	(void)out;
-	(void)max;
-	return 0;
+	const char *v = exec_query(ctx, key);
+
+	if (!v || max == 0)
+		return 0;
+	out[0] = v;
+	return 1;
 }
 
 static const char *exec_header(void *ctx, const char *name)
@@ -1356,6 +1358,14 @@ Test(operator, exec_route_refusals)
 	expect_error(&r, 400, "bad-request");
 	op_response_clear(&r);
 	r = exec_req(id, "term=a;b", ws_headers, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 400, "bad-request");
+	op_response_clear(&r);
+	/* argv=message stands for the command= arguments, never beside them. */
+	r = exec_req(id, "argv=message&command=id", ws_headers, "org-a", FLASH_AUTH_ACTION_EXEC);
+	expect_error(&r, 400, "bad-request");
+	cr_assert(strstr(r.body, "argv=message"), "names argv=message: %s", r.body);
+	op_response_clear(&r);
+	r = exec_req(id, "argv=url", ws_headers, "org-a", FLASH_AUTH_ACTION_EXEC);
 	expect_error(&r, 400, "bad-request");
 	op_response_clear(&r);
 	r = exec_req(id, NULL, ws_headers, "org-b", FLASH_AUTH_ACTION_EXEC);

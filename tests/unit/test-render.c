@@ -544,13 +544,29 @@ Test(render, previous_status_refused)
 	cr_assert(n == 0);
 }
 
+/* Each configuration @bad[i].json is refused, the diagnostic naming
+ * @bad[i].path, nothing returned. */
+struct config_refusal {
+	const char *json, *path;
+};
+
+static void config_refused(const struct config_refusal *bad, size_t n, struct flash_diag *d)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct flash_operator_config *c = NULL;
+
+		ASSERT_ERR(flash_operator_config_parse(bad[i].json, strlen(bad[i].json), &c, d), -FLASH_E_RENDER_CONFIG,
+			   bad[i].json);
+		ASSERT_STREQ(diag_path(d), bad[i].path, bad[i].json);
+		cr_assert_null(c);
+	}
+}
+
 /* The runtime section: the keys of the runtime's command-line options,
  * each refusal naming its key. */
 Test(render, operator_config_runtime)
 {
-	static const struct {
-		const char *json, *path;
-	} bad[] = {
+	static const struct config_refusal bad[] = {
 		{ "{\"runtime\":{\"dir\":\"relative\"}}", "runtime.dir" },
 		{ "{\"runtime\":{\"cniBinDir\":\"/a/../b\"}}", "runtime.cniBinDir" },
 		{ "{\"runtime\":{\"cniConf\":7}}", "runtime.cniConf" },
@@ -596,13 +612,7 @@ Test(render, operator_config_runtime)
 		ASSERT_STREQ(old.dns, "untouched", "past its sz nothing is written");
 	}
 	flash_operator_config_free(c);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		c = NULL;
-		ASSERT_ERR(flash_operator_config_parse(bad[i].json, strlen(bad[i].json), &c, d), -FLASH_E_RENDER_CONFIG,
-			   bad[i].json);
-		ASSERT_STREQ(diag_path(d), bad[i].path, bad[i].json);
-		cr_assert_null(c);
-	}
+	config_refused(bad, sizeof(bad) / sizeof(bad[0]), d);
 	flash_diag_free(d);
 }
 
@@ -611,9 +621,7 @@ Test(render, operator_config)
 	struct flash_operator_config *c = NULL;
 	_cleanup_diag_ struct flash_diag *d = render_test_diag();
 	uint16_t first = 0, last = 0;
-	static const struct {
-		const char *json, *path;
-	} bad[] = {
+	static const struct config_refusal bad[] = {
 		{ "{\"podCIDRs\":[\"10.244.0.0/33\"]}", "podCIDRs[0]" },
 		{ "{\"podCIDRs\":\"10.244.0.0/16\"}", "podCIDRs" },
 		{ "{\"infrastructureCIDRs\":[\"10.1.2.3/8\"]}", "infrastructureCIDRs[0]" },
@@ -655,23 +663,54 @@ Test(render, operator_config)
 	ASSERT_STREQ(creds, "/etc/flash/registries.json", "credentialsFile");
 	ASSERT_STREQ(store, "/var/lib/flash/blobs", "contentStore");
 	flash_operator_config_free(c);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		c = NULL;
-		ASSERT_ERR(flash_operator_config_parse(bad[i].json, strlen(bad[i].json), &c, d), -FLASH_E_RENDER_CONFIG,
-			   bad[i].json);
-		ASSERT_STREQ(diag_path(d), bad[i].path, bad[i].json);
-		cr_assert_null(c);
-	}
+	config_refused(bad, sizeof(bad) / sizeof(bad[0]), d);
 	ASSERT_STREQ(flash_strerror(-FLASH_E_RENDER_CONFIG), "operator configuration refused", "strerror");
+}
+
+/* The autoscaling section: sync period, scale-down window, tolerance,
+ * bounded, each refusal naming its key; the defaults always set. */
+Test(render, operator_config_autoscaling)
+{
+	static const struct config_refusal bad[] = {
+		{ "{\"autoscaling\":{\"syncPeriodSeconds\":0}}", "autoscaling.syncPeriodSeconds" },
+		{ "{\"autoscaling\":{\"syncPeriodSeconds\":3601}}", "autoscaling.syncPeriodSeconds" },
+		{ "{\"autoscaling\":{\"scaleDownStabilizationSeconds\":-1}}", "autoscaling.scaleDownStabilizationSeconds" },
+		{ "{\"autoscaling\":{\"tolerancePercent\":100}}", "autoscaling.tolerancePercent" },
+		{ "{\"autoscaling\":{\"tolerancePercent\":0.5}}", "autoscaling.tolerancePercent" },
+		{ "{\"autoscaling\":{\"window\":5}}", "autoscaling.window" },
+	};
+	static const char good[] = "{\"autoscaling\":{\"syncPeriodSeconds\":1,\"scaleDownStabilizationSeconds\":0,"
+				   "\"tolerancePercent\":0}}";
+	struct flash_operator_config *c = NULL;
+	struct flash_operator_runtime rt = { .sz = sizeof(rt) };
+	struct flash_diag *d = NULL;
+
+	ASSERT_OK(flash_diag_new(&d), "diag");
+	ASSERT_OK(flash_operator_config_default(&c), "defaults");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert(rt.autoscale_period_s == 15 && rt.autoscale_window_s == 300 && rt.autoscale_tolerance_percent == 10,
+		  "defaults %u %u %u", rt.autoscale_period_s, rt.autoscale_window_s, rt.autoscale_tolerance_percent);
+	flash_operator_config_free(c);
+	ASSERT_OK(flash_operator_config_parse(good, strlen(good), &c, d), "autoscaling section");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert(rt.autoscale_period_s == 1 && rt.autoscale_window_s == 0 && rt.autoscale_tolerance_percent == 0,
+		  "0 is a value: %u %u %u", rt.autoscale_period_s, rt.autoscale_window_s, rt.autoscale_tolerance_percent);
+	flash_operator_config_free(c);
+	c = NULL;
+	ASSERT_OK(flash_operator_config_parse("{\"autoscaling\":{\"tolerancePercent\":5}}", 38, &c, d), "one key");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert(rt.autoscale_period_s == 15 && rt.autoscale_window_s == 300 && rt.autoscale_tolerance_percent == 5,
+		  "the other keys keep their defaults");
+	flash_operator_config_free(c);
+	config_refused(bad, sizeof(bad) / sizeof(bad[0]), d);
+	flash_diag_free(d);
 }
 
 /* The exec section: the Web Shell's limits, bounded, each refusal naming
  * its key; 0 when unset (the operator's defaults). */
 Test(render, operator_config_exec)
 {
-	static const struct {
-		const char *json, *path;
-	} bad[] = {
+	static const struct config_refusal bad[] = {
 		{ "{\"exec\":{\"maxSessions\":0}}", "exec.maxSessions" },
 		{ "{\"exec\":{\"maxSessions\":1025}}", "exec.maxSessions" },
 		{ "{\"exec\":{\"sessionLimitSeconds\":86401}}", "exec.sessionLimitSeconds" },
@@ -693,13 +732,7 @@ Test(render, operator_config_exec)
 	cr_assert_eq(rt.exec_max_sessions, 4);
 	cr_assert_eq(rt.exec_session_limit_s, 60);
 	flash_operator_config_free(c);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		c = NULL;
-		ASSERT_ERR(flash_operator_config_parse(bad[i].json, strlen(bad[i].json), &c, d), -FLASH_E_RENDER_CONFIG,
-			   bad[i].json);
-		ASSERT_STREQ(diag_path(d), bad[i].path, bad[i].json);
-		cr_assert_null(c);
-	}
+	config_refused(bad, sizeof(bad) / sizeof(bad[0]), d);
 	flash_diag_free(d);
 }
 

@@ -1,0 +1,1057 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The replaying fake Kubernetes API server (k8s-fake.h).
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+
+#include "json.h"
+#include "k8s-fake.h"
+#include "util.h"
+
+#define FAKE_MAX_BODY (64u << 20)
+
+struct kv {
+	char *key, *value;
+};
+
+struct exchange {
+	char nn[3];
+	char *method, *path;
+	struct kv *query;
+	size_t n_query;
+	char *req_body;             /* compact JSON or NULL */
+	int status;
+	struct kv *headers;
+	size_t n_headers;
+	char *body;                 /* compact JSON, the text, or the events one per line */
+	size_t body_len;
+	bool watch;
+	char **events;              /* watch: each event's line (without '\n') */
+	size_t n_events;
+	unsigned int served;
+};
+
+struct step {
+	struct k8s_fake_step s;     /* strings below owned */
+	char **events;
+	struct step *next;
+};
+
+struct k8s_fake {
+	struct MHD_Daemon *d;
+	char url[64];
+	uint16_t port;
+	char *token;
+	bool tls_client_ca;
+	struct exchange *ex;
+	size_t n_ex;
+	pthread_mutex_t lock;
+	struct step *steps, **steps_tail;
+	struct step *served;
+	struct k8s_fake_request *reqs;
+	size_t n_reqs, cap_reqs;
+	size_t unmatched;
+	volatile bool stopping;
+};
+
+/* ---------------------------------------------------------------- loading */
+
+static char *compact(const struct json_value *v, size_t *ret_len)
+{
+	struct json_writer *w = json_writer_new(0);
+	char *out = NULL;
+	size_t len = 0;
+
+	if (!w)
+		return NULL;
+	jw_value(w, v);
+	if (json_writer_finish(w, &out, &len) < 0)
+		return NULL;
+	if (ret_len)
+		*ret_len = len;
+	return out;
+}
+
+static int kv_add(struct kv **arr, size_t *n, const char *k, const char *v)
+{
+	struct kv *p = realloc(*arr, (*n + 1) * sizeof(**arr));
+
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	p[*n].key = strdup(k);
+	p[*n].value = strdup(v ? v : "");
+	if (!p[*n].key || !p[*n].value) {
+		free(p[*n].key);
+		free(p[*n].value);
+		return -ENOMEM;
+	}
+	(*n)++;
+	return 0;
+}
+
+static void kv_free(struct kv *arr, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(arr[i].key);
+		free(arr[i].value);
+	}
+	free(arr);
+}
+
+static void exchange_clear(struct exchange *e)
+{
+	free(e->method);
+	free(e->path);
+	kv_free(e->query, e->n_query);
+	free(e->req_body);
+	kv_free(e->headers, e->n_headers);
+	free(e->body);
+	for (size_t i = 0; i < e->n_events; i++)
+		free(e->events[i]);
+	free(e->events);
+	memset(e, 0, sizeof(*e));
+}
+
+static int exchange_load(const char *path, const char *nn, struct exchange *e)
+{
+	_cleanup_free_ char *text = NULL;
+	struct json_value *root = NULL;
+	const struct json_value *q, *h, *b, *rb;
+	struct json_limits lim = { .max_input = 64u << 20, .max_members = 100000 };
+	struct json_error err;
+	size_t len;
+	int64_t st;
+	int r;
+
+	memset(e, 0, sizeof(*e));
+	if ((r = util_read_file(path, 64u << 20, &text, &len)) < 0)
+		return r;
+	if (json_parse(text, len, &lim, &root, &err) < 0)
+		return -EBADMSG;
+	r = -EBADMSG;
+	memcpy(e->nn, nn, 2);
+	if (!json_string_value(json_at(root, "request.method")) || !json_string_value(json_at(root, "request.path")) ||
+	    json_get_int64(json_at(root, "response.status"), &st) < 0)
+		goto fail;
+	r = -ENOMEM;
+	e->method = strdup(json_string_value(json_at(root, "request.method")));
+	e->path = strdup(json_string_value(json_at(root, "request.path")));
+	if (!e->method || !e->path)
+		goto fail;
+	/* 77-80 carry their query in the path (the webhook's URL). */
+	{
+		char *qm = strchr(e->path, '?');
+
+		if (qm)
+			*qm = '\0';
+	}
+	e->status = (int)st;
+	q = json_at(root, "request.query");
+	for (size_t i = 0; json_is(q, JSON_OBJECT) && i < q->u.object.n; i++)
+		if (kv_add(&e->query, &e->n_query, q->u.object.members[i].key,
+			   json_string_value(q->u.object.members[i].value)) < 0)
+			goto fail;
+	for (size_t i = 0; i < e->n_query; i++)
+		if (!strcmp(e->query[i].key, "watch"))
+			e->watch = true;
+	rb = json_at(root, "request.body");
+	if (rb && rb->type != JSON_NULL && !(e->req_body = compact(rb, NULL)))
+		goto fail;
+	h = json_at(root, "response.headers");
+	for (size_t i = 0; json_is(h, JSON_OBJECT) && i < h->u.object.n; i++) {
+		const char *k = h->u.object.members[i].key;
+		const struct json_value *v = h->u.object.members[i].value;
+
+		if (!strcasecmp(k, "transfer-encoding") || !strcasecmp(k, "content-length"))
+			continue;
+		if (v->type == JSON_ARRAY) {
+			for (size_t j = 0; j < v->u.array.n; j++)
+				if (kv_add(&e->headers, &e->n_headers, k, json_string_value(v->u.array.items[j])) < 0)
+					goto fail;
+		} else if (kv_add(&e->headers, &e->n_headers, k, json_string_value(v)) < 0)
+			goto fail;
+	}
+	b = json_at(root, "response.body");
+	if (e->watch && json_is(b, JSON_ARRAY)) {
+		size_t total = 0;
+
+		e->events = calloc(b->u.array.n + 1, sizeof(*e->events));
+		if (!e->events)
+			goto fail;
+		for (size_t i = 0; i < b->u.array.n; i++) {
+			size_t n;
+
+			if (!(e->events[i] = compact(b->u.array.items[i], &n)))
+				goto fail;
+			e->n_events = i + 1;
+			total += n + 1;
+		}
+		e->body = malloc(total + 1);
+		if (!e->body)
+			goto fail;
+		for (size_t i = 0; i < e->n_events; i++) {
+			size_t n = strlen(e->events[i]);
+
+			memcpy(e->body + e->body_len, e->events[i], n);
+			e->body_len += n;
+			e->body[e->body_len++] = '\n';
+		}
+		e->body[e->body_len] = '\0';
+	} else if (json_is(b, JSON_STRING)) {
+		if (!(e->body = strdup(json_string_value(b))))
+			goto fail;
+		e->body_len = strlen(e->body);
+	} else if (b && b->type != JSON_NULL) {
+		if (!(e->body = compact(b, &e->body_len)))
+			goto fail;
+	}
+	json_free(root);
+	return 0;
+fail:
+	json_free(root);
+	exchange_clear(e);
+	return r;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int load_dir(struct k8s_fake *f, const char *dir)
+{
+	char **names = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		char **p;
+
+		if (l < 8 || strcmp(de->d_name + l - 5, ".json") || de->d_name[0] < '0' || de->d_name[0] > '9' ||
+		    de->d_name[1] < '0' || de->d_name[1] > '9' || de->d_name[2] != '-')
+			continue;
+		p = realloc(names, (n + 1) * sizeof(*names));
+		if (!p || !(p[n] = strdup(de->d_name))) {
+			names = p ? p : names;
+			r = -ENOMEM;
+			break;
+		}
+		names = p;
+		n++;
+	}
+	closedir(d);
+	if (r == 0 && n) {
+		qsort(names, n, sizeof(*names), cmp_names);
+		f->ex = calloc(n, sizeof(*f->ex));
+		if (!f->ex)
+			r = -ENOMEM;
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		char *path;
+
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if ((r = exchange_load(path, names[i], &f->ex[f->n_ex])) == 0)
+			f->n_ex++;
+		free(path);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
+static const struct exchange *find_nn(const struct k8s_fake *f, const char *nn)
+{
+	for (size_t i = 0; nn && i < f->n_ex; i++)
+		if (!strncmp(f->ex[i].nn, nn, 2) && strlen(nn) == 2)
+			return &f->ex[i];
+	return NULL;
+}
+
+const char *k8s_fake_exchange_body(const struct k8s_fake *f, const char *nn, int *ret_status)
+{
+	const struct exchange *e = find_nn(f, nn);
+
+	if (!e)
+		return NULL;
+	if (ret_status)
+		*ret_status = e->status;
+	return e->body;
+}
+
+const char *k8s_fake_exchange_request_body(const struct k8s_fake *f, const char *nn)
+{
+	const struct exchange *e = find_nn(f, nn);
+
+	return e ? e->req_body : NULL;
+}
+
+size_t k8s_fake_exchanges(const struct k8s_fake *f)
+{
+	return f->n_ex;
+}
+
+/* ---------------------------------------------------------------- requests */
+
+void k8s_fake_request_clear(struct k8s_fake_request *r)
+{
+	if (!r)
+		return;
+	free(r->method);
+	free(r->path);
+	free(r->query);
+	free(r->content_type);
+	free(r->authorization);
+	free(r->user_agent);
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+static char *dup0(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int request_copy(const struct k8s_fake_request *in, struct k8s_fake_request *out)
+{
+	*out = *in;
+	out->method = dup0(in->method);
+	out->path = dup0(in->path);
+	out->query = dup0(in->query);
+	out->content_type = dup0(in->content_type);
+	out->authorization = dup0(in->authorization);
+	out->user_agent = dup0(in->user_agent);
+	out->body = NULL;
+	if (in->body) {
+		out->body = malloc(in->body_len + 1);
+		if (out->body) {
+			memcpy(out->body, in->body, in->body_len);
+			out->body[in->body_len] = '\0';
+		}
+	}
+	if ((in->method && !out->method) || (in->path && !out->path) || (in->query && !out->query) ||
+	    (in->content_type && !out->content_type) || (in->authorization && !out->authorization) ||
+	    (in->user_agent && !out->user_agent) || (in->body && !out->body)) {
+		k8s_fake_request_clear(out);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+size_t k8s_fake_requests(struct k8s_fake *f)
+{
+	size_t n;
+
+	pthread_mutex_lock(&f->lock);
+	n = f->n_reqs;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+int k8s_fake_request_get(struct k8s_fake *f, size_t i, struct k8s_fake_request *ret)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&f->lock);
+	if (i < f->n_reqs)
+		r = request_copy(&f->reqs[i], ret);
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+size_t k8s_fake_unmatched(struct k8s_fake *f)
+{
+	size_t n;
+
+	pthread_mutex_lock(&f->lock);
+	n = f->unmatched;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+void k8s_fake_reset_requests(struct k8s_fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = 0; i < f->n_reqs; i++)
+		k8s_fake_request_clear(&f->reqs[i]);
+	f->n_reqs = 0;
+	f->unmatched = 0;
+	pthread_mutex_unlock(&f->lock);
+}
+
+const char *k8s_fake_query_arg(const struct k8s_fake_request *r, const char *key, char *buf, size_t size)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = r->query; p && *p;) {
+		const char *amp = strchr(p, '&');
+		size_t n = amp ? (size_t)(amp - p) : strlen(p);
+
+		if (n > kl && !strncmp(p, key, kl) && p[kl] == '=') {
+			size_t vl = n - kl - 1;
+
+			if (vl >= size)
+				vl = size - 1;
+			memcpy(buf, p + kl + 1, vl);
+			buf[vl] = '\0';
+			return buf;
+		}
+		p += n + (amp ? 1 : 0);
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- scripts */
+
+static void step_free(struct step *s)
+{
+	if (!s)
+		return;
+	free((char *)s->s.method);
+	free((char *)s->s.path);
+	free((char *)s->s.exchange);
+	free((char *)s->s.headers);
+	free((char *)s->s.body);
+	for (size_t i = 0; i < s->s.n_events; i++)
+		free(s->events[i]);
+	free(s->events);
+	free(s);
+}
+
+int k8s_fake_push(struct k8s_fake *f, const struct k8s_fake_step *in)
+{
+	struct step *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->s = *in;
+	s->s.method = dup0(in->method);
+	s->s.path = dup0(in->path);
+	s->s.exchange = dup0(in->exchange);
+	s->s.headers = dup0(in->headers);
+	s->s.body = dup0(in->body);
+	s->s.n_events = 0;
+	if (in->n_events) {
+		s->events = calloc(in->n_events, sizeof(*s->events));
+		if (!s->events)
+			goto fail;
+		for (size_t i = 0; i < in->n_events; i++) {
+			if (!(s->events[i] = strdup(in->events[i])))
+				goto fail;
+			s->s.n_events = i + 1;
+		}
+	}
+	s->s.events = (const char *const *)s->events;
+	if ((in->method && !s->s.method) || (in->path && !s->s.path) || (in->exchange && !s->s.exchange) ||
+	    (in->headers && !s->s.headers) || (in->body && !s->s.body))
+		goto fail;
+	if (in->exchange && !find_nn(f, in->exchange))
+		goto fail_inval;
+	pthread_mutex_lock(&f->lock);
+	*f->steps_tail = s;
+	f->steps_tail = &s->next;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+fail_inval:
+	step_free(s);
+	return -EINVAL;
+fail:
+	step_free(s);
+	return -ENOMEM;
+}
+
+size_t k8s_fake_pending(struct k8s_fake *f)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&f->lock);
+	for (struct step *s = f->steps; s; s = s->next)
+		n++;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+/* The first queued step @method @path matches, unlinked (locked). */
+static struct step *step_take(struct k8s_fake *f, const char *method, const char *path)
+{
+	for (struct step **pp = &f->steps; *pp; pp = &(*pp)->next) {
+		struct step *s = *pp;
+
+		if ((s->s.method && strcmp(s->s.method, method)) || (s->s.path && strcmp(s->s.path, path)))
+			continue;
+		*pp = s->next;
+		if (f->steps_tail == &s->next)
+			f->steps_tail = pp;
+		s->next = NULL;
+		return s;
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- serving */
+
+struct conn {
+	struct util_buf body;
+};
+
+/* A streamed answer: chunks with delays, an optional cut. */
+struct stream {
+	struct k8s_fake *f;
+	char **chunks;              /* borrowed */
+	size_t n, i, off;
+	bool with_newline;
+	unsigned int event_delay_ms, hang_ms;
+	bool cut;
+	size_t cut_after, sent;
+	bool delayed;               /* the current chunk's delay is done */
+	bool hung;
+	char *owned_body;           /* a whole body as one chunk */
+	char *one[1];
+};
+
+static void nap(struct k8s_fake *f, unsigned int ms)
+{
+	while (ms && !f->stopping) {
+		unsigned int step = ms < 10 ? ms : 10;
+		struct timespec ts = { 0, (long)step * 1000000L };
+
+		nanosleep(&ts, NULL);
+		ms -= step;
+	}
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *s = cls;
+
+	(void)pos;
+	if (s->f->stopping)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (s->cut && s->cut_after && s->sent >= s->cut_after)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	while (s->i < s->n) {
+		const char *c = s->chunks[s->i];
+		size_t len = strlen(c) + (s->with_newline ? 1 : 0), n;
+
+		if (!s->delayed) {
+			nap(s->f, s->event_delay_ms);
+			s->delayed = true;
+		}
+		if (s->off >= len) {
+			s->i++;
+			s->off = 0;
+			s->delayed = false;
+			continue;
+		}
+		n = len - s->off;
+		if (n > max)
+			n = max;
+		if (s->cut && s->cut_after && s->sent + n > s->cut_after)
+			n = s->cut_after - s->sent;
+		for (size_t k = 0; k < n; k++) {
+			size_t at = s->off + k;
+
+			buf[k] = at < strlen(c) ? c[at] : '\n';
+		}
+		s->off += n;
+		s->sent += n;
+		return (ssize_t)n;
+	}
+	if (!s->hung) {
+		nap(s->f, s->hang_ms);
+		s->hung = true;
+	}
+	return s->cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream *s = cls;
+
+	free(s->owned_body);
+	free(s);
+}
+
+static void add_headers_text(struct MHD_Response *resp, const char *text)
+{
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		char line[1024];
+		char *colon, *v;
+
+		if (n < sizeof(line)) {
+			memcpy(line, p, n);
+			line[n] = '\0';
+			colon = strchr(line, ':');
+			if (colon) {
+				*colon = '\0';
+				for (v = colon + 1; *v == ' '; v++)
+					;
+				MHD_add_response_header(resp, line, v);
+			}
+		}
+		p += n + (nl ? 1 : 0);
+	}
+}
+
+/* Whether the request's query fits exchange @e (header comment). */
+static bool query_fits(const struct exchange *e, const struct kv *q, size_t nq)
+{
+	for (size_t i = 0; i < e->n_query; i++) {
+		bool found = false;
+
+		if (!strcmp(e->query[i].key, "timeoutSeconds"))
+			continue;
+		for (size_t j = 0; j < nq && !found; j++)
+			found = !strcmp(q[j].key, e->query[i].key) && !strcmp(q[j].value, e->query[i].value);
+		if (!found)
+			return false;
+	}
+	for (size_t j = 0; j < nq; j++) {
+		bool known = false;
+
+		for (size_t i = 0; i < e->n_query && !known; i++)
+			known = !strcmp(q[j].key, e->query[i].key);
+		if (!known && strcmp(q[j].key, "timeoutSeconds") && strcmp(q[j].key, "allowWatchBookmarks") &&
+		    strcmp(q[j].key, "limit"))
+			return false;
+	}
+	return true;
+}
+
+/* The same JSON text up to formatting: both parsed and written back. */
+static bool body_equal(const char *recorded, const char *body, size_t len)
+{
+	struct json_value *v = NULL;
+	struct json_error err;
+	char *c;
+	bool eq;
+
+	if (!recorded || !body)
+		return false;
+	if (json_parse(body, len, NULL, &v, &err) < 0)
+		return false;
+	c = compact(v, NULL);
+	json_free(v);
+	eq = c && !strcmp(c, recorded);
+	free(c);
+	return eq;
+}
+
+static struct exchange *exchange_match(struct k8s_fake *f, const char *method, const char *path, const struct kv *q,
+				       size_t nq, const char *body, size_t len)
+{
+	struct exchange *best = NULL;
+	bool best_body = false;
+
+	for (size_t i = 0; i < f->n_ex; i++) {
+		struct exchange *e = &f->ex[i];
+		bool b;
+
+		if (e->status == 401 || e->status == 403 || strcmp(e->method, method) || strcmp(e->path, path) ||
+		    !query_fits(e, q, nq))
+			continue;
+		b = body_equal(e->req_body, body, len);
+		if (!best || (b && !best_body) || (b == best_body && e->served < best->served)) {
+			best = e;
+			best_body = b;
+		}
+	}
+	return best;
+}
+
+struct qcollect {
+	struct kv *q;
+	size_t n;
+	char *text;
+	size_t tlen;
+	bool oom;
+};
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct qcollect *c = cls;
+	size_t kl = strlen(key), vl = value ? strlen(value) : 0;
+	char *t;
+
+	(void)kind;
+	if (kv_add(&c->q, &c->n, key, value) < 0) {
+		c->oom = true;
+		return MHD_NO;
+	}
+	t = realloc(c->text, c->tlen + kl + vl + 3);
+	if (!t) {
+		c->oom = true;
+		return MHD_NO;
+	}
+	c->text = t;
+	c->tlen += (size_t)sprintf(c->text + c->tlen, "%s%s=%s", c->tlen ? "&" : "", key, value ? value : "");
+	return MHD_YES;
+}
+
+static bool client_cert_ok(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	unsigned int status = 0, n = 0;
+
+	if (!ci || !ci->tls_session)
+		return false;
+	if (!gnutls_certificate_get_peers((gnutls_session_t)ci->tls_session, &n) || n == 0)
+		return false;
+	return gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) == 0 && status == 0;
+}
+
+static void record(struct k8s_fake *f, struct MHD_Connection *conn, const char *method, const char *path,
+		   const struct qcollect *q, const struct conn *c, const char *nn, bool scripted, int status,
+		   bool unmatched)
+{
+	struct k8s_fake_request r = { 0 };
+
+	r.method = dup0(method);
+	r.path = dup0(path);
+	r.query = dup0(q->text ? q->text : "");
+	r.content_type = dup0(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"));
+	r.authorization = dup0(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"));
+	r.user_agent = dup0(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent"));
+	if (c->body.p) {
+		r.body = malloc(c->body.len + 1);
+		if (r.body) {
+			memcpy(r.body, c->body.p, c->body.len + 1);
+			r.body_len = c->body.len;
+		}
+	}
+	if (nn)
+		memcpy(r.exchange, nn, 2);
+	r.scripted = scripted;
+	r.status = status;
+	r.client_cert_verified = f->tls_client_ca && client_cert_ok(conn);
+	pthread_mutex_lock(&f->lock);
+	if (f->n_reqs == f->cap_reqs) {
+		size_t cap = f->cap_reqs ? f->cap_reqs * 2 : 64;
+		struct k8s_fake_request *p = realloc(f->reqs, cap * sizeof(*p));
+
+		if (p) {
+			f->reqs = p;
+			f->cap_reqs = cap;
+		}
+	}
+	if (f->n_reqs < f->cap_reqs)
+		f->reqs[f->n_reqs++] = r;
+	else
+		k8s_fake_request_clear(&r);
+	if (unmatched)
+		f->unmatched++;
+	pthread_mutex_unlock(&f->lock);
+}
+
+static enum MHD_Result queue(struct MHD_Connection *conn, struct MHD_Response *resp, int status)
+{
+	enum MHD_Result r;
+
+	if (!resp)
+		return MHD_NO;
+	r = MHD_queue_response(conn, (unsigned int)status, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static struct MHD_Response *stream_response(struct k8s_fake *f, char **chunks, size_t n, bool with_newline,
+					    const struct k8s_fake_step *st)
+{
+	struct stream *s = calloc(1, sizeof(*s));
+	struct MHD_Response *resp;
+
+	if (!s)
+		return NULL;
+	s->f = f;
+	s->chunks = chunks;
+	s->n = n;
+	s->with_newline = with_newline;
+	if (st) {
+		s->event_delay_ms = st->event_delay_ms;
+		s->hang_ms = st->hang_ms;
+		s->cut = st->cut;
+		s->cut_after = st->cut_after;
+	}
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s, stream_free);
+	if (!resp)
+		free(s);
+	return resp;
+}
+
+/* A served step's strings may still be streamed: it is kept, on a list
+ * freed with the fake. */
+static void step_retire(struct k8s_fake *f, struct step *s)
+{
+	pthread_mutex_lock(&f->lock);
+	s->next = f->served;
+	f->served = s;
+	pthread_mutex_unlock(&f->lock);
+}
+
+static enum MHD_Result answer_exchange(struct k8s_fake *f, struct MHD_Connection *conn, struct exchange *e,
+				       const struct k8s_fake_step *st)
+{
+	struct MHD_Response *resp;
+
+	if (e->watch && e->status == 200)
+		resp = stream_response(f, e->events, e->n_events, true, st);
+	else if (st && (st->cut || st->event_delay_ms || st->hang_ms)) {
+		/* A plain body sent slowly or cut: one chunk. */
+		resp = stream_response(f, &e->body, e->body ? 1 : 0, false, st);
+	} else
+		resp = MHD_create_response_from_buffer(e->body_len, e->body ? e->body : (char *)"",
+						       MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	for (size_t i = 0; i < e->n_headers; i++)
+		MHD_add_response_header(resp, e->headers[i].key, e->headers[i].value);
+	if (st && st->headers)
+		add_headers_text(resp, st->headers);
+	return queue(conn, resp, e->status);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+			       const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct k8s_fake *f = cls;
+	struct conn *c = *con_cls;
+	struct qcollect q = { 0 };
+	struct exchange *e = NULL;
+	struct step *s = NULL;
+	enum MHD_Result ret;
+	const char *auth;
+	int status = 404;
+
+	(void)version;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return MHD_NO;
+		*con_cls = c;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+
+		if (util_buf_append(&c->body, upload_data, n, FAKE_MAX_BODY) < 0)
+			return MHD_NO;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &q);
+	pthread_mutex_lock(&f->lock);
+	s = step_take(f, method, url);
+	pthread_mutex_unlock(&f->lock);
+	auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	if (s) {
+		const struct k8s_fake_step *st = &s->s;
+
+		/* Recorded on arrival: a client may give up during the delay. */
+		if (st->exchange) {
+			e = (struct exchange *)find_nn(f, st->exchange);
+			record(f, conn, method, url, &q, c, e->nn, true, e->status, false);
+			nap(f, st->delay_ms);
+			ret = answer_exchange(f, conn, e, st);
+		} else {
+			struct MHD_Response *resp;
+
+			status = st->status ? st->status : 200;
+			record(f, conn, method, url, &q, c, NULL, true, status, false);
+			nap(f, st->delay_ms);
+			if (st->n_events)
+				resp = stream_response(f, s->events, st->n_events, true, st);
+			else if (st->cut || st->event_delay_ms || st->hang_ms) {
+				resp = stream_response(f, (char **)&st->body, st->body ? 1 : 0, false, st);
+			} else
+				resp = MHD_create_response_from_buffer(st->body ? strlen(st->body) : 0,
+								       (void *)(st->body ? st->body : ""),
+								       MHD_RESPMEM_PERSISTENT);
+			if (resp) {
+				MHD_add_response_header(resp, "Content-Type", "application/json");
+				add_headers_text(resp, st->headers);
+			}
+			ret = queue(conn, resp, status);
+		}
+		step_retire(f, s);
+		goto out;
+	}
+	if (f->token && (!auth || strncmp(auth, "Bearer ", 7) || strcmp(auth + 7, f->token)) &&
+	    (e = (struct exchange *)find_nn(f, "31"))) {
+		record(f, conn, method, url, &q, c, e->nn, false, e->status, false);
+		ret = answer_exchange(f, conn, e, NULL);
+		goto out;
+	}
+	pthread_mutex_lock(&f->lock);
+	e = exchange_match(f, method, url, q.q, q.n, c->body.p, c->body.len);
+	if (e)
+		e->served++;
+	pthread_mutex_unlock(&f->lock);
+	if (e) {
+		record(f, conn, method, url, &q, c, e->nn, false, e->status, false);
+		ret = answer_exchange(f, conn, e, NULL);
+	} else {
+		char *msg = NULL;
+		struct MHD_Response *resp;
+
+		if (asprintf(&msg,
+			     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			     "\"message\":\"k8s-fake: no exchange for %s %s\",\"reason\":\"NotFound\",\"code\":404}",
+			     method, url) < 0)
+			msg = NULL;
+		record(f, conn, method, url, &q, c, NULL, false, 404, true);
+		resp = msg ? MHD_create_response_from_buffer(strlen(msg), msg, MHD_RESPMEM_MUST_FREE) : NULL;
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", "application/json");
+		else
+			free(msg);
+		ret = queue(conn, resp, 404);
+	}
+out:
+	kv_free(q.q, q.n);
+	free(q.text);
+	return ret;
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct conn *c = *con_cls;
+
+	(void)cls, (void)conn, (void)toe;
+	if (c) {
+		free(c->body.p);
+		free(c);
+		*con_cls = NULL;
+	}
+}
+
+static int default_dir(char *buf, size_t size)
+{
+	const char *top = getenv("top_srcdir");
+	static const char *const rel[] = { "tests/data/k8s/exchanges", "../tests/data/k8s/exchanges" };
+
+	if (top) {
+		snprintf(buf, size, "%s/tests/data/k8s/exchanges", top);
+		if (access(buf, R_OK) == 0)
+			return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(rel); i++)
+		if (access(rel[i], R_OK) == 0) {
+			snprintf(buf, size, "%s", rel[i]);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+int k8s_fake_new(const struct k8s_fake_opts *opts, struct k8s_fake **ret)
+{
+	struct k8s_fake *f;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	const union MHD_DaemonInfo *di;
+	unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
+	bool tls = opts && opts->tls_cert_pem && opts->tls_key_pem;
+	char dir[4096];
+	int r;
+
+	if (!ret)
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_init(&f->lock, NULL);
+	f->steps_tail = &f->steps;
+	if (opts && opts->token && !(f->token = strdup(opts->token))) {
+		k8s_fake_free(f);
+		return -ENOMEM;
+	}
+	if (opts && opts->exchanges_dir)
+		snprintf(dir, sizeof(dir), "%s", opts->exchanges_dir);
+	else if ((r = default_dir(dir, sizeof(dir))) < 0) {
+		k8s_fake_free(f);
+		return r;
+	}
+	if ((r = load_dir(f, dir)) < 0) {
+		k8s_fake_free(f);
+		return r;
+	}
+	f->tls_client_ca = tls && opts->client_ca_pem;
+	if (tls) {
+		flags |= MHD_USE_TLS;
+		f->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, f, MHD_OPTION_SOCK_ADDR, &sa,
+					MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_HTTPS_MEM_KEY,
+					opts->tls_key_pem, MHD_OPTION_HTTPS_MEM_CERT, opts->tls_cert_pem,
+					f->tls_client_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END,
+					opts->client_ca_pem, MHD_OPTION_END);
+	} else
+		f->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, f, MHD_OPTION_SOCK_ADDR, &sa,
+					MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+	if (!f->d) {
+		k8s_fake_free(f);
+		return -EADDRNOTAVAIL;
+	}
+	di = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
+	f->port = di ? di->port : 0;
+	snprintf(f->url, sizeof(f->url), "%s://127.0.0.1:%u", tls ? "https" : "http", f->port);
+	*ret = f;
+	return 0;
+}
+
+const char *k8s_fake_url(const struct k8s_fake *f)
+{
+	return f->url;
+}
+
+uint16_t k8s_fake_port(const struct k8s_fake *f)
+{
+	return f->port;
+}
+
+void k8s_fake_free(struct k8s_fake *f)
+{
+	struct step *s, *next;
+
+	if (!f)
+		return;
+	f->stopping = true;
+	if (f->d)
+		MHD_stop_daemon(f->d);
+	for (s = f->steps; s; s = next) {
+		next = s->next;
+		step_free(s);
+	}
+	for (s = f->served; s; s = next) {
+		next = s->next;
+		step_free(s);
+	}
+	for (size_t i = 0; i < f->n_ex; i++)
+		exchange_clear(&f->ex[i]);
+	free(f->ex);
+	for (size_t i = 0; i < f->n_reqs; i++)
+		k8s_fake_request_clear(&f->reqs[i]);
+	free(f->reqs);
+	free(f->token);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
