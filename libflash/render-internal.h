@@ -117,7 +117,7 @@ struct flash_operator_config {
 #define FLASH_WEBHOOK_PATH "/validate-flashservice"
 
 /* Sets the Pod Security Admission labels (enforce, audit, warn) of
- * @level on the labels object @labels (render-manifests.c). */
+ * @level on the labels object @labels (render-labels.c). */
 void pod_security_labels(struct kdoc *labels, const char *level);
 
 /* Adds @p as canonical text to @arr (render.c). */

@@ -52,13 +52,6 @@ static struct kdoc *object(const char *api_version, const char *kind, const char
 	return o;
 }
 
-void pod_security_labels(struct kdoc *labels, const char *level)
-{
-	kdoc_set_str(labels, "pod-security.kubernetes.io/enforce", level);
-	kdoc_set_str(labels, "pod-security.kubernetes.io/audit", level);
-	kdoc_set_str(labels, "pod-security.kubernetes.io/warn", level);
-}
-
 /* One RBAC rule: @verbs on @resources of @group (NULL-terminated lists);
  * @names restricts by resourceNames. */
 static void rule(struct kdoc *rules, const char *group, const char *const *resources, const char *const *verbs,
@@ -137,6 +130,10 @@ static int operator_rbac(const struct flash_operator_config *c, struct kdoc **do
 	rule(rules, "", L("services", "persistentvolumeclaims"), L("get", "list", "watch", "create", "patch", "delete"),
 	     NULL);
 	rule(rules, "networking.k8s.io", L("networkpolicies"), L("get", "list", "watch", "create", "patch", "delete"),
+	     NULL);
+	rule(rules, "autoscaling", L("horizontalpodautoscalers"), L("get", "list", "watch", "create", "patch", "delete"),
+	     NULL);
+	rule(rules, "gateway.networking.k8s.io", L("httproutes"), L("get", "list", "watch", "create", "patch", "delete"),
 	     NULL);
 	/* Tenant namespaces: created with their Pod Security labels, never
 	 * relabelled (no patch: the operator cannot loosen a namespace). */

@@ -317,6 +317,110 @@ static void node_selector_into(struct kdoc *pod, const struct flash_spec *spec, 
 			kdoc_set_str(sel, c->public_node_labels.v[i].key, c->public_node_labels.v[i].value);
 }
 
+/* Autoscaling renders a HorizontalPodAutoscaler; replicas 0 (stopped)
+ * keeps the Deployment at 0 instead (an HPA never scales from 0). */
+static bool autoscaled(const struct flash_spec *spec)
+{
+	return flash_spec_has_autoscaling(spec) && flash_spec_replicas(spec) != 0;
+}
+
+static struct kdoc *render_hpa(const struct flash_spec *spec, const struct flash_render_opts *o)
+{
+	struct kdoc *sp = NULL;
+	struct kdoc *hpa = object_new("autoscaling/v2", "HorizontalPodAutoscaler", o->name, o, &sp);
+	struct kdoc *ref = kdoc_set_obj(sp, "scaleTargetRef"), *m, *res, *target;
+
+	kdoc_set_str(ref, "apiVersion", "apps/v1");
+	kdoc_set_str(ref, "kind", "Deployment");
+	kdoc_set_str(ref, "name", o->name);
+	kdoc_set_int(sp, "minReplicas", flash_spec_autoscaling_min_replicas(spec));
+	kdoc_set_int(sp, "maxReplicas", flash_spec_autoscaling_max_replicas(spec));
+	m = kdoc_append_obj(kdoc_set_arr(sp, "metrics"));
+	kdoc_set_str(m, "type", "Resource");
+	res = kdoc_set_obj(m, "resource");
+	kdoc_set_str(res, "name", "cpu");
+	target = kdoc_set_obj(res, "target");
+	kdoc_set_str(target, "type", "Utilization");
+	kdoc_set_int(target, "averageUtilization", flash_spec_autoscaling_target_cpu_percent(spec));
+	return hpa;
+}
+
+/* The Service port of the spec's port named @name: the public port when
+ * exposed publicly, else the container port; 0 when there is none. */
+static uint16_t service_port_of(const struct flash_spec *spec, const struct flash_render_opts *o, const char *name)
+{
+	for (size_t i = 0; i < flash_spec_port_count(spec); i++) {
+		if (strcmp(flash_spec_port_name(spec, i), name) != 0)
+			continue;
+		if (flash_spec_exposure_type(spec) != FLASH_SPEC_EXPOSURE_PUBLIC)
+			return flash_spec_port_container_port(spec, i);
+		for (size_t j = 0; j < OPTS_GET(o, n_public_ports, 0); j++)
+			if (render_port_pair_equal(&o->public_ports[j],
+						   flash_spec_protocol_name(flash_spec_port_protocol(spec, i)), name))
+				return o->public_ports[j].port;
+	}
+	return 0;
+}
+
+static int add_object(struct flash_render *rd, struct kdoc *obj);
+
+/* One HTTPRoute per port the domains name (NAME-PORTNAME), attached to
+ * the configured Gateway, its hostnames routed to that port of the
+ * Service.  Appended to @rd in domain order of first use. */
+static int render_routes(struct flash_render *rd, const struct flash_spec *spec, const struct flash_operator_config *c,
+			 const struct flash_render_opts *o, struct diag *diag)
+{
+	size_t n = flash_spec_domain_count(spec);
+
+	if (n == 0)
+		return 0;
+	if (!c->gateway_name)
+		return render_diag_fail(diag, -FLASH_E_RENDER_CONFIG, "gateway.name",
+					"domains need the Gateway their HTTPRoutes attach to (gateway.name)");
+	for (size_t i = 0; i < n; i++) {
+		const char *port = flash_spec_domain_port(spec, i);
+		struct kdoc *sp = NULL, *route, *parent, *hosts, *backend;
+		bool seen = false;
+		uint16_t number;
+		char *name = NULL;
+		int r;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(flash_spec_domain_port(spec, j), port) == 0;
+		if (seen)
+			continue;
+		number = service_port_of(spec, o, port);
+		if (!number)
+			return render_diag_fail(diag, -FLASH_E_RENDER_PORTS_EXHAUSTED, "domains",
+						"port %s of domain %s has no Service port", port, flash_spec_domain_host(spec, i));
+		if (asprintf(&name, "%s-%s", o->name, port) < 0)
+			return -ENOMEM;
+		route = object_new("gateway.networking.k8s.io/v1", "HTTPRoute", name, o, &sp);
+		free(name);
+		parent = kdoc_append_obj(kdoc_set_arr(sp, "parentRefs"));
+		kdoc_set_str(parent, "group", "gateway.networking.k8s.io");
+		kdoc_set_str(parent, "kind", "Gateway");
+		kdoc_set_str(parent, "name", c->gateway_name);
+		if (c->gateway_namespace)
+			kdoc_set_str(parent, "namespace", c->gateway_namespace);
+		if (c->gateway_section)
+			kdoc_set_str(parent, "sectionName", c->gateway_section);
+		hosts = kdoc_set_arr(sp, "hostnames");
+		for (size_t j = i; j < n; j++)
+			if (strcmp(flash_spec_domain_port(spec, j), port) == 0)
+				kdoc_append_str(hosts, flash_spec_domain_host(spec, j));
+		backend = kdoc_append_obj(kdoc_set_arr(kdoc_append_obj(kdoc_set_arr(sp, "rules")), "backendRefs"));
+		kdoc_set_str(backend, "group", "");
+		kdoc_set_str(backend, "kind", "Service");
+		kdoc_set_str(backend, "name", o->name);
+		kdoc_set_int(backend, "port", number);
+		r = add_object(rd, route);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static struct kdoc *render_deployment(const struct flash_spec *spec, const struct flash_operator_config *c,
 				      const struct flash_render_opts *o, const char *image, const char *root_claim)
 {
@@ -325,7 +429,10 @@ static struct kdoc *render_deployment(const struct flash_spec *spec, const struc
 	struct kdoc *strategy, *tmpl, *pod, *ctr, *res, *sc, *mounts, *vols, *list;
 	const char *service_id = OPTS_GET(o, service_id, NULL);
 
-	kdoc_set_int(sp, "replicas", flash_spec_replicas(spec));
+	/* An autoscaled Deployment leaves replicas to its HPA (an apply
+	 * that names them would fight it). */
+	if (!autoscaled(spec))
+		kdoc_set_int(sp, "replicas", flash_spec_replicas(spec));
 	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(sp, "selector"), "matchLabels"), FLASH_LABEL_NAME, o->name);
 	/* The replacement starts before the old Pod goes (RWX /root allows
 	 * both to mount it). */
@@ -756,6 +863,8 @@ FLASH_API int flash_render(const struct flash_spec *spec, const struct flash_ope
 		goto out_free;
 	if ((r = add_object(rd, render_deployment(spec, config, opts, image, claim))) < 0)
 		goto out_free;
+	if (autoscaled(spec) && (r = add_object(rd, render_hpa(spec, opts))) < 0)
+		goto out_free;
 	/* No port, no Service: the workload keeps running without one. */
 	if (flash_spec_port_count(spec)) {
 		svc = render_service(spec, config, opts, diag, &r);
@@ -766,6 +875,8 @@ FLASH_API int flash_render(const struct flash_spec *spec, const struct flash_ope
 		if ((r = add_object(rd, svc)) < 0)
 			goto out_free;
 	}
+	if ((r = render_routes(rd, spec, config, opts, diag)) < 0)
+		goto out_free;
 	*ret_render = TAKE_PTR(rd);
 	return 0;
 out_free:

@@ -173,7 +173,13 @@ struct flash_render;
 
 /* Renders @spec with @config.  Objects, in apply order: the
  * PersistentVolumeClaim (with persistence), the NetworkPolicy, the
- * Deployment, then the Service (absent when the spec has no port).
+ * Deployment (without replicas when autoscaled), the
+ * HorizontalPodAutoscaler (autoscaling/v2, CPU utilization, with
+ * autoscaling and replicas other than 0), the Service (absent when the spec
+ * has no port), then one Gateway API HTTPRoute per port the domains name
+ * (NAME-PORTNAME, attached to the configuration's gateway, the domains'
+ * hosts routed to that port of the Service; domains without gateway.name
+ * are refused with -FLASH_E_RENDER_CONFIG).
  * Returns 0 and *ret_render, -FLASH_E_RENDER_NAME (a name or id that
  * cannot be a Kubernetes name or label value), -FLASH_E_RENDER_DISK,
  * -FLASH_E_RENDER_PORTS_EXHAUSTED (a public port without an assignment in

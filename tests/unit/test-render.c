@@ -40,6 +40,7 @@ static const struct golden_case cases[] = {
 	{ "previous-ports", "fs-voice", UID, "svc-6", NULL, 0, { 30001 } },
 	{ "pinned-env", "fs-app", UID, "svc-7", DIGEST, 123456789, { 0 } },
 	{ "open-sources", "fs-relay", UID, "svc-8", NULL, 0, { 0 } },
+	{ "autoscaling-domains", "fs-web", UID, "svc-9", DIGEST, 0, { 0 } },
 };
 
 static char *read_optional(const char *rel, size_t *len)
@@ -733,4 +734,57 @@ Test(render, operator_config_exec)
 	flash_operator_config_free(c);
 	config_refused(bad, sizeof(bad) / sizeof(bad[0]), d);
 	flash_diag_free(d);
+}
+
+/* Autoscaling: an autoscaling/v2 HorizontalPodAutoscaler on CPU
+ * utilization, and a Deployment that leaves replicas to it; domains: one
+ * HTTPRoute per named port, attached to the configured Gateway, routed to
+ * the Service port (the public one); without a Gateway they are refused. */
+Test(render, autoscaling_and_domains)
+{
+	struct flash_spec *spec = NULL;
+	struct flash_render *rd = render_case(find_case("autoscaling-domains"), &spec);
+	struct flash_operator_config *config = NULL;
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
+	struct flash_render *none = NULL;
+	char *dep = object_of(rd, "Deployment"), *hpa = object_of(rd, "HorizontalPodAutoscaler");
+	char *route = object_of(rd, "HTTPRoute"), *svc = object_of(rd, "Service");
+	size_t routes = 0;
+
+	HASNT(dep, "\"replicas\"");
+	HAS(hpa, "\"scaleTargetRef\":{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"name\":\"fs-web\"}");
+	HAS(hpa, "\"minReplicas\":2,\"maxReplicas\":10");
+	HAS(hpa, "\"resource\":{\"name\":\"cpu\",\"target\":{\"type\":\"Utilization\",\"averageUtilization\":70}}");
+	HAS(route, "\"parentRefs\":[{\"group\":\"gateway.networking.k8s.io\",\"kind\":\"Gateway\",\"name\":\"public\","
+		   "\"namespace\":\"gateway-system\",\"sectionName\":\"https\"}]");
+	HAS(route, "\"name\":\"fs-web-http\"");
+	HAS(route, "\"hostnames\":[\"www.example.com\",\"example.com\"]");
+	/* the public port the Service listens on for "http" */
+	HAS(svc, "\"name\":\"http\",\"protocol\":\"TCP\",\"port\":30000,\"targetPort\":8080");
+	HAS(route, "\"backendRefs\":[{\"group\":\"\",\"kind\":\"Service\",\"name\":\"fs-web\",\"port\":30000}]");
+	for (size_t i = 0; i < flash_render_count(rd); i++)
+		routes += strcmp(flash_render_kind(rd, i), "HTTPRoute") == 0;
+	cr_assert(routes == 1, "%zu routes for one named port", routes);
+	free(dep);
+	free(hpa);
+	free(route);
+	free(svc);
+
+	/* No Gateway configured: refused, naming the key. */
+	ASSERT_OK(flash_operator_config_default(&config), "config");
+	{
+		struct flash_public_port *ports = NULL;
+		size_t n = 0;
+
+		ASSERT_OK(flash_public_ports_assign(config, spec, NULL, 0, NULL, 0, &ports, &n), "assign");
+		FLASH_OPTS(flash_render_opts, o, .name = "fs-web", .namespace_ = "flash-demo", .organization_id = "org-1234",
+			   .public_ports = ports, .n_public_ports = n);
+		ASSERT_ERR(flash_render(spec, config, &o, &none, d), -FLASH_E_RENDER_CONFIG, "domains without a gateway");
+		ASSERT_STREQ(diag_path(d), "gateway.name", "path");
+		cr_assert_null(none);
+		free(ports);
+	}
+	flash_operator_config_free(config);
+	flash_spec_free(spec);
+	flash_render_free(rd);
 }
