@@ -495,3 +495,27 @@ void http_server_free(struct http_server *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
+
+int http_body_feed(struct http_body *b, const char *data, size_t n, size_t max)
+{
+	char *nb;
+
+	if (b->too_large || n > max || b->len > max - n) {
+		b->too_large = true;
+		return 0;
+	}
+	nb = realloc(b->data, b->len + n + 1);
+	if (!nb)
+		return -ENOMEM;
+	memcpy(nb + b->len, data, n);
+	b->data = nb;
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+void http_body_free(struct http_body *b)
+{
+	free(b->data);
+	*b = (struct http_body){ 0 };
+}

@@ -76,4 +76,18 @@ int http_server_start(struct http_server *s);
 /* Stops the door and libmicrohttpd, closes the listeners; NULL is fine. */
 void http_server_free(struct http_server *s);
 
+/* A request body as libmicrohttpd hands it to a route, in pieces: kept
+ * NUL-terminated up to @max bytes; past that only marked too large (the
+ * route answers 413 once the whole body has gone by). */
+struct http_body {
+	char *data;
+	size_t len;
+	bool too_large;
+};
+
+/* Appends @n bytes of @data; 0, or -ENOMEM. */
+int http_body_feed(struct http_body *b, const char *data, size_t n, size_t max);
+/* Frees what http_body_feed() kept; @b is empty again. */
+void http_body_free(struct http_body *b);
+
 #endif

@@ -37,9 +37,7 @@ struct op_http {
 /* Per request: the body as it arrives; an exec session reserved until
  * the upgrade starts it. */
 struct pending {
-	char *body;
-	size_t len;
-	bool too_large;
+	struct http_body body;
 	struct op_shell_session *upgrade;
 };
 
@@ -158,22 +156,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!pd->too_large && pd->len + *upload_size <= h->max_body) {
-			char *nb = realloc(pd->body, pd->len + *upload_size + 1);
-
-			if (!nb)
-				return MHD_NO;
-			memcpy(nb + pd->len, upload_data, *upload_size);
-			pd->body = nb;
-			pd->len += *upload_size;
-			pd->body[pd->len] = '\0';
-		} else {
-			pd->too_large = true;
-		}
+		if (http_body_feed(&pd->body, upload_data, *upload_size, h->max_body) < 0)
+			return MHD_NO;
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (pd->too_large) {
+	if (pd->body.too_large) {
 		struct op_response r = { .status = 413, .content_type = "application/json" };
 		char body[160];
 
@@ -188,8 +176,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		.method = method,
 		.path = url,
 		.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-		.body = pd->body ? pd->body : "",
-		.body_len = pd->len,
+		.body = pd->body.data ? pd->body.data : "",
+		.body_len = pd->body.len,
 		.query = query_arg,
 		.query_ctx = conn,
 		.header = header_arg,
@@ -211,7 +199,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (pd) {
 		/* Queued but never upgraded (the client went away first). */
 		op_shell_cancel(pd->upgrade);
-		free(pd->body);
+		http_body_free(&pd->body);
 		free(pd);
 		*con_cls = NULL;
 	}

@@ -224,9 +224,7 @@ struct op_webhook {
 };
 
 struct pending {
-	char *body;
-	size_t len;
-	bool too_large;
+	struct http_body body;
 };
 
 static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned int status, const char *type, const char *body,
@@ -270,18 +268,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!pd->too_large && pd->len + *upload_size <= wh->max_body) {
-			char *nb = realloc(pd->body, pd->len + *upload_size + 1);
-
-			if (!nb)
-				return MHD_NO;
-			memcpy(nb + pd->len, upload_data, *upload_size);
-			pd->body = nb;
-			pd->len += *upload_size;
-			pd->body[pd->len] = '\0';
-		} else {
-			pd->too_large = true;
-		}
+		if (http_body_feed(&pd->body, upload_data, *upload_size, wh->max_body) < 0)
+			return MHD_NO;
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -290,9 +278,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return send_error(conn, 404, "no such route: the webhook serves POST " OP_WEBHOOK_PATH);
 	if (strcmp(method, "POST") != 0)
 		return send_error(conn, 405, "only POST");
-	if (pd->too_large)
+	if (pd->body.too_large)
 		return send_error(conn, 413, "the AdmissionReview is larger than the webhook's body bound");
-	r = op_webhook_review(pd->body ? pd->body : "", pd->len, &json, &json_len, err, sizeof(err));
+	r = op_webhook_review(pd->body.data ? pd->body.data : "", pd->body.len, &json, &json_len, err, sizeof(err));
 	if (r == -EBADMSG)
 		return send_error(conn, 400, err);
 	if (r < 0)
@@ -310,7 +298,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)conn;
 	(void)toe;
 	if (pd) {
-		free(pd->body);
+		http_body_free(&pd->body);
 		free(pd);
 		*con_cls = NULL;
 	}
