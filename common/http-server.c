@@ -358,6 +358,7 @@ int http_server_new(const struct http_server_opts *opts, struct http_server **re
 	s->o.handler = opts->handler;
 	s->o.completed = OPTS_GET(opts, completed, NULL);
 	s->o.reserved = OPTS_GET(opts, reserved, NULL);
+	s->o.upgrade = OPTS_GET(opts, upgrade, false);
 	s->o.refusal = OPTS_GET(opts, refusal, NULL);
 	s->wake[0] = s->wake[1] = -1;
 	pthread_mutex_init(&s->lock, NULL);
@@ -378,7 +379,8 @@ int http_server_listen(struct http_server *s, int fd, void *cls)
 {
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_ALLOW_UPGRADE;
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+			     (s->o.upgrade ? MHD_ALLOW_UPGRADE : 0);
 	struct listener *l;
 	size_t mem;
 
@@ -391,6 +393,10 @@ int http_server_listen(struct http_server *s, int fd, void *cls)
 		close(fd);
 		return s->door_started ? -EBUSY : -E2BIG;
 	}
+	/* The door admits at most max_connections (its own count, from
+	 * on_connection); libmicrohttpd counts a connection until some time
+	 * after it closed, so its own limit is set above the door's and never
+	 * decides: its refusal path is not one a client should meet. */
 	/* Room for a head of max_header_bytes and the buffers around it. */
 	mem = 2 * s->o.max_header_bytes;
 	l = &s->lis[s->n_lis];
@@ -400,14 +406,14 @@ int http_server_listen(struct http_server *s, int fd, void *cls)
 	if (s->o.threads)
 		l->d = MHD_start_daemon(flags | MHD_USE_EPOLL, 0, NULL, NULL, s->o.handler, cls,
 					MHD_OPTION_THREAD_POOL_SIZE, s->o.threads, MHD_OPTION_CONNECTION_LIMIT,
-					s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					2 * s->o.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 					s->o.per_ip_connections, MHD_OPTION_CONNECTION_TIMEOUT, s->o.idle_timeout_s,
 					MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem, MHD_OPTION_NOTIFY_COMPLETED,
 					s->o.completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
 					MHD_OPTION_END);
 	else
 		l->d = MHD_start_daemon(flags | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, s->o.handler, cls,
-					MHD_OPTION_CONNECTION_LIMIT, s->o.max_connections,
+					MHD_OPTION_CONNECTION_LIMIT, 2 * s->o.max_connections,
 					MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->o.per_ip_connections,
 					MHD_OPTION_CONNECTION_TIMEOUT, s->o.idle_timeout_s,
 					MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem, MHD_OPTION_NOTIFY_COMPLETED,

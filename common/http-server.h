@@ -56,6 +56,7 @@ struct http_server_opts {
 	MHD_RequestCompletedCallback completed; /* may be NULL */
 	http_server_reserved_fn reserved;  /* NULL: nothing is reserved */
 	http_server_refusal_fn refusal;    /* NULL: plain-text bodies */
+	bool upgrade;                      /* routes may take the connection over (MHD_ALLOW_UPGRADE) */
 };
 
 /* A server with no listener yet.  Errors: -EINVAL (no handler, a reserve

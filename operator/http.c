@@ -378,6 +378,7 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 		.threads = threads,
 		.handler = on_request,
 		.completed = on_completed,
+		.upgrade = true, /* the Web Shell's WebSocket */
 		.reserved = door_reserved,
 		.refusal = door_refusal,
 	};

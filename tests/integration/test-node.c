@@ -62,13 +62,25 @@ static void agent_start(void)
 	cr_assert_fail("flowsdn-agent did not become healthy (see %s)", log);
 }
 
+/* Signals the agent and reaps it.  An agent that has not exited 20 s
+ * after the signal is a hung daemon: it is killed, so that the suite goes
+ * on, and the test fails. */
 static void agent_kill(int sig)
 {
-	if (node.agent > 0) {
-		kill(node.agent, sig);
-		waitpid(node.agent, NULL, 0);
-		node.agent = 0;
+	pid_t pid = node.agent;
+
+	if (pid <= 0)
+		return;
+	node.agent = 0;
+	kill(pid, sig);
+	for (int i = 0; i < 2000; i++) {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return;
+		usleep(10000);
 	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_assert_fail("flowsdn-agent did not exit within 20 s of signal %d (killed; see %s/agent.log)", sig, node.dir);
 }
 
 static void node_write_config(const char *extra)
