@@ -481,7 +481,7 @@ static void p_check(struct flash_sched *s, struct p_node *nodes, struct p_wl *wl
 			cr_assert(nodes[k].present, "step %zu: %s on a missing node %s", step, id, x.node);
 			cr_assert_str_eq(nodes[k].type ? nodes[k].type : "-", x.gpu_type, "step %zu: %s of type %s on %s",
 					 step, id, x.gpu_type, x.node);
-			cr_assert_eq(__builtin_popcountll(x.slots), x.count, "step %zu: %s count", step, id);
+			cr_assert_eq((uint32_t)__builtin_popcountll(x.slots), x.count, "step %zu: %s count", step, id);
 			cr_assert_eq(x.slots & used[k], 0, "step %zu: %s double-books slots %#" PRIx64 " on %s", step,
 				     id, x.slots & used[k], x.node);
 			used[k] |= x.slots;
