@@ -254,7 +254,10 @@ static void door_accept(struct http_server *s, struct listener *l)
 		if (s->pend[i].l != l)
 			continue;
 		n_here++;
-		if (oldest == SIZE_MAX || s->pend[i].since < s->pend[oldest].since)
+		/* A complete head waiting for a slot (full_since) is not slow:
+		 * the oldest head still arriving goes first. */
+		if (oldest == SIZE_MAX || (!s->pend[i].full_since && s->pend[oldest].full_since) ||
+		    (!s->pend[i].full_since == !s->pend[oldest].full_since && s->pend[i].since < s->pend[oldest].since))
 			oldest = i;
 	}
 	if (n_here >= s->o.max_connections) {

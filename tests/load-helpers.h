@@ -20,6 +20,26 @@
 #include <time.h>
 #include <unistd.h>
 
+/* An RSS bound measured on a plain build, for this build: AddressSanitizer
+ * keeps freed blocks in a quarantine (256 MiB by default) and adds shadow
+ * memory and redzones, so under it the bound grows by that much and by
+ * the allocator's factor. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LOAD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LOAD_ASAN 1
+#endif
+#endif
+static inline long load_rss_bound_kib(long plain_kib)
+{
+#ifdef LOAD_ASAN
+	return 4 * plain_kib + 512 * 1024;
+#else
+	return plain_kib;
+#endif
+}
+
 /* One request: returns the HTTP status (200 counts as success); @thread
  * is the caller's index, @msg (256 bytes) says what went wrong. */
 typedef int (*load_request_fn)(void *ctx, unsigned int thread, char *msg);
