@@ -5,14 +5,15 @@
  */
 #include "config.h"
 
-#include <poll.h>
 #include <errno.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sodium.h>
 #include <unistd.h>
 #include <flash/auth.h>
 #include <flash/client.h>
@@ -21,6 +22,7 @@
 #include "http-client.h"
 #include "internal.h"
 #include "json.h"
+#include "names.h"
 
 #define ANSWER_MAX (16u << 20)
 #define HEAD_MAX 16384
@@ -537,4 +539,36 @@ FLASH_API void flash_client_response_free(struct flash_client_response *r)
 	free(r->error_code);
 	free(r->error_message);
 	free(r);
+}
+
+/* ---------------------------------------------------------------- ids */
+
+_Static_assert(FLASH_CLIENT_SERVICE_ID_STRLEN == NAMES_SERVICE_ID_LEN + 1, "a service id and its NUL");
+
+FLASH_API int flash_client_service_id(const char *organization, const char *project, const char *name,
+				      char ret[FLASH_CLIENT_SERVICE_ID_STRLEN])
+{
+	const char *parts[] = { "flash-service-id/1", organization, project, name };
+	const size_t prefix = sizeof(NAMES_SERVICE_ID_PREFIX) - 1;
+	unsigned char h[32];
+	crypto_generichash_state st;
+
+	if (!organization || !project || !name || !ret)
+		return -EINVAL;
+	if (sodium_init() < 0)
+		return -ENOMEM;
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		uint64_t len = strlen(parts[i]);
+		unsigned char le[8];
+
+		for (int b = 0; b < 8; b++)
+			le[b] = (unsigned char)(len >> (8 * b));
+		crypto_generichash_update(&st, le, sizeof(le));
+		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
+	}
+	crypto_generichash_final(&st, h, sizeof(h));
+	memcpy(ret, NAMES_SERVICE_ID_PREFIX, prefix);
+	sodium_bin2hex(ret + prefix, FLASH_CLIENT_SERVICE_ID_STRLEN - prefix, h, (NAMES_SERVICE_ID_LEN - prefix) / 2);
+	return 0;
 }

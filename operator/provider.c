@@ -327,32 +327,11 @@ static int service_json(const struct op_service *s, const struct op_event *ev, s
 
 /* ---------------------------------------------------------------- ids */
 
-#define SID_PREFIX_LEN (sizeof(NAMES_SERVICE_ID_PREFIX) - 1)
-#define SID_HASH_BYTES ((NAMES_SERVICE_ID_LEN - SID_PREFIX_LEN) / 2)
-_Static_assert(SID_HASH_BYTES == 16, "a service id carries 16 bytes of the hash in hex");
+_Static_assert(OP_SERVICE_ID_STRLEN == FLASH_CLIENT_SERVICE_ID_STRLEN, "the operator's ids are libflash's");
 
 int op_service_id(const char *org, const char *project, const char *name, char ret[OP_SERVICE_ID_STRLEN])
 {
-	const char *parts[] = { "flash-service-id/1", org, project, name };
-	unsigned char h[32];
-	crypto_generichash_state st;
-
-	if (!org || !project || !name)
-		return -EINVAL;
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
-		uint64_t len = strlen(parts[i]);
-		unsigned char le[8];
-
-		for (int b = 0; b < 8; b++)
-			le[b] = (unsigned char)(len >> (8 * b));
-		crypto_generichash_update(&st, le, sizeof(le));
-		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
-	}
-	crypto_generichash_final(&st, h, sizeof(h));
-	memcpy(ret, NAMES_SERVICE_ID_PREFIX, SID_PREFIX_LEN);
-	sodium_bin2hex(ret + SID_PREFIX_LEN, OP_SERVICE_ID_STRLEN - SID_PREFIX_LEN, h, SID_HASH_BYTES);
-	return 0;
+	return flash_client_service_id(org, project, name, ret);
 }
 
 /* Service names become Kubernetes object names in the Kubernetes mode:

@@ -382,3 +382,20 @@ Test(http_client, provider_client_refuses_broken_answers)
 	server_done(&s);
 	ASSERT_ERR(client_get("unix:/nonexistent/flash-operator.sock", &resp), -ENOENT, "no such socket");
 }
+
+/* The derivation provider/v1 documents, pinned to an id a running
+ * flash-operator gave (bench/exec's "shell" of org-1/p-1), and what it
+ * refuses. */
+Test(http_client, service_ids_are_derived_from_the_name)
+{
+	char id[FLASH_CLIENT_SERVICE_ID_STRLEN], other[FLASH_CLIENT_SERVICE_ID_STRLEN];
+
+	ASSERT_OK(flash_client_service_id("org-1", "p-1", "shell", id), "derive");
+	cr_assert_str_eq(id, "fs-b2ec5adf898097ef316863d262617fa3");
+	/* length-prefixed parts: moving a byte between them changes the id */
+	ASSERT_OK(flash_client_service_id("org-1", "p-1s", "hell", other), "derive");
+	cr_assert_str_neq(id, other);
+	ASSERT_ERR(flash_client_service_id(NULL, "p-1", "shell", id), -EINVAL, "no organization");
+	ASSERT_ERR(flash_client_service_id("org-1", NULL, "shell", id), -EINVAL, "no project");
+	ASSERT_ERR(flash_client_service_id("org-1", "p-1", NULL, id), -EINVAL, "no name");
+}
