@@ -102,17 +102,6 @@ FLASH_API FLASH_WUR int flash_client_delete(struct flash_client *c, const char *
 					    struct flash_client_response **ret);
 FLASH_API FLASH_WUR int flash_client_get(struct flash_client *c, const char *service_id,
 					 struct flash_client_response **ret);
-
-/* The id the operator gives the service @name of @project in
- * @organization ("fs-" and 32 lower-case hex digits, NUL-terminated in
- * @ret): the first 16 bytes of BLAKE2b-256 over "flash-service-id/1",
- * @organization, @project and @name, each preceded by its length as 8
- * little-endian bytes.  provider/v1 ids are derived, never stored: a
- * client that knows its organization and project names a service by id
- * without asking the operator.  Returns 0, -EINVAL (a NULL argument). */
-#define FLASH_CLIENT_SERVICE_ID_STRLEN 36
-FLASH_API FLASH_WUR int flash_client_service_id(const char *organization, const char *project, const char *name,
-						char ret[FLASH_CLIENT_SERVICE_ID_STRLEN]);
 FLASH_API FLASH_WUR int flash_client_list(struct flash_client *c, struct flash_client_response **ret);
 FLASH_API FLASH_WUR int flash_client_usage(struct flash_client *c, struct flash_client_response **ret);
 /* logs (token action "logs"): the replicas' recent stdout and stderr
@@ -121,6 +110,19 @@ FLASH_API FLASH_WUR int flash_client_usage(struct flash_client *c, struct flash_
  * a malformed id or @since. */
 FLASH_API FLASH_WUR int flash_client_logs(struct flash_client *c, const char *service_id, int replica,
 					  const char *since, struct flash_client_response **ret);
+
+/* A service id and its NUL. */
+#define FLASH_CLIENT_SERVICE_ID_STRLEN 36
+
+/* The id the operator gives the service @name of @project in
+ * @organization ("fs-" and 32 lower-case hex digits, NUL-terminated in
+ * @ret): the first 16 bytes of BLAKE2b-256 over "flash-service-id/1",
+ * @organization, @project and @name, each preceded by its length as 8
+ * little-endian bytes.  provider/v1 ids are derived, never stored: a
+ * client that knows its organization and project names a service by id
+ * without asking the operator.  Returns 0, -EINVAL (a NULL argument). */
+FLASH_API FLASH_WUR int flash_client_service_id(const char *organization, const char *project, const char *name,
+						char ret[FLASH_CLIENT_SERVICE_ID_STRLEN]);
 
 /* ---------------------------------------------------------------- exec */
 
