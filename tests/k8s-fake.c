@@ -55,6 +55,7 @@ struct k8s_fake {
 	uint16_t port;
 	char *token;
 	bool tls_client_ca;
+	bool accept_writes;
 	struct exchange *ex;
 	size_t n_ex;
 	pthread_mutex_t lock;
@@ -912,6 +913,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	if (e) {
 		record(f, conn, method, url, &q, c, e->nn, false, e->status, false);
 		ret = answer_exchange(f, conn, e, NULL);
+	} else if (f->accept_writes && strcmp(method, "GET")) {
+		static const char success[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+					      "\"status\":\"Success\",\"code\":200}";
+		bool del = !strcmp(method, "DELETE");
+		struct MHD_Response *resp;
+
+		status = !strcmp(method, "POST") ? 201 : 200;
+		record(f, conn, method, url, &q, c, NULL, false, status, false);
+		if (del)
+			resp = MHD_create_response_from_buffer(strlen(success), (void *)success, MHD_RESPMEM_PERSISTENT);
+		else
+			resp = MHD_create_response_from_buffer(c->body.len, c->body.p ? c->body.p : (char *)"",
+							       MHD_RESPMEM_MUST_COPY);
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", "application/json");
+		ret = queue(conn, resp, status);
 	} else {
 		char *msg = NULL;
 		struct MHD_Response *resp;
@@ -997,6 +1014,7 @@ int k8s_fake_new(const struct k8s_fake_opts *opts, struct k8s_fake **ret)
 		return r;
 	}
 	f->tls_client_ca = tls && opts->client_ca_pem;
+	f->accept_writes = opts && opts->accept_writes;
 	if (tls) {
 		flags |= MHD_USE_TLS;
 		f->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, f, MHD_OPTION_SOCK_ADDR, &sa,
