@@ -998,6 +998,34 @@ static int gpu_release(struct op_k8s *k, struct svc *s)
 	return flash_sched_schedule(k->sched);
 }
 
+static int reconcile(struct op_k8s *k, struct svc *s);
+
+/* Schedules the queues and reconciles every GPU service whose place
+ * changed (bound, moved, returned to its queue). */
+static int gpu_followup(struct op_k8s *k)
+{
+	int first = 0;
+
+	(void)flash_sched_schedule(k->sched);
+	for (size_t i = 0; i < BUCKETS; i++)
+		for (struct svc *s = k->b[i]; s; s = s->next) {
+			struct flash_sched_state gs;
+			int r;
+
+			if (!s->gpu_type || s->deleting)
+				continue;
+			if (!s->gpu_held && !strcmp(s->problem_reason, "GPUUnavailable")) {
+				s->problem_reason[0] = s->problem[0] = '\0'; /* a node came: try again */
+			} else if (!s->gpu_held || flash_sched_state(k->sched, s->id, &gs) < 0 ||
+				   gs.version == s->gpu_version)
+				continue;
+			r = reconcile(k, s);
+			if (r < 0 && !first)
+				first = r;
+		}
+	return first;
+}
+
 static int reconcile(struct op_k8s *k, struct svc *s)
 {
 	struct flash_sched_state gs = { 0 };
@@ -1008,6 +1036,10 @@ static int reconcile(struct op_k8s *k, struct svc *s)
 		return 0;
 	s->leader_done = true;
 	if (s->deleting) {
+		if (s->gpu_held) {
+			gpu_release(k, s);
+			(void)gpu_followup(k);
+		}
 		if (!s->has_finalizer)
 			return 0;
 		if (!s->usage_written) {
@@ -1156,6 +1188,7 @@ static int svc_update(struct op_k8s *k, struct svc *s, const struct json_value *
 static void svc_forget(struct op_k8s *k, struct svc *s)
 {
 	struct svc **pp = &k->b[bucket(s->ns, s->name)];
+	bool gpu = s->gpu_held;
 
 	gpu_release(k, s);
 	while (*pp && *pp != s)
@@ -1164,6 +1197,8 @@ static void svc_forget(struct op_k8s *k, struct svc *s)
 		*pp = s->next;
 	svc_free(s);
 	k->st.services--;
+	if (gpu)
+		(void)gpu_followup(k);
 }
 
 int op_k8s_service_event(struct op_k8s *k, const struct k8s_event *ev)
@@ -1278,7 +1313,7 @@ int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8
 int op_k8s_node_event(struct op_k8s *k, const struct k8s_event *ev)
 {
 	const char *type;
-	int r, first = 0;
+	int r;
 
 	if (!k || !ev)
 		return -EINVAL;
@@ -1299,23 +1334,7 @@ int op_k8s_node_event(struct op_k8s *k, const struct k8s_event *ev)
 	if (r < 0)
 		logf_(k, K8S_LOG_WARNING, "node %s: not usable for GPUs (%d)", str_at(ev->object, "metadata.name") ?: "?",
 		      r);
-	(void)flash_sched_schedule(k->sched);
-	for (size_t i = 0; i < BUCKETS; i++)
-		for (struct svc *s = k->b[i]; s; s = s->next) {
-			struct flash_sched_state gs;
-
-			if (!s->gpu_type)
-				continue;
-			if (!s->gpu_held && !strcmp(s->problem_reason, "GPUUnavailable")) {
-				s->problem_reason[0] = s->problem[0] = '\0'; /* a node came: try again */
-			} else if (!s->gpu_held || flash_sched_state(k->sched, s->id, &gs) < 0 ||
-				   gs.version == s->gpu_version)
-				continue;
-			r = reconcile(k, s);
-			if (r < 0 && !first)
-				first = r;
-		}
-	return first;
+	return gpu_followup(k);
 }
 
 int op_k8s_resync(struct op_k8s *k)

@@ -161,6 +161,12 @@ struct op_k8s_run_opts {
 };
 
 struct op_k8s_run;
+struct op_lease_elector;
+
+/* One round of leader election on Lease @ns/@name through @c (GET, then
+ * the create or update op_lease_decide() asks for): 1 when @el may act
+ * as leader now, 0 when not, -EINVAL. */
+int op_k8s_lease_step(struct k8s_client *c, struct op_lease_elector *el, const char *ns, const char *name);
 
 /* Starts Kubernetes mode: applies the CRDs, starts the Lease loop and
  * the watches (FlashServices, Deployments, Pods, EndpointSlices, Nodes),

@@ -236,46 +236,53 @@ static void *watch_main(void *arg)
 
 /* ------------------------------------------------------------ Lease */
 
-static void lease_round(struct op_k8s_run *r)
+int op_k8s_lease_step(struct k8s_client *c, struct op_lease_elector *el, const char *ns, const char *name)
 {
 	struct k8s_ref ref = {
-		.group = "coordination.k8s.io", .version = "v1", .resource = "leases",
-		.namespace = r->o.lease_namespace ? r->o.lease_namespace : k8s_client_namespace(r->lease_c),
-		.name = r->o.lease_name ? r->o.lease_name : "flash-operator",
+		.group = "coordination.k8s.io", .version = "v1", .resource = "leases", .namespace = ns, .name = name,
 	};
 	struct k8s_status st = { 0 };
 	struct json_value *lease = NULL, *answer = NULL;
 	char *body = NULL;
 	int64_t sent;
 	int act, e;
-	bool leader;
 
-	e = k8s_get(r->lease_c, &ref, &lease, &st);
+	if (!c || !el || !ns || !name)
+		return -EINVAL;
+	e = k8s_get(c, &ref, &lease, &st);
 	if (e < 0 && e != -ENOENT)
 		goto out;
-	act = op_lease_decide(&r->el, e == -ENOENT ? NULL : lease, ref.namespace, ref.name, mono_us(), wall_us(), &body);
+	act = op_lease_decide(el, e == -ENOENT ? NULL : lease, ns, name, mono_us(), wall_us(), &body);
 	sent = mono_us();
 	if (act == OP_LEASE_CREATE) {
 		struct k8s_ref coll = ref;
 
 		coll.name = NULL;
-		e = k8s_create(r->lease_c, &coll, body, strlen(body), NULL, &answer, &st);
+		e = k8s_create(c, &coll, body, strlen(body), NULL, &answer, &st);
 	} else if (act == OP_LEASE_UPDATE)
-		e = k8s_replace(r->lease_c, &ref, body, strlen(body), NULL, &answer, &st);
+		e = k8s_replace(c, &ref, body, strlen(body), NULL, &answer, &st);
 	if ((act == OP_LEASE_CREATE || act == OP_LEASE_UPDATE) && e >= 0)
-		(void)op_lease_written(&r->el, answer, sent);
+		(void)op_lease_written(el, answer, sent);
 out:
-	leader = op_lease_is_leader(&r->el, mono_us());
+	k8s_status_clear(&st);
+	json_free(lease);
+	json_free(answer);
+	free(body);
+	return op_lease_is_leader(el, mono_us()) ? 1 : 0;
+}
+
+static void lease_round(struct op_k8s_run *r)
+{
+	bool leader = op_k8s_lease_step(r->lease_c, &r->el,
+					r->o.lease_namespace ? r->o.lease_namespace : k8s_client_namespace(r->lease_c),
+					r->o.lease_name ? r->o.lease_name : "flash-operator") == 1;
+
 	pthread_mutex_lock(&r->lock);
 	if (leader != op_k8s_is_leader(r->k)) {
 		run_log(r, K8S_LOG_INFO, leader ? "leader election: leading" : "leader election: following");
 		(void)op_k8s_set_leader(r->k, leader);
 	}
 	pthread_mutex_unlock(&r->lock);
-	k8s_status_clear(&st);
-	json_free(lease);
-	json_free(answer);
-	free(body);
 }
 
 static void *lease_main(void *arg)
