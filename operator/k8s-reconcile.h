@@ -144,7 +144,8 @@ struct op_k8s_run_opts {
 	size_t sz;
 	const char *kubeconfig;     /* NULL: $KUBECONFIG, then in-cluster */
 	const char *context;        /* NULL: current-context */
-	const struct flash_operator_config *config;
+	const struct flash_operator_config *config; /* NULL: read from config_file, or the defaults */
+	const char *config_file;    /* flash-operator.conf(5), when config is NULL */
 	const struct flash_schema_set *schemas; /* NULL: fetched from the server's /openapi/v3 */
 	const char *lease_namespace;/* [the client's namespace] */
 	const char *lease_name;     /* ["flash-operator"] */

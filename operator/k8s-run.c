@@ -35,6 +35,7 @@ struct op_k8s_run {
 	struct k8s_config *cfg;
 	struct k8s_client *writer, *lease_c;
 	struct flash_schema_set *own_schemas;
+	struct flash_operator_config *own_config;
 	struct op_k8s *k;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -325,7 +326,7 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
 	struct op_k8s_opts ko = { .sz = sizeof(ko) };
 	int e;
 
-	if (!opts || !ret || !opts->config)
+	if (!opts || !ret)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -333,6 +334,21 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
 	r->o = *opts;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	if (!opts->config && opts->config_file) {
+		char *text = NULL, msg[512];
+		size_t len;
+
+		e = util_read_file(opts->config_file, 1u << 20, &text, &len);
+		if (e >= 0)
+			e = flash_operator_config_parse(text, len, &r->own_config, NULL);
+		free(text);
+		if (e < 0) {
+			snprintf(msg, sizeof(msg), "%s: %s", opts->config_file, flash_strerror(e));
+			run_log(r, K8S_LOG_ERR, msg);
+			goto fail;
+		}
+	} else if (!opts->config && (e = flash_operator_config_default(&r->own_config)) < 0)
+		goto fail;
 	if (!opts->k8s_config) {
 		const char *kc = opts->kubeconfig ? opts->kubeconfig : getenv("KUBECONFIG");
 		struct diag *d = NULL;
@@ -364,7 +380,7 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
 		goto fail;
 	if (!opts->schemas && (e = fetch_schemas(r, &r->own_schemas)) < 0)
 		goto fail;
-	ko.config = opts->config;
+	ko.config = opts->config ? opts->config : r->own_config;
 	ko.schemas = opts->schemas ? opts->schemas : r->own_schemas;
 	ko.log = opts->log;
 	ko.log_userdata = opts->log_userdata;
@@ -418,6 +434,7 @@ void op_k8s_run_stop(struct op_k8s_run *r)
 	k8s_client_free(r->lease_c);
 	flash_schema_set_free(r->own_schemas);
 	k8s_config_free(r->cfg);
+	flash_operator_config_free(r->own_config);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	free(r);
