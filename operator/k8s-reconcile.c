@@ -771,47 +771,51 @@ static void set_problem(struct svc *s, const char *reason, const char *msg)
 	snprintf(s->problem, sizeof(s->problem), "%.*s", (int)sizeof(s->problem) - 1, msg);
 }
 
-static int ns_apply(struct op_k8s *k, struct svc *s)
+/* The tenant Namespace, created once (its organization and Pod Security
+ * labels; never relabelled: the operator's RBAC has get and create on
+ * namespaces, no patch).  AlreadyExists is success. */
+static int ns_create(struct op_k8s *k, struct svc *s)
 {
+	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
+	struct k8s_ref ref = { .version = "v1", .resource = "namespaces" };
+	struct k8s_status st = { 0 };
+	struct applied *p;
 	char *text = NULL;
 	size_t len;
-	unsigned char h[HASH_BYTES];
 	char msg[320];
 	int r;
 
+	for (size_t i = 0; i < k->n_ns_applied; i++)
+		if (!strcmp(k->ns_applied[i].name, s->ns))
+			return 0;
 	r = flash_render_namespace(s->ns, s->org, FLASH_RENDER_JSON, &text, &len);
 	if (r < 0)
 		return r;
-	hash_body(text, len, h);
-	for (size_t i = 0; i < k->n_ns_applied; i++)
-		if (!strcmp(k->ns_applied[i].name, s->ns) && !memcmp(k->ns_applied[i].hash, h, HASH_BYTES)) {
-			k->st.apply_skipped++;
-			free(text);
-			return 0;
-		}
 	r = validate(k, "Namespace", text, len, msg, sizeof(msg));
-	if (r >= 0)
-		r = apply(k, kind_find("Namespace"), NULL, s->ns, text, len, NULL);
-	free(text);
 	if (r >= 0) {
-		struct applied *p = NULL;
-
-		for (size_t i = 0; i < k->n_ns_applied && !p; i++)
-			if (!strcmp(k->ns_applied[i].name, s->ns))
-				p = &k->ns_applied[i];
-		if (!p) {
-			p = realloc(k->ns_applied, (k->n_ns_applied + 1) * sizeof(*p));
-			if (!p)
-				return -ENOMEM;
-			k->ns_applied = p;
-			p += k->n_ns_applied++;
-			memset(p, 0, sizeof(*p));
-			p->kr = kind_find("Namespace");
-			snprintf(p->name, sizeof(p->name), "%s", s->ns);
-		}
-		memcpy(p->hash, h, HASH_BYTES);
+		k->st.requests++;
+		r = k8s_create(k->c, &ref, text, len, &wo, NULL, &st);
+		if (r == -EEXIST)
+			r = 0;
+		if (r < 0) {
+			log_status(k, "create Namespace", r, &st);
+			k->st.errors++;
+		} else
+			k->st.applies++;
 	}
-	return r;
+	k8s_status_clear(&st);
+	free(text);
+	if (r < 0)
+		return r;
+	p = realloc(k->ns_applied, (k->n_ns_applied + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	k->ns_applied = p;
+	p += k->n_ns_applied++;
+	memset(p, 0, sizeof(*p));
+	p->kr = kind_find("Namespace");
+	snprintf(p->name, sizeof(p->name), "%s", s->ns);
+	return 0;
 }
 
 static struct applied *applied_find(struct svc *s, const struct kind_ref *kr, const char *name)
@@ -937,7 +941,7 @@ static int render_apply(struct op_k8s *k, struct svc *s, const struct flash_sche
 		return 0;
 	}
 	flash_diag_free(d);
-	r = ns_apply(k, s);
+	r = ns_create(k, s);
 	for (size_t i = 0; i < s->n_applied; i++)
 		s->applied[i].keep = false;
 	for (size_t i = 0; r >= 0 && i < flash_render_count(rd); i++) {

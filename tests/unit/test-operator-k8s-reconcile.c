@@ -222,10 +222,17 @@ Test(reconcile, create_sends_few_schema_valid_requests_then_nothing)
 		_cleanup_diag_ struct flash_diag *d = render_test_diag();
 
 		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
-		cr_assert_str_eq(r.method, "PATCH", "%s %s", r.method, r.path);
-		cr_assert_str_eq(r.content_type, "application/apply-patch+yaml");
+		/* The Namespace is created (RBAC: get and create, never patch);
+		 * everything else is a server-side apply. */
+		if (!strcmp(r.path, "/api/v1/namespaces")) {
+			cr_assert_str_eq(r.method, "POST");
+		} else {
+			cr_assert_str_eq(r.method, "PATCH", "%s %s", r.method, r.path);
+			cr_assert_str_eq(r.content_type, "application/apply-patch+yaml");
+			cr_assert_null(k8s_fake_query_arg(&r, "force", buf, sizeof(buf)), "no force at create: %s",
+				       r.path);
+		}
 		cr_assert_str_eq(k8s_fake_query_arg(&r, "fieldManager", buf, sizeof(buf)) ?: "", "flash-operator");
-		cr_assert_null(k8s_fake_query_arg(&r, "force", buf, sizeof(buf)), "no force at create: %s", r.path);
 		/* Every rendered object is what its schema accepts. */
 		if (!strstr(r.path, "/flashservices/")) {
 			int v = flash_schema_validate_object(e.schemas, r.body, r.body_len, d);
@@ -234,7 +241,15 @@ Test(reconcile, create_sends_few_schema_valid_requests_then_nothing)
 		}
 		k8s_fake_request_clear(&r);
 	}
-	cr_assert_eq(count(&e, "PATCH", "/api/v1/namespaces/" NS), 2, "the Namespace and the Service");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 1, "the Namespace");
+	{
+		char *ns = last_body(&e, "POST", "/api/v1/namespaces$");
+
+		cr_assert(strstr(ns, "\"pod-security.kubernetes.io/enforce\":\"baseline\"") ||
+			  strstr(ns, "\"pod-security.kubernetes.io/enforce\": \"baseline\""), "%s", ns);
+		free(ns);
+	}
+	cr_assert_eq(count(&e, "PATCH", "/api/v1/namespaces/" NS "/services/web"), 1, "the Service");
 	cr_assert_eq(count(&e, "PATCH", "/apis/apps/v1/namespaces/" NS "/deployments/web"), 1);
 	cr_assert_eq(count(&e, "PATCH", "/networkpolicies/web"), 1);
 	cr_assert_eq(count(&e, "PATCH", "/flashservices/web/status"), 1);
