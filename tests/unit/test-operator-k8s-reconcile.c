@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <flash/render.h>
 
@@ -699,5 +700,106 @@ Test(reconcile, crds_time_out_when_never_established)
 	env_open(&e);
 	/* No GET of flashusagerecords' CRD answers: 404 until the bound. */
 	cr_assert_eq(op_k8s_crds_apply(e.k, 20), -ETIMEDOUT);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- k8s-run.c: threads, Lease, watches */
+
+static void wait_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_writes)
+{
+	struct env e;
+	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+	const char *fspath = "/apis/flash.heterocloud.io/v1alpha1/flashservices";
+	char *est, *list;
+	struct k8s_config cfg = { 0 };
+	struct k8s_client_opts co = { .sz = sizeof(co), .sleep_ms = no_sleep, .max_attempts = 1 };
+	struct op_k8s_run_opts ro = {
+		.sz = sizeof(ro), .lease_namespace = "flash-system", .retry_period_ms = 50,
+		.log = on_log,
+	};
+	struct op_k8s_run *a = NULL, *b = NULL;
+	struct op_k8s_stats sa = { 0 }, sb = { 0 };
+	struct json_value *fs = fs_object("web", 1, spec_web, true, NULL);
+	size_t before;
+
+	env_open(&e);
+	cfg.server = (char *)k8s_fake_url(e.fake);
+	ro.k8s_config = &cfg;
+	ro.client_opts = &co;
+	ro.config = e.config;
+	ro.schemas = e.schemas;
+	ro.log_userdata = &e;
+	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
+	{
+		char *item = NULL, *body = NULL;
+		size_t len = 0;
+		struct json_writer *w = json_writer_new(0);
+
+		jw_value(w, fs);
+		cr_assert(json_writer_finish(w, &item, &len) == 0);
+		cr_assert(asprintf(&body, "{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+				   "\"metadata\":{\"resourceVersion\":\"300\"},\"items\":[%s]}", item) > 0);
+		free(item);
+		list = body;
+	}
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
+		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
+
+		ASSERT_OK(k8s_fake_push(e.fake, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(e.fake, &s2), "list");
+	}
+	/* A holds the identity exchange 72 answers with; B does not. */
+	ro.identity = LEASE_HOLDER;
+	ASSERT_OK(op_k8s_run_start(&ro, &a), "A");
+	for (int i = 0; i < 200; i++) {
+		op_k8s_run_stats(a, &sa);
+		if (op_k8s_run_is_leader(a) && sa.status_writes >= 1)
+			break;
+		wait_ms(20);
+	}
+	cr_assert(op_k8s_run_is_leader(a), "A leads");
+	cr_assert_eq(sa.services, 1, "A's watch listed the service");
+	cr_assert_geq(sa.status_writes, 1, "and A wrote its status");
+	cr_assert_geq(count(&e, "PATCH", "/deployments/web"), 1, "A applied the Deployment");
+	cr_assert_geq(count(&e, "POST", "/leases"), 1, "A took the Lease");
+
+	/* B: the same CRDs, the same list; the Lease's answer names A. */
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
+		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
+
+		ASSERT_OK(k8s_fake_push(e.fake, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(e.fake, &s2), "list");
+	}
+	op_k8s_run_stop(a);
+	a = NULL;
+	before = count(&e, "PATCH", "/deployments/");
+	ro.identity = "flash-operator-b";
+	ASSERT_OK(op_k8s_run_start(&ro, &b), "B");
+	for (int i = 0; i < 200; i++) {
+		op_k8s_run_stats(b, &sb);
+		if (sb.services == 1 && count(&e, "POST", "/leases") >= 2)
+			break;
+		wait_ms(20);
+	}
+	wait_ms(200);
+	op_k8s_run_stats(b, &sb);
+	cr_assert_eq(sb.services, 1, "B's watch listed the service too");
+	cr_assert(!op_k8s_run_is_leader(b), "B never leads: the Lease names A");
+	cr_assert_eq(sb.requests, 4, "B sent only its CRD applies and reads: %llu", (unsigned long long)sb.requests);
+	cr_assert_eq(sb.status_writes, 0);
+	cr_assert_eq(count(&e, "PATCH", "/deployments/"), before, "B applied nothing");
+	op_k8s_run_stop(b);
+	free(est);
+	free(list);
+	json_free(fs);
 	env_close(&e);
 }
