@@ -143,18 +143,9 @@ static const char *str_at(const struct json_value *v, const char *path)
 
 static char *write_value(const struct json_value *v, size_t *ret_len)
 {
-	struct json_writer *w = json_writer_new(0);
 	char *out = NULL;
-	size_t len = 0;
 
-	if (!w)
-		return NULL;
-	jw_value(w, v);
-	if (json_writer_finish(w, &out, &len) < 0)
-		return NULL;
-	if (ret_len)
-		*ret_len = len;
-	return out;
+	return json_write_value(v, 0, &out, ret_len) < 0 ? NULL : out;
 }
 
 static struct json_value *parse(const char *text, size_t len)

@@ -96,7 +96,6 @@ static int fetch_schemas(struct op_k8s_run *r, struct flash_schema_set **ret)
 	for (size_t i = 0; e >= 0 && i < ARRAY_SIZE(paths); i++) {
 		struct k8s_status st = { 0 };
 		struct json_value *doc = NULL;
-		struct json_writer *w;
 		char *text = NULL;
 		size_t len;
 
@@ -108,10 +107,8 @@ static int fetch_schemas(struct op_k8s_run *r, struct flash_schema_set **ret)
 		}
 		if (e < 0)
 			break;
-		w = json_writer_new(0);
-		jw_value(w, doc);
+		e = json_write_value(doc, 0, &text, &len);
 		json_free(doc);
-		e = json_writer_finish(w, &text, &len);
 		if (e >= 0)
 			e = flash_schema_set_add_openapi(set, text, len, NULL);
 		free(text);
