@@ -69,6 +69,18 @@ static void k8s_log(enum k8s_log_level level, const char *message, void *userdat
 			level == K8S_LOG_ERR ? "error: " : level == K8S_LOG_WARNING ? "warning: " : "", message);
 }
 
+/* Signals are taken synchronously by the main thread only: blocked here
+ * before any thread starts, then sigwait()ed. */
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
 /* --kubernetes: the reconcile loop until SIGTERM or SIGINT. */
 static int run_kubernetes(struct op_k8s_run_opts *ko)
 {
@@ -76,12 +88,7 @@ static int run_kubernetes(struct op_k8s_run_opts *ko)
 	sigset_t set;
 	int sig, r;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	block_signals(&set);
 	r = op_k8s_run_start(ko, &run);
 	if (r < 0) {
 		fprintf(stderr, "flash-operator: Kubernetes mode: %s\n", flash_strerror(r));
@@ -273,13 +280,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	/* Signals are taken synchronously by this thread only. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	block_signals(&set);
 
 	r = op_daemon_start(&o, &d, err, sizeof(err));
 	if (r < 0) {

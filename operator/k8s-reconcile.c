@@ -342,6 +342,44 @@ static void log_status(struct op_k8s *k, const char *what, int r, const struct k
 		      st->causes[i].message ?: "");
 }
 
+/* The first error of @d as one line into @buf, or @r's text. */
+static const char *first_error(const struct flash_diag *d, int r, char *buf, size_t size)
+{
+	const struct flash_diag_entry *e = flash_diag_first_error(d);
+
+	buf[0] = '\0';
+	if (e)
+		flash_diag_entry_format(e, buf, size);
+	return buf[0] ? buf : flash_strerror(r);
+}
+
+/* The outcome of one request: a refusal logged with its Status and
+ * counted, a success counted in *@ok; @st cleared.  Returns @r. */
+static int settle(struct op_k8s *k, const char *what, int r, struct k8s_status *st, uint64_t *ok)
+{
+	if (r < 0) {
+		log_status(k, what, r, st);
+		k->st.errors++;
+	} else if (ok)
+		(*ok)++;
+	k8s_status_clear(st);
+	return r;
+}
+
+/* Server-side apply of @body to the status subresource of @kr @ns/@name. */
+static int status_put(struct op_k8s *k, const struct kind_ref *kr, const char *ns, const char *name, const char *body,
+		      size_t len)
+{
+	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
+	struct k8s_status st = { 0 };
+	struct k8s_ref ref;
+
+	ref_of(kr, ns, name, &ref);
+	k->st.requests++;
+	return settle(k, "write status", k8s_status_write(k->c, &ref, body, len, &wo, NULL, &st), &st,
+		      &k->st.status_writes);
+}
+
 /* Checks @body against the schemas: never send what the server refuses. */
 static int validate(struct op_k8s *k, const char *what, const char *body, size_t len, char *msg, size_t size)
 {
@@ -352,12 +390,9 @@ static int validate(struct op_k8s *k, const char *what, const char *body, size_t
 		return -ENOMEM;
 	r = flash_schema_validate_object(k->o.schemas, body, len, d);
 	if (r < 0) {
-		const struct flash_diag_entry *e = flash_diag_first_error(d);
-		char line[256] = "";
+		char line[256];
 
-		if (e)
-			flash_diag_entry_format(e, line, sizeof(line));
-		snprintf(msg, size, "%s refused by its schema: %s", what, line[0] ? line : flash_strerror(r));
+		snprintf(msg, size, "%s refused by its schema: %s", what, first_error(d, r, line, sizeof(line)));
 		logf_(k, K8S_LOG_ERR, "%s", msg);
 		k->st.refused++;
 	}
@@ -388,13 +423,7 @@ static int apply(struct op_k8s *k, const struct kind_ref *kr, const char *ns, co
 		k->st.requests++;
 		r = k8s_apply(k->c, &ref, body, len, &wo, ret_obj, &st);
 	}
-	if (r < 0) {
-		log_status(k, what, r, &st);
-		k->st.errors++;
-	} else
-		k->st.applies++;
-	k8s_status_clear(&st);
-	return r;
+	return settle(k, what, r, &st, &k->st.applies);
 }
 
 static int delete_obj(struct op_k8s *k, const struct kind_ref *kr, const char *ns, const char *name)
@@ -409,14 +438,8 @@ static int delete_obj(struct op_k8s *k, const struct kind_ref *kr, const char *n
 	r = k8s_delete(k->c, &ref, &d, NULL, &st);
 	if (r == -ENOENT)
 		r = 0;
-	if (r < 0) {
-		log_status(k, "delete", r, &st);
-		k->st.errors++;
-	} else {
-		k->st.deletes++;
+	if (settle(k, "delete", r, &st, &k->st.deletes) >= 0)
 		logf_(k, K8S_LOG_INFO, "deleted %s %s/%s: no longer rendered", kr->kind, ns, name);
-	}
-	k8s_status_clear(&st);
 	return r;
 }
 
@@ -498,6 +521,19 @@ int op_k8s_crds_apply(struct op_k8s *k, unsigned int timeout_ms)
 
 /* ------------------------------------------------------------ status */
 
+/* Opens the FlashService object of @s and its metadata (name, namespace),
+ * for the caller to go on in metadata. */
+static void fs_head(struct json_writer *w, const struct svc *s)
+{
+	jw_object_open(w);
+	jw_kv_string(w, "apiVersion", OP_K8S_GROUP "/" OP_K8S_VERSION);
+	jw_kv_string(w, "kind", "FlashService");
+	jw_key(w, "metadata");
+	jw_object_open(w);
+	jw_kv_string(w, "name", s->name);
+	jw_kv_string(w, "namespace", s->ns);
+}
+
 static int write_status(struct op_k8s *k, struct svc *s)
 {
 	struct op_k8s_status_input in = {
@@ -514,10 +550,7 @@ static int write_status(struct op_k8s *k, struct svc *s)
 	};
 	struct flash_sched_state gs;
 	struct op_k8s_status st;
-	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
-	struct k8s_status kst = { 0 };
 	struct json_writer *w;
-	struct k8s_ref ref;
 	char *status = NULL, *body = NULL;
 	size_t slen, blen;
 	int64_t now = now_s(k);
@@ -557,13 +590,7 @@ static int write_status(struct op_k8s *k, struct svc *s)
 	if (r < 0)
 		return r;
 	w = json_writer_new(0);
-	jw_object_open(w);
-	jw_kv_string(w, "apiVersion", OP_K8S_GROUP "/" OP_K8S_VERSION);
-	jw_kv_string(w, "kind", "FlashService");
-	jw_key(w, "metadata");
-	jw_object_open(w);
-	jw_kv_string(w, "name", s->name);
-	jw_kv_string(w, "namespace", s->ns);
+	fs_head(w, s);
 	jw_object_close(w);
 	jw_key(w, "status");
 	jw_raw(w, status, slen);
@@ -571,18 +598,11 @@ static int write_status(struct op_k8s *k, struct svc *s)
 	r = json_writer_finish(w, &body, &blen);
 	if (r < 0)
 		goto out;
-	ref_of(kind_find("FlashService"), s->ns, s->name, &ref);
-	k->st.requests++;
-	r = k8s_status_write(k->c, &ref, body, blen, &wo, NULL, &kst);
-	if (r < 0) {
-		log_status(k, "write status", r, &kst);
-		k->st.errors++;
-	} else {
-		k->st.status_writes++;
+	r = status_put(k, kind_find("FlashService"), s->ns, s->name, body, blen);
+	if (r >= 0) {
 		json_free(s->status);
 		s->status = parse(status, slen);
 	}
-	k8s_status_clear(&kst);
 out:
 	free(status);
 	free(body);
@@ -598,13 +618,7 @@ static int apply_finalizer(struct op_k8s *k, struct svc *s, bool with)
 	size_t len;
 	int r;
 
-	jw_object_open(w);
-	jw_kv_string(w, "apiVersion", OP_K8S_GROUP "/" OP_K8S_VERSION);
-	jw_kv_string(w, "kind", "FlashService");
-	jw_key(w, "metadata");
-	jw_object_open(w);
-	jw_kv_string(w, "name", s->name);
-	jw_kv_string(w, "namespace", s->ns);
+	fs_head(w, s);
 	if (with) {
 		jw_key(w, "finalizers");
 		jw_array_open(w);
@@ -637,10 +651,7 @@ static int write_usage(struct op_k8s *k, struct svc *s)
 	(void)flash_meter_delete_service(k->meter, s->id, now);
 	for (size_t i = 0; i < ARRAY_SIZE(scopes) && r >= 0; i++) {
 		struct flash_meter_record rec;
-		struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
-		struct k8s_status kst = { 0 };
 		struct json_value *parsed;
-		struct k8s_ref ref;
 		char *obj = NULL, *status = NULL, name[254], msg[320];
 
 		if (flash_meter_record_find(k->meter, scopes[i], i ? s->id : s->org, now, &rec) < 0)
@@ -654,17 +665,8 @@ static int write_usage(struct op_k8s *k, struct svc *s)
 		r = validate(k, "FlashUsageRecord", obj, strlen(obj), msg, sizeof(msg));
 		if (r >= 0)
 			r = apply(k, kr, s->ns, name, obj, strlen(obj), NULL);
-		if (r >= 0) {
-			ref_of(kr, s->ns, name, &ref);
-			k->st.requests++;
-			r = k8s_status_write(k->c, &ref, status, strlen(status), &wo, NULL, &kst);
-			if (r < 0) {
-				log_status(k, "write usage status", r, &kst);
-				k->st.errors++;
-			} else
-				k->st.status_writes++;
-			k8s_status_clear(&kst);
-		}
+		if (r >= 0)
+			r = status_put(k, kr, s->ns, name, status, strlen(status));
 		free(obj);
 		free(status);
 	}
@@ -786,15 +788,8 @@ static int ns_create(struct op_k8s *k, struct svc *s)
 	if (r >= 0) {
 		k->st.requests++;
 		r = k8s_create(k->c, &ref, text, len, &wo, NULL, &st);
-		if (r == -EEXIST)
-			r = 0;
-		if (r < 0) {
-			log_status(k, "create Namespace", r, &st);
-			k->st.errors++;
-		} else
-			k->st.applies++;
+		r = settle(k, "create Namespace", r == -EEXIST ? 0 : r, &st, &k->st.applies);
 	}
-	k8s_status_clear(&st);
 	free(text);
 	if (r < 0)
 		return r;
@@ -922,12 +917,9 @@ static int render_apply(struct op_k8s *k, struct svc *s, const struct flash_sche
 		return -ENOMEM;
 	r = flash_render(s->spec, k->o.config, &ro, &rd, d);
 	if (r < 0) {
-		const struct flash_diag_entry *e = flash_diag_first_error(d);
-		char line[256] = "";
+		char line[256];
 
-		if (e)
-			flash_diag_entry_format(e, line, sizeof(line));
-		set_problem(s, "RenderFailed", line[0] ? line : flash_strerror(r));
+		set_problem(s, "RenderFailed", first_error(d, r, line, sizeof(line)));
 		flash_diag_free(d);
 		return 0;
 	}
@@ -1065,12 +1057,9 @@ static int reconcile(struct op_k8s *k, struct svc *s)
 				s->gpu_held = true;
 				(void)flash_sched_schedule(k->sched);
 			} else {
-				const struct flash_diag_entry *e = flash_diag_first_error(d);
-				char line[256] = "";
+				char line[256];
 
-				if (e)
-					flash_diag_entry_format(e, line, sizeof(line));
-				set_problem(s, "GPUUnavailable", line[0] ? line : flash_strerror(r));
+				set_problem(s, "GPUUnavailable", first_error(d, r, line, sizeof(line)));
 			}
 			flash_diag_free(d);
 			r = 0;
@@ -1152,12 +1141,9 @@ static int svc_update(struct op_k8s *k, struct svc *s, const struct json_value *
 			return -ENOMEM;
 		r = flash_spec_parse(text, strlen(text), NULL, &s->spec, d);
 		if (r < 0) {
-			const struct flash_diag_entry *e = flash_diag_first_error(d);
-			char line[256] = "";
+			char line[256];
 
-			if (e)
-				flash_diag_entry_format(e, line, sizeof(line));
-			set_problem(s, "InvalidSpec", line[0] ? line : flash_strerror(r));
+			set_problem(s, "InvalidSpec", first_error(d, r, line, sizeof(line)));
 		}
 		flash_diag_free(d);
 	}

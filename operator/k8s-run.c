@@ -169,43 +169,26 @@ static int on_event(const struct k8s_event *ev, void *userdata)
 	return 0;
 }
 
+/* What each watch lists and follows (all namespaces). */
+static const struct watched {
+	const char *group, *version, *resource, *selector;
+} watched[W_N_] = {
+	[W_FLASH] = { OP_K8S_GROUP, OP_K8S_VERSION, "flashservices", NULL },
+	[W_DEPLOY] = { "apps", "v1", "deployments", OP_K8S_OWNED_SELECTOR },
+	[W_POD] = { NULL, "v1", "pods", OP_K8S_POD_SELECTOR },
+	[W_SLICE] = { "discovery.k8s.io", "v1", "endpointslices", OP_K8S_OWNED_SELECTOR },
+	[W_SERVICE] = { NULL, "v1", "services", OP_K8S_OWNED_SELECTOR },
+	[W_NODE] = { NULL, "v1", "nodes", NULL },
+};
+
 static void *watch_main(void *arg)
 {
 	struct watcher *w = arg;
 	struct op_k8s_run *r = w->run;
-	struct k8s_ref ref = { .version = "v1" };
-	struct k8s_watch_opts wo = { .sz = sizeof(wo) };
+	const struct watched *wd = &watched[w->kind];
+	struct k8s_ref ref = { .group = wd->group, .version = wd->version, .resource = wd->resource };
+	struct k8s_watch_opts wo = { .sz = sizeof(wo), .label_selector = wd->selector };
 
-	switch (w->kind) {
-	case W_FLASH:
-		ref.group = OP_K8S_GROUP;
-		ref.version = OP_K8S_VERSION;
-		ref.resource = "flashservices";
-		break;
-	case W_DEPLOY:
-		ref.group = "apps";
-		ref.resource = "deployments";
-		wo.label_selector = OP_K8S_OWNED_SELECTOR;
-		break;
-	case W_POD:
-		ref.resource = "pods";
-		wo.label_selector = OP_K8S_POD_SELECTOR;
-		break;
-	case W_SLICE:
-		ref.group = "discovery.k8s.io";
-		ref.resource = "endpointslices";
-		wo.label_selector = OP_K8S_OWNED_SELECTOR;
-		break;
-	case W_SERVICE:
-		ref.resource = "services";
-		wo.label_selector = OP_K8S_OWNED_SELECTOR;
-		break;
-	case W_NODE:
-		ref.resource = "nodes";
-		break;
-	default:
-		return NULL;
-	}
 	while (!r->stopping) {
 		struct k8s_status st = { 0 };
 		int e = k8s_watch(w->c, &ref, &wo, on_event, w, &st);
