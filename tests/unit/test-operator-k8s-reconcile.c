@@ -803,3 +803,41 @@ Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_w
 	json_free(fs);
 	env_close(&e);
 }
+
+/* ---------------------------------------------------------------- never send what the schemas refuse */
+
+Test(reconcile, an_object_its_schema_refuses_is_never_sent)
+{
+	static const char *const docs[] = { "k8s/openapi/core_v1.json", "k8s/openapi/networking_v1.json" };
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct flash_schema_set *set = NULL;
+	struct op_k8s_stats st;
+	char *body;
+
+	env_open(&e);
+	/* A schema set without apps/v1: a Deployment has no schema to pass. */
+	ASSERT_OK(flash_schema_set_new(&set), "set");
+	for (size_t i = 0; i < ARRAY_SIZE(docs); i++) {
+		size_t len;
+		char *text = k8s_test_read(docs[i], &len);
+
+		ASSERT_OK(flash_schema_set_add_openapi(set, text, len, NULL), "openapi");
+		free(text);
+	}
+	flash_schema_set_free(e.schemas);
+	e.schemas = set;
+	op_k8s_free(e.k);
+	e.k = reconciler_for(&e, e.c);
+	ASSERT_OK(op_k8s_set_leader(e.k, true), "leader");
+	(void)feed(&e, K8S_EVENT_ADDED, a);
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.refused, 1, "the Deployment refused before sending");
+	cr_assert_eq(count(&e, NULL, "/deployments/"), 0, "never sent");
+	cr_assert_eq(count(&e, "PATCH", "/networkpolicies/web"), 1, "what its schema accepts is sent");
+	body = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(strstr(body, "\"RenderRefused\"") && strstr(body, "Deployment"), "%s", body);
+	free(body);
+	json_free(a);
+	env_close(&e);
+}
