@@ -36,6 +36,7 @@ static void usage(FILE *out)
 		"                      [--webhook-key FILE]\n"
 		"                      [--test-meter-clock FILE]\n"
 		"       flash-operator --kubernetes [--kubeconfig FILE] [--context NAME] [--config FILE]\n"
+		"                      [--keys FILE --issuer ISS --audience AUD (--socket PATH | --listen ...)]\n"
 		"                      [--lease-namespace NS] [--identity ID]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
@@ -257,7 +258,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (kubernetes) {
+	if (kubernetes && !o.keys_file) {
+		/* The reconcile loop alone: FlashServices written with kubectl. */
 		if (optind != argc) {
 			usage(stderr);
 			return 2;
@@ -265,6 +267,8 @@ int main(int argc, char **argv)
 		ko.config_file = o.config_file;
 		return run_kubernetes(&ko);
 	}
+	if (kubernetes)
+		o.kubernetes = &ko; /* the provider API on top */
 	if (optind != argc || !o.keys_file || !o.issuer || !o.audience || (!o.http.unix_path && !o.http.listen)) {
 		usage(stderr);
 		return 2;

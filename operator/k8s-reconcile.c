@@ -1096,7 +1096,7 @@ static int svc_update(struct op_k8s *k, struct svc *s, const struct json_value *
 {
 	const struct json_value *spec = json_get(fs, "spec");
 	const char *uid = str_at(fs, "metadata.uid");
-	const char *org;
+	const char *org, *uid_or_id = uid;
 	int64_t gen = 0;
 	char *text;
 	size_t len;
@@ -1105,14 +1105,19 @@ static int svc_update(struct op_k8s *k, struct svc *s, const struct json_value *
 	{
 		const struct json_value *labels = json_at(fs, "metadata.labels");
 
+		const char *sid = json_string_value(json_get(labels, OP_K8S_LABEL_SERVICE_ID));
+
 		org = json_string_value(json_get(labels, OP_K8S_LABEL_ORG));
 		replace_str(&s->project, json_string_value(json_get(labels, OP_K8S_LABEL_PROJECT)));
+		/* The provider API's id when it published the service, else the uid. */
+		if (sid && names_opaque_id_valid(sid, strlen(sid), 253))
+			uid_or_id = sid;
 	}
 	(void)json_get_int64(json_at(fs, "metadata.generation"), &gen);
 	s->generation = gen;
 	replace_str(&s->uid, uid);
 	replace_str(&s->org, org);
-	replace_str(&s->id, uid);
+	replace_str(&s->id, uid_or_id);
 	s->deleting = json_at(fs, "metadata.deletionTimestamp") != NULL;
 	s->has_finalizer = has_finalizer(fs);
 	if (!s->status && json_get(fs, "status")) {

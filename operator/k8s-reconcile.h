@@ -138,6 +138,54 @@ void op_k8s_get_stats(const struct op_k8s *k, struct op_k8s_stats *ret);
 int op_k8s_gpu_state(const struct op_k8s *k, const char *ns, const char *name, uint32_t *ret_position,
 		     const char **ret_node);
 
+/* ------------------------------------------------------------ k8s-provider.c */
+
+/*
+ * The provider/v1 API on top of Kubernetes mode: the services the
+ * provider API admits into the store are published as FlashService
+ * objects (name: the service id, "fs-" and 32 hex digits; namespace: the
+ * organization's, op_k8s_org_namespace(); labels: organization, project,
+ * service id; spec: the canonical spec), which the reconcile loop then
+ * renders like any FlashService written with kubectl.  The provider's
+ * writes use their own field manager, so that they never take the
+ * reconciler's usage finalizer away.
+ */
+#define OP_K8S_NAMESPACE_MAX 63
+#define OP_K8S_LABEL_SERVICE_ID "flash.heterocloud.io/service-id"
+#define OP_K8S_PROVIDER_MANAGER "flash-operator-provider"
+
+struct op_service;
+
+/* The namespace of organization @org: @org itself when it is a DNS
+ * label, else "orgh-" and the first 32 hex digits of its SHA-256.  @buf of
+ * OP_K8S_NAMESPACE_MAX + 1 bytes.  Its length, -EINVAL, -ENOSPC. */
+int op_k8s_org_namespace(const char *org, char *buf, size_t size);
+
+/* The FlashService object of stored service @s (*ret_json freed by the
+ * caller) and its namespace into @ret_ns (may be NULL).  0, -EINVAL (an
+ * id, organization or project that cannot be a name or label), -ENOMEM. */
+int op_k8s_service_object(const struct op_service *s, char **ret_json, size_t *ret_len, char *ret_ns, size_t ns_size);
+
+struct op_k8s_publish_stats {
+	uint64_t requests, applies, deletes, refused, errors;
+};
+
+struct op_k8s_publisher;
+
+/* A publisher writing through @c, checking each object against
+ * @schemas (both borrowed). */
+int op_k8s_publisher_new(struct k8s_client *c, const struct flash_schema_set *schemas, k8s_log_fn log,
+			 void *log_userdata, struct op_k8s_publisher **ret);
+void op_k8s_publisher_free(struct op_k8s_publisher *p);
+
+/* Publishes the live services @services: each FlashService applied when
+ * its object changed since it was last applied (so a pass over an
+ * unchanged store sends nothing); a FlashService it published whose
+ * service is no longer among them (deleted through the API) is deleted.
+ * 0 or the first error (the others are still tried). */
+int op_k8s_publish(struct op_k8s_publisher *p, struct op_service *const *services, size_t n);
+void op_k8s_publisher_stats(const struct op_k8s_publisher *p, struct op_k8s_publish_stats *ret);
+
 /* ------------------------------------------------------------ k8s-run.c */
 
 struct op_k8s_run_opts {
@@ -174,6 +222,16 @@ int op_k8s_lease_step(struct k8s_client *c, struct op_lease_elector *el, const c
  * each on its own thread and client.  0, or the errors of the client, the
  * configuration or op_k8s_crds_apply(). */
 int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret);
+/* Publishes the provider API's services as FlashServices (k8s-provider.c)
+ * from a thread of its own: at every op_k8s_run_kick() and resync, while
+ * leader, @services lists them (op_provider_live_services(), the list
+ * freed with op_service_list_free()).  0, -EINVAL, -EALREADY, -ENOMEM. */
+int op_k8s_run_publish(struct op_k8s_run *r, int (*services)(void *ctx, struct op_service ***ret, size_t *ret_n),
+		       void *ctx);
+/* Wakes the publisher (a struct op_k8s_run as @run): the store changed. */
+void op_k8s_run_kick(void *run);
+void op_k8s_run_publish_stats(struct op_k8s_run *r, struct op_k8s_publish_stats *ret);
+
 /* Stops the threads (k8s_client_cancel) and frees everything. */
 void op_k8s_run_stop(struct op_k8s_run *r);
 bool op_k8s_run_is_leader(struct op_k8s_run *r);

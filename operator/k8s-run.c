@@ -16,6 +16,7 @@
 #include "diag.h"
 #include "k8s-reconcile.h"
 #include "k8s-status.h"
+#include "store.h"
 #include "util.h"
 
 enum watch_kind { W_FLASH, W_DEPLOY, W_POD, W_SLICE, W_SERVICE, W_NODE, W_N_ };
@@ -43,6 +44,13 @@ struct op_k8s_run {
 	struct watcher w[W_N_];
 	pthread_t lease_th;
 	bool lease_started;
+	/* The provider API's services published as FlashServices. */
+	struct k8s_client *pub_c;
+	struct op_k8s_publisher *pub;
+	int (*services)(void *ctx, struct op_service ***ret, size_t *ret_n);
+	void *services_ctx;
+	pthread_t pub_th;
+	bool pub_started, pub_kicked;
 	struct op_lease_elector el;
 	char identity[OP_LEASE_ID_MAX + 1];
 };
@@ -262,6 +270,10 @@ static void lease_round(struct op_k8s_run *r)
 	if (leader != op_k8s_is_leader(r->k)) {
 		run_log(r, K8S_LOG_INFO, leader ? "leader election: leading" : "leader election: following");
 		(void)op_k8s_set_leader(r->k, leader);
+		if (leader) {
+			r->pub_kicked = true;
+			pthread_cond_broadcast(&r->cond);
+		}
 	}
 	pthread_mutex_unlock(&r->lock);
 }
@@ -296,6 +308,86 @@ static void *lease_main(void *arg)
 		pthread_mutex_unlock(&r->lock);
 	}
 	return NULL;
+}
+
+/* ------------------------------------------------------------ the provider API's services */
+
+static void *publish_main(void *arg)
+{
+	struct op_k8s_run *r = arg;
+	unsigned int resync = r->o.resync_s ? r->o.resync_s : 300;
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->stopping) {
+		struct timespec ts;
+
+		if (r->pub_kicked && op_k8s_is_leader(r->k)) {
+			struct op_service **list = NULL;
+			size_t n = 0;
+
+			r->pub_kicked = false;
+			pthread_mutex_unlock(&r->lock);
+			if (r->services(r->services_ctx, &list, &n) >= 0) {
+				(void)op_k8s_publish(r->pub, list, n); /* errors logged; the next kick or resync retries */
+				op_service_list_free(list, n);
+			} else
+				r->pub_kicked = true;
+			pthread_mutex_lock(&r->lock);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += resync;
+		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) == ETIMEDOUT)
+			r->pub_kicked = true;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+int op_k8s_run_publish(struct op_k8s_run *r, int (*services)(void *ctx, struct op_service ***ret, size_t *ret_n),
+		       void *ctx)
+{
+	int e;
+
+	if (!r || !services)
+		return -EINVAL;
+	if (r->pub_started)
+		return -EALREADY;
+	if ((e = new_client(r, &r->pub_c)) < 0 ||
+	    (e = op_k8s_publisher_new(r->pub_c, r->o.schemas ? r->o.schemas : r->own_schemas, r->o.log,
+				      r->o.log_userdata, &r->pub)) < 0)
+		return e;
+	r->services = services;
+	r->services_ctx = ctx;
+	r->pub_kicked = true;
+	if ((e = -pthread_create(&r->pub_th, NULL, publish_main, r)) < 0)
+		return e;
+	r->pub_started = true;
+	return 0;
+}
+
+void op_k8s_run_kick(void *run)
+{
+	struct op_k8s_run *r = run;
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->pub_kicked = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void op_k8s_run_publish_stats(struct op_k8s_run *r, struct op_k8s_publish_stats *ret)
+{
+	if (!r || !ret)
+		return;
+	pthread_mutex_lock(&r->lock);
+	if (r->pub)
+		op_k8s_publisher_stats(r->pub, ret);
+	else
+		memset(ret, 0, sizeof(*ret));
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* ------------------------------------------------------------ start, stop */
@@ -402,11 +494,17 @@ void op_k8s_run_stop(struct op_k8s_run *r)
 			k8s_client_cancel(r->w[i].c);
 	if (r->lease_c)
 		k8s_client_cancel(r->lease_c);
+	if (r->pub_c)
+		k8s_client_cancel(r->pub_c);
 	for (int i = 0; i < W_N_; i++)
 		if (r->w[i].started)
 			pthread_join(r->w[i].th, NULL);
 	if (r->lease_started)
 		pthread_join(r->lease_th, NULL);
+	if (r->pub_started)
+		pthread_join(r->pub_th, NULL);
+	op_k8s_publisher_free(r->pub);
+	k8s_client_free(r->pub_c);
 	for (int i = 0; i < W_N_; i++)
 		k8s_client_free(r->w[i].c);
 	op_k8s_free(r->k);
