@@ -106,6 +106,10 @@ struct op_k8s {
 	struct op_k8s_opts o;
 	char *fm;
 	bool leader;
+	/* Between a RELIST and its SYNCED: services are taken in, reconciled
+	 * at SYNCED once every one is known (the public ports the others
+	 * hold, the GPU queue in list order). */
+	bool syncing;
 	struct svc *b[BUCKETS];
 	struct applied *ns_applied;     /* Namespaces applied */
 	size_t n_ns_applied;
@@ -521,6 +525,59 @@ int op_k8s_crds_apply(struct op_k8s *k, unsigned int timeout_ms)
 
 /* ------------------------------------------------------------ status */
 
+/* Whether the status known holds exactly the public ports assigned. */
+static bool ports_written(const struct svc *s)
+{
+	const struct json_value *pp = json_get(s->status, "publicPorts");
+	size_t n = json_is(pp, JSON_ARRAY) ? pp->u.array.n : 0;
+
+	if (n != s->n_pports)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		const struct json_value *e = pp->u.array.items[i];
+		int64_t port = 0;
+
+		if (json_get_int64(json_get(e, "port"), &port) < 0 || port != s->pports[i].port ||
+		    strcmp(json_string_value(json_get(e, "name")) ?: "", s->pports[i].name) ||
+		    strcmp(json_string_value(json_get(e, "protocol")) ?: "", s->pports[i].protocol))
+			return false;
+	}
+	return true;
+}
+
+/* The status object @status with the public ports assigned added, so
+ * that an operator restarting (or another replica taking over) keeps
+ * them (flash_public_ports_parse() reads them back). */
+static int status_with_ports(const char *status, size_t len, const struct svc *s, char **ret, size_t *ret_len)
+{
+	struct json_value *v = parse(status, len);
+	struct json_writer *w;
+
+	if (!v || !json_is(v, JSON_OBJECT)) {
+		json_free(v);
+		return -EINVAL;
+	}
+	w = json_writer_new(0);
+	jw_object_open(w);
+	for (size_t i = 0; i < v->u.object.n; i++) {
+		jw_key(w, v->u.object.members[i].key);
+		jw_value(w, v->u.object.members[i].value);
+	}
+	jw_key(w, "publicPorts");
+	jw_array_open(w);
+	for (size_t i = 0; i < s->n_pports; i++) {
+		jw_object_open(w);
+		jw_kv_string(w, "name", s->pports[i].name);
+		jw_kv_string(w, "protocol", s->pports[i].protocol);
+		jw_kv_uint(w, "port", s->pports[i].port);
+		jw_object_close(w);
+	}
+	jw_array_close(w);
+	jw_object_close(w);
+	json_free(v);
+	return json_writer_finish(w, ret, ret_len);
+}
+
 /* Opens the FlashService object of @s and its metadata (name, namespace),
  * for the caller to go on in metadata. */
 static void fs_head(struct json_writer *w, const struct svc *s)
@@ -584,11 +641,20 @@ static int write_status(struct op_k8s *k, struct svc *s)
 
 		(void)flash_meter_observe(k->meter, &ob);
 	}
-	if (!k->leader || (s->status && !op_k8s_status_changed(&st, s->status)))
+	if (!k->leader || (s->status && !op_k8s_status_changed(&st, s->status) && ports_written(s)))
 		return 0;
 	r = op_k8s_status_to_json(&st, s->status, now, &status, &slen);
 	if (r < 0)
 		return r;
+	if (s->n_pports) {
+		char *with = NULL;
+
+		r = status_with_ports(status, slen, s, &with, &slen);
+		if (r < 0)
+			goto out;
+		free(status);
+		status = with;
+	}
 	w = json_writer_new(0);
 	fs_head(w, s);
 	jw_object_close(w);
@@ -1122,6 +1188,17 @@ static int svc_update(struct op_k8s *k, struct svc *s, const struct json_value *
 	s->has_finalizer = has_finalizer(fs);
 	if (!s->status && json_get(fs, "status")) {
 		s->status = clone(json_get(fs, "status"));
+		/* The public ports it was given keep their numbers. */
+		if (!s->n_pports && json_get(s->status, "publicPorts")) {
+			size_t plen;
+			char *pt = write_value(s->status, &plen);
+
+			if (pt && flash_public_ports_parse(pt, plen, &s->pports, &s->n_pports, NULL) < 0) {
+				s->pports = NULL;
+				s->n_pports = 0;
+			}
+			free(pt);
+		}
 	}
 	text = spec ? write_value(spec, &len) : strdup("null");
 	if (!text)
@@ -1204,7 +1281,8 @@ int op_k8s_service_event(struct op_k8s *k, const struct k8s_event *ev)
 				else if (!x->seen)
 					svc_forget(k, x);
 			}
-		return 0;
+		k->syncing = ev->type == K8S_EVENT_RELIST;
+		return k->syncing ? 0 : op_k8s_resync(k);
 	}
 	if (ev->type == K8S_EVENT_BOOKMARK || !ev->object)
 		return 0;
@@ -1232,7 +1310,7 @@ int op_k8s_service_event(struct op_k8s *k, const struct k8s_event *ev)
 	}
 	s->seen = true;
 	r = svc_update(k, s, ev->object);
-	if (r < 0)
+	if (r < 0 || k->syncing)
 		return r;
 	return reconcile(k, s);
 }

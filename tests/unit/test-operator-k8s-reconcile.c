@@ -841,3 +841,78 @@ Test(reconcile, an_object_its_schema_refuses_is_never_sent)
 	json_free(a);
 	env_close(&e);
 }
+
+/* ---------------------------------------------------------------- public ports */
+
+#define SPEC_PUBLIC                                                                                            \
+	"{\"region\":\"heteronet-global\",\"image\":\"ghcr.io/acme/web:1.0\",\"replicas\":1,\"cpu_millis\":250,"     \
+	"\"memory_mib\":128,\"ephemeral_storage_gib\":1,\"ports\":" HTTP ",\"exposure\":{\"type\":\"public\","      \
+	"\"traffic_mode\":\"forwarded\",\"allowed_source_cidrs\":[],\"denied_source_cidrs\":[]},\"env\":{},"         \
+	"\"command\":[],\"args\":[],\"metadata\":{}}"
+
+static int64_t public_port_of(struct env *e, const char *name)
+{
+	char path[128], *body;
+	struct json_value *v;
+	const struct json_value *pp;
+	int64_t port = -1;
+
+	snprintf(path, sizeof(path), "/flashservices/%s/status", name);
+	body = last_body(e, "PATCH", path);
+	cr_assert(body, "no status written for %s", name);
+	v = k8s_test_parse(body);
+	pp = json_at(v, "status.publicPorts");
+	cr_assert(pp && json_is(pp, JSON_ARRAY) && pp->u.array.n == 1, "%s", body);
+	cr_assert_eq(json_get_int64(json_get(pp->u.array.items[0], "port"), &port), 0);
+	json_free(v);
+	free(body);
+	return port;
+}
+
+Test(reconcile, public_ports_kept_from_the_status_across_a_restart)
+{
+	struct env e;
+	static const char cj[] = "{\"publicPortRange\":{\"first\":30000,\"last\":30009}}";
+	/* b is listed first, without status; a already holds 30000 in its status. */
+	struct json_value *b = fs_object("web-b", 1, SPEC_PUBLIC, true, NULL);
+	struct json_value *a0 = fs_object("web-a", 1, SPEC_PUBLIC, true, NULL);
+	char *svc;
+	struct json_value *a;
+	struct k8s_event relist = { .type = K8S_EVENT_RELIST }, synced = { .type = K8S_EVENT_SYNCED };
+
+	env_open(&e);
+	flash_operator_config_free(e.config);
+	ASSERT_OK(flash_operator_config_parse(cj, strlen(cj), &e.config, NULL), "config");
+	op_k8s_free(e.k);
+	e.k = reconciler_for(&e, e.c);
+	ASSERT_OK(op_k8s_set_leader(e.k, true), "leader");
+	{
+		size_t len;
+		char *t = NULL, *with;
+
+		ASSERT_OK(json_write_value(a0, 0, &t, &len), "a");
+		with = k8s_test_edit(t, "\"spec\":", "\"status\":{\"publicPorts\":[{\"name\":\"http\",\"protocol\":\"tcp\","
+						       "\"port\":30000}]},\"spec\":");
+		a = k8s_test_parse(with);
+		free(t);
+		free(with);
+	}
+	ASSERT_OK(op_k8s_service_event(e.k, &relist), "relist");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, b), "b");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "nothing written before the list is complete");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "a");
+	ASSERT_OK(op_k8s_service_event(e.k, &synced), "synced");
+	cr_assert_eq(public_port_of(&e, "web-a"), 30000, "a keeps its port");
+	cr_assert_eq(public_port_of(&e, "web-b"), 30001, "b gets another");
+	svc = last_body(&e, "PATCH", "/services/web-a$");
+	cr_assert(svc && strstr(svc, "30000"), "a's Service on its port: %s", svc);
+	free(svc);
+	/* Written once: the next pass sends nothing. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_resync(e.k), "resync");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	json_free(a0);
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
