@@ -916,3 +916,31 @@ Test(reconcile, public_ports_kept_from_the_status_across_a_restart)
 	json_free(b);
 	env_close(&e);
 }
+
+/* ---------------------------------------------------------------- drift */
+
+Test(reconcile, namespace_already_there_and_deployment_deleted_behind_its_back)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct k8s_fake_step exists = {
+		.method = "POST", .path = "/api/v1/namespaces", .status = 409,
+		.body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			"\"message\":\"namespaces \\\"org-a\\\" already exists\",\"reason\":\"AlreadyExists\","
+			"\"details\":{\"name\":\"org-a\",\"kind\":\"namespaces\"},\"code\":409}",
+	};
+	struct op_k8s_stats st;
+
+	env_open(&e);
+	ASSERT_OK(k8s_fake_push(e.fake, &exists), "409 AlreadyExists");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "an existing namespace is no error");
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.errors, 0);
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1);
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_DELETED, dep_ready), "deleted by someone");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "applied again");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 0, "the namespace is not created twice");
+	json_free(a);
+	env_close(&e);
+}
