@@ -115,6 +115,9 @@ struct op_k8s {
 	size_t n_ns_applied;
 	struct flash_sched *sched;
 	struct flash_meter *meter;
+	struct usage_mark *marks;       /* FlashUsageRecords flushed */
+	size_t n_marks;
+	uint64_t pass;                  /* resync passes */
 	struct op_k8s_stats st;
 	const char *gpu_node;           /* op_k8s_gpu_state() */
 };
@@ -318,6 +321,7 @@ void op_k8s_free(struct op_k8s *k)
 			svc_free(s);
 		}
 	free(k->ns_applied);
+	free(k->marks);
 	flash_sched_free(k->sched);
 	flash_meter_free(k->meter);
 	free(k->fm);
@@ -632,7 +636,9 @@ static int write_status(struct op_k8s *k, struct svc *s)
 			snprintf(rd->message, sizeof(rd->message), "%.*s", (int)sizeof(rd->message) - 1, s->problem);
 		}
 	}
-	if (s->valid && s->org && s->id) {
+	/* Only the leader meters: a replica taking over starts counting when
+	 * it does, so what the last leader flushed is never counted twice. */
+	if (k->leader && s->valid && s->org && s->id) {
 		struct flash_meter_observation ob = {
 			.sz = sizeof(ob), .service_id = s->id, .organization = s->org, .time = now,
 			.ready_replicas = st.ready_replicas > 0 ? (uint32_t)st.ready_replicas : 0,
@@ -703,39 +709,141 @@ static int apply_finalizer(struct op_k8s *k, struct svc *s, bool with)
 	return r;
 }
 
-/* The week's FlashUsageRecords of the organization and of the service,
+/* What this operator (since it started leading) has added to one
+ * FlashUsageRecord: a flush adds the meter's usage since then, so that
+ * records accumulate across restarts and leader changes instead of being
+ * overwritten with what one process saw (an interval not yet flushed when
+ * a leader stops is lost: at most one resync period). */
+struct usage_mark {
+	char ns[OP_K8S_NAMESPACE_MAX + 1];
+	char name[OP_K8S_USAGE_NAME_MAX + 1];
+	struct flash_meter_usage written;
+	uint64_t pass;              /* the resync pass that last flushed it */
+};
+
+static struct usage_mark *mark_get(struct op_k8s *k, const char *ns, const char *name)
+{
+	struct usage_mark *m;
+
+	for (size_t i = 0; i < k->n_marks; i++)
+		if (!strcmp(k->marks[i].ns, ns) && !strcmp(k->marks[i].name, name))
+			return &k->marks[i];
+	m = realloc(k->marks, (k->n_marks + 1) * sizeof(*m));
+	if (!m)
+		return NULL;
+	k->marks = m;
+	m += k->n_marks++;
+	memset(m, 0, sizeof(*m));
+	snprintf(m->ns, sizeof(m->ns), "%s", ns);
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	return m;
+}
+
+static int64_t sub0(int64_t a, int64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* Adds to the week's record of (@scope, @id) in @ns what the meter
+ * counted since the last flush: created (object, then status) when
+ * absent, else its status read and op_k8s_usage_add()ed.  Nothing is
+ * sent when nothing was counted. */
+static int usage_flush(struct op_k8s *k, const char *ns, enum flash_meter_scope scope, const char *id, const char *org,
+		       int64_t now)
+{
+	const struct kind_ref *kr = kind_find("FlashUsageRecord");
+	bool svc = scope == FLASH_METER_SCOPE_SERVICE;
+	struct flash_meter_usage u = { 0 }, delta;
+	struct flash_meter_record rec = { .scope = scope, .organization = org, .service_id = svc ? id : NULL };
+	struct k8s_status st = { 0 };
+	struct json_value *cur = NULL;
+	struct usage_mark *m;
+	struct k8s_ref ref;
+	char name[OP_K8S_USAGE_NAME_MAX + 1], msg[320], *obj = NULL, *status = NULL, *add = NULL, *body = NULL;
+	size_t len;
+	int r;
+
+	r = svc ? flash_meter_service_usage(k->meter, id, now, &u) : flash_meter_org_usage(k->meter, id, now, &u);
+	if (r < 0)
+		return 0; /* never metered */
+	if (op_k8s_usage_record_name(svc, id, now, name, sizeof(name)) < 0 || !(m = mark_get(k, ns, name)))
+		return -EINVAL;
+	m->pass = k->pass;
+	delta = (struct flash_meter_usage){
+		.cpu_millicore_seconds = sub0(u.cpu_millicore_seconds, m->written.cpu_millicore_seconds),
+		.memory_mib_seconds = sub0(u.memory_mib_seconds, m->written.memory_mib_seconds),
+		.gpu_seconds = sub0(u.gpu_seconds, m->written.gpu_seconds),
+	};
+	if (!delta.cpu_millicore_seconds && !delta.memory_mib_seconds && !delta.gpu_seconds)
+		return 0;
+	rec.usage = delta;
+	rec.accrued_until = now;
+	if ((r = flash_meter_week_start(now, &rec.week_start)) < 0)
+		return r;
+	ref_of(kr, ns, name, &ref);
+	k->st.requests++;
+	r = k8s_get(k->c, &ref, &cur, &st);
+	if (r == -ENOENT || (r >= 0 && !json_get(cur, "status"))) {
+		/* The first of the week: the object, then its status. */
+		k8s_status_clear(&st);
+		r = op_k8s_usage_record_objects(&rec, ns, &obj, &status);
+		if (r >= 0)
+			r = validate(k, "FlashUsageRecord", obj, strlen(obj), msg, sizeof(msg));
+		if (r >= 0)
+			r = apply(k, kr, ns, name, obj, strlen(obj), NULL);
+		if (r >= 0)
+			r = status_put(k, kr, ns, name, status, strlen(status));
+	} else if (r >= 0) {
+		k8s_status_clear(&st);
+		r = op_k8s_usage_add(json_get(cur, "status"), &delta, now, &add, &len);
+		if (r >= 0) {
+			struct json_writer *w = json_writer_new(0);
+
+			jw_object_open(w);
+			jw_kv_string(w, "apiVersion", OP_K8S_GROUP "/" OP_K8S_VERSION);
+			jw_kv_string(w, "kind", "FlashUsageRecord");
+			jw_key(w, "metadata");
+			jw_object_open(w);
+			jw_kv_string(w, "name", name);
+			jw_kv_string(w, "namespace", ns);
+			jw_object_close(w);
+			jw_key(w, "status");
+			jw_raw(w, add, len);
+			jw_object_close(w);
+			r = json_writer_finish(w, &body, &len);
+		}
+		if (r >= 0)
+			r = status_put(k, kr, ns, name, body, len);
+	} else
+		r = settle(k, "get FlashUsageRecord", r, &st, NULL);
+	if (r >= 0)
+		m->written = u;
+	json_free(cur);
+	free(obj);
+	free(status);
+	free(add);
+	free(body);
+	return r;
+}
+
+static const char *usage_ns(const struct op_k8s *k, const struct svc *s)
+{
+	return k->o.usage_namespace ? k->o.usage_namespace : s->ns;
+}
+
+/* The week's FlashUsageRecords of the service and its organization,
  * with the service's last seconds, before its finalizer goes. */
 static int write_usage(struct op_k8s *k, struct svc *s)
 {
-	static const enum flash_meter_scope scopes[] = { FLASH_METER_SCOPE_ORGANIZATION, FLASH_METER_SCOPE_SERVICE };
-	const struct kind_ref *kr = kind_find("FlashUsageRecord");
 	int64_t now = now_s(k);
-	int r = 0;
+	int r;
 
 	if (!s->org || !s->id)
 		return 0; /* never metered */
 	(void)flash_meter_delete_service(k->meter, s->id, now);
-	for (size_t i = 0; i < ARRAY_SIZE(scopes) && r >= 0; i++) {
-		struct flash_meter_record rec;
-		struct json_value *parsed;
-		char *obj = NULL, *status = NULL, name[254], msg[320];
-
-		if (flash_meter_record_find(k->meter, scopes[i], i ? s->id : s->org, now, &rec) < 0)
-			continue;
-		r = op_k8s_usage_record_objects(&rec, s->ns, &obj, &status);
-		if (r < 0)
-			break;
-		parsed = parse(obj, strlen(obj));
-		snprintf(name, sizeof(name), "%s", str_at(parsed, "metadata.name") ?: "");
-		json_free(parsed);
-		r = validate(k, "FlashUsageRecord", obj, strlen(obj), msg, sizeof(msg));
-		if (r >= 0)
-			r = apply(k, kr, s->ns, name, obj, strlen(obj), NULL);
-		if (r >= 0)
-			r = status_put(k, kr, s->ns, name, status, strlen(status));
-		free(obj);
-		free(status);
-	}
+	r = usage_flush(k, usage_ns(k, s), FLASH_METER_SCOPE_SERVICE, s->id, s->org, now);
+	if (r >= 0)
+		r = usage_flush(k, usage_ns(k, s), FLASH_METER_SCOPE_ORGANIZATION, s->org, s->org, now);
 	return r;
 }
 
@@ -1411,6 +1519,36 @@ int op_k8s_resync(struct op_k8s *k)
 		for (struct svc *s = k->b[i]; s; s = s->next) {
 			int r = reconcile(k, s);
 
+			if (r < 0 && !first)
+				first = r;
+		}
+	return first;
+}
+
+int op_k8s_usage_flush(struct op_k8s *k)
+{
+	int64_t now;
+	int first = 0;
+
+	if (!k)
+		return -EINVAL;
+	if (!k->leader)
+		return 0;
+	now = now_s(k);
+	k->pass++;
+	for (size_t i = 0; i < BUCKETS; i++)
+		for (struct svc *s = k->b[i]; s; s = s->next) {
+			char name[OP_K8S_USAGE_NAME_MAX + 1];
+			struct usage_mark *m;
+			int r;
+
+			if (!s->org || !s->id || s->deleting)
+				continue;
+			r = usage_flush(k, usage_ns(k, s), FLASH_METER_SCOPE_SERVICE, s->id, s->org, now);
+			/* The organization's record once a pass. */
+			if (r >= 0 && op_k8s_usage_record_name(false, s->org, now, name, sizeof(name)) >= 0 &&
+			    (!(m = mark_get(k, usage_ns(k, s), name)) || m->pass != k->pass))
+				r = usage_flush(k, usage_ns(k, s), FLASH_METER_SCOPE_ORGANIZATION, s->org, s->org, now);
 			if (r < 0 && !first)
 				first = r;
 		}

@@ -68,6 +68,8 @@ struct op_k8s_opts {
 	void *now_userdata;
 	/* Milliseconds between two GETs of a CRD not yet Established [200]. */
 	unsigned int crd_poll_ms;
+	/* The namespace of the FlashUsageRecords (NULL: each service's own). */
+	const char *usage_namespace;
 };
 
 /* What the reconciler did (counters since op_k8s_new()). */
@@ -129,6 +131,14 @@ int op_k8s_node_event(struct op_k8s *k, const struct k8s_event *ev);
 /* Reconciles every service held again (the periodic resync; the steady
  * path sends nothing). */
 int op_k8s_resync(struct op_k8s *k);
+
+/* While leader: adds to the week's FlashUsageRecords (each service's and
+ * each organization's) what the meter counted since the last flush (the
+ * periodic flush; a deleted service's are flushed before its finalizer
+ * goes).  Records are created when absent and otherwise added to, so
+ * that they accumulate across restarts and leader changes.  Nothing is
+ * sent for a record with nothing new.  0 or the first error. */
+int op_k8s_usage_flush(struct op_k8s *k);
 
 void op_k8s_get_stats(const struct op_k8s *k, struct op_k8s_stats *ret);
 

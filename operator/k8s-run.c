@@ -292,6 +292,7 @@ static void *lease_main(void *arg)
 		if (mono_us() >= next_resync) {
 			pthread_mutex_lock(&r->lock);
 			(void)op_k8s_resync(r->k);
+			(void)op_k8s_usage_flush(r->k);
 			pthread_mutex_unlock(&r->lock);
 			next_resync = mono_us() + (int64_t)resync * 1000000;
 		}
@@ -456,6 +457,8 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
 	ko.schemas = opts->schemas ? opts->schemas : r->own_schemas;
 	ko.log = opts->log;
 	ko.log_userdata = opts->log_userdata;
+	/* Usage records live beside the Lease, in the operator's namespace. */
+	ko.usage_namespace = opts->lease_namespace ? opts->lease_namespace : k8s_client_namespace(r->writer);
 	if ((e = op_k8s_new(r->writer, &ko, &r->k)) < 0)
 		goto fail;
 	if ((e = op_k8s_crds_apply(r->k, 60000)) < 0)

@@ -65,10 +65,13 @@ static void on_log(enum k8s_log_level level, const char *msg, void *userdata)
 		e->warnings++;
 }
 
+/* The reconciler's clock (status times, metering): tests move it. */
+static int64_t test_now = 1796040000; /* 2026-11-30T12:00:00Z, a Monday */
+
 static int64_t fixed_now(void *userdata)
 {
 	(void)userdata;
-	return 1796040000; /* 2026-12-01T... */
+	return test_now;
 }
 
 static struct k8s_client *client_for(struct env *e)
@@ -98,6 +101,7 @@ static void env_open(struct env *e)
 	struct k8s_fake_opts fo = { .sz = sizeof(fo), .accept_writes = true };
 
 	memset(e, 0, sizeof(*e));
+	test_now = 1796040000;
 	ASSERT_OK(k8s_fake_new(&fo, &e->fake), "fake API server");
 	e->c = client_for(e);
 	e->schemas = render_test_schema_set(true);
@@ -594,6 +598,7 @@ Test(reconcile, usage_finalizer_added_then_removed_after_the_records)
 	cr_assert(strstr(fin, OP_K8S_USAGE_FINALIZER), "finalizer added: %s", fin);
 	free(fin);
 	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "deployment");
+	test_now += 3600; /* an hour of one ready replica */
 	k8s_fake_reset_requests(e.fake);
 	ASSERT_OK(feed(&e, K8S_EVENT_MODIFIED, b), "deleting");
 	n = k8s_fake_requests(e.fake);
@@ -941,6 +946,69 @@ Test(reconcile, namespace_already_there_and_deployment_deleted_behind_its_back)
 	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_DELETED, dep_ready), "deleted by someone");
 	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "applied again");
 	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 0, "the namespace is not created twice");
+	json_free(a);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- usage records accumulate */
+
+static int64_t record_cpu(struct env *e, const char *name_part)
+{
+	char *body = last_body(e, "PATCH", name_part);
+	struct json_value *v;
+	int64_t cpu = -1;
+
+	cr_assert(body, "no write to %s", name_part);
+	v = k8s_test_parse(body);
+	cr_assert_eq(json_get_int64(json_at(v, "status.cpuMillicoreSeconds"), &cpu), 0, "%s", body);
+	json_free(v);
+	free(body);
+	return cpu;
+}
+
+Test(reconcile, usage_records_are_added_to_not_overwritten)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	char path[256], name[OP_K8S_USAGE_NAME_MAX + 1], *existing;
+	struct k8s_fake_step step = { .method = "GET" };
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "one ready replica");
+	/* Nothing counted yet: a flush sends nothing. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+
+	/* An hour later: the organization's record already holds 1,000,000
+	 * millicore-seconds (an earlier operator's): the hour is added. */
+	test_now += 3600;
+	cr_assert(op_k8s_usage_record_name(false, ORG, test_now, name, sizeof(name)) > 0);
+	snprintf(path, sizeof(path), "/apis/flash.heterocloud.io/v1alpha1/namespaces/" NS "/flashusagerecords/%s", name);
+	cr_assert(asprintf(&existing,
+			   "{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashUsageRecord\","
+			   "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS "\",\"resourceVersion\":\"7\"},"
+			   "\"status\":{\"scope\":\"organization\",\"organization\":\"" ORG "\","
+			   "\"week\":\"2026-W49\",\"weekStart\":\"2026-11-30T00:00:00Z\",\"weekEnd\":\"2026-12-07T00:00:00Z\","
+			   "\"cpuMillicoreSeconds\":1000000,\"memoryMiBSeconds\":0,\"gpuSeconds\":0,\"saturated\":false,"
+			   "\"accruedUntil\":\"2026-11-30T11:00:00Z\"}}", name) > 0);
+	step.path = path;
+	step.body = existing;
+	ASSERT_OK(k8s_fake_push(e.fake, &step), "the existing record");
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
+	/* 250 millicores x 3600 s added to the organization's 1,000,000. */
+	cr_assert_eq(record_cpu(&e, "/flashusagerecords/org.org-a"), 1000000 + 250 * 3600);
+	/* The service's record did not exist: created with the hour. */
+	cr_assert_eq(record_cpu(&e, "/flashusagerecords/svc.uid-web"), 250 * 3600);
+	cr_assert_eq(count(&e, "GET", "/flashusagerecords/"), 2);
+
+	/* Again without new usage: nothing sent. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	free(existing);
 	json_free(a);
 	env_close(&e);
 }
