@@ -3,8 +3,9 @@
  * <flash/client.h> — a client of flash-operator's provider/v1 API.
  *
  * The one place that speaks provider/v1 (flashctl is built on it): it
- * sends create, update, delete, get, list and usage over HTTP, HTTPS or a
- * Unix socket (libcurl), with a bearer token that is either given as is
+ * sends create, update, delete, get, list and usage over HTTP/1.1 to a
+ * Unix socket, a TCP host, or HTTPS (libcurl, loaded on the first https://
+ * connection), one connection per request, with a bearer token that is either given as is
  * (an API token minted for the action) or minted per request from an
  * Ed25519 signing key (60-second lifetime, the action of the request, the
  * organization and project, the generation of a mutation).
