@@ -35,6 +35,8 @@ struct op_provider {
 	pthread_mutex_t lock; /* store + meter + get cache */
 	struct flash_meter *meter;
 	struct op_runtime *runtime; /* NULL: services stay admitted */
+	void (*kick)(void *ctx);    /* Kubernetes mode's publisher, or NULL */
+	void *kick_ctx;
 	struct op_autoscale *autoscale; /* NULL: none */
 	struct op_get_cache *get_cache;
 	struct op_shell *shell;     /* NULL once stopped */
@@ -547,6 +549,22 @@ void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt)
 		p->runtime = rt;
 }
 
+void op_provider_set_kick(struct op_provider *p, void (*kick)(void *ctx), void *ctx)
+{
+	if (p) {
+		p->kick = kick;
+		p->kick_ctx = ctx;
+	}
+}
+
+/* A committed mutation: whoever turns services into workloads looks. */
+static void wake(struct op_provider *p)
+{
+	op_runtime_kick(p->runtime);
+	if (p->kick)
+		p->kick(p->kick_ctx);
+}
+
 void op_provider_set_autoscale(struct op_provider *p, struct op_autoscale *as)
 {
 	if (p)
@@ -1003,7 +1021,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	ret->status = sv.answer_status;
 	ret->body = TAKE_PTR(sv.answer);
 	ret->body_len = strlen(ret->body);
-	op_runtime_kick(p->runtime);
+	wake(p);
 out:
 	if (in_txn)
 		op_store_rollback(p->o.store);
@@ -1146,7 +1164,7 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			goto del_out;
 		}
 		op_metrics_commit(p->o.metrics, commit_ns);
-		op_runtime_kick(p->runtime);
+		wake(p);
 		ret->status = 200;
 		ret->body = TAKE_PTR(stored->answer);
 		ret->body_len = strlen(ret->body);
