@@ -312,6 +312,9 @@ static int operator_deployment(const struct flash_operator_config *c, struct kdo
 	kdoc_set_str(ctr, "name", OPERATOR_NAME);
 	kdoc_set_str(ctr, "image", c->operator_image);
 	args = kdoc_set_arr(ctr, "args");
+	/* The reconcile loop (without --kubernetes and --keys flash-operator
+	 * would refuse to start: the single-node provider API needs keys). */
+	kdoc_append_str(args, "--kubernetes");
 	kdoc_append_str(args, "--config");
 	kdoc_append_str(args, CONFIG_PATH);
 	if (c->webhook_enabled)

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * flash-manifests: writes deploy/kubernetes/ (the CRDs, the operator's
- * RBAC and Deployment, the flowsdn-agent DaemonSet) from libflash.
- *   flash-manifests [--config OPERATOR.json] OUTDIR
- * Used by `make deploy-manifests`; tests/unit/test-render-manifests checks
- * that the checked-in files equal what this writes.
+ * RBAC and Deployment, the flowsdn-agent DaemonSet) from libflash, and
+ * with --chart the Helm chart generated from the same rendering
+ * (helm-chart.h).
+ *   flash-manifests [--config OPERATOR.json] [--chart CHARTDIR] OUTDIR
+ * Used by `make deploy-manifests`; tests/unit/test-render-manifests and
+ * tests/unit/test-helm-chart check that the checked-in files equal what
+ * this writes.
  */
 #include "config.h"
 
@@ -15,33 +18,92 @@
 #include <sys/stat.h>
 #include <flash/render.h>
 
+#include "helm-chart.h"
 #include "util.h"
+
+/* mkdir -p for a path relative or absolute ($(srcdir) is often ".."). */
+static int mkdir_parents(char *path)
+{
+	for (char *p = path + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c)
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+			*p = c;
+			return -errno;
+		}
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
+/* The chart of the default configuration (a --config changes only the
+ * plain manifests: the chart's defaults are the shipped ones). */
+static int write_chart(const char *prog, const char *dir)
+{
+	struct helm_chart_file *files = NULL;
+	size_t n = 0;
+	char err[512];
+	int r;
+
+	r = helm_chart_generate(&files, &n, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "%s: chart: %s\n", prog, err);
+		return r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i].path);
+		*strrchr(path, '/') = '\0';
+		r = mkdir_parents(path);
+		if (r < 0) {
+			fprintf(stderr, "%s: mkdir %s: %s\n", prog, path, strerror(-r));
+			break;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i].path);
+		r = util_write_file_atomic(path, files[i].text, files[i].len, 0644);
+		if (r < 0) {
+			fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(-r));
+			break;
+		}
+	}
+	helm_chart_files_free(files, n);
+	return r;
+}
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
+		{ "chart", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct flash_operator_config *config = NULL;
-	const char *config_path = NULL;
+	const char *config_path = NULL, *chart_dir = NULL;
 	int c, r, status = 1;
 
-	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:C:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			config_path = optarg;
 			break;
+		case 'C':
+			chart_dir = optarg;
+			break;
 		case 'h':
-			printf("Usage: %s [--config OPERATOR.json] OUTDIR\n", argv[0]);
+			printf("Usage: %s [--config OPERATOR.json] [--chart CHARTDIR] OUTDIR\n", argv[0]);
 			return 0;
 		default:
 			return 2;
 		}
 	}
 	if (optind + 1 != argc) {
-		fprintf(stderr, "Usage: %s [--config OPERATOR.json] OUTDIR\n", argv[0]);
+		fprintf(stderr, "Usage: %s [--config OPERATOR.json] [--chart CHARTDIR] OUTDIR\n", argv[0]);
 		return 2;
 	}
 	if (config_path) {
@@ -94,6 +156,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (chart_dir && write_chart(argv[0], chart_dir) < 0)
+		goto out;
 	status = 0;
 out:
 	flash_operator_config_free(config);
