@@ -386,18 +386,23 @@ int helm_template_render(const char *name, const char *text, const struct json_v
 					fn++;
 				fn_len = (size_t)(a->p + a->len - fn);
 			}
+			/* checked in a branch not taken too: the chart's
+			 * default values leave some untaken */
+			if (fn && !(fn_len == 5 && memcmp(fn, "quote", 5) == 0) &&
+			    !(fn_len == 6 && memcmp(fn, "toJson", 6) == 0)) {
+				r = fail(&t, a->line, "'%.*s': only quote and toJson are supported after '|'", (int)fn_len,
+					 fn);
+				break;
+			}
 			r = lookup(&t, a->line, a->p, path_len, &v);
 			if (r < 0 || !active[depth])
 				continue;
 			if (!fn)
 				r = print_plain(&t, a->line, v, &out);
-			else if (fn_len == 5 && memcmp(fn, "quote", 5) == 0)
+			else if (fn[0] == 'q')
 				r = quote(&t, a->line, v, &out);
-			else if (fn_len == 6 && memcmp(fn, "toJson", 6) == 0)
-				r = to_json(&t, a->line, v, &out);
 			else
-				r = fail(&t, a->line, "'%.*s': only quote and toJson are supported after '|'", (int)fn_len,
-					 fn);
+				r = to_json(&t, a->line, v, &out);
 		} else {
 			r = fail(&t, a->line, "'%.*s': not supported (only .Values, quote, toJson, if, end)",
 				 (int)a->len, a->p);

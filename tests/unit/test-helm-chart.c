@@ -508,6 +508,8 @@ Test(renderer, refuses_what_it_does_not_render_as_helm_would)
 	refused("{{ .Values.m }}", v, "cannot print a object");
 	refused("{{ .Values.m | toYaml }}", v, "only quote and toJson");
 	refused("{{ .Values.m.k | quote | upper }}", v, "only quote and toJson");
+	refused("{{ if .Values.t }}{{ if .Values.fr }}{{ .Values.t | b64enc }}{{ end }}{{ end }}", v,
+		"only quote and toJson"); /* in a branch not taken as well */
 	refused("{{ .Values.s | quote }}", v, "outside ASCII");
 	refused("{{ .Values.c | toJson }}", v, "byte 0x08");
 	refused("{{ .Values.big }}", v, "at most 6 digits");
