@@ -24,7 +24,7 @@ struct gen {
 	size_t err_size;
 };
 
-static int fail(struct gen *g, int r, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct gen *g, int r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -67,7 +67,7 @@ static int replace_once(struct gen *g, const char *file, char **text, const char
 	return 0;
 }
 
-static char *strf(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static char *strf(const char *fmt, ...)
 {
 	va_list ap;
 	char *s = NULL;
@@ -473,15 +473,9 @@ void helm_chart_files_free(struct helm_chart_file *files, size_t n)
 
 int helm_chart_generate(struct helm_chart_file **ret_files, size_t *ret_n, char *err, size_t err_size)
 {
-	static const char *const template_paths[FLASH_MANIFEST_COUNT_] = {
-		[FLASH_MANIFEST_CRD_FLASHSERVICE] = "crds/flashservices.yaml",
-		[FLASH_MANIFEST_CRD_FLASHUSAGERECORD] = "crds/flashusagerecords.yaml",
-		[FLASH_MANIFEST_OPERATOR_RBAC] = "templates/operator-rbac.yaml",
-		[FLASH_MANIFEST_OPERATOR] = "templates/operator.yaml",
-		[FLASH_MANIFEST_AGENT] = "templates/flowsdn-agent.yaml",
-		[FLASH_MANIFEST_RUNTIME_CLASSES] = "templates/runtimeclasses.yaml",
-		[FLASH_MANIFEST_WEBHOOK] = "templates/operator-webhook.yaml",
-	};
+	/* crds/ as deploy/kubernetes/ has it (Helm installs it as is), the
+	 * rest under templates/ */
+	static char template_paths[FLASH_MANIFEST_COUNT_][128];
 	struct gen g = { .err = err, .err_size = err_size };
 	struct defaults d = { 0 };
 	struct helm_chart_file *files;
@@ -521,6 +515,8 @@ int helm_chart_generate(struct helm_chart_file **ret_files, size_t *ret_n, char 
 			fail(&g, r, "%s: %s", flash_manifest_path(m), flash_strerror(r));
 			goto out;
 		}
+		snprintf(template_paths[m], sizeof(template_paths[m]), "%s%s",
+			 strncmp(flash_manifest_path(m), "crds/", 5) == 0 ? "" : "templates/", flash_manifest_path(m));
 		files[n].path = template_paths[m];
 		files[n++].text = text;
 		r = template_for(&g, m, &files[n - 1].text, &d, conf);

@@ -32,7 +32,7 @@ struct tmpl {
 	size_t err_size;
 };
 
-static int fail(struct tmpl *t, unsigned int line, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct tmpl *t, unsigned int line, const char *fmt, ...)
 {
 	va_list ap;
 	int n = snprintf(t->err, t->err_size, "%s:%u: ", t->name, line);
