@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <flash/auth.h>
 #include <flash/render.h>
 
 #include "helm-chart.h"
@@ -406,6 +407,15 @@ Test(chart, provider_auth_serves_the_provider_api)
 	cr_assert_str_eq(str_at(keys_cm, "metadata.namespace"), "flash-system");
 	cr_assert_str_eq(json_string_value(json_get(json_get(keys_cm, "data"), "keys.jwks")),
 			 str_at(set_keys, "providerAuth.publicKeysJson"));
+	{
+		/* what the operator reads at --keys is a key set it accepts */
+		const char *jwks = json_string_value(json_get(json_get(keys_cm, "data"), "keys.jwks"));
+		struct flash_auth_keyset *ks = NULL;
+
+		ASSERT_OK(flash_auth_keyset_parse(jwks, strlen(jwks), &ks, NULL), "keyset");
+		cr_assert(flash_auth_keyset_has(ks, "mp-1"));
+		flash_auth_keyset_free(ks);
+	}
 	svc = object(&chart, "Service", "flash-operator-provider");
 	cr_assert_str_eq(json_at(svc, "spec.ports[0].port")->u.number.text, "8080");
 
