@@ -356,7 +356,15 @@ static int be_cmp(const void *a, const void *b)
 	const struct be_text *x = a, *y = b;
 	int r = flowsdn_addr_compare(&x->addr, &y->addr);
 
-	return r ? r : (int)x->port - (int)y->port;
+	if (!r)
+		r = (int)x->port - (int)y->port;
+	/* One backend in two slices: the active entry first (it is kept). */
+	return r ? r : (int)x->terminating - (int)y->terminating;
+}
+
+static bool be_same(const struct be_text *x, const struct be_text *y)
+{
+	return x->port == y->port && flowsdn_addr_equal(&x->addr, &y->addr);
 }
 
 static void addr_json(struct json_writer *w, const struct flowsdn_addr *a)
@@ -445,7 +453,7 @@ static int port_body(struct agent_k8s *k, const struct svc_group *g, const struc
 	jw_array_open(w);
 	for (size_t i = 0, kept = 0; i < n_be && kept < AGENT_SVC_MAX_BACKENDS; i++) {
 		/* Two slices may list one address (a move between slices). */
-		if (i && !be_cmp(&be[i - 1], &be[i]))
+		if (i && be_same(&be[i - 1], &be[i]))
 			continue;
 		jw_object_open(w);
 		jw_key(w, "address");
