@@ -669,3 +669,32 @@ void agent_k8s_node_state_free(struct agent_k8s *k)
 	k->n_routes = 0;
 	k8s_map_clear(&k->pods, pod_free);
 }
+
+int agent_k8s_read_node(struct k8s_client *client, const char *node_name, struct flowsdn_prefix *ret_pools,
+			size_t max_pools, size_t *ret_n_pools, bool *ret_fallback, struct flowsdn_addr *ret_addrs,
+			size_t max_addrs, size_t *ret_n_addrs, char *why, size_t why_size)
+{
+	struct k8s_ref ref = { .version = "v1", .resource = "nodes", .name = node_name };
+	struct k8s_status st = { 0 };
+	struct json_value *node = NULL;
+	struct agent_k8s_node nd = { 0 };
+	int r;
+
+	if (!client || !node_name || !ret_pools || !ret_n_pools || !ret_n_addrs)
+		return -EINVAL;
+	r = k8s_get(client, &ref, &node, &st);
+	if (r < 0) {
+		snprintf(why, why_size, "GET node %s: %s", node_name, st.message ? st.message : strerror(-r));
+		k8s_status_clear(&st);
+		return r;
+	}
+	r = agent_k8s_node_pools(node, ret_pools, max_pools, ret_n_pools, ret_fallback, why, why_size);
+	if (r == 0) {
+		node_read(node, &nd);
+		*ret_n_addrs = 0;
+		for (size_t i = 0; i < nd.n_addrs && i < max_addrs; i++)
+			ret_addrs[(*ret_n_addrs)++] = nd.addrs[i];
+	}
+	json_free(node);
+	return r;
+}

@@ -123,6 +123,14 @@ void agent_k8s_get_stats(struct agent_k8s *k, struct agent_k8s_stats *ret);
  * "gateway", "state": "planned"|"installed"|"conflict", "reason"}]}. */
 int agent_k8s_routes_json(struct agent_k8s *k, char **ret_json);
 
+/* At start, before the core: GETs Node @node_name and reads its pools
+ * (agent_k8s_node_pools(), fallback included) and its InternalIPs (at
+ * most @max_addrs, the NodePort frontends' addresses).  The errors of
+ * k8s_get() (@ret_status) and of agent_k8s_node_pools() (@why). */
+int agent_k8s_read_node(struct k8s_client *client, const char *node_name, struct flowsdn_prefix *ret_pools,
+			size_t max_pools, size_t *ret_n_pools, bool *ret_fallback, struct flowsdn_addr *ret_addrs,
+			size_t max_addrs, size_t *ret_n_addrs, char *why, size_t why_size);
+
 /* ------------------------------------------------------------ pure helpers */
 
 /* The agent service id of (Service @uid, @protocol, @port): "fs-" and 32
