@@ -716,9 +716,93 @@ static void stale_slice(void *val, void *ctx)
 		slice_remove(k, sl->key);
 }
 
-static void sync_group_cb(void *val, void *ctx)
+/* The first sync: every group's bodies in one agent_services_put_many()
+ * (one state write for all, not one journal record each). */
+struct batch {
+	struct agent_k8s *k;
+	const char **ids;
+	char **bodies;
+	struct svc_port **ports;
+	size_t n, cap;
+	int err;
+};
+
+static void batch_group_cb(void *val, void *ctx)
 {
-	(void)group_sync(ctx, val);
+	struct batch *b = ctx;
+	struct svc_group *g = val;
+
+	for (size_t i = 0; !b->err && g->svc && i < g->svc->n_ports; i++) {
+		struct svc_port *sp = &g->svc->ports[i];
+		char *body = NULL;
+
+		b->err = port_body(b->k, g, sp, &body);
+		if (b->err < 0 || !body)
+			continue;
+		if (sp->body && !strcmp(sp->body, body)) {
+			free(body);
+			continue;
+		}
+		if (b->n == b->cap) {
+			size_t nc = b->cap ? b->cap * 2 : 256;
+			const char **ni = realloc(b->ids, nc * sizeof(*ni));
+			char **nb = ni ? realloc(b->bodies, nc * sizeof(*nb)) : NULL;
+			struct svc_port **np = nb ? realloc(b->ports, nc * sizeof(*np)) : NULL;
+
+			if (ni)
+				b->ids = ni;
+			if (nb)
+				b->bodies = nb;
+			if (!np) {
+				free(body);
+				b->err = -ENOMEM;
+				return;
+			}
+			b->ports = np;
+			b->cap = nc;
+		}
+		b->ids[b->n] = sp->id;
+		b->bodies[b->n] = body;
+		b->ports[b->n] = sp;
+		b->n++;
+	}
+}
+
+static int first_sync(struct agent_k8s *k)
+{
+	struct batch b = { .k = k };
+	int *errs = NULL, r;
+
+	k8s_map_each(&k->groups, batch_group_cb, &b);
+	r = b.err;
+	if (r == 0 && b.n && !(errs = calloc(b.n, sizeof(*errs))))
+		r = -ENOMEM;
+	if (r == 0 && b.n) {
+		r = agent_services_put_many(k->services, b.ids, (const char *const *)b.bodies, b.n, errs, NULL);
+		if (r < 0)
+			pr_warn("kubernetes: saving the services: %s", strerror(-r));
+		r = 0;
+		for (size_t i = 0; i < b.n; i++) {
+			struct svc_port *sp = b.ports[i];
+
+			if (errs[i] < 0) {
+				k->stats.svc_refused++;
+				free(b.bodies[i]);
+				continue;
+			}
+			free(sp->body);
+			sp->body = b.bodies[i];
+			k->stats.svc_puts++;
+		}
+	} else {
+		for (size_t i = 0; i < b.n; i++)
+			free(b.bodies[i]);
+	}
+	free(errs);
+	free(b.ids);
+	free(b.bodies);
+	free(b.ports);
+	return r;
 }
 
 /* ------------------------------------------------------------ NetworkPolicies, Namespaces */
@@ -937,7 +1021,7 @@ int agent_k8s_event(struct agent_k8s *k, enum agent_k8s_kind kind, const struct 
 			/* Both caches are full: every Service goes out once, with
 			 * its backends. */
 			k->svc_synced = true;
-			k8s_map_each(&k->groups, sync_group_cb, k);
+			r = first_sync(k);
 		}
 		break;
 	case K8S_EVENT_ADDED:

@@ -276,6 +276,14 @@ Test(agent_k8s, services_and_slices_through_the_fake_server)
 	k8s_client_free(c);
 	k8s_fake_free(f);
 	agent_services_free(s);
+	/* What the agent saved: the first sync's snapshot and the journal
+	 * records of the changes after it read back. */
+	s = services_start();
+	cr_assert_eq(agent_services_count(s), 1, "web-local alone survives a restart");
+	out = svc_get(s, id);
+	cr_assert(out && strstr(out, "\"state\":\"terminating\""), "%s", out);
+	free(out);
+	agent_services_free(s);
 }
 
 /* The recorded LIST of NetworkPolicies (65) and namespaces with labels:
