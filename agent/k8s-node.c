@@ -689,6 +689,21 @@ int agent_k8s_read_node(struct k8s_client *client, const char *node_name, struct
 		return r;
 	}
 	r = agent_k8s_node_pools(node, ret_pools, max_pools, ret_n_pools, ret_fallback, why, why_size);
+	/* IPAM keeps one bit per address: a podCIDR past its bound (the
+	 * usual IPv6 /64) is used from its start, as its first /108 (IPv4:
+	 * /12), which is still the node's own range. */
+	for (size_t i = 0; r == 0 && i < *ret_n_pools; i++) {
+		unsigned int bits = flowsdn_addr_bits(&ret_pools[i].addr), min_len = bits - 20;
+
+		if (ret_pools[i].len < min_len) {
+			char before[FLOWSDN_PREFIX_STRLEN], after[FLOWSDN_PREFIX_STRLEN];
+
+			flowsdn_prefix_format(&ret_pools[i], before, sizeof(before));
+			ret_pools[i].len = (uint8_t)min_len;
+			flowsdn_prefix_format(&ret_pools[i], after, sizeof(after));
+			pr_warn("kubernetes: podCIDR %s is larger than IPAM's 2^20 addresses: pool %s", before, after);
+		}
+	}
 	if (r == 0) {
 		node_read(node, &nd);
 		*ret_n_addrs = 0;

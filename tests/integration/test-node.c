@@ -17,6 +17,7 @@
 
 #include "client.h"
 #include "http-helpers.h"
+#include "k8s-fake.h"
 #include "load-helpers.h"
 #include "netns-helpers.h"
 #include "plugin.h"
@@ -58,6 +59,14 @@ static void agent_start(void)
 		if (agent_client_health(&o, NULL) == 0)
 			return;
 		usleep(20000);
+	}
+	{
+		/* The log is in the test's private tmpfs: show its end. */
+		char c[256];
+
+		snprintf(c, sizeof(c), "tail -20 %s >&2", log);
+		if (system(c) != 0)
+			fputs("(no agent log)\n", stderr);
 	}
 	cr_assert_fail("flowsdn-agent did not become healthy (see %s)", log);
 }
@@ -1364,4 +1373,84 @@ Test(node, load_agent_api_with_trickling_clients, .timeout = 180)
 		     rep.cut, rep.evicted);
 	cr_assert_lt(rep.longest_ms, 4000.0, "a trickling connection stayed %.0f ms (header deadline 2 s)",
 		     rep.longest_ms);
+}
+
+/* issue 19 item 4: the agent binary in Kubernetes mode against the
+ * replaying fake API server (the recorded node-a, 41, and the list of
+ * node-a and node-b, 42): the Node's podCIDRs become the pools (/v1/ip),
+ * the route to node-b's podCIDR via its InternalIP is installed in this
+ * node's netns with protocol 201 (/v1/node/routes), the IPv6 one is a
+ * conflict (node-b has no IPv6 InternalIP), PodCIDRSelected is POSTed,
+ * and the agent stops cleanly with its watch threads. */
+Test(node, kubernetes_mode_against_the_fake_api_server)
+{
+	struct k8s_fake *f = NULL;
+	char kc[256], extra[512], *body = NULL;
+	bool installed = false, event = false, pods = false, node_get = false;
+	long status;
+	FILE *fp;
+
+	agent_kill(SIGTERM);
+	cr_assert(k8s_fake_new(NULL, &f) == 0, "fake API server");
+	/* The recorded Event answer for the PodCIDRSelected POST. */
+	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "POST",
+							     .path = "/apis/events.k8s.io/v1/namespaces/default/events",
+							     .exchange = "69" }) == 0);
+	/* node-b (192.0.2.12) reachable through an uplink. */
+	cr_assert(system("ip link add fsdU0 type veth peer name fsdU1 && ip link set fsdU1 up && ip link set fsdU0 up && "
+			 "ip addr add 192.0.2.1/24 dev fsdU0") == 0);
+	snprintf(kc, sizeof(kc), "%s/kubeconfig", node.dir);
+	fp = fopen(kc, "we");
+	cr_assert(fp);
+	fprintf(fp, "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: %s\n"
+		    "users:\n- name: agent\n  user:\n    token: test-token\ncontexts:\n- name: fake\n  context:\n"
+		    "    cluster: fake\n    user: agent\ncurrent-context: fake\n",
+		k8s_fake_url(f));
+	fclose(fp);
+	snprintf(extra, sizeof(extra), ",\"kubernetes\":{\"kubeconfig\":\"%s\",\"nodeName\":\"node-a\"}", kc);
+	node_write_config(extra);
+	agent_start();
+	for (int i = 0; i < 250 && !installed; i++) {
+		free(body);
+		body = api_get("/v1/node/routes", &status);
+		installed = status == 200 && strstr(body, "\"state\":\"installed\"");
+		if (!installed)
+			usleep(20000);
+	}
+	cr_assert(installed, "%ld %s", status, body);
+	cr_assert(strstr(body, "{\"node\":\"node-b\",\"destination\":\"10.244.2.0/24\",\"gateway\":\"192.0.2.12\","
+			       "\"state\":\"installed\"}"),
+		  "%s", body);
+	cr_assert(strstr(body, "\"destination\":\"fd00:10:244:2::/64\",\"gateway\":null,\"state\":\"conflict\""), "%s",
+		  body);
+	free(body);
+	cr_assert(run_in(NULL, "ip route show proto 201 | grep -q '^10.244.2.0/24 via 192.0.2.12 dev fsdU0'") == 0,
+		  "the route is in the kernel");
+	body = api_get("/v1/ip", &status);
+	cr_assert(status == 200 && strstr(body, "\"cidr\":\"10.244.1.0/24\"") && strstr(body, "\"cidr\":\"fd00:10:244:1::/108\"") &&
+			  !strstr(body, "10.77.0.0"),
+		  "the Node's podCIDRs replace the configured pools (the IPv6 /64 as its first /108, IPAM's "
+		  "bound): %s",
+		  body);
+	free(body);
+	agent_kill(SIGTERM);
+	for (size_t i = 0; i < k8s_fake_requests(f); i++) {
+		struct k8s_fake_request r;
+		char buf[128];
+		const char *sel;
+
+		if (k8s_fake_request_get(f, i, &r) < 0)
+			continue;
+		cr_assert(r.authorization && !strcmp(r.authorization, "Bearer test-token"), "%s", r.authorization);
+		node_get |= !strcmp(r.method, "GET") && !strcmp(r.path, "/api/v1/nodes/node-a") && !strcmp(r.exchange, "41");
+		sel = k8s_fake_query_arg(&r, "fieldSelector", buf, sizeof(buf));
+		pods |= !strcmp(r.path, "/api/v1/pods") && sel && !strcmp(sel, "spec.nodeName=node-a");
+		event |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"PodCIDRSelected\"") &&
+			 strstr(r.body, "pools 10.244.1.0/24 fd00:10:244:1::/108");
+		k8s_fake_request_clear(&r);
+	}
+	cr_assert(node_get, "GET of its Node (41)");
+	cr_assert(pods, "Pods listed with spec.nodeName=node-a");
+	cr_assert(event, "PodCIDRSelected POSTed");
+	k8s_fake_free(f);
 }
