@@ -1555,8 +1555,11 @@ int agent_services_put_many(struct agent_services *as, const char *const *ids, c
 				sv->be[b].ids[0] = sv->be[b].ids[1] = 0;
 			e = apply_locked(as, sv, APPLY_PUBLISH, d);
 		}
-		if (e < 0)
-			pr_warn("agent: service %s refused: %s", ids[i], agent_diag_message(d));
+		if (e < 0) {
+			const struct diag_entry *de = diag_first_error(d);
+
+			pr_warn("agent: service %s refused: %s", ids[i], de ? de->message : flowsdn_strerror(e));
+		}
 		else
 			applied++;
 		ret_errs[i] = e;
