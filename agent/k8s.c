@@ -879,45 +879,75 @@ static int text_obj_set(struct agent_k8s *k, struct k8s_map *m, enum agent_k8s_k
 	return 0;
 }
 
-static int policy_set(struct agent_k8s *k, const struct json_value *obj, const char *key)
+/* Keeps @text (taken) as @kind's object @key and, when it is new or
+ * changed, hands it to @put (agent_policy_put() or _namespace_put());
+ * a refusal is logged and counted nowhere else. */
+static int text_apply(struct agent_k8s *k, enum agent_k8s_kind kind, const char *key, char *text,
+		      int (*put)(struct agent_k8s *k, const char *key, const char *text, struct diag *d),
+		      uint64_t *applied)
 {
-	const char *ns = k8s_obj_str(obj, "metadata.namespace"), *name = k8s_obj_str(obj, "metadata.name");
 	struct diag *d = NULL;
-	char *text = NULL;
 	bool changed;
-	int r;
+	int r = text_obj_set(k, kind == AGENT_K8S_NETWORKPOLICIES ? &k->policies : &k->namespaces, kind, key, text,
+			     &changed);
 
-	if (!ns || !name)
-		return 0;
-	r = policy_text(obj, &text);
-	if (r < 0)
-		return r;
-	r = text_obj_set(k, &k->policies, AGENT_K8S_NETWORKPOLICIES, key, text, &changed);
 	if (r < 0 || !changed)
 		return r;
 	if (diag_new(&d) < 0)
 		return -ENOMEM;
-	r = agent_policy_put(k->policy, ns, name, text, strlen(text), d);
-	if (r < 0)
-		pr_warn("kubernetes: NetworkPolicy %s refused: %s", key, agent_diag_message(d));
+	if (put(k, key, text, d) < 0)
+		pr_warn("kubernetes: %s %s refused: %s", kind == AGENT_K8S_NETWORKPOLICIES ? "NetworkPolicy" : "Namespace",
+			key, agent_diag_message(d));
 	else
-		k->stats.policy_puts++;
+		(*applied)++;
 	diag_free(d);
 	return 0;
+}
+
+/* "NS/NAME" into @ns (size @size) and the name's start. */
+static const char *key_split(const char *key, char *ns, size_t size)
+{
+	const char *slash = strchr(key, '/');
+
+	if (!slash || (size_t)(slash - key) >= size)
+		return NULL;
+	memcpy(ns, key, (size_t)(slash - key));
+	ns[slash - key] = '\0';
+	return slash + 1;
+}
+
+static int policy_put_cb(struct agent_k8s *k, const char *key, const char *text, struct diag *d)
+{
+	char ns[256];
+	const char *name = key_split(key, ns, sizeof(ns));
+
+	return name ? agent_policy_put(k->policy, ns, name, text, strlen(text), d) : -EINVAL;
+}
+
+static int namespace_put_cb(struct agent_k8s *k, const char *key, const char *text, struct diag *d)
+{
+	return agent_policy_namespace_put(k->policy, key, text, strlen(text), d);
+}
+
+static int policy_set(struct agent_k8s *k, const struct json_value *obj, const char *key)
+{
+	char *text = NULL;
+	int r;
+
+	if (!k8s_obj_str(obj, "metadata.namespace") || !k8s_obj_str(obj, "metadata.name"))
+		return 0;
+	r = policy_text(obj, &text);
+	return r < 0 ? r : text_apply(k, AGENT_K8S_NETWORKPOLICIES, key, text, policy_put_cb, &k->stats.policy_puts);
 }
 
 static void policy_remove(struct agent_k8s *k, const char *key)
 {
 	struct text_obj *t = k8s_map_del(&k->policies, key);
-	const char *slash = strchr(key, '/');
 	char ns[256];
+	const char *name = t ? key_split(key, ns, sizeof(ns)) : NULL;
 
 	text_obj_free(t);
-	if (!t || !slash || (size_t)(slash - key) >= sizeof(ns))
-		return;
-	memcpy(ns, key, (size_t)(slash - key));
-	ns[slash - key] = '\0';
-	if (agent_policy_delete(k->policy, ns, slash + 1, NULL) == 0)
+	if (name && agent_policy_delete(k->policy, ns, name, NULL) == 0)
 		k->stats.policy_deletes++;
 }
 
@@ -925,9 +955,7 @@ static int namespace_set(struct agent_k8s *k, const struct json_value *obj, cons
 {
 	const struct json_value *labels = json_at(obj, "metadata.labels");
 	struct json_writer *w = json_writer_new(0);
-	struct diag *d = NULL;
 	char *text = NULL;
-	bool changed;
 	int r;
 
 	if (!w)
@@ -942,28 +970,16 @@ static int namespace_set(struct agent_k8s *k, const struct json_value *obj, cons
 	}
 	jw_object_close(w);
 	r = json_writer_finish(w, &text, NULL);
-	if (r < 0)
-		return r;
-	r = text_obj_set(k, &k->namespaces, AGENT_K8S_NAMESPACES, key, text, &changed);
-	if (r < 0 || !changed)
-		return r;
-	if (diag_new(&d) < 0)
-		return -ENOMEM;
-	r = agent_policy_namespace_put(k->policy, key, text, strlen(text), d);
-	if (r < 0)
-		pr_warn("kubernetes: Namespace %s refused: %s", key, agent_diag_message(d));
-	else
-		k->stats.namespace_puts++;
-	diag_free(d);
-	return 0;
+	return r < 0 ? r : text_apply(k, AGENT_K8S_NAMESPACES, key, text, namespace_put_cb, &k->stats.namespace_puts);
 }
 
 static void namespace_remove(struct agent_k8s *k, const char *key)
 {
 	struct text_obj *t = k8s_map_del(&k->namespaces, key);
+	bool had = t != NULL;
 
 	text_obj_free(t);
-	if (t && agent_policy_namespace_delete(k->policy, key, NULL) == 0)
+	if (had && agent_policy_namespace_delete(k->policy, key, NULL) == 0)
 		k->stats.namespace_deletes++;
 }
 

@@ -457,8 +457,11 @@ out:
  * Adds or deletes the route @dst/@dst_len via @gw (may be NULL: a link
  * route) on @ifindex in the main table.
  */
-static int route_op(struct nl_sock *sk, bool add, int family, const struct flowsdn_addr *dst, unsigned int dst_len,
-		    const struct flowsdn_addr *gw, int ifindex)
+/* One route in the main table: add with @nl_flags (NLM_F_*) or delete;
+ * @protocol its rtm_protocol (the kernel matches it on delete); @ifindex
+ * 0 lets the kernel resolve @gw's interface. */
+static int route_msg(struct nl_sock *sk, bool add, int nl_flags, uint8_t protocol, int family,
+		     const struct flowsdn_addr *dst, unsigned int dst_len, const struct flowsdn_addr *gw, int ifindex)
 {
 	struct rtnl_route *rt = rtnl_route_alloc();
 	struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
@@ -473,12 +476,13 @@ static int route_op(struct nl_sock *sk, bool add, int family, const struct flows
 		goto out;
 	rtnl_route_set_family(rt, family == FLOWSDN_AF_INET ? AF_INET : AF_INET6);
 	rtnl_route_set_table(rt, RT_TABLE_MAIN);
-	rtnl_route_set_protocol(rt, RTPROT_STATIC);
+	rtnl_route_set_protocol(rt, protocol);
 	rtnl_route_set_scope(rt, gw ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK);
 	r = nlerr(rtnl_route_set_dst(rt, d));
 	if (r < 0)
 		goto out;
-	rtnl_route_nh_set_ifindex(nh, ifindex);
+	if (ifindex)
+		rtnl_route_nh_set_ifindex(nh, ifindex);
 	if (gw) {
 		g = nl_addr_of(gw, flowsdn_addr_bits(gw));
 		if (!g) {
@@ -490,7 +494,7 @@ static int route_op(struct nl_sock *sk, bool add, int family, const struct flows
 	rtnl_route_add_nexthop(rt, nh);
 	nh = NULL; /* owned by the route now */
 	if (add)
-		r = nlerr(rtnl_route_add(sk, rt, NLM_F_CREATE | NLM_F_REPLACE));
+		r = nlerr(rtnl_route_add(sk, rt, nl_flags));
 	else
 		r = nlerr(rtnl_route_delete(sk, rt, 0));
 out:
@@ -501,6 +505,12 @@ out:
 	if (rt)
 		rtnl_route_put(rt);
 	return r;
+}
+
+static int route_op(struct nl_sock *sk, bool add, int family, const struct flowsdn_addr *dst, unsigned int dst_len,
+		    const struct flowsdn_addr *gw, int ifindex)
+{
+	return route_msg(sk, add, NLM_F_CREATE | NLM_F_REPLACE, RTPROT_STATIC, family, dst, dst_len, gw, ifindex);
 }
 
 static int neigh_add(struct nl_sock *sk, int ifindex, const struct flowsdn_addr *ip, const uint8_t mac[6])
@@ -1125,37 +1135,7 @@ static bool addr_from_nl(struct nl_addr *a, struct flowsdn_addr *ret)
 static int gw_route_op(struct nl_sock *sk, bool add, int nl_flags, const struct flowsdn_prefix *dst,
 		       const struct flowsdn_addr *gw)
 {
-	struct rtnl_route *rt = rtnl_route_alloc();
-	struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
-	struct nl_addr *d = NULL, *g = NULL;
-	int r = -ENOMEM;
-
-	if (!rt || !nh)
-		goto out;
-	d = nl_addr_of(&dst->addr, dst->len);
-	g = nl_addr_of(gw, flowsdn_addr_bits(gw));
-	if (!d || !g)
-		goto out;
-	rtnl_route_set_family(rt, dst->addr.family == FLOWSDN_AF_INET ? AF_INET : AF_INET6);
-	rtnl_route_set_table(rt, RT_TABLE_MAIN);
-	rtnl_route_set_protocol(rt, FLOWSDN_NETLINK_RTPROT);
-	rtnl_route_set_scope(rt, RT_SCOPE_UNIVERSE);
-	rtnl_route_set_type(rt, RTN_UNICAST);
-	r = nlerr(rtnl_route_set_dst(rt, d));
-	if (r < 0)
-		goto out;
-	rtnl_route_nh_set_gateway(nh, g);
-	rtnl_route_add_nexthop(rt, nh);
-	nh = NULL; /* owned by the route now */
-	r = add ? nlerr(rtnl_route_add(sk, rt, nl_flags)) : nlerr(rtnl_route_delete(sk, rt, 0));
-out:
-	if (nh)
-		rtnl_route_nh_free(nh);
-	nl_addr_put(d);
-	nl_addr_put(g);
-	if (rt)
-		rtnl_route_put(rt);
-	return r;
+	return route_msg(sk, add, nl_flags, FLOWSDN_NETLINK_RTPROT, dst->addr.family, &dst->addr, dst->len, gw, 0);
 }
 
 struct route_walk {
