@@ -1380,13 +1380,17 @@ Test(node, load_agent_api_with_trickling_clients, .timeout = 180)
  * node-a and node-b, 42): the Node's podCIDRs become the pools (/v1/ip),
  * the route to node-b's podCIDR via its InternalIP is installed in this
  * node's netns with protocol 201 (/v1/node/routes), the IPv6 one is a
- * conflict (node-b has no IPv6 InternalIP), PodCIDRSelected is POSTed,
- * and the agent stops cleanly with its watch threads. */
+ * conflict (node-b has no IPv6 InternalIP), PodCIDRSelected is POSTed;
+ * a Pod on the node whose IPs are an endpoint's (added through the CNI
+ * plugin) gives the endpoint its identity, gets the pod-networks
+ * annotation (recorded 75) and EndpointCreated (69); the agent stops
+ * cleanly with its watch threads. */
 Test(node, kubernetes_mode_against_the_fake_api_server)
 {
+	static const char *const no_events[] = { NULL };
 	struct k8s_fake *f = NULL;
 	char kc[256], extra[512], *body = NULL;
-	bool installed = false, event = false, pods = false, node_get = false;
+	bool installed = false, event = false, pods = false, node_get = false, created = false;
 	long status;
 	FILE *fp;
 
@@ -1396,6 +1400,14 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "POST",
 							     .path = "/apis/events.k8s.io/v1/namespaces/default/events",
 							     .exchange = "69" }) == 0);
+	/* Pods: an empty list, then a watch that stays open (the endpoint is
+	 * added meanwhile; the Pod arrives on the next stream). */
+	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){
+					   .method = "GET", .path = "/api/v1/pods",
+					   .body = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":"
+						   "{\"resourceVersion\":\"300\"},\"items\":[]}" }) == 0);
+	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/pods", .events = no_events,
+							     .n_events = 0, .hang_ms = 1500 }) == 0);
 	/* node-b (192.0.2.12) reachable through an uplink. */
 	cr_assert(system("ip link add fsdU0 type veth peer name fsdU1 && ip link set fsdU1 up && ip link set fsdU0 up && "
 			 "ip addr add 192.0.2.1/24 dev fsdU0") == 0);
@@ -1426,6 +1438,55 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 	free(body);
 	cr_assert(run_in(NULL, "ip route show proto 201 | grep -q '^10.244.2.0/24 via 192.0.2.12 dev fsdU0'") == 0,
 		  "the route is in the kernel");
+	/* The Pod of an endpoint. */
+	{
+		struct ep e;
+		char pod[1024], *line[1] = { pod };
+		bool patched = false;
+
+		ep_add(&e, "web-2-sandbox");
+		snprintf(pod, sizeof(pod),
+			 "{\"type\":\"MODIFIED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+			 "{\"name\":\"web-2\",\"namespace\":\"flowsdn-demo\",\"uid\":\"0ccbf5e1-abb5-49d6-9b43-58bbbbc6776e\","
+			 "\"resourceVersion\":\"301\",\"labels\":{\"app\":\"web\"}},\"spec\":{\"nodeName\":\"node-a\","
+			 "\"containers\":[{\"name\":\"web\",\"image\":\"web\",\"ports\":[{\"name\":\"http\","
+			 "\"containerPort\":8080,\"protocol\":\"TCP\"}]}]},\"status\":{\"phase\":\"Running\","
+			 "\"podIP\":\"%s\",\"podIPs\":[{\"ip\":\"%s\"},{\"ip\":\"%s\"}]}}}",
+			 e.v4, e.v4, e.v6);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "PATCH",
+								     .path = "/api/v1/namespaces/flowsdn-demo/pods/web-2",
+								     .exchange = "75" }) == 0);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){
+						   .method = "POST", .path = "/apis/events.k8s.io/v1/namespaces/flowsdn-demo/events",
+						   .exchange = "69" }) == 0);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/pods",
+								     .events = (const char *const *)line, .n_events = 1 }) == 0);
+		for (int i = 0; i < 250 && !patched; i++) {
+			for (size_t j = 0; j < k8s_fake_requests(f) && !patched; j++) {
+				struct k8s_fake_request r;
+
+				if (k8s_fake_request_get(f, j, &r) < 0)
+					continue;
+				patched = !strcmp(r.method, "PATCH");
+				if (patched) {
+					char want[128];
+
+					cr_assert_str_eq(r.content_type, "application/strategic-merge-patch+json");
+					snprintf(want, sizeof(want), "\\\"ips\\\":[\\\"%s/24\\\"", e.v4);
+					cr_assert(r.body && strstr(r.body, "flowsdn.io/pod-networks") && strstr(r.body, want),
+						  "%s (want %s)", r.body, want);
+				}
+				k8s_fake_request_clear(&r);
+			}
+			if (!patched)
+				usleep(20000);
+		}
+		cr_assert(patched, "the pod-networks annotation was patched");
+		body = api_get("/v1/identity", &status);
+		cr_assert(strstr(body, "flowsdn-demo") && strstr(body, "\"name\":\"web-2\"") && strstr(body, "app=web,"),
+			  "the endpoint has the Pod's identity: %s", body);
+		free(body);
+	}
 	body = api_get("/v1/ip", &status);
 	cr_assert(status == 200 && strstr(body, "\"cidr\":\"10.244.1.0/24\"") && strstr(body, "\"cidr\":\"fd00:10:244:1::/108\"") &&
 			  !strstr(body, "10.77.0.0"),
@@ -1445,6 +1506,8 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 		node_get |= !strcmp(r.method, "GET") && !strcmp(r.path, "/api/v1/nodes/node-a") && !strcmp(r.exchange, "41");
 		sel = k8s_fake_query_arg(&r, "fieldSelector", buf, sizeof(buf));
 		pods |= !strcmp(r.path, "/api/v1/pods") && sel && !strcmp(sel, "spec.nodeName=node-a");
+		created |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"EndpointCreated\"") &&
+			   strstr(r.body, "\"name\":\"web-2\"");
 		event |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"PodCIDRSelected\"") &&
 			 strstr(r.body, "pools 10.244.1.0/24 fd00:10:244:1::/108");
 		k8s_fake_request_clear(&r);
@@ -1452,5 +1515,6 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 	cr_assert(node_get, "GET of its Node (41)");
 	cr_assert(pods, "Pods listed with spec.nodeName=node-a");
 	cr_assert(event, "PodCIDRSelected POSTed");
+	cr_assert(created, "EndpointCreated POSTed about web-2");
 	k8s_fake_free(f);
 }
