@@ -113,6 +113,7 @@ struct agent_k8s {
 	pthread_t threads[AGENT_K8S_KIND_MAX_];
 	struct k8s_client *clients[AGENT_K8S_KIND_MAX_];
 	bool running[AGENT_K8S_KIND_MAX_];
+	unsigned int n_running;
 };
 
 /* Nodes and Pods events (the state's lock taken inside). */

@@ -1221,6 +1221,7 @@ int agent_k8s_start(struct agent_k8s *k, const struct k8s_config *cfg)
 			break;
 		}
 		k->running[kind] = true;
+		k->n_running++;
 	}
 	if (r < 0)
 		agent_k8s_stop(k);
@@ -1234,10 +1235,14 @@ void agent_k8s_stop(struct agent_k8s *k)
 	for (int kind = 0; kind < AGENT_K8S_KIND_MAX_; kind++)
 		if (k->clients[kind])
 			k8s_client_cancel(k->clients[kind]);
+	/* A thread may be writing (an Event, an annotation) under the lock. */
+	if (k->writer && k->n_running)
+		k8s_client_cancel(k->writer);
 	for (int kind = 0; kind < AGENT_K8S_KIND_MAX_; kind++) {
 		if (k->running[kind])
 			pthread_join(k->threads[kind], NULL);
 		k->running[kind] = false;
+		k->n_running = 0;
 		k8s_client_free(k->clients[kind]);
 		k->clients[kind] = NULL;
 	}

@@ -108,6 +108,8 @@ int agent_k8s_sync(struct agent_k8s *k, struct k8s_client *client, enum agent_k8
 
 /* One thread per kind followed, each with a client made from @cfg. */
 int agent_k8s_start(struct agent_k8s *k, const struct k8s_config *cfg);
+/* Stops and joins the threads; the writer client is cancelled with them
+ * (the caller frees it after). */
 void agent_k8s_stop(struct agent_k8s *k);
 
 struct agent_k8s_stats {

@@ -271,13 +271,14 @@ int main(int argc, char **argv)
 		break;
 	}
 	fprintf(stderr, "flowsdn-agent: stopping (endpoints and datapath stay)\n");
+	/* No request may still be reading the routes when they are freed. */
+	agent_http_stop(http);
 	if (k8s) {
 		agent_core_set_node_routes(core, NULL, NULL);
 		agent_k8s_free(k8s);
 	}
 	k8s_client_free(writer);
 	k8s_config_free(kcfg);
-	agent_http_stop(http);
 	agent_core_free(core);
 	agent_config_free(cfg);
 	return 0;
