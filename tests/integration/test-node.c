@@ -1383,14 +1383,16 @@ Test(node, load_agent_api_with_trickling_clients, .timeout = 180)
  * conflict (node-b has no IPv6 InternalIP), PodCIDRSelected is POSTed;
  * a Pod on the node whose IPs are an endpoint's (added through the CNI
  * plugin) gives the endpoint its identity, gets the pod-networks
- * annotation (recorded 75) and EndpointCreated (69); the agent stops
+ * annotation (recorded 75) and EndpointCreated (69); a Pending Pod
+ * without an address while the IPv4 pool (one address: the Node's
+ * podCIDR made a /30) is full gets IPAllocationFailed; the agent stops
  * cleanly with its watch threads. */
 Test(node, kubernetes_mode_against_the_fake_api_server)
 {
 	static const char *const no_events[] = { NULL };
 	struct k8s_fake *f = NULL;
 	char kc[256], extra[512], *body = NULL;
-	bool installed = false, event = false, pods = false, node_get = false, created = false;
+	bool installed = false, event = false, pods = false, node_get = false, created = false, failed = false;
 	long status;
 	FILE *fp;
 
@@ -1400,6 +1402,29 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "POST",
 							     .path = "/apis/events.k8s.io/v1/namespaces/default/events",
 							     .exchange = "69" }) == 0);
+	/* Its Node as recorded (41) but with an IPv4 podCIDR of one usable
+	 * address, so that a second Pod finds the pool full. */
+	{
+		int st = 0;
+		const char *rec = k8s_fake_exchange_body(f, "41", &st);
+		char *edited = NULL;
+		const char *at;
+		size_t len;
+
+		cr_assert(rec && st == 200);
+		len = strlen(rec);
+		edited = calloc(1, len + 16);
+		cr_assert(edited);
+		for (const char *p = rec; (at = strstr(p, "10.244.1.0/24")); p = at + 13) {
+			strncat(edited, p, (size_t)(at - p));
+			strcat(edited, "10.244.1.0/30");
+			rec = at + 13;
+		}
+		strcat(edited, rec);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/nodes/node-a",
+								     .body = edited }) == 0);
+		free(edited);
+	}
 	/* Pods: an empty list, then a watch that stays open (the endpoint is
 	 * added meanwhile; the Pod arrives on the next stream). */
 	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){
@@ -1441,7 +1466,7 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 	/* The Pod of an endpoint. */
 	{
 		struct ep e;
-		char pod[1024], *line[1] = { pod };
+		char pod[1024], *line[2] = { pod, NULL };
 		bool patched = false;
 
 		ep_add(&e, "web-2-sandbox");
@@ -1459,8 +1484,16 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){
 						   .method = "POST", .path = "/apis/events.k8s.io/v1/namespaces/flowsdn-demo/events",
 						   .exchange = "69" }) == 0);
+		/* And a Pod the full pool gives no address. */
+		line[1] = "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+			  "{\"name\":\"web-9\",\"namespace\":\"flowsdn-demo\",\"uid\":\"9b6e2f3a-1c1d-4c55-8f00-000000000009\","
+			  "\"resourceVersion\":\"302\"},\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"web\","
+			  "\"image\":\"web\"}]},\"status\":{\"phase\":\"Pending\"}}}";
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){
+						   .method = "POST", .path = "/apis/events.k8s.io/v1/namespaces/flowsdn-demo/events",
+						   .exchange = "69" }) == 0);
 		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/pods",
-								     .events = (const char *const *)line, .n_events = 1 }) == 0);
+								     .events = (const char *const *)line, .n_events = 2 }) == 0);
 		for (int i = 0; i < 250 && !patched; i++) {
 			for (size_t j = 0; j < k8s_fake_requests(f) && !patched; j++) {
 				struct k8s_fake_request r;
@@ -1472,7 +1505,7 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 					char want[128];
 
 					cr_assert_str_eq(r.content_type, "application/strategic-merge-patch+json");
-					snprintf(want, sizeof(want), "\\\"ips\\\":[\\\"%s/24\\\"", e.v4);
+					snprintf(want, sizeof(want), "\\\"ips\\\":[\\\"%s/30\\\"", e.v4);
 					cr_assert(r.body && strstr(r.body, "flowsdn.io/pod-networks") && strstr(r.body, want),
 						  "%s (want %s)", r.body, want);
 				}
@@ -1488,7 +1521,7 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 		free(body);
 	}
 	body = api_get("/v1/ip", &status);
-	cr_assert(status == 200 && strstr(body, "\"cidr\":\"10.244.1.0/24\"") && strstr(body, "\"cidr\":\"fd00:10:244:1::/108\"") &&
+	cr_assert(status == 200 && strstr(body, "\"cidr\":\"10.244.1.0/30\"") && strstr(body, "\"cidr\":\"fd00:10:244:1::/108\"") &&
 			  !strstr(body, "10.77.0.0"),
 		  "the Node's podCIDRs replace the configured pools (the IPv6 /64 as its first /108, IPAM's "
 		  "bound): %s",
@@ -1503,18 +1536,21 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 		if (k8s_fake_request_get(f, i, &r) < 0)
 			continue;
 		cr_assert(r.authorization && !strcmp(r.authorization, "Bearer test-token"), "%s", r.authorization);
-		node_get |= !strcmp(r.method, "GET") && !strcmp(r.path, "/api/v1/nodes/node-a") && !strcmp(r.exchange, "41");
+		node_get |= !strcmp(r.method, "GET") && !strcmp(r.path, "/api/v1/nodes/node-a") && r.scripted;
 		sel = k8s_fake_query_arg(&r, "fieldSelector", buf, sizeof(buf));
 		pods |= !strcmp(r.path, "/api/v1/pods") && sel && !strcmp(sel, "spec.nodeName=node-a");
+		failed |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"IPAllocationFailed\"") &&
+			  strstr(r.body, "\"name\":\"web-9\"") && strstr(r.body, "\"type\":\"Warning\"");
 		created |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"EndpointCreated\"") &&
 			   strstr(r.body, "\"name\":\"web-2\"");
 		event |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"PodCIDRSelected\"") &&
-			 strstr(r.body, "pools 10.244.1.0/24 fd00:10:244:1::/108");
+			 strstr(r.body, "pools 10.244.1.0/30 fd00:10:244:1::/108");
 		k8s_fake_request_clear(&r);
 	}
-	cr_assert(node_get, "GET of its Node (41)");
+	cr_assert(node_get, "GET of its Node");
 	cr_assert(pods, "Pods listed with spec.nodeName=node-a");
 	cr_assert(event, "PodCIDRSelected POSTed");
 	cr_assert(created, "EndpointCreated POSTed about web-2");
+	cr_assert(failed, "IPAllocationFailed POSTed about web-9");
 	k8s_fake_free(f);
 }
