@@ -1014,6 +1014,10 @@ int agent_k8s_event(struct agent_k8s *k, enum agent_k8s_kind kind, const struct 
 		return -EINVAL;
 	if (kind == AGENT_K8S_NODES || kind == AGENT_K8S_PODS)
 		return agent_k8s_node_event(k, kind, ev);
+	/* A kind whose model the agent was not given is not followed. */
+	if (((kind == AGENT_K8S_SERVICES || kind == AGENT_K8S_ENDPOINTSLICES) && !k->services) ||
+	    ((kind == AGENT_K8S_NETWORKPOLICIES || kind == AGENT_K8S_NAMESPACES) && !k->policy))
+		return 0;
 	pthread_mutex_lock(&k->lock);
 	switch (ev->type) {
 	case K8S_EVENT_RELIST:
