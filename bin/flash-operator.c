@@ -16,6 +16,7 @@
 #include <flash/common.h>
 
 #include "daemon.h"
+#include "k8s-reconcile.h"
 
 static void usage(FILE *out)
 {
@@ -34,6 +35,9 @@ static void usage(FILE *out)
 		"                      [--webhook] [--webhook-listen ADDRESS:PORT] [--webhook-cert FILE]\n"
 		"                      [--webhook-key FILE]\n"
 		"                      [--test-meter-clock FILE]\n"
+		"       flash-operator --kubernetes [--kubeconfig FILE] [--context NAME] [--config FILE]\n"
+		"                      [--keys FILE --issuer ISS --audience AUD (--socket PATH | --listen ...)]\n"
+		"                      [--lease-namespace NS] [--identity ID]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
 }
@@ -56,6 +60,48 @@ static int parse_range(const char *opt, const char *s, unsigned long min, unsign
 static int parse_uint(const char *opt, const char *s, unsigned long max, unsigned long *ret)
 {
 	return parse_range(opt, s, 1, max, ret);
+}
+
+static void k8s_log(enum k8s_log_level level, const char *message, void *userdata)
+{
+	(void)userdata;
+	if (level <= K8S_LOG_INFO)
+		fprintf(stderr, "flash-operator: %s%s\n",
+			level == K8S_LOG_ERR ? "error: " : level == K8S_LOG_WARNING ? "warning: " : "", message);
+}
+
+/* Signals are taken synchronously by the main thread only: blocked here
+ * before any thread starts, then sigwait()ed. */
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* --kubernetes: the reconcile loop until SIGTERM or SIGINT. */
+static int run_kubernetes(struct op_k8s_run_opts *ko)
+{
+	struct op_k8s_run *run = NULL;
+	sigset_t set;
+	int sig, r;
+
+	block_signals(&set);
+	r = op_k8s_run_start(ko, &run);
+	if (r < 0) {
+		fprintf(stderr, "flash-operator: Kubernetes mode: %s\n", flash_strerror(r));
+		return 1;
+	}
+	fprintf(stderr, "flash-operator: Kubernetes mode: CRDs Established, watching FlashServices\n");
+	do {
+		if (sigwait(&set, &sig) != 0)
+			sig = SIGTERM;
+	} while (sig == SIGHUP);
+	op_k8s_run_stop(run);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -98,6 +144,11 @@ int main(int argc, char **argv)
 		{ "webhook-listen", required_argument, NULL, 1015 },
 		{ "webhook-cert", required_argument, NULL, 1016 },
 		{ "webhook-key", required_argument, NULL, 1017 },
+		{ "kubernetes", no_argument, NULL, 1100 },
+		{ "kubeconfig", required_argument, NULL, 1101 },
+		{ "context", required_argument, NULL, 1102 },
+		{ "lease-namespace", required_argument, NULL, 1103 },
+		{ "identity", required_argument, NULL, 1104 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -106,6 +157,8 @@ int main(int argc, char **argv)
 	struct op_runtime_opts rt = { .sz = sizeof(rt) };
 	struct op_daemon_autoscale as = { .period_s = -1, .window_s = -1, .tolerance_percent = -1 };
 	struct op_daemon *d = NULL;
+	struct op_k8s_run_opts ko = { .sz = sizeof(ko), .log = k8s_log };
+	bool kubernetes = false;
 	char err[1024] = "";
 	unsigned long v;
 	sigset_t set;
@@ -154,6 +207,11 @@ int main(int argc, char **argv)
 			*(c == 1011 ? &as.period_s : c == 1012 ? &as.window_s : &as.tolerance_percent) = (int)v;
 			o.autoscale = &as;
 			break;
+		case 1100: kubernetes = true; break;
+		case 1101: ko.kubeconfig = optarg; kubernetes = true; break;
+		case 1102: ko.context = optarg; kubernetes = true; break;
+		case 1103: ko.lease_namespace = optarg; kubernetes = true; break;
+		case 1104: ko.identity = optarg; kubernetes = true; break;
 		case 1014: o.webhook = true; break;
 		case 1015: o.webhook_listen = optarg; o.webhook = true; break;
 		case 1016: o.webhook_cert_file = optarg; o.webhook = true; break;
@@ -200,6 +258,17 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (kubernetes && !o.keys_file) {
+		/* The reconcile loop alone: FlashServices written with kubectl. */
+		if (optind != argc) {
+			usage(stderr);
+			return 2;
+		}
+		ko.config_file = o.config_file;
+		return run_kubernetes(&ko);
+	}
+	if (kubernetes)
+		o.kubernetes = &ko; /* the provider API on top */
 	if (optind != argc || !o.keys_file || !o.issuer || !o.audience || (!o.http.unix_path && !o.http.listen)) {
 		usage(stderr);
 		return 2;
@@ -215,13 +284,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	/* Signals are taken synchronously by this thread only. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	block_signals(&set);
 
 	r = op_daemon_start(&o, &d, err, sizeof(err));
 	if (r < 0) {

@@ -17,20 +17,19 @@
 #include <flowsdn/common.h>
 
 #include "agent-client.h"
+#include "http-client.h"
 #include "json.h"
 #include "util.h"
 
 #define MAX_REPLY (1u << 20)
 
 /*
- * A minimal HTTP/1.1 client over the agent's Unix socket.  Not libcurl:
- * the plugin is exec'd for every ADD and DEL, and loading libcurl with
- * its TLS/LDAP/SSH dependency tree costs about 20 ms per exec (measured:
- * an empty program linked with -lcurl starts in 25 ms, without it in
- * 4 ms), which alone would exceed the whole ADD budget.  The agent is the
- * only peer: one request per connection ("Connection: close"), a reply
- * with Content-Length or ended by close, everything bounded in time
- * (one deadline for connect, send and receive) and size.
+ * HTTP/1.1 over the agent's Unix socket through common/http-client.h (not
+ * libcurl: the plugin is exec'd for every ADD and DEL, and loading libcurl
+ * with its TLS/LDAP/SSH dependency tree costs milliseconds per exec).  The
+ * agent is the only peer: one request per connection ("Connection:
+ * close"), everything bounded in time (one deadline for connect, send and
+ * receive) and size.
  */
 struct buf {
 	char *data;
@@ -45,51 +44,19 @@ void agent_client_err_set(struct agent_client_err *err, long status, const char 
 	snprintf(err->message, sizeof(err->message), "%s", msg);
 }
 
-/* Waits for @events on @fd until @deadline: 0, -ETIMEDOUT or -errno. */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		int64_t left = deadline - agent_api_now_ms();
-		int r;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)left);
-		if (r > 0)
-			return 0;
-		if (r == 0)
-			return -ETIMEDOUT;
-		if (errno != EINTR)
-			return -errno;
-	}
-}
-
 /* Splits a reply into status and body (moved to the start of @b). */
 static int http_parse(struct buf *b, long *status)
 {
-	char *end = b->data ? strstr(b->data, "\r\n\r\n") : NULL, *cl;
-	unsigned long code, clen;
-	size_t head;
+	struct http_reply_head h;
+	char *body;
+	size_t blen;
 
-	if (!end || strncmp(b->data, "HTTP/1.", 7) != 0 || b->len < 12 || b->data[8] != ' ')
+	if (http_reply_parse(b->data, b->len, MAX_REPLY, MAX_REPLY, &h, &body, &blen) < 0)
 		return -FLOWSDN_E_AGENT_PROTOCOL;
-	code = strtoul(b->data + 9, NULL, 10);
-	if (code < 100 || code > 599)
-		return -FLOWSDN_E_AGENT_PROTOCOL;
-	head = (size_t)(end + 4 - b->data);
-	*end = '\0';
-	if (strcasestr(b->data, "\r\nTransfer-Encoding:"))
-		return -FLOWSDN_E_AGENT_PROTOCOL; /* the agent never chunks */
-	cl = strcasestr(b->data, "\r\nContent-Length:");
-	if (cl) {
-		clen = strtoul(cl + 17, NULL, 10);
-		if (clen != b->len - head)
-			return -FLOWSDN_E_AGENT_PROTOCOL;
-	}
-	memmove(b->data, b->data + head, b->len - head + 1);
-	b->len -= head;
-	*status = (long)code;
+	memmove(b->data, body, blen);
+	b->data[blen] = '\0';
+	b->len = blen;
+	*status = h.status;
 	return 0;
 }
 
@@ -100,10 +67,9 @@ static int request(const struct agent_client_opts *opts, const char *method, con
 {
 	const char *sock = opts ? opts->socket : NULL;
 	unsigned int timeout = opts ? opts->timeout_ms : 0u;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_free_ char *req = NULL;
 	_cleanup_close_ int fd = -1;
-	size_t req_len, sent = 0;
+	size_t req_len;
 	int64_t deadline;
 	int r, n;
 
@@ -113,9 +79,8 @@ static int request(const struct agent_client_opts *opts, const char *method, con
 		sock = AGENT_API_SOCKET;
 	if (!timeout)
 		timeout = 10000;
-	if (strlen(sock) >= sizeof(sa.sun_path))
+	if (strlen(sock) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
 		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	deadline = agent_api_now_ms() + timeout;
 	/* The agent does not start what we will no longer wait for. */
 	n = body ? asprintf(&req, "%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
@@ -127,47 +92,20 @@ static int request(const struct agent_client_opts *opts, const char *method, con
 		return -ENOMEM;
 	req_len = (size_t)n;
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (errno == EAGAIN || errno == EINPROGRESS) {
-			/* Backlog full: the agent is alive but busy. */
-			int soerr = 0;
-			socklen_t sl = sizeof(soerr);
-
-			r = wait_fd(fd, POLLOUT, deadline);
-			if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr)
-				r = -soerr;
-		} else {
-			r = -errno;
-		}
-		if (r == -ETIMEDOUT) {
-			agent_client_err_set(err, 0, "connecting: no answer within the timeout");
-			return -FLOWSDN_E_AGENT_TIMEOUT;
-		}
-		if (r < 0) {
-			char msg[256];
-
-			snprintf(msg, sizeof(msg), "connecting to %s: %s", sock, strerror(-r));
-			agent_client_err_set(err, 0, msg);
-			return -FLOWSDN_E_AGENT_UNREACHABLE;
-		}
+	r = http_connect(sock, NULL, NULL, deadline, &fd);
+	if (r == -ETIMEDOUT) {
+		agent_client_err_set(err, 0, "connecting: no answer within the timeout");
+		return -FLOWSDN_E_AGENT_TIMEOUT;
 	}
-	while (sent < req_len) {
-		ssize_t w = send(fd, req + sent, req_len - sent, MSG_NOSIGNAL);
+	if (r < 0) {
+		char msg[256];
 
-		if (w > 0) {
-			sent += (size_t)w;
-			continue;
-		}
-		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-			r = wait_fd(fd, POLLOUT, deadline);
-			if (r == 0)
-				continue;
-		} else {
-			r = -errno;
-		}
+		snprintf(msg, sizeof(msg), "connecting to %s: %s", sock, strerror(-r));
+		agent_client_err_set(err, 0, msg);
+		return -FLOWSDN_E_AGENT_UNREACHABLE;
+	}
+	r = http_send_all(fd, req, req_len, deadline);
+	if (r < 0) {
 		agent_client_err_set(err, 0, r == -ETIMEDOUT ? "sending: no progress within the timeout" : "sending the request failed");
 		return r == -ETIMEDOUT ? -FLOWSDN_E_AGENT_TIMEOUT : -FLOWSDN_E_AGENT_UNREACHABLE;
 	}
@@ -190,7 +128,7 @@ static int request(const struct agent_client_opts *opts, const char *method, con
 		if (got == 0)
 			break;
 		if (errno == EAGAIN || errno == EINTR) {
-			r = wait_fd(fd, POLLIN, deadline);
+			r = http_wait_fd(fd, POLLIN, deadline);
 			if (r == 0)
 				continue;
 			agent_client_err_set(err, 0, "no answer within the timeout");

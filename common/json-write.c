@@ -442,6 +442,24 @@ void jw_raw(struct json_writer *w, const char *json, size_t len)
 	json_free(v);
 }
 
+int json_write_value(const struct json_value *v, unsigned int flags, char **ret, size_t *ret_len)
+{
+	struct json_writer *w;
+	size_t len = 0;
+	int r;
+
+	if (!v || !ret)
+		return -EINVAL;
+	w = json_writer_new(flags);
+	if (!w)
+		return -ENOMEM;
+	jw_value(w, v);
+	r = json_writer_finish(w, ret, &len);
+	if (r >= 0 && ret_len)
+		*ret_len = len;
+	return r;
+}
+
 void jw_kv_string(struct json_writer *w, const char *key, const char *s)
 {
 	jw_key(w, key);

@@ -314,6 +314,9 @@ void jw_null(struct json_writer *w);
 void jw_number(struct json_writer *w, const char *text, size_t len);
 /* A parsed value, written back exactly (numbers keep their text). */
 void jw_value(struct json_writer *w, const struct json_value *v);
+/* @v as text, in one call: *ret NUL-terminated (freed by the caller),
+ * *ret_len (may be NULL) without the NUL.  0, -EINVAL, -ENOMEM. */
+int json_write_value(const struct json_value *v, unsigned int flags, char **ret, size_t *ret_len);
 /* Text that already is one JSON value, parsed strictly and written back. */
 void jw_raw(struct json_writer *w, const char *json, size_t len);
 /* key + value shorthands. */

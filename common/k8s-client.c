@@ -269,6 +269,18 @@ int k8s_get(struct k8s_client *c, const struct k8s_ref *ref, struct json_value *
 	return run(c, &req, ret_obj, ret_status);
 }
 
+int k8s_get_path(struct k8s_client *c, const char *path, struct json_value **ret_obj, struct k8s_status *ret_status)
+{
+	struct k8s_req req = { .method = "GET" };
+
+	if (!c || !path || path[0] != '/' || strpbrk(path, "?# \t\r\n"))
+		return -EINVAL;
+	k8s_status_clear(ret_status);
+	if (!(req.path_query = strdup(path)))
+		return -ENOMEM;
+	return run(c, &req, ret_obj, ret_status);
+}
+
 static int write_call(struct k8s_client *c, const char *method, const struct k8s_ref *ref, const char *ctype,
 		      enum k8s_retry retry, bool apply, const char *body, size_t len, const struct k8s_write_opts *opts,
 		      struct json_value **ret_obj, struct k8s_status *st)

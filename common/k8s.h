@@ -229,6 +229,12 @@ struct k8s_ref {
  * -EINVAL (a name that is not valid). */
 int k8s_ref_path(const struct k8s_ref *ref, char **ret_path) __attribute__((warn_unused_result));
 
+/* GET the JSON document at @path, a path of the server that is not an
+ * object (an OpenAPI v3 document: "/openapi/v3/apis/apps/v1"), without
+ * query.  -EINVAL for a path not starting with '/' or with a query. */
+int k8s_get_path(struct k8s_client *c, const char *path, struct json_value **ret_obj, struct k8s_status *ret_status)
+	__attribute__((warn_unused_result));
+
 /* Options of writes (create, replace, patch, apply, status write). */
 struct k8s_write_opts {
 	size_t sz;

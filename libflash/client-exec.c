@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The exec client of <flash/client.h>: a WebSocket (common/websocket.h)
- * over a connection libcurl makes (CURLOPT_CONNECT_ONLY: HTTP, HTTPS or a
- * Unix socket, the same endpoints as every other call).
+ * over a connection of client-conn.c (a Unix socket, HTTP, or HTTPS
+ * through libcurl: the same endpoints as every other call).
  */
 #include "config.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include <flash/client.h>
 
 #include "client-private.h"
+#include "http-client.h"
 #include "internal.h"
 #include "json.h"
 #include "websocket.h"
@@ -30,8 +30,7 @@
 #define REFUSAL_BODY_MAX (1u << 20)
 
 struct flash_client_exec {
-	CURL *curl;
-	curl_socket_t fd;
+	struct client_conn k;
 	unsigned int timeout_ms;
 	struct ws_conn *ws;
 	bool closed, close_sent, got_status;
@@ -40,56 +39,37 @@ struct flash_client_exec {
 	uint8_t rbuf[65536];
 };
 
-static int64_t now_ms(void)
+static int send_all(struct flash_client_exec *x, const void *buf, size_t len)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return client__conn_send_all(&x->k, buf, len, util_mono_ms() + x->timeout_ms);
 }
 
-static int wait_fd(curl_socket_t fd, short events, int64_t deadline)
+/* @s percent-encoded (RFC 3986: all but the unreserved characters) at @out,
+ * which has room for 3 * strlen(@s) + 1. */
+static void query_escape(const char *s, char *out)
 {
-	struct pollfd p = { .fd = fd, .events = events };
-	int64_t left = deadline - now_ms();
-	int r;
+	static const char hex[] = "0123456789ABCDEF";
 
-	if (left <= 0)
-		return -ETIMEDOUT;
-	r = poll(&p, 1, (int)left);
-	if (r < 0)
-		return errno == EINTR ? 0 : -errno;
-	return r == 0 ? -ETIMEDOUT : 0;
-}
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
 
-static int send_all(CURL *curl, curl_socket_t fd, const void *buf, size_t len, unsigned int timeout_ms)
-{
-	int64_t deadline = now_ms() + timeout_ms;
-
-	while (len) {
-		size_t n = 0;
-		CURLcode cc = curl_easy_send(curl, buf, len, &n);
-		int r;
-
-		if (cc == CURLE_AGAIN) {
-			r = wait_fd(fd, POLLOUT, deadline);
-			if (r < 0)
-				return r;
-			continue;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+		    ch == '.' || ch == '_' || ch == '~') {
+			*out++ = (char)ch;
+		} else {
+			*out++ = '%';
+			*out++ = hex[ch >> 4];
+			*out++ = hex[ch & 15];
 		}
-		if (cc != CURLE_OK)
-			return -EPIPE;
-		buf = (const char *)buf + n;
-		len -= n;
 	}
-	return 0;
+	*out = '\0';
 }
 
 /* The query of the exec request: tty, replica, size, term, then each
  * argument as one command= (in order), or with @argv_message
  * "argv=message" instead (exec_argv_message() follows the handshake).
  * -E2BIG past QUERY_MAX. */
-static int exec_query(CURL *curl, const struct flash_client_exec_opts *o, bool argv_message, char **ret)
+static int exec_query(const struct flash_client_exec_opts *o, bool argv_message, char **ret)
 {
 	size_t cap = QUERY_MAX + 1, n = 0;
 	char *q = malloc(cap);
@@ -107,21 +87,27 @@ static int exec_query(CURL *curl, const struct flash_client_exec_opts *o, bool a
 	if (argv_message)
 		n += (size_t)snprintf(q + n, cap - n, "&argv=message");
 	for (size_t i = 0; o->argv && !argv_message && i < o->argc; i++) {
-		char *e = curl_easy_escape(curl, o->argv[i], (int)strlen(o->argv[i]));
-		size_t el;
+		size_t al = strlen(o->argv[i]);
 
-		if (!e) {
-			r = -ENOMEM;
-			break;
+		/* worst case: every byte escaped */
+		if (n + 9 + 3 * al >= cap) {
+			char *e = malloc(3 * al + 1);
+
+			if (!e) {
+				r = -ENOMEM;
+				break;
+			}
+			query_escape(o->argv[i], e);
+			al = strlen(e);
+			free(e);
+			if (n + 9 + al >= cap) {
+				r = -E2BIG;
+				break;
+			}
 		}
-		el = strlen(e);
-		if (n + 9 + el >= cap) {
-			curl_free(e);
-			r = -E2BIG;
-			break;
-		}
-		n += (size_t)snprintf(q + n, cap - n, "&command=%s", e);
-		curl_free(e);
+		memcpy(q + n, "&command=", 9);
+		query_escape(o->argv[i], q + n + 9);
+		n += strlen(q + n);
 	}
 	if (r < 0) {
 		free(q);
@@ -198,14 +184,14 @@ static int refusal_of(struct flash_client_exec *x, int status, char *buf, size_t
 	memcpy(body, buf + head_len, got < want ? got : want);
 	while (got < want) {
 		size_t n = 0;
-		CURLcode cc = curl_easy_recv(x->curl, body + got, want - got, &n);
+		int r = client__conn_recv(&x->k, body + got, want - got, &n);
 
-		if (cc == CURLE_AGAIN) {
-			if (wait_fd(x->fd, POLLIN, deadline) < 0)
+		if (r == -EAGAIN) {
+			if (http_wait_fd(x->k.fd, POLLIN, deadline) < 0)
 				break;
 			continue;
 		}
-		if (cc != CURLE_OK || n == 0)
+		if (r < 0 || n == 0)
 			break;
 		got += n;
 	}
@@ -231,19 +217,20 @@ static int handshake(struct flash_client_exec *x, struct flash_client *c, const 
 {
 	char key[WS_KEY_STRLEN], *req = NULL, *buf = NULL, err[160];
 	const char *host = strncmp(c->base, "https://", 8) == 0 ? c->base + 8 : c->base + 7;
-	int64_t deadline = now_ms() + x->timeout_ms;
+	int host_len = (int)strcspn(host, "/");
+	int64_t deadline = util_mono_ms() + x->timeout_ms;
 	size_t have = 0, head_len = 0;
 	int r, status = 0, n;
 
 	ws_client_key(key);
 	n = asprintf(&req,
-		     "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+		     "GET %s%s HTTP/1.1\r\nHost: %.*s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 		     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: %s\r\n"
 		     "Authorization: Bearer %s\r\n\r\n",
-		     path, host, key, FLASH_CLIENT_EXEC_PROTOCOL, token);
+		     c->prefix, path, host_len, host, key, FLASH_CLIENT_EXEC_PROTOCOL, token);
 	if (n < 0)
 		return -ENOMEM;
-	r = send_all(x->curl, x->fd, req, (size_t)n, x->timeout_ms);
+	r = send_all(x, req, (size_t)n);
 	explicit_bzero(req, (size_t)n);
 	free(req);
 	if (r < 0)
@@ -253,21 +240,20 @@ static int handshake(struct flash_client_exec *x, struct flash_client *c, const 
 		return -ENOMEM;
 	while (!head_len) {
 		size_t got = 0;
-		CURLcode cc;
 		char *end;
 
 		if (have == HEAD_MAX) {
 			r = -EPROTO;
 			goto out;
 		}
-		cc = curl_easy_recv(x->curl, buf + have, HEAD_MAX - have, &got);
-		if (cc == CURLE_AGAIN) {
-			r = wait_fd(x->fd, POLLIN, deadline);
+		r = client__conn_recv(&x->k, buf + have, HEAD_MAX - have, &got);
+		if (r == -EAGAIN) {
+			r = http_wait_fd(x->k.fd, POLLIN, deadline);
 			if (r < 0)
 				goto out;
 			continue;
 		}
-		if (cc != CURLE_OK || got == 0) {
+		if (r < 0 || got == 0) {
 			r = -EPROTO;
 			goto out;
 		}
@@ -302,10 +288,8 @@ FLASH_API int flash_client_exec_open(struct flash_client *c, const char *service
 	const struct flash_client_exec_opts *o = opts ? opts : &defaults;
 	struct flash_client_exec *x = NULL;
 	struct flash_client_response *refusal = NULL;
-	char *query = NULL, *path = NULL, *url = NULL, *token = NULL, *argv_msg = NULL;
+	char *query = NULL, *path = NULL, *token = NULL, *argv_msg = NULL;
 	size_t argv_len = 0;
-	curl_socket_t sock = CURL_SOCKET_BAD;
-	CURLcode cc;
 	int r;
 
 	if (!c || !client__id_ok(service_id) || !ret_session || !ret_refusal || !opts_ok(o))
@@ -316,23 +300,18 @@ FLASH_API int flash_client_exec_open(struct flash_client *c, const char *service
 	if (!x)
 		return -ENOMEM;
 	x->timeout_ms = c->timeout_ms;
-	x->curl = curl_easy_init();
-	if (!x->curl) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	r = exec_query(x->curl, o, false, &query);
+	x->k.fd = -1;
+	r = exec_query(o, false, &query);
 	if (r == -E2BIG && o->argv) {
 		/* Too long for the URL: in the first message instead. */
 		r = exec_argv_message(o, &argv_msg, &argv_len);
 		if (r == 0)
-			r = exec_query(x->curl, o, true, &query);
+			r = exec_query(o, true, &query);
 	}
 	if (r < 0)
 		goto fail;
-	if (asprintf(&path, "/provider/v1/services/%s/exec%s", service_id, query) < 0 ||
-	    asprintf(&url, "%s/", c->base) < 0) {
-		path = url = NULL;
+	if (asprintf(&path, "/provider/v1/services/%s/exec%s", service_id, query) < 0) {
+		path = NULL;
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -341,27 +320,9 @@ FLASH_API int flash_client_exec_open(struct flash_client *c, const char *service
 		if (r < 0)
 			goto fail;
 	}
-	curl_easy_setopt(x->curl, CURLOPT_URL, url);
-	curl_easy_setopt(x->curl, CURLOPT_CONNECT_ONLY, 1L);
-	curl_easy_setopt(x->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(x->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
-	curl_easy_setopt(x->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (c->unix_path)
-		curl_easy_setopt(x->curl, CURLOPT_UNIX_SOCKET_PATH, c->unix_path);
-	if (c->ca_file)
-		curl_easy_setopt(x->curl, CURLOPT_CAINFO, c->ca_file);
-	cc = curl_easy_perform(x->curl);
-	if (cc != CURLE_OK) {
-		r = client__curl_errno(cc);
-		if (cc == CURLE_COULDNT_CONNECT && c->unix_path && access(c->unix_path, F_OK) < 0)
-			r = -ENOENT;
+	r = client__conn_open(c, util_mono_ms() + c->timeout_ms, &x->k);
+	if (r < 0)
 		goto fail;
-	}
-	if (curl_easy_getinfo(x->curl, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK || sock == CURL_SOCKET_BAD) {
-		r = -EPROTO;
-		goto fail;
-	}
-	x->fd = sock;
 	r = handshake(x, c, path, token ? token : c->token, &refusal);
 	if (r < 0)
 		goto fail;
@@ -388,14 +349,13 @@ out:
 	}
 	free(query);
 	free(path);
-	free(url);
 	free(argv_msg);
 	return r;
 }
 
 FLASH_API int flash_client_exec_fd(const struct flash_client_exec *x)
 {
-	return x ? (int)x->fd : -EINVAL;
+	return x ? x->k.fd : -EINVAL;
 }
 
 static int send_frame(struct flash_client_exec *x, uint8_t opcode, const void *payload, size_t len)
@@ -407,7 +367,7 @@ static int send_frame(struct flash_client_exec *x, uint8_t opcode, const void *p
 	if (!buf)
 		return -ENOMEM;
 	n = ws_frame_encode(opcode, true, true, payload, len, buf, WS_FRAME_HEAD_MAX + len);
-	r = n < 0 ? (int)n : send_all(x->curl, x->fd, buf, (size_t)n, x->timeout_ms);
+	r = n < 0 ? (int)n : send_all(x, buf, (size_t)n);
 	if (buf != small)
 		free(buf);
 	return r;
@@ -518,11 +478,11 @@ FLASH_API int flash_client_exec_recv(struct flash_client_exec *x, unsigned int *
 		if (x->closed)
 			return -EPIPE;
 		size_t got = 0, room = ws_conn_room(x->ws);
-		CURLcode cc = curl_easy_recv(x->curl, x->rbuf, room < sizeof(x->rbuf) ? room : sizeof(x->rbuf), &got);
+		int r2 = client__conn_recv(&x->k, x->rbuf, room < sizeof(x->rbuf) ? room : sizeof(x->rbuf), &got);
 
-		if (cc == CURLE_AGAIN)
+		if (r2 == -EAGAIN)
 			return 0;
-		if (cc != CURLE_OK || got == 0) {
+		if (r2 < 0 || got == 0) {
 			x->closed = true;
 			return -EPIPE;
 		}
@@ -551,14 +511,13 @@ FLASH_API void flash_client_exec_free(struct flash_client_exec *x)
 {
 	if (!x)
 		return;
-	if (x->curl && x->ws && !x->closed && !x->close_sent) {
+	if (x->k.fd >= 0 && x->ws && !x->closed && !x->close_sent) {
 		uint8_t p[2] = { WS_CLOSE_NORMAL >> 8, WS_CLOSE_NORMAL & 0xff };
 
 		x->timeout_ms = 1000;
 		(void)send_frame(x, WS_OP_CLOSE, p, sizeof(p));
 	}
-	if (x->curl)
-		curl_easy_cleanup(x->curl);
+	client__conn_close(&x->k);
 	ws_conn_free(x->ws);
 	free(x->reason);
 	free(x->message);

@@ -1,30 +1,32 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The provider/v1 client (<flash/client.h>), on libcurl.
+ * The provider/v1 client (<flash/client.h>): HTTP/1.1 over its own
+ * connections (client-conn.c).
  */
 #include "config.h"
 
-#include <curl/curl.h>
 #include <errno.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sodium.h>
 #include <unistd.h>
 #include <flash/auth.h>
 #include <flash/client.h>
 
 #include "client-private.h"
+#include "http-client.h"
 #include "internal.h"
 #include "json.h"
+#include "names.h"
 
 #define ANSWER_MAX (16u << 20)
+#define HEAD_MAX 16384
 #define RETRY_AFTER_MAX 30
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 static char *dup_or_null(const char *s, bool *failed)
 {
@@ -53,24 +55,34 @@ FLASH_API int flash_client_new(const struct flash_client_opts *opts, struct flas
 	} else if (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0) {
 		return -EINVAL;
 	}
-	pthread_once(&curl_once, curl_init_once);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	if (strncmp(ep, "unix:", 5) == 0) {
 		c->unix_path = dup_or_null(ep + 5, &failed);
 		c->base = dup_or_null("http://localhost", &failed);
+		c->prefix = dup_or_null("", &failed);
 	} else {
 		c->base = dup_or_null(ep, &failed);
 		/* No trailing '/': paths are appended. */
-		if (c->base && c->base[strlen(c->base) - 1] == '/')
+		while (c->base && c->base[0] && c->base[strlen(c->base) - 1] == '/')
 			c->base[strlen(c->base) - 1] = '\0';
+		c->tls = strncmp(ep, "https://", 8) == 0;
+		if (c->tls) {
+			c->prefix = dup_or_null("", &failed);
+		} else if (c->base) {
+			int r = http_url_split(c->base, &c->host, &c->port, &c->prefix);
+
+			if (r < 0) {
+				flash_client_free(c);
+				return r;
+			}
+		}
 	}
 	c->ca_file = dup_or_null(OPTS_GET(opts, ca_file, NULL), &failed);
 	c->timeout_ms = OPTS_GET(opts, timeout_ms, 0) ?: 30000;
 	c->retries = OPTS_GET(opts, retries, 0);
-	c->curl = curl_easy_init();
-	if (failed || !c->curl) {
+	if (failed) {
 		flash_client_free(c);
 		return -ENOMEM;
 	}
@@ -82,10 +94,11 @@ FLASH_API void flash_client_free(struct flash_client *c)
 {
 	if (!c)
 		return;
-	if (c->curl)
-		curl_easy_cleanup(c->curl);
 	free(c->base);
 	free(c->unix_path);
+	free(c->host);
+	free(c->port);
+	free(c->prefix);
 	free(c->ca_file);
 	if (c->token) {
 		explicit_bzero(c->token, strlen(c->token));
@@ -197,57 +210,6 @@ int client__mint(const struct flash_client *c, enum flash_auth_action action, bo
 
 /* ---------------------------------------------------------------- transport */
 
-struct sink {
-	char *buf;
-	size_t len;
-	bool too_large;
-};
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-	struct sink *s = ud;
-	size_t n = size * nmemb;
-	char *nb;
-
-	if (s->len + n > ANSWER_MAX) {
-		s->too_large = true;
-		return 0;
-	}
-	nb = realloc(s->buf, s->len + n + 1);
-	if (!nb)
-		return 0;
-	memcpy(nb + s->len, ptr, n);
-	s->buf = nb;
-	s->len += n;
-	s->buf[s->len] = '\0';
-	return n;
-}
-
-static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-	unsigned int *ra = ud;
-	size_t n = size * nmemb;
-
-	(void)util_retry_after_parse(ptr, n, ra);
-	return n;
-}
-
-int client__curl_errno(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return -EHOSTUNREACH;
-	default:
-		return -EPROTO;
-	}
-}
-
 void client__parse_error(struct flash_client_response *r)
 {
 	struct json_value *doc = NULL;
@@ -264,18 +226,100 @@ void client__parse_error(struct flash_client_response *r)
 	json_free(doc);
 }
 
+/* The Host header: the endpoint's authority ("localhost" for unix:),
+ * @ret_len bytes. */
+static const char *host_of(const struct flash_client *c, int *ret_len)
+{
+	const char *h = strncmp(c->base, "https://", 8) == 0 ? c->base + 8 : c->base + 7;
+
+	*ret_len = (int)strcspn(h, "/");
+	return h;
+}
+
+/* Reads the whole answer (the operator closes after it) before @deadline. */
+static int read_answer(struct client_conn *k, int64_t deadline, struct flash_client_response **ret)
+{
+	struct flash_client_response *resp;
+	struct http_reply_head h;
+	size_t len = 0, cap = 16384, blen;
+	char *buf = malloc(cap + 1), *body;
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		size_t got = 0;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= ANSWER_MAX + HEAD_MAX) {
+				r = -E2BIG;
+				goto out;
+			}
+			cap = cap * 4 > ANSWER_MAX + HEAD_MAX ? ANSWER_MAX + HEAD_MAX : cap * 4;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				r = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+		}
+		r = client__conn_recv(k, buf + len, cap - len, &got);
+		if (r == -EAGAIN) {
+			r = http_wait_fd(k->fd, POLLIN, deadline);
+			if (r < 0)
+				goto out;
+			continue;
+		}
+		if (r < 0) {
+			r = len ? -EPROTO : -ECONNREFUSED;
+			goto out;
+		}
+		if (got == 0)
+			break;
+		len += got;
+	}
+	if (len == 0) {
+		/* Accepted and closed unanswered: stopping, or over its limit. */
+		r = -ECONNREFUSED;
+		goto out;
+	}
+	r = http_reply_parse(buf, len, HEAD_MAX, ANSWER_MAX, &h, &body, &blen);
+	if (r < 0) {
+		r = r == -E2BIG ? r : -EPROTO;
+		goto out;
+	}
+	memmove(buf, body, blen);
+	buf[blen] = '\0';
+	resp = calloc(1, sizeof(*resp));
+	if (!resp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	resp->status = h.status;
+	resp->body = buf;
+	resp->len = blen;
+	resp->retry_after = h.retry_after;
+	buf = NULL;
+	client__parse_error(resp);
+	*ret = resp;
+	r = 0;
+out:
+	free(buf);
+	return r;
+}
+
 static int once(struct flash_client *c, const char *method, const char *path, enum flash_auth_action action,
 		bool has_gen, uint64_t gen, const char *body, size_t body_len, struct flash_client_response **ret)
 {
-	struct flash_client_response *resp;
-	struct curl_slist *hdr = NULL, *h2;
-	struct sink sink = { 0 };
-	char *url = NULL, *token = NULL, *auth = NULL;
-	unsigned int ra = 0;
-	long status = 0;
-	CURLcode cc;
-	int r;
+	struct client_conn k = { .fd = -1 };
+	int64_t deadline = util_mono_ms() + c->timeout_ms;
+	char *token = NULL, *req = NULL;
+	const char *host;
+	int r, n, hl;
 
+	host = host_of(c, &hl);
 	if (c->signer) {
 		r = client__mint(c, action, has_gen, gen, &token);
 		if (r < 0)
@@ -283,80 +327,35 @@ static int once(struct flash_client *c, const char *method, const char *path, en
 	} else if (!c->token) {
 		return -EINVAL;
 	}
-	if (asprintf(&url, "%s%s", c->base, path) < 0) {
-		url = NULL;
+	if (body)
+		n = asprintf(&req,
+			     "%s %s%s HTTP/1.1\r\nHost: %.*s\r\nAuthorization: Bearer %s\r\n"
+			     "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+			     method, c->prefix, path, hl, host, token ? token : c->token, body_len);
+	else
+		n = asprintf(&req, "%s %s%s HTTP/1.1\r\nHost: %.*s\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n",
+			     method, c->prefix, path, hl, host, token ? token : c->token);
+	if (n < 0) {
+		req = NULL;
 		r = -ENOMEM;
 		goto out;
 	}
-	if (asprintf(&auth, "Authorization: Bearer %s", token ? token : c->token) < 0) {
-		auth = NULL;
-		r = -ENOMEM;
+	r = client__conn_open(c, deadline, &k);
+	if (r < 0)
 		goto out;
-	}
-	hdr = curl_slist_append(NULL, auth);
-	if (hdr && body && (h2 = curl_slist_append(hdr, "Content-Type: application/json")))
-		hdr = h2;
-	if (hdr && (h2 = curl_slist_append(hdr, "Expect:")))
-		hdr = h2;
-	if (!hdr) {
-		r = -ENOMEM;
+	r = client__conn_send_all(&k, req, (size_t)n, deadline);
+	if (r == 0 && body)
+		r = client__conn_send_all(&k, body, body_len, deadline);
+	/* An operator that refuses early (a 413 for a body over its bound)
+	 * answers and closes: its answer is read even when sending failed. */
+	if (r < 0 && r != -EPIPE)
 		goto out;
-	}
-	curl_easy_reset(c->curl);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &sink);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &ra);
-	if (c->unix_path)
-		curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->unix_path);
-	if (c->ca_file)
-		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca_file);
-	if (body) {
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-	} else if (strcmp(method, "GET") == 0) {
-		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
-	}
-	cc = curl_easy_perform(c->curl);
-	if (cc != CURLE_OK) {
-		r = sink.too_large ? -E2BIG : client__curl_errno(cc);
-		if (cc == CURLE_COULDNT_CONNECT && c->unix_path && access(c->unix_path, F_OK) < 0)
-			r = -ENOENT;
-		goto out;
-	}
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-	resp = calloc(1, sizeof(*resp));
-	if (!resp) {
-		r = -ENOMEM;
-		goto out;
-	}
-	resp->status = (int)status;
-	resp->body = sink.buf ? sink.buf : strdup("");
-	sink.buf = NULL;
-	resp->len = sink.len;
-	resp->retry_after = ra;
-	if (!resp->body) {
-		free(resp);
-		r = -ENOMEM;
-		goto out;
-	}
-	client__parse_error(resp);
-	*ret = resp;
-	r = 0;
+	r = read_answer(&k, deadline, ret);
 out:
-	curl_slist_free_all(hdr);
-	free(sink.buf);
-	free(url);
-	if (auth) {
-		explicit_bzero(auth, strlen(auth));
-		free(auth);
+	client__conn_close(&k);
+	if (req) {
+		explicit_bzero(req, (size_t)n);
+		free(req);
 	}
 	if (token) {
 		explicit_bzero(token, strlen(token));
@@ -540,4 +539,36 @@ FLASH_API void flash_client_response_free(struct flash_client_response *r)
 	free(r->error_code);
 	free(r->error_message);
 	free(r);
+}
+
+/* ---------------------------------------------------------------- ids */
+
+_Static_assert(FLASH_CLIENT_SERVICE_ID_STRLEN == NAMES_SERVICE_ID_LEN + 1, "a service id and its NUL");
+
+FLASH_API int flash_client_service_id(const char *organization, const char *project, const char *name,
+				      char ret[FLASH_CLIENT_SERVICE_ID_STRLEN])
+{
+	const char *parts[] = { "flash-service-id/1", organization, project, name };
+	const size_t prefix = sizeof(NAMES_SERVICE_ID_PREFIX) - 1;
+	unsigned char h[32];
+	crypto_generichash_state st;
+
+	if (!organization || !project || !name || !ret)
+		return -EINVAL;
+	if (sodium_init() < 0)
+		return -ENOMEM;
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		uint64_t len = strlen(parts[i]);
+		unsigned char le[8];
+
+		for (int b = 0; b < 8; b++)
+			le[b] = (unsigned char)(len >> (8 * b));
+		crypto_generichash_update(&st, le, sizeof(le));
+		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
+	}
+	crypto_generichash_final(&st, h, sizeof(h));
+	memcpy(ret, NAMES_SERVICE_ID_PREFIX, prefix);
+	sodium_bin2hex(ret + prefix, FLASH_CLIENT_SERVICE_ID_STRLEN - prefix, h, (NAMES_SERVICE_ID_LEN - prefix) / 2);
+	return 0;
 }

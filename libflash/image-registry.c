@@ -7,13 +7,13 @@
  */
 #include "config.h"
 
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <strings.h>
 #include <time.h>
 
+#include "dl.h"
 #include "image-internal.h"
 #include "internal.h"
 #include "json.h"
@@ -44,14 +44,6 @@ uint64_t image_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static void free_secret(char *s)
 {
 	if (s) {
@@ -68,6 +60,7 @@ int image_registry_new(const struct image_ref *ref, const struct flash_image_opt
 		   *pass = OPTS_GET(opts, password, NULL);
 	const struct flash_image_credential *creds = OPTS_GET(opts, credentials, NULL);
 	size_t n_creds = OPTS_GET(opts, n_credentials, 0);
+	int rc;
 
 	/* The registry's own entry wins over the catch-all pair. */
 	for (size_t i = 0; creds && i < n_creds; i++) {
@@ -78,9 +71,9 @@ int image_registry_new(const struct image_ref *ref, const struct flash_image_opt
 		}
 	}
 
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK)
-		return -ENOMEM;
+	rc = flash_dl_curl();
+	if (rc < 0)
+		return rc;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -231,7 +224,7 @@ static int perform(struct image_registry *r, const char *url, const char *accept
 		why_set(why, why_size, "image operation timed out");
 		return -ETIMEDOUT;
 	}
-	c = curl_easy_init();
+	c = sym_curl_easy_init();
 	if (!c)
 		return -ENOMEM;
 	resp_reset(h);
@@ -241,7 +234,7 @@ static int perform(struct image_registry *r, const char *url, const char *accept
 			rc = -ENOMEM;
 			goto out;
 		}
-		t = curl_slist_append(hdrs, accept_line);
+		t = sym_curl_slist_append(hdrs, accept_line);
 		if (!t) {
 			rc = -ENOMEM;
 			goto out;
@@ -249,30 +242,30 @@ static int perform(struct image_registry *r, const char *url, const char *accept
 		hdrs = t;
 	}
 	if (auth) {
-		t = curl_slist_append(hdrs, auth);
+		t = sym_curl_slist_append(hdrs, auth);
 		if (!t) {
 			rc = -ENOMEM;
 			goto out;
 		}
 		hdrs = t;
 	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, r->plain_http ? "http,https" : "https");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(r->deadline - now));
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(r->deadline - now));
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "libflash/" PACKAGE_VERSION);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	sym_curl_easy_setopt(c, CURLOPT_URL, url);
+	sym_curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	sym_curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	sym_curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	sym_curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, r->plain_http ? "http,https" : "https");
+	sym_curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(r->deadline - now));
+	sym_curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(r->deadline - now));
+	sym_curl_easy_setopt(c, CURLOPT_USERAGENT, "libflash/" PACKAGE_VERSION);
+	sym_curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	sym_curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	sym_curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
+	sym_curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	sym_curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
+	sym_curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	if (r->ca_file)
-		curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
-	cc = curl_easy_perform(c);
+		sym_curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
+	cc = sym_curl_easy_perform(c);
 	if (cc == CURLE_OK)
 		goto out;
 	if (cc == CURLE_WRITE_ERROR && h->sink->overflow) {
@@ -287,13 +280,13 @@ static int perform(struct image_registry *r, const char *url, const char *accept
 	} else if (cc == CURLE_OUT_OF_MEMORY) {
 		rc = -ENOMEM;
 	} else {
-		why_set(why, why_size, "%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		why_set(why, why_size, "%s: %s", url, errbuf[0] ? errbuf : sym_curl_easy_strerror(cc));
 		rc = -FLASH_E_IMAGE_TRANSPORT;
 	}
 out:
-	curl_slist_free_all(hdrs);
+	sym_curl_slist_free_all(hdrs);
 	free(accept_line);
-	curl_easy_cleanup(c);
+	sym_curl_easy_cleanup(c);
 	return rc;
 }
 
@@ -305,28 +298,28 @@ struct origin {
 
 static void origin_clear(struct origin *o)
 {
-	curl_free(o->scheme);
-	curl_free(o->host);
-	curl_free(o->port);
+	sym_curl_free(o->scheme);
+	sym_curl_free(o->host);
+	sym_curl_free(o->port);
 	memset(o, 0, sizeof(*o));
 }
 
 static int origin_of(const char *url, struct origin *o)
 {
-	CURLU *u = curl_url();
+	CURLU *u = sym_curl_url();
 	int rc = -FLASH_E_IMAGE_REGISTRY;
 
 	memset(o, 0, sizeof(*o));
 	if (!u)
 		return -ENOMEM;
-	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_SCHEME, &o->scheme, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_HOST, &o->host, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_PORT, &o->port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+	if (sym_curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    sym_curl_url_get(u, CURLUPART_SCHEME, &o->scheme, 0) == CURLUE_OK &&
+	    sym_curl_url_get(u, CURLUPART_HOST, &o->host, 0) == CURLUE_OK &&
+	    sym_curl_url_get(u, CURLUPART_PORT, &o->port, CURLU_DEFAULT_PORT) == CURLUE_OK)
 		rc = 0;
 	if (rc < 0)
 		origin_clear(o);
-	curl_url_cleanup(u);
+	sym_curl_url_cleanup(u);
 	return rc;
 }
 
@@ -351,16 +344,16 @@ static bool same_origin(const char *a, const char *b)
 static int resolve_location(const char *base, const char *location, bool plain_http, char **ret, char *why,
 			    size_t why_size)
 {
-	CURLU *u = curl_url();
+	CURLU *u = sym_curl_url();
 	char *out = NULL, *scheme = NULL;
 	int rc = -FLASH_E_IMAGE_REGISTRY;
 
 	if (!u)
 		return -ENOMEM;
-	if (curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
-	    curl_url_set(u, CURLUPART_URL, location, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK) {
+	if (sym_curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+	    sym_curl_url_set(u, CURLUPART_URL, location, 0) != CURLUE_OK ||
+	    sym_curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    sym_curl_url_get(u, CURLUPART_URL, &out, 0) != CURLUE_OK) {
 		why_set(why, why_size, "redirect to a malformed location");
 		goto out;
 	}
@@ -371,9 +364,9 @@ static int resolve_location(const char *base, const char *location, bool plain_h
 	*ret = strdup(out);
 	rc = *ret ? 0 : -ENOMEM;
 out:
-	curl_free(scheme);
-	curl_free(out);
-	curl_url_cleanup(u);
+	sym_curl_free(scheme);
+	sym_curl_free(out);
+	sym_curl_url_cleanup(u);
 	return rc;
 }
 
@@ -499,8 +492,8 @@ static int bearer_token(struct image_registry *r, const struct image_challenge *
 		rc = -ENOMEM;
 		goto out;
 	}
-	service = curl_easy_escape(NULL, ch->service, 0);
-	scope_esc = curl_easy_escape(NULL, scope, 0);
+	service = sym_curl_easy_escape(NULL, ch->service, 0);
+	scope_esc = sym_curl_easy_escape(NULL, scope, 0);
 	if (!service || !scope_esc) {
 		rc = -ENOMEM;
 		goto out;
@@ -557,8 +550,8 @@ out:
 		sodium_memzero(sink.buf, sink.len);
 	image_sink_clear(&sink);
 	free_secret(basic);
-	curl_free(service);
-	curl_free(scope_esc);
+	sym_curl_free(service);
+	sym_curl_free(scope_esc);
 	free(h);
 	return rc;
 }

@@ -8,8 +8,6 @@
  */
 #include "config.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +16,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "dl.h"
 #include "image-internal.h"
 #include "internal.h"
 
@@ -212,17 +211,17 @@ static struct archive *reader_open(struct unpack_job *j)
 		job_fail(j, -errno, "layer is not seekable: %s", strerror(errno));
 		return NULL;
 	}
-	a = archive_read_new();
+	a = sym_archive_read_new();
 	if (!a) {
 		j->rc = -ENOMEM;
 		return NULL;
 	}
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open_fd(a, j->layer_fd, 65536) != ARCHIVE_OK) {
-		job_fail(j, -FLASH_E_IMAGE_LAYOUT, "layer is not a tar stream: %s", archive_error_string(a));
-		archive_read_free(a);
+	sym_archive_read_support_filter_gzip(a);
+	sym_archive_read_support_filter_zstd(a);
+	sym_archive_read_support_format_tar(a);
+	if (sym_archive_read_open_fd(a, j->layer_fd, 65536) != ARCHIVE_OK) {
+		job_fail(j, -FLASH_E_IMAGE_LAYOUT, "layer is not a tar stream: %s", sym_archive_error_string(a));
+		sym_archive_read_free(a);
 		return NULL;
 	}
 	return a;
@@ -230,12 +229,12 @@ static struct archive *reader_open(struct unpack_job *j)
 
 static int next_entry(struct unpack_job *j, struct archive *a, struct archive_entry **e)
 {
-	int r = archive_read_next_header(a, e);
+	int r = sym_archive_read_next_header(a, e);
 
 	if (r == ARCHIVE_EOF)
 		return 0;
 	if (r < ARCHIVE_WARN) {
-		job_fail(j, -FLASH_E_IMAGE_LAYOUT, "layer is not a valid tar stream: %s", archive_error_string(a));
+		job_fail(j, -FLASH_E_IMAGE_LAYOUT, "layer is not a valid tar stream: %s", sym_archive_error_string(a));
 		return j->rc;
 	}
 	return 1;
@@ -251,7 +250,7 @@ static int pass_whiteouts(struct unpack_job *j)
 	if (!a)
 		return j->rc;
 	while ((r = next_entry(j, a, &e)) > 0) {
-		const char *name = archive_entry_pathname(e);
+		const char *name = sym_archive_entry_pathname(e);
 
 		if (path_normalize(name, path, sizeof(path)) < 0) {
 			job_fail(j, -FLASH_E_IMAGE_UNSAFE_ENTRY, "entry \"%.200s\": absolute path or \"..\"",
@@ -262,7 +261,7 @@ static int pass_whiteouts(struct unpack_job *j)
 		if (path[0] && is_whiteout(path) && (r = apply_whiteout(j, path)) < 0)
 			break;
 	}
-	archive_read_free(a);
+	sym_archive_read_free(a);
 	return r < 0 ? r : 0;
 }
 
@@ -290,13 +289,13 @@ static int copy_data(struct archive *in, struct archive *out)
 	la_int64_t off;
 
 	for (;;) {
-		int r = archive_read_data_block(in, &buf, &size, &off);
+		int r = sym_archive_read_data_block(in, &buf, &size, &off);
 
 		if (r == ARCHIVE_EOF)
 			return ARCHIVE_OK;
 		if (r < ARCHIVE_WARN)
 			return r;
-		r = archive_write_data_block(out, buf, size, off);
+		r = sym_archive_write_data_block(out, buf, size, off);
 		if (r < ARCHIVE_WARN)
 			return r;
 	}
@@ -311,15 +310,15 @@ static int pass_extract(struct unpack_job *j)
 
 	if (!a)
 		return j->rc;
-	disk = archive_write_disk_new();
+	disk = sym_archive_write_disk_new();
 	if (!disk) {
-		archive_read_free(a);
+		sym_archive_read_free(a);
 		return j->rc = -ENOMEM;
 	}
-	archive_write_disk_set_options(disk, EXTRACT_FLAGS);
+	sym_archive_write_disk_set_options(disk, EXTRACT_FLAGS);
 	while ((r = next_entry(j, a, &e)) > 0) {
-		const char *name = archive_entry_pathname(e), *hl = archive_entry_hardlink(e);
-		mode_t type = archive_entry_filetype(e);
+		const char *name = sym_archive_entry_pathname(e), *hl = sym_archive_entry_hardlink(e);
+		mode_t type = sym_archive_entry_filetype(e);
 
 		if (path_normalize(name, path, sizeof(path)) < 0) {
 			job_fail(j, -FLASH_E_IMAGE_UNSAFE_ENTRY, "entry \"%.200s\": absolute path or \"..\"", name);
@@ -334,7 +333,7 @@ static int pass_extract(struct unpack_job *j)
 					 path, hl);
 				break;
 			}
-			archive_entry_set_hardlink(e, link);
+			sym_archive_entry_set_hardlink(e, link);
 		} else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
 			diag_add_text(j->diag, DIAG_WARNING, "image", "image-entry-skipped", NULL,
 				      "entry %.200s: device nodes, FIFOs and sockets are not extracted", path);
@@ -345,8 +344,8 @@ static int pass_extract(struct unpack_job *j)
 			break;
 		}
 		j->budget->entries--;
-		if (!hl && type == AE_IFREG && archive_entry_size(e) > 0) {
-			uint64_t size = (uint64_t)archive_entry_size(e);
+		if (!hl && type == AE_IFREG && sym_archive_entry_size(e) > 0) {
+			uint64_t size = (uint64_t)sym_archive_entry_size(e);
 
 			if (size > j->budget->bytes) {
 				job_fail(j, -FLASH_E_IMAGE_SIZE,
@@ -356,23 +355,23 @@ static int pass_extract(struct unpack_job *j)
 			}
 			j->budget->bytes -= size;
 		}
-		archive_entry_set_pathname(e, path);
-		archive_entry_set_perm(e, archive_entry_perm(e) & ~(mode_t)(S_ISUID | S_ISGID));
-		r = archive_write_header(disk, e);
-		if (r >= ARCHIVE_WARN && archive_entry_size(e) > 0 && !hl)
+		sym_archive_entry_set_pathname(e, path);
+		sym_archive_entry_set_perm(e, sym_archive_entry_perm(e) & ~(mode_t)(S_ISUID | S_ISGID));
+		r = sym_archive_write_header(disk, e);
+		if (r >= ARCHIVE_WARN && sym_archive_entry_size(e) > 0 && !hl)
 			r = copy_data(a, disk);
 		if (r >= ARCHIVE_WARN)
-			r = archive_write_finish_entry(disk);
+			r = sym_archive_write_finish_entry(disk);
 		if (r < ARCHIVE_WARN) {
-			int err = archive_errno(disk);
+			int err = sym_archive_errno(disk);
 
 			job_fail(j, err > 0 && err != EEXIST ? -err : -FLASH_E_IMAGE_UNSAFE_ENTRY, "entry %.200s: %s", path,
-				 archive_error_string(disk) ? archive_error_string(disk) : archive_error_string(a));
+				 sym_archive_error_string(disk) ? sym_archive_error_string(disk) : sym_archive_error_string(a));
 			break;
 		}
 	}
-	archive_write_free(disk);
-	archive_read_free(a);
+	sym_archive_write_free(disk);
+	sym_archive_read_free(a);
 	return j->rc;
 }
 
@@ -411,6 +410,11 @@ int image_layer_unpack(const char *layer_path, const char *rootfs, struct image_
 
 	if (!layer_path || !rootfs)
 		return -EINVAL;
+	rc = flash_dl_archive();
+	if (rc < 0) {
+		snprintf(j.why, sizeof(j.why), "unpacking needs libarchive: %s", flash_dl_error());
+		goto out;
+	}
 	j.layer_fd = open(layer_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (j.layer_fd < 0) {
 		rc = -errno;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "dl.h"
 #include "image-internal.h"
 #include "image-store.h"
 #include "internal.h"
@@ -469,6 +470,8 @@ FLASH_API int flash_image_resolve(const char *reference, const struct flash_imag
 		goto out;
 	if (!img->ref.layout) {
 		rc = image_registry_new(&img->ref, opts, &img->reg);
+		if (rc == -ELIBACC)
+			why_set(why, "the registry client needs libcurl: %s", flash_dl_error());
 		if (rc < 0)
 			goto out;
 	}

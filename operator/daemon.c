@@ -40,6 +40,7 @@ struct op_daemon {
 	struct op_image_ops image;
 	struct op_meter_clock *meter_clock; /* --test-meter-clock */
 	struct op_webhook *webhook;         /* --webhook */
+	struct op_k8s_run *k8s;             /* --kubernetes */
 };
 
 /* Reads an input file through the one reader of common/ (regular files
@@ -330,7 +331,19 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		snprintf(err, err_size, "%s: loading the metering state: %s", path, flash_strerror(r));
 		goto fail;
 	}
-	if (opts->runtime || runtime_configured(d->config)) {
+	if (OPTS_GET(opts, kubernetes, NULL)) {
+		struct op_k8s_run_opts ko = *opts->kubernetes;
+
+		ko.config = d->config;
+		r = op_k8s_run_start(&ko, &d->k8s);
+		if (r == 0)
+			r = op_k8s_run_publish(d->k8s, op_provider_live_services, d->provider);
+		if (r < 0) {
+			snprintf(err, err_size, "Kubernetes mode: %s", flash_strerror(r));
+			goto fail;
+		}
+		op_provider_set_kick(d->provider, op_k8s_run_kick, d->k8s);
+	} else if (opts->runtime || runtime_configured(d->config)) {
 		struct op_runtime_opts ro = { .sz = sizeof(ro) };
 
 		if (opts->runtime)
@@ -394,6 +407,7 @@ void op_daemon_stop(struct op_daemon *d)
 	op_http_stop(d->http);
 	op_autoscale_stop(d->autoscale);
 	op_runtime_stop(d->runtime);
+	op_k8s_run_stop(d->k8s);
 	op_provider_free(d->provider);
 	op_meter_clock_free(d->meter_clock);
 	op_metrics_free(d->metrics);

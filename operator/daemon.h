@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "http.h"
+#include "k8s-reconcile.h"
 #include "provider.h"
 
 /* Autoscaling settings from the command line (flash-operator(8)
@@ -57,6 +58,11 @@ struct op_daemon_opts {
 	/* Autoscaling (autoscale.h), with the runtime; NULL: the
 	 * configuration's settings. */
 	const struct op_daemon_autoscale *autoscale;
+	/* Kubernetes mode (k8s-reconcile.h): the provider API's services are
+	 * published as FlashServices and reconciled on the cluster instead of
+	 * run by the single-node runtime (which is not started).  Its config
+	 * is the daemon's. */
+	const struct op_k8s_run_opts *kubernetes;
 };
 
 struct op_daemon;

@@ -35,6 +35,8 @@ struct op_provider {
 	pthread_mutex_t lock; /* store + meter + get cache */
 	struct flash_meter *meter;
 	struct op_runtime *runtime; /* NULL: services stay admitted */
+	void (*kick)(void *ctx);    /* Kubernetes mode's publisher, or NULL */
+	void *kick_ctx;
 	struct op_autoscale *autoscale; /* NULL: none */
 	struct op_get_cache *get_cache;
 	struct op_shell *shell;     /* NULL once stopped */
@@ -327,32 +329,11 @@ static int service_json(const struct op_service *s, const struct op_event *ev, s
 
 /* ---------------------------------------------------------------- ids */
 
-#define SID_PREFIX_LEN (sizeof(NAMES_SERVICE_ID_PREFIX) - 1)
-#define SID_HASH_BYTES ((NAMES_SERVICE_ID_LEN - SID_PREFIX_LEN) / 2)
-_Static_assert(SID_HASH_BYTES == 16, "a service id carries 16 bytes of the hash in hex");
+_Static_assert(OP_SERVICE_ID_STRLEN == FLASH_CLIENT_SERVICE_ID_STRLEN, "the operator's ids are libflash's");
 
 int op_service_id(const char *org, const char *project, const char *name, char ret[OP_SERVICE_ID_STRLEN])
 {
-	const char *parts[] = { "flash-service-id/1", org, project, name };
-	unsigned char h[32];
-	crypto_generichash_state st;
-
-	if (!org || !project || !name)
-		return -EINVAL;
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
-		uint64_t len = strlen(parts[i]);
-		unsigned char le[8];
-
-		for (int b = 0; b < 8; b++)
-			le[b] = (unsigned char)(len >> (8 * b));
-		crypto_generichash_update(&st, le, sizeof(le));
-		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
-	}
-	crypto_generichash_final(&st, h, sizeof(h));
-	memcpy(ret, NAMES_SERVICE_ID_PREFIX, SID_PREFIX_LEN);
-	sodium_bin2hex(ret + SID_PREFIX_LEN, OP_SERVICE_ID_STRLEN - SID_PREFIX_LEN, h, SID_HASH_BYTES);
-	return 0;
+	return flash_client_service_id(org, project, name, ret);
 }
 
 /* Service names become Kubernetes object names in the Kubernetes mode:
@@ -566,6 +547,22 @@ void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt)
 {
 	if (p)
 		p->runtime = rt;
+}
+
+void op_provider_set_kick(struct op_provider *p, void (*kick)(void *ctx), void *ctx)
+{
+	if (p) {
+		p->kick = kick;
+		p->kick_ctx = ctx;
+	}
+}
+
+/* A committed mutation: whoever turns services into workloads looks. */
+static void wake(struct op_provider *p)
+{
+	op_runtime_kick(p->runtime);
+	if (p->kick)
+		p->kick(p->kick_ctx);
 }
 
 void op_provider_set_autoscale(struct op_provider *p, struct op_autoscale *as)
@@ -1024,7 +1021,7 @@ static void apply_mutation(struct op_provider *p, struct command *c, struct op_r
 	ret->status = sv.answer_status;
 	ret->body = TAKE_PTR(sv.answer);
 	ret->body_len = strlen(ret->body);
-	op_runtime_kick(p->runtime);
+	wake(p);
 out:
 	if (in_txn)
 		op_store_rollback(p->o.store);
@@ -1167,7 +1164,7 @@ static void handle_mutation(struct op_provider *p, const struct op_request *req,
 			goto del_out;
 		}
 		op_metrics_commit(p->o.metrics, commit_ns);
-		op_runtime_kick(p->runtime);
+		wake(p);
 		ret->status = 200;
 		ret->body = TAKE_PTR(stored->answer);
 		ret->body_len = strlen(ret->body);

@@ -85,6 +85,11 @@ void op_provider_free(struct op_provider *p);
  * Set before the HTTP listeners start. */
 void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt);
 
+/* Also wakes @kick(@ctx) after every committed mutation: Kubernetes mode
+ * publishes the services as FlashServices (op_k8s_run_kick()).  Set
+ * before the HTTP listeners start. */
+void op_provider_set_kick(struct op_provider *p, void (*kick)(void *ctx), void *ctx);
+
 /* Gives the provider the autoscaler whose last decisions "get" and
  * "list" show (status.autoscaling); NULL: none.  Set before the HTTP
  * listeners start. */

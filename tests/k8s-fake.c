@@ -55,6 +55,7 @@ struct k8s_fake {
 	uint16_t port;
 	char *token;
 	bool tls_client_ca;
+	bool accept_writes;
 	struct exchange *ex;
 	size_t n_ex;
 	pthread_mutex_t lock;
@@ -70,18 +71,9 @@ struct k8s_fake {
 
 static char *compact(const struct json_value *v, size_t *ret_len)
 {
-	struct json_writer *w = json_writer_new(0);
 	char *out = NULL;
-	size_t len = 0;
 
-	if (!w)
-		return NULL;
-	jw_value(w, v);
-	if (json_writer_finish(w, &out, &len) < 0)
-		return NULL;
-	if (ret_len)
-		*ret_len = len;
-	return out;
+	return json_write_value(v, 0, &out, ret_len) < 0 ? NULL : out;
 }
 
 static int kv_add(struct kv **arr, size_t *n, const char *k, const char *v)
@@ -912,6 +904,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	if (e) {
 		record(f, conn, method, url, &q, c, e->nn, false, e->status, false);
 		ret = answer_exchange(f, conn, e, NULL);
+	} else if (f->accept_writes && strcmp(method, "GET")) {
+		static const char success[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+					      "\"status\":\"Success\",\"code\":200}";
+		bool del = !strcmp(method, "DELETE");
+		struct MHD_Response *resp;
+
+		status = !strcmp(method, "POST") ? 201 : 200;
+		record(f, conn, method, url, &q, c, NULL, false, status, false);
+		if (del)
+			resp = MHD_create_response_from_buffer(strlen(success), (void *)success, MHD_RESPMEM_PERSISTENT);
+		else
+			resp = MHD_create_response_from_buffer(c->body.len, c->body.p ? c->body.p : (char *)"",
+							       MHD_RESPMEM_MUST_COPY);
+		if (resp)
+			MHD_add_response_header(resp, "Content-Type", "application/json");
+		ret = queue(conn, resp, status);
 	} else {
 		char *msg = NULL;
 		struct MHD_Response *resp;
@@ -997,6 +1005,7 @@ int k8s_fake_new(const struct k8s_fake_opts *opts, struct k8s_fake **ret)
 		return r;
 	}
 	f->tls_client_ca = tls && opts->client_ca_pem;
+	f->accept_writes = opts && opts->accept_writes;
 	if (tls) {
 		flags |= MHD_USE_TLS;
 		f->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, f, MHD_OPTION_SOCK_ADDR, &sa,

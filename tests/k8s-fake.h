@@ -43,6 +43,11 @@ struct k8s_fake_opts {
 	const char *tls_cert_pem;   /* set (with the key): HTTPS */
 	const char *tls_key_pem;
 	const char *client_ca_pem;  /* set: client certificates are verified against it (recorded) */
+	/* set: a write that neither a step nor an exchange answers is
+	 * accepted instead of the 404: POST 201 and PATCH/PUT 200 echoing the
+	 * request's body, DELETE 200 with a Success Status (a reconcile loop
+	 * over many objects; GET still answers 404). */
+	bool accept_writes;
 };
 
 int k8s_fake_new(const struct k8s_fake_opts *opts, struct k8s_fake **ret);

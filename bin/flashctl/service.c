@@ -41,6 +41,8 @@ struct ctx {
 	const char *cmd;
 	struct flash_client *client;
 	struct flash_auth_signer *signer;
+	const char *project; /* of the minted tokens, or NULL */
+	const char *name;    /* the service's name when its id was derived from it */
 };
 
 static void ctx_done(struct ctx *x)
@@ -61,6 +63,7 @@ static int ctx_init(struct ctx *x, const struct flashctl_globals *g, const char 
 
 	x->g = g;
 	x->cmd = cmd;
+	x->project = project;
 	if (!g->token) {
 		fprintf(stderr, "%s %s: --token-file is required\n", g->progname, cmd);
 		return FLASHCTL_EXIT_USAGE;
@@ -121,9 +124,12 @@ static int report(struct ctx *x, int r, const struct flash_client_response *resp
 		return FLASHCTL_EXIT_OK;
 	if (x->g->output != FLASHCTL_OUTPUT_TABLE)
 		fputs(flash_client_response_body(resp, NULL), stdout);
-	fprintf(stderr, "%s %s: %d %s: %s\n", x->g->progname, x->cmd, st,
-		flash_client_response_error_code(resp) ? flash_client_response_error_code(resp) : "error",
-		flash_client_response_error_message(resp) ? flash_client_response_error_message(resp) : "");
+	if (st == 404 && x->name)
+		fprintf(stderr, "%s %s: %s: no such service\n", x->g->progname, x->cmd, x->name);
+	else
+		fprintf(stderr, "%s %s: %d %s: %s\n", x->g->progname, x->cmd, st,
+			flash_client_response_error_code(resp) ? flash_client_response_error_code(resp) : "error",
+			flash_client_response_error_message(resp) ? flash_client_response_error_message(resp) : "");
 	/* Spec problems, one per line. */
 	struct json_value *doc = NULL;
 	const struct json_value *probs;
@@ -314,6 +320,14 @@ static int resolve(struct ctx *x, const char *what, char *ret, size_t size)
 
 	if (names_service_id_valid(what)) {
 		snprintf(ret, size, "%s", what);
+		return FLASHCTL_EXIT_OK;
+	}
+	/* Minting for one organization and project: the id is derived from
+	 * the name (flash_client_service_id()), no list round trip.  A name
+	 * with no service gets the operator's 404. */
+	if (x->signer && x->project && size >= FLASH_CLIENT_SERVICE_ID_STRLEN &&
+	    flash_client_service_id(x->g->organization_id, x->project, what, ret) == 0) {
+		x->name = what;
 		return FLASHCTL_EXIT_OK;
 	}
 	r = flash_client_list(x->client, &resp);

@@ -3,8 +3,9 @@
  * <flash/client.h> — a client of flash-operator's provider/v1 API.
  *
  * The one place that speaks provider/v1 (flashctl is built on it): it
- * sends create, update, delete, get, list and usage over HTTP, HTTPS or a
- * Unix socket (libcurl), with a bearer token that is either given as is
+ * sends create, update, delete, get, list and usage over HTTP/1.1 to a
+ * Unix socket, a TCP host, or HTTPS (libcurl, loaded on the first https://
+ * connection), one connection per request, with a bearer token that is either given as is
  * (an API token minted for the action) or minted per request from an
  * Ed25519 signing key (60-second lifetime, the action of the request, the
  * organization and project, the generation of a mutation).
@@ -109,6 +110,19 @@ FLASH_API FLASH_WUR int flash_client_usage(struct flash_client *c, struct flash_
  * a malformed id or @since. */
 FLASH_API FLASH_WUR int flash_client_logs(struct flash_client *c, const char *service_id, int replica,
 					  const char *since, struct flash_client_response **ret);
+
+/* A service id and its NUL. */
+#define FLASH_CLIENT_SERVICE_ID_STRLEN 36
+
+/* The id the operator gives the service @name of @project in
+ * @organization ("fs-" and 32 lower-case hex digits, NUL-terminated in
+ * @ret): the first 16 bytes of BLAKE2b-256 over "flash-service-id/1",
+ * @organization, @project and @name, each preceded by its length as 8
+ * little-endian bytes.  provider/v1 ids are derived, never stored: a
+ * client that knows its organization and project names a service by id
+ * without asking the operator.  Returns 0, -EINVAL (a NULL argument). */
+FLASH_API FLASH_WUR int flash_client_service_id(const char *organization, const char *project, const char *name,
+						char ret[FLASH_CLIENT_SERVICE_ID_STRLEN]);
 
 /* ---------------------------------------------------------------- exec */
 

@@ -296,6 +296,16 @@ Test(json_write, round_trip_keeps_numbers_and_order)
 		/* Numbers keep their exact text. */
 		if (i == 0)
 			cr_assert(strstr(out, "1.50") && strstr(out, "1e400"), "number text: %s", out);
+		/* json_write_value() is the same text in one call. */
+		{
+			char *one = NULL;
+			size_t len = 0;
+
+			cr_assert_eq(json_write_value(v, 0, &one, &len), 0);
+			cr_assert_str_eq(one, out);
+			cr_assert_eq(len, strlen(out));
+			free(one);
+		}
 		json_free(v);
 		json_free(v2);
 		free(out);

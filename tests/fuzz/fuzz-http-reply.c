@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libFuzzer target for the HTTP/1.1 reply parser of common/http-client.h
+ * (what an operator, an agent or anything listening on their sockets
+ * answers flashctl, flowsdn-cni and flash-operator).  The input is a whole
+ * reply as read until the server closed.  Properties:
+ *  - the head parser and the whole-reply parser never read or write
+ *    outside the input (ASan) and agree on the head they accept;
+ *  - an accepted reply has a status of 100..599 and a body inside the
+ *    input, no longer than the bound given, and for a Content-Length
+ *    reply exactly that long;
+ *  - a head cut anywhere before its blank line is "not yet" (-EAGAIN) or
+ *    refused, never accepted.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http-client.h"
+
+#define MAX_HEAD 4096
+#define MAX_BODY 8192
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(int ok)
+{
+	if (!ok)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct http_reply_head h1, h2;
+	char *buf, *body = NULL;
+	size_t blen = 0;
+	int r1, r2;
+
+	if (size > MAX_HEAD + MAX_BODY + 64)
+		return 0;
+	buf = malloc(size ? size : 1);
+	check(buf != NULL);
+	memcpy(buf, data, size);
+	r1 = http_reply_head_parse(buf, size, MAX_HEAD, &h1);
+	check(r1 == 0 || r1 == -EAGAIN || r1 == -EMSGSIZE || r1 == -EBADMSG);
+	if (r1 == 0) {
+		check(h1.status >= 100 && h1.status <= 599);
+		check(h1.head_len >= 16 && h1.head_len <= size && h1.head_len <= MAX_HEAD);
+		check(!(h1.chunked && h1.has_length));
+		/* cut before the blank line: never a head */
+		check(http_reply_head_parse(buf, h1.head_len - 1, MAX_HEAD, &h2) != 0);
+	}
+	r2 = http_reply_parse(buf, size, MAX_HEAD, MAX_BODY, &h2, &body, &blen);
+	check(r2 == 0 || r2 == -EMSGSIZE || r2 == -EBADMSG || r2 == -E2BIG);
+	if (r2 == 0) {
+		check(r1 == 0 && h2.status == h1.status && h2.head_len == h1.head_len);
+		check(body == buf + h2.head_len && blen <= MAX_BODY && blen <= size - h2.head_len);
+		if (h2.has_length)
+			check(blen == h2.length);
+	}
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,1014 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * flash-operator's Kubernetes reconcile (operator/k8s-reconcile.c) against
+ * the replaying fake API server (tests/k8s-fake.c): what it sends for a
+ * new FlashService (every body checked against the recorded OpenAPI
+ * schemas), the steady path (nothing), a replica change (the Deployment
+ * only), ports removed (the Service deleted, the Deployment kept), apply
+ * conflicts, refusals, relists, two operators sharing one Lease, status
+ * transitions, the usage finalizer and the GPU queue.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <flash/render.h>
+
+#include "helpers.h"
+#include "json.h"
+#include "k8s-fake.h"
+#include "k8s-reconcile.h"
+#include "k8s-recorded.h"
+#include "k8s-status.h"
+#include "k8s.h"
+
+#define NS "org-a"
+#define ORG "org-a"
+
+/* Valid Flash specs (flashctl validate accepts each). */
+#define SPEC(replicas, ports, extra)                                                                           \
+	"{\"region\":\"heteronet-global\",\"image\":\"ghcr.io/acme/web:1.0\",\"replicas\":" #replicas ","     \
+	"\"cpu_millis\":250,\"memory_mib\":128,\"ephemeral_storage_gib\":1,\"ports\":" ports ","             \
+	"\"exposure\":{\"type\":\"internal\",\"traffic_mode\":\"forwarded\",\"allowed_source_cidrs\":[],"     \
+	"\"denied_source_cidrs\":[]},\"env\":{},\"command\":[],\"args\":[],\"metadata\":{}" extra "}"
+#define HTTP "[{\"name\":\"http\",\"protocol\":\"tcp\",\"container_port\":8080}]"
+static const char spec_web[] = SPEC(1, HTTP, "");
+static const char spec_web3[] = SPEC(3, HTTP, "");
+static const char spec_noports[] = SPEC(3, "[]", "");
+static const char spec_gpu[] = SPEC(1, "[]", ",\"gpu_type\":\"a100\"");
+
+struct env {
+	struct k8s_fake *fake;
+	struct k8s_client *c;
+	struct flash_schema_set *schemas;
+	struct flash_operator_config *config;
+	struct op_k8s *k;
+	unsigned int errors, warnings;
+	char last_error[512];
+};
+
+static void no_sleep(unsigned int ms, void *userdata)
+{
+	(void)ms, (void)userdata;
+}
+
+static void on_log(enum k8s_log_level level, const char *msg, void *userdata)
+{
+	struct env *e = userdata;
+
+	if (level == K8S_LOG_ERR) {
+		e->errors++;
+		snprintf(e->last_error, sizeof(e->last_error), "%s", msg);
+	} else if (level == K8S_LOG_WARNING)
+		e->warnings++;
+}
+
+/* The reconciler's clock (status times, metering): tests move it. */
+static int64_t test_now = 1796040000; /* 2026-11-30T12:00:00Z, a Monday */
+
+static int64_t fixed_now(void *userdata)
+{
+	(void)userdata;
+	return test_now;
+}
+
+static struct k8s_client *client_for(struct env *e)
+{
+	struct k8s_client_opts o = { .sz = sizeof(o), .sleep_ms = no_sleep, .max_attempts = 1 };
+	struct k8s_config cfg = { .server = (char *)k8s_fake_url(e->fake) };
+	struct k8s_client *c = NULL;
+
+	ASSERT_OK(k8s_client_new(&cfg, &o, &c), "client");
+	return c;
+}
+
+static struct op_k8s *reconciler_for(struct env *e, struct k8s_client *c)
+{
+	struct op_k8s_opts ko = {
+		.sz = sizeof(ko), .config = e->config, .schemas = e->schemas, .log = on_log, .log_userdata = e,
+		.now = fixed_now, .crd_poll_ms = 1,
+	};
+	struct op_k8s *k = NULL;
+
+	ASSERT_OK(op_k8s_new(c, &ko, &k), "reconciler");
+	return k;
+}
+
+static void env_open(struct env *e)
+{
+	struct k8s_fake_opts fo = { .sz = sizeof(fo), .accept_writes = true };
+
+	memset(e, 0, sizeof(*e));
+	test_now = 1796040000;
+	ASSERT_OK(k8s_fake_new(&fo, &e->fake), "fake API server");
+	e->c = client_for(e);
+	e->schemas = render_test_schema_set(true);
+	for (int crd = FLASH_CRD_FLASHSERVICE; crd <= FLASH_CRD_FLASHUSAGERECORD; crd++) {
+		char *text = NULL;
+		size_t len;
+
+		ASSERT_OK(flash_render_crd((enum flash_crd)crd, FLASH_RENDER_JSON, &text, &len), "CRD");
+		ASSERT_OK(flash_schema_set_add_crd(e->schemas, text, len, NULL), "CRD schema");
+		free(text);
+	}
+	ASSERT_OK(flash_operator_config_default(&e->config), "config");
+	e->k = reconciler_for(e, e->c);
+	ASSERT_OK(op_k8s_set_leader(e->k, true), "leader");
+}
+
+static void env_close(struct env *e)
+{
+	op_k8s_free(e->k);
+	k8s_client_free(e->c);
+	flash_schema_set_free(e->schemas);
+	flash_operator_config_free(e->config);
+	k8s_fake_free(e->fake);
+}
+
+/* A FlashService as a watch gives it. */
+static struct json_value *fs_object(const char *name, int64_t gen, const char *spec, bool finalizer,
+				    const char *extra_meta)
+{
+	char *text = NULL;
+	struct json_value *v;
+
+	cr_assert(asprintf(&text,
+			   "{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashService\","
+			   "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS "\",\"uid\":\"uid-%s\","
+			   "\"resourceVersion\":\"%lld\",\"generation\":%lld,"
+			   "\"labels\":{\"flash.heterocloud.io/organization\":\"" ORG "\"}%s%s},"
+			   "\"spec\":%s}",
+			   name, name, (long long)gen + 100, (long long)gen, finalizer ?
+			   ",\"finalizers\":[\"flash.heterocloud.io/usage\"]" : "",
+			   extra_meta ? extra_meta : "", spec) > 0);
+	v = k8s_test_parse(text);
+	free(text);
+	return v;
+}
+
+static int feed(struct env *e, enum k8s_event_type type, const struct json_value *obj)
+{
+	struct k8s_event ev = { .type = type, .object = obj, .resource_version = "1" };
+
+	return op_k8s_service_event(e->k, &ev);
+}
+
+static int feed_owned(struct env *e, enum op_k8s_owned kind, enum k8s_event_type type, const char *text)
+{
+	struct json_value *v = k8s_test_parse(text);
+	struct k8s_event ev = { .type = type, .object = v, .resource_version = "1" };
+	int r = op_k8s_owned_event(e->k, kind, &ev);
+
+	json_free(v);
+	return r;
+}
+
+/* Requests since the last reset whose method is @method and whose path
+ * contains @part (NULL: any). */
+static size_t count(struct env *e, const char *method, const char *part)
+{
+	size_t n = 0, total = k8s_fake_requests(e->fake);
+
+	for (size_t i = 0; i < total; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(e->fake, i, &r), "request");
+		if ((!method || !strcmp(r.method, method)) && (!part || strstr(r.path, part)))
+			n++;
+		k8s_fake_request_clear(&r);
+	}
+	return n;
+}
+
+/* The body of the last request to a path containing @part (ending with
+ * it when @part ends with '$'). */
+static char *last_body(struct env *e, const char *method, const char *part)
+{
+	size_t pl = strlen(part);
+	bool at_end = pl && part[pl - 1] == '$';
+	char want[512];
+	size_t total = k8s_fake_requests(e->fake);
+	char *out = NULL;
+
+	for (size_t i = 0; i < total; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(e->fake, i, &r), "request");
+		snprintf(want, sizeof(want), "%.*s", (int)(at_end ? pl - 1 : pl), part);
+		if (!strcmp(r.method, method) && strstr(r.path, want) &&
+		    (!at_end || (strlen(r.path) >= strlen(want) && !strcmp(r.path + strlen(r.path) - strlen(want), want)))) {
+			free(out);
+			out = r.body ? strdup(r.body) : NULL;
+		}
+		k8s_fake_request_clear(&r);
+	}
+	return out;
+}
+
+/* ---------------------------------------------------------------- create, steady, changes */
+
+Test(reconcile, create_sends_few_schema_valid_requests_then_nothing)
+{
+	struct env e;
+	struct json_value *fs = fs_object("web", 1, spec_web, false, NULL), *fs2;
+	size_t total;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, fs), "reconcile");
+	total = k8s_fake_requests(e.fake);
+	/* Namespace, finalizer, NetworkPolicy, Deployment, Service, status. */
+	cr_assert_eq(total, 6, "requests at create: %zu", total);
+	cr_assert_eq(k8s_fake_unmatched(e.fake), 0);
+	for (size_t i = 0; i < total; i++) {
+		struct k8s_fake_request r;
+		char buf[64];
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
+
+		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
+		/* The Namespace is created (RBAC: get and create, never patch);
+		 * everything else is a server-side apply. */
+		if (!strcmp(r.path, "/api/v1/namespaces")) {
+			cr_assert_str_eq(r.method, "POST");
+		} else {
+			cr_assert_str_eq(r.method, "PATCH", "%s %s", r.method, r.path);
+			cr_assert_str_eq(r.content_type, "application/apply-patch+yaml");
+			cr_assert_null(k8s_fake_query_arg(&r, "force", buf, sizeof(buf)), "no force at create: %s",
+				       r.path);
+		}
+		cr_assert_str_eq(k8s_fake_query_arg(&r, "fieldManager", buf, sizeof(buf)) ?: "", "flash-operator");
+		/* Every rendered object is what its schema accepts. */
+		if (!strstr(r.path, "/flashservices/")) {
+			int v = flash_schema_validate_object(e.schemas, r.body, r.body_len, d);
+
+			cr_assert_eq(v, 0, "%s: %s %s", r.path, diag_path(d), diag_message(d));
+		}
+		k8s_fake_request_clear(&r);
+	}
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 1, "the Namespace");
+	{
+		char *ns = last_body(&e, "POST", "/api/v1/namespaces$");
+
+		cr_assert(strstr(ns, "\"pod-security.kubernetes.io/enforce\":\"baseline\"") ||
+			  strstr(ns, "\"pod-security.kubernetes.io/enforce\": \"baseline\""), "%s", ns);
+		free(ns);
+	}
+	cr_assert_eq(count(&e, "PATCH", "/api/v1/namespaces/" NS "/services/web"), 1, "the Service");
+	cr_assert_eq(count(&e, "PATCH", "/apis/apps/v1/namespaces/" NS "/deployments/web"), 1);
+	cr_assert_eq(count(&e, "PATCH", "/networkpolicies/web"), 1);
+	cr_assert_eq(count(&e, "PATCH", "/flashservices/web/status"), 1);
+	{
+		char *dep = last_body(&e, "PATCH", "/deployments/web");
+
+		cr_assert(strstr(dep, "\"ownerReferences\"") && strstr(dep, "\"uid-web\""), "owned: %s", dep);
+		free(dep);
+	}
+
+	/* Steady path: the same object (now with its finalizer) sends nothing. */
+	k8s_fake_reset_requests(e.fake);
+	fs2 = fs_object("web", 1, spec_web, true, NULL);
+	ASSERT_OK(feed(&e, K8S_EVENT_MODIFIED, fs2), "steady");
+	ASSERT_OK(op_k8s_resync(e.k), "resync");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "steady path requests: %zu", k8s_fake_requests(e.fake));
+	json_free(fs);
+	json_free(fs2);
+	env_close(&e);
+}
+
+Test(reconcile, replica_change_reapplies_only_the_deployment)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL), *b = fs_object("web", 2, spec_web3, true, NULL);
+	char *dep, *st;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed(&e, K8S_EVENT_MODIFIED, b), "replicas 3");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1);
+	cr_assert_eq(count(&e, "PATCH", "/flashservices/web/status"), 1, "observedGeneration 2 written");
+	cr_assert_eq(k8s_fake_requests(e.fake), 2, "only the Deployment and the status: %zu",
+		     k8s_fake_requests(e.fake));
+	dep = last_body(&e, "PATCH", "/deployments/web");
+	{
+		struct json_value *v = k8s_test_parse(dep);
+		int64_t n = 0;
+
+		cr_assert_eq(json_get_int64(json_at(v, "spec.replicas"), &n), 0);
+		cr_assert_eq(n, 3, "spec.replicas %lld", (long long)n);
+		json_free(v);
+	}
+	st = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(strstr(st, "\"observedGeneration\":2"), "%s", st);
+	free(dep);
+	free(st);
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
+
+Test(reconcile, removing_every_port_deletes_the_service_and_keeps_the_deployment)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web3, true, NULL),
+			  *b = fs_object("web", 2, spec_noports, true, NULL);
+	struct op_k8s_stats st;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	cr_assert_eq(count(&e, "PATCH", "/api/v1/namespaces/" NS "/services/web"), 1);
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed(&e, K8S_EVENT_MODIFIED, b), "ports removed");
+	cr_assert_eq(count(&e, "DELETE", "/api/v1/namespaces/" NS "/services/web"), 1, "the Service deleted");
+	cr_assert_eq(count(&e, "DELETE", "/deployments/"), 0, "the Deployment stays");
+	cr_assert_eq(count(&e, "DELETE", NULL), 1);
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.deletes, 1);
+	/* Again: nothing left to delete, nothing to apply. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed(&e, K8S_EVENT_MODIFIED, b), "steady");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- refusals */
+
+Test(reconcile, conflict_409_is_logged_with_its_fields_and_forced)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct k8s_fake_step step = {
+		.method = "PATCH", .path = "/apis/apps/v1/namespaces/" NS "/deployments/web", .exchange = "09",
+	};
+	struct op_k8s_stats st;
+	struct k8s_fake_request r;
+	char buf[16];
+	size_t n;
+
+	env_open(&e);
+	ASSERT_OK(k8s_fake_push(e.fake, &step), "409 scripted");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.forced, 1);
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 2, "refused, then forced");
+	n = k8s_fake_requests(e.fake);
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
+		if (strstr(r.path, "/deployments/web") && r.status == 200)
+			cr_assert_str_eq(k8s_fake_query_arg(&r, "force", buf, sizeof(buf)) ?: "", "true");
+		k8s_fake_request_clear(&r);
+	}
+	cr_assert_geq(e.errors, 2, "the 409 and its field logged");
+	cr_assert_geq(e.warnings, 1);
+	json_free(a);
+	env_close(&e);
+}
+
+Test(reconcile, forbidden_403_is_an_error_and_retried_at_the_next_event)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct k8s_fake_step step = {
+		.method = "PATCH", .path = "/apis/apps/v1/namespaces/" NS "/deployments/web", .exchange = "30",
+	};
+	struct op_k8s_stats st;
+	int r;
+
+	env_open(&e);
+	ASSERT_OK(k8s_fake_push(e.fake, &step), "403 scripted");
+	r = feed(&e, K8S_EVENT_ADDED, a);
+	cr_assert_eq(r, -EACCES, "%d", r);
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.errors, 1);
+	cr_assert(strstr(e.last_error, "forbidden") || strstr(e.last_error, "Forbidden"), "%s", e.last_error);
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed(&e, K8S_EVENT_MODIFIED, a), "retried");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "the refused apply is sent again");
+	json_free(a);
+	env_close(&e);
+}
+
+Test(reconcile, invalid_spec_becomes_degraded_status_and_nothing_rendered)
+{
+	struct env e;
+	struct json_value *a = fs_object("bad", 1, "{\"image\":\"\",\"replicas\":-1}", true, NULL);
+	char *st;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "refused spec is a status, not an error");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/"), 0);
+	cr_assert_eq(count(&e, "PATCH", "/flashservices/bad/status"), 1);
+	st = last_body(&e, "PATCH", "/flashservices/bad/status");
+	cr_assert(strstr(st, "\"InvalidSpec\""), "%s", st);
+	free(st);
+	json_free(a);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- watch: 410 */
+
+struct relist_ctx {
+	struct env *e;
+	uint64_t max_services;
+};
+
+static int relist_cb(const struct k8s_event *ev, void *ud)
+{
+	struct relist_ctx *c = ud;
+	struct op_k8s_stats s;
+
+	(void)op_k8s_service_event(c->e->k, ev);
+	op_k8s_get_stats(c->e->k, &s);
+	if (s.services > c->max_services)
+		c->max_services = s.services;
+	return ev->type == K8S_EVENT_SYNCED && k8s_fake_pending(c->e->fake) == 0 ? 1 : 0;
+}
+
+Test(reconcile, relist_after_410_forgets_services_gone)
+{
+	struct env e;
+	const char *list1 =
+		"{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+		"\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+		"\"kind\":\"FlashService\",\"metadata\":{\"name\":\"web\",\"namespace\":\"" NS "\",\"uid\":\"uid-web\","
+		"\"resourceVersion\":\"9\",\"generation\":1,\"labels\":{\"flash.heterocloud.io/organization\":\"" ORG
+		"\"}},\"spec\":{\"image\":\"ghcr.io/acme/web:1.0\"}}]}";
+	const char *list2 = "{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+			    "\"metadata\":{\"resourceVersion\":\"20\"},\"items\":[]}";
+	const char *gone[] = { "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+			       "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version\","
+			       "\"reason\":\"Expired\",\"code\":410}}" };
+	const char *path = "/apis/flash.heterocloud.io/v1alpha1/flashservices";
+	struct k8s_fake_step s1 = { .method = "GET", .path = path, .body = list1 };
+	struct k8s_fake_step s2 = { .method = "GET", .path = path, .events = gone, .n_events = 1 };
+	struct k8s_fake_step s3 = { .method = "GET", .path = path, .body = list2 };
+	struct k8s_ref ref = { .group = "flash.heterocloud.io", .version = "v1alpha1", .resource = "flashservices" };
+	struct k8s_watch_opts wo = { .sz = sizeof(wo), .max_streams = 3 };
+	struct k8s_status kst = { 0 };
+	struct op_k8s_stats st;
+	struct relist_ctx cx = { &e, 0 };
+	int r;
+
+	env_open(&e);
+	ASSERT_OK(k8s_fake_push(e.fake, &s1), "list");
+	ASSERT_OK(k8s_fake_push(e.fake, &s2), "410");
+	ASSERT_OK(k8s_fake_push(e.fake, &s3), "relist");
+	r = k8s_watch(e.c, &ref, &wo, relist_cb, &cx, &kst);
+	k8s_status_clear(&kst);
+	cr_assert_eq(r, 1, "stopped after the relist: %d", r);
+	cr_assert_eq(cx.max_services, 1, "the listed service was held");
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.services, 0, "gone from the relist: forgotten");
+	cr_assert_geq(count(&e, "PATCH", "/flashservices/web/status"), 1, "it was reconciled while held");
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- Lease */
+
+#define LEASE_HOLDER "flash-operator-6c9f7b8d5-x2k4p_0f6f3a2e-5b1c-4d8e-9a7f-2c3b4d5e6f70"
+
+Test(reconcile, two_operators_one_lease_only_the_holder_writes)
+{
+	struct env e;
+	struct op_lease_elector ea, eb;
+	struct k8s_client *cb;
+	struct op_k8s *kb;
+	const char *lpath = "/apis/coordination.k8s.io/v1/namespaces/flash-system/leases/flash-operator";
+	struct k8s_fake_step absent = { .method = "GET", .path = lpath, .exchange = "29" };
+	struct k8s_fake_step held = { .method = "GET", .path = lpath, .exchange = "72" };
+	struct json_value *a = fs_object("web", 1, spec_web, false, NULL);
+	int la, lb;
+
+	env_open(&e);
+	ASSERT_OK(op_k8s_set_leader(e.k, false), "A starts as a follower");
+	cb = client_for(&e);
+	kb = reconciler_for(&e, cb);
+	ASSERT_OK(op_lease_elector_init(&ea, LEASE_HOLDER, 15, 10), "A");
+	ASSERT_OK(op_lease_elector_init(&eb, "flash-operator-b", 15, 10), "B");
+
+	/* A finds no Lease and creates it (exchange 72 answers); B then
+	 * reads A's Lease and waits. */
+	ASSERT_OK(k8s_fake_push(e.fake, &absent), "no lease");
+	la = op_k8s_lease_step(e.c, &ea, "flash-system", "flash-operator");
+	ASSERT_OK(k8s_fake_push(e.fake, &held), "A's lease");
+	lb = op_k8s_lease_step(cb, &eb, "flash-system", "flash-operator");
+	cr_assert_eq(la, 1, "A leads");
+	cr_assert_eq(lb, 0, "B follows");
+	cr_assert_eq(count(&e, "POST", "/leases"), 1);
+	cr_assert_eq(count(&e, "PUT", "/leases"), 0, "B never writes the Lease it does not hold");
+	ASSERT_OK(op_k8s_set_leader(e.k, la == 1), "A");
+	ASSERT_OK(op_k8s_set_leader(kb, lb == 1), "B");
+
+	/* Both see the same FlashService: only A writes. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_service_event(kb, &(struct k8s_event){ .type = K8S_EVENT_ADDED, .object = a }), "B");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "the follower sent %zu requests", k8s_fake_requests(e.fake));
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "A");
+	cr_assert_eq(k8s_fake_requests(e.fake), 6, "the leader wrote");
+	json_free(a);
+	op_k8s_free(kb);
+	k8s_client_free(cb);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- status */
+
+static const char dep_ready[] =
+	"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\",\"namespace\":\"" NS "\","
+	"\"generation\":1,\"labels\":{\"app.kubernetes.io/name\":\"web\"}},\"spec\":{\"replicas\":1},"
+	"\"status\":{\"observedGeneration\":1,\"replicas\":1,\"readyReplicas\":1,\"availableReplicas\":1,"
+	"\"updatedReplicas\":1}}";
+static const char dep_down[] =
+	"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\",\"namespace\":\"" NS "\","
+	"\"generation\":1,\"labels\":{\"app.kubernetes.io/name\":\"web\"}},\"spec\":{\"replicas\":1},"
+	"\"status\":{\"observedGeneration\":1,\"replicas\":1,\"updatedReplicas\":1}}";
+static const char slice_ready[] =
+	"{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"web-abc\","
+	"\"namespace\":\"" NS "\",\"labels\":{\"kubernetes.io/service-name\":\"web\",\"app.kubernetes.io/name\":\"web\"}},"
+	"\"addressType\":\"IPv4\",\"endpoints\":[{\"addresses\":[\"10.0.0.5\"],\"conditions\":{\"ready\":true}}]}";
+static const char svc_web[] =
+	"{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"web\",\"namespace\":\"" NS "\","
+	"\"labels\":{\"app.kubernetes.io/name\":\"web\"}},\"spec\":{\"type\":\"ClusterIP\"}}";
+static const char pod_pull[] =
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web-1\",\"namespace\":\"" NS "\","
+	"\"labels\":{\"app.kubernetes.io/name\":\"web\"}},\"status\":{\"phase\":\"Pending\",\"containerStatuses\":"
+	"[{\"name\":\"app\",\"ready\":false,\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":\"ErrImagePull\","
+	"\"message\":\"pull access denied\"}}}]}}";
+
+static bool ready_is(struct env *e, const char *status)
+{
+	char *body = last_body(e, "PATCH", "/flashservices/web/status");
+	struct json_value *v = k8s_test_parse(body);
+	const struct json_value *c = json_at(v, "status.conditions");
+	bool ok = false;
+
+	for (size_t i = 0; c && i < c->u.array.n; i++)
+		if (!strcmp(json_string_value(json_get(c->u.array.items[i], "type")), "Ready"))
+			ok = !strcmp(json_string_value(json_get(c->u.array.items[i], "status")), status);
+	json_free(v);
+	free(body);
+	return ok;
+}
+
+Test(reconcile, ready_false_true_false_and_degraded_from_pods)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	char *st;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	cr_assert(ready_is(&e, "False"), "not ready before the Deployment");
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "deployment");
+	cr_assert(ready_is(&e, "False"), "no endpoint yet");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_ADDED, slice_ready), "slice");
+	cr_assert(ready_is(&e, "False"), "the Service not seen yet");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_SERVICE, K8S_EVENT_ADDED, svc_web), "service");
+	cr_assert(ready_is(&e, "True"), "available and an endpoint ready");
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_MODIFIED, slice_ready), "same slice");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "unchanged status is not written");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_MODIFIED, dep_down), "down");
+	cr_assert(ready_is(&e, "False"), "replicas gone");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_POD, K8S_EVENT_ADDED, pod_pull), "pod");
+	st = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(strstr(st, "\"ErrImagePull\""), "Degraded with the reason: %s", st);
+	free(st);
+	json_free(a);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- usage finalizer */
+
+Test(reconcile, usage_finalizer_added_then_removed_after_the_records)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, false, NULL),
+			  *b = fs_object("web", 1, spec_web, true, ",\"deletionTimestamp\":\"2026-12-01T10:00:00Z\"");
+	size_t n, rec_at = 0, fin_at = 0;
+	char *fin;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	fin = last_body(&e, "PATCH", "/flashservices/web$");
+	cr_assert(strstr(fin, OP_K8S_USAGE_FINALIZER), "finalizer added: %s", fin);
+	free(fin);
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "deployment");
+	test_now += 3600; /* an hour of one ready replica */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed(&e, K8S_EVENT_MODIFIED, b), "deleting");
+	n = k8s_fake_requests(e.fake);
+	for (size_t i = 0; i < n; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
+		if (strstr(r.path, "/flashusagerecords/") && !rec_at)
+			rec_at = i + 1;
+		if (strstr(r.path, "/flashservices/web") && !strstr(r.path, "/status") &&
+		    !strstr(r.body ?: "", OP_K8S_USAGE_FINALIZER))
+			fin_at = i + 1;
+		k8s_fake_request_clear(&r);
+	}
+	cr_assert(rec_at, "a FlashUsageRecord written");
+	cr_assert(fin_at > rec_at, "the finalizer removed (%zu) only after the record (%zu)", fin_at, rec_at);
+	cr_assert_eq(count(&e, "PATCH", "/flashusagerecords/org." ORG), 2, "the organization record and its status");
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- GPU queue */
+
+static const char gpu_node[] =
+	"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-1\",\"resourceVersion\":\"5\","
+	"\"labels\":{\"flash.heterocloud.io/gpu-type\":\"a100\",\"flash.heterocloud.io/gpu-ready\":\"true\"}},"
+	"\"spec\":{},\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"1\"},"
+	"\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
+
+Test(reconcile, gpu_queue_position_then_binding)
+{
+	struct env e;
+	struct json_value *node = k8s_test_parse(gpu_node);
+	struct json_value *a = fs_object("train-a", 1, spec_gpu, true, NULL),
+			  *b = fs_object("train-b", 1, spec_gpu, true, NULL);
+	struct k8s_event nev = { .type = K8S_EVENT_ADDED, .object = node };
+	uint32_t pos = 99;
+	const char *where = NULL;
+	char *st, *dep;
+
+	env_open(&e);
+	ASSERT_OK(op_k8s_node_event(e.k, &nev), "node");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "a");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, b), "b");
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, "train-a", &pos, &where), "a's state");
+	cr_assert_eq(pos, 0);
+	cr_assert_str_eq(where, "gpu-1");
+	dep = last_body(&e, "PATCH", "/deployments/train-a");
+	cr_assert(strstr(dep, "\"kubernetes.io/hostname\":\"gpu-1\"") &&
+		  strstr(dep, "\"" OP_K8S_ANNOTATION_GPU_SLOTS "\":\"0\""), "bound to the node and slot: %s", dep);
+	free(dep);
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, "train-b", &pos, &where), "b's state");
+	cr_assert_eq(pos, 1, "b waits first in line");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/train-b"), 0, "nothing rendered while queued");
+	st = last_body(&e, "PATCH", "/flashservices/train-b/status");
+	cr_assert(strstr(st, "\"Queued\""), "%s", st);
+	free(st);
+
+	/* a deleted: its slot goes to b. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed(&e, K8S_EVENT_DELETED, a), "a deleted");
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, "train-b", &pos, &where), "b's state");
+	cr_assert_eq(pos, 0);
+	cr_assert_str_eq(where, "gpu-1");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/train-b"), 1, "b rendered once bound");
+	json_free(node);
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- CRDs */
+
+Test(reconcile, crds_applied_then_waited_until_established)
+{
+	struct env e;
+	char *est;
+	const char *p1 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+	struct k8s_fake_step notyet = { .method = "GET", .path = p1, .body = "{\"apiVersion\":\"apiextensions.k8s.io/v1\","
+				       "\"kind\":\"CustomResourceDefinition\",\"metadata\":{\"name\":\"x\"},\"status\":{}}" };
+	struct k8s_fake_step ok = { .method = "GET", .path = p1 };
+
+	env_open(&e);
+	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
+	ok.body = est;
+	ASSERT_OK(k8s_fake_push(e.fake, &notyet), "not yet");
+	ASSERT_OK(k8s_fake_push(e.fake, &ok), "established");
+	ASSERT_OK(op_k8s_crds_apply(e.k, 5000), "CRDs");
+	cr_assert_eq(count(&e, "PATCH", "/customresourcedefinitions/"), 2, "both applied");
+	/* flashservices: exchange 02 says Established; flashusagerecords: one
+	 * GET before it is. */
+	cr_assert_eq(count(&e, "GET", "/customresourcedefinitions/flashservices"), 1);
+	cr_assert_eq(count(&e, "GET", "/customresourcedefinitions/flashusagerecords"), 2);
+	cr_assert_eq(k8s_fake_pending(e.fake), 0);
+	free(est);
+	env_close(&e);
+}
+
+Test(reconcile, crds_time_out_when_never_established)
+{
+	struct env e;
+
+	env_open(&e);
+	/* No GET of flashusagerecords' CRD answers: 404 until the bound. */
+	cr_assert_eq(op_k8s_crds_apply(e.k, 20), -ETIMEDOUT);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- k8s-run.c: threads, Lease, watches */
+
+static void wait_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_writes)
+{
+	struct env e;
+	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+	const char *fspath = "/apis/flash.heterocloud.io/v1alpha1/flashservices";
+	char *est, *list;
+	struct k8s_config cfg = { 0 };
+	struct k8s_client_opts co = { .sz = sizeof(co), .sleep_ms = no_sleep, .max_attempts = 1 };
+	struct op_k8s_run_opts ro = {
+		.sz = sizeof(ro), .lease_namespace = "flash-system", .retry_period_ms = 50,
+		.log = on_log,
+	};
+	struct op_k8s_run *a = NULL, *b = NULL;
+	struct op_k8s_stats sa = { 0 }, sb = { 0 };
+	struct json_value *fs = fs_object("web", 1, spec_web, true, NULL);
+	size_t before;
+
+	env_open(&e);
+	cfg.server = (char *)k8s_fake_url(e.fake);
+	ro.k8s_config = &cfg;
+	ro.client_opts = &co;
+	ro.config = e.config;
+	ro.schemas = e.schemas;
+	ro.log_userdata = &e;
+	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
+	{
+		char *item = NULL, *body = NULL;
+		size_t len = 0;
+		struct json_writer *w = json_writer_new(0);
+
+		jw_value(w, fs);
+		cr_assert(json_writer_finish(w, &item, &len) == 0);
+		cr_assert(asprintf(&body, "{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+				   "\"metadata\":{\"resourceVersion\":\"300\"},\"items\":[%s]}", item) > 0);
+		free(item);
+		list = body;
+	}
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
+		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
+
+		ASSERT_OK(k8s_fake_push(e.fake, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(e.fake, &s2), "list");
+	}
+	/* A holds the identity exchange 72 answers with; B does not. */
+	ro.identity = LEASE_HOLDER;
+	ASSERT_OK(op_k8s_run_start(&ro, &a), "A");
+	for (int i = 0; i < 200; i++) {
+		op_k8s_run_stats(a, &sa);
+		if (op_k8s_run_is_leader(a) && sa.status_writes >= 1)
+			break;
+		wait_ms(20);
+	}
+	cr_assert(op_k8s_run_is_leader(a), "A leads");
+	cr_assert_eq(sa.services, 1, "A's watch listed the service");
+	cr_assert_geq(sa.status_writes, 1, "and A wrote its status");
+	cr_assert_geq(count(&e, "PATCH", "/deployments/web"), 1, "A applied the Deployment");
+	cr_assert_geq(count(&e, "POST", "/leases"), 1, "A took the Lease");
+
+	/* B: the same CRDs, the same list; the Lease's answer names A. */
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
+		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
+
+		ASSERT_OK(k8s_fake_push(e.fake, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(e.fake, &s2), "list");
+	}
+	op_k8s_run_stop(a);
+	a = NULL;
+	before = count(&e, "PATCH", "/deployments/");
+	ro.identity = "flash-operator-b";
+	ASSERT_OK(op_k8s_run_start(&ro, &b), "B");
+	for (int i = 0; i < 200; i++) {
+		op_k8s_run_stats(b, &sb);
+		if (sb.services == 1 && count(&e, "POST", "/leases") >= 2)
+			break;
+		wait_ms(20);
+	}
+	wait_ms(200);
+	op_k8s_run_stats(b, &sb);
+	cr_assert_eq(sb.services, 1, "B's watch listed the service too");
+	cr_assert(!op_k8s_run_is_leader(b), "B never leads: the Lease names A");
+	cr_assert_eq(sb.requests, 4, "B sent only its CRD applies and reads: %llu", (unsigned long long)sb.requests);
+	cr_assert_eq(sb.status_writes, 0);
+	cr_assert_eq(count(&e, "PATCH", "/deployments/"), before, "B applied nothing");
+	op_k8s_run_stop(b);
+	free(est);
+	free(list);
+	json_free(fs);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- never send what the schemas refuse */
+
+Test(reconcile, an_object_its_schema_refuses_is_never_sent)
+{
+	static const char *const docs[] = { "k8s/openapi/core_v1.json", "k8s/openapi/networking_v1.json" };
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct flash_schema_set *set = NULL;
+	struct op_k8s_stats st;
+	char *body;
+
+	env_open(&e);
+	/* A schema set without apps/v1: a Deployment has no schema to pass. */
+	ASSERT_OK(flash_schema_set_new(&set), "set");
+	for (size_t i = 0; i < ARRAY_SIZE(docs); i++) {
+		size_t len;
+		char *text = k8s_test_read(docs[i], &len);
+
+		ASSERT_OK(flash_schema_set_add_openapi(set, text, len, NULL), "openapi");
+		free(text);
+	}
+	flash_schema_set_free(e.schemas);
+	e.schemas = set;
+	op_k8s_free(e.k);
+	e.k = reconciler_for(&e, e.c);
+	ASSERT_OK(op_k8s_set_leader(e.k, true), "leader");
+	(void)feed(&e, K8S_EVENT_ADDED, a);
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.refused, 1, "the Deployment refused before sending");
+	cr_assert_eq(count(&e, NULL, "/deployments/"), 0, "never sent");
+	cr_assert_eq(count(&e, "PATCH", "/networkpolicies/web"), 1, "what its schema accepts is sent");
+	body = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(strstr(body, "\"RenderRefused\"") && strstr(body, "Deployment"), "%s", body);
+	free(body);
+	json_free(a);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- public ports */
+
+#define SPEC_PUBLIC                                                                                            \
+	"{\"region\":\"heteronet-global\",\"image\":\"ghcr.io/acme/web:1.0\",\"replicas\":1,\"cpu_millis\":250,"     \
+	"\"memory_mib\":128,\"ephemeral_storage_gib\":1,\"ports\":" HTTP ",\"exposure\":{\"type\":\"public\","      \
+	"\"traffic_mode\":\"forwarded\",\"allowed_source_cidrs\":[],\"denied_source_cidrs\":[]},\"env\":{},"         \
+	"\"command\":[],\"args\":[],\"metadata\":{}}"
+
+static int64_t public_port_of(struct env *e, const char *name)
+{
+	char path[128], *body;
+	struct json_value *v;
+	const struct json_value *pp;
+	int64_t port = -1;
+
+	snprintf(path, sizeof(path), "/flashservices/%s/status", name);
+	body = last_body(e, "PATCH", path);
+	cr_assert(body, "no status written for %s", name);
+	v = k8s_test_parse(body);
+	pp = json_at(v, "status.publicPorts");
+	cr_assert(pp && json_is(pp, JSON_ARRAY) && pp->u.array.n == 1, "%s", body);
+	cr_assert_eq(json_get_int64(json_get(pp->u.array.items[0], "port"), &port), 0);
+	json_free(v);
+	free(body);
+	return port;
+}
+
+Test(reconcile, public_ports_kept_from_the_status_across_a_restart)
+{
+	struct env e;
+	static const char cj[] = "{\"publicPortRange\":{\"first\":30000,\"last\":30009}}";
+	/* b is listed first, without status; a already holds 30000 in its status. */
+	struct json_value *b = fs_object("web-b", 1, SPEC_PUBLIC, true, NULL);
+	struct json_value *a0 = fs_object("web-a", 1, SPEC_PUBLIC, true, NULL);
+	char *svc;
+	struct json_value *a;
+	struct k8s_event relist = { .type = K8S_EVENT_RELIST }, synced = { .type = K8S_EVENT_SYNCED };
+
+	env_open(&e);
+	flash_operator_config_free(e.config);
+	ASSERT_OK(flash_operator_config_parse(cj, strlen(cj), &e.config, NULL), "config");
+	op_k8s_free(e.k);
+	e.k = reconciler_for(&e, e.c);
+	ASSERT_OK(op_k8s_set_leader(e.k, true), "leader");
+	{
+		size_t len;
+		char *t = NULL, *with;
+
+		ASSERT_OK(json_write_value(a0, 0, &t, &len), "a");
+		with = k8s_test_edit(t, "\"spec\":", "\"status\":{\"publicPorts\":[{\"name\":\"http\",\"protocol\":\"tcp\","
+						       "\"port\":30000}]},\"spec\":");
+		a = k8s_test_parse(with);
+		free(t);
+		free(with);
+	}
+	ASSERT_OK(op_k8s_service_event(e.k, &relist), "relist");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, b), "b");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "nothing written before the list is complete");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "a");
+	ASSERT_OK(op_k8s_service_event(e.k, &synced), "synced");
+	cr_assert_eq(public_port_of(&e, "web-a"), 30000, "a keeps its port");
+	cr_assert_eq(public_port_of(&e, "web-b"), 30001, "b gets another");
+	svc = last_body(&e, "PATCH", "/services/web-a$");
+	cr_assert(svc && strstr(svc, "30000"), "a's Service on its port: %s", svc);
+	free(svc);
+	/* Written once: the next pass sends nothing. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_resync(e.k), "resync");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	json_free(a0);
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- drift */
+
+Test(reconcile, namespace_already_there_and_deployment_deleted_behind_its_back)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct k8s_fake_step exists = {
+		.method = "POST", .path = "/api/v1/namespaces", .status = 409,
+		.body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			"\"message\":\"namespaces \\\"org-a\\\" already exists\",\"reason\":\"AlreadyExists\","
+			"\"details\":{\"name\":\"org-a\",\"kind\":\"namespaces\"},\"code\":409}",
+	};
+	struct op_k8s_stats st;
+
+	env_open(&e);
+	ASSERT_OK(k8s_fake_push(e.fake, &exists), "409 AlreadyExists");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "an existing namespace is no error");
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.errors, 0);
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1);
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_DELETED, dep_ready), "deleted by someone");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "applied again");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 0, "the namespace is not created twice");
+	json_free(a);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- usage records accumulate */
+
+static int64_t record_cpu(struct env *e, const char *name_part)
+{
+	char *body = last_body(e, "PATCH", name_part);
+	struct json_value *v;
+	int64_t cpu = -1;
+
+	cr_assert(body, "no write to %s", name_part);
+	v = k8s_test_parse(body);
+	cr_assert_eq(json_get_int64(json_at(v, "status.cpuMillicoreSeconds"), &cpu), 0, "%s", body);
+	json_free(v);
+	free(body);
+	return cpu;
+}
+
+Test(reconcile, usage_records_are_added_to_not_overwritten)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	char path[256], name[OP_K8S_USAGE_NAME_MAX + 1], *existing;
+	struct k8s_fake_step step = { .method = "GET" };
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "one ready replica");
+	/* Nothing counted yet: a flush sends nothing. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+
+	/* An hour later: the organization's record already holds 1,000,000
+	 * millicore-seconds (an earlier operator's): the hour is added. */
+	test_now += 3600;
+	cr_assert(op_k8s_usage_record_name(false, ORG, test_now, name, sizeof(name)) > 0);
+	snprintf(path, sizeof(path), "/apis/flash.heterocloud.io/v1alpha1/namespaces/" NS "/flashusagerecords/%s", name);
+	cr_assert(asprintf(&existing,
+			   "{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\",\"kind\":\"FlashUsageRecord\","
+			   "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS "\",\"resourceVersion\":\"7\"},"
+			   "\"status\":{\"scope\":\"organization\",\"organization\":\"" ORG "\","
+			   "\"week\":\"2026-W49\",\"weekStart\":\"2026-11-30T00:00:00Z\",\"weekEnd\":\"2026-12-07T00:00:00Z\","
+			   "\"cpuMillicoreSeconds\":1000000,\"memoryMiBSeconds\":0,\"gpuSeconds\":0,\"saturated\":false,"
+			   "\"accruedUntil\":\"2026-11-30T11:00:00Z\"}}", name) > 0);
+	step.path = path;
+	step.body = existing;
+	ASSERT_OK(k8s_fake_push(e.fake, &step), "the existing record");
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
+	/* 250 millicores x 3600 s added to the organization's 1,000,000. */
+	cr_assert_eq(record_cpu(&e, "/flashusagerecords/org.org-a"), 1000000 + 250 * 3600);
+	/* The service's record did not exist: created with the hour. */
+	cr_assert_eq(record_cpu(&e, "/flashusagerecords/svc.uid-web"), 250 * 3600);
+	cr_assert_eq(count(&e, "GET", "/flashusagerecords/"), 2);
+
+	/* Again without new usage: nothing sent. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	free(existing);
+	json_free(a);
+	env_close(&e);
+}
