@@ -524,9 +524,16 @@ static void svc_delete_id(struct agent_k8s *k, const char *id)
 }
 
 /* PUTs the bodies of group @g that changed (after the first sync). */
+/* A (re)list of Services or EndpointSlices is under way: its changes go
+ * out in one batch when it ends. */
+static bool batching(const struct agent_k8s *k)
+{
+	return !k->svc_synced || k->listing[AGENT_K8S_SERVICES] || k->listing[AGENT_K8S_ENDPOINTSLICES];
+}
+
 static int group_sync(struct agent_k8s *k, struct svc_group *g)
 {
-	if (!k->svc_synced || !g->svc)
+	if (batching(k) || !g->svc)
 		return 0;
 	for (size_t i = 0; i < g->svc->n_ports; i++) {
 		struct svc_port *sp = &g->svc->ports[i];
@@ -716,8 +723,9 @@ static void stale_slice(void *val, void *ctx)
 		slice_remove(k, sl->key);
 }
 
-/* The first sync: every group's bodies in one agent_services_put_many()
- * (one state write for all, not one journal record each). */
+/* The end of a list: every group's changed bodies in one
+ * agent_services_put_many() (one state write for all, not one journal
+ * record each); ports left without a frontend are deleted. */
 struct batch {
 	struct agent_k8s *k;
 	const char **ids;
@@ -737,8 +745,16 @@ static void batch_group_cb(void *val, void *ctx)
 		char *body = NULL;
 
 		b->err = port_body(b->k, g, sp, &body);
-		if (b->err < 0 || !body)
+		if (b->err < 0)
 			continue;
+		if (!body) {
+			if (sp->body) {
+				svc_delete_id(b->k, sp->id);
+				free(sp->body);
+				sp->body = NULL;
+			}
+			continue;
+		}
 		if (sp->body && !strcmp(sp->body, body)) {
 			free(body);
 			continue;
@@ -768,7 +784,7 @@ static void batch_group_cb(void *val, void *ctx)
 	}
 }
 
-static int first_sync(struct agent_k8s *k)
+static int batch_sync(struct agent_k8s *k)
 {
 	struct batch b = { .k = k };
 	int *errs = NULL, r;
@@ -1026,7 +1042,7 @@ int agent_k8s_event(struct agent_k8s *k, enum agent_k8s_kind kind, const struct 
 		k->stats.relists++;
 		break;
 	case K8S_EVENT_SYNCED:
-		k->listing[kind] = false;
+		/* What the list did not hold is gone (still batched). */
 		if (kind == AGENT_K8S_SERVICES)
 			k8s_map_each(&k->groups, stale_service, k);
 		else if (kind == AGENT_K8S_ENDPOINTSLICES)
@@ -1036,13 +1052,17 @@ int agent_k8s_event(struct agent_k8s *k, enum agent_k8s_kind kind, const struct 
 
 			k8s_map_each(kind == AGENT_K8S_NETWORKPOLICIES ? &k->policies : &k->namespaces, stale_text, &c);
 		}
+		k->listing[kind] = false;
 		k->listed[kind] = true;
-		if (!k->svc_synced && k->listed[AGENT_K8S_SERVICES] && k->listed[AGENT_K8S_ENDPOINTSLICES]) {
-			/* Both caches are full: every Service goes out once, with
-			 * its backends. */
+		if (kind != AGENT_K8S_SERVICES && kind != AGENT_K8S_ENDPOINTSLICES)
+			break;
+		/* Both caches full (the first time: every Service goes out
+		 * once, with its backends), and no list under way: the
+		 * batch. */
+		if (k->listed[AGENT_K8S_SERVICES] && k->listed[AGENT_K8S_ENDPOINTSLICES])
 			k->svc_synced = true;
-			r = first_sync(k);
-		}
+		if (!batching(k))
+			r = batch_sync(k);
 		break;
 	case K8S_EVENT_ADDED:
 	case K8S_EVENT_MODIFIED:

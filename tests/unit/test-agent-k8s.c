@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <flash/diag.h>
 #include <flash/render.h>
 #include <flowsdn/common.h>
@@ -258,6 +259,34 @@ Test(agent_k8s, services_and_slices_through_the_fake_server)
 		free(slice);
 		free(rec);
 	}
+	/* A relist in which web-local's affinity timeout changed: its one
+	 * PUT goes out at the list's end in a batch, as one snapshot (the
+	 * journal is emptied by it). */
+	{
+		char *edited = k8s_test_edit(svcs[2], "\"timeoutSeconds\":10800", "\"timeoutSeconds\":600");
+		const char *const texts[] = { svcs[0], edited, svcs[3] };
+		struct k8s_event relist = { .type = K8S_EVENT_RELIST }, synced = { .type = K8S_EVENT_SYNCED };
+		struct stat stj;
+		char path[128];
+
+		ASSERT_OK(agent_k8s_event(k, AGENT_K8S_SERVICES, &relist), "relist");
+		for (size_t i = 0; i < 3; i++) {
+			struct json_value *obj = k8s_test_parse(texts[i]);
+			struct k8s_event ev = { .type = K8S_EVENT_ADDED, .object = obj };
+
+			ASSERT_OK(agent_k8s_event(k, AGENT_K8S_SERVICES, &ev), "listed");
+			json_free(obj);
+		}
+		agent_k8s_get_stats(k, &st);
+		cr_assert_eq(st.svc_puts, 5, "nothing PUT while the list is under way");
+		ASSERT_OK(agent_k8s_event(k, AGENT_K8S_SERVICES, &synced), "synced");
+		agent_k8s_get_stats(k, &st);
+		cr_assert_eq(st.svc_puts, 6, "the one change, at the list's end");
+		snprintf(path, sizeof(path), "%s/services.journal", state_dir);
+		cr_assert(stat(path, &stj) == 0 && stj.st_size == 0, "one snapshot, no journal record (%lld bytes)",
+			  (long long)stj.st_size);
+		free(edited);
+	}
 	/* web deleted: both of its services go. */
 	{
 		struct json_value *obj = k8s_test_parse(svcs[0]);
@@ -281,7 +310,7 @@ Test(agent_k8s, services_and_slices_through_the_fake_server)
 	s = services_start();
 	cr_assert_eq(agent_services_count(s), 1, "web-local alone survives a restart");
 	out = svc_get(s, id);
-	cr_assert(out && strstr(out, "\"state\":\"terminating\""), "%s", out);
+	cr_assert(out && strstr(out, "\"state\":\"terminating\"") && strstr(out, "\"timeoutSeconds\":600"), "%s", out);
 	free(out);
 	agent_services_free(s);
 }
