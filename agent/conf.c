@@ -11,6 +11,7 @@
 #include "agent-api.h"
 #include "conf.h"
 #include "diag.h"
+#include "names.h"
 #include "hostfw.h"
 #include "json.h"
 #include "services.h"
@@ -80,6 +81,9 @@ void agent_config_free(struct agent_config *c)
 	free(c->pin_dir);
 	free(c->http_listen);
 	free(c->socket_lb_cgroup);
+	free(c->k8s_kubeconfig);
+	free(c->k8s_context);
+	free(c->k8s_node_name);
 	agent_svc_list_unref(c->services);
 	free(c);
 }
@@ -387,6 +391,55 @@ static int read_uplinks(struct check_ctx *ctx, const struct json_value *v, void 
 	return 0;
 }
 
+static int read_node_name(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	const char *s;
+	int r = json_read_strref(ctx, v, &s, NULL);
+
+	(void)arg;
+	if (r < 0)
+		return r;
+	if (!names_dns_subdomain_valid(s)) {
+		check_error(ctx, "node-name", v, "must be a node name (a DNS subdomain)");
+		return JSON_READ_REPORTED;
+	}
+	return json_read_string(ctx, v, dst, NULL);
+}
+
+static int read_context(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	const char *s;
+	int r = json_read_strref(ctx, v, &s, NULL);
+
+	(void)arg;
+	if (r < 0)
+		return r;
+	if (!s[0] || strlen(s) > 253) {
+		check_error(ctx, "context", v, "must be a kubeconfig context name (1-253 bytes)");
+		return JSON_READ_REPORTED;
+	}
+	return json_read_string(ctx, v, dst, NULL);
+}
+
+#define K(name, fn, field) { name, JSON_STRING, false, fn, offsetof(struct agent_config, field), NULL }
+static const struct json_field k8s_fields[] = {
+	K("context", read_context, k8s_context),
+	K("kubeconfig", read_path, k8s_kubeconfig),
+	K("nodeName", read_node_name, k8s_node_name),
+};
+#undef K
+static const struct json_table k8s_table = { k8s_fields, ARRAY_SIZE(k8s_fields), 0 };
+
+/* "kubernetes": the object's keys, and Kubernetes mode on. */
+static int read_kubernetes(struct check_ctx *ctx, const struct json_value *v, void *dst, const void *arg)
+{
+	struct agent_config *c = dst;
+
+	(void)arg;
+	c->kubernetes = true;
+	return json_read_nested(ctx, v, dst, &k8s_table);
+}
+
 static const struct json_int_range mtu_range = { 1280, 65535 }, conn_range = { 2, 1024 },
 				   reserve_range = { 1, 512 }, head_range = { 10, 60000 },
 				   req_range = { 1024, 1 << 20 }, timeout_range = { 1, 600 },
@@ -414,6 +467,7 @@ static const struct json_field config_fields[] = {
 	F("header-timeout-ms", JSON_NUMBER, json_read_uint32, header_timeout_ms, &head_range),
 	F("host-firewall", JSON_STRING, read_hostfw, host_firewall, NULL),
 	F("http-listen", JSON_STRING, read_listen, http_listen, optional),
+	{ "kubernetes", JSON_OBJECT, false, read_kubernetes, 0, NULL },
 	F("max-connections", JSON_NUMBER, json_read_uint32, max_connections, &conn_range),
 	F("max-request-bytes", JSON_NUMBER, json_read_uint32, max_request_bytes, &req_range),
 	F("mtu", JSON_NUMBER, json_read_uint32, mtu, &mtu_range),
@@ -574,6 +628,17 @@ int agent_config_format(const struct agent_config *c, char **ret_json)
 	jw_kv_uint(w, "snat-port-min", c->snat_port_min);
 	jw_kv_uint(w, "snat-port-max", c->snat_port_max);
 	jw_kv_string(w, "host-firewall", agent_hostfw_mode_name(c->host_firewall));
+	if (c->kubernetes) {
+		jw_key(w, "kubernetes");
+		jw_object_open(w);
+		if (c->k8s_kubeconfig)
+			jw_kv_string(w, "kubeconfig", c->k8s_kubeconfig);
+		if (c->k8s_context)
+			jw_kv_string(w, "context", c->k8s_context);
+		if (c->k8s_node_name)
+			jw_kv_string(w, "nodeName", c->k8s_node_name);
+		jw_object_close(w);
+	}
 	jw_kv_uint(w, "conntrack-max", c->ct_max);
 	jw_kv_uint(w, "conntrack-gc-interval-seconds", c->ct_gc_interval_s);
 	jw_kv_uint(w, "conntrack-timeout-tcp-seconds", c->ct_timeouts.tcp);
@@ -614,6 +679,12 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 		err = set_str(&c->http_listen, src->http_listen);
 	if (!err)
 		err = set_str(&c->socket_lb_cgroup, src->socket_lb_cgroup);
+	if (!err && src->k8s_kubeconfig)
+		err = set_str(&c->k8s_kubeconfig, src->k8s_kubeconfig);
+	if (!err && src->k8s_context)
+		err = set_str(&c->k8s_context, src->k8s_context);
+	if (!err && src->k8s_node_name)
+		err = set_str(&c->k8s_node_name, src->k8s_node_name);
 	if (err) {
 		agent_config_free(c);
 		return err;
@@ -638,6 +709,7 @@ int agent_config_dup(const struct agent_config *src, struct agent_config **ret)
 	c->snat_port_min = src->snat_port_min;
 	c->snat_port_max = src->snat_port_max;
 	c->host_firewall = src->host_firewall;
+	c->kubernetes = src->kubernetes;
 	c->ct_gc_interval_s = src->ct_gc_interval_s;
 	c->ct_timeouts = src->ct_timeouts;
 	if (dup_list(&c->namespaces, src->namespaces, src->n_namespaces) < 0 ||

@@ -60,6 +60,14 @@ struct agent_config {
 	size_t n_uplinks;
 	unsigned int snat_port_min, snat_port_max; /* source ports of flows sent to other nodes' backends */
 	unsigned int host_firewall; /* "host-firewall": enum flowsdn_hostfw_mode (agent/hostfw.h) */
+	/* "kubernetes": {"kubeconfig", "context", "nodeName"} (agent/k8s.h);
+	 * the key (or --kubernetes) turns Kubernetes mode on.  NULL strings:
+	 * in-cluster configuration, the current context, $NODE_NAME or the
+	 * host name. */
+	bool kubernetes;
+	char *k8s_kubeconfig;
+	char *k8s_context;
+	char *k8s_node_name;
 };
 
 /* The defaults (every key of flowsdn-agent.conf(5)).  -ENOMEM. */

@@ -82,6 +82,9 @@ struct agent_core {
 	struct timing timing[AGENT_VERB_MAX_];
 	unsigned int uplinks;       /* uplinks with the uplink program */
 	struct agent_services *services; /* agent/services.c */
+	/* Kubernetes mode: GET /v1/node/routes (agent/k8s.h), under lock */
+	int (*node_routes)(void *userdata, char **ret_json);
+	void *node_routes_userdata;
 };
 
 static void timespec_at(int64_t ms, struct timespec *ts)
@@ -1451,4 +1454,25 @@ int agent_core_new(const struct agent_config *cfg, const struct agent_ops *ops, 
 out:
 	agent_core_free(a);
 	return err;
+}
+
+void agent_core_set_node_routes(struct agent_core *core, int (*fn)(void *userdata, char **ret_json), void *userdata)
+{
+	pthread_mutex_lock(&core->lock);
+	core->node_routes = fn;
+	core->node_routes_userdata = userdata;
+	pthread_mutex_unlock(&core->lock);
+}
+
+int agent_core_node_routes(struct agent_core *core, char **ret_json)
+{
+	int (*fn)(void *userdata, char **ret_json);
+	void *userdata;
+
+	pthread_mutex_lock(&core->lock);
+	fn = core->node_routes;
+	userdata = core->node_routes_userdata;
+	pthread_mutex_unlock(&core->lock);
+	/* The answer is built outside the core's lock: the routes have theirs. */
+	return fn ? fn(userdata, ret_json) : -FLOWSDN_E_AGENT_NOT_FOUND;
 }

@@ -120,6 +120,13 @@ int agent_core_endpoint_labels(struct agent_core *core, uint32_t id, const struc
 int agent_core_ipam(struct agent_core *core, struct flowsdn_ipam_pool_summary *pools, size_t max, size_t *ret_n_pools,
 		    struct flowsdn_ipam_allocation **ret_allocs, size_t *ret_n_allocs);
 
+/* Kubernetes mode (agent/k8s.h): @fn answers GET /v1/node/routes with
+ * its JSON (malloc'd) until it is set back to NULL (before what @userdata
+ * points to is freed).  agent_core_node_routes() calls it, or returns
+ * -FLOWSDN_E_AGENT_NOT_FOUND when the agent is not in Kubernetes mode. */
+void agent_core_set_node_routes(struct agent_core *core, int (*fn)(void *userdata, char **ret_json), void *userdata);
+int agent_core_node_routes(struct agent_core *core, char **ret_json);
+
 struct agent_status {
 	time_t started;
 	size_t endpoints;

@@ -486,6 +486,24 @@ static void route_ipam(struct agent_core *core, struct reply *r)
 	reply_json(r, 200, g);
 }
 
+/* GET /v1/node/routes: Kubernetes mode's routes to the other nodes. */
+static void route_node_routes(struct agent_core *core, struct reply *r)
+{
+	char *json = NULL;
+	int err = agent_core_node_routes(core, &json);
+
+	if (err == -FLOWSDN_E_AGENT_NOT_FOUND) {
+		reply_error(r, 404, err, "the agent is not in Kubernetes mode (flowsdn-agent --kubernetes)");
+		return;
+	}
+	if (err < 0) {
+		reply_error(r, 500, err, "routes: %s", agent_api_strerror(err));
+		return;
+	}
+	r->status = 200;
+	r->body = json;
+}
+
 static void route_timing(struct agent_core *core, struct reply *r)
 {
 	struct json_writer *g = reply_gen(r);
@@ -562,7 +580,7 @@ static void agent_route(struct agent_http *h, bool read_only, const char *method
 {
 	static const char *const posts[] = { "/v1/cni/add", "/v1/cni/check", "/v1/cni/del", "/v1/cni/gc" };
 	static const char *const gets[] = { "/v1/healthz", "/v1/health/modules", "/v1/endpoint", "/v1/ipam",
-					    "/v1/cni/timing" };
+					    "/v1/ip", "/v1/node/routes", "/v1/cni/timing" };
 	bool is_get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	bool is_post = !strcmp(method, "POST"), is_put = !strcmp(method, "PUT");
 	bool known_post = false, known_get = false, known_put = false;
@@ -627,8 +645,10 @@ static void agent_route(struct agent_http *h, bool read_only, const char *method
 		route_translation(core, url + 13, req, r);
 	else if (!strncmp(url, "/v1/endpoint/", 13))
 		route_endpoints(core, url + 13, r);
-	else if (!strcmp(url, "/v1/ipam"))
+	else if (!strcmp(url, "/v1/ipam") || !strcmp(url, "/v1/ip"))
 		route_ipam(core, r);
+	else if (!strcmp(url, "/v1/node/routes"))
+		route_node_routes(core, r);
 	else if (!strcmp(url, "/v1/cni/timing"))
 		route_timing(core, r);
 	else if (!strcmp(url, "/v1/cni/add"))

@@ -1518,6 +1518,62 @@ int agent_services_put(struct agent_services *as, const char *id, const char *bo
 	return r;
 }
 
+int agent_services_put_many(struct agent_services *as, const char *const *ids, const char *const *bodies, size_t n,
+			    int *ret_errs, size_t *ret_applied)
+{
+	struct diag *d = NULL;
+	size_t applied = 0;
+	int r = 0;
+
+	if (!as || (n && (!ids || !bodies || !ret_errs)))
+		return -EINVAL;
+	if (diag_new(&d) < 0)
+		return -ENOMEM;
+	pthread_mutex_lock(&as->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct json_value *root = NULL;
+		struct check_ctx ctx;
+		struct svc *sv = NULL;
+		int e;
+
+		diag_begin(d, 0);
+		if (!ids[i] || !bodies[i] || !names_service_id_valid(ids[i])) {
+			ret_errs[i] = -FLOWSDN_E_AGENT_REFUSED;
+			continue;
+		}
+		e = parse_body(bodies[i], strlen(bodies[i]), &root, d);
+		if (e == 0) {
+			check_ctx_init(&ctx, d);
+			e = service_read(&ctx, root, ids[i], &sv);
+			json_free(root);
+			if (e == JSON_READ_REPORTED)
+				e = -FLOWSDN_E_AGENT_REFUSED;
+		}
+		if (e == 0) {
+			sv->svc_id = 0;
+			for (size_t b = 0; b < sv->n_be; b++)
+				sv->be[b].ids[0] = sv->be[b].ids[1] = 0;
+			e = apply_locked(as, sv, APPLY_PUBLISH, d);
+		}
+		if (e < 0) {
+			const struct diag_entry *de = diag_first_error(d);
+
+			pr_warn("agent: service %s refused: %s", ids[i], de ? de->message : flowsdn_strerror(e));
+		}
+		else
+			applied++;
+		ret_errs[i] = e;
+	}
+	/* One snapshot for the batch instead of one journal record each. */
+	if (applied)
+		r = state_save(as);
+	pthread_mutex_unlock(&as->lock);
+	diag_free(d);
+	if (ret_applied)
+		*ret_applied = applied;
+	return r;
+}
+
 /* Takes service @at out of the table (and the datapath with @publish). */
 static int delete_locked(struct agent_services *as, size_t at, bool publish, struct diag *diag)
 {

@@ -56,6 +56,15 @@ void agent_services_free(struct agent_services *s);
  * and state write errors (-errno; nothing changed then), -ENOMEM. */
 int agent_services_put(struct agent_services *s, const char *id, const char *body, size_t len,
 		       struct json_writer *g, struct diag *diag);
+/* PUT of @n services at once (flowsdn-agent's Kubernetes mode after its
+ * first list): each as agent_services_put() applies it (ret_errs[i] its
+ * result, a refusal logged with its field), then one snapshot of the
+ * whole table is written (one fsync'd file instead of @n journal
+ * records).  *ret_applied (may be NULL) counts the services applied.
+ * Returns 0, or the snapshot write's -errno (the services are applied and
+ * published; the journal stays as it was). */
+int agent_services_put_many(struct agent_services *s, const char *const *ids, const char *const *bodies, size_t n,
+			    int *ret_errs, size_t *ret_applied);
 /* Where the sockets of removed UDP backends are looked for besides the
  * agent's own netns: @fn returns a copy of the endpoints (freed with
  * free()), whose namespaces (once each; not those of endpoints whose

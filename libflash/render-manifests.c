@@ -380,16 +380,18 @@ static int agent(const struct flash_operator_config *c, struct kdoc **docs, size
 	kdoc_set_bool(docs[(*n)++], "automountServiceAccountToken", false);
 	role = object("rbac.authorization.k8s.io/v1", "ClusterRole", AGENT_NAME, NULL, AGENT_NAME);
 	rules = kdoc_set_arr(role, "rules");
-	/* Its Node (podCIDRs, the chosen pool as an annotation) and every
-	 * other Node (direct routes). */
-	rule(rules, "", L("nodes"), L("get", "list", "watch", "patch"), NULL);
-	/* Local Pods: identities; the flowsdn.io/pod-networks annotation. */
-	rule(rules, "", L("pods"), L("get", "list", "watch", "patch"), NULL);
+	/* Exactly the calls of agent/k8s*.c: its Node at start (podCIDRs ->
+	 * pools) and every Node watched (direct routes). */
+	rule(rules, "", L("nodes"), L("get", "list", "watch"), NULL);
+	/* Local Pods (fieldSelector spec.nodeName): identities; the
+	 * flowsdn.io/pod-networks annotation (strategic merge patch). */
+	rule(rules, "", L("pods"), L("list", "watch", "patch"), NULL);
 	/* Services, their slices, policies and namespaces: watched only. */
 	rule(rules, "", L("services", "namespaces"), L("list", "watch"), NULL);
 	rule(rules, "discovery.k8s.io", L("endpointslices"), L("list", "watch"), NULL);
 	rule(rules, "networking.k8s.io", L("networkpolicies"), L("list", "watch"), NULL);
-	rule(rules, "events.k8s.io", L("events"), L("create", "patch"), NULL);
+	/* EndpointCreated, IPAllocationFailed, PodCIDRSelected: created once each. */
+	rule(rules, "events.k8s.io", L("events"), L("create"), NULL);
 	docs[(*n)++] = role;
 	docs[(*n)++] = binding("ClusterRoleBinding", "ClusterRole", AGENT_NAME, NULL, AGENT_NAME, AGENT_NAMESPACE,
 			       AGENT_NAME);
@@ -463,6 +465,7 @@ static int agent(const struct flash_operator_config *c, struct kdoc **docs, size
 	kdoc_set_str(ctr, "image", c->agent_image);
 	cmd = kdoc_set_arr(ctr, "command");
 	kdoc_append_str(cmd, "flowsdn-agent");
+	kdoc_append_str(cmd, "--kubernetes");
 	item = kdoc_append_obj(kdoc_set_arr(ctr, "env"));
 	kdoc_set_str(item, "name", "NODE_NAME");
 	kdoc_set_str(kdoc_set_obj(kdoc_set_obj(item, "valueFrom"), "fieldRef"), "fieldPath", "spec.nodeName");

@@ -457,8 +457,11 @@ out:
  * Adds or deletes the route @dst/@dst_len via @gw (may be NULL: a link
  * route) on @ifindex in the main table.
  */
-static int route_op(struct nl_sock *sk, bool add, int family, const struct flowsdn_addr *dst, unsigned int dst_len,
-		    const struct flowsdn_addr *gw, int ifindex)
+/* One route in the main table: add with @nl_flags (NLM_F_*) or delete;
+ * @protocol its rtm_protocol (the kernel matches it on delete); @ifindex
+ * 0 lets the kernel resolve @gw's interface. */
+static int route_msg(struct nl_sock *sk, bool add, int nl_flags, uint8_t protocol, int family,
+		     const struct flowsdn_addr *dst, unsigned int dst_len, const struct flowsdn_addr *gw, int ifindex)
 {
 	struct rtnl_route *rt = rtnl_route_alloc();
 	struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
@@ -473,12 +476,13 @@ static int route_op(struct nl_sock *sk, bool add, int family, const struct flows
 		goto out;
 	rtnl_route_set_family(rt, family == FLOWSDN_AF_INET ? AF_INET : AF_INET6);
 	rtnl_route_set_table(rt, RT_TABLE_MAIN);
-	rtnl_route_set_protocol(rt, RTPROT_STATIC);
+	rtnl_route_set_protocol(rt, protocol);
 	rtnl_route_set_scope(rt, gw ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK);
 	r = nlerr(rtnl_route_set_dst(rt, d));
 	if (r < 0)
 		goto out;
-	rtnl_route_nh_set_ifindex(nh, ifindex);
+	if (ifindex)
+		rtnl_route_nh_set_ifindex(nh, ifindex);
 	if (gw) {
 		g = nl_addr_of(gw, flowsdn_addr_bits(gw));
 		if (!g) {
@@ -490,7 +494,7 @@ static int route_op(struct nl_sock *sk, bool add, int family, const struct flows
 	rtnl_route_add_nexthop(rt, nh);
 	nh = NULL; /* owned by the route now */
 	if (add)
-		r = nlerr(rtnl_route_add(sk, rt, NLM_F_CREATE | NLM_F_REPLACE));
+		r = nlerr(rtnl_route_add(sk, rt, nl_flags));
 	else
 		r = nlerr(rtnl_route_delete(sk, rt, 0));
 out:
@@ -501,6 +505,12 @@ out:
 	if (rt)
 		rtnl_route_put(rt);
 	return r;
+}
+
+static int route_op(struct nl_sock *sk, bool add, int family, const struct flowsdn_addr *dst, unsigned int dst_len,
+		    const struct flowsdn_addr *gw, int ifindex)
+{
+	return route_msg(sk, add, NLM_F_CREATE | NLM_F_REPLACE, RTPROT_STATIC, family, dst, dst_len, gw, ifindex);
 }
 
 static int neigh_add(struct nl_sock *sk, int ifindex, const struct flowsdn_addr *ip, const uint8_t mac[6])
@@ -1103,3 +1113,169 @@ FLOWSDN_API int flowsdn_netlink_endpoint_check(const struct flowsdn_endpoint_ifa
 	return run_in_netns(nsfd, check_inside, &a);
 }
 
+
+/* ------------------------------------------------------------ gateway routes */
+
+/* @a (an nl_addr of AF_INET/AF_INET6) as a flowsdn address; false otherwise. */
+static bool addr_from_nl(struct nl_addr *a, struct flowsdn_addr *ret)
+{
+	int fam;
+
+	if (!a)
+		return false;
+	fam = nl_addr_get_family(a);
+	if ((fam != AF_INET || nl_addr_get_len(a) != 4) && (fam != AF_INET6 || nl_addr_get_len(a) != 16))
+		return false;
+	return flowsdn_addr_from_bytes(fam == AF_INET ? FLOWSDN_AF_INET : FLOWSDN_AF_INET6, nl_addr_get_binary_addr(a),
+				       ret) == 0;
+}
+
+/* One route of protocol FLOWSDN_NETLINK_RTPROT: @dst via @gw, the
+ * interface the kernel resolves for @gw. */
+static int gw_route_op(struct nl_sock *sk, bool add, int nl_flags, const struct flowsdn_prefix *dst,
+		       const struct flowsdn_addr *gw)
+{
+	return route_msg(sk, add, nl_flags, FLOWSDN_NETLINK_RTPROT, dst->addr.family, &dst->addr, dst->len, gw, 0);
+}
+
+struct route_walk {
+	struct flowsdn_route *v;
+	size_t n, cap;
+	int family;
+	int err;
+};
+
+static void route_walk_one(struct nl_object *o, void *arg)
+{
+	struct rtnl_route *rt = (struct rtnl_route *)o;
+	struct route_walk *w = arg;
+	struct flowsdn_route e = { 0 };
+	struct rtnl_nexthop *nh;
+
+	if (w->err || rtnl_route_get_table(rt) != RT_TABLE_MAIN || rtnl_route_get_type(rt) != RTN_UNICAST)
+		return;
+	if (!addr_from_nl(rtnl_route_get_dst(rt), &e.dst.addr)) {
+		/* A default route's destination has no bytes in libnl. */
+		int fam = rtnl_route_get_family(rt);
+
+		if (fam != AF_INET && fam != AF_INET6)
+			return;
+		e.dst.addr.family = fam == AF_INET ? FLOWSDN_AF_INET : FLOWSDN_AF_INET6;
+	}
+	if (w->family && e.dst.addr.family != w->family)
+		return;
+	e.dst.len = (uint8_t)nl_addr_get_prefixlen(rtnl_route_get_dst(rt));
+	e.protocol = rtnl_route_get_protocol(rt);
+	nh = rtnl_route_nexthop_n(rt, 0);
+	if (nh) {
+		e.ifindex = rtnl_route_nh_get_ifindex(nh);
+		(void)addr_from_nl(rtnl_route_nh_get_gateway(nh), &e.gateway);
+	}
+	if (w->n == w->cap) {
+		size_t nc = w->cap ? w->cap * 2 : 32;
+		struct flowsdn_route *nv = realloc(w->v, nc * sizeof(*nv));
+
+		if (!nv) {
+			w->err = -ENOMEM;
+			return;
+		}
+		w->v = nv;
+		w->cap = nc;
+	}
+	w->v[w->n++] = e;
+}
+
+static int route_list(struct nl_sock *sk, int family, struct flowsdn_route **ret, size_t *ret_n)
+{
+	struct nl_cache *cache = NULL;
+	struct route_walk w = { .family = family };
+	int r;
+
+	r = nlerr(rtnl_route_alloc_cache(sk, family == FLOWSDN_AF_INET ? AF_INET
+					     : family == FLOWSDN_AF_INET6 ? AF_INET6 : AF_UNSPEC, 0, &cache));
+	if (r < 0)
+		return r;
+	nl_cache_foreach(cache, route_walk_one, &w);
+	nl_cache_free(cache);
+	if (w.err) {
+		free(w.v);
+		return w.err;
+	}
+	*ret = w.v;
+	*ret_n = w.n;
+	return 0;
+}
+
+FLOWSDN_API int flowsdn_netlink_route_list(int family, struct flowsdn_route **ret, size_t *ret_n,
+					   struct flowsdn_diag *diag)
+{
+	struct diag *err = flowsdn__diag(diag);
+	_cleanup_nl_ struct nl_sock *sk = NULL;
+	int r;
+
+	diag_begin(err, 0);
+	if (!ret || !ret_n || (family && family != FLOWSDN_AF_INET && family != FLOWSDN_AF_INET6))
+		return -EINVAL;
+	sk = nl_open();
+	if (!sk) {
+		set_err(err, "netlink socket: %s", strerror(errno));
+		return -FLOWSDN_E_NL_SOCKET;
+	}
+	r = route_list(sk, family, ret, ret_n);
+	if (r < 0 && r != -ENOMEM) {
+		set_err(err, "route dump: %s", strerror(-r));
+		r = -FLOWSDN_E_NL_ROUTE;
+	}
+	return r;
+}
+
+FLOWSDN_API int flowsdn_netlink_gateway_route(bool add, const struct flowsdn_prefix *dst,
+					      const struct flowsdn_addr *gw, struct flowsdn_diag *diag)
+{
+	struct diag *err = flowsdn__diag(diag);
+	_cleanup_nl_ struct nl_sock *sk = NULL;
+	char dbuf[FLOWSDN_PREFIX_STRLEN], gbuf[FLOWSDN_ADDR_STRLEN];
+	int r;
+
+	diag_begin(err, 0);
+	if (!dst || !gw || flowsdn_addr_bits(&dst->addr) == 0 || dst->addr.family != gw->family ||
+	    dst->len > flowsdn_addr_bits(&dst->addr))
+		return -EINVAL;
+	sk = nl_open();
+	if (!sk) {
+		set_err(err, "netlink socket: %s", strerror(errno));
+		return -FLOWSDN_E_NL_SOCKET;
+	}
+	flowsdn_prefix_format(dst, dbuf, sizeof(dbuf));
+	flowsdn_addr_format(gw, gbuf, sizeof(gbuf));
+	if (!add) {
+		/* The kernel matches the protocol: a route not ours stays. */
+		r = gw_route_op(sk, false, 0, dst, gw);
+		if (r == -ENOENT || r == -ESRCH)
+			r = 0;
+	} else {
+		r = gw_route_op(sk, true, NLM_F_CREATE | NLM_F_EXCL, dst, gw);
+		if (r == -EEXIST) {
+			struct flowsdn_route *v = NULL;
+			size_t n = 0;
+			bool ours = false;
+
+			r = route_list(sk, dst->addr.family, &v, &n);
+			for (size_t i = 0; r == 0 && i < n; i++)
+				if (v[i].dst.len == dst->len && flowsdn_addr_equal(&v[i].dst.addr, &dst->addr))
+					ours = v[i].protocol == FLOWSDN_NETLINK_RTPROT;
+			free(v);
+			if (r == 0 && !ours) {
+				set_err(err, "route %s exists and is not flowsdn's", dbuf);
+				return -EEXIST;
+			}
+			if (r == 0)
+				r = gw_route_op(sk, true, NLM_F_CREATE | NLM_F_REPLACE, dst, gw);
+		}
+	}
+	if (r < 0) {
+		set_err(err, "%s route %s via %s: %s", add ? "add" : "delete", dbuf, gbuf, strerror(-r));
+		r = r == -ENOMEM ? r : -FLOWSDN_E_NL_ROUTE;
+	}
+	return r;
+}

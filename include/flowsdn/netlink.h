@@ -180,6 +180,39 @@ FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_link_set_up(const char *netns_path, 
 FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_host_route(bool add, int ifindex, const struct flowsdn_addr *addr,
 							struct flowsdn_diag *diag);
 
+/* The routing protocol number (rtm_protocol) of the routes
+ * flowsdn_netlink_gateway_route() installs: how they are told from routes
+ * that are not flowsdn's ("ip route show proto 201"). */
+#define FLOWSDN_NETLINK_RTPROT 201
+
+/* Adds (@add) or removes the route @dst via @gw (same family) in the main
+ * table of the caller's netns, protocol FLOWSDN_NETLINK_RTPROT, through
+ * the interface the kernel resolves for @gw (a directly reachable
+ * gateway: the routes to other nodes' pod CIDRs).  Adding replaces a
+ * route to @dst only when it is flowsdn's: a route to @dst that is not
+ * fails with -EEXIST and stays.  Removing removes only flowsdn's route
+ * (a missing one succeeds).  -EINVAL, -FLOWSDN_E_NL_SOCKET,
+ * -FLOWSDN_E_NL_ROUTE (the kernel's refusal in @diag: an unreachable
+ * gateway is "Network is unreachable"), -ENOMEM.  Since FLOWSDN_0.2. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_gateway_route(bool add, const struct flowsdn_prefix *dst,
+							   const struct flowsdn_addr *gw, struct flowsdn_diag *diag);
+
+/* A unicast route of the main table. */
+struct flowsdn_route {
+	struct flowsdn_prefix dst;      /* 0.0.0.0/0, ::/0 for the default routes */
+	struct flowsdn_addr gateway;    /* family 0: none (a directly connected route) */
+	int ifindex;                    /* of the first next hop; 0: none */
+	uint8_t protocol;               /* rtm_protocol: FLOWSDN_NETLINK_RTPROT for flowsdn's */
+};
+
+/* The unicast routes of the main table of the caller's netns, of @family
+ * (FLOWSDN_AF_INET, FLOWSDN_AF_INET6, 0: both): *ret a malloc'd array of
+ * *ret_n entries (NULL when none), freed with free().  -EINVAL,
+ * -FLOWSDN_E_NL_SOCKET, -FLOWSDN_E_NL_ROUTE, -ENOMEM; outputs untouched on
+ * failure.  Since FLOWSDN_0.2. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_netlink_route_list(int family, struct flowsdn_route **ret, size_t *ret_n,
+							struct flowsdn_diag *diag);
+
 /* Writes @value to the sysctl @key ("net.ipv4.ip_forward" or
  * "net/ipv4/ip_forward"; interface names containing '.' need the '/'
  * form) inside @netns_path (NULL: the caller's netns).  Only keys under

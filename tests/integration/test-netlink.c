@@ -238,3 +238,64 @@ Test(netlink, host_accept_local_on_the_host_side_only, .init = setup, .fini = te
 	cr_assert(system("grep -qx 0 /proc/sys/net/ipv4/conf/fsdn9/accept_local") == 0, "off unless asked");
 	ASSERT_OK(flowsdn_netlink_veth_teardown("fsdn9", &a[0].addr, 1, err), "teardown");
 }
+
+static struct flowsdn_addr ip(const char *text)
+{
+	struct flowsdn_addr a;
+
+	cr_assert(flowsdn_addr_parse(text, strlen(text), &a) == 0, "%s", text);
+	return a;
+}
+
+/* The routes of flowsdn-agent's Kubernetes mode (<podCIDR> via <nodeIP>)
+ * in this test's own netns: installed with protocol 201, listed, replaced
+ * only when ours, a route not ours left alone (add refused, delete a
+ * no-op), removed, and the kernel's refusal of an unreachable gateway. */
+Test(netlink, gateway_routes_to_other_nodes, .init = setup, .fini = teardown, .timeout = 60)
+{
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();
+	struct flowsdn_prefix p2 = pfx("10.244.2.0/24"), p3 = pfx("10.244.3.0/24"), p6 = pfx("fd00:10:244:2::/64");
+	struct flowsdn_addr gw = ip("192.0.2.12"), gw2 = ip("192.0.2.22"), gw6 = ip("2001:db8::12");
+	struct flowsdn_route *v = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	cr_assert(system("ip link add fsdnR type veth peer name fsdnQ && ip link set fsdnQ up && ip link set fsdnR up && ip addr add 192.0.2.1/24 dev fsdnR && "
+			 "ip -6 addr add 2001:db8::1/64 dev fsdnR nodad") == 0, "a veth pair as the uplink (no dummy module needed)");
+	ASSERT_OK(flowsdn_netlink_gateway_route(true, &p2, &gw, d), "add");
+	cr_assert(run_in(NULL, "ip route show proto 201 | grep -q '^10.244.2.0/24 via 192.0.2.12 dev fsdnR'") == 0,
+		  "installed with protocol 201");
+	ASSERT_OK(flowsdn_netlink_gateway_route(true, &p6, &gw6, d), "add IPv6");
+	cr_assert(run_in(NULL, "ip -6 route show proto 201 | grep -q '^fd00:10:244:2::/64 via 2001:db8::12 dev fsdnR'") == 0,
+		  "IPv6 installed");
+	ASSERT_OK(flowsdn_netlink_route_list(FLOWSDN_AF_INET, &v, &n, d), "list");
+	for (size_t i = 0; i < n; i++)
+		if (v[i].dst.len == 24 && flowsdn_addr_equal(&v[i].dst.addr, &p2.addr)) {
+			found = true;
+			cr_assert_eq(v[i].protocol, FLOWSDN_NETLINK_RTPROT);
+			cr_assert(flowsdn_addr_equal(&v[i].gateway, &gw));
+			cr_assert_gt(v[i].ifindex, 0);
+		}
+	cr_assert(found, "the route is listed");
+	free(v);
+	/* Ours again with another gateway: replaced. */
+	ASSERT_OK(flowsdn_netlink_gateway_route(true, &p2, &gw2, d), "replace ours");
+	cr_assert(run_in(NULL, "ip route show proto 201 | grep -q '^10.244.2.0/24 via 192.0.2.22 '") == 0, "replaced");
+	/* A route not ours: never replaced nor removed. */
+	cr_assert(system("ip route add 10.244.3.0/24 via 192.0.2.13") == 0);
+	ASSERT_ERR(flowsdn_netlink_gateway_route(true, &p3, &gw, d), -EEXIST, "not ours");
+	cr_assert(strstr(flowsdn_test_message(d), "not flowsdn's"), "%s", flowsdn_test_message(d));
+	ASSERT_OK(flowsdn_netlink_gateway_route(false, &p3, &gw, d), "delete of a route not ours is a no-op");
+	cr_assert(run_in(NULL, "ip route show | grep -q '^10.244.3.0/24 via 192.0.2.13 '") == 0, "the foreign route stays");
+	/* Removed, and removing again succeeds. */
+	ASSERT_OK(flowsdn_netlink_gateway_route(false, &p2, &gw2, d), "delete");
+	ASSERT_OK(flowsdn_netlink_gateway_route(false, &p2, &gw2, d), "delete again");
+	cr_assert(run_in(NULL, "ip route show | grep -q '^10.244.2.0/24'") != 0, "gone");
+	/* A gateway no interface reaches. */
+	{
+		struct flowsdn_addr far = ip("198.51.100.1");
+
+		ASSERT_ERR(flowsdn_netlink_gateway_route(true, &p2, &far, d), -FLOWSDN_E_NL_ROUTE, "unreachable");
+	}
+	ASSERT_ERR(flowsdn_netlink_gateway_route(true, &p2, &gw6, d), -EINVAL, "families differ");
+}

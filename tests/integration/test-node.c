@@ -17,6 +17,7 @@
 
 #include "client.h"
 #include "http-helpers.h"
+#include "k8s-fake.h"
 #include "load-helpers.h"
 #include "netns-helpers.h"
 #include "plugin.h"
@@ -58,6 +59,14 @@ static void agent_start(void)
 		if (agent_client_health(&o, NULL) == 0)
 			return;
 		usleep(20000);
+	}
+	{
+		/* The log is in the test's private tmpfs: show its end. */
+		char c[256];
+
+		snprintf(c, sizeof(c), "tail -20 %s >&2", log);
+		if (system(c) != 0)
+			fputs("(no agent log)\n", stderr);
 	}
 	cr_assert_fail("flowsdn-agent did not become healthy (see %s)", log);
 }
@@ -1364,4 +1373,184 @@ Test(node, load_agent_api_with_trickling_clients, .timeout = 180)
 		     rep.cut, rep.evicted);
 	cr_assert_lt(rep.longest_ms, 4000.0, "a trickling connection stayed %.0f ms (header deadline 2 s)",
 		     rep.longest_ms);
+}
+
+/* issue 19 item 4: the agent binary in Kubernetes mode against the
+ * replaying fake API server (the recorded node-a, 41, and the list of
+ * node-a and node-b, 42): the Node's podCIDRs become the pools (/v1/ip),
+ * the route to node-b's podCIDR via its InternalIP is installed in this
+ * node's netns with protocol 201 (/v1/node/routes), the IPv6 one is a
+ * conflict (node-b has no IPv6 InternalIP), PodCIDRSelected is POSTed;
+ * a Pod on the node whose IPs are an endpoint's (added through the CNI
+ * plugin) gives the endpoint its identity, gets the pod-networks
+ * annotation (recorded 75) and EndpointCreated (69); a Pending Pod
+ * without an address while the IPv4 pool (one address: the Node's
+ * podCIDR made a /30) is full gets IPAllocationFailed; the agent stops
+ * cleanly with its watch threads. */
+Test(node, kubernetes_mode_against_the_fake_api_server)
+{
+	static const char *const no_events[] = { NULL };
+	struct k8s_fake *f = NULL;
+	char kc[256], extra[512], *body = NULL;
+	bool installed = false, event = false, pods = false, node_get = false, created = false, failed = false;
+	long status;
+	FILE *fp;
+
+	agent_kill(SIGTERM);
+	cr_assert(k8s_fake_new(NULL, &f) == 0, "fake API server");
+	/* The recorded Event answer for the PodCIDRSelected POST. */
+	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "POST",
+							     .path = "/apis/events.k8s.io/v1/namespaces/default/events",
+							     .exchange = "69" }) == 0);
+	/* Its Node as recorded (41) but with an IPv4 podCIDR of one usable
+	 * address, so that a second Pod finds the pool full. */
+	{
+		int st = 0;
+		const char *rec = k8s_fake_exchange_body(f, "41", &st);
+		char *edited = NULL;
+		const char *at;
+		size_t len;
+
+		cr_assert(rec && st == 200);
+		len = strlen(rec);
+		edited = calloc(1, len + 16);
+		cr_assert(edited);
+		for (const char *p = rec; (at = strstr(p, "10.244.1.0/24")); p = at + 13) {
+			strncat(edited, p, (size_t)(at - p));
+			strcat(edited, "10.244.1.0/30");
+			rec = at + 13;
+		}
+		strcat(edited, rec);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/nodes/node-a",
+								     .body = edited }) == 0);
+		free(edited);
+	}
+	/* Pods: an empty list, then a watch that stays open (the endpoint is
+	 * added meanwhile; the Pod arrives on the next stream). */
+	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){
+					   .method = "GET", .path = "/api/v1/pods",
+					   .body = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":"
+						   "{\"resourceVersion\":\"300\"},\"items\":[]}" }) == 0);
+	cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/pods", .events = no_events,
+							     .n_events = 0, .hang_ms = 1500 }) == 0);
+	/* node-b (192.0.2.12) reachable through an uplink. */
+	cr_assert(system("ip link add fsdU0 type veth peer name fsdU1 && ip link set fsdU1 up && ip link set fsdU0 up && "
+			 "ip addr add 192.0.2.1/24 dev fsdU0") == 0);
+	snprintf(kc, sizeof(kc), "%s/kubeconfig", node.dir);
+	fp = fopen(kc, "we");
+	cr_assert(fp);
+	fprintf(fp, "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: %s\n"
+		    "users:\n- name: agent\n  user:\n    token: test-token\ncontexts:\n- name: fake\n  context:\n"
+		    "    cluster: fake\n    user: agent\ncurrent-context: fake\n",
+		k8s_fake_url(f));
+	fclose(fp);
+	snprintf(extra, sizeof(extra), ",\"kubernetes\":{\"kubeconfig\":\"%s\",\"nodeName\":\"node-a\"}", kc);
+	node_write_config(extra);
+	agent_start();
+	for (int i = 0; i < 250 && !installed; i++) {
+		free(body);
+		body = api_get("/v1/node/routes", &status);
+		installed = status == 200 && strstr(body, "\"state\":\"installed\"");
+		if (!installed)
+			usleep(20000);
+	}
+	cr_assert(installed, "%ld %s", status, body);
+	cr_assert(strstr(body, "{\"node\":\"node-b\",\"destination\":\"10.244.2.0/24\",\"gateway\":\"192.0.2.12\","
+			       "\"state\":\"installed\"}"),
+		  "%s", body);
+	cr_assert(strstr(body, "\"destination\":\"fd00:10:244:2::/64\",\"gateway\":null,\"state\":\"conflict\""), "%s",
+		  body);
+	free(body);
+	cr_assert(run_in(NULL, "ip route show proto 201 | grep -q '^10.244.2.0/24 via 192.0.2.12 dev fsdU0'") == 0,
+		  "the route is in the kernel");
+	/* The Pod of an endpoint. */
+	{
+		struct ep e;
+		char pod[1024], *line[2] = { pod, NULL };
+		bool patched = false;
+
+		ep_add(&e, "web-2-sandbox");
+		snprintf(pod, sizeof(pod),
+			 "{\"type\":\"MODIFIED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+			 "{\"name\":\"web-2\",\"namespace\":\"flowsdn-demo\",\"uid\":\"0ccbf5e1-abb5-49d6-9b43-58bbbbc6776e\","
+			 "\"resourceVersion\":\"301\",\"labels\":{\"app\":\"web\"}},\"spec\":{\"nodeName\":\"node-a\","
+			 "\"containers\":[{\"name\":\"web\",\"image\":\"web\",\"ports\":[{\"name\":\"http\","
+			 "\"containerPort\":8080,\"protocol\":\"TCP\"}]}]},\"status\":{\"phase\":\"Running\","
+			 "\"podIP\":\"%s\",\"podIPs\":[{\"ip\":\"%s\"},{\"ip\":\"%s\"}]}}}",
+			 e.v4, e.v4, e.v6);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "PATCH",
+								     .path = "/api/v1/namespaces/flowsdn-demo/pods/web-2",
+								     .exchange = "75" }) == 0);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){
+						   .method = "POST", .path = "/apis/events.k8s.io/v1/namespaces/flowsdn-demo/events",
+						   .exchange = "69" }) == 0);
+		/* And a Pod the full pool gives no address. */
+		line[1] = "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+			  "{\"name\":\"web-9\",\"namespace\":\"flowsdn-demo\",\"uid\":\"9b6e2f3a-1c1d-4c55-8f00-000000000009\","
+			  "\"resourceVersion\":\"302\"},\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"web\","
+			  "\"image\":\"web\"}]},\"status\":{\"phase\":\"Pending\"}}}";
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){
+						   .method = "POST", .path = "/apis/events.k8s.io/v1/namespaces/flowsdn-demo/events",
+						   .exchange = "69" }) == 0);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/pods",
+								     .events = (const char *const *)line, .n_events = 2 }) == 0);
+		for (int i = 0; i < 250 && !patched; i++) {
+			for (size_t j = 0; j < k8s_fake_requests(f) && !patched; j++) {
+				struct k8s_fake_request r;
+
+				if (k8s_fake_request_get(f, j, &r) < 0)
+					continue;
+				patched = !strcmp(r.method, "PATCH");
+				if (patched) {
+					char want[128];
+
+					cr_assert_str_eq(r.content_type, "application/strategic-merge-patch+json");
+					snprintf(want, sizeof(want), "\\\"ips\\\":[\\\"%s/30\\\"", e.v4);
+					cr_assert(r.body && strstr(r.body, "flowsdn.io/pod-networks") && strstr(r.body, want),
+						  "%s (want %s)", r.body, want);
+				}
+				k8s_fake_request_clear(&r);
+			}
+			if (!patched)
+				usleep(20000);
+		}
+		cr_assert(patched, "the pod-networks annotation was patched");
+		body = api_get("/v1/identity", &status);
+		cr_assert(strstr(body, "flowsdn-demo") && strstr(body, "\"name\":\"web-2\"") && strstr(body, "app=web,"),
+			  "the endpoint has the Pod's identity: %s", body);
+		free(body);
+	}
+	body = api_get("/v1/ip", &status);
+	cr_assert(status == 200 && strstr(body, "\"cidr\":\"10.244.1.0/30\"") && strstr(body, "\"cidr\":\"fd00:10:244:1::/108\"") &&
+			  !strstr(body, "10.77.0.0"),
+		  "the Node's podCIDRs replace the configured pools (the IPv6 /64 as its first /108, IPAM's "
+		  "bound): %s",
+		  body);
+	free(body);
+	agent_kill(SIGTERM);
+	for (size_t i = 0; i < k8s_fake_requests(f); i++) {
+		struct k8s_fake_request r;
+		char buf[128];
+		const char *sel;
+
+		if (k8s_fake_request_get(f, i, &r) < 0)
+			continue;
+		cr_assert(r.authorization && !strcmp(r.authorization, "Bearer test-token"), "%s", r.authorization);
+		node_get |= !strcmp(r.method, "GET") && !strcmp(r.path, "/api/v1/nodes/node-a") && r.scripted;
+		sel = k8s_fake_query_arg(&r, "fieldSelector", buf, sizeof(buf));
+		pods |= !strcmp(r.path, "/api/v1/pods") && sel && !strcmp(sel, "spec.nodeName=node-a");
+		failed |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"IPAllocationFailed\"") &&
+			  strstr(r.body, "\"name\":\"web-9\"") && strstr(r.body, "\"type\":\"Warning\"");
+		created |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"EndpointCreated\"") &&
+			   strstr(r.body, "\"name\":\"web-2\"");
+		event |= !strcmp(r.method, "POST") && r.body && strstr(r.body, "\"reason\":\"PodCIDRSelected\"") &&
+			 strstr(r.body, "pools 10.244.1.0/30 fd00:10:244:1::/108");
+		k8s_fake_request_clear(&r);
+	}
+	cr_assert(node_get, "GET of its Node");
+	cr_assert(pods, "Pods listed with spec.nodeName=node-a");
+	cr_assert(event, "PodCIDRSelected POSTed");
+	cr_assert(created, "EndpointCreated POSTed about web-2");
+	cr_assert(failed, "IPAllocationFailed POSTed about web-9");
+	k8s_fake_free(f);
 }

@@ -108,11 +108,9 @@ static const struct grant table[] = {
 	{ OPNS, "coordination.k8s.io", "leases", "get", NULL, "leader election: reads the Lease" },
 	{ OPNS, "coordination.k8s.io", "leases", "create", NULL, "leader election: first Lease (POST)" },
 	{ OPNS, "coordination.k8s.io", "leases", "update", NULL, "leader election: renew and take over (PUT)" },
-	{ AG, "", "nodes", "get", NULL, "its own Node (podCIDRs)" },
+	{ AG, "", "nodes", "get", NULL, "its own Node at start (podCIDRs -> pools, InternalIPs)" },
 	{ AG, "", "nodes", "list", NULL, "every Node: direct routes" },
 	{ AG, "", "nodes", "watch", NULL, "nodes come and go: routes pruned" },
-	{ AG, "", "nodes", "patch", NULL, "annotates its Node with the pool it chose" },
-	{ AG, "", "pods", "get", NULL, "one local Pod at CNI ADD" },
 	{ AG, "", "pods", "list", NULL, "the node's Pods (fieldSelector spec.nodeName)" },
 	{ AG, "", "pods", "watch", NULL, "identities follow labels" },
 	{ AG, "", "pods", "patch", NULL, "the flowsdn.io/pod-networks annotation" },
@@ -125,7 +123,6 @@ static const struct grant table[] = {
 	{ AG, "networking.k8s.io", "networkpolicies", "list", NULL, "live policy: initial list" },
 	{ AG, "networking.k8s.io", "networkpolicies", "watch", NULL, "live policy follows changes" },
 	{ AG, "events.k8s.io", "events", "create", NULL, "EndpointCreated, IPAllocationFailed, PodCIDRSelected" },
-	{ AG, "events.k8s.io", "events", "patch", NULL, "repeated events are counted" },
 };
 
 static const char *str_at(const struct json_value *v, const char *key)
