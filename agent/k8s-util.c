@@ -6,6 +6,7 @@
  * annotation patch).  Calls no other agent/k8s*.c file.
  */
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,16 +149,27 @@ int k8s_obj_key(const struct json_value *obj, char *buf, size_t size)
  * Services (not secret). */
 void agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36])
 {
-	char text[320];
-	uint64_t a = 14695981039346656037ull, b = 0x84222325cbf29ce4ull;
-	int n = snprintf(text, sizeof(text), "%s/%s/%u", uid ? uid : "", protocol ? protocol : "", port);
+	char port_text[16];
+	const char *parts[] = { "flowsdn-k8s-service-id/1", uid ? uid : "", protocol ? protocol : "", port_text };
+	unsigned char h[16];
+	crypto_generichash_state st;
 
-	for (int i = 0; i < n && i < (int)sizeof(text); i++) {
-		a = (a ^ (unsigned char)text[i]) * 1099511628211ull;
-		b = (b ^ (unsigned char)text[i]) * 0x100000001b3ull;
-		b ^= b >> 29;
+	/* Each part whole and preceded by its length: no two (uid, protocol,
+	 * port) share an id, however long the uid an API server sends. */
+	snprintf(port_text, sizeof(port_text), "%u", port);
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		uint64_t len = strlen(parts[i]);
+		unsigned char le[8];
+
+		for (int b = 0; b < 8; b++)
+			le[b] = (unsigned char)(len >> (8 * b));
+		crypto_generichash_update(&st, le, sizeof(le));
+		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
 	}
-	snprintf(ret, 36, "fs-%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+	crypto_generichash_final(&st, h, sizeof(h));
+	memcpy(ret, "fs-", 3);
+	sodium_bin2hex(ret + 3, 33, h, sizeof(h));
 }
 
 int agent_k8s_node_pools(const struct json_value *node, struct flowsdn_prefix *ret_pools, size_t max, size_t *ret_n,

@@ -27,11 +27,6 @@
 #include "services.h"
 #include "util.h"
 
-static char *strdup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 /* ------------------------------------------------------------ Services */
 
 struct svc_port {
@@ -182,11 +177,18 @@ static int svc_parse(const struct json_value *obj, struct svc_obj **ret)
 	struct svc_obj *s = calloc(1, sizeof(*s));
 	const struct json_value *spec = json_get(obj, "spec"), *ports, *v;
 	const char *type = k8s_obj_str(obj, "spec.type"), *cip = k8s_obj_str(obj, "spec.clusterIP");
+	const char *uid = k8s_obj_str(obj, "metadata.uid");
 	int r = -ENOMEM;
 
 	if (!s)
 		return -ENOMEM;
-	s->uid = strdup_or_null(k8s_obj_str(obj, "metadata.uid"));
+	/* The ids of its ports are hashed from it: a Service without one
+	 * is skipped (with a warning), not taken for a lack of memory. */
+	if (!uid || !uid[0]) {
+		free(s);
+		return -EINVAL;
+	}
+	s->uid = strdup(uid);
 	if (!s->uid)
 		goto fail;
 	s->skip = (type && !strcmp(type, "ExternalName")) || (cip && !strcmp(cip, "None"));
@@ -1124,7 +1126,8 @@ int agent_k8s_new(const struct agent_k8s_opts *opts, struct agent_k8s **ret)
 	k->route_ops = opts->route_ops;
 	k->route_ctx = opts->route_ctx;
 	k->writer = opts->writer;
-	memcpy(k->pools, opts->pools, opts->n_pools * sizeof(*k->pools));
+	if (opts->n_pools)
+		memcpy(k->pools, opts->pools, opts->n_pools * sizeof(*k->pools));
 	k->n_pools = opts->n_pools;
 	*ret = k;
 	return 0;

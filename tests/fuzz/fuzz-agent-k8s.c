@@ -31,11 +31,14 @@ static struct agent_services *svc;
 static struct agent_policy *pol;
 static const struct agent_ops no_ops = { 0 };
 
-static void check(int ok)
-{
-	if (!ok)
-		abort();
-}
+/* A property that does not hold: which one, then a crash for libFuzzer. */
+#define check(ok)                                                                                \
+	do {                                                                                     \
+		if (!(ok)) {                                                                     \
+			fprintf(stderr, "fuzz-agent-k8s.c:%d: %s does not hold\n", __LINE__, #ok); \
+			abort();                                                                 \
+		}                                                                                \
+	} while (0)
 
 static void cleanup(void)
 {
@@ -100,6 +103,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	send(k, AGENT_K8S_ENDPOINTSLICES, K8S_EVENT_SYNCED, NULL);
 	send(k, kind, K8S_EVENT_ADDED, obj);
 	agent_k8s_get_stats(k, &a);
+	if (getenv("FUZZ_AGENT_K8S_DEBUG"))
+		fprintf(stderr, "after ADDED: %zu agent services, %llu PUT, %llu refused\n", agent_services_count(svc),
+			(unsigned long long)a.svc_puts, (unsigned long long)a.svc_refused);
 	check(agent_services_count(svc) == a.svc_puts);
 	/* The same object again changes nothing. */
 	send(k, kind, K8S_EVENT_MODIFIED, obj);

@@ -637,4 +637,18 @@ Test(agent_k8s, service_ids_are_stable_and_distinct)
 	cr_assert_eq(strlen(a), 35);
 	cr_assert_eq(strncmp(a, "fs-", 3), 0);
 	cr_assert(strcmp(a, c) && strcmp(a, d) && strcmp(c, d), "%s %s %s", a, c, d);
+	/* A uid far longer than a UUID (fuzz-agent-k8s found two ports of
+	 * one such Service on one id when the uid was cut at 320 bytes). */
+	char uid[1024];
+
+	memset(uid, 'M', sizeof(uid) - 1);
+	uid[sizeof(uid) - 1] = '\0';
+	agent_k8s_service_id(uid, "TCP", 80, a);
+	agent_k8s_service_id(uid, "TCP", 53, b);
+	agent_k8s_service_id(uid, "UDP", 80, c);
+	cr_assert(strcmp(a, b) && strcmp(a, c) && strcmp(b, c), "%s %s %s", a, b, c);
+	/* the parts are length-prefixed: moving a byte between them changes the id */
+	agent_k8s_service_id("ab", "TCP", 80, a);
+	agent_k8s_service_id("a", "bTCP", 80, b);
+	cr_assert(strcmp(a, b), "%s", a);
 }
