@@ -81,6 +81,8 @@ struct agent_k8s_pod {
 
 struct agent_k8s {
 	pthread_mutex_t lock;
+	pthread_cond_t stop_cond; /* with lock: agent_k8s_stop() wakes a watch waiting to list again */
+	bool stopping;
 	char *node_name;
 	struct agent_services *services;
 	struct agent_policy *policy;

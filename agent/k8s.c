@@ -617,6 +617,7 @@ static int service_set(struct agent_k8s *k, const struct json_value *obj, const 
 		if (r == -ENOMEM)
 			return r;
 		pr_warn("kubernetes: Service %s skipped: %s", key, strerror(-r));
+		group_maybe_free(k, g); /* made for it alone: not kept */
 		return 0;
 	}
 	if (!g->svc)
@@ -1115,6 +1116,7 @@ int agent_k8s_new(const struct agent_k8s_opts *opts, struct agent_k8s **ret)
 	if (!k)
 		return -ENOMEM;
 	pthread_mutex_init(&k->lock, NULL);
+	pthread_cond_init(&k->stop_cond, NULL);
 	k->node_name = strdup(opts->node_name);
 	if (!k->node_name) {
 		agent_k8s_free(k);
@@ -1144,6 +1146,7 @@ void agent_k8s_free(struct agent_k8s *k)
 	k8s_map_clear(&k->policies, text_obj_free);
 	k8s_map_clear(&k->namespaces, text_obj_free);
 	agent_k8s_node_state_free(k);
+	pthread_cond_destroy(&k->stop_cond);
 	pthread_mutex_destroy(&k->lock);
 	free(k->node_name);
 	free(k);
@@ -1211,10 +1214,30 @@ static void *reflector_thread(void *p)
 	int r;
 
 	free(a);
-	r = agent_k8s_sync(k, k->clients[kind], kind, 0, &st);
-	if (r < 0 && r != -ECANCELED)
-		pr_err("kubernetes: watch of %s stopped: %s%s%s", kind_refs[kind].resource, strerror(-r),
-		       st.message ? ": " : "", st.message ? st.message : "");
+	/* Until stopped: an error a relist does not cure (403 while the RBAC
+	 * is not there yet, 401, a lack of memory) is said and the kind
+	 * listed again, 1 s doubling to 60 s later. */
+	for (unsigned int backoff_ms = 1000;; backoff_ms = backoff_ms < 60000 ? backoff_ms * 2 : 60000) {
+		struct timespec until;
+		bool stop;
+
+		r = agent_k8s_sync(k, k->clients[kind], kind, 0, &st);
+		if (r == -ECANCELED)
+			break;
+		pr_err("kubernetes: watch of %s failed: %s%s%s; listing it again in %u s", kind_refs[kind].resource,
+		       strerror(-r), st.message ? ": " : "", st.message ? st.message : "", backoff_ms / 1000);
+		k8s_status_clear(&st);
+		pthread_mutex_lock(&k->lock);
+		/* A list cut short holds no batch back. */
+		k->listing[kind] = false;
+		util_abstime_after_ms(&until, backoff_ms);
+		while (!k->stopping && pthread_cond_timedwait(&k->stop_cond, &k->lock, &until) != ETIMEDOUT)
+			;
+		stop = k->stopping;
+		pthread_mutex_unlock(&k->lock);
+		if (stop)
+			break;
+	}
 	k8s_status_clear(&st);
 	return NULL;
 }
@@ -1226,6 +1249,9 @@ int agent_k8s_start(struct agent_k8s *k, const struct k8s_config *cfg)
 
 	if (!k || !cfg)
 		return -EINVAL;
+	pthread_mutex_lock(&k->lock);
+	k->stopping = false;
+	pthread_mutex_unlock(&k->lock);
 	for (int kind = 0; kind < AGENT_K8S_KIND_MAX_; kind++) {
 		struct thread_arg *a;
 
@@ -1259,6 +1285,10 @@ void agent_k8s_stop(struct agent_k8s *k)
 {
 	if (!k)
 		return;
+	pthread_mutex_lock(&k->lock);
+	k->stopping = true;
+	pthread_cond_broadcast(&k->stop_cond);
+	pthread_mutex_unlock(&k->lock);
 	for (int kind = 0; kind < AGENT_K8S_KIND_MAX_; kind++)
 		if (k->clients[kind])
 			k8s_client_cancel(k->clients[kind]);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http-client.h"
@@ -43,8 +44,7 @@ static int connect_wait(int fd, const struct sockaddr *sa, socklen_t len, int64_
 
 	if (connect(fd, sa, len) == 0)
 		return 0;
-	/* A Unix socket's full backlog answers EAGAIN: alive, but busy. */
-	if (errno != EINPROGRESS && errno != EAGAIN)
+	if (errno != EINPROGRESS)
 		return -errno;
 	r = http_wait_fd(fd, POLLOUT, deadline);
 	if (r < 0)
@@ -68,7 +68,27 @@ static int connect_unix(const char *path, int64_t deadline, int *ret_fd)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	r = connect_wait(fd, (const struct sockaddr *)&sa, sizeof(sa), deadline);
+	/* A Unix socket never connects in the background: a full backlog
+	 * answers EAGAIN (the server is alive, but busy) and nothing is under
+	 * way, so the connect is tried again, 1 ms doubling to 32 ms apart,
+	 * until the deadline. */
+	for (unsigned int pause_ms = 1;; pause_ms = pause_ms < 32 ? pause_ms * 2 : 32) {
+		int64_t left;
+
+		r = connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : -errno;
+		if (r != -EAGAIN && r != -EINTR)
+			break;
+		left = deadline - util_mono_ms();
+		if (left <= 0) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		if (r == -EAGAIN) {
+			struct timespec ts = { .tv_nsec = (long)(left < pause_ms ? left : pause_ms) * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
 	if (r == -ECONNREFUSED && access(path, F_OK) < 0 && errno == ENOENT)
 		r = -ENOENT;
 	if (r < 0) {

@@ -68,8 +68,12 @@ FLASH_API int flash_client_new(const struct flash_client_opts *opts, struct flas
 		while (c->base && c->base[0] && c->base[strlen(c->base) - 1] == '/')
 			c->base[strlen(c->base) - 1] = '\0';
 		c->tls = strncmp(ep, "https://", 8) == 0;
-		if (c->tls) {
-			c->prefix = dup_or_null("", &failed);
+		if (c->tls && c->base) {
+			/* libcurl makes the TLS connection to the authority; the
+			 * path of the endpoint prefixes every request's. */
+			const char *path = strchr(c->base + 8, '/');
+
+			c->prefix = dup_or_null(path ? path : "", &failed);
 		} else if (c->base) {
 			int r = http_url_split(c->base, &c->host, &c->port, &c->prefix);
 

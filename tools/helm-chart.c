@@ -96,8 +96,10 @@ static int wrap_docs(struct gen *g, const char *file, char **text, const char *c
 		bool wrap = !kinds;
 		size_t klen;
 
-		if (!kind || kind > end)
+		if (!kind || kind > end) {
+			free(b.p);
 			return fail(g, -EPROTO, "%s: a document without a kind", file);
+		}
 		kind += 7;
 		klen = strcspn(kind, "\n");
 		for (size_t i = 0; kinds && kinds[i]; i++)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <flash/diag.h>
 #include <flash/render.h>
 #include <flowsdn/common.h>
@@ -29,6 +30,7 @@
 #include "json.h"
 #include "k8s-fake.h"
 #include "k8s-recorded.h"
+#include "util.h"
 
 static char state_dir[64];
 static const struct agent_ops no_ops = { 0 }; /* the service model only */
@@ -651,4 +653,51 @@ Test(agent_k8s, service_ids_are_stable_and_distinct)
 	agent_k8s_service_id("ab", "TCP", 80, a);
 	agent_k8s_service_id("a", "bTCP", 80, b);
 	cr_assert(strcmp(a, b), "%s", a);
+}
+
+/* A watch whose list is refused (403: the agent's RBAC not there yet)
+ * lists again later rather than stopping for good, and agent_k8s_stop()
+ * wakes it from that wait at once. */
+Test(agent_k8s, refused_list_is_retried_and_stop_is_prompt)
+{
+	struct agent_policy *p = NULL;
+	struct agent_k8s *k = NULL;
+	struct k8s_fake *f = NULL;
+	struct k8s_config cfg = { 0 };
+	char *json = NULL;
+	static const char *const ns_items[] = {
+		"{\"metadata\":{\"name\":\"flowsdn-demo\",\"uid\":\"u1\",\"resourceVersion\":\"5\",\"labels\":{\"team\":\"shop\"}}}",
+	};
+	char *nslist = list_body("NamespaceList", "7", ns_items, 1);
+	bool seen = false;
+	int64_t t0;
+
+	ASSERT_OK(agent_policy_new(state_dir, NULL, &p), "policy");
+	ASSERT_OK(k8s_fake_new(NULL, &f), "fake");
+	cfg.server = (char *)k8s_fake_url(f);
+	ASSERT_OK(agent_k8s_new(&(struct agent_k8s_opts){ .sz = sizeof(struct agent_k8s_opts), .node_name = "node-a",
+							  .policy = p },
+				&k),
+		  "new");
+	ASSERT_OK(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/namespaces", .exchange = "30" }),
+		  "403 first");
+	ASSERT_OK(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/namespaces", .body = nslist }),
+		  "then the list");
+	ASSERT_OK(agent_k8s_start(k, &cfg), "start");
+	for (int i = 0; i < 100 && !seen; i++) {
+		struct timespec ts = { .tv_nsec = 50 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		ASSERT_OK(agent_policy_namespaces(p, &json), "namespaces json");
+		seen = strstr(json, "\"team\":\"shop\"") != NULL;
+		free(json);
+	}
+	cr_assert(seen, "the namespaces were never listed again after the 403");
+	t0 = util_mono_ms();
+	agent_k8s_stop(k);
+	cr_assert(util_mono_ms() - t0 < 1000, "stop took %lld ms", (long long)(util_mono_ms() - t0));
+	agent_k8s_free(k);
+	agent_policy_free(p);
+	k8s_fake_free(f);
+	free(nslist);
 }

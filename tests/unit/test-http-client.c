@@ -12,10 +12,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <flash/client.h>
@@ -297,6 +299,58 @@ Test(http_client, connections)
 	ASSERT_OK(http_send_all(fd, "GET / HTTP/1.1\r\n\r\n", 18, util_mono_ms() + 1000), "send");
 	close(fd);
 	server_done(&s);
+}
+
+static void *accept_one_later(void *arg)
+{
+	int lfd = *(int *)arg, fd;
+	struct timespec ts = { .tv_nsec = 50 * 1000000L };
+
+	nanosleep(&ts, NULL);
+	fd = accept(lfd, NULL, NULL);
+	return (void *)(intptr_t)fd;
+}
+
+/* A Unix socket whose backlog is full answers EAGAIN and connects nothing
+ * in the background: the connect is tried again until the deadline, and
+ * goes through once the server takes a connection. */
+Test(http_client, full_unix_backlog_is_waited_for)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd, fill[64], n, fd = -1;
+	pthread_t t;
+	void *accepted;
+	int64_t t0;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/test-http-client-backlog.%d.sock", getpid());
+	unlink(sa.sun_path);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(lfd >= 0);
+	cr_assert(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	cr_assert(listen(lfd, 0) == 0);
+	for (n = 0; n < 64; n++) {
+		fill[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		cr_assert(fill[n] >= 0);
+		if (connect(fill[n], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			cr_assert_eq(errno, EAGAIN, "connect: %s", strerror(errno));
+			close(fill[n]);
+			break;
+		}
+	}
+	cr_assert(n > 0 && n < 64, "the backlog took %d connections", n);
+	t0 = util_mono_ms();
+	ASSERT_ERR(http_connect(sa.sun_path, NULL, NULL, t0 + 100, &fd), -ETIMEDOUT, "a busy server, short deadline");
+	cr_assert(util_mono_ms() - t0 >= 90, "gave up after %lld ms", (long long)(util_mono_ms() - t0));
+	cr_assert(pthread_create(&t, NULL, accept_one_later, &lfd) == 0);
+	ASSERT_OK(http_connect(sa.sun_path, NULL, NULL, util_mono_ms() + 5000, &fd), "connect once a slot is free");
+	pthread_join(t, &accepted);
+	cr_assert((intptr_t)accepted >= 0);
+	close((int)(intptr_t)accepted);
+	close(fd);
+	for (int i = 0; i < n; i++)
+		close(fill[i]);
+	close(lfd);
+	unlink(sa.sun_path);
 }
 
 /* ---------------------------------------------------------------- <flash/client.h> over it */

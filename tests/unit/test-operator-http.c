@@ -210,6 +210,15 @@ Test(operator_http, tls)
 	cr_assert_eq(flash_client_response_status(r), 200);
 	flash_client_response_free(r);
 	flash_client_free(c);
+	/* The endpoint's path prefixes every request's, over TLS too (this
+	 * operator serves none: 404). */
+	snprintf(ep, sizeof(ep), "https://127.0.0.1:%u/flash/", op_http_port(http));
+	c = client(ep, cert);
+	ASSERT_OK(flash_client_list(c, &r), "list over TLS with a path prefix");
+	cr_assert_eq(flash_client_response_status(r), 404);
+	flash_client_response_free(r);
+	flash_client_free(c);
+	snprintf(ep, sizeof(ep), "https://127.0.0.1:%u", op_http_port(http));
 	/* Without the CA the certificate is not trusted. */
 	c = client(ep, NULL);
 	ASSERT_ERR(flash_client_list(c, &r), -EPROTO, "untrusted certificate");
