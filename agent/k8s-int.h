@@ -77,6 +77,17 @@ struct agent_k8s_pod {
 	char *annotation;              /* the value last patched or read */
 };
 
+/* An Event or a Pod annotation patch decided under the state's lock and
+ * sent after it (agent_k8s_node_event()): a slow or refusing API server
+ * never holds the watches or the agent's routes behind the lock. */
+struct agent_k8s_write {
+	struct agent_k8s_write *next;
+	bool patch;                    /* a pod annotation patch, else an Event */
+	char *ns, *name, *what;        /* the object; what: for the log */
+	char *key, *value;             /* patch: the pod's key and the value recorded once patched */
+	char *body;
+};
+
 /* ------------------------------------------------------------ the state */
 
 struct agent_k8s {
@@ -110,6 +121,8 @@ struct agent_k8s {
 	struct k8s_map pods;         /* "NS/NAME" -> struct agent_k8s_pod */
 
 	struct agent_k8s_stats stats;
+	struct agent_k8s_write *writes, **writes_tail; /* queued under lock */
+	pthread_mutex_t write_lock;  /* one sender at a time on the writer client, in order */
 
 	/* agent_k8s_start() */
 	pthread_t threads[AGENT_K8S_KIND_MAX_];
@@ -121,5 +134,7 @@ struct agent_k8s {
 /* Nodes and Pods events (the state's lock taken inside). */
 int agent_k8s_node_event(struct agent_k8s *k, enum agent_k8s_kind kind, const struct k8s_event *ev);
 void agent_k8s_node_state_free(struct agent_k8s *k);
+/* Sends what agent_k8s_node_event() queued; never under the state's lock. */
+void agent_k8s_writes_flush(struct agent_k8s *k);
 
 #endif

@@ -72,26 +72,110 @@ const struct agent_k8s_route_ops agent_k8s_route_ops_kernel = {
 
 /* ------------------------------------------------------------ writes */
 
-/* POSTs an Event (nothing without a writer client). */
+static void write_free(struct agent_k8s_write *w)
+{
+	if (!w)
+		return;
+	free(w->ns);
+	free(w->name);
+	free(w->what);
+	free(w->key);
+	free(w->value);
+	free(w->body);
+	free(w);
+}
+
+/* Queues @w (taken) to be sent after the state's lock (under it). */
+static void write_queue(struct agent_k8s *k, struct agent_k8s_write *w)
+{
+	if (!k->writes_tail)
+		k->writes_tail = &k->writes;
+	*k->writes_tail = w;
+	k->writes_tail = &w->next;
+}
+
+static struct agent_k8s_write *write_new(bool patch, const char *ns, const char *name, const char *what, char *body)
+{
+	struct agent_k8s_write *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		free(body);
+		return NULL;
+	}
+	w->patch = patch;
+	w->body = body;
+	w->ns = ns ? strdup(ns) : NULL;
+	w->name = name ? strdup(name) : NULL;
+	w->what = strdup(what);
+	if ((ns && !w->ns) || (name && !w->name) || !w->what) {
+		write_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* An Event to POST (nothing without a writer client). */
 static void send_event(struct agent_k8s *k, const char *kind, const char *ns, const char *name, const char *uid,
 		       const char *type, const char *reason, const char *action, const char *note)
 {
-	struct k8s_ref ref = { .group = "events.k8s.io", .version = "v1", .resource = "events",
-			       .namespace = ns ? ns : "default" };
-	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = AGENT_K8S_FIELD_MANAGER };
-	struct k8s_status st = { 0 };
-	char *body = NULL;
-	int r;
+	struct agent_k8s_write *w;
+	char *body = NULL, what[160];
 
 	if (!k->writer || agent_k8s_event_body(k->node_name, kind, ns, name, uid, type, reason, action, note, &body) < 0)
 		return;
-	r = k8s_create(k->writer, &ref, body, strlen(body), &wo, NULL, &st);
-	if (r < 0)
-		pr_warn("kubernetes: event %s on %s %s: %s", reason, kind, name, st.message ? st.message : strerror(-r));
-	else
-		k->stats.events++;
-	k8s_status_clear(&st);
-	free(body);
+	snprintf(what, sizeof(what), "event %s on %s %s", reason, kind, name ? name : "");
+	w = write_new(false, ns ? ns : "default", NULL, what, body);
+	if (w)
+		write_queue(k, w);
+}
+
+void agent_k8s_writes_flush(struct agent_k8s *k)
+{
+	struct agent_k8s_write *list;
+
+	pthread_mutex_lock(&k->write_lock);
+	pthread_mutex_lock(&k->lock);
+	list = k->writes;
+	k->writes = NULL;
+	k->writes_tail = &k->writes;
+	pthread_mutex_unlock(&k->lock);
+	while (list) {
+		struct agent_k8s_write *w = list;
+		struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = AGENT_K8S_FIELD_MANAGER };
+		struct k8s_status st = { 0 };
+		int r;
+
+		list = w->next;
+		if (w->patch) {
+			struct k8s_ref ref = { .version = "v1", .resource = "pods", .namespace = w->ns, .name = w->name };
+
+			r = k8s_patch(k->writer, &ref, K8S_PATCH_STRATEGIC, w->body, strlen(w->body), &wo, NULL, &st);
+		} else {
+			struct k8s_ref ref = { .group = "events.k8s.io", .version = "v1", .resource = "events",
+					       .namespace = w->ns };
+
+			r = k8s_create(k->writer, &ref, w->body, strlen(w->body), &wo, NULL, &st);
+		}
+		if (r < 0)
+			pr_warn("kubernetes: %s: %s", w->what, st.message ? st.message : strerror(-r));
+		k8s_status_clear(&st);
+		pthread_mutex_lock(&k->lock);
+		if (r == 0 && w->patch) {
+			struct agent_k8s_pod *pod = k8s_map_get(&k->pods, w->key);
+
+			if (pod) {
+				free(pod->annotation);
+				pod->annotation = w->value;
+				w->value = NULL;
+			}
+			k->stats.annotations++;
+		} else if (r == 0) {
+			k->stats.events++;
+		}
+		pthread_mutex_unlock(&k->lock);
+		write_free(w);
+	}
+	pthread_mutex_unlock(&k->write_lock);
 }
 
 /* ------------------------------------------------------------ routes */
@@ -555,21 +639,20 @@ static int pod_set(struct agent_k8s *k, const struct json_value *obj, const char
 			plens[i] = pool_len(k, &ep.addrs[i]);
 		if (agent_k8s_pod_networks_patch(ep.ifname, ep.addrs, plens, ep.gateway, ep.n_addrs, &patch, &value) == 0 &&
 		    (!pod->annotation || strcmp(pod->annotation, value)) && k->writer) {
-			struct k8s_ref ref = { .version = "v1", .resource = "pods",
-					       .namespace = k8s_obj_str(obj, "metadata.namespace"),
-					       .name = k8s_obj_str(obj, "metadata.name") };
-			struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = AGENT_K8S_FIELD_MANAGER };
-			struct k8s_status st = { 0 };
-			int r = k8s_patch(k->writer, &ref, K8S_PATCH_STRATEGIC, patch, strlen(patch), &wo, NULL, &st);
+			char what[600];
+			struct agent_k8s_write *w;
 
-			if (r == 0) {
-				free(pod->annotation);
-				pod->annotation = value;
+			snprintf(what, sizeof(what), "annotating pod %s", key);
+			w = write_new(true, k8s_obj_str(obj, "metadata.namespace"), k8s_obj_str(obj, "metadata.name"), what,
+				      patch);
+			patch = NULL;
+			if (w && (w->key = strdup(key))) {
+				w->value = value;
 				value = NULL;
-				k->stats.annotations++;
-			} else
-				pr_warn("kubernetes: annotating pod %s: %s", key, st.message ? st.message : strerror(-r));
-			k8s_status_clear(&st);
+				write_queue(k, w);
+			} else {
+				write_free(w);
+			}
 		}
 		free(patch);
 		free(value);
@@ -654,11 +737,19 @@ int agent_k8s_node_event(struct agent_k8s *k, enum agent_k8s_kind kind, const st
 		break;
 	}
 	pthread_mutex_unlock(&k->lock);
+	agent_k8s_writes_flush(k);
 	return r == -ENOMEM ? r : 0;
 }
 
 void agent_k8s_node_state_free(struct agent_k8s *k)
 {
+	while (k->writes) {
+		struct agent_k8s_write *w = k->writes;
+
+		k->writes = w->next;
+		write_free(w);
+	}
+	k->writes_tail = &k->writes;
 	for (size_t i = 0; i < k->n_nodes; i++)
 		free(k->nodes[i].name);
 	free(k->nodes);

@@ -1116,6 +1116,8 @@ int agent_k8s_new(const struct agent_k8s_opts *opts, struct agent_k8s **ret)
 	if (!k)
 		return -ENOMEM;
 	pthread_mutex_init(&k->lock, NULL);
+	pthread_mutex_init(&k->write_lock, NULL);
+	k->writes_tail = &k->writes;
 	pthread_cond_init(&k->stop_cond, NULL);
 	k->node_name = strdup(opts->node_name);
 	if (!k->node_name) {
@@ -1148,6 +1150,7 @@ void agent_k8s_free(struct agent_k8s *k)
 	agent_k8s_node_state_free(k);
 	pthread_cond_destroy(&k->stop_cond);
 	pthread_mutex_destroy(&k->lock);
+	pthread_mutex_destroy(&k->write_lock);
 	free(k->node_name);
 	free(k);
 }
@@ -1292,7 +1295,7 @@ void agent_k8s_stop(struct agent_k8s *k)
 	for (int kind = 0; kind < AGENT_K8S_KIND_MAX_; kind++)
 		if (k->clients[kind])
 			k8s_client_cancel(k->clients[kind]);
-	/* A thread may be writing (an Event, an annotation) under the lock. */
+	/* A thread may be sending an Event or an annotation. */
 	if (k->writer && k->n_running)
 		k8s_client_cancel(k->writer);
 	for (int kind = 0; kind < AGENT_K8S_KIND_MAX_; kind++) {

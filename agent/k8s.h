@@ -85,7 +85,8 @@ struct agent_k8s_opts {
 	const struct flowsdn_prefix *pools;
 	size_t n_pools;
 	/* The client for writes (events, annotations); NULL: none are sent.
-	 * Borrowed; used under the state's lock only. */
+	 * Borrowed; used by one thread at a time, never under the state's
+	 * lock (Events and annotations are queued under it, sent after). */
 	struct k8s_client *writer;
 };
 
