@@ -1258,13 +1258,20 @@ FLOWSDN_API int flowsdn_netlink_gateway_route(bool add, const struct flowsdn_pre
 		if (r == -EEXIST) {
 			struct flowsdn_route *v = NULL;
 			size_t n = 0;
-			bool ours = false;
+			bool ours = false, foreign = false;
 
+			/* Replaced only when every route to @dst is flowsdn's:
+			 * whatever order the dump lists several in. */
 			r = route_list(sk, dst->addr.family, &v, &n);
 			for (size_t i = 0; r == 0 && i < n; i++)
-				if (v[i].dst.len == dst->len && flowsdn_addr_equal(&v[i].dst.addr, &dst->addr))
-					ours = v[i].protocol == FLOWSDN_NETLINK_RTPROT;
+				if (v[i].dst.len == dst->len && flowsdn_addr_equal(&v[i].dst.addr, &dst->addr)) {
+					if (v[i].protocol == FLOWSDN_NETLINK_RTPROT)
+						ours = true;
+					else
+						foreign = true;
+				}
 			free(v);
+			ours = ours && !foreign;
 			if (r == 0 && !ours) {
 				set_err(err, "route %s exists and is not flowsdn's", dbuf);
 				return -EEXIST;
