@@ -382,11 +382,19 @@ int http_reply_parse(char *buf, size_t len, size_t max_head, size_t max_body, st
 
 	if (!buf || !ret_head || !ret_body || !ret_body_len)
 		return -EINVAL;
-	r = http_reply_head_parse(buf, len, max_head, &h);
-	if (r == -EAGAIN)
-		return -EBADMSG; /* closed inside the head */
-	if (r < 0)
-		return r;
+	for (;;) {
+		r = http_reply_head_parse(buf, len, max_head, &h);
+		if (r == -EAGAIN)
+			return -EBADMSG; /* closed inside the head */
+		if (r < 0)
+			return r;
+		/* Interim answers (100 Continue, 103 Early Hints) come before
+		 * the final one, headers only. */
+		if (h.status >= 200 || h.status == 101)
+			break;
+		buf += h.head_len;
+		len -= h.head_len;
+	}
 	body = buf + h.head_len;
 	blen = len - h.head_len;
 	if (h.chunked) {

@@ -64,7 +64,8 @@ struct http_reply_head {
  * other than chunked, both framings at once). */
 int http_reply_head_parse(const char *buf, size_t len, size_t max_head, struct http_reply_head *ret);
 
-/* A whole reply read until the server closed: its head checked as above,
+/* A whole reply read until the server closed, interim 1xx heads (not 101)
+ * before it skipped: its head checked as above,
  * the body located (*ret_body, *ret_body_len: inside @buf, a chunked body
  * decoded in place) and checked against its framing: -EBADMSG for a body
  * shorter than its Content-Length, bytes after it, chunk framing errors or

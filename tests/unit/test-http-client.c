@@ -119,6 +119,11 @@ Test(http_client, reply_bodies)
 		  "empty chunked");
 	cr_assert_str_eq(body, "");
 	ASSERT_OK(reply_of("HTTP/1.1 204 No Content\r\n\r\n", 100, body, sizeof(body)), "204");
+	ASSERT_OK(reply_of("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+			   "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal",
+			   100, body, sizeof(body)),
+		  "interim answers before the final one");
+	cr_assert_str_eq(body, "final");
 }
 
 Test(http_client, reply_bodies_refused)
