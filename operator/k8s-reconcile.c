@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,10 @@ struct op_k8s {
 	struct op_k8s_opts o;
 	char *fm;
 	bool leader;
+	_Atomic int64_t leader_until;   /* op_k8s_set_leader_until() */
+	bool fence_logged;
+	atomic_bool cancelled;          /* op_k8s_cancel() */
+	bool crds;                      /* op_k8s_crds_apply() is applying */
 	/* Between a RELIST and its SYNCED: services are taken in, reconciled
 	 * at SYNCED once every one is known (the public ports the others
 	 * hold, the GPU queue in list order). */
@@ -298,6 +303,7 @@ int op_k8s_new(struct k8s_client *c, const struct op_k8s_opts *opts, struct op_k
 	if (!k)
 		return -ENOMEM;
 	k->c = c;
+	atomic_init(&k->leader_until, INT64_MAX);
 	memcpy(&k->o, opts, opts->sz < sizeof(k->o) ? opts->sz : sizeof(k->o));
 	k->o.sz = sizeof(k->o);
 	if (!k->o.crd_poll_ms)
@@ -331,6 +337,43 @@ void op_k8s_free(struct op_k8s *k)
 bool op_k8s_is_leader(const struct op_k8s *k)
 {
 	return k && k->leader;
+}
+
+void op_k8s_set_leader_until(struct op_k8s *k, int64_t until_us)
+{
+	if (k)
+		atomic_store(&k->leader_until, until_us);
+}
+
+void op_k8s_cancel(struct op_k8s *k)
+{
+	if (k)
+		atomic_store(&k->cancelled, true);
+}
+
+static int64_t mono_now(struct op_k8s *k)
+{
+	struct timespec ts;
+
+	if (k->o.mono_us)
+		return k->o.mono_us(k->o.now_userdata);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Whether a write may be sent now: leader, and the Lease this process
+ * renewed is still valid (another replica may lead once it lapses). */
+static bool may_write(struct op_k8s *k, const char *what)
+{
+	if (k->crds || (k->leader && !atomic_load(&k->cancelled) && mono_now(k) < atomic_load(&k->leader_until))) {
+		k->fence_logged = false;
+		return true;
+	}
+	k->st.fenced++;
+	if (!k->fence_logged)
+		logf_(k, K8S_LOG_WARNING, "%s: not sent, the leadership deadline passed (Lease not renewed)", what);
+	k->fence_logged = true;
+	return false;
 }
 
 void op_k8s_get_stats(const struct op_k8s *k, struct op_k8s_stats *ret)
@@ -383,6 +426,8 @@ static int status_put(struct op_k8s *k, const struct kind_ref *kr, const char *n
 	struct k8s_ref ref;
 
 	ref_of(kr, ns, name, &ref);
+	if (!may_write(k, "write status"))
+		return -ENOLCK;
 	k->st.requests++;
 	return settle(k, "write status", k8s_status_write(k->c, &ref, body, len, &wo, NULL, &st), &st,
 		      &k->st.status_writes);
@@ -421,10 +466,16 @@ static int apply(struct op_k8s *k, const struct kind_ref *kr, const char *ns, co
 
 	ref_of(kr, ns, name, &ref);
 	snprintf(what, sizeof(what), "apply %s %s%s%s", kr->kind, kr->cluster ? "" : ns, kr->cluster ? "" : "/", name);
+	if (!may_write(k, what))
+		return -ENOLCK;
 	k->st.requests++;
 	r = k8s_apply(k->c, &ref, body, len, &wo, ret_obj, &st);
 	if (r == -EBUSY) {
 		log_status(k, what, r, &st);
+		if (!may_write(k, what)) {
+			k8s_status_clear(&st);
+			return -ENOLCK;
+		}
 		logf_(k, K8S_LOG_WARNING, "%s: conflict with another manager, applying with force", what);
 		wo.force = true;
 		k->st.forced++;
@@ -442,6 +493,8 @@ static int delete_obj(struct op_k8s *k, const struct kind_ref *kr, const char *n
 	int r;
 
 	ref_of(kr, ns, name, &ref);
+	if (!may_write(k, "delete"))
+		return -ENOLCK;
 	k->st.requests++;
 	r = k8s_delete(k->c, &ref, &d, NULL, &st);
 	if (r == -ENOENT)
@@ -492,8 +545,11 @@ int op_k8s_crds_apply(struct op_k8s *k, unsigned int timeout_ms)
 		snprintf(name, sizeof(name), "%s", str_at(parsed, "metadata.name") ?: "");
 		json_free(parsed);
 		r = validate(k, "CustomResourceDefinition", text, len, msg, sizeof(msg));
-		if (r >= 0)
+		if (r >= 0) {
+			k->crds = true; /* every replica applies the CRDs: not fenced */
 			r = apply(k, kr, NULL, name, text, len, &obj);
+			k->crds = false;
+		}
 		free(text);
 		while (r >= 0 && !established(obj)) {
 			struct k8s_ref ref;
@@ -959,7 +1015,9 @@ static int ns_create(struct op_k8s *k, struct svc *s)
 	if (r < 0)
 		return r;
 	r = validate(k, "Namespace", text, len, msg, sizeof(msg));
-	if (r >= 0) {
+	if (r >= 0 && !may_write(k, "create Namespace"))
+		r = -ENOLCK;
+	else if (r >= 0) {
 		k->st.requests++;
 		r = k8s_create(k->c, &ref, text, len, &wo, NULL, &st);
 		r = settle(k, "create Namespace", r == -EEXIST ? 0 : r, &st, &k->st.applies);
@@ -1187,15 +1245,29 @@ static int gpu_followup(struct op_k8s *k)
 	return first;
 }
 
+static int reconcile_one(struct op_k8s *k, struct svc *s);
+
+/* One service's writes; one that failed (refused, or fenced by the
+ * leadership deadline) leaves it to op_k8s_reconcile_pending(). */
 static int reconcile(struct op_k8s *k, struct svc *s)
+{
+	int r;
+
+	if (!k->leader)
+		return 0;
+	s->leader_done = true;
+	r = reconcile_one(k, s);
+	if (r < 0)
+		s->leader_done = false;
+	return r;
+}
+
+static int reconcile_one(struct op_k8s *k, struct svc *s)
 {
 	struct flash_sched_state gs = { 0 };
 	bool queued = false;
 	int r = 0;
 
-	if (!k->leader)
-		return 0;
-	s->leader_done = true;
 	if (s->deleting) {
 		if (s->gpu_held) {
 			gpu_release(k, s);
@@ -1477,7 +1549,10 @@ int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8
 			return reconcile(k, s);
 		}
 	}
-	return write_status(k, s);
+	r = write_status(k, s);
+	if (r < 0)
+		s->leader_done = false;
+	return r;
 }
 
 /* ------------------------------------------------------------ nodes, resync */
@@ -1515,9 +1590,27 @@ int op_k8s_resync(struct op_k8s *k)
 
 	if (!k)
 		return -EINVAL;
-	for (size_t i = 0; i < BUCKETS; i++)
-		for (struct svc *s = k->b[i]; s; s = s->next) {
+	for (size_t i = 0; i < BUCKETS && !atomic_load(&k->cancelled); i++)
+		for (struct svc *s = k->b[i]; s && !atomic_load(&k->cancelled); s = s->next) {
 			int r = reconcile(k, s);
+
+			if (r < 0 && !first)
+				first = r;
+		}
+	return first;
+}
+
+int op_k8s_reconcile_pending(struct op_k8s *k)
+{
+	int first = 0;
+
+	if (!k)
+		return -EINVAL;
+	if (!k->leader || k->syncing)
+		return 0;
+	for (size_t i = 0; i < BUCKETS && !atomic_load(&k->cancelled); i++)
+		for (struct svc *s = k->b[i]; s && !atomic_load(&k->cancelled); s = s->next) {
+			int r = s->leader_done ? 0 : reconcile(k, s);
 
 			if (r < 0 && !first)
 				first = r;
@@ -1536,8 +1629,8 @@ int op_k8s_usage_flush(struct op_k8s *k)
 		return 0;
 	now = now_s(k);
 	k->pass++;
-	for (size_t i = 0; i < BUCKETS; i++)
-		for (struct svc *s = k->b[i]; s; s = s->next) {
+	for (size_t i = 0; i < BUCKETS && !atomic_load(&k->cancelled); i++)
+		for (struct svc *s = k->b[i]; s && !atomic_load(&k->cancelled); s = s->next) {
 			char name[OP_K8S_USAGE_NAME_MAX + 1];
 			struct usage_mark *m;
 			int r;

@@ -514,6 +514,93 @@ Test(reconcile, two_operators_one_lease_only_the_holder_writes)
 	env_close(&e);
 }
 
+/* The write fence (split brain): a monotonic clock that moves 1 s at
+ * every reading, so that a reconcile outlasts the leadership deadline in
+ * its middle. */
+static int64_t tick_us;
+
+static int64_t ticking_mono(void *userdata)
+{
+	(void)userdata;
+	tick_us += 1000000;
+	return tick_us;
+}
+
+static int feed_to(struct op_k8s *k, enum k8s_event_type type, const struct json_value *obj)
+{
+	return op_k8s_service_event(k, &(struct k8s_event){ .type = type, .object = obj, .resource_version = "1" });
+}
+
+Test(reconcile, no_write_after_the_leadership_deadline_and_the_other_replica_leads)
+{
+	struct env e;
+	struct op_k8s_opts ko = {
+		.sz = sizeof(ko), .config = NULL, .log = on_log, .now = fixed_now, .crd_poll_ms = 1,
+		.mono_us = ticking_mono,
+	};
+	struct json_value *a1 = fs_object("web", 1, spec_web, false, NULL), *a2 = fs_object("web", 2, spec_web3, true, NULL);
+	struct op_k8s *ka = NULL, *kb;
+	struct k8s_client *cb;
+	struct op_k8s_stats st;
+
+	env_open(&e);
+	ko.config = e.config;
+	ko.schemas = e.schemas;
+	ko.log_userdata = &e;
+	ASSERT_OK(op_k8s_new(e.c, &ko, &ka), "A");
+	ASSERT_OK(op_k8s_set_leader(ka, true), "A leads");
+	/* A renewed at 0 s: it may write until 3 s; a new service takes 6
+	 * writes, the clock reads 1 s, 2 s, then 3 s. */
+	tick_us = 0;
+	op_k8s_set_leader_until(ka, 3000000);
+	k8s_fake_reset_requests(e.fake);
+	cr_assert_eq(feed_to(ka, K8S_EVENT_ADDED, a1), -ENOLCK, "the reconcile ran past the deadline");
+	cr_assert_eq(k8s_fake_requests(e.fake), 2, "only the writes before the deadline were sent: %zu",
+		     k8s_fake_requests(e.fake));
+	op_k8s_get_stats(ka, &st);
+	cr_assert_geq(st.fenced, 4, "the rest fenced: %llu", (unsigned long long)st.fenced);
+	cr_assert_eq(st.requests, 2);
+
+	/* Past the deadline nothing A does is sent: events, the resync, the
+	 * usage flush, the pending services. */
+	k8s_fake_reset_requests(e.fake);
+	cr_assert_lt(feed_to(ka, K8S_EVENT_MODIFIED, a2), 0);
+	(void)op_k8s_resync(ka);
+	(void)op_k8s_reconcile_pending(ka);
+	test_now += 3600;
+	(void)op_k8s_usage_flush(ka);
+	cr_assert_eq(feed_owned(&(struct env){ .fake = e.fake, .k = ka }, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_DELETED,
+				"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\","
+				"\"namespace\":\"" NS "\",\"labels\":{\"app.kubernetes.io/name\":\"web\"}}}"),
+		     -ENOLCK);
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "the old leader sent %zu requests past its deadline",
+		     k8s_fake_requests(e.fake));
+
+	/* B took the Lease once A's lapsed: B writes the whole service. */
+	cb = client_for(&e);
+	kb = reconciler_for(&e, cb);
+	ASSERT_OK(op_k8s_set_leader(kb, true), "B leads");
+	ASSERT_OK(feed_to(kb, K8S_EVENT_ADDED, a2), "B");
+	cr_assert_geq(count(&e, "PATCH", "/deployments/web"), 1, "B applied the Deployment");
+	cr_assert_eq(count(&e, "PATCH", "/flashservices/web/status"), 1, "B wrote the status");
+
+	/* B gone, A renews again: the service its fenced writes left undone
+	 * is reconciled, once. */
+	op_k8s_free(kb);
+	k8s_client_free(cb);
+	op_k8s_set_leader_until(ka, tick_us + 3600 * 1000000LL);
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_reconcile_pending(ka), "pending");
+	cr_assert_geq(count(&e, "PATCH", "/deployments/web"), 1, "A applied what was fenced");
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_reconcile_pending(ka), "nothing pending");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	op_k8s_free(ka);
+	json_free(a1);
+	json_free(a2);
+	env_close(&e);
+}
+
 /* ---------------------------------------------------------------- status */
 
 static const char dep_ready[] =
@@ -717,6 +804,33 @@ static void wait_ms(unsigned int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The options of op_k8s_run_start() against @e's fake. */
+static void run_opts_for(struct env *e, struct op_k8s_run_opts *ro, struct k8s_config *cfg,
+			 struct k8s_client_opts *co)
+{
+	cfg->server = (char *)k8s_fake_url(e->fake);
+	ro->k8s_config = cfg;
+	ro->client_opts = co;
+	ro->config = e->config;
+	ro->schemas = e->schemas;
+	ro->log_userdata = e;
+}
+
+/* A FlashServiceList of @fs, as the watch's first list. */
+static char *list_of(const struct json_value *fs)
+{
+	char *item = NULL, *body = NULL;
+	size_t len = 0;
+	struct json_writer *w = json_writer_new(0);
+
+	jw_value(w, fs);
+	cr_assert(json_writer_finish(w, &item, &len) == 0);
+	cr_assert(asprintf(&body, "{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+			   "\"metadata\":{\"resourceVersion\":\"300\"},\"items\":[%s]}", item) > 0);
+	free(item);
+	return body;
+}
+
 Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_writes)
 {
 	struct env e;
@@ -735,25 +849,9 @@ Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_w
 	size_t before;
 
 	env_open(&e);
-	cfg.server = (char *)k8s_fake_url(e.fake);
-	ro.k8s_config = &cfg;
-	ro.client_opts = &co;
-	ro.config = e.config;
-	ro.schemas = e.schemas;
-	ro.log_userdata = &e;
+	run_opts_for(&e, &ro, &cfg, &co);
 	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
-	{
-		char *item = NULL, *body = NULL;
-		size_t len = 0;
-		struct json_writer *w = json_writer_new(0);
-
-		jw_value(w, fs);
-		cr_assert(json_writer_finish(w, &item, &len) == 0);
-		cr_assert(asprintf(&body, "{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
-				   "\"metadata\":{\"resourceVersion\":\"300\"},\"items\":[%s]}", item) > 0);
-		free(item);
-		list = body;
-	}
+	list = list_of(fs);
 	{
 		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
 		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
@@ -803,6 +901,91 @@ Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_w
 	cr_assert_eq(sb.status_writes, 0);
 	cr_assert_eq(count(&e, "PATCH", "/deployments/"), before, "B applied nothing");
 	op_k8s_run_stop(b);
+	free(est);
+	free(list);
+	json_free(fs);
+	env_close(&e);
+}
+
+/* The index of the first request from @from on whose method is @method
+ * and whose path contains @part, or SIZE_MAX. */
+static size_t find_request(struct env *e, size_t from, const char *method, const char *part)
+{
+	size_t total = k8s_fake_requests(e->fake), at = SIZE_MAX;
+
+	for (size_t i = from; i < total && at == SIZE_MAX; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(e->fake, i, &r), "request");
+		if (!strcmp(r.method, method) && strstr(r.path, part))
+			at = i;
+		k8s_fake_request_clear(&r);
+	}
+	return at;
+}
+
+Test(run, the_lease_is_renewed_on_time_while_a_reconcile_is_slow)
+{
+	struct env e;
+	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+	const char *fspath = "/apis/flash.heterocloud.io/v1alpha1/flashservices";
+	const char *deppath = "/apis/apps/v1/namespaces/" NS "/deployments/web";
+	char *est, *list;
+	struct k8s_config cfg = { 0 };
+	struct k8s_client_opts co = { .sz = sizeof(co), .sleep_ms = no_sleep, .max_attempts = 1 };
+	struct op_k8s_run_opts ro = {
+		.sz = sizeof(ro), .lease_namespace = "flash-system", .retry_period_ms = 40, .identity = LEASE_HOLDER,
+		.log = on_log,
+	};
+	struct op_k8s_run *a = NULL;
+	struct op_k8s_stats sa = { 0 };
+	struct json_value *fs = fs_object("web", 1, spec_web, true, NULL);
+	size_t slow, after, renewals = 0;
+
+	env_open(&e);
+	run_opts_for(&e, &ro, &cfg, &co);
+	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
+	list = list_of(fs);
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
+		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
+		/* A slow API server: the Deployment's apply answers after 500 ms. */
+		struct k8s_fake_step s3 = {
+			.method = "PATCH", .path = deppath, .delay_ms = 500,
+			.body = "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\","
+				"\"namespace\":\"" NS "\"}}",
+		};
+
+		ASSERT_OK(k8s_fake_push(e.fake, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(e.fake, &s2), "list");
+		ASSERT_OK(k8s_fake_push(e.fake, &s3), "slow apply");
+	}
+	ASSERT_OK(op_k8s_run_start(&ro, &a), "A");
+	for (int i = 0; i < 200; i++) {
+		op_k8s_run_stats(a, &sa);
+		if (sa.status_writes >= 1)
+			break;
+		wait_ms(20);
+	}
+	cr_assert_geq(sa.status_writes, 1, "A reconciled the service");
+	slow = find_request(&e, 0, "PATCH", deppath);
+	cr_assert_neq(slow, SIZE_MAX, "the Deployment was applied");
+	after = find_request(&e, slow + 1, "PATCH", "/flashservices/web/status");
+	cr_assert_neq(after, SIZE_MAX, "then the status");
+	for (size_t i = slow + 1; i < after; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
+		/* The fake has no Lease to GET (404): each round writes it. */
+		if (strcmp(r.method, "GET") && strstr(r.path, "/leases") && r.status < 300)
+			renewals++;
+		k8s_fake_request_clear(&r);
+	}
+	/* Every 40 ms for 500 ms: about 12; a Lease loop that reconciles
+	 * itself, or waits for the reconciler's lock, renews at most once. */
+	cr_assert_geq(renewals, 4, "the Lease was renewed %zu times while the apply was slow", renewals);
+	cr_assert(op_k8s_run_is_leader(a), "A still leads");
+	op_k8s_run_stop(a);
 	free(est);
 	free(list);
 	json_free(fs);
