@@ -992,6 +992,82 @@ Test(run, the_lease_is_renewed_on_time_while_a_reconcile_is_slow)
 	env_close(&e);
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+Test(run, stop_cancels_the_write_in_progress)
+{
+	struct env e;
+	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+	const char *fspath = "/apis/flash.heterocloud.io/v1alpha1/flashservices";
+	const char *deppath = "/apis/apps/v1/namespaces/" NS "/deployments/web";
+	char *est, *list;
+	struct k8s_config cfg = { 0 };
+	struct k8s_client_opts co = { .sz = sizeof(co), .sleep_ms = no_sleep, .max_attempts = 1 };
+	struct op_k8s_run_opts ro = {
+		.sz = sizeof(ro), .lease_namespace = "flash-system", .retry_period_ms = 40, .identity = LEASE_HOLDER,
+		.log = on_log,
+	};
+	struct op_k8s_run *a = NULL;
+	struct json_value *fs = fs_object("web", 1, spec_web, true, NULL);
+	int64_t t0, took;
+
+	env_open(&e);
+	run_opts_for(&e, &ro, &cfg, &co);
+	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
+	list = list_of(fs);
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
+		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
+		/* An API server that holds the Deployment's apply for 3 s. */
+		struct k8s_fake_step s3 = { .method = "PATCH", .path = deppath, .delay_ms = 3000, .body = "{}" };
+
+		ASSERT_OK(k8s_fake_push(e.fake, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(e.fake, &s2), "list");
+		ASSERT_OK(k8s_fake_push(e.fake, &s3), "slow apply");
+	}
+	ASSERT_OK(op_k8s_run_start(&ro, &a), "A");
+	for (int i = 0; i < 200 && find_request(&e, 0, "PATCH", deppath) == SIZE_MAX; i++)
+		wait_ms(10);
+	cr_assert_neq(find_request(&e, 0, "PATCH", deppath), SIZE_MAX, "the slow apply was sent");
+	t0 = mono_ms();
+	op_k8s_run_stop(a);
+	took = mono_ms() - t0;
+	/* libcurl calls the client's cancel check about once a second while
+	 * no byte moves: stop takes up to 1 s, not the 3 s of the answer. */
+	cr_assert_lt(took, 2000, "stop waited %lld ms for the write in progress", (long long)took);
+	free(est);
+	free(list);
+	json_free(fs);
+	env_close(&e);
+}
+
+Test(reconcile, cancel_stops_the_resync_and_the_usage_flush)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL), *b = fs_object("api", 1, spec_web, true, NULL);
+
+	env_open(&e);
+	ASSERT_OK(op_k8s_set_leader(e.k, false), "follower while they are listed");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "web");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, b), "api");
+	k8s_fake_reset_requests(e.fake);
+	op_k8s_cancel(e.k);
+	(void)op_k8s_set_leader(e.k, true);
+	(void)op_k8s_resync(e.k);
+	test_now += 3600;
+	(void)op_k8s_usage_flush(e.k);
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "a stopping reconciler sent %zu requests", k8s_fake_requests(e.fake));
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
+
 /* ---------------------------------------------------------------- never send what the schemas refuse */
 
 Test(reconcile, an_object_its_schema_refuses_is_never_sent)
