@@ -1355,8 +1355,11 @@ static int svc_update(struct op_k8s *k, struct svc *s, const struct json_value *
 
 		org = json_string_value(json_get(labels, OP_K8S_LABEL_ORG));
 		replace_str(&s->project, json_string_value(json_get(labels, OP_K8S_LABEL_PROJECT)));
-		/* The provider API's id when it published the service, else the uid. */
-		if (sid && names_opaque_id_valid(sid, strlen(sid), 253))
+		/* The provider API's id when it published the service (it names
+		 * the object by its id), else the uid: a label copied onto
+		 * another object (kubectl get -o yaml, renamed) never makes it
+		 * share the first one's id, GPU slots and usage. */
+		if (sid && !strcmp(sid, s->name) && names_opaque_id_valid(sid, strlen(sid), 253))
 			uid_or_id = sid;
 	}
 	(void)json_get_int64(json_at(fs, "metadata.generation"), &gen);

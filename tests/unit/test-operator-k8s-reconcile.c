@@ -758,6 +758,62 @@ Test(reconcile, gpu_queue_position_then_binding)
 	env_close(&e);
 }
 
+#define PUB_ID "fs-0123456789abcdef0123456789abcdef"
+#define SID_LABEL "\"" OP_K8S_LABEL_SERVICE_ID "\":\"" PUB_ID "\""
+
+/* @name's FlashService (GPU) carrying the provider's service-id label PUB_ID. */
+static struct json_value *fs_with_sid(const char *name)
+{
+	struct json_value *v = fs_object(name, 1, spec_gpu, true, NULL), *out;
+	char *text = NULL, *edited;
+	size_t len;
+
+	cr_assert(json_write_value(v, 0, &text, &len) == 0);
+	edited = k8s_test_edit(text, "\"flash.heterocloud.io/organization\":\"" ORG "\"",
+			       "\"flash.heterocloud.io/organization\":\"" ORG "\"," SID_LABEL);
+	out = k8s_test_parse(edited);
+	free(text);
+	free(edited);
+	json_free(v);
+	return out;
+}
+
+Test(reconcile, a_copied_service_id_label_is_not_trusted)
+{
+	struct env e;
+	struct json_value *node = k8s_test_parse(gpu_node);
+	struct json_value *a = fs_with_sid(PUB_ID), *copy = fs_with_sid("copy");
+	struct k8s_event nev = { .type = K8S_EVENT_ADDED, .object = node };
+	uint32_t pos = 99;
+	const char *where = NULL;
+	char *dep;
+
+	env_open(&e);
+	ASSERT_OK(op_k8s_node_event(e.k, &nev), "node");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "the provider's service");
+	dep = last_body(&e, "PATCH", "/deployments/" PUB_ID);
+	cr_assert(dep && strstr(dep, "\"flash.heterocloud.io/service\":\"" PUB_ID "\""), "its id is the label's: %s", dep);
+	free(dep);
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, PUB_ID, &pos, &where), "its state");
+	cr_assert_eq(pos, 0, "bound");
+
+	/* A copy of it renamed: its own id (from its uid), its own place in
+	 * the queue, behind the first. */
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, copy), "the copy");
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, "copy", &pos, &where), "the copy's state");
+	cr_assert_eq(pos, 1, "the copy waits for the one slot, it does not share it");
+
+	/* Deleting the copy frees nothing of the first. */
+	ASSERT_OK(feed(&e, K8S_EVENT_DELETED, copy), "the copy deleted");
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, PUB_ID, &pos, &where), "the first's state");
+	cr_assert_eq(pos, 0, "still bound");
+	cr_assert_str_eq(where, "gpu-1");
+	json_free(node);
+	json_free(a);
+	json_free(copy);
+	env_close(&e);
+}
+
 /* ---------------------------------------------------------------- CRDs */
 
 Test(reconcile, crds_applied_then_waited_until_established)
