@@ -66,6 +66,7 @@ struct applied {
 
 struct objset {
 	struct json_value **v;
+	unsigned int *gen;          /* the owned-watch list generation each was last seen in */
 	size_t n;
 };
 
@@ -99,6 +100,7 @@ struct svc {
 	struct json_value *status;
 	/* Owned objects' cache. */
 	struct json_value *deployment, *service;
+	unsigned int deployment_gen, service_gen;
 	struct objset pods, slices;
 };
 
@@ -125,6 +127,11 @@ struct op_k8s {
 	uint64_t pass;                  /* resync passes */
 	struct op_k8s_stats st;
 	const char *gpu_node;           /* op_k8s_gpu_state() */
+	/* Per owned kind: the list generation (one more at every RELIST;
+	 * what SYNCED finds of an older one was deleted while the watch was
+	 * down) and whether a list is in progress. */
+	unsigned int owned_gen[4];
+	bool owned_listing[4];
 };
 
 /* ------------------------------------------------------------ little helpers */
@@ -220,12 +227,23 @@ static void objset_clear(struct objset *o)
 	for (size_t i = 0; i < o->n; i++)
 		json_free(o->v[i]);
 	free(o->v);
+	free(o->gen);
 	o->v = NULL;
+	o->gen = NULL;
 	o->n = 0;
 }
 
-/* Puts (or with @obj NULL removes) the object named @name. */
-static int objset_put(struct objset *o, const char *name, const struct json_value *obj)
+static void objset_remove(struct objset *o, size_t i)
+{
+	json_free(o->v[i]);
+	o->n--;
+	o->v[i] = o->v[o->n];
+	o->gen[i] = o->gen[o->n];
+}
+
+/* Puts (or with @obj NULL removes) the object named @name, seen in list
+ * generation @gen. */
+static int objset_put(struct objset *o, const char *name, const struct json_value *obj, unsigned int gen)
 {
 	size_t i;
 
@@ -233,23 +251,41 @@ static int objset_put(struct objset *o, const char *name, const struct json_valu
 		if (!strcmp(str_at(o->v[i], "metadata.name") ?: "", name))
 			break;
 	if (!obj) {
-		if (i < o->n) {
-			json_free(o->v[i]);
-			o->v[i] = o->v[--o->n];
-		}
+		if (i < o->n)
+			objset_remove(o, i);
 		return 0;
 	}
 	if (i == o->n) {
 		struct json_value **p = realloc(o->v, (o->n + 1) * sizeof(*p));
+		unsigned int *g;
 
 		if (!p)
 			return -ENOMEM;
 		o->v = p;
+		g = realloc(o->gen, (o->n + 1) * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		o->gen = g;
 		o->v[o->n++] = NULL;
 	}
 	json_free(o->v[i]);
+	o->gen[i] = gen;
 	o->v[i] = clone(obj);
 	return o->v[i] ? 0 : -ENOMEM;
+}
+
+/* Removes what list generation @gen did not see; true when it did. */
+static bool objset_sweep(struct objset *o, unsigned int gen)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < o->n;)
+		if (o->gen[i] != gen) {
+			objset_remove(o, i);
+			any = true;
+		} else
+			i++;
+	return any;
 }
 
 static void svc_free(struct svc *s)
@@ -1500,18 +1536,86 @@ int op_k8s_service_event(struct op_k8s *k, const struct k8s_event *ev)
 
 /* ------------------------------------------------------------ owned objects */
 
+/* The end of an owned-object list: what it did not hold was deleted while
+ * the watch was down.  A Deployment or Service gone is applied again;
+ * every status is written when it changed. */
+static int owned_synced(struct op_k8s *k, enum op_k8s_owned kind)
+{
+	unsigned int gen = k->owned_gen[kind];
+	int first = 0;
+
+	k->owned_listing[kind] = false;
+	for (size_t i = 0; i < BUCKETS; i++)
+		for (struct svc *s = k->b[i]; s; s = s->next) {
+			const struct kind_ref *kr = NULL;
+			const char *gone = NULL;
+			int r;
+
+			switch (kind) {
+			case OP_K8S_OWNED_DEPLOYMENT:
+				if (s->deployment && s->deployment_gen != gen) {
+					kr = kind_find("Deployment");
+					gone = str_at(s->deployment, "metadata.name");
+				}
+				break;
+			case OP_K8S_OWNED_SERVICE:
+				if (s->service && s->service_gen != gen) {
+					kr = kind_find("Service");
+					gone = str_at(s->service, "metadata.name");
+				}
+				break;
+			case OP_K8S_OWNED_POD:
+				(void)objset_sweep(&s->pods, gen);
+				break;
+			case OP_K8S_OWNED_ENDPOINTSLICE:
+				(void)objset_sweep(&s->slices, gen);
+				break;
+			}
+			if (kr) {
+				struct applied *a = applied_find(s, kr, gone ?: "");
+
+				if (a)
+					memset(a->hash, 0, sizeof(a->hash)); /* applied again */
+				if (kind == OP_K8S_OWNED_DEPLOYMENT) {
+					json_free(s->deployment);
+					s->deployment = NULL;
+				} else {
+					json_free(s->service);
+					s->service = NULL;
+				}
+				r = a ? reconcile(k, s) : write_status(k, s);
+			} else
+				r = write_status(k, s);
+			if (r < 0) {
+				s->leader_done = false;
+				if (!first)
+					first = r;
+			}
+		}
+	return first;
+}
+
 int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8s_event *ev)
 {
 	const struct json_value *labels;
 	const char *ns, *owner, *name;
 	struct svc *s;
+	unsigned int gen;
 	bool del;
 	int r = 0;
 
-	if (!k || !ev)
+	if (!k || !ev || (unsigned int)kind >= ARRAY_SIZE(k->owned_gen))
 		return -EINVAL;
+	if (ev->type == K8S_EVENT_RELIST) {
+		k->owned_gen[kind]++;
+		k->owned_listing[kind] = true;
+		return 0;
+	}
+	if (ev->type == K8S_EVENT_SYNCED)
+		return owned_synced(k, kind);
 	if (!ev->object || ev->type == K8S_EVENT_BOOKMARK)
 		return 0;
+	gen = k->owned_gen[kind];
 	ns = str_at(ev->object, "metadata.namespace");
 	name = str_at(ev->object, "metadata.name");
 	labels = json_at(ev->object, "metadata.labels");
@@ -1526,22 +1630,24 @@ int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8
 	case OP_K8S_OWNED_DEPLOYMENT:
 		json_free(s->deployment);
 		s->deployment = del ? NULL : clone(ev->object);
+		s->deployment_gen = gen;
 		break;
 	case OP_K8S_OWNED_SERVICE:
 		json_free(s->service);
 		s->service = del ? NULL : clone(ev->object);
+		s->service_gen = gen;
 		break;
 	case OP_K8S_OWNED_POD:
-		r = objset_put(&s->pods, name, del ? NULL : ev->object);
+		r = objset_put(&s->pods, name, del ? NULL : ev->object, gen);
 		break;
 	case OP_K8S_OWNED_ENDPOINTSLICE:
-		r = objset_put(&s->slices, name, del ? NULL : ev->object);
+		r = objset_put(&s->slices, name, del ? NULL : ev->object, gen);
 		break;
 	default:
 		return -EINVAL;
 	}
-	if (r < 0)
-		return r;
+	if (r < 0 || k->owned_listing[kind])
+		return r; /* the list's end (SYNCED) writes what changed */
 	if (del && k->leader && (kind == OP_K8S_OWNED_DEPLOYMENT || kind == OP_K8S_OWNED_SERVICE)) {
 		/* Deleted behind our back: apply it again. */
 		const struct kind_ref *kr = kind_find(kind == OP_K8S_OWNED_DEPLOYMENT ? "Deployment" : "Service");

@@ -142,7 +142,11 @@ enum op_k8s_owned {
 /* One event of an owned-object watch: the cache of the service it
  * belongs to (namespace and app.kubernetes.io/name label) is updated and
  * its status written when it changed.  Objects of no known service are
- * ignored.  0 or the status write's error. */
+ * ignored.  Between a RELIST and its SYNCED nothing is written; at SYNCED
+ * what the list did not hold of that kind is dropped from every cache (it
+ * was deleted while the watch was down): a Deployment or Service the
+ * operator applied is applied again, every status written when it
+ * changed.  0 or the first write's error. */
 int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8s_event *ev);
 
 /* One event of the Node watch: the GPU inventory, then the queues are

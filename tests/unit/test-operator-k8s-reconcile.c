@@ -669,6 +669,63 @@ Test(reconcile, ready_false_true_false_and_degraded_from_pods)
 	env_close(&e);
 }
 
+static int owned_mark(struct env *e, enum op_k8s_owned kind, enum k8s_event_type type)
+{
+	return op_k8s_owned_event(e->k, kind, &(struct k8s_event){ .type = type });
+}
+
+/* Relists of the owned watches (after a 410 or a restart of the watch):
+ * what the list no longer holds was deleted while the watch was down. */
+Test(reconcile, an_owned_relist_forgets_what_it_no_longer_lists)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	char *st;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "deployment");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_SERVICE, K8S_EVENT_ADDED, svc_web), "service");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_ADDED, slice_ready), "slice");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_POD, K8S_EVENT_ADDED, pod_pull), "a failing pod");
+	st = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(strstr(st, "\"ErrImagePull\""), "Degraded with the reason: %s", st);
+	free(st);
+
+	/* The Pod was deleted while the watch was down: its relist lists no
+	 * pod; Degraded goes at the list's end, nothing is written before. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_POD, K8S_EVENT_RELIST), "pods relist");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_POD, K8S_EVENT_SYNCED), "pods synced");
+	cr_assert_eq(count(&e, "PATCH", "/flashservices/web/status"), 1, "the status written again");
+	st = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(!strstr(st, "\"ErrImagePull\""), "the stale pod keeps no Degraded: %s", st);
+	free(st);
+	cr_assert(ready_is(&e, "True"), "ready again");
+
+	/* The slice relisted as it was: nothing changes, nothing is sent. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_RELIST), "slices relist");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_ADDED, slice_ready), "the same slice");
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_SYNCED), "slices synced");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "a relist that changes nothing sends nothing");
+
+	/* The slice gone: Ready goes. */
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_RELIST), "slices relist");
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_SYNCED), "slices synced");
+	cr_assert(ready_is(&e, "False"), "a stale ready slice keeps no Ready");
+
+	/* The Deployment deleted while the watch was down: applied again. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_RELIST), "deployments relist");
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_SYNCED), "deployments synced");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "the Deployment applied again");
+	cr_assert_eq(count(&e, "PATCH", "/services/web"), 0, "the Service, still there, is not applied");
+	json_free(a);
+	env_close(&e);
+}
+
 /* ---------------------------------------------------------------- usage finalizer */
 
 Test(reconcile, usage_finalizer_added_then_removed_after_the_records)
