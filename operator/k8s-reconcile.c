@@ -414,8 +414,10 @@ static bool may_write(struct op_k8s *k, const char *what)
 
 void op_k8s_get_stats(const struct op_k8s *k, struct op_k8s_stats *ret)
 {
-	if (k && ret)
+	if (k && ret) {
 		*ret = k->st;
+		ret->usage_marks = k->n_marks;
+	}
 }
 
 /* ------------------------------------------------------------ writes */
@@ -811,9 +813,10 @@ struct usage_mark {
 	char name[OP_K8S_USAGE_NAME_MAX + 1];
 	struct flash_meter_usage written;
 	uint64_t pass;              /* the resync pass that last flushed it */
+	int64_t week_start;         /* the week of the record (pruned once it is past) */
 };
 
-static struct usage_mark *mark_get(struct op_k8s *k, const char *ns, const char *name)
+static struct usage_mark *mark_get(struct op_k8s *k, const char *ns, const char *name, int64_t week_start)
 {
 	struct usage_mark *m;
 
@@ -826,6 +829,7 @@ static struct usage_mark *mark_get(struct op_k8s *k, const char *ns, const char 
 	k->marks = m;
 	m += k->n_marks++;
 	memset(m, 0, sizeof(*m));
+	m->week_start = week_start;
 	snprintf(m->ns, sizeof(m->ns), "%s", ns);
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	return m;
@@ -858,7 +862,10 @@ static int usage_flush(struct op_k8s *k, const char *ns, enum flash_meter_scope 
 	r = svc ? flash_meter_service_usage(k->meter, id, now, &u) : flash_meter_org_usage(k->meter, id, now, &u);
 	if (r < 0)
 		return 0; /* never metered */
-	if (op_k8s_usage_record_name(svc, id, now, name, sizeof(name)) < 0 || !(m = mark_get(k, ns, name)))
+	if ((r = flash_meter_week_start(now, &rec.week_start)) < 0)
+		return r;
+	if (op_k8s_usage_record_name(svc, id, now, name, sizeof(name)) < 0 ||
+	    !(m = mark_get(k, ns, name, rec.week_start)))
 		return -EINVAL;
 	m->pass = k->pass;
 	delta = (struct flash_meter_usage){
@@ -870,8 +877,6 @@ static int usage_flush(struct op_k8s *k, const char *ns, enum flash_meter_scope 
 		return 0;
 	rec.usage = delta;
 	rec.accrued_until = now;
-	if ((r = flash_meter_week_start(now, &rec.week_start)) < 0)
-		return r;
 	ref_of(kr, ns, name, &ref);
 	k->st.requests++;
 	r = k8s_get(k->c, &ref, &cur, &st);
@@ -1727,9 +1732,21 @@ int op_k8s_reconcile_pending(struct op_k8s *k)
 	return first;
 }
 
+/* Drops the marks of the weeks before @week_start: their records are
+ * never written again. */
+static void marks_prune(struct op_k8s *k, int64_t week_start)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < k->n_marks; i++)
+		if (k->marks[i].week_start >= week_start)
+			k->marks[j++] = k->marks[i];
+	k->n_marks = j;
+}
+
 int op_k8s_usage_flush(struct op_k8s *k)
 {
-	int64_t now;
+	int64_t now, week;
 	int first = 0;
 
 	if (!k)
@@ -1737,6 +1754,9 @@ int op_k8s_usage_flush(struct op_k8s *k)
 	if (!k->leader)
 		return 0;
 	now = now_s(k);
+	if (flash_meter_week_start(now, &week) < 0)
+		return -EINVAL;
+	marks_prune(k, week);
 	k->pass++;
 	for (size_t i = 0; i < BUCKETS && !atomic_load(&k->cancelled); i++)
 		for (struct svc *s = k->b[i]; s && !atomic_load(&k->cancelled); s = s->next) {
@@ -1749,7 +1769,7 @@ int op_k8s_usage_flush(struct op_k8s *k)
 			r = usage_flush(k, usage_ns(k, s), FLASH_METER_SCOPE_SERVICE, s->id, s->org, now);
 			/* The organization's record once a pass. */
 			if (r >= 0 && op_k8s_usage_record_name(false, s->org, now, name, sizeof(name)) >= 0 &&
-			    (!(m = mark_get(k, usage_ns(k, s), name)) || m->pass != k->pass))
+			    (!(m = mark_get(k, usage_ns(k, s), name, week)) || m->pass != k->pass))
 				r = usage_flush(k, usage_ns(k, s), FLASH_METER_SCOPE_ORGANIZATION, s->org, s->org, now);
 			if (r < 0 && !first)
 				first = r;

@@ -89,6 +89,7 @@ struct op_k8s_stats {
 	uint64_t services;        /* FlashServices held */
 	uint64_t queued;          /* GPU services waiting */
 	uint64_t fenced;          /* writes not sent: the leadership deadline had passed */
+	uint64_t usage_marks;     /* FlashUsageRecords of the current week flushed (what was added) */
 };
 
 /* A reconciler writing through @c (borrowed: it must outlive the

@@ -1384,3 +1384,26 @@ Test(reconcile, usage_records_are_added_to_not_overwritten)
 	json_free(a);
 	env_close(&e);
 }
+
+Test(reconcile, usage_marks_of_past_weeks_are_pruned)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct op_k8s_stats st;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "one ready replica");
+	for (int week = 0; week < 4; week++) {
+		test_now += week ? 7 * 86400 : 3600;
+		ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_MODIFIED, dep_ready), "still ready");
+		k8s_fake_reset_requests(e.fake);
+		ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
+		cr_assert_geq(count(&e, "PATCH", "/flashusagerecords/svc.uid-web"), 1, "week %d's record written", week);
+		op_k8s_get_stats(e.k, &st);
+		/* The service's and the organization's of this week only. */
+		cr_assert_eq(st.usage_marks, 2, "week %d: %llu marks held", week, (unsigned long long)st.usage_marks);
+	}
+	json_free(a);
+	env_close(&e);
+}
