@@ -1077,6 +1077,16 @@ static int ns_create(struct op_k8s *k, struct svc *s)
 	return 0;
 }
 
+static void ns_forget(struct op_k8s *k, const char *ns)
+{
+	for (size_t i = 0; i < k->n_ns_applied; i++)
+		if (!strcmp(k->ns_applied[i].name, ns)) {
+			k->ns_applied[i] = k->ns_applied[--k->n_ns_applied];
+			logf_(k, K8S_LOG_WARNING, "namespace %s: gone (404), to be created again", ns);
+			return;
+		}
+}
+
 static struct applied *applied_find(struct svc *s, const struct kind_ref *kr, const char *name)
 {
 	for (size_t i = 0; i < s->n_applied; i++)
@@ -1115,6 +1125,8 @@ static int object_apply(struct op_k8s *k, struct svc *s, const char *kind, char 
 		return r;
 	}
 	r = apply(k, kr, s->ns, name, text, len, NULL);
+	if (r == -ENOENT && !kr->cluster)
+		ns_forget(k, s->ns); /* the Namespace was deleted: created again at the next reconcile */
 	if (r < 0)
 		return r;
 	if (!a) {

@@ -1322,6 +1322,35 @@ Test(reconcile, namespace_already_there_and_deployment_deleted_behind_its_back)
 	env_close(&e);
 }
 
+Test(reconcile, a_namespace_404_creates_the_namespace_again)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL), *b = fs_object("web", 2, spec_web3, true, NULL);
+	struct k8s_fake_step gone = {
+		.method = "PATCH", .path = "/apis/apps/v1/namespaces/" NS "/deployments/web", .status = 404,
+		.body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			"\"message\":\"namespaces \\\"org-a\\\" not found\",\"reason\":\"NotFound\","
+			"\"details\":{\"name\":\"org-a\",\"kind\":\"namespaces\"},\"code\":404}",
+	};
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 1);
+	/* Someone deleted the Namespace: the next apply into it is a 404. */
+	ASSERT_OK(k8s_fake_push(e.fake, &gone), "namespace gone");
+	k8s_fake_reset_requests(e.fake);
+	cr_assert_lt(feed(&e, K8S_EVENT_MODIFIED, b), 0, "the apply failed");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 0);
+	/* Retried: the Namespace is created again, then the Deployment. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_reconcile_pending(e.k), "retried");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 1, "the Namespace created again");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "the Deployment applied");
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
+
 /* ---------------------------------------------------------------- usage records accumulate */
 
 static int64_t record_cpu(struct env *e, const char *name_part)
