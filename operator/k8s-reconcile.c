@@ -111,6 +111,7 @@ struct op_k8s {
 	bool leader;
 	_Atomic int64_t leader_until;   /* op_k8s_set_leader_until() */
 	bool fence_logged;
+	bool fence_hit;                 /* a write was fenced since it was last cleared */
 	atomic_bool cancelled;          /* op_k8s_cancel() */
 	bool crds;                      /* op_k8s_crds_apply() is applying */
 	/* Between a RELIST and its SYNCED: services are taken in, reconciled
@@ -406,6 +407,7 @@ static bool may_write(struct op_k8s *k, const char *what)
 		return true;
 	}
 	k->st.fenced++;
+	k->fence_hit = true;
 	if (!k->fence_logged)
 		logf_(k, K8S_LOG_WARNING, "%s: not sent, the leadership deadline passed (Lease not renewed)", what);
 	k->fence_logged = true;
@@ -1300,18 +1302,36 @@ static int gpu_followup(struct op_k8s *k)
 
 static int reconcile_one(struct op_k8s *k, struct svc *s);
 
-/* One service's writes; one that failed (refused, or fenced by the
- * leadership deadline) leaves it to op_k8s_reconcile_pending(). */
+/* One service's writes; a write fenced by the leadership deadline leaves
+ * it to op_k8s_reconcile_pending() (other failures wait for the service's
+ * next event or the resync, as before: no retry storm on a 403). */
 static int reconcile(struct op_k8s *k, struct svc *s)
 {
+	bool hit = k->fence_hit;
 	int r;
 
 	if (!k->leader)
 		return 0;
 	s->leader_done = true;
+	k->fence_hit = false;
 	r = reconcile_one(k, s);
-	if (r < 0)
+	if (k->fence_hit)
 		s->leader_done = false;
+	k->fence_hit = hit || k->fence_hit;
+	return r;
+}
+
+/* write_status() outside reconcile(): a fenced write leaves the service pending. */
+static int status_or_pending(struct op_k8s *k, struct svc *s)
+{
+	bool hit = k->fence_hit;
+	int r;
+
+	k->fence_hit = false;
+	r = write_status(k, s);
+	if (k->fence_hit)
+		s->leader_done = false;
+	k->fence_hit = hit || k->fence_hit;
 	return r;
 }
 
@@ -1600,14 +1620,11 @@ static int owned_synced(struct op_k8s *k, enum op_k8s_owned kind)
 					json_free(s->service);
 					s->service = NULL;
 				}
-				r = a ? reconcile(k, s) : write_status(k, s);
+				r = a ? reconcile(k, s) : status_or_pending(k, s);
 			} else
-				r = write_status(k, s);
-			if (r < 0) {
-				s->leader_done = false;
-				if (!first)
-					first = r;
-			}
+				r = status_or_pending(k, s);
+			if (r < 0 && !first)
+				first = r;
 		}
 	return first;
 }
@@ -1675,10 +1692,7 @@ int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8
 			return reconcile(k, s);
 		}
 	}
-	r = write_status(k, s);
-	if (r < 0)
-		s->leader_done = false;
-	return r;
+	return status_or_pending(k, s);
 }
 
 /* ------------------------------------------------------------ nodes, resync */

@@ -114,8 +114,9 @@ void op_k8s_set_leader_until(struct op_k8s *k, int64_t until_us);
  * the next service, for good: the process is stopping.  May be called
  * from another thread while a call on @k runs (an atomic store). */
 void op_k8s_cancel(struct op_k8s *k);
-/* While leader: reconciles again the services a fenced or failed write
- * left undone.  0 or the first error. */
+/* While leader: reconciles again the services a fenced write left
+ * undone (other failures are retried at the service's next event or the
+ * resync).  0 or the first error. */
 int op_k8s_reconcile_pending(struct op_k8s *k);
 
 /* Applies the FlashService and FlashUsageRecord CRDs and waits until the

@@ -1341,9 +1341,10 @@ Test(reconcile, a_namespace_404_creates_the_namespace_again)
 	k8s_fake_reset_requests(e.fake);
 	cr_assert_lt(feed(&e, K8S_EVENT_MODIFIED, b), 0, "the apply failed");
 	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 0);
-	/* Retried: the Namespace is created again, then the Deployment. */
+	/* Retried at the resync: the Namespace is created again, then the
+	 * Deployment. */
 	k8s_fake_reset_requests(e.fake);
-	ASSERT_OK(op_k8s_reconcile_pending(e.k), "retried");
+	ASSERT_OK(op_k8s_resync(e.k), "retried");
 	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 1, "the Namespace created again");
 	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "the Deployment applied");
 	json_free(a);
