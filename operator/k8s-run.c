@@ -295,6 +295,7 @@ static void lease_round(struct op_k8s_run *r)
 					r->o.lease_namespace ? r->o.lease_namespace : k8s_client_namespace(r->lease_c),
 					r->o.lease_name ? r->o.lease_name : "flash-operator") == 1;
 	int64_t until = leader ? r->el.leader_until_us : 0;
+	bool became = false;
 
 	atomic_store(&r->leader_until, until);
 	op_k8s_set_leader_until(r->k, until);
@@ -303,12 +304,13 @@ static void lease_round(struct op_k8s_run *r)
 		run_log(r, K8S_LOG_INFO, leader ? "leader election: leading" : "leader election: following");
 		atomic_store(&r->leading, leader);
 		r->work_leader = true;
+		became = leader;
 	}
 	r->work_round = true;
 	pthread_cond_signal(&r->wcond);
 	pthread_mutex_unlock(&r->wlock);
-	if (leader)
-		op_k8s_run_kick(r);
+	if (became)
+		op_k8s_run_kick(r); /* what a follower did not publish */
 }
 
 static void *lease_main(void *arg)
