@@ -1045,45 +1045,75 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-Test(run, the_lease_is_renewed_on_time_while_a_reconcile_is_slow)
-{
-	struct env e;
-	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
-	const char *fspath = "/apis/flash.heterocloud.io/v1alpha1/flashservices";
-	const char *deppath = "/apis/apps/v1/namespaces/" NS "/deployments/web";
-	char *est, *list;
-	struct k8s_config cfg = { 0 };
-	struct k8s_client_opts co = { .sz = sizeof(co), .sleep_ms = no_sleep, .max_attempts = 1 };
-	struct op_k8s_run_opts ro = {
-		.sz = sizeof(ro), .lease_namespace = "flash-system", .retry_period_ms = 40, .identity = LEASE_HOLDER,
-		.log = on_log,
-	};
-	struct op_k8s_run *a = NULL;
-	struct op_k8s_stats sa = { 0 };
-	struct json_value *fs = fs_object("web", 1, spec_web, true, NULL);
-	size_t slow, after, renewals = 0;
+/* Operator A (the Lease holder) started against @e's fake, whose list
+ * holds service "web" and whose answer to the Deployment's apply takes
+ * @delay_ms. */
+#define DEPPATH "/apis/apps/v1/namespaces/" NS "/deployments/web"
 
-	env_open(&e);
-	run_opts_for(&e, &ro, &cfg, &co);
-	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
-	list = list_of(fs);
+struct slow_run {
+	struct env e;
+	struct k8s_config cfg;
+	struct k8s_client_opts co;
+	struct op_k8s_run_opts ro;
+	struct json_value *fs;
+	char *est, *list;
+	struct op_k8s_run *a;
+};
+
+static void slow_run_start(struct slow_run *sr, unsigned int delay_ms)
+{
+	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+
+	memset(sr, 0, sizeof(*sr));
+	sr->co = (struct k8s_client_opts){ .sz = sizeof(sr->co), .sleep_ms = no_sleep, .max_attempts = 1 };
+	sr->ro = (struct op_k8s_run_opts){
+		.sz = sizeof(sr->ro), .lease_namespace = "flash-system", .retry_period_ms = 40,
+		.identity = LEASE_HOLDER, .log = on_log,
+	};
+	sr->fs = fs_object("web", 1, spec_web, true, NULL);
+	env_open(&sr->e);
+	run_opts_for(&sr->e, &sr->ro, &sr->cfg, &sr->co);
+	sr->est = k8s_test_edit(k8s_fake_exchange_body(sr->e.fake, "02", NULL), "flashservices.flash",
+				"flashusagerecords.flash");
+	sr->list = list_of(sr->fs);
 	{
-		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
-		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
-		/* A slow API server: the Deployment's apply answers after 500 ms. */
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = sr->est };
+		struct k8s_fake_step s2 = {
+			.method = "GET", .path = "/apis/flash.heterocloud.io/v1alpha1/flashservices", .body = sr->list,
+		};
 		struct k8s_fake_step s3 = {
-			.method = "PATCH", .path = deppath, .delay_ms = 500,
+			.method = "PATCH", .path = DEPPATH, .delay_ms = delay_ms,
 			.body = "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\","
 				"\"namespace\":\"" NS "\"}}",
 		};
 
-		ASSERT_OK(k8s_fake_push(e.fake, &s1), "CRD");
-		ASSERT_OK(k8s_fake_push(e.fake, &s2), "list");
-		ASSERT_OK(k8s_fake_push(e.fake, &s3), "slow apply");
+		ASSERT_OK(k8s_fake_push(sr->e.fake, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(sr->e.fake, &s2), "list");
+		ASSERT_OK(k8s_fake_push(sr->e.fake, &s3), "slow apply");
 	}
-	ASSERT_OK(op_k8s_run_start(&ro, &a), "A");
-	for (int i = 0; i < 200 && find_request(&e, 0, "PATCH", deppath) == SIZE_MAX; i++)
+	ASSERT_OK(op_k8s_run_start(&sr->ro, &sr->a), "A");
+	for (int i = 0; i < 200 && find_request(&sr->e, 0, "PATCH", DEPPATH) == SIZE_MAX; i++)
 		wait_ms(10);
+	cr_assert_neq(find_request(&sr->e, 0, "PATCH", DEPPATH), SIZE_MAX, "the slow apply was sent");
+}
+
+static void slow_run_end(struct slow_run *sr)
+{
+	op_k8s_run_stop(sr->a);
+	free(sr->est);
+	free(sr->list);
+	json_free(sr->fs);
+	env_close(&sr->e);
+}
+
+Test(run, the_lease_is_renewed_on_time_while_a_reconcile_is_slow)
+{
+	struct slow_run sr;
+	struct op_k8s_stats sa = { 0 };
+	size_t slow, after, renewals = 0;
+
+	/* A slow API server: the Deployment's apply answers after 500 ms. */
+	slow_run_start(&sr, 500);
 	/* While the reconciler waits for the slow answer, under its lock: the
 	 * provider API's kick, the publisher's stats and the leadership
 	 * question do not wait for it. */
@@ -1091,27 +1121,26 @@ Test(run, the_lease_is_renewed_on_time_while_a_reconcile_is_slow)
 		struct op_k8s_publish_stats ps;
 		int64_t t0 = mono_ms(), took;
 
-		op_k8s_run_kick(a);
-		op_k8s_run_publish_stats(a, &ps);
-		cr_assert(op_k8s_run_is_leader(a), "A leads");
+		op_k8s_run_kick(sr.a);
+		op_k8s_run_publish_stats(sr.a, &ps);
+		cr_assert(op_k8s_run_is_leader(sr.a), "A leads");
 		took = mono_ms() - t0;
 		cr_assert_lt(took, 200, "the kick waited %lld ms for the reconciler", (long long)took);
 	}
 	for (int i = 0; i < 200; i++) {
-		op_k8s_run_stats(a, &sa);
+		op_k8s_run_stats(sr.a, &sa);
 		if (sa.status_writes >= 1)
 			break;
 		wait_ms(20);
 	}
 	cr_assert_geq(sa.status_writes, 1, "A reconciled the service");
-	slow = find_request(&e, 0, "PATCH", deppath);
-	cr_assert_neq(slow, SIZE_MAX, "the Deployment was applied");
-	after = find_request(&e, slow + 1, "PATCH", "/flashservices/web/status");
+	slow = find_request(&sr.e, 0, "PATCH", DEPPATH);
+	after = find_request(&sr.e, slow + 1, "PATCH", "/flashservices/web/status");
 	cr_assert_neq(after, SIZE_MAX, "then the status");
 	for (size_t i = slow + 1; i < after; i++) {
 		struct k8s_fake_request r;
 
-		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
+		ASSERT_OK(k8s_fake_request_get(sr.e.fake, i, &r), "request");
 		/* The fake has no Lease to GET (404): each round writes it. */
 		if (strcmp(r.method, "GET") && strstr(r.path, "/leases") && r.status < 300)
 			renewals++;
@@ -1120,59 +1149,27 @@ Test(run, the_lease_is_renewed_on_time_while_a_reconcile_is_slow)
 	/* Every 40 ms for 500 ms: about 12; a Lease loop that reconciles
 	 * itself, or waits for the reconciler's lock, renews at most once. */
 	cr_assert_geq(renewals, 4, "the Lease was renewed %zu times while the apply was slow", renewals);
-	cr_assert(op_k8s_run_is_leader(a), "A still leads");
-	op_k8s_run_stop(a);
-	free(est);
-	free(list);
-	json_free(fs);
-	env_close(&e);
+	cr_assert(op_k8s_run_is_leader(sr.a), "A still leads");
+	slow_run_end(&sr);
 }
 
 Test(run, stop_cancels_the_write_in_progress)
 {
-	struct env e;
-	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
-	const char *fspath = "/apis/flash.heterocloud.io/v1alpha1/flashservices";
-	const char *deppath = "/apis/apps/v1/namespaces/" NS "/deployments/web";
-	char *est, *list;
-	struct k8s_config cfg = { 0 };
-	struct k8s_client_opts co = { .sz = sizeof(co), .sleep_ms = no_sleep, .max_attempts = 1 };
-	struct op_k8s_run_opts ro = {
-		.sz = sizeof(ro), .lease_namespace = "flash-system", .retry_period_ms = 40, .identity = LEASE_HOLDER,
-		.log = on_log,
-	};
-	struct op_k8s_run *a = NULL;
-	struct json_value *fs = fs_object("web", 1, spec_web, true, NULL);
+	struct slow_run sr;
+	struct op_k8s_run *a;
 	int64_t t0, took;
 
-	env_open(&e);
-	run_opts_for(&e, &ro, &cfg, &co);
-	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
-	list = list_of(fs);
-	{
-		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
-		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
-		/* An API server that holds the Deployment's apply for 3 s. */
-		struct k8s_fake_step s3 = { .method = "PATCH", .path = deppath, .delay_ms = 3000, .body = "{}" };
-
-		ASSERT_OK(k8s_fake_push(e.fake, &s1), "CRD");
-		ASSERT_OK(k8s_fake_push(e.fake, &s2), "list");
-		ASSERT_OK(k8s_fake_push(e.fake, &s3), "slow apply");
-	}
-	ASSERT_OK(op_k8s_run_start(&ro, &a), "A");
-	for (int i = 0; i < 200 && find_request(&e, 0, "PATCH", deppath) == SIZE_MAX; i++)
-		wait_ms(10);
-	cr_assert_neq(find_request(&e, 0, "PATCH", deppath), SIZE_MAX, "the slow apply was sent");
+	/* An API server that holds the Deployment's apply for 3 s. */
+	slow_run_start(&sr, 3000);
+	a = sr.a;
+	sr.a = NULL;
 	t0 = mono_ms();
 	op_k8s_run_stop(a);
 	took = mono_ms() - t0;
 	/* libcurl calls the client's cancel check about once a second while
 	 * no byte moves: stop takes up to 1 s, not the 3 s of the answer. */
 	cr_assert_lt(took, 2000, "stop waited %lld ms for the write in progress", (long long)took);
-	free(est);
-	free(list);
-	json_free(fs);
-	env_close(&e);
+	slow_run_end(&sr);
 }
 
 Test(reconcile, cancel_stops_the_resync_and_the_usage_flush)
