@@ -6,7 +6,10 @@
  * schemas), the steady path (nothing), a replica change (the Deployment
  * only), ports removed (the Service deleted, the Deployment kept), apply
  * conflicts, refusals, relists, two operators sharing one Lease, status
- * transitions, the usage finalizer and the GPU queue.
+ * transitions, the usage finalizer and the GPU queue; the review fixes:
+ * writes fenced by the Lease deadline, renewals on time during a slow
+ * reconcile, stop cancelling the write in progress, the service-id label
+ * rule, owned caches swept at relists, usage marks pruned, a Namespace 404.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
