@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,7 @@ struct applied {
 
 struct objset {
 	struct json_value **v;
+	unsigned int *gen;          /* the owned-watch list generation each was last seen in */
 	size_t n;
 };
 
@@ -98,6 +100,7 @@ struct svc {
 	struct json_value *status;
 	/* Owned objects' cache. */
 	struct json_value *deployment, *service;
+	unsigned int deployment_gen, service_gen;
 	struct objset pods, slices;
 };
 
@@ -106,6 +109,11 @@ struct op_k8s {
 	struct op_k8s_opts o;
 	char *fm;
 	bool leader;
+	_Atomic int64_t leader_until;   /* op_k8s_set_leader_until() */
+	bool fence_logged;
+	bool fence_hit;                 /* a write was fenced since it was last cleared */
+	atomic_bool cancelled;          /* op_k8s_cancel() */
+	bool crds;                      /* op_k8s_crds_apply() is applying */
 	/* Between a RELIST and its SYNCED: services are taken in, reconciled
 	 * at SYNCED once every one is known (the public ports the others
 	 * hold, the GPU queue in list order). */
@@ -120,6 +128,11 @@ struct op_k8s {
 	uint64_t pass;                  /* resync passes */
 	struct op_k8s_stats st;
 	const char *gpu_node;           /* op_k8s_gpu_state() */
+	/* Per owned kind: the list generation (one more at every RELIST;
+	 * what SYNCED finds of an older one was deleted while the watch was
+	 * down) and whether a list is in progress. */
+	unsigned int owned_gen[4];
+	bool owned_listing[4];
 };
 
 /* ------------------------------------------------------------ little helpers */
@@ -215,12 +228,23 @@ static void objset_clear(struct objset *o)
 	for (size_t i = 0; i < o->n; i++)
 		json_free(o->v[i]);
 	free(o->v);
+	free(o->gen);
 	o->v = NULL;
+	o->gen = NULL;
 	o->n = 0;
 }
 
-/* Puts (or with @obj NULL removes) the object named @name. */
-static int objset_put(struct objset *o, const char *name, const struct json_value *obj)
+static void objset_remove(struct objset *o, size_t i)
+{
+	json_free(o->v[i]);
+	o->n--;
+	o->v[i] = o->v[o->n];
+	o->gen[i] = o->gen[o->n];
+}
+
+/* Puts (or with @obj NULL removes) the object named @name, seen in list
+ * generation @gen. */
+static int objset_put(struct objset *o, const char *name, const struct json_value *obj, unsigned int gen)
 {
 	size_t i;
 
@@ -228,23 +252,41 @@ static int objset_put(struct objset *o, const char *name, const struct json_valu
 		if (!strcmp(str_at(o->v[i], "metadata.name") ?: "", name))
 			break;
 	if (!obj) {
-		if (i < o->n) {
-			json_free(o->v[i]);
-			o->v[i] = o->v[--o->n];
-		}
+		if (i < o->n)
+			objset_remove(o, i);
 		return 0;
 	}
 	if (i == o->n) {
 		struct json_value **p = realloc(o->v, (o->n + 1) * sizeof(*p));
+		unsigned int *g;
 
 		if (!p)
 			return -ENOMEM;
 		o->v = p;
+		g = realloc(o->gen, (o->n + 1) * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		o->gen = g;
 		o->v[o->n++] = NULL;
 	}
 	json_free(o->v[i]);
+	o->gen[i] = gen;
 	o->v[i] = clone(obj);
 	return o->v[i] ? 0 : -ENOMEM;
+}
+
+/* Removes what list generation @gen did not see; true when it did. */
+static bool objset_sweep(struct objset *o, unsigned int gen)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < o->n;)
+		if (o->gen[i] != gen) {
+			objset_remove(o, i);
+			any = true;
+		} else
+			i++;
+	return any;
 }
 
 static void svc_free(struct svc *s)
@@ -298,6 +340,7 @@ int op_k8s_new(struct k8s_client *c, const struct op_k8s_opts *opts, struct op_k
 	if (!k)
 		return -ENOMEM;
 	k->c = c;
+	atomic_init(&k->leader_until, INT64_MAX);
 	memcpy(&k->o, opts, opts->sz < sizeof(k->o) ? opts->sz : sizeof(k->o));
 	k->o.sz = sizeof(k->o);
 	if (!k->o.crd_poll_ms)
@@ -333,10 +376,50 @@ bool op_k8s_is_leader(const struct op_k8s *k)
 	return k && k->leader;
 }
 
+void op_k8s_set_leader_until(struct op_k8s *k, int64_t until_us)
+{
+	if (k)
+		atomic_store(&k->leader_until, until_us);
+}
+
+void op_k8s_cancel(struct op_k8s *k)
+{
+	if (k)
+		atomic_store(&k->cancelled, true);
+}
+
+static int64_t mono_now(struct op_k8s *k)
+{
+	struct timespec ts;
+
+	if (k->o.mono_us)
+		return k->o.mono_us(k->o.now_userdata);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Whether a write may be sent now: leader, and the Lease this process
+ * renewed is still valid (another replica may lead once it lapses). */
+static bool may_write(struct op_k8s *k, const char *what)
+{
+	if (k->crds || (k->leader && !atomic_load(&k->cancelled) && mono_now(k) < atomic_load(&k->leader_until))) {
+		k->fence_logged = false;
+		return true;
+	}
+	k->st.fenced++;
+	k->fence_hit = true;
+	if (!k->fence_logged)
+		logf_(k, K8S_LOG_WARNING, "%s: not sent, the leadership deadline passed (Lease not renewed)", what);
+	k->fence_logged = true;
+	return false;
+}
+
 void op_k8s_get_stats(const struct op_k8s *k, struct op_k8s_stats *ret)
 {
-	if (k && ret)
+	if (k && ret) {
 		*ret = k->st;
+		ret->usage_marks = k->n_marks;
+	}
 }
 
 /* ------------------------------------------------------------ writes */
@@ -383,6 +466,8 @@ static int status_put(struct op_k8s *k, const struct kind_ref *kr, const char *n
 	struct k8s_ref ref;
 
 	ref_of(kr, ns, name, &ref);
+	if (!may_write(k, "write status"))
+		return -ENOLCK;
 	k->st.requests++;
 	return settle(k, "write status", k8s_status_write(k->c, &ref, body, len, &wo, NULL, &st), &st,
 		      &k->st.status_writes);
@@ -421,10 +506,16 @@ static int apply(struct op_k8s *k, const struct kind_ref *kr, const char *ns, co
 
 	ref_of(kr, ns, name, &ref);
 	snprintf(what, sizeof(what), "apply %s %s%s%s", kr->kind, kr->cluster ? "" : ns, kr->cluster ? "" : "/", name);
+	if (!may_write(k, what))
+		return -ENOLCK;
 	k->st.requests++;
 	r = k8s_apply(k->c, &ref, body, len, &wo, ret_obj, &st);
 	if (r == -EBUSY) {
 		log_status(k, what, r, &st);
+		if (!may_write(k, what)) {
+			k8s_status_clear(&st);
+			return -ENOLCK;
+		}
 		logf_(k, K8S_LOG_WARNING, "%s: conflict with another manager, applying with force", what);
 		wo.force = true;
 		k->st.forced++;
@@ -442,6 +533,8 @@ static int delete_obj(struct op_k8s *k, const struct kind_ref *kr, const char *n
 	int r;
 
 	ref_of(kr, ns, name, &ref);
+	if (!may_write(k, "delete"))
+		return -ENOLCK;
 	k->st.requests++;
 	r = k8s_delete(k->c, &ref, &d, NULL, &st);
 	if (r == -ENOENT)
@@ -492,8 +585,11 @@ int op_k8s_crds_apply(struct op_k8s *k, unsigned int timeout_ms)
 		snprintf(name, sizeof(name), "%s", str_at(parsed, "metadata.name") ?: "");
 		json_free(parsed);
 		r = validate(k, "CustomResourceDefinition", text, len, msg, sizeof(msg));
-		if (r >= 0)
+		if (r >= 0) {
+			k->crds = true; /* every replica applies the CRDs: not fenced */
 			r = apply(k, kr, NULL, name, text, len, &obj);
+			k->crds = false;
+		}
 		free(text);
 		while (r >= 0 && !established(obj)) {
 			struct k8s_ref ref;
@@ -719,9 +815,10 @@ struct usage_mark {
 	char name[OP_K8S_USAGE_NAME_MAX + 1];
 	struct flash_meter_usage written;
 	uint64_t pass;              /* the resync pass that last flushed it */
+	int64_t week_start;         /* the week of the record (pruned once it is past) */
 };
 
-static struct usage_mark *mark_get(struct op_k8s *k, const char *ns, const char *name)
+static struct usage_mark *mark_get(struct op_k8s *k, const char *ns, const char *name, int64_t week_start)
 {
 	struct usage_mark *m;
 
@@ -734,6 +831,7 @@ static struct usage_mark *mark_get(struct op_k8s *k, const char *ns, const char 
 	k->marks = m;
 	m += k->n_marks++;
 	memset(m, 0, sizeof(*m));
+	m->week_start = week_start;
 	snprintf(m->ns, sizeof(m->ns), "%s", ns);
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	return m;
@@ -766,7 +864,10 @@ static int usage_flush(struct op_k8s *k, const char *ns, enum flash_meter_scope 
 	r = svc ? flash_meter_service_usage(k->meter, id, now, &u) : flash_meter_org_usage(k->meter, id, now, &u);
 	if (r < 0)
 		return 0; /* never metered */
-	if (op_k8s_usage_record_name(svc, id, now, name, sizeof(name)) < 0 || !(m = mark_get(k, ns, name)))
+	if ((r = flash_meter_week_start(now, &rec.week_start)) < 0)
+		return r;
+	if (op_k8s_usage_record_name(svc, id, now, name, sizeof(name)) < 0 ||
+	    !(m = mark_get(k, ns, name, rec.week_start)))
 		return -EINVAL;
 	m->pass = k->pass;
 	delta = (struct flash_meter_usage){
@@ -778,8 +879,6 @@ static int usage_flush(struct op_k8s *k, const char *ns, enum flash_meter_scope 
 		return 0;
 	rec.usage = delta;
 	rec.accrued_until = now;
-	if ((r = flash_meter_week_start(now, &rec.week_start)) < 0)
-		return r;
 	ref_of(kr, ns, name, &ref);
 	k->st.requests++;
 	r = k8s_get(k->c, &ref, &cur, &st);
@@ -959,7 +1058,9 @@ static int ns_create(struct op_k8s *k, struct svc *s)
 	if (r < 0)
 		return r;
 	r = validate(k, "Namespace", text, len, msg, sizeof(msg));
-	if (r >= 0) {
+	if (r >= 0 && !may_write(k, "create Namespace"))
+		r = -ENOLCK;
+	else if (r >= 0) {
 		k->st.requests++;
 		r = k8s_create(k->c, &ref, text, len, &wo, NULL, &st);
 		r = settle(k, "create Namespace", r == -EEXIST ? 0 : r, &st, &k->st.applies);
@@ -976,6 +1077,16 @@ static int ns_create(struct op_k8s *k, struct svc *s)
 	p->kr = kind_find("Namespace");
 	snprintf(p->name, sizeof(p->name), "%s", s->ns);
 	return 0;
+}
+
+static void ns_forget(struct op_k8s *k, const char *ns)
+{
+	for (size_t i = 0; i < k->n_ns_applied; i++)
+		if (!strcmp(k->ns_applied[i].name, ns)) {
+			k->ns_applied[i] = k->ns_applied[--k->n_ns_applied];
+			logf_(k, K8S_LOG_WARNING, "namespace %s: gone (404), to be created again", ns);
+			return;
+		}
 }
 
 static struct applied *applied_find(struct svc *s, const struct kind_ref *kr, const char *name)
@@ -1016,6 +1127,8 @@ static int object_apply(struct op_k8s *k, struct svc *s, const char *kind, char 
 		return r;
 	}
 	r = apply(k, kr, s->ns, name, text, len, NULL);
+	if (r == -ENOENT && !kr->cluster)
+		ns_forget(k, s->ns); /* the Namespace was deleted: created again at the next reconcile */
 	if (r < 0)
 		return r;
 	if (!a) {
@@ -1187,15 +1300,47 @@ static int gpu_followup(struct op_k8s *k)
 	return first;
 }
 
+static int reconcile_one(struct op_k8s *k, struct svc *s);
+
+/* One service's writes; a write fenced by the leadership deadline leaves
+ * it to op_k8s_reconcile_pending() (other failures wait for the service's
+ * next event or the resync, as before: no retry storm on a 403). */
 static int reconcile(struct op_k8s *k, struct svc *s)
+{
+	bool hit = k->fence_hit;
+	int r;
+
+	if (!k->leader)
+		return 0;
+	s->leader_done = true;
+	k->fence_hit = false;
+	r = reconcile_one(k, s);
+	if (k->fence_hit)
+		s->leader_done = false;
+	k->fence_hit = hit || k->fence_hit;
+	return r;
+}
+
+/* write_status() outside reconcile(): a fenced write leaves the service pending. */
+static int status_or_pending(struct op_k8s *k, struct svc *s)
+{
+	bool hit = k->fence_hit;
+	int r;
+
+	k->fence_hit = false;
+	r = write_status(k, s);
+	if (k->fence_hit)
+		s->leader_done = false;
+	k->fence_hit = hit || k->fence_hit;
+	return r;
+}
+
+static int reconcile_one(struct op_k8s *k, struct svc *s)
 {
 	struct flash_sched_state gs = { 0 };
 	bool queued = false;
 	int r = 0;
 
-	if (!k->leader)
-		return 0;
-	s->leader_done = true;
 	if (s->deleting) {
 		if (s->gpu_held) {
 			gpu_release(k, s);
@@ -1283,8 +1428,11 @@ static int svc_update(struct op_k8s *k, struct svc *s, const struct json_value *
 
 		org = json_string_value(json_get(labels, OP_K8S_LABEL_ORG));
 		replace_str(&s->project, json_string_value(json_get(labels, OP_K8S_LABEL_PROJECT)));
-		/* The provider API's id when it published the service, else the uid. */
-		if (sid && names_opaque_id_valid(sid, strlen(sid), 253))
+		/* The provider API's id when it published the service (it names
+		 * the object by its id), else the uid: a label copied onto
+		 * another object (kubectl get -o yaml, renamed) never makes it
+		 * share the first one's id, GPU slots and usage. */
+		if (sid && !strcmp(sid, s->name) && names_opaque_id_valid(sid, strlen(sid), 253))
 			uid_or_id = sid;
 	}
 	(void)json_get_int64(json_at(fs, "metadata.generation"), &gen);
@@ -1425,18 +1573,83 @@ int op_k8s_service_event(struct op_k8s *k, const struct k8s_event *ev)
 
 /* ------------------------------------------------------------ owned objects */
 
+/* The end of an owned-object list: what it did not hold was deleted while
+ * the watch was down.  A Deployment or Service gone is applied again;
+ * every status is written when it changed. */
+static int owned_synced(struct op_k8s *k, enum op_k8s_owned kind)
+{
+	unsigned int gen = k->owned_gen[kind];
+	int first = 0;
+
+	k->owned_listing[kind] = false;
+	for (size_t i = 0; i < BUCKETS; i++)
+		for (struct svc *s = k->b[i]; s; s = s->next) {
+			const struct kind_ref *kr = NULL;
+			const char *gone = NULL;
+			int r;
+
+			switch (kind) {
+			case OP_K8S_OWNED_DEPLOYMENT:
+				if (s->deployment && s->deployment_gen != gen) {
+					kr = kind_find("Deployment");
+					gone = str_at(s->deployment, "metadata.name");
+				}
+				break;
+			case OP_K8S_OWNED_SERVICE:
+				if (s->service && s->service_gen != gen) {
+					kr = kind_find("Service");
+					gone = str_at(s->service, "metadata.name");
+				}
+				break;
+			case OP_K8S_OWNED_POD:
+				(void)objset_sweep(&s->pods, gen);
+				break;
+			case OP_K8S_OWNED_ENDPOINTSLICE:
+				(void)objset_sweep(&s->slices, gen);
+				break;
+			}
+			if (kr) {
+				struct applied *a = applied_find(s, kr, gone ?: "");
+
+				if (a)
+					memset(a->hash, 0, sizeof(a->hash)); /* applied again */
+				if (kind == OP_K8S_OWNED_DEPLOYMENT) {
+					json_free(s->deployment);
+					s->deployment = NULL;
+				} else {
+					json_free(s->service);
+					s->service = NULL;
+				}
+				r = a ? reconcile(k, s) : status_or_pending(k, s);
+			} else
+				r = status_or_pending(k, s);
+			if (r < 0 && !first)
+				first = r;
+		}
+	return first;
+}
+
 int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8s_event *ev)
 {
 	const struct json_value *labels;
 	const char *ns, *owner, *name;
 	struct svc *s;
+	unsigned int gen;
 	bool del;
 	int r = 0;
 
-	if (!k || !ev)
+	if (!k || !ev || (unsigned int)kind >= ARRAY_SIZE(k->owned_gen))
 		return -EINVAL;
+	if (ev->type == K8S_EVENT_RELIST) {
+		k->owned_gen[kind]++;
+		k->owned_listing[kind] = true;
+		return 0;
+	}
+	if (ev->type == K8S_EVENT_SYNCED)
+		return owned_synced(k, kind);
 	if (!ev->object || ev->type == K8S_EVENT_BOOKMARK)
 		return 0;
+	gen = k->owned_gen[kind];
 	ns = str_at(ev->object, "metadata.namespace");
 	name = str_at(ev->object, "metadata.name");
 	labels = json_at(ev->object, "metadata.labels");
@@ -1451,22 +1664,24 @@ int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8
 	case OP_K8S_OWNED_DEPLOYMENT:
 		json_free(s->deployment);
 		s->deployment = del ? NULL : clone(ev->object);
+		s->deployment_gen = gen;
 		break;
 	case OP_K8S_OWNED_SERVICE:
 		json_free(s->service);
 		s->service = del ? NULL : clone(ev->object);
+		s->service_gen = gen;
 		break;
 	case OP_K8S_OWNED_POD:
-		r = objset_put(&s->pods, name, del ? NULL : ev->object);
+		r = objset_put(&s->pods, name, del ? NULL : ev->object, gen);
 		break;
 	case OP_K8S_OWNED_ENDPOINTSLICE:
-		r = objset_put(&s->slices, name, del ? NULL : ev->object);
+		r = objset_put(&s->slices, name, del ? NULL : ev->object, gen);
 		break;
 	default:
 		return -EINVAL;
 	}
-	if (r < 0)
-		return r;
+	if (r < 0 || k->owned_listing[kind])
+		return r; /* the list's end (SYNCED) writes what changed */
 	if (del && k->leader && (kind == OP_K8S_OWNED_DEPLOYMENT || kind == OP_K8S_OWNED_SERVICE)) {
 		/* Deleted behind our back: apply it again. */
 		const struct kind_ref *kr = kind_find(kind == OP_K8S_OWNED_DEPLOYMENT ? "Deployment" : "Service");
@@ -1477,7 +1692,7 @@ int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8
 			return reconcile(k, s);
 		}
 	}
-	return write_status(k, s);
+	return status_or_pending(k, s);
 }
 
 /* ------------------------------------------------------------ nodes, resync */
@@ -1515,8 +1730,8 @@ int op_k8s_resync(struct op_k8s *k)
 
 	if (!k)
 		return -EINVAL;
-	for (size_t i = 0; i < BUCKETS; i++)
-		for (struct svc *s = k->b[i]; s; s = s->next) {
+	for (size_t i = 0; i < BUCKETS && !atomic_load(&k->cancelled); i++)
+		for (struct svc *s = k->b[i]; s && !atomic_load(&k->cancelled); s = s->next) {
 			int r = reconcile(k, s);
 
 			if (r < 0 && !first)
@@ -1525,9 +1740,39 @@ int op_k8s_resync(struct op_k8s *k)
 	return first;
 }
 
+int op_k8s_reconcile_pending(struct op_k8s *k)
+{
+	int first = 0;
+
+	if (!k)
+		return -EINVAL;
+	if (!k->leader || k->syncing)
+		return 0;
+	for (size_t i = 0; i < BUCKETS && !atomic_load(&k->cancelled); i++)
+		for (struct svc *s = k->b[i]; s && !atomic_load(&k->cancelled); s = s->next) {
+			int r = s->leader_done ? 0 : reconcile(k, s);
+
+			if (r < 0 && !first)
+				first = r;
+		}
+	return first;
+}
+
+/* Drops the marks of the weeks before @week_start: their records are
+ * never written again. */
+static void marks_prune(struct op_k8s *k, int64_t week_start)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < k->n_marks; i++)
+		if (k->marks[i].week_start >= week_start)
+			k->marks[j++] = k->marks[i];
+	k->n_marks = j;
+}
+
 int op_k8s_usage_flush(struct op_k8s *k)
 {
-	int64_t now;
+	int64_t now, week;
 	int first = 0;
 
 	if (!k)
@@ -1535,9 +1780,12 @@ int op_k8s_usage_flush(struct op_k8s *k)
 	if (!k->leader)
 		return 0;
 	now = now_s(k);
+	if (flash_meter_week_start(now, &week) < 0)
+		return -EINVAL;
+	marks_prune(k, week);
 	k->pass++;
-	for (size_t i = 0; i < BUCKETS; i++)
-		for (struct svc *s = k->b[i]; s; s = s->next) {
+	for (size_t i = 0; i < BUCKETS && !atomic_load(&k->cancelled); i++)
+		for (struct svc *s = k->b[i]; s && !atomic_load(&k->cancelled); s = s->next) {
 			char name[OP_K8S_USAGE_NAME_MAX + 1];
 			struct usage_mark *m;
 			int r;
@@ -1547,7 +1795,7 @@ int op_k8s_usage_flush(struct op_k8s *k)
 			r = usage_flush(k, usage_ns(k, s), FLASH_METER_SCOPE_SERVICE, s->id, s->org, now);
 			/* The organization's record once a pass. */
 			if (r >= 0 && op_k8s_usage_record_name(false, s->org, now, name, sizeof(name)) >= 0 &&
-			    (!(m = mark_get(k, usage_ns(k, s), name)) || m->pass != k->pass))
+			    (!(m = mark_get(k, usage_ns(k, s), name, week)) || m->pass != k->pass))
 				r = usage_flush(k, usage_ns(k, s), FLASH_METER_SCOPE_ORGANIZATION, s->org, s->org, now);
 			if (r < 0 && !first)
 				first = r;

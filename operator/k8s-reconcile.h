@@ -21,8 +21,9 @@
  *     FlashUsageRecords before the finalizer goes;
  *   - GPU services wait in <flash/sched.h>'s queue (status Queued with
  *     the position) and are rendered bound to a node and slots.
- * Only while it is the leader (op_k8s_set_leader()) does it send
- * anything; a follower keeps its caches.
+ * Only while it is the leader (op_k8s_set_leader()) and before the
+ * leadership deadline (op_k8s_set_leader_until()) does it send anything;
+ * a follower keeps its caches.
  *
  * k8s-run.c: the threads (one watch each), the Lease, the wiring.
  *
@@ -70,6 +71,9 @@ struct op_k8s_opts {
 	unsigned int crd_poll_ms;
 	/* The namespace of the FlashUsageRecords (NULL: each service's own). */
 	const char *usage_namespace;
+	/* Monotonic microseconds, the clock of op_k8s_set_leader_until()
+	 * (called with now_userdata); NULL: CLOCK_MONOTONIC. */
+	int64_t (*mono_us)(void *userdata);
 };
 
 /* What the reconciler did (counters since op_k8s_new()). */
@@ -84,6 +88,8 @@ struct op_k8s_stats {
 	uint64_t errors;          /* requests that failed */
 	uint64_t services;        /* FlashServices held */
 	uint64_t queued;          /* GPU services waiting */
+	uint64_t fenced;          /* writes not sent: the leadership deadline had passed */
+	uint64_t usage_marks;     /* FlashUsageRecords of the current week flushed (what was added) */
 };
 
 /* A reconciler writing through @c (borrowed: it must outlive the
@@ -95,6 +101,23 @@ void op_k8s_free(struct op_k8s *k);
  * follower saw was not written).  Returns the first error of that, or 0. */
 int op_k8s_set_leader(struct op_k8s *k, bool leader);
 bool op_k8s_is_leader(const struct op_k8s *k);
+
+/* The fence of every write: while leader, a request is sent only before
+ * @until_us (opts.mono_us's clock: the last successful Lease renewal plus
+ * the renew deadline, shorter than the Lease); past it the write is not
+ * sent (-ENOLCK, counted in fenced) and its service is reconciled again
+ * by op_k8s_reconcile_pending().  Until the first call there is no
+ * deadline.  The one call that may come from another thread while a call
+ * on @k runs (an atomic store). */
+void op_k8s_set_leader_until(struct op_k8s *k, int64_t until_us);
+/* Stops the loops over every service (resync, usage flush, pending) at
+ * the next service, for good: the process is stopping.  May be called
+ * from another thread while a call on @k runs (an atomic store). */
+void op_k8s_cancel(struct op_k8s *k);
+/* While leader: reconciles again the services a fenced write left
+ * undone (other failures are retried at the service's next event or the
+ * resync).  0 or the first error. */
+int op_k8s_reconcile_pending(struct op_k8s *k);
 
 /* Applies the FlashService and FlashUsageRecord CRDs and waits until the
  * API server reports each Established, polling every crd_poll_ms for at
@@ -121,7 +144,11 @@ enum op_k8s_owned {
 /* One event of an owned-object watch: the cache of the service it
  * belongs to (namespace and app.kubernetes.io/name label) is updated and
  * its status written when it changed.  Objects of no known service are
- * ignored.  0 or the status write's error. */
+ * ignored.  Between a RELIST and its SYNCED nothing is written; at SYNCED
+ * what the list did not hold of that kind is dropped from every cache (it
+ * was deleted while the watch was down): a Deployment or Service the
+ * operator applied is applied again, every status written when it
+ * changed.  0 or the first write's error. */
 int op_k8s_owned_event(struct op_k8s *k, enum op_k8s_owned kind, const struct k8s_event *ev);
 
 /* One event of the Node watch: the GPU inventory, then the queues are

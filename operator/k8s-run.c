@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* flash-operator --kubernetes: the threads around the reconciler
  * (k8s-reconcile.h): one watch per thread, each on its own client; the
- * Lease loop; every call into the reconciler under one mutex, its writes
- * through one client. */
+ * Lease loop, which only renews (its period never waits for a reconcile),
+ * publishes the leadership deadline to the reconciler's write fence and
+ * wakes the worker; the worker, which does what leadership and the resync
+ * ask; every call into the reconciler under one mutex (r->lock), its
+ * writes through one client.  The publisher and op_k8s_run_kick() have
+ * their own small lock (r->plock), never r->lock. */
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,20 +43,31 @@ struct op_k8s_run {
 	struct flash_schema_set *own_schemas;
 	struct flash_operator_config *own_config;
 	struct op_k8s *k;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	volatile bool stopping;
+	pthread_mutex_t lock;       /* every call into r->k */
+	atomic_bool stopping;
 	struct watcher w[W_N_];
-	pthread_t lease_th;
-	bool lease_started;
-	/* The provider API's services published as FlashServices. */
+	/* The Lease thread and the worker: wlock guards the work flags;
+	 * wcond wakes the worker, lcond the Lease thread, the watches'
+	 * retries wait on lcond too. */
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond, lcond;
+	bool work_leader, work_resync, work_round;
+	pthread_t lease_th, work_th;
+	bool lease_started, work_started;
+	atomic_bool leading;        /* the Lease thread's last round */
+	_Atomic int64_t leader_until; /* monotonic: last renewal + renew deadline; 0: not leader */
+	/* The provider API's services published as FlashServices: plock
+	 * guards pub_kicked and pub_stats, pcond wakes the publisher. */
 	struct k8s_client *pub_c;
 	struct op_k8s_publisher *pub;
 	int (*services)(void *ctx, struct op_service ***ret, size_t *ret_n);
 	void *services_ctx;
+	pthread_mutex_t plock;
+	pthread_cond_t pcond;
 	pthread_t pub_th;
 	bool pub_started, pub_kicked;
-	struct op_lease_elector el;
+	struct op_k8s_publish_stats pub_stats;
+	struct op_lease_elector el; /* the Lease thread's only */
 	char identity[OP_LEASE_ID_MAX + 1];
 };
 
@@ -147,7 +163,7 @@ static int on_event(const struct k8s_event *ev, void *userdata)
 	struct op_k8s_run *r = w->run;
 	int e = 0;
 
-	if (r->stopping)
+	if (atomic_load(&r->stopping))
 		return -ECANCELED;
 	pthread_mutex_lock(&r->lock);
 	switch (w->kind) {
@@ -210,15 +226,15 @@ static void *watch_main(void *arg)
 			 st.message ?: "");
 		run_log(r, K8S_LOG_ERR, msg);
 		k8s_status_clear(&st);
-		pthread_mutex_lock(&r->lock);
+		pthread_mutex_lock(&r->wlock);
 		if (!r->stopping) {
 			struct timespec ts;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 5;
-			pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+			pthread_cond_timedwait(&r->lcond, &r->wlock, &ts);
 		}
-		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_unlock(&r->wlock);
 	}
 	return NULL;
 }
@@ -260,22 +276,41 @@ out:
 	return op_lease_is_leader(el, mono_us()) ? 1 : 0;
 }
 
+static void deadline_add(struct timespec *ts, unsigned int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* One renewal: the deadline goes to the reconciler's fence at once (no
+ * r->lock), the worker is woken for the rest. */
 static void lease_round(struct op_k8s_run *r)
 {
 	bool leader = op_k8s_lease_step(r->lease_c, &r->el,
 					r->o.lease_namespace ? r->o.lease_namespace : k8s_client_namespace(r->lease_c),
 					r->o.lease_name ? r->o.lease_name : "flash-operator") == 1;
+	int64_t until = leader ? r->el.leader_until_us : 0;
+	bool became = false;
 
-	pthread_mutex_lock(&r->lock);
-	if (leader != op_k8s_is_leader(r->k)) {
+	atomic_store(&r->leader_until, until);
+	op_k8s_set_leader_until(r->k, until);
+	pthread_mutex_lock(&r->wlock);
+	if (leader != atomic_load(&r->leading)) {
 		run_log(r, K8S_LOG_INFO, leader ? "leader election: leading" : "leader election: following");
-		(void)op_k8s_set_leader(r->k, leader);
-		if (leader) {
-			r->pub_kicked = true;
-			pthread_cond_broadcast(&r->cond);
-		}
+		atomic_store(&r->leading, leader);
+		r->work_leader = true;
+		became = leader;
 	}
-	pthread_mutex_unlock(&r->lock);
+	r->work_round = true;
+	pthread_cond_signal(&r->wcond);
+	pthread_mutex_unlock(&r->wlock);
+	if (became)
+		op_k8s_run_kick(r); /* what a follower did not publish */
 }
 
 static void *lease_main(void *arg)
@@ -285,63 +320,99 @@ static void *lease_main(void *arg)
 	unsigned int resync = r->o.resync_s ? r->o.resync_s : 300;
 	int64_t next_resync = mono_us() + (int64_t)resync * 1000000;
 
-	while (!r->stopping) {
+	while (!atomic_load(&r->stopping)) {
 		struct timespec ts;
 
 		lease_round(r);
+		pthread_mutex_lock(&r->wlock);
 		if (mono_us() >= next_resync) {
-			pthread_mutex_lock(&r->lock);
-			(void)op_k8s_resync(r->k);
-			(void)op_k8s_usage_flush(r->k);
-			pthread_mutex_unlock(&r->lock);
+			r->work_resync = true;
+			pthread_cond_signal(&r->wcond);
 			next_resync = mono_us() + (int64_t)resync * 1000000;
 		}
-		pthread_mutex_lock(&r->lock);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += period / 1000;
-		ts.tv_nsec += (long)(period % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		deadline_add(&ts, period);
 		if (!r->stopping)
-			pthread_cond_timedwait(&r->cond, &r->lock, &ts);
-		pthread_mutex_unlock(&r->lock);
+			pthread_cond_timedwait(&r->lcond, &r->wlock, &ts);
+		pthread_mutex_unlock(&r->wlock);
 	}
 	return NULL;
 }
 
+/* The reconciler's side of leadership: becoming leader (or not), the
+ * periodic resync and usage flush, the services a fenced write left
+ * undone.  However long these take, the Lease thread renews on time and
+ * the fence stops their writes once the deadline passes. */
+static void *work_main(void *arg)
+{
+	struct op_k8s_run *r = arg;
+
+	pthread_mutex_lock(&r->wlock);
+	while (!r->stopping) {
+		bool lead = r->work_leader, resync = r->work_resync, round = r->work_round;
+
+		if (!lead && !resync && !round) {
+			pthread_cond_wait(&r->wcond, &r->wlock);
+			continue;
+		}
+		r->work_leader = r->work_resync = r->work_round = false;
+		pthread_mutex_unlock(&r->wlock);
+		pthread_mutex_lock(&r->lock);
+		if (lead)
+			(void)op_k8s_set_leader(r->k, atomic_load(&r->leading));
+		if (resync && !atomic_load(&r->stopping)) {
+			(void)op_k8s_resync(r->k);
+			(void)op_k8s_usage_flush(r->k);
+		}
+		if (!lead && !resync && !atomic_load(&r->stopping))
+			(void)op_k8s_reconcile_pending(r->k);
+		pthread_mutex_unlock(&r->lock);
+		pthread_mutex_lock(&r->wlock);
+	}
+	pthread_mutex_unlock(&r->wlock);
+	return NULL;
+}
+
 /* ------------------------------------------------------------ the provider API's services */
+
+/* While the Lease this process renewed is valid. */
+static bool run_leads(struct op_k8s_run *r)
+{
+	return atomic_load(&r->leading) && mono_us() < atomic_load(&r->leader_until);
+}
 
 static void *publish_main(void *arg)
 {
 	struct op_k8s_run *r = arg;
 	unsigned int resync = r->o.resync_s ? r->o.resync_s : 300;
 
-	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->plock);
 	while (!r->stopping) {
 		struct timespec ts;
 
-		if (r->pub_kicked && op_k8s_is_leader(r->k)) {
+		if (r->pub_kicked && run_leads(r)) {
 			struct op_service **list = NULL;
 			size_t n = 0;
+			bool again = false;
 
 			r->pub_kicked = false;
-			pthread_mutex_unlock(&r->lock);
+			pthread_mutex_unlock(&r->plock);
 			if (r->services(r->services_ctx, &list, &n) >= 0) {
 				(void)op_k8s_publish(r->pub, list, n); /* errors logged; the next kick or resync retries */
 				op_service_list_free(list, n);
 			} else
+				again = true;
+			pthread_mutex_lock(&r->plock);
+			op_k8s_publisher_stats(r->pub, &r->pub_stats);
+			if (again)
 				r->pub_kicked = true;
-			pthread_mutex_lock(&r->lock);
 			continue;
 		}
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += resync;
-		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) == ETIMEDOUT)
+		if (pthread_cond_timedwait(&r->pcond, &r->plock, &ts) == ETIMEDOUT)
 			r->pub_kicked = true;
 	}
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&r->plock);
 	return NULL;
 }
 
@@ -360,35 +431,36 @@ int op_k8s_run_publish(struct op_k8s_run *r, int (*services)(void *ctx, struct o
 		return e;
 	r->services = services;
 	r->services_ctx = ctx;
+	pthread_mutex_lock(&r->plock);
 	r->pub_kicked = true;
+	pthread_mutex_unlock(&r->plock);
 	if ((e = -pthread_create(&r->pub_th, NULL, publish_main, r)) < 0)
 		return e;
 	r->pub_started = true;
 	return 0;
 }
 
+/* Never waits for r->lock: the provider API calls it while a resync may
+ * hold that for long. */
 void op_k8s_run_kick(void *run)
 {
 	struct op_k8s_run *r = run;
 
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->plock);
 	r->pub_kicked = true;
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
+	pthread_cond_broadcast(&r->pcond);
+	pthread_mutex_unlock(&r->plock);
 }
 
 void op_k8s_run_publish_stats(struct op_k8s_run *r, struct op_k8s_publish_stats *ret)
 {
 	if (!r || !ret)
 		return;
-	pthread_mutex_lock(&r->lock);
-	if (r->pub)
-		op_k8s_publisher_stats(r->pub, ret);
-	else
-		memset(ret, 0, sizeof(*ret));
-	pthread_mutex_unlock(&r->lock);
+	pthread_mutex_lock(&r->plock);
+	*ret = r->pub_stats;
+	pthread_mutex_unlock(&r->plock);
 }
 
 /* ------------------------------------------------------------ start, stop */
@@ -406,7 +478,11 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
 		return -ENOMEM;
 	r->o = *opts;
 	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->cond, NULL);
+	pthread_mutex_init(&r->wlock, NULL);
+	pthread_mutex_init(&r->plock, NULL);
+	pthread_cond_init(&r->wcond, NULL);
+	pthread_cond_init(&r->lcond, NULL);
+	pthread_cond_init(&r->pcond, NULL);
 	if (!opts->config && opts->config_file) {
 		char *text = NULL, msg[512];
 		size_t len;
@@ -461,6 +537,7 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
 	ko.usage_namespace = opts->lease_namespace ? opts->lease_namespace : k8s_client_namespace(r->writer);
 	if ((e = op_k8s_new(r->writer, &ko, &r->k)) < 0)
 		goto fail;
+	op_k8s_set_leader_until(r->k, 0); /* no write before the first renewal */
 	if ((e = op_k8s_crds_apply(r->k, 60000)) < 0)
 		goto fail;
 	for (int i = 0; i < W_N_; i++) {
@@ -474,6 +551,9 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
 			goto fail;
 		r->w[i].started = true;
 	}
+	if ((e = -pthread_create(&r->work_th, NULL, work_main, r)) < 0)
+		goto fail;
+	r->work_started = true;
 	if ((e = -pthread_create(&r->lease_th, NULL, lease_main, r)) < 0)
 		goto fail;
 	r->lease_started = true;
@@ -488,10 +568,16 @@ void op_k8s_run_stop(struct op_k8s_run *r)
 {
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->lock);
-	r->stopping = true;
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
+	atomic_store(&r->stopping, true);
+	if (r->k)
+		op_k8s_cancel(r->k); /* the resync and usage flush loops stop */
+	pthread_mutex_lock(&r->wlock);
+	pthread_cond_broadcast(&r->wcond);
+	pthread_cond_broadcast(&r->lcond);
+	pthread_mutex_unlock(&r->wlock);
+	pthread_mutex_lock(&r->plock);
+	pthread_cond_broadcast(&r->pcond);
+	pthread_mutex_unlock(&r->plock);
 	for (int i = 0; i < W_N_; i++)
 		if (r->w[i].c)
 			k8s_client_cancel(r->w[i].c);
@@ -499,11 +585,15 @@ void op_k8s_run_stop(struct op_k8s_run *r)
 		k8s_client_cancel(r->lease_c);
 	if (r->pub_c)
 		k8s_client_cancel(r->pub_c);
+	if (r->writer)
+		k8s_client_cancel(r->writer);
 	for (int i = 0; i < W_N_; i++)
 		if (r->w[i].started)
 			pthread_join(r->w[i].th, NULL);
 	if (r->lease_started)
 		pthread_join(r->lease_th, NULL);
+	if (r->work_started)
+		pthread_join(r->work_th, NULL);
 	if (r->pub_started)
 		pthread_join(r->pub_th, NULL);
 	op_k8s_publisher_free(r->pub);
@@ -517,20 +607,17 @@ void op_k8s_run_stop(struct op_k8s_run *r)
 	k8s_config_free(r->cfg);
 	flash_operator_config_free(r->own_config);
 	pthread_mutex_destroy(&r->lock);
-	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->wlock);
+	pthread_mutex_destroy(&r->plock);
+	pthread_cond_destroy(&r->wcond);
+	pthread_cond_destroy(&r->lcond);
+	pthread_cond_destroy(&r->pcond);
 	free(r);
 }
 
 bool op_k8s_run_is_leader(struct op_k8s_run *r)
 {
-	bool l;
-
-	if (!r)
-		return false;
-	pthread_mutex_lock(&r->lock);
-	l = op_k8s_is_leader(r->k);
-	pthread_mutex_unlock(&r->lock);
-	return l;
+	return r && run_leads(r);
 }
 
 void op_k8s_run_stats(struct op_k8s_run *r, struct op_k8s_stats *ret)

@@ -6,7 +6,10 @@
  * schemas), the steady path (nothing), a replica change (the Deployment
  * only), ports removed (the Service deleted, the Deployment kept), apply
  * conflicts, refusals, relists, two operators sharing one Lease, status
- * transitions, the usage finalizer and the GPU queue.
+ * transitions, the usage finalizer and the GPU queue; the review fixes:
+ * writes fenced by the Lease deadline, renewals on time during a slow
+ * reconcile, stop cancelling the write in progress, the service-id label
+ * rule, owned caches swept at relists, usage marks pruned, a Namespace 404.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -514,6 +517,93 @@ Test(reconcile, two_operators_one_lease_only_the_holder_writes)
 	env_close(&e);
 }
 
+/* The write fence (split brain): a monotonic clock that moves 1 s at
+ * every reading, so that a reconcile outlasts the leadership deadline in
+ * its middle. */
+static int64_t tick_us;
+
+static int64_t ticking_mono(void *userdata)
+{
+	(void)userdata;
+	tick_us += 1000000;
+	return tick_us;
+}
+
+static int feed_to(struct op_k8s *k, enum k8s_event_type type, const struct json_value *obj)
+{
+	return op_k8s_service_event(k, &(struct k8s_event){ .type = type, .object = obj, .resource_version = "1" });
+}
+
+Test(reconcile, no_write_after_the_leadership_deadline_and_the_other_replica_leads)
+{
+	struct env e;
+	struct op_k8s_opts ko = {
+		.sz = sizeof(ko), .config = NULL, .log = on_log, .now = fixed_now, .crd_poll_ms = 1,
+		.mono_us = ticking_mono,
+	};
+	struct json_value *a1 = fs_object("web", 1, spec_web, false, NULL), *a2 = fs_object("web", 2, spec_web3, true, NULL);
+	struct op_k8s *ka = NULL, *kb;
+	struct k8s_client *cb;
+	struct op_k8s_stats st;
+
+	env_open(&e);
+	ko.config = e.config;
+	ko.schemas = e.schemas;
+	ko.log_userdata = &e;
+	ASSERT_OK(op_k8s_new(e.c, &ko, &ka), "A");
+	ASSERT_OK(op_k8s_set_leader(ka, true), "A leads");
+	/* A renewed at 0 s: it may write until 3 s; a new service takes 6
+	 * writes, the clock reads 1 s, 2 s, then 3 s. */
+	tick_us = 0;
+	op_k8s_set_leader_until(ka, 3000000);
+	k8s_fake_reset_requests(e.fake);
+	cr_assert_eq(feed_to(ka, K8S_EVENT_ADDED, a1), -ENOLCK, "the reconcile ran past the deadline");
+	cr_assert_eq(k8s_fake_requests(e.fake), 2, "only the writes before the deadline were sent: %zu",
+		     k8s_fake_requests(e.fake));
+	op_k8s_get_stats(ka, &st);
+	cr_assert_geq(st.fenced, 4, "the rest fenced: %llu", (unsigned long long)st.fenced);
+	cr_assert_eq(st.requests, 2);
+
+	/* Past the deadline nothing A does is sent: events, the resync, the
+	 * usage flush, the pending services. */
+	k8s_fake_reset_requests(e.fake);
+	cr_assert_lt(feed_to(ka, K8S_EVENT_MODIFIED, a2), 0);
+	(void)op_k8s_resync(ka);
+	(void)op_k8s_reconcile_pending(ka);
+	test_now += 3600;
+	(void)op_k8s_usage_flush(ka);
+	cr_assert_eq(feed_owned(&(struct env){ .fake = e.fake, .k = ka }, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_DELETED,
+				"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\","
+				"\"namespace\":\"" NS "\",\"labels\":{\"app.kubernetes.io/name\":\"web\"}}}"),
+		     -ENOLCK);
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "the old leader sent %zu requests past its deadline",
+		     k8s_fake_requests(e.fake));
+
+	/* B took the Lease once A's lapsed: B writes the whole service. */
+	cb = client_for(&e);
+	kb = reconciler_for(&e, cb);
+	ASSERT_OK(op_k8s_set_leader(kb, true), "B leads");
+	ASSERT_OK(feed_to(kb, K8S_EVENT_ADDED, a2), "B");
+	cr_assert_geq(count(&e, "PATCH", "/deployments/web"), 1, "B applied the Deployment");
+	cr_assert_eq(count(&e, "PATCH", "/flashservices/web/status"), 1, "B wrote the status");
+
+	/* B gone, A renews again: the service its fenced writes left undone
+	 * is reconciled, once. */
+	op_k8s_free(kb);
+	k8s_client_free(cb);
+	op_k8s_set_leader_until(ka, tick_us + 3600 * 1000000LL);
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_reconcile_pending(ka), "pending");
+	cr_assert_geq(count(&e, "PATCH", "/deployments/web"), 1, "A applied what was fenced");
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_reconcile_pending(ka), "nothing pending");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	op_k8s_free(ka);
+	json_free(a1);
+	json_free(a2);
+	env_close(&e);
+}
+
 /* ---------------------------------------------------------------- status */
 
 static const char dep_ready[] =
@@ -578,6 +668,63 @@ Test(reconcile, ready_false_true_false_and_degraded_from_pods)
 	st = last_body(&e, "PATCH", "/flashservices/web/status");
 	cr_assert(strstr(st, "\"ErrImagePull\""), "Degraded with the reason: %s", st);
 	free(st);
+	json_free(a);
+	env_close(&e);
+}
+
+static int owned_mark(struct env *e, enum op_k8s_owned kind, enum k8s_event_type type)
+{
+	return op_k8s_owned_event(e->k, kind, &(struct k8s_event){ .type = type });
+}
+
+/* Relists of the owned watches (after a 410 or a restart of the watch):
+ * what the list no longer holds was deleted while the watch was down. */
+Test(reconcile, an_owned_relist_forgets_what_it_no_longer_lists)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	char *st;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "deployment");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_SERVICE, K8S_EVENT_ADDED, svc_web), "service");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_ADDED, slice_ready), "slice");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_POD, K8S_EVENT_ADDED, pod_pull), "a failing pod");
+	st = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(strstr(st, "\"ErrImagePull\""), "Degraded with the reason: %s", st);
+	free(st);
+
+	/* The Pod was deleted while the watch was down: its relist lists no
+	 * pod; Degraded goes at the list's end, nothing is written before. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_POD, K8S_EVENT_RELIST), "pods relist");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_POD, K8S_EVENT_SYNCED), "pods synced");
+	cr_assert_eq(count(&e, "PATCH", "/flashservices/web/status"), 1, "the status written again");
+	st = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(!strstr(st, "\"ErrImagePull\""), "the stale pod keeps no Degraded: %s", st);
+	free(st);
+	cr_assert(ready_is(&e, "True"), "ready again");
+
+	/* The slice relisted as it was: nothing changes, nothing is sent. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_RELIST), "slices relist");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_ADDED, slice_ready), "the same slice");
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_SYNCED), "slices synced");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "a relist that changes nothing sends nothing");
+
+	/* The slice gone: Ready goes. */
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_RELIST), "slices relist");
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_ENDPOINTSLICE, K8S_EVENT_SYNCED), "slices synced");
+	cr_assert(ready_is(&e, "False"), "a stale ready slice keeps no Ready");
+
+	/* The Deployment deleted while the watch was down: applied again. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_RELIST), "deployments relist");
+	ASSERT_OK(owned_mark(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_SYNCED), "deployments synced");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "the Deployment applied again");
+	cr_assert_eq(count(&e, "PATCH", "/services/web"), 0, "the Service, still there, is not applied");
 	json_free(a);
 	env_close(&e);
 }
@@ -671,6 +818,62 @@ Test(reconcile, gpu_queue_position_then_binding)
 	env_close(&e);
 }
 
+#define PUB_ID "fs-0123456789abcdef0123456789abcdef"
+#define SID_LABEL "\"" OP_K8S_LABEL_SERVICE_ID "\":\"" PUB_ID "\""
+
+/* @name's FlashService (GPU) carrying the provider's service-id label PUB_ID. */
+static struct json_value *fs_with_sid(const char *name)
+{
+	struct json_value *v = fs_object(name, 1, spec_gpu, true, NULL), *out;
+	char *text = NULL, *edited;
+	size_t len;
+
+	cr_assert(json_write_value(v, 0, &text, &len) == 0);
+	edited = k8s_test_edit(text, "\"flash.heterocloud.io/organization\":\"" ORG "\"",
+			       "\"flash.heterocloud.io/organization\":\"" ORG "\"," SID_LABEL);
+	out = k8s_test_parse(edited);
+	free(text);
+	free(edited);
+	json_free(v);
+	return out;
+}
+
+Test(reconcile, a_copied_service_id_label_is_not_trusted)
+{
+	struct env e;
+	struct json_value *node = k8s_test_parse(gpu_node);
+	struct json_value *a = fs_with_sid(PUB_ID), *copy = fs_with_sid("copy");
+	struct k8s_event nev = { .type = K8S_EVENT_ADDED, .object = node };
+	uint32_t pos = 99;
+	const char *where = NULL;
+	char *dep;
+
+	env_open(&e);
+	ASSERT_OK(op_k8s_node_event(e.k, &nev), "node");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "the provider's service");
+	dep = last_body(&e, "PATCH", "/deployments/" PUB_ID);
+	cr_assert(dep && strstr(dep, "\"flash.heterocloud.io/service\":\"" PUB_ID "\""), "its id is the label's: %s", dep);
+	free(dep);
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, PUB_ID, &pos, &where), "its state");
+	cr_assert_eq(pos, 0, "bound");
+
+	/* A copy of it renamed: its own id (from its uid), its own place in
+	 * the queue, behind the first. */
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, copy), "the copy");
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, "copy", &pos, &where), "the copy's state");
+	cr_assert_eq(pos, 1, "the copy waits for the one slot, it does not share it");
+
+	/* Deleting the copy frees nothing of the first. */
+	ASSERT_OK(feed(&e, K8S_EVENT_DELETED, copy), "the copy deleted");
+	ASSERT_OK(op_k8s_gpu_state(e.k, NS, PUB_ID, &pos, &where), "the first's state");
+	cr_assert_eq(pos, 0, "still bound");
+	cr_assert_str_eq(where, "gpu-1");
+	json_free(node);
+	json_free(a);
+	json_free(copy);
+	env_close(&e);
+}
+
 /* ---------------------------------------------------------------- CRDs */
 
 Test(reconcile, crds_applied_then_waited_until_established)
@@ -717,6 +920,33 @@ static void wait_ms(unsigned int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The options of op_k8s_run_start() against @e's fake. */
+static void run_opts_for(struct env *e, struct op_k8s_run_opts *ro, struct k8s_config *cfg,
+			 struct k8s_client_opts *co)
+{
+	cfg->server = (char *)k8s_fake_url(e->fake);
+	ro->k8s_config = cfg;
+	ro->client_opts = co;
+	ro->config = e->config;
+	ro->schemas = e->schemas;
+	ro->log_userdata = e;
+}
+
+/* A FlashServiceList of @fs, as the watch's first list. */
+static char *list_of(const struct json_value *fs)
+{
+	char *item = NULL, *body = NULL;
+	size_t len = 0;
+	struct json_writer *w = json_writer_new(0);
+
+	jw_value(w, fs);
+	cr_assert(json_writer_finish(w, &item, &len) == 0);
+	cr_assert(asprintf(&body, "{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+			   "\"metadata\":{\"resourceVersion\":\"300\"},\"items\":[%s]}", item) > 0);
+	free(item);
+	return body;
+}
+
 Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_writes)
 {
 	struct env e;
@@ -735,25 +965,9 @@ Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_w
 	size_t before;
 
 	env_open(&e);
-	cfg.server = (char *)k8s_fake_url(e.fake);
-	ro.k8s_config = &cfg;
-	ro.client_opts = &co;
-	ro.config = e.config;
-	ro.schemas = e.schemas;
-	ro.log_userdata = &e;
+	run_opts_for(&e, &ro, &cfg, &co);
 	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
-	{
-		char *item = NULL, *body = NULL;
-		size_t len = 0;
-		struct json_writer *w = json_writer_new(0);
-
-		jw_value(w, fs);
-		cr_assert(json_writer_finish(w, &item, &len) == 0);
-		cr_assert(asprintf(&body, "{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
-				   "\"metadata\":{\"resourceVersion\":\"300\"},\"items\":[%s]}", item) > 0);
-		free(item);
-		list = body;
-	}
+	list = list_of(fs);
 	{
 		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
 		struct k8s_fake_step s2 = { .method = "GET", .path = fspath, .body = list };
@@ -806,6 +1020,179 @@ Test(run, the_lease_holder_reconciles_what_its_watch_lists_and_the_other_never_w
 	free(est);
 	free(list);
 	json_free(fs);
+	env_close(&e);
+}
+
+/* The index of the first request from @from on whose method is @method
+ * and whose path contains @part, or SIZE_MAX. */
+static size_t find_request(struct env *e, size_t from, const char *method, const char *part)
+{
+	size_t total = k8s_fake_requests(e->fake), at = SIZE_MAX;
+
+	for (size_t i = from; i < total && at == SIZE_MAX; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(e->fake, i, &r), "request");
+		if (!strcmp(r.method, method) && strstr(r.path, part))
+			at = i;
+		k8s_fake_request_clear(&r);
+	}
+	return at;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Operator A (the Lease holder) started against @e's fake, whose list
+ * holds service "web" and whose answer to the Deployment's apply takes
+ * @delay_ms. */
+#define DEPPATH "/apis/apps/v1/namespaces/" NS "/deployments/web"
+
+struct slow_run {
+	struct env e;
+	struct k8s_config cfg;
+	struct k8s_client_opts co;
+	struct op_k8s_run_opts ro;
+	struct json_value *fs;
+	char *est, *list;
+	struct op_k8s_run *a;
+};
+
+static void slow_run_start(struct slow_run *sr, unsigned int delay_ms)
+{
+	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+
+	memset(sr, 0, sizeof(*sr));
+	sr->co = (struct k8s_client_opts){ .sz = sizeof(sr->co), .sleep_ms = no_sleep, .max_attempts = 1 };
+	sr->ro = (struct op_k8s_run_opts){
+		.sz = sizeof(sr->ro), .lease_namespace = "flash-system", .retry_period_ms = 40,
+		.identity = LEASE_HOLDER, .log = on_log,
+	};
+	sr->fs = fs_object("web", 1, spec_web, true, NULL);
+	env_open(&sr->e);
+	run_opts_for(&sr->e, &sr->ro, &sr->cfg, &sr->co);
+	sr->est = k8s_test_edit(k8s_fake_exchange_body(sr->e.fake, "02", NULL), "flashservices.flash",
+				"flashusagerecords.flash");
+	sr->list = list_of(sr->fs);
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = sr->est };
+		struct k8s_fake_step s2 = {
+			.method = "GET", .path = "/apis/flash.heterocloud.io/v1alpha1/flashservices", .body = sr->list,
+		};
+		struct k8s_fake_step s3 = {
+			.method = "PATCH", .path = DEPPATH, .delay_ms = delay_ms,
+			.body = "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"web\","
+				"\"namespace\":\"" NS "\"}}",
+		};
+
+		ASSERT_OK(k8s_fake_push(sr->e.fake, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(sr->e.fake, &s2), "list");
+		ASSERT_OK(k8s_fake_push(sr->e.fake, &s3), "slow apply");
+	}
+	ASSERT_OK(op_k8s_run_start(&sr->ro, &sr->a), "A");
+	for (int i = 0; i < 200 && find_request(&sr->e, 0, "PATCH", DEPPATH) == SIZE_MAX; i++)
+		wait_ms(10);
+	cr_assert_neq(find_request(&sr->e, 0, "PATCH", DEPPATH), SIZE_MAX, "the slow apply was sent");
+}
+
+static void slow_run_end(struct slow_run *sr)
+{
+	op_k8s_run_stop(sr->a);
+	free(sr->est);
+	free(sr->list);
+	json_free(sr->fs);
+	env_close(&sr->e);
+}
+
+Test(run, the_lease_is_renewed_on_time_while_a_reconcile_is_slow)
+{
+	struct slow_run sr;
+	struct op_k8s_stats sa = { 0 };
+	size_t slow, after, renewals = 0;
+
+	/* A slow API server: the Deployment's apply answers after 500 ms. */
+	slow_run_start(&sr, 500);
+	/* While the reconciler waits for the slow answer, under its lock: the
+	 * provider API's kick, the publisher's stats and the leadership
+	 * question do not wait for it. */
+	{
+		struct op_k8s_publish_stats ps;
+		int64_t t0 = mono_ms(), took;
+
+		op_k8s_run_kick(sr.a);
+		op_k8s_run_publish_stats(sr.a, &ps);
+		cr_assert(op_k8s_run_is_leader(sr.a), "A leads");
+		took = mono_ms() - t0;
+		cr_assert_lt(took, 200, "the kick waited %lld ms for the reconciler", (long long)took);
+	}
+	for (int i = 0; i < 200; i++) {
+		op_k8s_run_stats(sr.a, &sa);
+		if (sa.status_writes >= 1)
+			break;
+		wait_ms(20);
+	}
+	cr_assert_geq(sa.status_writes, 1, "A reconciled the service");
+	slow = find_request(&sr.e, 0, "PATCH", DEPPATH);
+	after = find_request(&sr.e, slow + 1, "PATCH", "/flashservices/web/status");
+	cr_assert_neq(after, SIZE_MAX, "then the status");
+	for (size_t i = slow + 1; i < after; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(sr.e.fake, i, &r), "request");
+		/* The fake has no Lease to GET (404): each round writes it. */
+		if (strcmp(r.method, "GET") && strstr(r.path, "/leases") && r.status < 300)
+			renewals++;
+		k8s_fake_request_clear(&r);
+	}
+	/* Every 40 ms for 500 ms: about 12; a Lease loop that reconciles
+	 * itself, or waits for the reconciler's lock, renews at most once. */
+	cr_assert_geq(renewals, 4, "the Lease was renewed %zu times while the apply was slow", renewals);
+	cr_assert(op_k8s_run_is_leader(sr.a), "A still leads");
+	slow_run_end(&sr);
+}
+
+Test(run, stop_cancels_the_write_in_progress)
+{
+	struct slow_run sr;
+	struct op_k8s_run *a;
+	int64_t t0, took;
+
+	/* An API server that holds the Deployment's apply for 3 s. */
+	slow_run_start(&sr, 3000);
+	a = sr.a;
+	sr.a = NULL;
+	t0 = mono_ms();
+	op_k8s_run_stop(a);
+	took = mono_ms() - t0;
+	/* libcurl calls the client's cancel check about once a second while
+	 * no byte moves: stop takes up to 1 s, not the 3 s of the answer. */
+	cr_assert_lt(took, 2000, "stop waited %lld ms for the write in progress", (long long)took);
+	slow_run_end(&sr);
+}
+
+Test(reconcile, cancel_stops_the_resync_and_the_usage_flush)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL), *b = fs_object("api", 1, spec_web, true, NULL);
+
+	env_open(&e);
+	ASSERT_OK(op_k8s_set_leader(e.k, false), "follower while they are listed");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "web");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, b), "api");
+	k8s_fake_reset_requests(e.fake);
+	op_k8s_cancel(e.k);
+	(void)op_k8s_set_leader(e.k, true);
+	(void)op_k8s_resync(e.k);
+	test_now += 3600;
+	(void)op_k8s_usage_flush(e.k);
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "a stopping reconciler sent %zu requests", k8s_fake_requests(e.fake));
+	json_free(a);
+	json_free(b);
 	env_close(&e);
 }
 
@@ -950,6 +1337,36 @@ Test(reconcile, namespace_already_there_and_deployment_deleted_behind_its_back)
 	env_close(&e);
 }
 
+Test(reconcile, a_namespace_404_creates_the_namespace_again)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL), *b = fs_object("web", 2, spec_web3, true, NULL);
+	struct k8s_fake_step gone = {
+		.method = "PATCH", .path = "/apis/apps/v1/namespaces/" NS "/deployments/web", .status = 404,
+		.body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			"\"message\":\"namespaces \\\"org-a\\\" not found\",\"reason\":\"NotFound\","
+			"\"details\":{\"name\":\"org-a\",\"kind\":\"namespaces\"},\"code\":404}",
+	};
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 1);
+	/* Someone deleted the Namespace: the next apply into it is a 404. */
+	ASSERT_OK(k8s_fake_push(e.fake, &gone), "namespace gone");
+	k8s_fake_reset_requests(e.fake);
+	cr_assert_lt(feed(&e, K8S_EVENT_MODIFIED, b), 0, "the apply failed");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 0);
+	/* Retried at the resync: the Namespace is created again, then the
+	 * Deployment. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_resync(e.k), "retried");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 1, "the Namespace created again");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "the Deployment applied");
+	json_free(a);
+	json_free(b);
+	env_close(&e);
+}
+
 /* ---------------------------------------------------------------- usage records accumulate */
 
 static int64_t record_cpu(struct env *e, const char *name_part)
@@ -1009,6 +1426,29 @@ Test(reconcile, usage_records_are_added_to_not_overwritten)
 	ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
 	cr_assert_eq(k8s_fake_requests(e.fake), 0);
 	free(existing);
+	json_free(a);
+	env_close(&e);
+}
+
+Test(reconcile, usage_marks_of_past_weeks_are_pruned)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct op_k8s_stats st;
+
+	env_open(&e);
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
+	ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_ADDED, dep_ready), "one ready replica");
+	for (int week = 0; week < 4; week++) {
+		test_now += week ? 7 * 86400 : 3600;
+		ASSERT_OK(feed_owned(&e, OP_K8S_OWNED_DEPLOYMENT, K8S_EVENT_MODIFIED, dep_ready), "still ready");
+		k8s_fake_reset_requests(e.fake);
+		ASSERT_OK(op_k8s_usage_flush(e.k), "flush");
+		cr_assert_geq(count(&e, "PATCH", "/flashusagerecords/svc.uid-web"), 1, "week %d's record written", week);
+		op_k8s_get_stats(e.k, &st);
+		/* The service's and the organization's of this week only. */
+		cr_assert_eq(st.usage_marks, 2, "week %d: %llu marks held", week, (unsigned long long)st.usage_marks);
+	}
 	json_free(a);
 	env_close(&e);
 }
