@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <flash/diag.h>
+#include <flash/image.h>
 #include <flash/spec.h>
 
 #include "diag.h"
@@ -39,6 +40,8 @@ struct gv {
 	char *dir, *runsc, *runsc_root, *cgroup_parent, *pool_image;
 	int (*rootfs)(void *ctx, const char *image, char **ret_path, char *err, size_t err_size);
 	void *rootfs_ctx;
+	struct op_image_settings registry;
+	pthread_mutex_t image_lock;  /* one unpack at a time */
 	unsigned int interval_ms, pool_size;
 	uint32_t pool_cpu, pool_mem;
 	struct flash_spec *pool_spec;
@@ -560,6 +563,68 @@ unsigned int op_sandbox_gvisor_pool_idle(void *backend)
 	return n;
 }
 
+/* ---------------------------------------------------------------- images */
+
+int op_sandbox_image_rootfs(void *ctx, const char *image, char **ret_path, char *err, size_t err_size)
+{
+	struct gv *g = ctx;
+	_cleanup_free_ char *store = pjoin(g->dir, "images/store"), *dir = NULL, *tmp = NULL;
+	struct flash_image *img = NULL;
+	struct flash_diag *diag = NULL;
+	struct stat st;
+	int r;
+
+	if (!store)
+		return -ENOMEM;
+	{
+		FLASH_OPTS(flash_image_opts, o, .content_store = store, .ca_file = g->registry.ca_file,
+			   .credentials = g->registry.credentials, .n_credentials = g->registry.n_credentials,
+			   .plain_http = g->registry.plain_http,
+			   .timeout_ms = g->registry.timeout_ms ? g->registry.timeout_ms : 120000);
+
+		r = flash_diag_new(&diag);
+		if (r == 0)
+			r = util_mkdir_p(store, 0700);
+		if (r == 0)
+			r = flash_image_resolve(image, &o, &img, diag);
+	}
+	if (r < 0)
+		goto fail;
+	if (asprintf(&dir, "%s/images/%s", g->dir, flash_image_digest(img) + strlen("sha256:")) < 0 ||
+	    asprintf(&tmp, "%s.tmp", dir) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	pthread_mutex_lock(&g->image_lock);
+	if (stat(dir, &st) < 0) {
+		op_remove_tree(tmp);
+		r = flash_image_pull(img, diag);
+		if (r == 0)
+			r = util_mkdir_p(tmp, 0755);
+		if (r == 0)
+			r = flash_image_unpack(img, tmp, NULL, diag);
+		if (r == 0 && rename(tmp, dir) < 0)
+			r = -errno;
+		if (r < 0)
+			op_remove_tree(tmp);
+	}
+	pthread_mutex_unlock(&g->image_lock);
+	if (r < 0)
+		goto fail;
+	*ret_path = TAKE_PTR(dir);
+	goto out;
+fail:
+	{
+		const struct flash_diag_entry *e = flash_diag_first_error(diag);
+
+		snprintf(err, err_size, "image %s: %s", image, e ? e->message : flash_strerror(r));
+	}
+out:
+	flash_image_free(img);
+	flash_diag_free(diag);
+	return r;
+}
+
 /* ---------------------------------------------------------------- ops */
 
 static int gv_provision(void *backend, const char *sid, const struct flash_spec *spec, uint32_t ttl_s,
@@ -839,6 +904,7 @@ static void gv_free(void *backend)
 	for (unsigned int i = 0; i < g->idle; i++)
 		(void)teardown(g, g->pool[i]);
 	pthread_mutex_destroy(&g->lock);
+	pthread_mutex_destroy(&g->image_lock);
 	pthread_cond_destroy(&g->cond);
 	flash_spec_free(g->pool_spec);
 	free(g->dir);
@@ -866,7 +932,7 @@ int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struc
 	char *sub = NULL;
 	int r;
 
-	if (!opts || !opts->dir || !opts->rootfs || !ret_ops || !ret_backend ||
+	if (!opts || !opts->dir || !ret_ops || !ret_backend ||
 	    (opts->pool_size && !opts->pool_image) || opts->pool_size > POOL_MAX)
 		return -EINVAL;
 	if (access(opts->runsc ? opts->runsc : "/usr/bin/runsc", X_OK) < 0)
@@ -880,8 +946,11 @@ int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struc
 	g->runsc = strdup(opts->runsc ? opts->runsc : "/usr/bin/runsc");
 	g->runsc_root = pjoin(opts->dir, "runsc");
 	g->cgroup_parent = strdup(opts->cgroup_parent ? opts->cgroup_parent : OP_SANDBOX_CGROUP_PARENT_DEFAULT);
-	g->rootfs = opts->rootfs;
-	g->rootfs_ctx = opts->rootfs_ctx;
+	pthread_mutex_init(&g->image_lock, NULL);
+	g->rootfs = opts->rootfs ? opts->rootfs : op_sandbox_image_rootfs;
+	g->rootfs_ctx = opts->rootfs ? opts->rootfs_ctx : g;
+	if (opts->registry)
+		g->registry = *opts->registry;
 	g->interval_ms = opts->reap_interval_ms ? opts->reap_interval_ms : 1000;
 	g->pool_size = opts->pool_size;
 	g->pool_cpu = opts->pool_cpu_millis ? opts->pool_cpu_millis : 1000;
@@ -891,7 +960,7 @@ int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struc
 		r = -ENOMEM;
 		goto fail;
 	}
-	static const char *const subs[] = { "", "runsc", "sessions", "locks", "ended" };
+	static const char *const subs[] = { "", "runsc", "sessions", "locks", "ended", "images" };
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
 		sub = pjoin(opts->dir, subs[i]);
 		r = sub ? util_mkdir_p(sub, 0700) : -ENOMEM;

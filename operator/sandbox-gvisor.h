@@ -43,6 +43,8 @@
 #include <stdint.h>
 #include <flash/sandbox.h>
 
+#include "admission.h"
+
 #define OP_SANDBOX_CGROUP_PARENT_DEFAULT "/flash-sandbox"
 
 struct op_sandbox_gvisor_opts {
@@ -50,11 +52,14 @@ struct op_sandbox_gvisor_opts {
 	const char *dir;            /* required: state directory (made 0700) */
 	const char *runsc;          /* NULL: /usr/bin/runsc */
 	const char *cgroup_parent;  /* NULL: OP_SANDBOX_CGROUP_PARENT_DEFAULT */
-	/* The unpacked root of @image (a directory, shared read-only by the
-	 * sandboxes of that image): 0 and a new string, or -errno with @err
-	 * saying why.  Required. */
+	/* The unpacked root of @image (a directory, shared by the sandboxes of
+	 * that image, each writing to its own memory overlay): 0 and a new
+	 * string, or -errno with @err saying why.  NULL: the image is
+	 * resolved, pulled with @registry into DIR/images/store and unpacked
+	 * once per manifest digest into DIR/images/HEX (op_sandbox_image_rootfs). */
 	int (*rootfs)(void *ctx, const char *image, char **ret_path, char *err, size_t err_size);
 	void *rootfs_ctx;
+	const struct op_image_settings *registry; /* NULL: <flash/image.h> defaults */
 	unsigned int reap_interval_ms; /* expiry scan; 0: 1000 */
 	/* warm pool (0: none) */
 	unsigned int pool_size;
@@ -63,9 +68,11 @@ struct op_sandbox_gvisor_opts {
 	uint32_t pool_memory_mib;   /* 0: 512 */
 };
 
+/* The default rootfs callback (@ctx: the backend). */
+int op_sandbox_image_rootfs(void *ctx, const char *image, char **ret_path, char *err, size_t err_size);
+
 /* Starts the backend (its expiry thread, the pool's filling): the ops and
- * the backend to give flash_sandbox_provider_new().  -EINVAL (no dir, no
- * rootfs callback), -ENOENT (no runsc), -errno. */
+ * the backend to give flash_sandbox_provider_new().  -EINVAL (no dir), -ENOENT (no runsc), -errno. */
 int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struct flash_sandbox_backend_ops **ret_ops,
 			  void **ret_backend);
 
