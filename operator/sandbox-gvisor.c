@@ -766,6 +766,13 @@ static int gv_exec(void *backend, const char *sid, const struct flash_sandbox_ex
 	if (r < 0)
 		return r;
 	*ret_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (*ret_code == 128) {
+		/* runsc's own failure status: a sandbox that stopped has ended */
+		char st[32];
+
+		if (runsc_status(g, rc.cid, st, sizeof(st)) < 0 || strcmp(st, "running") != 0)
+			return -FLASH_E_SANDBOX_ENDED;
+	}
 	return 0;
 }
 
