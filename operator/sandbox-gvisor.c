@@ -541,8 +541,7 @@ static void *filler(void *arg)
 			/* retried after a pause (a stop ends the wait) */
 			struct timespec ts;
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
+			util_abstime_after_ms(&ts, 1000);
 			pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 			continue;
 		}
@@ -882,13 +881,7 @@ static void *reaper(void *arg)
 		pthread_mutex_lock(&g->lock);
 		if (g->stop)
 			break;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += g->interval_ms / 1000;
-		ts.tv_nsec += (long)(g->interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		util_abstime_after_ms(&ts, g->interval_ms);
 		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 	}
 	pthread_mutex_unlock(&g->lock);
