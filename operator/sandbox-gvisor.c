@@ -523,6 +523,7 @@ static bool pool_take(struct gv *g, char cid[CID_LEN])
 static void *filler(void *arg)
 {
 	struct gv *g = arg;
+	unsigned int backoff_ms = 1000;
 
 	pthread_mutex_lock(&g->lock);
 	while (!g->stop) {
@@ -538,13 +539,16 @@ static void *filler(void *arg)
 		r = create(g, &rc, g->pool_spec, NULL);
 		pthread_mutex_lock(&g->lock);
 		if (r < 0) {
-			/* retried after a pause (a stop ends the wait) */
+			/* retried after a pause growing to a minute (a stop
+			 * ends the wait) */
 			struct timespec ts;
 
-			util_abstime_after_ms(&ts, 1000);
+			util_abstime_after_ms(&ts, backoff_ms);
+			backoff_ms = backoff_ms < 30000 ? backoff_ms * 2 : 60000;
 			pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 			continue;
 		}
+		backoff_ms = 1000;
 		memcpy(g->pool[g->idle++], rc.cid, CID_LEN);
 	}
 	pthread_mutex_unlock(&g->lock);
