@@ -11,9 +11,14 @@
  *     object flash_render() gives (ownerReferences to the FlashService),
  *     each validated against the OpenAPI schemas before it is sent and
  *     applied only when its body changed since the last apply (the
- *     steady path sends nothing); a 409 apply conflict is logged with its
- *     fields and applied again with force; an object no longer rendered
- *     is deleted;
+ *     steady path sends nothing); a 409 apply conflict is forced only
+ *     on an object owned by that FlashService (ownerReferences uid), else
+ *     it is reported (status Degraded, reason ApplyConflict, with the
+ *     fields and their manager) and tried again with backoff; an object
+ *     no longer rendered is deleted, and after every relist of the
+ *     FlashServices (and on becoming leader) each rendered kind is listed
+ *     by the operator's label so that what an earlier leader applied and
+ *     the current spec no longer renders is deleted too;
  *   - the status through /status (conditions, observedGeneration) when it
  *     changed (op_k8s_status_decide() over the cached Deployment, Pods
  *     and EndpointSlices);
@@ -81,7 +86,10 @@ struct op_k8s_stats {
 	uint64_t requests;        /* requests sent, all kinds */
 	uint64_t applies;         /* objects applied (Namespaces included) */
 	uint64_t apply_skipped;   /* applies skipped: same body as the last applied */
-	uint64_t forced;          /* applies repeated with force after a 409 */
+	uint64_t forced;          /* applies repeated with force after a 409 (objects owned by their FlashService) */
+	uint64_t conflicts;       /* 409s not forced: reported in the status (ApplyConflict), retried with backoff */
+	uint64_t conflict_waits;  /* applies not sent: their conflict's backoff had not passed */
+	uint64_t stale_deleted;   /* objects an earlier operator applied, no longer rendered, found by a list */
 	uint64_t deletes;         /* objects no longer rendered, deleted */
 	uint64_t status_writes;   /* /status writes */
 	uint64_t refused;         /* objects the schemas refused (never sent) */
