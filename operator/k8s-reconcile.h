@@ -211,6 +211,20 @@ int op_k8s_org_namespace(const char *org, char *buf, size_t size);
  * id, organization or project that cannot be a name or label), -ENOMEM. */
 int op_k8s_service_object(const struct op_service *s, char **ret_json, size_t *ret_len, char *ret_ns, size_t ns_size);
 
+struct op_service_status;
+
+/* The provider API's view (provider.c's "status" of get and list) of a
+ * FlashService's status object @status (NULL: none written yet) for
+ * metadata.generation @generation and spec.replicas @replicas: its
+ * conditions and observedGeneration, readyReplicas, and a phase derived
+ * from them: "suspended" (Suspended True), "failed" (Degraded True:
+ * ErrImagePull, CrashLoopBackOff, ApplyConflict, InvalidSpec, ...),
+ * "queued" (Queued True), "ready" (Ready True for the current
+ * generation), "stopped" (zero replicas), else "provisioning"; the
+ * message is the deciding condition's.  0 or -EINVAL. */
+int op_k8s_service_status_view(const struct json_value *status, int64_t generation, int64_t replicas,
+			       struct op_service_status *ret);
+
 struct op_k8s_publish_stats {
 	uint64_t requests, applies, deletes, refused, errors;
 };
@@ -276,6 +290,12 @@ int op_k8s_run_publish(struct op_k8s_run *r, int (*services)(void *ctx, struct o
 /* Wakes the publisher (a struct op_k8s_run as @run): the store changed. */
 void op_k8s_run_kick(void *run);
 void op_k8s_run_publish_stats(struct op_k8s_run *r, struct op_k8s_publish_stats *ret);
+/* The provider API's status of stored service @s (a struct op_k8s_run as
+ * @run; op_provider_set_status()): its FlashService as the FlashService
+ * watch last saw it (every replica watches: a follower answers too; no
+ * request is sent), through op_k8s_service_status_view().  -ENOENT when
+ * the watch has not seen it (not published yet), -EINVAL. */
+int op_k8s_run_service_status(void *run, const struct op_service *s, struct op_service_status *ret);
 
 /* Stops the threads (k8s_client_cancel) and frees everything. */
 void op_k8s_run_stop(struct op_k8s_run *r);
