@@ -1237,6 +1237,31 @@ int agent_core_ipam(struct agent_core *a, struct flowsdn_ipam_pool_summary *pool
 	return err;
 }
 
+int agent_core_set_pools(struct agent_core *a, const struct flowsdn_prefix *pools, size_t n,
+			 struct flowsdn_prefix *ret_pools, size_t max, size_t *ret_n, char *why, size_t why_size)
+{
+	_cleanup_(call_diag_freep) struct flowsdn_diag *d = call_diag();
+	struct flowsdn_ipam_pool_summary s[FLOWSDN_IPAM_MAX_POOLS];
+	size_t ns = 0;
+	int err;
+
+	if (!a || !pools || !ret_n || (max && !ret_pools))
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	err = flowsdn_ipam_set_pools(a->ipam, pools, n, d);
+	if (err == 0)
+		err = flowsdn_ipam_summary(a->ipam, s, FLOWSDN_IPAM_MAX_POOLS, &ns);
+	pthread_mutex_unlock(&a->lock);
+	if (err == 0) {
+		*ret_n = 0;
+		for (size_t i = 0; i < ns && i < max && i < FLOWSDN_IPAM_MAX_POOLS; i++)
+			ret_pools[(*ret_n)++] = s[i].pool;
+	}
+	if (err < 0 && why)
+		snprintf(why, why_size, "%s", call_message(d, err));
+	return err;
+}
+
 void agent_core_status(struct agent_core *a, struct agent_status *ret)
 {
 	struct flowsdn_ipam_pool_summary s[AGENT_MAX_POOLS];

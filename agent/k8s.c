@@ -1130,9 +1130,17 @@ int agent_k8s_new(const struct agent_k8s_opts *opts, struct agent_k8s **ret)
 	k->route_ops = opts->route_ops;
 	k->route_ctx = opts->route_ctx;
 	k->writer = opts->writer;
-	if (opts->n_pools)
+	k->set_pools = OPTS_GET(opts, set_pools, NULL);
+	k->set_pools_ctx = OPTS_GET(opts, set_pools_ctx, NULL);
+	if (!k->set_pools && k->core) {
+		k->set_pools = agent_k8s_core_set_pools;
+		k->set_pools_ctx = k->core;
+	}
+	if (opts->n_pools) {
 		memcpy(k->pools, opts->pools, opts->n_pools * sizeof(*k->pools));
-	k->n_pools = opts->n_pools;
+		memcpy(k->cidrs, opts->pools, opts->n_pools * sizeof(*k->cidrs));
+	}
+	k->n_pools = k->n_cidrs = opts->n_pools;
 	*ret = k;
 	return 0;
 }

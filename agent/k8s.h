@@ -88,6 +88,14 @@ struct agent_k8s_opts {
 	 * Borrowed; used by one thread at a time, never under the state's
 	 * lock (Events and annotations are queued under it, sent after). */
 	struct k8s_client *writer;
+	/* This node's podCIDRs changed after start (a Node event with other
+	 * spec.podCIDRs): the IPAM is given @pools; *@ret_n of @ret_pools
+	 * (room for @max) are the pools it then holds (the draining ones
+	 * too: the routes' conflict check).  NULL: agent_core_set_pools() on
+	 * @core when set, else the pools are only the route check's. */
+	int (*set_pools)(void *ctx, const struct flowsdn_prefix *pools, size_t n, struct flowsdn_prefix *ret_pools,
+			 size_t max, size_t *ret_n, char *why, size_t why_size);
+	void *set_pools_ctx;
 };
 
 struct agent_k8s;
