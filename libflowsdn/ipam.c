@@ -555,6 +555,20 @@ static int check_pools(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *p
 	return 0;
 }
 
+/* An empty pool of @prefix (its bitmap made). */
+static int pool_init(struct pool *p, const struct flowsdn_prefix *prefix)
+{
+	p->prefix = *prefix;
+	p->size = flowsdn_prefix_size(prefix);
+	p->reserved = prefix->addr.family == FLOWSDN_AF_INET ? 3 : 2;
+	p->words = (size_t)((p->size + 63) / 64);
+	p->bitmap = calloc(p->words, sizeof(uint64_t));
+	if (!p->bitmap)
+		return -ENOMEM;
+	pool_reset(p);
+	return 0;
+}
+
 FLOWSDN_API void flowsdn_ipam_free(struct flowsdn_ipam *ipam)
 {
 	if (!ipam)
@@ -590,19 +604,10 @@ FLOWSDN_API int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_pre
 	if (r < 0)
 		goto out_free;
 	for (size_t i = 0; i < n_pools; i++) {
-		struct pool *p = &ipam->pools[i];
-
-		p->prefix = pools[i];
-		p->size = flowsdn_prefix_size(&pools[i]);
-		p->reserved = pools[i].addr.family == FLOWSDN_AF_INET ? 3 : 2;
-		p->words = (size_t)((p->size + 63) / 64);
-		p->bitmap = calloc(p->words, sizeof(uint64_t));
-		if (!p->bitmap) {
-			r = -ENOMEM;
+		r = pool_init(&ipam->pools[i], &pools[i]);
+		if (r < 0)
 			goto out_free;
-		}
 		ipam->n_pools++;
-		pool_reset(p);
 	}
 	if (!state_dir) {
 		ipam->diag = NULL;
@@ -1021,16 +1026,9 @@ FLOWSDN_API int flowsdn_ipam_set_pools(struct flowsdn_ipam *ipam, const struct f
 			map[k] = n - 1;
 			continue;
 		}
-		p->prefix = pools[i];
-		p->size = flowsdn_prefix_size(&pools[i]);
-		p->reserved = pools[i].addr.family == FLOWSDN_AF_INET ? 3 : 2;
-		p->words = (size_t)((p->size + 63) / 64);
-		p->bitmap = calloc(p->words, sizeof(uint64_t));
-		if (!p->bitmap) {
-			r = -ENOMEM;
+		r = pool_init(p, &pools[i]);
+		if (r < 0)
 			goto out_undo;
-		}
-		pool_reset(p);
 	}
 	/* The pools left out that still hold addresses drain: they must not
 	 * overlap a configured one (an address would belong to two). */

@@ -190,7 +190,7 @@ static struct json_value *parse(const char *text, size_t len)
 	return v;
 }
 
-static struct json_value *clone(const struct json_value *v)
+struct json_value *op_k8s_json_clone(const struct json_value *v)
 {
 	size_t len;
 	char *t;
@@ -206,6 +206,8 @@ static struct json_value *clone(const struct json_value *v)
 	return out;
 }
 
+#define clone op_k8s_json_clone
+
 static void replace_str(char **dst, const char *src)
 {
 	if (*dst && src && !strcmp(*dst, src))
@@ -214,7 +216,7 @@ static void replace_str(char **dst, const char *src)
 	*dst = src ? strdup(src) : NULL;
 }
 
-static size_t bucket(const char *ns, const char *name)
+size_t op_k8s_bucket(const char *ns, const char *name, size_t n)
 {
 	uint64_t h = 1469598103934665603ull;
 
@@ -223,7 +225,12 @@ static size_t bucket(const char *ns, const char *name)
 	h = (h ^ '/') * 1099511628211ull;
 	for (const char *p = name; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return (size_t)(h % BUCKETS);
+	return (size_t)(h % n);
+}
+
+static size_t bucket(const char *ns, const char *name)
+{
+	return op_k8s_bucket(ns, name, BUCKETS);
 }
 
 static struct svc *svc_find(struct op_k8s *k, const char *ns, const char *name)

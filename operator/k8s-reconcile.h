@@ -59,6 +59,12 @@
 
 struct op_k8s;
 
+/* Helpers the Kubernetes mode's files share: a hash bucket (of @n) of the
+ * object @ns/@name; a deep copy of a parsed value (NULL for NULL or on
+ * ENOMEM). */
+size_t op_k8s_bucket(const char *ns, const char *name, size_t n);
+struct json_value *op_k8s_json_clone(const struct json_value *v);
+
 struct op_k8s_opts {
 	size_t sz;
 	const struct flash_operator_config *config; /* required */

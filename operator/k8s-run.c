@@ -174,14 +174,7 @@ static int fetch_schemas(struct op_k8s_run *r, struct flash_schema_set **ret)
 
 static size_t status_bucket(const char *ns, const char *name)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (const char *p = ns; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	h = (h ^ '/') * 1099511628211ull;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return (size_t)(h % STATUS_BUCKETS);
+	return op_k8s_bucket(ns, name, STATUS_BUCKETS);
 }
 
 static void fs_seen_free(struct fs_seen *f)
@@ -192,20 +185,6 @@ static void fs_seen_free(struct fs_seen *f)
 	free(f->name);
 	json_free(f->status);
 	free(f);
-}
-
-static struct json_value *json_clone(const struct json_value *v)
-{
-	struct json_value *out = NULL;
-	char *t = NULL;
-	size_t len;
-
-	if (!v || json_write_value(v, 0, &t, &len) < 0)
-		return NULL;
-	if (json_parse(t, len, NULL, &out, NULL) < 0)
-		out = NULL;
-	free(t);
-	return out;
 }
 
 /* One event of the FlashService watch into the status map (RELIST:
@@ -253,7 +232,7 @@ static void status_event(struct op_k8s_run *r, const struct k8s_event *ev)
 	}
 	f->seen = true;
 	json_free(f->status);
-	f->status = json_clone(json_get(ev->object, "status"));
+	f->status = op_k8s_json_clone(json_get(ev->object, "status"));
 	f->generation = 0;
 	f->replicas = 1;
 	(void)json_get_int64(json_at(ev->object, "metadata.generation"), &f->generation);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "loop-helpers.h"
 #include "runtime-internal.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -58,27 +59,6 @@ static void teardown(void)
 }
 
 TestSuite(retire, .init = setup, .fini = teardown);
-
-/* Loop devices whose backing file is @path. */
-static int loops_of(const char *path)
-{
-	int n = 0;
-
-	for (int i = 0; i < 256; i++) {
-		char p[96], back[4096] = "";
-		FILE *f;
-
-		snprintf(p, sizeof(p), "/sys/block/loop%d/loop/backing_file", i);
-		if (!(f = fopen(p, "r")))
-			continue;
-		if (fgets(back, sizeof(back), f)) {
-			back[strcspn(back, "\n")] = '\0';
-			n += strcmp(back, path) == 0;
-		}
-		fclose(f);
-	}
-	return n;
-}
 
 static void write_file(const char *path, const char *text, mode_t mode)
 {
