@@ -385,6 +385,8 @@ void op_k8s_free(struct op_k8s *k)
 			n = s->next;
 			svc_free(s);
 		}
+	for (size_t i = 0; i < k->n_ns_applied; i++)
+		free(k->ns_applied[i].conflict);
 	free(k->ns_applied);
 	free(k->marks);
 	flash_sched_free(k->sched);
@@ -791,6 +793,15 @@ static void fs_head(struct json_writer *w, const struct svc *s)
 	jw_kv_string(w, "namespace", s->ns);
 }
 
+/* The tenant Namespace's entry (ns_create()), or NULL. */
+static const struct applied *ns_entry(const struct op_k8s *k, const char *ns)
+{
+	for (size_t i = 0; i < k->n_ns_applied; i++)
+		if (!strcmp(k->ns_applied[i].name, ns))
+			return &k->ns_applied[i];
+	return NULL;
+}
+
 static int write_status(struct op_k8s *k, struct svc *s)
 {
 	struct op_k8s_status_input in = {
@@ -833,19 +844,21 @@ static int write_status(struct op_k8s *k, struct svc *s)
 		}
 	}
 	if (!st.cond[OP_K8S_COND_DEGRADED].status) {
-		/* An apply conflict not forced: Degraded with the fields and
-		 * the manager owning them until the apply goes through. */
-		for (size_t i = 0; i < s->n_applied; i++) {
+		/* An apply conflict not forced (or the tenant Namespace's labels
+		 * another manager set): Degraded with the fields and the manager
+		 * owning them until the apply goes through. */
+		const struct applied *nse = ns_entry(k, s->ns);
+		const char *c = nse && nse->conflict ? nse->conflict : NULL;
+
+		for (size_t i = 0; !c && i < s->n_applied; i++)
+			c = s->applied[i].conflict;
+		if (c) {
 			struct op_k8s_condition *d = &st.cond[OP_K8S_COND_DEGRADED];
 
-			if (!s->applied[i].conflict)
-				continue;
 			d->present = true;
 			d->status = true;
 			snprintf(d->reason, sizeof(d->reason), "ApplyConflict");
-			snprintf(d->message, sizeof(d->message), "%.*s", (int)sizeof(d->message) - 1,
-				 s->applied[i].conflict);
-			break;
+			snprintf(d->message, sizeof(d->message), "%.*s", (int)sizeof(d->message) - 1, c);
 		}
 	}
 	/* Only the leader meters: a replica taking over starts counting when
@@ -1153,45 +1166,111 @@ static void set_problem(struct svc *s, const char *reason, const char *msg)
 	snprintf(s->problem, sizeof(s->problem), "%.*s", (int)sizeof(s->problem) - 1, msg);
 }
 
+/* The labels of the rendered Namespace @text that the Namespace in place
+ * (@ns) lacks or holds with another value, as one line into @buf; empty
+ * when none.  A GET that fails says nothing (checked again later). */
+static void ns_labels_check(struct op_k8s *k, const char *ns, const char *text, size_t len, char *buf, size_t size)
+{
+	struct k8s_ref ref = { .version = "v1", .resource = "namespaces", .name = ns };
+	struct k8s_status st = { 0 };
+	struct json_value *want = parse(text, len), *cur = NULL;
+	const struct json_value *wl = json_at(want, "metadata.labels"), *cl;
+	size_t o = 0;
+
+	buf[0] = '\0';
+	k->st.requests++;
+	if (k8s_get(k->c, &ref, &cur, &st) < 0) {
+		logf_(k, K8S_LOG_INFO, "namespace %s: its labels not checked (%s)", ns, st.message ?: "GET failed");
+		goto out;
+	}
+	cl = json_at(cur, "metadata.labels");
+	for (size_t i = 0; wl && json_is(wl, JSON_OBJECT) && i < wl->u.object.n && o + 1 < size; i++) {
+		const char *key = wl->u.object.members[i].key, *w = json_string_value(wl->u.object.members[i].value);
+		const char *c = json_string_value(json_get(cl, key));
+		int n;
+
+		if (c && w && !strcmp(c, w))
+			continue;
+		n = c ? snprintf(buf + o, size - o, "%slabel %s is \"%s\", not \"%s\"", o ? "; " : "", key, c, w ?: "")
+		      : snprintf(buf + o, size - o, "%slabel %s missing (\"%s\")", o ? "; " : "", key, w ?: "");
+		if (n < 0)
+			break;
+		o += (size_t)n < size - o ? (size_t)n : size - o - 1;
+	}
+out:
+	k8s_status_clear(&st);
+	json_free(want);
+	json_free(cur);
+}
+
 /* The tenant Namespace, created once (its organization and Pod Security
  * labels; never relabelled: the operator's RBAC has get and create on
- * namespaces, no patch).  AlreadyExists is success. */
+ * namespaces, no patch).  AlreadyExists is success; the labels of the
+ * Namespace in place are then compared with the rendered ones and what
+ * differs is reported as the services' ApplyConflict (never changed; looked
+ * at again with backoff, so a Namespace fixed by hand clears it). */
 static int ns_create(struct op_k8s *k, struct svc *s)
 {
 	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
 	struct k8s_ref ref = { .version = "v1", .resource = "namespaces" };
 	struct k8s_status st = { 0 };
-	struct applied *p;
+	struct applied *p = NULL;
 	char *text = NULL;
 	size_t len;
-	char msg[320];
+	char msg[320], labels[768] = "";
+	bool exists = false;
 	int r;
 
-	for (size_t i = 0; i < k->n_ns_applied; i++)
+	for (size_t i = 0; i < k->n_ns_applied && !p; i++)
 		if (!strcmp(k->ns_applied[i].name, s->ns))
-			return 0;
+			p = &k->ns_applied[i];
+	if (p && (!p->conflict || mono_now(k) < p->retry_us))
+		return 0;
 	r = flash_render_namespace(s->ns, s->org, FLASH_RENDER_JSON, &text, &len);
 	if (r < 0)
 		return r;
-	r = validate(k, "Namespace", text, len, msg, sizeof(msg));
-	if (r >= 0 && !may_write(k, "create Namespace"))
-		r = -ENOLCK;
-	else if (r >= 0) {
-		k->st.requests++;
-		r = k8s_create(k->c, &ref, text, len, &wo, NULL, &st);
-		r = settle(k, "create Namespace", r == -EEXIST ? 0 : r, &st, &k->st.applies);
+	if (p) {
+		exists = true; /* its labels looked at again */
+	} else {
+		r = validate(k, "Namespace", text, len, msg, sizeof(msg));
+		if (r >= 0 && !may_write(k, "create Namespace"))
+			r = -ENOLCK;
+		else if (r >= 0) {
+			k->st.requests++;
+			r = k8s_create(k->c, &ref, text, len, &wo, NULL, &st);
+			exists = r == -EEXIST;
+			r = settle(k, "create Namespace", r == -EEXIST ? 0 : r, &st, &k->st.applies);
+		}
 	}
+	if (r >= 0 && exists)
+		ns_labels_check(k, s->ns, text, len, labels, sizeof(labels));
 	free(text);
 	if (r < 0)
 		return r;
-	p = realloc(k->ns_applied, (k->n_ns_applied + 1) * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	k->ns_applied = p;
-	p += k->n_ns_applied++;
-	memset(p, 0, sizeof(*p));
-	p->kr = kind_find("Namespace");
-	snprintf(p->name, sizeof(p->name), "%s", s->ns);
+	if (!p) {
+		p = realloc(k->ns_applied, (k->n_ns_applied + 1) * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		k->ns_applied = p;
+		p += k->n_ns_applied++;
+		memset(p, 0, sizeof(*p));
+		p->kr = kind_find("Namespace");
+		snprintf(p->name, sizeof(p->name), "%s", s->ns);
+	}
+	free(p->conflict);
+	p->conflict = NULL;
+	if (labels[0]) {
+		if (asprintf(&p->conflict, "Namespace %s: %s (set by another manager; tenant Namespaces are created, "
+			     "never relabelled)", s->ns, labels) < 0)
+			p->conflict = NULL;
+		p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : CONFLICT_BACKOFF_MS;
+		if (p->backoff_ms > CONFLICT_BACKOFF_MAX_MS)
+			p->backoff_ms = CONFLICT_BACKOFF_MAX_MS;
+		p->retry_us = mono_now(k) + (int64_t)p->backoff_ms * 1000;
+		k->st.conflicts++;
+		logf_(k, K8S_LOG_WARNING, "%s; looked at again in %u ms", p->conflict ?: labels, p->backoff_ms);
+	} else
+		p->backoff_ms = 0;
 	return 0;
 }
 
@@ -1199,6 +1278,7 @@ static void ns_forget(struct op_k8s *k, const char *ns)
 {
 	for (size_t i = 0; i < k->n_ns_applied; i++)
 		if (!strcmp(k->ns_applied[i].name, ns)) {
+			free(k->ns_applied[i].conflict);
 			k->ns_applied[i] = k->ns_applied[--k->n_ns_applied];
 			logf_(k, K8S_LOG_WARNING, "namespace %s: gone (404), to be created again", ns);
 			return;
@@ -1422,6 +1502,12 @@ static int render_apply(struct op_k8s *k, struct svc *s, const struct flash_sche
 	for (size_t i = 0; i < s->n_applied; i++)
 		if (s->applied[i].conflict && (!s->retry_us || s->applied[i].retry_us < s->retry_us))
 			s->retry_us = s->applied[i].retry_us;
+	{
+		const struct applied *nse = ns_entry(k, s->ns);
+
+		if (nse && nse->conflict && (!s->retry_us || nse->retry_us < s->retry_us))
+			s->retry_us = nse->retry_us;
+	}
 	s->rendered = !first;
 	return first;
 }
