@@ -434,6 +434,26 @@ int agent_k8s_core_set_pools(void *ctx, const struct flowsdn_prefix *pools, size
 	return agent_core_set_pools(ctx, pools, n, ret_pools, max, ret_n, why, why_size);
 }
 
+/* IPAM keeps one bit per address: a podCIDR past its bound (the usual
+ * IPv6 /64) is used from its start, as its first /108 (IPv4: /12), which
+ * is still the node's own range (@warn: said once, at start). */
+static void pools_fit(struct flowsdn_prefix *pools, size_t n, bool warn)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned int bits = flowsdn_addr_bits(&pools[i].addr), min_len = bits - 20;
+
+		if (pools[i].len < min_len) {
+			char before[FLOWSDN_PREFIX_STRLEN], after[FLOWSDN_PREFIX_STRLEN];
+
+			flowsdn_prefix_format(&pools[i], before, sizeof(before));
+			pools[i].len = (uint8_t)min_len;
+			flowsdn_prefix_format(&pools[i], after, sizeof(after));
+			if (warn)
+				pr_warn("kubernetes: podCIDR %s is larger than IPAM's 2^20 addresses: pool %s", before, after);
+		}
+	}
+}
+
 static bool pools_same(const struct flowsdn_prefix *a, size_t na, const struct flowsdn_prefix *b, size_t nb)
 {
 	if (na != nb)
@@ -478,7 +498,7 @@ static void own_node(struct agent_k8s *k, const struct json_value *obj, const ch
 
 	if ((json_at(obj, "spec.podCIDRs") || k8s_obj_str(obj, "spec.podCIDR")) &&
 	    agent_k8s_node_pools(obj, np, AGENT_K8S_MAX_POOLS, &nn, &fallback, why, sizeof(why)) == 0 && !fallback &&
-	    nn && !pools_same(np, nn, k->cidrs, k->n_cidrs)) {
+	    nn && (pools_fit(np, nn, false), !pools_same(np, nn, k->cidrs, k->n_cidrs))) {
 		int r = 0;
 
 		memcpy(held, np, nn * sizeof(*np));
@@ -854,21 +874,8 @@ int agent_k8s_read_node(struct k8s_client *client, const char *node_name, struct
 		return r;
 	}
 	r = agent_k8s_node_pools(node, ret_pools, max_pools, ret_n_pools, ret_fallback, why, why_size);
-	/* IPAM keeps one bit per address: a podCIDR past its bound (the
-	 * usual IPv6 /64) is used from its start, as its first /108 (IPv4:
-	 * /12), which is still the node's own range. */
-	for (size_t i = 0; r == 0 && i < *ret_n_pools; i++) {
-		unsigned int bits = flowsdn_addr_bits(&ret_pools[i].addr), min_len = bits - 20;
-
-		if (ret_pools[i].len < min_len) {
-			char before[FLOWSDN_PREFIX_STRLEN], after[FLOWSDN_PREFIX_STRLEN];
-
-			flowsdn_prefix_format(&ret_pools[i], before, sizeof(before));
-			ret_pools[i].len = (uint8_t)min_len;
-			flowsdn_prefix_format(&ret_pools[i], after, sizeof(after));
-			pr_warn("kubernetes: podCIDR %s is larger than IPAM's 2^20 addresses: pool %s", before, after);
-		}
-	}
+	if (r == 0)
+		pools_fit(ret_pools, *ret_n_pools, true);
 	if (r == 0) {
 		node_read(node, &nd);
 		*ret_n_addrs = 0;

@@ -654,9 +654,11 @@ Test(agent_k8s, pod_cidr_change_after_start_updates_the_pools)
 	char *json = NULL, buf[64];
 	struct k8s_event relist = { .type = K8S_EVENT_RELIST }, synced = { .type = K8S_EVENT_SYNCED };
 
+	/* As agent_k8s_read_node() gives them at start: the IPv6 /64 as its
+	 * first /108 (IPAM's bound). */
 	hook.n_held = 2;
 	ASSERT_OK(flowsdn_prefix_parse("10.244.1.0/24", 13, NULL, &hook.held[0]), "pool");
-	ASSERT_OK(flowsdn_prefix_parse("fd00:10:244:1::/64", 18, NULL, &hook.held[1]), "pool6");
+	ASSERT_OK(flowsdn_prefix_parse("fd00:10:244:1::/108", 19, NULL, &hook.held[1]), "pool6");
 	ASSERT_OK(k8s_fake_new(&fo, &f), "fake");
 	w = client_for(f);
 	ASSERT_OK(agent_k8s_new(&(struct agent_k8s_opts){ .sz = sizeof(struct agent_k8s_opts), .node_name = "node-a",
@@ -669,7 +671,7 @@ Test(agent_k8s, pod_cidr_change_after_start_updates_the_pools)
 	node_event(k, K8S_EVENT_ADDED, a);
 	node_event(k, K8S_EVENT_ADDED, c);
 	ASSERT_OK(agent_k8s_event(k, AGENT_K8S_NODES, &synced), "synced");
-	cr_assert_eq(hook.calls, 0, "the pools it started with");
+	cr_assert_eq(hook.calls, 0, "the pools it started with (the /64 is its /108)");
 	cr_assert_eq(pod_cidr_events(f, NULL), 1, "PodCIDRSelected once at start");
 
 	/* The podCIDR changes. */
@@ -678,12 +680,14 @@ Test(agent_k8s, pod_cidr_change_after_start_updates_the_pools)
 	cr_assert_eq(hook.n_last, 2);
 	flowsdn_prefix_format(&hook.last[0], buf, sizeof(buf));
 	ASSERT_STREQ(buf, "10.244.7.0/24", "the new IPv4 pool");
+	flowsdn_prefix_format(&hook.last[1], buf, sizeof(buf));
+	ASSERT_STREQ(buf, "fd00:10:244:1::/108", "the IPv6 one as the IPAM can take it");
 	cr_assert_eq(pod_cidr_events(f, NULL), 2, "PodCIDRSelected again");
 	cr_assert_eq(pod_cidr_events(f, "10.244.7.0/24"), 1, "naming the new pool");
 	cr_assert_eq(pod_cidr_events(f, "draining (addresses in use kept until released) 10.244.1.0/24"), 1,
 		     "and the draining one");
 	ASSERT_OK(agent_k8s_routes_json(k, &json), "routes");
-	cr_assert(strstr(json, "\"pools\":[\"10.244.7.0/24\",\"fd00:10:244:1::/64\",\"10.244.1.0/24\"]"), "%s", json);
+	cr_assert(strstr(json, "\"pools\":[\"10.244.7.0/24\",\"fd00:10:244:1::/108\",\"10.244.1.0/24\"]"), "%s", json);
 	cr_assert(strstr(json, "\"destination\":\"10.244.1.128/25\",\"gateway\":\"192.0.2.12\",\"state\":\"conflict\","
 			 "\"reason\":\"overlaps this node's pool 10.244.1.0/24\""),
 		  "the draining pool is still ours: %s", json);
