@@ -637,6 +637,35 @@ static int delete_obj(struct op_k8s *k, const struct kind_ref *kr, const char *n
 	return r;
 }
 
+/* A Warning Event about FlashService @s (reason ApplyConflict, @note the
+ * object, fields and managers), checked against the schemas like every
+ * object sent.  Failures are logged only. */
+static void conflict_event(struct op_k8s *k, const struct svc *s, const char *note)
+{
+	struct k8s_event_about ab = {
+		.api_version = OP_K8S_GROUP "/" OP_K8S_VERSION, .kind = "FlashService", .name = s->name,
+		.namespace = s->ns, .uid = s->uid, .type = "Warning", .reason = "ApplyConflict", .action = "Apply",
+		.reporting_controller = "flash.heterocloud.io/operator", .reporting_instance = k->fm,
+	};
+	struct k8s_ref ref = { .group = "events.k8s.io", .version = "v1", .resource = "events", .namespace = s->ns };
+	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
+	struct k8s_status st = { 0 };
+	char short_note[1024], msg[320], *body = NULL;
+
+	/* events.k8s.io/v1 notes are at most 1 kB. */
+	snprintf(short_note, sizeof(short_note), "%s", note);
+	ab.note = short_note;
+	if (k8s_event_body(&ab, &body) < 0 || validate(k, "Event", body, strlen(body), msg, sizeof(msg)) < 0 ||
+	    !may_write(k, "create Event")) {
+		free(body);
+		return;
+	}
+	k->st.requests++;
+	(void)settle(k, "create Event", k8s_create(k->c, &ref, body, strlen(body), &wo, NULL, &st), &st,
+		     &k->st.events);
+	free(body);
+}
+
 /* ------------------------------------------------------------ CRDs */
 
 static bool established(const struct json_value *crd)
@@ -1257,20 +1286,26 @@ static int ns_create(struct op_k8s *k, struct svc *s)
 		p->kr = kind_find("Namespace");
 		snprintf(p->name, sizeof(p->name), "%s", s->ns);
 	}
-	free(p->conflict);
-	p->conflict = NULL;
 	if (labels[0]) {
+		char *was = p->conflict;
+
 		if (asprintf(&p->conflict, "Namespace %s: %s (set by another manager; tenant Namespaces are created, "
 			     "never relabelled)", s->ns, labels) < 0)
 			p->conflict = NULL;
+		if (p->conflict && (!was || strcmp(was, p->conflict)))
+			conflict_event(k, s, p->conflict);
+		free(was);
 		p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : CONFLICT_BACKOFF_MS;
 		if (p->backoff_ms > CONFLICT_BACKOFF_MAX_MS)
 			p->backoff_ms = CONFLICT_BACKOFF_MAX_MS;
 		p->retry_us = mono_now(k) + (int64_t)p->backoff_ms * 1000;
 		k->st.conflicts++;
 		logf_(k, K8S_LOG_WARNING, "%s; looked at again in %u ms", p->conflict ?: labels, p->backoff_ms);
-	} else
+	} else {
+		free(p->conflict);
+		p->conflict = NULL;
 		p->backoff_ms = 0;
+	}
 	return 0;
 }
 
@@ -1358,6 +1393,8 @@ static int object_apply(struct op_k8s *k, struct svc *s, const char *kind, char 
 		a->keep = true;
 		a->foreign = foreign;
 		memset(a->hash, 0, sizeof(a->hash));
+		if (!a->conflict || strcmp(a->conflict, conflict))
+			conflict_event(k, s, conflict); /* new or changed: said once, not at every retry */
 		free(a->conflict);
 		a->conflict = strdup(conflict);
 		a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : CONFLICT_BACKOFF_MS;

@@ -96,6 +96,7 @@ struct op_k8s_stats {
 	uint64_t conflicts;       /* 409s not forced: reported in the status (ApplyConflict), retried with backoff */
 	uint64_t conflict_waits;  /* applies not sent: their conflict's backoff had not passed */
 	uint64_t stale_deleted;   /* objects an earlier operator applied, no longer rendered, found by a list */
+	uint64_t events;          /* Events created (ApplyConflict) */
 	uint64_t deletes;         /* objects no longer rendered, deleted */
 	uint64_t status_writes;   /* /status writes */
 	uint64_t refused;         /* objects the schemas refused (never sent) */

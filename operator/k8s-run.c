@@ -127,7 +127,7 @@ static int fetch_schemas(struct op_k8s_run *r, struct flash_schema_set **ret)
 	static const char *const paths[] = {
 		"/openapi/v3/api/v1", "/openapi/v3/apis/apps/v1", "/openapi/v3/apis/networking.k8s.io/v1",
 		"/openapi/v3/apis/autoscaling/v2", "/openapi/v3/apis/apiextensions.k8s.io/v1",
-		"/openapi/v3/apis/gateway.networking.k8s.io/v1",
+		"/openapi/v3/apis/gateway.networking.k8s.io/v1", "/openapi/v3/apis/events.k8s.io/v1",
 	};
 	struct flash_schema_set *set = NULL;
 	int e = flash_schema_set_new(&set);

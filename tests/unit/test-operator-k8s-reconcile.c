@@ -464,6 +464,18 @@ Test(reconcile, conflict_409_on_a_foreign_object_is_reported_not_forced_and_retr
 		  "with the fields and the manager owning them: %s", stb);
 	free(stb);
 	cr_assert_geq(e.warnings, 1, "logged");
+	/* And an Event on the FlashService, as its schema wants it. */
+	cr_assert_eq(count(&e, "POST", "/apis/events.k8s.io/v1/namespaces/" NS "/events"), 1, "one Event");
+	{
+		char *ev = last_body(&e, "POST", "/apis/events.k8s.io/v1/namespaces/" NS "/events");
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
+
+		cr_assert(strstr(ev, "\"ApplyConflict\"") && strstr(ev, "\"Warning\"") && strstr(ev, "\"FlashService\"") &&
+			  strstr(ev, ".spec.replicas"), "%s", ev);
+		cr_assert_eq(flash_schema_validate_object(e.schemas, ev, strlen(ev), d), 0, "%s: %s", diag_path(d),
+			     diag_message(d));
+		free(ev);
+	}
 
 	/* Events within the backoff: nothing sent for the Deployment (no spin). */
 	k8s_fake_reset_requests(e.fake);
@@ -480,6 +492,7 @@ Test(reconcile, conflict_409_on_a_foreign_object_is_reported_not_forced_and_retr
 	ASSERT_OK(k8s_fake_push(e.fake, &get), "still foreign");
 	ASSERT_OK(op_k8s_reconcile_pending(e.k), "due");
 	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "tried again once");
+	cr_assert_eq(count(&e, "POST", "/events"), 0, "the same conflict is not told again");
 	k8s_fake_reset_requests(e.fake);
 	conflict_mono_us += 1500000;
 	ASSERT_OK(op_k8s_reconcile_pending(e.k), "1.5 s of a 2 s backoff");
@@ -623,6 +636,7 @@ Test(reconcile, a_namespace_labelled_by_another_manager_is_reported_not_relabell
 	cr_assert_eq(count(&e, "PATCH", "/api/v1/namespaces/" NS "$"), 0);
 	cr_assert_eq(count(&e, "PUT", "/api/v1/namespaces/" NS), 0, "never relabelled");
 	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "the service's objects still applied");
+	cr_assert_eq(count(&e, "POST", "/apis/events.k8s.io/v1/namespaces/" NS "/events"), 1, "an Event");
 	stb = last_body(&e, "PATCH", "/flashservices/web/status");
 	cr_assert(strstr(stb, "\"ApplyConflict\"") && strstr(stb, "pod-security.kubernetes.io/enforce") &&
 		  strstr(stb, "privileged") && strstr(stb, "flash.heterocloud.io/organization"),
