@@ -74,7 +74,8 @@
  *
  * Usage: bench/services [-n CONNECTS per run (default 2000)] [-r ROUNDS (1..31, default 3)] [-c CPU]
  *                       [-s S (one level only)] [-l (load lines only)] [-d STATE-DIR-PARENT]
- *                       [-v (TCP counters per run)]
+ *                       [-v (TCP counters per run)] [-p (per connection: the datapath programs'
+ *                       runs and run time, from the kernel's BPF statistics)]
  * SIGTERM, SIGINT, SIGHUP and SIGPIPE remove what the bench made (cleanup()).
  */
 #include "config.h"
@@ -99,6 +100,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/netlink.h>
 
@@ -482,7 +484,65 @@ static double load_file(enum variant v, int s)
 
 struct result {
 	double rate, p50, p99;
+	/* -p: per datapath program, runs and nanoseconds over the run */
+	double runs[4], ns[4];
 };
+
+/* -p: the kernel's run-time statistics of the datapath's programs
+ * (BPF_ENABLE_STATS, held for the bench's life: no sysctl is changed),
+ * read around every run, so that each line says where its time went. */
+enum { P_FROM, P_TO, P_CONNECT4, P_COUNT };
+static const char *const pnames[P_COUNT] = { "from_container", "to_container", "connect4" };
+static bool profile;
+static int prog_fd[P_COUNT] = { -1, -1, -1 };
+
+static void prog_stats(double *runs, double *ns)
+{
+	for (int i = 0; i < P_COUNT; i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		runs[i] = ns[i] = 0;
+		if (prog_fd[i] >= 0 && bpf_obj_get_info_by_fd(prog_fd[i], &info, &len) == 0) {
+			runs[i] = (double)info.run_cnt;
+			ns[i] = (double)info.run_time_ns;
+		}
+	}
+}
+
+static int profile_open(const char *pins)
+{
+	char path[600];
+	struct bpf_link_info li;
+	__u32 len = sizeof(li);
+	static int stats_fd = -1;
+	int fd;
+
+	if (stats_fd < 0 && (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
+		return -errno;
+	/* Again after every agent start: the programs may be new ones. */
+	for (int i = 0; i < P_COUNT; i++) {
+		if (prog_fd[i] >= 0)
+			close(prog_fd[i]);
+		prog_fd[i] = -1;
+	}
+	snprintf(path, sizeof(path), "%s/prog_from_container", pins);
+	prog_fd[P_FROM] = bpf_obj_get(path);
+	snprintf(path, sizeof(path), "%s/prog_to_container", pins);
+	prog_fd[P_TO] = bpf_obj_get(path);
+	snprintf(path, sizeof(path), "%s/links/sock-connect4", pins);
+	fd = bpf_obj_get(path);
+	memset(&li, 0, sizeof(li));
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &li, &len) == 0)
+		prog_fd[P_CONNECT4] = bpf_prog_get_fd_by_id(li.prog_id);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < P_COUNT; i++)
+		if (prog_fd[i] < 0)
+			return -ENOENT;
+	return 0;
+}
 
 /* -v: the kernel's TCP counters of a netns (/proc/PID/net/{snmp,netstat}
  * of its holder, "Tcp.OutRsts", "TcpExt.TW" ...), to print what changed
@@ -569,8 +629,12 @@ static struct result measure(enum variant v, const char *ip, bool rr)
 		    flowsdn_maps_ct_flush(flowsdn_datapath_maps(dp), &a, NULL) < 0)
 			exit(1);
 	}
+	double pruns[P_COUNT], pns[P_COUNT];
+
 	for (int k = 0; verbose && k < 2; k++)
 		counters_read(ns_pid[k], &before[k]);
+	if (profile)
+		prog_stats(pruns, pns);
 	pid = fork();
 	client_pid = pid;
 	if (pid == 0) {
@@ -627,6 +691,15 @@ static struct result measure(enum variant v, const char *ip, bool rr)
 	waitpid(pid, NULL, 0);
 	client_pid = 0;
 	free(lat);
+	if (profile) {
+		double r2[P_COUNT], n2[P_COUNT];
+
+		prog_stats(r2, n2);
+		for (int i = 0; i < P_COUNT; i++) {
+			res.runs[i] = r2[i] - pruns[i];
+			res.ns[i] = n2[i] - pns[i];
+		}
+	}
 	if (verbose) {
 		printf("  %s %s %s: %.0f/s p50 %.1f us p99 %.1f us\n", vnames[v], ip, rr ? "req/resp" : "connect", res.rate,
 		       res.p50, res.p99);
@@ -735,10 +808,13 @@ int main(int argc, char **argv)
 	struct statfs sfs;
 	int opt, r;
 
-	while ((opt = getopt(argc, argv, "n:r:c:s:ld:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "n:r:c:s:ld:vph")) != -1) {
 		switch (opt) {
 		case 'v':
 			verbose = true;
+			break;
+		case 'p':
+			profile = true;
 			break;
 		case 's':
 			only_s = atoi(optarg);
@@ -759,7 +835,7 @@ int main(int argc, char **argv)
 			cpu = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-n CONNECTS] [-r ROUNDS (1..%d)] [-c CPU] [-s S] [-l] [-d STATE-DIR-PARENT] [-v]\n", argv[0],
+			fprintf(stderr, "usage: %s [-n CONNECTS] [-r ROUNDS (1..%d)] [-c CPU] [-s S] [-l] [-d STATE-DIR-PARENT] [-v] [-p]\n", argv[0],
 				MAX_ROUNDS);
 			return 2;
 		}
@@ -835,6 +911,8 @@ int main(int argc, char **argv)
 		       sfs.f_type == TMPFS_MAGIC ? ", tmpfs: fsync is free there, not what production pays" : "");
 	printf("tc(packet) and direct(endpoint): from an endpoint netns over its veth; tc(packet)'s ratio is against "
 	       "direct(endpoint)\n");
+	static const char *const slots[] = { "direct", "socklb", "iptables(last)", "iptables(random)",
+					     "nft", "direct(endpoint)", "tc(packet)" };
 	/* The socket LB's ratio to direct at each S, per mode (0: not measured). */
 	double socklb_ratio[2][sizeof(levels) / sizeof(levels[0])] = { { 0 } };
 
@@ -850,6 +928,9 @@ int main(int argc, char **argv)
 		double pair[2][SLOTS][MAX_ROUNDS];
 		static double ref[2][2][3][MAX_ROUNDS * 4]; /* [mode][0 direct, 1 endpoint][rate, p50, p99][run] */
 		int n_ref[2][2] = { { 0, 0 }, { 0, 0 } };
+		/* -p: per (mode, slot, program) runs and ns summed over the rounds, and connections */
+		double prof_runs[2][SLOTS][P_COUNT] = { { { 0 } } }, prof_ns[2][SLOTS][P_COUNT] = { { { 0 } } };
+		double prof_conns[2][SLOTS] = { { 0 } };
 		char a_sock[32], a_ipt[32], a_ipt_r[32], a_nft[32];
 		static const int variants[] = { 1, 2, 3, 4, 6 };
 		const int n_var = (int)(sizeof(variants) / sizeof(variants[0]));
@@ -857,6 +938,10 @@ int main(int argc, char **argv)
 		if (only_s && s != only_s)
 			continue;
 		load_socklb(s, &t_sock);
+		if (profile && (r = profile_open(pins)) < 0) {
+			fprintf(stderr, "bench/services: -p: the programs' statistics: %s\n", strerror(-r));
+			return 1;
+		}
 		t_ipt = load_file(V_IPT, s);
 		t_nft = load_file(V_NFT, s);
 		svc_addr(target, a_sock, sizeof(a_sock), 96);
@@ -899,6 +984,14 @@ int main(int argc, char **argv)
 					p50[mode][slot][k] = res.p50;
 					p99[mode][slot][k] = res.p99;
 					pair[mode][slot][k] = res.rate / rres.rate;
+					for (int i = 0; i < P_COUNT; i++) {
+						prof_runs[mode][slot][i] += res.runs[i];
+						prof_ns[mode][slot][i] += res.ns[i];
+						prof_runs[mode][e ? 5 : 0][i] += rres.runs[i];
+						prof_ns[mode][e ? 5 : 0][i] += rres.ns[i];
+					}
+					prof_conns[mode][slot] += connects;
+					prof_conns[mode][e ? 5 : 0] += connects;
 					ref[mode][e][0][n_ref[mode][e]] = rres.rate;
 					ref[mode][e][1][n_ref[mode][e]] = rres.p50;
 					ref[mode][e][2][n_ref[mode][e]] = rres.p99;
@@ -907,9 +1000,6 @@ int main(int argc, char **argv)
 			}
 		}
 		for (int mode = 0; mode < 2 && !load_only; mode++) {
-			static const char *const slots[] = { "direct", "socklb", "iptables(last)", "iptables(random)",
-							     "nft", "direct(endpoint)", "tc(packet)" };
-
 			for (int j = 0; j < SLOTS; j++) {
 				const char *m = mode ? "req/resp" : "connect";
 
@@ -931,6 +1021,25 @@ int main(int argc, char **argv)
 				       quantile(pair[mode][j], rounds, 0.75), median(pair[mode][j], rounds));
 				if (j == 1)
 					socklb_ratio[mode][li] = median(pair[mode][j], rounds);
+			}
+			/* Where the datapath's time went, per connection. */
+			for (int j = 0; profile && j < SLOTS; j++) {
+				static const int show[SLOTS] = { 0, 1, 0, 0, 0, 1, 1 };
+				double total = 0;
+
+				if (!show[j] || !prof_conns[mode][j])
+					continue;
+				printf("profile  S=%-5d %-16s", s, slots[j]);
+				for (int i = 0; i < P_COUNT; i++) {
+					double runs = prof_runs[mode][j][i];
+
+					if (!runs)
+						continue;
+					printf("  %s %.2f/conn x %.0f ns", pnames[i], runs / prof_conns[mode][j],
+					       prof_ns[mode][j][i] / runs);
+					total += prof_ns[mode][j][i] / prof_conns[mode][j];
+				}
+				printf("  = %.2f us of BPF per %s\n", total / 1000, mode ? "request/response" : "connection");
 			}
 		}
 		printf("load    S=%-5d agent (config file read + start with S services) %7.1f ms (cpu %.1f), "
