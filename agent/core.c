@@ -95,7 +95,7 @@ static void timespec_at(int64_t ms, struct timespec *ts)
 
 static bool past(int64_t deadline_ms)
 {
-	return deadline_ms && agent_api_now_ms() >= deadline_ms;
+	return deadline_ms && util_mono_ms() >= deadline_ms;
 }
 
 static void timing_add(struct timing *t, double ms, bool ok)
@@ -706,7 +706,7 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 	t[3] = mono_ms();
 	pthread_mutex_lock(&a->lock);
 	ep->ready = true;
-	ep->added_ms = agent_api_now_ms();
+	ep->added_ms = util_mono_ms();
 	a->gen++;
 	pthread_mutex_unlock(&a->lock);
 	err = state_sync(a);
@@ -832,7 +832,7 @@ static bool owner_in(const char *const *ids, const char *const *ifnames, size_t 
 int agent_core_gc(struct agent_core *a, const char *const *ids, const char *const *ifnames, size_t n,
 		  int64_t deadline_ms, struct diag *diag)
 {
-	int64_t started = agent_api_now_ms();
+	int64_t started = util_mono_ms();
 	struct busy *victims = NULL;
 	size_t n_victims = 0;
 	int removed = 0, err = 0;

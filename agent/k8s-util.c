@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "id-hash.h"
 #include "json.h"
 #include "k8s-int.h"
 
@@ -147,29 +148,22 @@ int k8s_obj_key(const struct json_value *obj, char *buf, size_t size)
 /* Two FNV-1a 64 lanes with different bases over "UID/PROTOCOL/PORT": the
  * id only has to be stable and unlikely to collide among a cluster's
  * Services (not secret). */
-void agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36])
+int agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36])
 {
 	char port_text[16];
 	const char *parts[] = { "flowsdn-k8s-service-id/1", uid ? uid : "", protocol ? protocol : "", port_text };
 	unsigned char h[16];
-	crypto_generichash_state st;
+	int r;
 
 	/* Each part whole and preceded by its length: no two (uid, protocol,
 	 * port) share an id, however long the uid an API server sends. */
 	snprintf(port_text, sizeof(port_text), "%u", port);
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		uint64_t len = strlen(parts[i]);
-		unsigned char le[8];
-
-		for (int b = 0; b < 8; b++)
-			le[b] = (unsigned char)(len >> (8 * b));
-		crypto_generichash_update(&st, le, sizeof(le));
-		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
-	}
-	crypto_generichash_final(&st, h, sizeof(h));
+	r = id_hash_parts(parts, sizeof(parts) / sizeof(parts[0]), h, sizeof(h));
+	if (r < 0)
+		return r;
 	memcpy(ret, "fs-", 3);
 	sodium_bin2hex(ret + 3, 33, h, sizeof(h));
+	return 0;
 }
 
 int agent_k8s_node_pools(const struct json_value *node, struct flowsdn_prefix *ret_pools, size_t max, size_t *ret_n,

@@ -256,7 +256,11 @@ static int svc_parse(const struct json_value *obj, struct svc_obj **ret)
 			snprintf(sp->protocol, sizeof(sp->protocol), "%s", proto);
 			if (!(sp->name = strdup(name ? name : "")))
 				goto fail;
-			agent_k8s_service_id(s->uid, sp->protocol, sp->port, sp->id);
+			if (agent_k8s_service_id(s->uid, sp->protocol, sp->port, sp->id) < 0) {
+				free(sp->name);
+				sp->name = NULL;
+				goto fail;
+			}
 			s->n_ports++;
 		}
 	}

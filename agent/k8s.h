@@ -145,9 +145,10 @@ int agent_k8s_read_node(struct k8s_client *client, const char *node_name, struct
 /* ------------------------------------------------------------ pure helpers */
 
 /* The agent service id of (Service @uid, @protocol, @port): "fs-" and 32
- * lower-case hex digits (BLAKE2b-128 over the length-prefixed parts),
- * stable across restarts. */
-void agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36]);
+ * lower-case hex digits (BLAKE2b-128 over the length-prefixed parts,
+ * id_hash_parts()), stable across restarts.  0, or -ENOMEM when
+ * libsodium could not start (@ret untouched). */
+int agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36]);
 
 /* This node's pools from its Node object: spec.podCIDRs (or podCIDR),
  * else 10.<last byte of the first IPv4 InternalIP>.0.0/16 (*ret_fallback
