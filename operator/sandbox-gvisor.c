@@ -370,16 +370,25 @@ static void new_cid(char out[CID_LEN])
  * from runsc), its cgroup, netns and bundle. */
 static int teardown(struct gv *g, const char *cid)
 {
-	char err[512], status[32], *dir = NULL, *netns = NULL;
+	char err[512], status[32], cg[256], *dir = NULL, *netns = NULL;
 	int r = 0;
 
-	(void)runsc(g, (const char *const[]){ "kill", cid, "KILL", NULL }, NULL, err, sizeof(err));
-	(void)runsc(g, (const char *const[]){ "delete", "-force", cid, NULL }, NULL, err, sizeof(err));
+	if (asprintf(&dir, "%s/sessions/%s", g->dir, cid) < 0)
+		return -ENOMEM;
+	snprintf(cg, sizeof(cg), "%s/%s", g->cgroup_parent, cid);
+	{
+		/* the runtime's retirement: kill, delete, then whatever runsc
+		 * left (the sandbox and gofer of this bundle, the cgroup's
+		 * processes) killed too */
+		struct op_retire rt = { .runsc = g->runsc, .root = g->runsc_root, .id = cid, .bundle = dir,
+					.cgroup = cg, .err = err, .err_size = sizeof(err) };
+
+		if (op_sandbox_retire(&rt) < 0)
+			r = -EBUSY;
+	}
 	if (runsc_status(g, cid, status, sizeof(status)) != -ENOENT)
 		r = -EBUSY; /* still there: the record stays, a later Reap retries */
 	op_cgroup_remove(g->cgroup_parent, cid);
-	if (asprintf(&dir, "%s/sessions/%s", g->dir, cid) < 0)
-		return -ENOMEM;
 	netns = pjoin(dir, "netns");
 	if (netns)
 		(void)op_netns_remove(netns);
