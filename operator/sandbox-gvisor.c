@@ -546,6 +546,15 @@ static void *filler(void *arg)
 		pthread_mutex_unlock(&g->lock);
 		rc.created_at = time(NULL);
 		r = create(g, &rc, g->pool_spec, NULL);
+		if (r == 0) {
+			/* the first exec into a sandbox loads bash and setsid
+			 * through its gofer: done here, not in the session's
+			 * first Exec (no tenant data involved) */
+			char err[256];
+
+			(void)runsc(g, (const char *const[]){ "exec", rc.cid, "/bin/bash", "-c", "setsid /bin/true", NULL },
+				    NULL, err, sizeof(err));
+		}
 		pthread_mutex_lock(&g->lock);
 		if (r < 0) {
 			/* retried after a pause growing to a minute (a stop
