@@ -390,6 +390,12 @@ static int call(struct flash_client *c, const char *method, const char *path, en
 	return 0;
 }
 
+int client__call(struct flash_client *c, const char *method, const char *path, enum flash_auth_action action,
+		 const char *body, size_t body_len, struct flash_client_response **ret)
+{
+	return call(c, method, path, action, false, 0, body, body_len, ret);
+}
+
 bool client__id_ok(const char *id)
 {
 	if (!id || !id[0] || strlen(id) > 64)
