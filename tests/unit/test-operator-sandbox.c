@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The provider/v1 sandbox routes (operator/sandbox-http.c) over a real
+ * Unix socket, driven by the <flash/client.h> sandbox calls and by raw
+ * requests: a token of another action is refused both ways, a session of
+ * another tenant is 404 like an unknown one, hostile ids, paths and sizes
+ * are refused, and the streamed routes move bytes both ways.  The backend
+ * is a fake that keeps sessions in memory and runs exec's argv on this
+ * host (fork and execve, pipes, the deadline), so that libflash's
+ * provider runs its real in-sandbox commands against files of the test's
+ * own directory.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <flash/auth.h>
+#include <flash/client.h>
+#include <flash/sandbox.h>
+
+#include "helpers.h"
+#include "http-helpers.h"
+#include "http.h"
+#include "operator-helpers.h"
+#include "sandbox-http.h"
+#include "util.h"
+
+/* ---------------------------------------------------------------- the fake backend */
+
+#define FAKE_MAX 16
+
+struct fake {
+	pthread_mutex_t lock;
+	struct flash_sandbox_info s[FAKE_MAX];
+	bool used[FAKE_MAX];
+	unsigned int provisions;
+};
+
+static int fake_find(struct fake *f, const char *id)
+{
+	for (int i = 0; i < FAKE_MAX; i++)
+		if (f->used[i] && strcmp(f->s[i].session_id, id) == 0)
+			return i;
+	return -1;
+}
+
+static int fake_provision(void *b, const char *id, const struct flash_spec *spec, uint32_t ttl,
+			  struct flash_sandbox_info *ret, struct flash_diag *diag)
+{
+	struct fake *f = b;
+	int i, r = 0;
+
+	(void)spec;
+	(void)diag;
+	pthread_mutex_lock(&f->lock);
+	i = fake_find(f, id);
+	if (i >= 0) {
+		*ret = f->s[i];
+		ret->adopted = true;
+	} else {
+		for (i = 0; i < FAKE_MAX && f->used[i]; i++)
+			;
+		if (i == FAKE_MAX) {
+			r = -ENOSPC;
+		} else {
+			memset(&f->s[i], 0, sizeof(f->s[i]));
+			snprintf(f->s[i].session_id, sizeof(f->s[i].session_id), "%s", id);
+			snprintf(f->s[i].backend_id, sizeof(f->s[i].backend_id), "fake-%d", i);
+			f->s[i].created_at = time(NULL);
+			f->s[i].expires_at = f->s[i].created_at + ttl;
+			f->used[i] = true;
+			f->provisions++;
+			*ret = f->s[i];
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+static int fake_info(void *b, const char *id, struct flash_sandbox_info *ret)
+{
+	struct fake *f = b;
+	int i;
+
+	pthread_mutex_lock(&f->lock);
+	i = fake_find(f, id);
+	if (i >= 0)
+		*ret = f->s[i];
+	pthread_mutex_unlock(&f->lock);
+	return i >= 0 ? 0 : -ENOENT;
+}
+
+/* argv on this host: stdin from the source, stdout and stderr to the
+ * sinks, killed (its process group) at the deadline. */
+static int fake_exec(void *b, const char *id, const struct flash_sandbox_exec_io *io, int *ret_code)
+{
+	struct flash_sandbox_info in;
+	int pin[2], pout[2], perr[2], status = 0, r = 0;
+	bool in_open = true;
+	char buf[65536];
+	pid_t pid;
+
+	if (fake_info(b, id, &in) < 0)
+		return -ENOENT;
+	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		dup2(perr[1], 2);
+		execve(io->argv[0], (char *const *)io->argv, io->env ? (char *const *)io->env : (char *const[]){ NULL });
+		_exit(127);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	close(perr[1]);
+	if (!io->stdin_fn) {
+		close(pin[1]);
+		in_open = false;
+	}
+	struct pollfd pf[3] = { { pout[0], POLLIN, 0 }, { perr[0], POLLIN, 0 }, { in_open ? pin[1] : -1, POLLOUT, 0 } };
+	while (pf[0].fd >= 0 || pf[1].fd >= 0) {
+		int wait_ms = -1;
+
+		if (io->deadline_ms) {
+			int64_t left = (int64_t)io->deadline_ms - util_mono_ms();
+
+			if (left <= 0) {
+				r = -ETIMEDOUT;
+				break;
+			}
+			wait_ms = (int)left;
+		}
+		if (poll(pf, 3, wait_ms) < 0 && errno != EINTR) {
+			r = -errno;
+			break;
+		}
+		for (int k = 0; k < 2 && r == 0; k++) {
+			if (pf[k].fd < 0 || !pf[k].revents)
+				continue;
+			ssize_t n = read(pf[k].fd, buf, sizeof(buf));
+
+			if (n <= 0) {
+				close(pf[k].fd);
+				pf[k].fd = -1;
+				continue;
+			}
+			flash_sandbox_sink_fn fn = k ? io->stderr_fn : io->stdout_fn;
+			if (fn)
+				r = fn(buf, (size_t)n, k ? io->stderr_userdata : io->stdout_userdata);
+		}
+		if (r == 0 && pf[2].fd >= 0 && pf[2].revents) {
+			ssize_t n = io->stdin_fn(buf, sizeof(buf), io->stdin_userdata);
+
+			if (n < 0)
+				r = (int)n;
+			else if (n == 0 || write(pf[2].fd, buf, (size_t)n) < 0) {
+				close(pf[2].fd);
+				pf[2].fd = -1;
+			}
+		}
+		if (r < 0)
+			break;
+	}
+	if (r < 0)
+		kill(-pid, SIGKILL);
+	for (int k = 0; k < 3; k++)
+		if (pf[k].fd >= 0)
+			close(pf[k].fd);
+	waitpid(pid, &status, 0);
+	if (r < 0)
+		return r;
+	*ret_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return 0;
+}
+
+static int fake_owned(void *b, char ***ret_ids, size_t *ret_n)
+{
+	struct fake *f = b;
+	char **ids = calloc(FAKE_MAX, sizeof(*ids));
+	size_t n = 0;
+
+	if (!ids)
+		return -ENOMEM;
+	pthread_mutex_lock(&f->lock);
+	for (int i = 0; i < FAKE_MAX; i++)
+		if (f->used[i])
+			ids[n++] = strdup(f->s[i].session_id);
+	pthread_mutex_unlock(&f->lock);
+	*ret_ids = ids;
+	*ret_n = n;
+	return 0;
+}
+
+static int fake_reap(void *b, const char *id)
+{
+	struct fake *f = b;
+	int i;
+
+	pthread_mutex_lock(&f->lock);
+	i = fake_find(f, id);
+	if (i >= 0)
+		f->used[i] = false;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+static void fake_free(void *b)
+{
+	free(b);
+}
+
+static const struct flash_sandbox_backend_ops fake_ops = {
+	.sz = sizeof(fake_ops), .provision = fake_provision, .info = fake_info, .exec = fake_exec,
+	.owned = fake_owned, .reap = fake_reap, .free = fake_free,
+};
+
+/* ---------------------------------------------------------------- setup */
+
+static char dir[64], sock[128], endpoint[160];
+static struct op_store *store;
+static struct op_provider *prov;
+static struct op_http *http;
+static struct flash_sandbox_provider *sp;
+static struct flash_auth_signer *signer;
+static struct flash_auth_keyset *keys;
+
+static void setup(void)
+{
+	char path[128];
+	unsigned char pk[32];
+	struct fake *f = calloc(1, sizeof(*f));
+	static const struct op_sandbox_http_opts so = { .sz = sizeof(so), .write_max_bytes = 4 << 20,
+							.read_max_bytes = 8 << 20, .max_ops = 8 };
+
+	cr_assert(f);
+	pthread_mutex_init(&f->lock, NULL);
+	strcpy(dir, "/tmp/test-operator-sandbox-XXXXXX");
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/flash.db", dir);
+	snprintf(sock, sizeof(sock), "%s/op.sock", dir);
+	snprintf(endpoint, sizeof(endpoint), "unix:%s", sock);
+	ASSERT_OK(op_store_open(path, &store, NULL, 0), "store");
+	ASSERT_OK(flash_auth_signer_generate("k1", &signer), "signer");
+	ASSERT_OK(flash_auth_signer_public_key(signer, pk), "pk");
+	ASSERT_OK(flash_auth_keyset_new(&keys), "keyset");
+	ASSERT_OK(flash_auth_keyset_add(keys, "k1", pk), "add");
+	struct op_provider_opts o = { .sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = keys,
+				      .store = store, .image = &test_image_ops };
+	ASSERT_OK(op_provider_new(&o, &prov), "provider");
+	ASSERT_OK(flash_sandbox_provider_new(&fake_ops, f, NULL, &sp), "sandbox provider");
+	struct op_http_opts ho = { .sz = sizeof(ho), .unix_path = sock, .threads = 2, .sandbox = sp,
+				   .sandbox_opts = &so };
+	ASSERT_OK(op_http_start(prov, &ho, &http, NULL, 0), "start");
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	op_http_stop(http);
+	flash_sandbox_provider_free(sp);
+	op_provider_free(prov);
+	op_store_close(store);
+	flash_auth_signer_free(signer);
+	flash_auth_keyset_free(keys);
+	http = NULL, prov = NULL, store = NULL, signer = NULL, keys = NULL, sp = NULL;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert(system(cmd) == 0);
+}
+
+TestSuite(operator_sandbox, .init = setup, .fini = teardown, .timeout = 60);
+
+static struct flash_client *client_of(const char *org, const char *project)
+{
+	struct flash_client_opts co = { .sz = sizeof(co), .endpoint = endpoint, .timeout_ms = 20000 };
+	struct flash_client_identity id = { .sz = sizeof(id), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE,
+					    .organization = org, .project = project };
+	struct flash_client *c = NULL;
+
+	ASSERT_OK(flash_client_new(&co, &c), "client");
+	ASSERT_OK(flash_client_set_signer(c, signer, &id), "signer");
+	return c;
+}
+
+static char *sid_of(const char *org, const char *project, const char *name)
+{
+	static char id[FLASH_CLIENT_SANDBOX_ID_STRLEN];
+
+	ASSERT_OK(flash_client_sandbox_id(org, project, name, id), "id");
+	return id;
+}
+
+static const char spec_json[] =
+	"{\"region\":\"heteronet-global\",\"image\":\"test.invalid/box:1\",\"replicas\":1,\"cpu_millis\":250,"
+	"\"memory_mib\":128,\"egress\":{\"mode\":\"disabled\",\"allow_same_organization\":false,"
+	"\"allowed_destination_cidrs\":[],\"denied_destination_cidrs\":[]}}";
+
+static void expect_status(struct flash_client_response *r, int status, const char *code, const char *what)
+{
+	cr_assert(r, "%s: no answer", what);
+	cr_assert_eq(flash_client_response_status(r), status, "%s: status %d, not %d: %s", what,
+		     flash_client_response_status(r), status, flash_client_response_body(r, NULL));
+	if (code)
+		cr_assert_str_eq(flash_client_response_error_code(r), code, "%s", what);
+}
+
+/* A raw request on the socket: the reply's status line and body. */
+static int raw(const char *req, char *out, size_t size)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert(fd >= 0);
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	cr_assert(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return test_http_exchange(fd, req, strlen(req), out, size);
+}
+
+static void raw_expect(const char *method, const char *path, const char *token, const char *extra, const char *want,
+		       const char *what)
+{
+	char req[4096], out[8192];
+
+	snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n%sConnection: close\r\n\r\n",
+		 method, path, token, extra ? extra : "");
+	cr_assert(raw(req, out, sizeof(out)) >= 0, "%s", what);
+	cr_assert(strstr(out, want), "%s: wanted %s in:\n%s", what, want, out);
+}
+
+/* ---------------------------------------------------------------- cases */
+
+Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
+{
+	struct flash_client *a = client_of("org-a", "p1"), *b = client_of("org-b", "p1"), *a2 = client_of("org-a", "p2");
+	char id[FLASH_CLIENT_SANDBOX_ID_STRLEN];
+	struct flash_client_response *r = NULL;
+
+	snprintf(id, sizeof(id), "%s", sid_of("org-a", "p1", "s1"));
+	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
+	expect_status(r, 201, NULL, "made");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"expires_at\":"), "expires_at");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"adopted\":false"));
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "again");
+	expect_status(r, 200, NULL, "adopted");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"adopted\":true"));
+	flash_client_response_free(r);
+
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
+	expect_status(r, 200, NULL, "get");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"live\""));
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_list(a, &r), "list");
+	cr_assert(strstr(flash_client_response_body(r, NULL), id), "the tenant sees its session");
+	flash_client_response_free(r);
+
+	/* Another organization, or another project of the same: not theirs. */
+	ASSERT_OK(flash_client_sandbox_list(b, &r), "list b");
+	cr_assert(!strstr(flash_client_response_body(r, NULL), id), "another tenant's list");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_get(b, id, &r), "get b");
+	expect_status(r, 404, "not-found", "another organization");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_reap(a2, id, &r), "reap a2");
+	expect_status(r, 404, "not-found", "another project cannot reap");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_provision(b, id, spec_json, strlen(spec_json), 120, &r), "provision b");
+	expect_status(r, 404, "not-found", "another tenant cannot provision under the id");
+	flash_client_response_free(r);
+
+	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
+	expect_status(r, 200, NULL, "reap");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"reaped\""));
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get after");
+	expect_status(r, 404, "not-found", "gone");
+	flash_client_response_free(r);
+
+	/* A bad spec names its path; a ttl out of range is refused. */
+	ASSERT_OK(flash_client_sandbox_provision(a, id, "{\"image\":1}", 11, 0, &r), "bad spec");
+	expect_status(r, 400, "invalid-spec", "spec");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 999999, &r), "ttl");
+	expect_status(r, 400, "bad-request", "ttl");
+	flash_client_response_free(r);
+	flash_client_free(a);
+	flash_client_free(a2);
+	flash_client_free(b);
+}
+
+Test(operator_sandbox, the_sandbox_action_is_its_own)
+{
+	char *sb = test_mint(signer, "org-a", "p1", FLASH_AUTH_ACTION_SANDBOX, UINT64_MAX);
+	char *get = test_mint(signer, "org-a", "p1", FLASH_AUTH_ACTION_GET, UINT64_MAX);
+	char *create = test_mint(signer, "org-a", "p1", FLASH_AUTH_ACTION_CREATE, 1);
+	char *exec = test_mint(signer, "org-a", "p1", FLASH_AUTH_ACTION_EXEC, UINT64_MAX);
+	char path[160];
+
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s", sid_of("org-a", "p1", "s1"));
+	raw_expect("GET", path, get, NULL, "\"wrong-action\"", "a get token on a sandbox");
+	raw_expect("PUT", path, create, "Content-Length: 2\r\n", "\"wrong-action\"", "a create token on a sandbox");
+	raw_expect("GET", "/provider/v1/sandboxes", exec, NULL, "403", "an exec token on the sandbox list");
+	raw_expect("GET", path, "x.y.z", NULL, "401", "no valid token");
+	/* ... and a sandbox token drives no service. */
+	raw_expect("GET", "/provider/v1/services/fs-0123456789abcdef0123456789abcdef", sb, NULL, "\"wrong-action\"",
+		   "a sandbox token on a service");
+	raw_expect("GET", "/provider/v1/services", sb, NULL, "\"wrong-action\"", "a sandbox token on the list");
+	raw_expect("GET", path, sb, NULL, "404", "the sandbox token works (no such session)");
+	free(sb);
+	free(get);
+	free(create);
+	free(exec);
+}
+
+Test(operator_sandbox, hostile_requests_are_refused)
+{
+	char *tok = test_mint(signer, "org-a", "p1", FLASH_AUTH_ACTION_SANDBOX, UINT64_MAX);
+	struct flash_client *a = client_of("org-a", "p1");
+	struct flash_client_response *r = NULL;
+	char id[FLASH_CLIENT_SANDBOX_ID_STRLEN], path[512], longid[200];
+
+	snprintf(id, sizeof(id), "%s", sid_of("org-a", "p1", "h1"));
+	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
+	expect_status(r, 201, NULL, "made");
+	flash_client_response_free(r);
+
+	/* Ids: not a label, too long (a prefix of which is valid), another tenant's. */
+	raw_expect("GET", "/provider/v1/sandboxes/SB-UPPER", tok, NULL, "404", "upper case id");
+	snprintf(longid, sizeof(longid), "%s%s", id, "-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s", longid);
+	raw_expect("GET", path, tok, NULL, "404", "an id over 63 bytes");
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s", sid_of("org-b", "p1", "h1"));
+	raw_expect("GET", path, tok, NULL, "\"not-found\"", "another tenant's id");
+	raw_expect("GET", "/provider/v1/sandboxes/sb-0123456789abcdef-", tok, NULL, "404", "an empty name");
+
+	/* Paths: NUL, relative, missing. */
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s/files?path=/tmp/a%%00b", id);
+	raw_expect("GET", path, tok, NULL, "holds a NUL", "a NUL in the path");
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s/files?path=etc/passwd", id);
+	raw_expect("GET", path, tok, NULL, "\"bad-request\"", "a relative path");
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s/export", id);
+	raw_expect("GET", path, tok, NULL, "root: required", "no root");
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s/files?path=/tmp/x&max=0", id);
+	raw_expect("GET", path, tok, NULL, "\"bad-request\"", "max 0");
+
+	/* Sizes: over the write bound, a write without a length. */
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s/files?path=/tmp/x", id);
+	raw_expect("PUT", path, tok, "Content-Length: 99999999999\r\n", "413", "over the write bound");
+	raw_expect("PUT", path, tok, "Transfer-Encoding: chunked\r\n", "411", "a write without a length");
+	/* Methods and routes. */
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s/exec", id);
+	raw_expect("GET", path, tok, NULL, "405", "GET exec");
+	snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s/nothing", id);
+	raw_expect("GET", path, tok, NULL, "\"no-route\"", "unknown sub-route");
+	raw_expect("POST", "/provider/v1/sandboxes", tok, NULL, "405", "POST on the list");
+
+	/* The client refuses what the operator would. */
+	cr_assert_eq(flash_client_sandbox_get(a, "../x", &r), -EINVAL);
+	cr_assert_eq(flash_client_sandbox_id("o", "p", "Bad", id), -EINVAL);
+	cr_assert_eq(flash_client_sandbox_id("o", "p", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", id), -EINVAL);
+	flash_client_free(a);
+	free(tok);
+}
