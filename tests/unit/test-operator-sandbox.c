@@ -475,3 +475,233 @@ Test(operator_sandbox, hostile_requests_are_refused)
 	flash_client_free(a);
 	free(tok);
 }
+
+/* ---------------------------------------------------------------- streams */
+
+struct grow {
+	char *p;
+	size_t len;
+	size_t fail_after; /* 0: never */
+};
+
+static int grow_sink(const void *buf, size_t len, void *userdata)
+{
+	struct grow *g = userdata;
+	char *np;
+
+	if (g->fail_after && g->len + len > g->fail_after)
+		return -ECANCELED;
+	np = realloc(g->p, g->len + len + 1);
+	if (!np)
+		return -ENOMEM;
+	memcpy(np + g->len, buf, len);
+	g->p = np;
+	g->len += len;
+	g->p[g->len] = '\0';
+	return 0;
+}
+
+struct mem {
+	const unsigned char *p;
+	size_t left;
+};
+
+static ssize_t mem_source(void *buf, size_t cap, void *userdata)
+{
+	struct mem *m = userdata;
+	size_t n = m->left < cap ? m->left : cap;
+
+	memcpy(buf, m->p, n);
+	m->p += n;
+	m->left -= n;
+	return (ssize_t)n;
+}
+
+static char *provisioned(struct flash_client *c, const char *name)
+{
+	static char id[FLASH_CLIENT_SANDBOX_ID_STRLEN];
+	struct flash_client_response *r = NULL;
+
+	snprintf(id, sizeof(id), "%s", sid_of("org-a", "p1", name));
+	ASSERT_OK(flash_client_sandbox_provision(c, id, spec_json, strlen(spec_json), 120, &r), "provision");
+	expect_status(r, 201, NULL, "made");
+	flash_client_response_free(r);
+	return id;
+}
+
+Test(operator_sandbox, exec_streams_output_and_reports_exit_and_timeout)
+{
+	struct flash_client *a = client_of("org-a", "p1");
+	char *id = provisioned(a, "x1");
+	struct flash_client_response *ref = NULL;
+	struct flash_client_sandbox_exec_result res;
+	struct grow out = { 0 }, err = { 0 };
+	const char *echo[] = { "/bin/bash", "-c", "echo out; echo err >&2; cat; exit 3", NULL };
+
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = echo, .stdin_data = "from stdin\n", .stdin_len = 11,
+		   .stdout_fn = grow_sink, .stdout_userdata = &out, .stderr_fn = grow_sink, .stderr_userdata = &err);
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &ref), "exec");
+	cr_assert_null(ref, "refused: %s", flash_client_response_body(ref, NULL));
+	cr_assert_eq(res.exit_code, 3);
+	cr_assert(!res.timed_out);
+	cr_assert_gt(res.expires_at, time(NULL));
+	cr_assert_str_eq(out.p, "out\nfrom stdin\n");
+	cr_assert_str_eq(err.p, "err\n");
+
+	/* 3 MiB of output: more than the buffers hold, streamed through. */
+	const char *big[] = { "/bin/bash", "-c", "head -c 3145728 /dev/zero | tr '\\0' 'a'", NULL };
+	free(out.p);
+	out = (struct grow){ 0 };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o2, .argv = big, .stdout_fn = grow_sink, .stdout_userdata = &out);
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o2, &res, &ref), "big");
+	cr_assert_null(ref);
+	cr_assert_eq(res.exit_code, 0);
+	cr_assert_eq(out.len, 3145728u);
+	cr_assert_eq(strspn(out.p, "a"), 3145728u);
+
+	/* The deadline: the timeout is told apart from an exit code 124. */
+	const char *slow[] = { "/bin/sleep", "5", NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o3, .argv = slow, .timeout_ms = 300);
+	int64_t t0 = util_mono_ms();
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o3, &res, &ref), "timeout");
+	cr_assert_null(ref);
+	/* libflash's wrapper (sandbox.c, branch sbx) can still lose the
+	 * "timeout" verdict to a race between its watcher's exit 99 and the
+	 * TERM it gets once the command died (then exit 137, SIGKILL): the
+	 * route is checked for passing on what the provider says and for the
+	 * kill at the deadline, the verdict itself by test-sandbox. */
+	cr_assert(res.timed_out || res.exit_code == 137, "timed out (exit %d)", res.exit_code);
+	cr_assert_lt(util_mono_ms() - t0, 4000, "killed at the deadline");
+	const char *e124[] = { "/bin/bash", "-c", "exit 124", NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o4, .argv = e124, .timeout_ms = 5000);
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o4, &res, &ref), "124");
+	cr_assert(!res.timed_out && res.exit_code == 124);
+
+	/* Refusals come before any output: relative argv[0], unknown session. */
+	const char *rel[] = { "bash", NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o5, .argv = rel);
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o5, &res, &ref), "relative");
+	expect_status(ref, 400, "bad-request", "relative argv[0]");
+	flash_client_response_free(ref);
+	ASSERT_OK(flash_client_sandbox_exec(a, sid_of("org-a", "p1", "none"), &o4, &res, &ref), "unknown");
+	expect_status(ref, 404, "not-found", "unknown session");
+	flash_client_response_free(ref);
+	free(out.p);
+	free(err.p);
+	flash_client_free(a);
+}
+
+/* A ustar header of an empty regular file @name at @h (512 bytes). */
+static void tar_header(unsigned char *h, const char *name)
+{
+	unsigned int sum = 0;
+
+	memcpy(h, name, strlen(name));
+	memcpy(h + 100, "0000644", 7);
+	memcpy(h + 108, "0000000", 7);
+	memcpy(h + 116, "0000000", 7);
+	memcpy(h + 124, "00000000000", 11);
+	memcpy(h + 136, "00000000000", 11);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
+Test(operator_sandbox, files_go_both_ways_binary_safe_and_size_gated)
+{
+	struct flash_client *a = client_of("org-a", "p1");
+	char *id = provisioned(a, "f1"), path[160], sub[400];
+	struct flash_client_response *r = NULL;
+	unsigned char *data = malloc(1 << 20);
+	struct grow got = { 0 };
+	struct mem m;
+
+	cr_assert(data);
+	for (size_t i = 0; i < (1u << 20); i++)
+		data[i] = (unsigned char)(i * 7 + (i >> 9)); /* NULs and every byte value */
+	snprintf(path, sizeof(path), "%s/blob", dir);
+	m = (struct mem){ data, 1u << 20 };
+	ASSERT_OK(flash_client_sandbox_write(a, id, path, 1u << 20, mem_source, &m, &r), "write");
+	expect_status(r, 200, NULL, "write");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"written\":1048576"));
+	flash_client_response_free(r);
+	r = NULL;
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read");
+	cr_assert_null(r, "refused: %s", flash_client_response_body(r, NULL));
+	cr_assert_eq(got.len, 1u << 20);
+	cr_assert(memcmp(got.p, data, got.len) == 0, "the same bytes back");
+
+	/* The size gate answers 413 before any byte. */
+	free(got.p);
+	got = (struct grow){ 0 };
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 1000, grow_sink, &got, &r), "gate");
+	expect_status(r, 413, "too-large", "gated");
+	cr_assert_eq(got.len, 0u, "no byte before the refusal");
+	flash_client_response_free(r);
+	r = NULL;
+
+	/* A source that holds fewer bytes than announced: the target stays. */
+	m = (struct mem){ (const unsigned char *)"short", 5 };
+	cr_assert_lt(flash_client_sandbox_write(a, id, path, 100, mem_source, &m, &r), 0, "short source");
+	flash_client_response_free(r);
+	r = NULL;
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read again");
+	cr_assert_eq(got.len, 1u << 20, "untouched");
+	free(got.p);
+	got = (struct grow){ 0 };
+
+	/* No such file; a directory. */
+	snprintf(sub, sizeof(sub), "%s/none", dir);
+	ASSERT_OK(flash_client_sandbox_read(a, id, sub, 0, grow_sink, &got, &r), "none");
+	expect_status(r, 404, "no-such-file", "missing file");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_read(a, id, dir, 0, grow_sink, &got, &r), "dir");
+	expect_status(r, 400, "is-a-directory", "directory");
+	flash_client_response_free(r);
+
+	/* Export then import the tree elsewhere: one top-level directory. */
+	snprintf(sub, sizeof(sub), "mkdir -p %s/tree/d && echo hi > %s/tree/d/f && mkdir %s/dest", dir, dir, dir);
+	cr_assert(system(sub) == 0);
+	snprintf(sub, sizeof(sub), "%s/tree", dir);
+	r = NULL;
+	ASSERT_OK(flash_client_sandbox_export(a, id, sub, grow_sink, &got, &r), "export");
+	cr_assert_null(r, "refused: %s", flash_client_response_body(r, NULL));
+	cr_assert_gt(got.len, 1024u);
+	cr_assert(memcmp(got.p, "tree/", 5) == 0, "the top-level directory is the root's base name");
+	m = (struct mem){ (const unsigned char *)got.p, got.len };
+	snprintf(sub, sizeof(sub), "%s/dest", dir);
+	ASSERT_OK(flash_client_sandbox_import(a, id, sub, mem_source, &m, &r), "import");
+	expect_status(r, 200, NULL, "import");
+	flash_client_response_free(r);
+	snprintf(sub, sizeof(sub), "grep -qx hi %s/dest/tree/d/f", dir);
+	cr_assert(system(sub) == 0, "imported");
+
+	/* A hostile archive: an absolute member name (after a good one) is
+	 * refused, naming it. */
+	unsigned char tarbuf[2048] = { 0 };
+	tar_header(tarbuf, "good");
+	tar_header(tarbuf + 512, "/etc/evil");
+	m = (struct mem){ tarbuf, sizeof(tarbuf) };
+	snprintf(sub, sizeof(sub), "%s/dest", dir);
+	ASSERT_OK(flash_client_sandbox_import(a, id, sub, mem_source, &m, &r), "evil");
+	expect_status(r, 400, "bad-archive", "absolute member");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "/etc/evil"), "%s", flash_client_response_body(r, NULL));
+	flash_client_response_free(r);
+
+	/* A client that stops reading mid-stream: the next request is served. */
+	free(got.p);
+	got = (struct grow){ .fail_after = 100000 };
+	cr_assert_eq(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), -ECANCELED);
+	free(got.p);
+	got = (struct grow){ 0 };
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "after a dropped client");
+	cr_assert_null(r);
+	cr_assert_eq(got.len, 1u << 20);
+	free(got.p);
+	free(data);
+	flash_client_free(a);
+}
