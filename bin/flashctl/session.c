@@ -168,7 +168,7 @@ static int do_create(struct sctx *x, int argc, char **argv)
 	struct flash_client_response *resp = NULL;
 	int c, r, status;
 
-	optind = 1;
+	optind = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': spec_path = optarg; break;
@@ -332,7 +332,7 @@ static int do_exec(struct sctx *x, int argc, char **argv)
 
 	if (!env)
 		return SX_EXIT_FAILED;
-	optind = 1;
+	optind = 0;
 	/* "+": options stop at the session, the command's own are its own. */
 	while ((c = getopt_long(argc, argv, "+ie:w:t:h", opts, NULL)) != -1) {
 		switch (c) {

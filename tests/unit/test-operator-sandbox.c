@@ -705,3 +705,105 @@ Test(operator_sandbox, files_go_both_ways_binary_safe_and_size_gated)
 	free(data);
 	flash_client_free(a);
 }
+
+/* ---------------------------------------------------------------- flashctl */
+
+/* Runs flashctl with the test's endpoint and key, @args after the global
+ * options (a shell word list), its stdin from @in; the exit status. */
+static int flashctl(const char *args, const char *in, const char *out_file)
+{
+	const char *b = getenv("top_builddir");
+	char cmd[2048];
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s/bin/flashctl/flashctl --endpoint unix:%s --token-file %s/key.jwk --organization-id org-a "
+		 "--project-id p1 --issuer %s --audience %s %s <%s >%s 2>>%s/stderr",
+		 b ? b : ".", sock, dir, TEST_ISSUER, TEST_AUDIENCE, args, in ? in : "/dev/null",
+		 out_file ? out_file : "/dev/null", dir);
+	st = system(cmd);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		/* What flashctl said goes to the test's log. */
+		snprintf(cmd, sizeof(cmd), "tail -n 3 %s/stderr >&2", dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no stderr)\n");
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(operator_sandbox, flashctl_session_verbs)
+{
+	char *jwk = NULL, p[256], q[256], cmd[1024];
+	FILE *f;
+
+	ASSERT_OK(flash_auth_signer_to_jwk(signer, &jwk), "jwk");
+	snprintf(p, sizeof(p), "%s/key.jwk", dir);
+	ASSERT_OK(flash_auth_key_file_write(p, jwk, strlen(jwk), true), "key file");
+	free(jwk);
+	snprintf(p, sizeof(p), "%s/spec.json", dir);
+	f = fopen(p, "w");
+	cr_assert(f);
+	fputs(spec_json, f);
+	fclose(f);
+
+	snprintf(cmd, sizeof(cmd), "session create s1 --spec %s --ttl 300", p);
+	snprintf(q, sizeof(q), "%s/out", dir);
+	cr_assert_eq(flashctl(cmd, NULL, q), 0, "create");
+	snprintf(cmd, sizeof(cmd), "grep -q '^sb-[0-9a-f]\\{16\\}-s1 .*live' %s", q);
+	cr_assert_eq(system(cmd), 0, "the table shows the session live");
+	cr_assert_eq(flashctl("session list", NULL, q), 0, "list");
+	snprintf(cmd, sizeof(cmd), "grep -q -- '-s1 ' %s", q);
+	cr_assert_eq(system(cmd), 0, "listed");
+
+	/* exec: the command's status is flashctl's; its timeout is 124. */
+	cr_assert_eq(flashctl("session exec s1 -- /bin/bash -c 'echo hi; exit 7'", NULL, q), 7, "exit 7");
+	snprintf(cmd, sizeof(cmd), "test \"$(cat %s)\" = hi", q);
+	cr_assert_eq(system(cmd), 0, "stdout");
+	snprintf(p, sizeof(p), "%s/spec.json", dir);
+	cr_assert_eq(flashctl("session exec -i s1 -- /bin/cat", p, q), 0, "stdin");
+	snprintf(cmd, sizeof(cmd), "cmp -s %s %s", p, q);
+	cr_assert_eq(system(cmd), 0, "stdin came back");
+	int rc = flashctl("session exec --timeout 0.3 s1 -- /bin/sleep 5", NULL, NULL);
+	cr_assert(rc == 124 || rc == 137, "timeout: %d", rc); /* 137: see the exec case above */
+	cr_assert_eq(flashctl("session exec nosuch -- /bin/true", NULL, NULL), 121, "no such session");
+	cr_assert_eq(flashctl("session exec s1 -- bash", NULL, NULL), 125, "a relative command");
+
+	/* cp both ways, with - for stdin and stdout. */
+	snprintf(cmd, sizeof(cmd), "head -c 200000 /dev/urandom > %s/blob", dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "session cp %s/blob s1:%s/copy", dir, dir);
+	cr_assert_eq(flashctl(cmd, NULL, NULL), 0, "cp up");
+	snprintf(cmd, sizeof(cmd), "session cp s1:%s/copy -", dir);
+	snprintf(q, sizeof(q), "%s/back", dir);
+	cr_assert_eq(flashctl(cmd, NULL, q), 0, "cp down to stdout");
+	snprintf(cmd, sizeof(cmd), "cmp -s %s/blob %s/back", dir, dir);
+	cr_assert_eq(system(cmd), 0, "the same bytes");
+	snprintf(cmd, sizeof(cmd), "session cp - s1:%s/fromstdin", dir);
+	snprintf(p, sizeof(p), "%s/blob", dir);
+	cr_assert_eq(flashctl(cmd, p, NULL), 0, "cp up from stdin");
+	snprintf(cmd, sizeof(cmd), "cmp -s %s/blob %s/fromstdin", dir, dir);
+	cr_assert_eq(system(cmd), 0, "stdin copy");
+	/* (The fake sandbox shares this file system: another local name.) */
+	snprintf(cmd, sizeof(cmd), "session cp s1:%s/none %s/none.local", dir, dir);
+	cr_assert_eq(flashctl(cmd, NULL, NULL), 3, "no such file");
+	snprintf(cmd, sizeof(cmd), "test -e %s/none.local", dir);
+	cr_assert_neq(system(cmd), 0, "no partial file left");
+
+	/* export then import. */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/t/d %s/imp && echo x > %s/t/d/f", dir, dir, dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "session export s1:%s/t %s/t.tar", dir, dir);
+	cr_assert_eq(flashctl(cmd, NULL, NULL), 0, "export");
+	snprintf(cmd, sizeof(cmd), "tar -tf %s/t.tar | grep -qx t/d/f", dir);
+	cr_assert_eq(system(cmd), 0, "members under t/");
+	snprintf(cmd, sizeof(cmd), "session import - s1:%s/imp", dir);
+	snprintf(p, sizeof(p), "%s/t.tar", dir);
+	cr_assert_eq(flashctl(cmd, p, NULL), 0, "import");
+	snprintf(cmd, sizeof(cmd), "grep -qx x %s/imp/t/d/f", dir);
+	cr_assert_eq(system(cmd), 0, "imported");
+
+	/* reap; then it is gone. */
+	cr_assert_eq(flashctl("session reap s1", NULL, NULL), 0, "reap");
+	cr_assert_eq(flashctl("session get s1", NULL, NULL), 3, "gone");
+	cr_assert_eq(flashctl("session get BAD", NULL, NULL), 2, "a bad name");
+}
