@@ -183,98 +183,6 @@ struct xfer {
 	void *sink_ud;
 };
 
-/* The chunked decoder's state. */
-struct dechunk {
-	enum { CK_SIZE, CK_EXT, CK_SIZE_LF, CK_DATA, CK_DATA_CR, CK_DATA_LF, CK_TRAILER, CK_TRAILER_LF, CK_DONE } st;
-	uint64_t left;
-	unsigned int digits;
-	bool line_empty;
-};
-
-/* Feeds @n bytes of a chunked body, the data to @sink.  0, -EPROTO, or the
- * sink's error. */
-static int dechunk_feed(struct dechunk *d, const char *p, size_t n, flash_client_sink_fn sink, void *ud)
-{
-	while (n) {
-		char ch = *p;
-
-		switch (d->st) {
-		case CK_SIZE:
-			if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F')) {
-				if (++d->digits > 15)
-					return -EPROTO;
-				d->left = d->left * 16 + (uint64_t)(ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10);
-			} else if (d->digits && (ch == ';' || ch == ' ' || ch == '\t')) {
-				d->st = CK_EXT;
-			} else if (d->digits && ch == '\r') {
-				d->st = CK_SIZE_LF;
-			} else {
-				return -EPROTO;
-			}
-			break;
-		case CK_EXT:
-			if (ch == '\r')
-				d->st = CK_SIZE_LF;
-			break;
-		case CK_SIZE_LF:
-			if (ch != '\n')
-				return -EPROTO;
-			d->digits = 0;
-			if (d->left == 0) {
-				d->st = CK_TRAILER;
-				d->line_empty = true;
-			} else {
-				d->st = CK_DATA;
-			}
-			break;
-		case CK_DATA: {
-			size_t k = d->left < n ? (size_t)d->left : n;
-			int r = sink ? sink(p, k, ud) : 0;
-
-			if (r < 0)
-				return r;
-			d->left -= k;
-			p += k;
-			n -= k;
-			if (d->left == 0)
-				d->st = CK_DATA_CR;
-			continue;
-		}
-		case CK_DATA_CR:
-			if (ch != '\r')
-				return -EPROTO;
-			d->st = CK_DATA_LF;
-			break;
-		case CK_DATA_LF:
-			if (ch != '\n')
-				return -EPROTO;
-			d->st = CK_SIZE;
-			break;
-		case CK_TRAILER:
-			if (ch == '\r')
-				d->st = CK_TRAILER_LF;
-			else
-				d->line_empty = false;
-			break;
-		case CK_TRAILER_LF:
-			if (ch != '\n')
-				return -EPROTO;
-			if (d->line_empty)
-				d->st = CK_DONE;
-			else {
-				d->st = CK_TRAILER;
-				d->line_empty = true;
-			}
-			break;
-		case CK_DONE:
-			return -EPROTO; /* bytes after the last chunk */
-		}
-		p++;
-		n--;
-	}
-	return 0;
-}
-
 /* Sends the request with its body. */
 static int send_request(struct xfer *x, struct client_conn *k, int64_t *deadline)
 {
@@ -365,7 +273,7 @@ static int xfer_run(struct xfer *x, struct flash_client_response **ret_refusal)
 	struct client_conn k = { .fd = -1 };
 	int64_t deadline = util_mono_ms() + x->c->timeout_ms;
 	struct http_reply_head hd = { 0 };
-	struct dechunk dc = { 0 };
+	struct http_chunked dc = { 0 };
 	size_t cap = HEAD_MAX, len = 0;
 	uint64_t body_got = 0;
 	char *buf = malloc(cap + 1);
@@ -437,7 +345,9 @@ static int xfer_run(struct xfer *x, struct flash_client_response **ret_refusal)
 		if (!streaming)
 			continue;
 		if (hd.chunked) {
-			r = dechunk_feed(&dc, buf, len, x->sink, x->sink_ud);
+			r = http_chunked_feed(&dc, buf, len, x->sink, x->sink_ud);
+			if (r == -EBADMSG)
+				r = -EPROTO;
 		} else {
 			r = len ? x->sink(buf, len, x->sink_ud) : 0;
 			body_got += len;
@@ -452,7 +362,7 @@ static int xfer_run(struct xfer *x, struct flash_client_response **ret_refusal)
 	}
 	if (streaming) {
 		/* Whole only with its last chunk, or its full length. */
-		r = (hd.chunked ? dc.st == CK_DONE : !hd.has_length || body_got == hd.length) ? 0 : -EPROTO;
+		r = (hd.chunked ? http_chunked_done(&dc) : !hd.has_length || body_got == hd.length) ? 0 : -EPROTO;
 		goto out;
 	}
 	{
