@@ -237,10 +237,12 @@ static void set_failure(struct op_sandbox_req *q, int r, const struct flash_diag
 
 /* ---------------------------------------------------------------- the two sides */
 
-/* Under h->lock: the libmicrohttpd side waits for the worker. */
+/* Under h->lock: the libmicrohttpd side waits for the worker.  Never
+ * once stopping: libmicrohttpd may not stop with a suspended connection
+ * (the callers then end the request instead). */
 static void suspend(struct op_sandbox_req *q)
 {
-	if (!q->suspended && q->conn) {
+	if (!q->suspended && q->conn && !q->h->stopping) {
 		q->suspended = true;
 		MHD_suspend_connection(q->conn);
 	}
@@ -378,6 +380,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 		r = (ssize_t)n;
 	} else if (q->done) {
 		r = q->failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+	} else if (h->stopping) {
+		r = MHD_CONTENT_READER_END_WITH_ERROR; /* cut: the server stops */
 	} else {
 		suspend(q);
 		r = 0;
@@ -1188,8 +1192,12 @@ enum MHD_Result op_sandbox_http_step(struct op_sandbox_req *q, struct MHD_Connec
 				*upload_size -= n;
 			}
 			pthread_cond_broadcast(&q->cond);
-			if (*upload_size)
+			if (*upload_size && h->stopping) {
+				q->in_err = -ECANCELED;
+				*upload_size = 0;
+			} else if (*upload_size) {
 				suspend(q); /* the worker wakes us when it took some */
+			}
 		} else if (!q->streamed && !q->started) {
 			if (http_body_feed(&q->body, upload_data, *upload_size, json_max) < 0)
 				ret = MHD_NO;
@@ -1208,6 +1216,18 @@ enum MHD_Result op_sandbox_http_step(struct op_sandbox_req *q, struct MHD_Connec
 	}
 	if (q->head) {
 		ret = queue(q, conn);
+		goto out;
+	}
+	if (h->stopping) {
+		/* The worker may still run: a static answer, not q->answer. */
+		static const char stopping[] = "{\"error\":{\"code\":\"unavailable\",\"message\":\"stopping\"}}\n";
+		struct MHD_Response *resp = MHD_create_response_from_buffer(sizeof(stopping) - 1, (void *)stopping,
+									    MHD_RESPMEM_PERSISTENT);
+
+		q->queued = true;
+		ret = resp ? MHD_queue_response(conn, 503, resp) : MHD_NO;
+		if (resp)
+			MHD_destroy_response(resp);
 		goto out;
 	}
 	suspend(q);

@@ -807,3 +807,44 @@ Test(operator_sandbox, flashctl_session_verbs)
 	cr_assert_eq(flashctl("session get s1", NULL, NULL), 3, "gone");
 	cr_assert_eq(flashctl("session get BAD", NULL, NULL), 2, "a bad name");
 }
+
+/* ---------------------------------------------------------------- stopping */
+
+struct bg_exec {
+	char id[FLASH_CLIENT_SANDBOX_ID_STRLEN];
+	int r, status;
+};
+
+static void *bg_exec_run(void *arg)
+{
+	struct bg_exec *b = arg;
+	struct flash_client *c = client_of("org-a", "p1");
+	struct flash_client_response *ref = NULL;
+	struct flash_client_sandbox_exec_result res;
+	const char *argv[] = { "/bin/sleep", "1", NULL };
+
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = argv, .timeout_ms = 5000);
+	b->r = flash_client_sandbox_exec(c, b->id, &o, &res, &ref);
+	b->status = ref ? flash_client_response_status(ref) : 0;
+	flash_client_response_free(ref);
+	flash_client_free(c);
+	return NULL;
+}
+
+Test(operator_sandbox, stopping_ends_waiting_requests)
+{
+	struct flash_client *a = client_of("org-a", "p1");
+	struct bg_exec b = { 0 };
+	pthread_t t;
+
+	snprintf(b.id, sizeof(b.id), "%s", provisioned(a, "stop1"));
+	cr_assert_eq(pthread_create(&t, NULL, bg_exec_run, &b), 0);
+	usleep(300 * 1000); /* the exec runs; its connection waits, suspended */
+	int64_t t0 = util_mono_ms();
+	op_http_stop(http);
+	http = NULL;
+	cr_assert_lt(util_mono_ms() - t0, 5000, "the stop waited only for the running command");
+	pthread_join(t, NULL);
+	cr_assert(b.r < 0 || b.status == 503, "the client was told (r %d, status %d)", b.r, b.status);
+	flash_client_free(a);
+}
