@@ -510,54 +510,81 @@ static void op_list(struct op_sandbox_req *q, const char *prefix)
 	set_json(q, 200, w);
 }
 
-static void op_provision(struct op_sandbox_req *q)
+int op_sandbox_provision_body_parse(const char *body, size_t len, uint32_t ttl_max_s, uint32_t ttl_default_s,
+				    char **ret_spec, size_t *ret_spec_len, uint32_t *ret_ttl_s, char *err, size_t err_size)
 {
-	const struct op_sandbox_http_opts *o = &q->h->o;
-	uint32_t ttl_max = o->ttl_max_s ? o->ttl_max_s : 86400, ttl = o->ttl_default_s ? o->ttl_default_s : 3600;
 	struct json_value *doc = NULL;
 	const struct json_value *spec_v, *ttl_v;
 	struct json_error je = { 0 };
-	struct flash_spec *spec = NULL;
-	struct flash_diag *diag = NULL;
-	struct flash_sandbox_info in;
 	struct json_writer *w;
-	char *spec_text = NULL;
-	size_t spec_len = 0;
+	uint32_t ttl = ttl_default_s;
 	uint64_t t;
-	int r;
+	int r = -EINVAL;
 
-	if (q->body.too_large || json_parse(q->body.data ? q->body.data : "", q->body.len, NULL, &doc, &je) < 0 ||
-	    doc->type != JSON_OBJECT) {
-		set_error(q, q->body.too_large ? 413 : 400, q->body.too_large ? "too-large" : "bad-request", NULL, NULL,
-			  "the body must be a JSON object {\"spec\": {...}, \"ttl_s\": N}%s%s",
-			  je.message[0] ? ": " : "", je.message);
+	if (json_parse(body ? body : "", len, NULL, &doc, &je) < 0 || doc->type != JSON_OBJECT) {
+		snprintf(err, err_size, "the body must be a JSON object {\"spec\": {...}, \"ttl_s\": N}%s%s",
+			 je.message[0] ? ": " : "", je.message);
 		goto out;
 	}
 	for (size_t i = 0; i < doc->u.object.n; i++) {
 		const char *k = doc->u.object.members[i].key;
 
 		if (strcmp(k, "spec") != 0 && strcmp(k, "ttl_s") != 0) {
-			set_error(q, 400, "bad-request", NULL, NULL, "%s: unknown field", k);
+			snprintf(err, err_size, "%s: unknown field", k);
 			goto out;
 		}
 	}
 	spec_v = json_get(doc, "spec");
 	ttl_v = json_get(doc, "ttl_s");
 	if (!spec_v || spec_v->type != JSON_OBJECT) {
-		set_error(q, 400, "bad-request", NULL, NULL, "spec: required, an object");
+		snprintf(err, err_size, "spec: required, an object");
 		goto out;
 	}
 	if (ttl_v) {
-		if (json_get_uint64(ttl_v, &t) < 0 || t == 0 || t > ttl_max) {
-			set_error(q, 400, "bad-request", NULL, NULL, "ttl_s: must be 1..%" PRIu32, ttl_max);
+		if (json_get_uint64(ttl_v, &t) < 0 || t == 0 || t > ttl_max_s) {
+			snprintf(err, err_size, "ttl_s: must be 1..%" PRIu32, ttl_max_s);
 			goto out;
 		}
 		ttl = (uint32_t)t;
 	}
 	w = json_writer_new(0);
 	jw_value(w, spec_v);
-	if (json_writer_finish(w, &spec_text, &spec_len) < 0 || flash_diag_new(&diag) < 0) {
-		set_error(q, 500, "internal", NULL, NULL, "out of memory");
+	r = json_writer_finish(w, ret_spec, ret_spec_len);
+	if (r == 0)
+		*ret_ttl_s = ttl;
+out:
+	json_free(doc);
+	return r;
+}
+
+static void op_provision(struct op_sandbox_req *q)
+{
+	const struct op_sandbox_http_opts *o = &q->h->o;
+	struct flash_spec *spec = NULL;
+	struct flash_diag *diag = NULL;
+	struct flash_sandbox_info in;
+	struct json_writer *w;
+	char *spec_text = NULL, err[512];
+	size_t spec_len = 0;
+	uint32_t ttl = 0;
+	int r;
+
+	if (q->body.too_large) {
+		set_error(q, 413, "too-large", NULL, NULL, "the body is larger than its bound");
+		return;
+	}
+	r = op_sandbox_provision_body_parse(q->body.data, q->body.len, o->ttl_max_s ? o->ttl_max_s : 86400,
+					    o->ttl_default_s ? o->ttl_default_s : 3600, &spec_text, &spec_len, &ttl, err,
+					    sizeof(err));
+	if (r < 0) {
+		if (r == -EINVAL)
+			set_error(q, 400, "bad-request", NULL, NULL, "%s", err);
+		else
+			set_error(q, 503, "unavailable", NULL, NULL, "out of memory: retry");
+		return;
+	}
+	if (flash_diag_new(&diag) < 0) {
+		set_error(q, 503, "unavailable", NULL, NULL, "out of memory: retry");
 		goto out;
 	}
 	r = flash_spec_parse(spec_text, spec_len, NULL, &spec, diag);
@@ -581,7 +608,6 @@ out:
 	flash_spec_free(spec);
 	flash_diag_free(diag);
 	free(spec_text);
-	json_free(doc);
 }
 
 static void op_reap(struct op_sandbox_req *q)
@@ -683,89 +709,132 @@ static const char **strv_of(const struct json_value *v, size_t max, const char *
 	return out;
 }
 
+int op_sandbox_exec_body_parse(const char *body, size_t len, uint64_t timeout_max_ms, uint64_t timeout_default_ms,
+			       struct op_sandbox_exec_body *ret, char *err, size_t err_size)
+{
+	struct op_sandbox_exec_body b = { .timeout_ms = timeout_default_ms };
+	struct json_error je = { 0 };
+	const struct json_value *v;
+	const char *bad = NULL;
+	int r = -EINVAL;
+
+	if (json_parse(body ? body : "", len, NULL, &b.doc, &je) < 0 || b.doc->type != JSON_OBJECT) {
+		snprintf(err, err_size, "the body must be a JSON object {\"argv\": [...], ...}%s%s",
+			 je.message[0] ? ": " : "", je.message);
+		goto fail;
+	}
+	for (size_t i = 0; i < b.doc->u.object.n; i++) {
+		const char *k = b.doc->u.object.members[i].key;
+
+		if (strcmp(k, "argv") && strcmp(k, "env") && strcmp(k, "cwd") && strcmp(k, "stdin") &&
+		    strcmp(k, "timeout_ms")) {
+			snprintf(err, err_size, "%s: unknown field", k);
+			goto fail;
+		}
+	}
+	v = json_get(b.doc, "argv");
+	if (!v || !(b.argv = strv_of(v, EXEC_ARGS_MAX, &bad)) || !b.argv[0] || b.argv[0][0] != '/') {
+		snprintf(err, err_size, "argv: %s", bad ? bad : b.argv ? "argv[0] must be an absolute path" : "required");
+		goto fail;
+	}
+	v = json_get(b.doc, "env");
+	if (v) {
+		b.env = strv_of(v, EXEC_ARGS_MAX, &bad);
+		for (size_t i = 0; b.env && b.env[i]; i++)
+			if (!strchr(b.env[i], '=') || b.env[i][0] == '=')
+				bad = "every element must be NAME=VALUE";
+		if (!b.env || bad) {
+			snprintf(err, err_size, "env: %s", bad ? bad : "out of memory");
+			goto fail;
+		}
+	}
+	v = json_get(b.doc, "cwd");
+	if (v && (json_get_string(v, &b.cwd) < 0 || b.cwd[0] != '/')) {
+		snprintf(err, err_size, "cwd: must be an absolute path");
+		goto fail;
+	}
+	v = json_get(b.doc, "timeout_ms");
+	if (v && (json_get_uint64(v, &b.timeout_ms) < 0 || b.timeout_ms == 0 || b.timeout_ms > timeout_max_ms)) {
+		snprintf(err, err_size, "timeout_ms: must be 1..%" PRIu64, timeout_max_ms);
+		goto fail;
+	}
+	v = json_get(b.doc, "stdin");
+	if (v) {
+		const char *b64;
+		size_t cap;
+
+		if (json_get_string(v, &b64) < 0) {
+			snprintf(err, err_size, "stdin: must be a base64 string");
+			goto fail;
+		}
+		cap = v->u.string.len / 4 * 3 + 3;
+		b.in = malloc(cap);
+		if (!b.in) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		if (sodium_base642bin(b.in, cap, b64, v->u.string.len, NULL, &b.in_len, NULL,
+				      sodium_base64_VARIANT_ORIGINAL) != 0) {
+			snprintf(err, err_size, "stdin: must be base64 (RFC 4648 section 4, padded)");
+			goto fail;
+		}
+		b.has_stdin = true;
+	}
+	*ret = b;
+	return 0;
+fail:
+	op_sandbox_exec_body_clear(&b);
+	return r;
+}
+
+void op_sandbox_exec_body_clear(struct op_sandbox_exec_body *b)
+{
+	free(b->argv);
+	free(b->env);
+	free(b->in);
+	json_free(b->doc);
+	memset(b, 0, sizeof(*b));
+}
+
 static void op_exec(struct op_sandbox_req *q)
 {
 	const struct op_sandbox_http_opts *o = &q->h->o;
 	uint64_t tmax = (uint64_t)(o->exec_timeout_max_s ? o->exec_timeout_max_s : 1800) * 1000;
-	uint64_t timeout = (uint64_t)(o->exec_timeout_default_s ? o->exec_timeout_default_s : 60) * 1000;
-	struct json_value *doc = NULL;
-	struct json_error je = { 0 };
-	const struct json_value *v;
-	const char **argv = NULL, **env = NULL, *cwd = NULL, *bad = NULL;
-	unsigned char *in = NULL;
-	size_t in_len = 0;
+	uint64_t tdef = (uint64_t)(o->exec_timeout_default_s ? o->exec_timeout_default_s : 60) * 1000;
+	struct op_sandbox_exec_body b = { 0 };
 	struct flash_sandbox_info info;
 	struct flash_sandbox_exec_result res = { 0 };
 	struct exec_out xo = { q, "stdout" }, xe = { q, "stderr" };
 	struct mem_source ms;
-	char tail[160];
+	char tail[160], err[512];
+	bool streaming;
 	int r;
 
-	if (q->body.too_large || json_parse(q->body.data ? q->body.data : "", q->body.len, NULL, &doc, &je) < 0 ||
-	    doc->type != JSON_OBJECT) {
-		set_error(q, q->body.too_large ? 413 : 400, q->body.too_large ? "too-large" : "bad-request", NULL, NULL,
-			  "the body must be a JSON object {\"argv\": [...], ...}%s%s", je.message[0] ? ": " : "",
-			  je.message);
-		goto out;
+	if (q->body.too_large) {
+		set_error(q, 413, "too-large", NULL, NULL, "the body is larger than its bound");
+		return;
 	}
-	for (size_t i = 0; i < doc->u.object.n; i++) {
-		const char *k = doc->u.object.members[i].key;
-
-		if (strcmp(k, "argv") && strcmp(k, "env") && strcmp(k, "cwd") && strcmp(k, "stdin") &&
-		    strcmp(k, "timeout_ms")) {
-			set_error(q, 400, "bad-request", NULL, NULL, "%s: unknown field", k);
-			goto out;
-		}
-	}
-	v = json_get(doc, "argv");
-	if (!v || !(argv = strv_of(v, EXEC_ARGS_MAX, &bad)) || !argv[0] || argv[0][0] != '/') {
-		set_error(q, 400, "bad-request", NULL, NULL, "argv: %s",
-			  bad ? bad : argv ? "argv[0] must be an absolute path" : "required");
-		goto out;
-	}
-	v = json_get(doc, "env");
-	if (v && !(env = strv_of(v, EXEC_ARGS_MAX, &bad))) {
-		set_error(q, 400, "bad-request", NULL, NULL, "env: %s", bad ? bad : "out of memory");
-		goto out;
-	}
-	v = json_get(doc, "cwd");
-	if (v && (json_get_string(v, &cwd) < 0 || cwd[0] != '/' || v->u.string.has_nul)) {
-		set_error(q, 400, "bad-request", NULL, NULL, "cwd: must be an absolute path");
-		goto out;
-	}
-	v = json_get(doc, "timeout_ms");
-	if (v && (json_get_uint64(v, &timeout) < 0 || timeout == 0 || timeout > tmax)) {
-		set_error(q, 400, "bad-request", NULL, NULL, "timeout_ms: must be 1..%" PRIu64, tmax);
-		goto out;
-	}
-	v = json_get(doc, "stdin");
-	if (v) {
-		const char *b64;
-
-		if (json_get_string(v, &b64) < 0) {
-			set_error(q, 400, "bad-request", NULL, NULL, "stdin: must be a base64 string");
-			goto out;
-		}
-		in = malloc(v->u.string.len / 4 * 3 + 3);
-		if (!in || sodium_base642bin(in, v->u.string.len / 4 * 3 + 3, b64, v->u.string.len, NULL, &in_len, NULL,
-					     sodium_base64_VARIANT_ORIGINAL) != 0) {
-			set_error(q, 400, "bad-request", NULL, NULL, "stdin: must be base64 (RFC 4648 section 4, padded)");
-			goto out;
-		}
+	r = op_sandbox_exec_body_parse(q->body.data, q->body.len, tmax, tdef, &b, err, sizeof(err));
+	if (r < 0) {
+		if (r == -ENOMEM)
+			set_error(q, 503, "unavailable", NULL, NULL, "out of memory: retry");
+		else
+			set_error(q, 400, "bad-request", NULL, NULL, "%s", err);
+		return;
 	}
 	if (!live_session(q, &info))
 		goto out;
-	ms = (struct mem_source){ in, in_len };
+	ms = (struct mem_source){ b.in, b.in_len };
 	pthread_mutex_lock(&q->h->lock);
 	q->ctype = "application/x-ndjson";
 	pthread_mutex_unlock(&q->h->lock);
-	FLASH_OPTS(flash_sandbox_exec_opts, eo, .argv = argv, .env = env, .cwd = cwd,
-		   .stdin_fn = in ? source_mem : NULL, .stdin_userdata = &ms, .stdout_fn = sink_exec,
+	FLASH_OPTS(flash_sandbox_exec_opts, eo, .argv = b.argv, .env = b.env, .cwd = b.cwd,
+		   .stdin_fn = b.has_stdin ? source_mem : NULL, .stdin_userdata = &ms, .stdout_fn = sink_exec,
 		   .stdout_userdata = &xo, .stderr_fn = sink_exec, .stderr_userdata = &xe,
-		   .timeout_ms = (uint32_t)timeout);
+		   .timeout_ms = (uint32_t)b.timeout_ms);
 	r = flash_sandbox_exec(q->h->sp, q->id, &eo, &res);
 	pthread_mutex_lock(&q->h->lock);
-	bool streaming = q->head;
+	streaming = q->head;
 	pthread_mutex_unlock(&q->h->lock);
 	if (r < 0 && !streaming) {
 		set_failure(q, r, NULL, &info, 0);
@@ -780,10 +849,7 @@ static void op_exec(struct op_sandbox_req *q)
 			 res.exit_code, res.timed_out ? "true" : "false", info.expires_at);
 	push_out(q, tail, strlen(tail));
 out:
-	free(argv);
-	free(env);
-	free(in);
-	json_free(doc);
+	op_sandbox_exec_body_clear(&b);
 }
 
 static void op_read(struct op_sandbox_req *q)

@@ -86,6 +86,32 @@ enum MHD_Result op_sandbox_http_step(struct op_sandbox_req *q, struct MHD_Connec
 /* The connection is done with the request (answered or gone). */
 void op_sandbox_http_completed(struct op_sandbox_req *q);
 
+/* The body of POST .../exec, parsed and checked (what the route does
+ * first; also the fuzz target's entry): argv (NULL-terminated, argv[0]
+ * absolute, at most 4096), env ("NAME=VALUE"), cwd (absolute), stdin
+ * (base64 decoded into @in), timeout_ms (1..@timeout_max_ms, else
+ * @timeout_default_ms).  The strings point into @doc.  0, -EINVAL (@err
+ * says what), -ENOMEM; op_sandbox_exec_body_clear() frees. */
+struct json_value;
+struct op_sandbox_exec_body {
+	struct json_value *doc;
+	const char **argv, **env;
+	const char *cwd;
+	unsigned char *in;
+	size_t in_len;
+	bool has_stdin;
+	uint64_t timeout_ms;
+};
+int op_sandbox_exec_body_parse(const char *body, size_t len, uint64_t timeout_max_ms, uint64_t timeout_default_ms,
+			       struct op_sandbox_exec_body *ret, char *err, size_t err_size);
+void op_sandbox_exec_body_clear(struct op_sandbox_exec_body *b);
+/* The body of PUT /provider/v1/sandboxes/ID: {"spec": OBJECT, "ttl_s":
+ * 1..@ttl_max_s (else @ttl_default_s)}: the spec's JSON text in
+ * *ret_spec (free()), the lifetime in *ret_ttl_s.  0, -EINVAL (@err says
+ * what), -ENOMEM. */
+int op_sandbox_provision_body_parse(const char *body, size_t len, uint32_t ttl_max_s, uint32_t ttl_default_s,
+				    char **ret_spec, size_t *ret_spec_len, uint32_t *ret_ttl_s, char *err, size_t err_size);
+
 /* Before the HTTP server stops: new requests are refused (503), the
  * running operations see their client gone, and every suspended
  * connection is resumed (libmicrohttpd may not stop with one). */
