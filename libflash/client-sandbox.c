@@ -51,23 +51,11 @@ FLASH_API int flash_client_sandbox_id(const char *organization, const char *proj
 	const char *parts[] = { "flash-sandbox-tenant/1", organization, project };
 	unsigned char h[32];
 	char hex[17];
-	crypto_generichash_state st;
 
 	if (!organization || !project || !name_ok(name) || !ret)
 		return -EINVAL;
-	if (sodium_init() < 0)
+	if (client__hash_parts(parts, ARRAY_SIZE(parts), h) < 0)
 		return -ENOMEM;
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
-		uint64_t len = strlen(parts[i]);
-		unsigned char le[8];
-
-		for (int b = 0; b < 8; b++)
-			le[b] = (unsigned char)(len >> (8 * b));
-		crypto_generichash_update(&st, le, sizeof(le));
-		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
-	}
-	crypto_generichash_final(&st, h, sizeof(h));
 	sodium_bin2hex(hex, sizeof(hex), h, 8);
 	snprintf(ret, FLASH_CLIENT_SANDBOX_ID_STRLEN, "sb-%s-%s", hex, name);
 	return 0;
@@ -277,7 +265,7 @@ static int xfer_run(struct xfer *x, struct flash_client_response **ret_refusal)
 	size_t cap = HEAD_MAX, len = 0;
 	uint64_t body_got = 0;
 	char *buf = malloc(cap + 1);
-	bool have_head = false, streaming = false, ended = false;
+	bool have_head = false, streaming = false;
 	int r;
 
 	*ret_refusal = NULL;
@@ -321,10 +309,8 @@ static int xfer_run(struct xfer *x, struct flash_client_response **ret_refusal)
 			r = have_head ? -EPROTO : -ECONNREFUSED;
 			goto out;
 		}
-		if (got == 0) {
-			ended = true;
+		if (got == 0)
 			break;
-		}
 		deadline = util_mono_ms() + x->c->timeout_ms;
 		len += got;
 		if (!have_head) {
@@ -365,33 +351,9 @@ static int xfer_run(struct xfer *x, struct flash_client_response **ret_refusal)
 		r = (hd.chunked ? http_chunked_done(&dc) : !hd.has_length || body_got == hd.length) ? 0 : -EPROTO;
 		goto out;
 	}
-	{
-		char *body;
-		size_t blen;
-		struct flash_client_response *resp;
-
-		r = http_reply_parse(buf, len, HEAD_MAX, REFUSAL_MAX, &hd, &body, &blen);
-		if (r < 0) {
-			r = r == -E2BIG ? r : -EPROTO;
-			goto out;
-		}
-		memmove(buf, body, blen);
-		buf[blen] = '\0';
-		resp = calloc(1, sizeof(*resp));
-		if (!resp) {
-			r = -ENOMEM;
-			goto out;
-		}
-		resp->status = hd.status;
-		resp->body = buf;
-		resp->len = blen;
-		resp->retry_after = hd.retry_after;
+	r = client__response_of(buf, len, REFUSAL_MAX, ret_refusal);
+	if (r == 0)
 		buf = NULL;
-		client__parse_error(resp);
-		*ret_refusal = resp;
-		r = 0;
-	}
-	(void)ended;
 out:
 	client__conn_close(&k);
 	free(buf);

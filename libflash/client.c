@@ -243,10 +243,8 @@ static const char *host_of(const struct flash_client *c, int *ret_len)
 /* Reads the whole answer (the operator closes after it) before @deadline. */
 static int read_answer(struct client_conn *k, int64_t deadline, struct flash_client_response **ret)
 {
-	struct flash_client_response *resp;
-	struct http_reply_head h;
-	size_t len = 0, cap = 16384, blen;
-	char *buf = malloc(cap + 1), *body;
+	size_t len = 0, cap = 16384;
+	char *buf = malloc(cap + 1);
 	int r;
 
 	if (!buf)
@@ -289,29 +287,36 @@ static int read_answer(struct client_conn *k, int64_t deadline, struct flash_cli
 		r = -ECONNREFUSED;
 		goto out;
 	}
-	r = http_reply_parse(buf, len, HEAD_MAX, ANSWER_MAX, &h, &body, &blen);
-	if (r < 0) {
-		r = r == -E2BIG ? r : -EPROTO;
-		goto out;
-	}
+	r = client__response_of(buf, len, ANSWER_MAX, ret);
+	if (r == 0)
+		buf = NULL;
+out:
+	free(buf);
+	return r;
+}
+
+int client__response_of(char *buf, size_t len, size_t max_body, struct flash_client_response **ret)
+{
+	struct flash_client_response *resp;
+	struct http_reply_head h;
+	size_t blen;
+	char *body;
+	int r = http_reply_parse(buf, len, HEAD_MAX, max_body, &h, &body, &blen);
+
+	if (r < 0)
+		return r == -E2BIG ? r : -EPROTO;
+	resp = calloc(1, sizeof(*resp));
+	if (!resp)
+		return -ENOMEM;
 	memmove(buf, body, blen);
 	buf[blen] = '\0';
-	resp = calloc(1, sizeof(*resp));
-	if (!resp) {
-		r = -ENOMEM;
-		goto out;
-	}
 	resp->status = h.status;
 	resp->body = buf;
 	resp->len = blen;
 	resp->retry_after = h.retry_after;
-	buf = NULL;
 	client__parse_error(resp);
 	*ret = resp;
-	r = 0;
-out:
-	free(buf);
-	return r;
+	return 0;
 }
 
 static int once(struct flash_client *c, const char *method, const char *path, enum flash_auth_action action,
@@ -553,22 +558,14 @@ FLASH_API void flash_client_response_free(struct flash_client_response *r)
 
 /* ---------------------------------------------------------------- ids */
 
-_Static_assert(FLASH_CLIENT_SERVICE_ID_STRLEN == NAMES_SERVICE_ID_LEN + 1, "a service id and its NUL");
-
-FLASH_API int flash_client_service_id(const char *organization, const char *project, const char *name,
-				      char ret[FLASH_CLIENT_SERVICE_ID_STRLEN])
+int client__hash_parts(const char *const *parts, size_t n, unsigned char ret[32])
 {
-	const char *parts[] = { "flash-service-id/1", organization, project, name };
-	const size_t prefix = sizeof(NAMES_SERVICE_ID_PREFIX) - 1;
-	unsigned char h[32];
 	crypto_generichash_state st;
 
-	if (!organization || !project || !name || !ret)
-		return -EINVAL;
 	if (sodium_init() < 0)
 		return -ENOMEM;
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+	crypto_generichash_init(&st, NULL, 0, 32);
+	for (size_t i = 0; i < n; i++) {
 		uint64_t len = strlen(parts[i]);
 		unsigned char le[8];
 
@@ -577,7 +574,23 @@ FLASH_API int flash_client_service_id(const char *organization, const char *proj
 		crypto_generichash_update(&st, le, sizeof(le));
 		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
 	}
-	crypto_generichash_final(&st, h, sizeof(h));
+	crypto_generichash_final(&st, ret, 32);
+	return 0;
+}
+
+_Static_assert(FLASH_CLIENT_SERVICE_ID_STRLEN == NAMES_SERVICE_ID_LEN + 1, "a service id and its NUL");
+
+FLASH_API int flash_client_service_id(const char *organization, const char *project, const char *name,
+				      char ret[FLASH_CLIENT_SERVICE_ID_STRLEN])
+{
+	const char *parts[] = { "flash-service-id/1", organization, project, name };
+	const size_t prefix = sizeof(NAMES_SERVICE_ID_PREFIX) - 1;
+	unsigned char h[32];
+
+	if (!organization || !project || !name || !ret)
+		return -EINVAL;
+	if (client__hash_parts(parts, ARRAY_SIZE(parts), h) < 0)
+		return -ENOMEM;
 	memcpy(ret, NAMES_SERVICE_ID_PREFIX, prefix);
 	sodium_bin2hex(ret + prefix, FLASH_CLIENT_SERVICE_ID_STRLEN - prefix, h, (NAMES_SERVICE_ID_LEN - prefix) / 2);
 	return 0;

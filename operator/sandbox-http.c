@@ -1005,11 +1005,28 @@ struct route {
 	bool json;          /* a JSON body */
 };
 
+/* The routes under /provider/v1/sandboxes/ID[/SUB]. */
+static const struct {
+	const char *sub; /* NULL: the session itself */
+	const char *method;
+	struct route r;
+} routes[] = {
+	{ NULL, "PUT", { .op = SB_PROVISION, .json = true } },
+	{ NULL, "GET", { .op = SB_INFO } },
+	{ NULL, "DELETE", { .op = SB_REAP } },
+	{ "exec", "POST", { .op = SB_EXEC, .json = true } },
+	{ "files", "GET", { .op = SB_READ, .query = "path" } },
+	{ "files", "PUT", { .op = SB_WRITE, .query = "path", .streamed = true } },
+	{ "import", "PUT", { .op = SB_IMPORT, .query = "dir", .streamed = true } },
+	{ "export", "GET", { .op = SB_EXPORT, .query = "root" } },
+};
+
 /* The route of (@method, @url); @id_buf the session id.  Returns 0,
  * -ENOENT (no route) or -EPERM (method not allowed). */
 static int route_of(const char *method, const char *url, char *id_buf, size_t id_size, struct route *ret)
 {
 	const char *rest = url + strlen(OP_SANDBOX_API_PREFIX), *slash, *sub;
+	bool known = false;
 	size_t n;
 
 	memset(ret, 0, sizeof(*ret));
@@ -1028,38 +1045,17 @@ static int route_of(const char *method, const char *url, char *id_buf, size_t id
 		id_buf[n] = '\0';
 	} /* else too long: "" is refused as an id */
 	sub = slash ? slash + 1 : NULL;
-	if (!sub) {
-		if (strcmp(method, "PUT") == 0)
-			*ret = (struct route){ .op = SB_PROVISION, .json = true };
-		else if (strcmp(method, "GET") == 0)
-			ret->op = SB_INFO;
-		else if (strcmp(method, "DELETE") == 0)
-			ret->op = SB_REAP;
-		else
-			return -EPERM;
-		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
+		if (!routes[i].sub != !sub || (sub && strcmp(sub, routes[i].sub) != 0))
+			continue;
+		known = true;
+		if (strcmp(method, routes[i].method) == 0) {
+			*ret = routes[i].r;
+			return 0;
+		}
 	}
-	if (strcmp(sub, "exec") == 0) {
-		*ret = (struct route){ .op = SB_EXEC, .json = true };
-		return strcmp(method, "POST") == 0 ? 0 : -EPERM;
-	}
-	if (strcmp(sub, "files") == 0) {
-		if (strcmp(method, "GET") == 0)
-			*ret = (struct route){ .op = SB_READ, .query = "path" };
-		else if (strcmp(method, "PUT") == 0)
-			*ret = (struct route){ .op = SB_WRITE, .query = "path", .streamed = true };
-		else
-			return -EPERM;
-		return 0;
-	}
-	if (strcmp(sub, "import") == 0) {
-		*ret = (struct route){ .op = SB_IMPORT, .query = "dir", .streamed = true };
-		return strcmp(method, "PUT") == 0 ? 0 : -EPERM;
-	}
-	if (strcmp(sub, "export") == 0) {
-		*ret = (struct route){ .op = SB_EXPORT, .query = "root" };
-		return strcmp(method, "GET") == 0 ? 0 : -EPERM;
-	}
+	if (known)
+		return -EPERM;
 	return -ENOENT;
 }
 

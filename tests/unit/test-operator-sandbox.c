@@ -848,3 +848,51 @@ Test(operator_sandbox, stopping_ends_waiting_requests)
 	cr_assert(b.r < 0 || b.status == 503, "the client was told (r %d, status %d)", b.r, b.status);
 	flash_client_free(a);
 }
+
+/* ---------------------------------------------------------------- ids */
+
+/* The derivation written out again here: BLAKE2b-256 over the
+ * length-prefixed parts, 8 bytes of it in hex. */
+static void expected_id(const char *org, const char *project, const char *name, char *out, size_t size)
+{
+	const char *parts[] = { "flash-sandbox-tenant/1", org, project };
+	crypto_generichash_state st;
+	unsigned char h[32];
+	char hex[17];
+
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	for (size_t i = 0; i < 3; i++) {
+		unsigned char le[8] = { 0 };
+		size_t len = strlen(parts[i]);
+
+		for (int b = 0; b < 8; b++)
+			le[b] = (unsigned char)((uint64_t)len >> (8 * b));
+		crypto_generichash_update(&st, le, 8);
+		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
+	}
+	crypto_generichash_final(&st, h, sizeof(h));
+	sodium_bin2hex(hex, sizeof(hex), h, 8);
+	snprintf(out, size, "sb-%s-%s", hex, name);
+}
+
+Test(operator_sandbox, ids_are_derived_per_tenant)
+{
+	char got[FLASH_CLIENT_SANDBOX_ID_STRLEN], want[128], other[FLASH_CLIENT_SANDBOX_ID_STRLEN];
+
+	ASSERT_OK(flash_client_sandbox_id("org-a", "p1", "build-7", got), "id");
+	expected_id("org-a", "p1", "build-7", want, sizeof(want));
+	cr_assert_str_eq(got, want);
+	cr_assert(flash_sandbox_id_valid(got), "a valid session id");
+	/* The length prefix keeps ("ab", "c") apart from ("a", "bc"). */
+	ASSERT_OK(flash_client_sandbox_id("ab", "c", "x", got), "ab/c");
+	ASSERT_OK(flash_client_sandbox_id("a", "bc", "x", other), "a/bc");
+	cr_assert_str_neq(got, other);
+	/* The longest name makes the longest id, a DNS label of 63 bytes. */
+	ASSERT_OK(flash_client_sandbox_id("o", "p", "a234567890123456789012345678901234567890123", got), "43");
+	cr_assert_eq(strlen(got), 63u);
+	cr_assert(flash_sandbox_id_valid(got));
+	cr_assert_eq(flash_client_sandbox_id("o", "p", "-a", got), -EINVAL);
+	cr_assert_eq(flash_client_sandbox_id("o", "p", "a-", got), -EINVAL);
+	cr_assert_eq(flash_client_sandbox_id("o", "p", "", got), -EINVAL);
+	cr_assert_eq(flash_client_sandbox_id(NULL, "p", "a", got), -EINVAL);
+}
