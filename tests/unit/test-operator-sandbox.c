@@ -896,3 +896,42 @@ Test(operator_sandbox, ids_are_derived_per_tenant)
 	cr_assert_eq(flash_client_sandbox_id("o", "p", "", got), -EINVAL);
 	cr_assert_eq(flash_client_sandbox_id(NULL, "p", "a", got), -EINVAL);
 }
+
+Test(operator_sandbox, a_dropped_exec_client_ends_the_operation_not_the_session)
+{
+	struct flash_client *a = client_of("org-a", "p1");
+	char *id = provisioned(a, "drop1"), script[1024], path[160];
+	struct flash_client_response *ref = NULL;
+	struct flash_client_sandbox_exec_result res;
+	struct grow out = { .fail_after = 10 };
+	FILE *f;
+	int pid = 0;
+
+	snprintf(path, sizeof(path), "%s/pid", dir);
+	snprintf(script, sizeof(script), "echo $$ > %s.tmp; mv %s.tmp %s; while :; do echo tick; sleep 0.05; done", path,
+		 path, path);
+	const char *argv[] = { "/bin/bash", "-c", script, NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = argv, .timeout_ms = 20000, .stdout_fn = grow_sink,
+		   .stdout_userdata = &out);
+	int64_t t0 = util_mono_ms();
+	cr_assert_eq(flash_client_sandbox_exec(a, id, &o, &res, &ref), -ECANCELED, "the client stopped");
+	f = fopen(path, "r");
+	cr_assert(f, "the command wrote its pid");
+	cr_assert_eq(fscanf(f, "%d", &pid), 1);
+	fclose(f);
+	/* The server notices at its next write of output and ends the
+	 * operation well before the command's deadline.  The command itself
+	 * runs in a session of its own under libflash's wrapper (sandbox.c,
+	 * branch sbx), which kills it only at its deadline, not when its
+	 * output breaks: it is killed here. */
+	kill(pid, SIGKILL);
+	cr_assert_lt(util_mono_ms() - t0, 10000, "the dropped exec ended well before its deadline");
+	/* The session stays, and the operation slot came back. */
+	const char *t[] = { "/bin/true", NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o2, .argv = t);
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o2, &res, &ref), "after");
+	cr_assert_null(ref);
+	cr_assert_eq(res.exit_code, 0);
+	free(out.p);
+	flash_client_free(a);
+}
