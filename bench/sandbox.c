@@ -39,6 +39,24 @@
 
 static char base[128], image[160];
 
+/* Whatever a run leaves (also a failed one): sandboxes, netns mounts,
+ * cgroups, files. */
+static void cleanup(void)
+{
+	char cmd[2048];
+
+	if (!base[0])
+		return;
+	snprintf(cmd, sizeof(cmd),
+		 "B=%s; for R in $B/bare-runsc $B/cold/runsc $B/warm/runsc; do"
+		 " for c in $(" RUNSC " --root $R list -q 2>/dev/null); do " RUNSC " --root $R delete -force $c >/dev/null 2>&1; done; done;"
+		 " for n in $B/bare/netns $B/*/sessions/*/netns; do umount $n 2>/dev/null; done; rm -rf $B;"
+		 " for d in $(find /sys/fs/cgroup/ -maxdepth 3 -type d -path '*/sbx-bench*' 2>/dev/null | sort -r); do rmdir $d 2>/dev/null; done; true",
+		 base);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", base);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -150,6 +168,7 @@ int main(int argc, char **argv)
 		n = 3;
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(base, sizeof(base), "/tmp/sbx-bench-%d", getpid());
+	atexit(cleanup);
 	snprintf(image, sizeof(image), "%s/image", base);
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; R=%s; mkdir -p $R/bin $R/root $R/tmp $R/etc $R/proc $R/dev $R/sys;"
@@ -234,8 +253,11 @@ int main(int argc, char **argv)
 				char cid[32];
 
 				snprintf(cid, sizeof(cid), "bare-%u", i);
-				if (op_netns_create(netns) < 0)
+				r = op_netns_create(netns);
+				if (r < 0) {
+					fprintf(stderr, "netns %s: %s\n", netns, strerror(-r));
 					return 1;
+				}
 				t0 = now_ms();
 				r = run((const char *const[]){ RUNSC, "--root", bare_root, "--platform=ptrace",
 							       "--network=none", "--overlay2=root:memory", "run",
@@ -250,12 +272,15 @@ int main(int argc, char **argv)
 				}
 				if (i == n - 1) {
 					/* the exec round trip, on this sandbox and a session */
-					FLASH_OPTS(flash_sandbox_exec_opts, to,
-						   .argv = (const char *const[]){ "/bin/true", NULL });
+					static const char *const true_argv[] = { "/bin/true", NULL };
+					FLASH_OPTS(flash_sandbox_exec_opts, to, .argv = true_argv);
 					struct flash_sandbox_info wi;
 
-					if (flash_sandbox_provision(warm, "bench-exec", spec, 600, &wi, NULL) < 0)
+					r = flash_sandbox_provision(warm, "bench-exec", spec, 600, &wi, NULL);
+					if (r < 0) {
+						fprintf(stderr, "provision for the exec round trip: %s\n", flash_strerror(r));
 						return 1;
+					}
 					for (unsigned int j = 0; j < n; j++) {
 						for (int o2 = 0; o2 < 2; o2++) {
 							bool ours = ((j + (unsigned int)o2) % 2) == 0;
@@ -268,8 +293,11 @@ int main(int argc, char **argv)
 											       "exec", cid, "/bin/true",
 											       NULL }, false);
 							(ours ? x_ours : x_bare)[j] = now_ms() - s;
-							if (r < 0)
+							if (r < 0 || (ours && res.exit_code != 0)) {
+								fprintf(stderr, "%s exec %u: %s\n", ours ? "provider" : "bare", j,
+									flash_strerror(r));
 								return 1;
+							}
 						}
 					}
 					if (flash_sandbox_reap(warm, "bench-exec") < 0)
@@ -292,7 +320,5 @@ int main(int argc, char **argv)
 	flash_sandbox_provider_free(cold);
 	flash_sandbox_provider_free(warm);
 	flash_spec_free(spec);
-	op_cgroup_remove("", "sbx-bench");
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
-	return system(cmd) == 0 ? 0 : 1;
+	return 0;
 }
