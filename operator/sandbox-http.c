@@ -80,6 +80,8 @@ struct op_sandbox_req {
 	const char *ctype;
 	unsigned int retry_after;
 	int64_t expires_at;        /* -1: unknown */
+	int64_t deadline_ms;       /* of the whole transfer (util_mono_ms()) */
+	bool client_late;          /* the transfer deadline passed */
 	char *out;
 	size_t out_off, out_len;
 };
@@ -258,6 +260,39 @@ static void wake(struct op_sandbox_req *q)
 	pthread_cond_broadcast(&q->cond);
 }
 
+/* Under h->lock: waits for a change on @q until its transfer deadline;
+ * false (and q->client_late set) once that passed: the client took longer
+ * than the routes allow a streamed operation. */
+static bool wait_change(struct op_sandbox_req *q)
+{
+	int64_t left = q->deadline_ms - util_mono_ms();
+	struct timespec ts;
+
+	if (left <= 0) {
+		q->client_late = true;
+		return false;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += left / 1000;
+	ts.tv_nsec += (left % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&q->cond, &q->h->lock, &ts);
+	return true;
+}
+
+/* Under h->lock: gives the request's operation slot back. */
+static void release_slot(struct op_sandbox_req *q)
+{
+	if (q->slot) {
+		q->slot = false;
+		if (--q->h->running == 0)
+			pthread_cond_broadcast(&q->h->idle);
+	}
+}
+
 /* Under h->lock: drops a reference; the last one frees. */
 static void unref_locked(struct op_sandbox_req *q)
 {
@@ -271,8 +306,7 @@ static void unref_locked(struct op_sandbox_req *q)
 		h->reqs = q->next;
 	if (q->next)
 		q->next->prev = q->prev;
-	if (q->slot && --h->running == 0)
-		pthread_cond_broadcast(&h->idle);
+	release_slot(q);
 	pthread_cond_destroy(&q->cond);
 	http_body_free(&q->body);
 	free(q->arg);
@@ -298,10 +332,10 @@ static int push_out(struct op_sandbox_req *q, const void *buf, size_t len)
 	while (len) {
 		size_t room;
 
-		while (!q->gone && q->out_len - q->out_off == IO_CAP)
-			pthread_cond_wait(&q->cond, &h->lock);
-		if (q->gone) {
-			r = -EPIPE;
+		while (!q->gone && q->out_len - q->out_off == IO_CAP && wait_change(q))
+			;
+		if (q->gone || q->client_late) {
+			r = q->gone ? -EPIPE : -ETIMEDOUT;
 			break;
 		}
 		if (q->out_off) {
@@ -337,9 +371,12 @@ static ssize_t source_in(void *buf, size_t cap, void *userdata)
 	pthread_mutex_lock(&h->lock);
 	while (!q->in_len && !q->in_eof && !q->gone && !q->in_err) {
 		wake(q); /* the libmicrohttpd side may be waiting for room */
-		pthread_cond_wait(&q->cond, &h->lock);
+		if (!wait_change(q))
+			break;
 	}
-	if (q->in_err) {
+	if (q->client_late) {
+		r = -ETIMEDOUT;
+	} else if (q->in_err) {
 		r = q->in_err;
 	} else if (q->in_len) {
 		size_t n = q->in_len < cap ? q->in_len : cap;
@@ -924,7 +961,10 @@ static void op_upload(struct op_sandbox_req *q)
 			diag = NULL;
 		r = flash_sandbox_import(q->h->sp, q->id, q->arg, source_in, q, diag);
 	}
-	if (r == -EFBIG || (r < 0 && q->in_err == -EFBIG)) {
+	if (r < 0 && q->client_late) {
+		set_error(q, 408, "client-timeout", NULL, &info, "the body did not arrive within %u s",
+			  q->h->o.transfer_timeout_s ? q->h->o.transfer_timeout_s : 3600);
+	} else if (r == -EFBIG || (r < 0 && q->in_err == -EFBIG)) {
 		set_error(q, 413, "too-large", NULL, &info, "the body is larger than %" PRIu64 " bytes", q->max);
 	} else if (r < 0) {
 		set_failure(q, r, diag, &info, 0);
@@ -968,6 +1008,7 @@ static void *worker(void *arg)
 		}
 	}
 	q->done = true;
+	release_slot(q); /* the operation is over, whatever the connection does */
 	wake(q);
 	unref_locked(q);
 	pthread_mutex_unlock(&h->lock);
@@ -1116,7 +1157,15 @@ enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Conn
 	q->refs = 1; /* the connection's */
 	q->conn = conn;
 	q->expires_at = -1;
-	pthread_cond_init(&q->cond, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&q->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	q->deadline_ms = util_mono_ms() + 1000 * (int64_t)(h->o.transfer_timeout_s ? h->o.transfer_timeout_s : 3600);
 	pthread_mutex_lock(&h->lock);
 	q->next = h->reqs;
 	if (h->reqs)

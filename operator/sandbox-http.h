@@ -59,6 +59,8 @@ struct op_sandbox_http_opts {
 	uint32_t ttl_default_s;        /* a Provision without ttl_s; 0: 3600 */
 	uint32_t ttl_max_s;            /* 0: 86400 */
 	unsigned int retry_after;      /* seconds in 503 answers; 0: 2 */
+	unsigned int transfer_timeout_s; /* a request's whole streamed transfer (a slow reader or
+					    sender, however steady); 0: 3600 */
 };
 
 struct op_sandbox_http;

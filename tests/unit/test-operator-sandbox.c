@@ -935,3 +935,43 @@ Test(operator_sandbox, a_dropped_exec_client_ends_the_operation_not_the_session)
 	free(out.p);
 	flash_client_free(a);
 }
+
+/* ---------------------------------------------------------------- slow clients */
+
+Test(operator_sandbox, a_slow_sender_loses_its_operation_at_the_transfer_deadline)
+{
+	static const struct op_sandbox_http_opts so = { .sz = sizeof(so), .max_ops = 1, .transfer_timeout_s = 1 };
+	struct op_http_opts ho = { .sz = sizeof(ho), .unix_path = sock, .threads = 2, .sandbox = sp,
+				   .sandbox_opts = &so, .timeout_s = 30 };
+	struct flash_client *a = client_of("org-a", "p1");
+	struct flash_client_response *r = NULL;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char *tok = test_mint(signer, "org-a", "p1", FLASH_AUTH_ACTION_SANDBOX, UINT64_MAX), *id, req[2048];
+	int fd;
+
+	id = provisioned(a, "slow1");
+	op_http_stop(http);
+	ASSERT_OK(op_http_start(prov, &ho, &http, NULL, 0), "restart with one operation slot and a 1 s transfer");
+	/* A write that sends 10 of its 1000000 bytes, then nothing (within
+	 * the idle timeout of 30 s: only the transfer deadline ends it). */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	cr_assert(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	snprintf(req, sizeof(req),
+		 "PUT /provider/v1/sandboxes/%s/files?path=%s/slow HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+		 "Content-Length: 1000000\r\n\r\n0123456789", id, dir, tok);
+	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	usleep(300 * 1000);
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get while the write holds the slot");
+	expect_status(r, 503, "unavailable", "the one slot is taken");
+	flash_client_response_free(r);
+	usleep(1200 * 1000);
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get after the deadline");
+	expect_status(r, 200, NULL, "the slot came back at the deadline");
+	flash_client_response_free(r);
+	close(fd);
+	snprintf(req, sizeof(req), "test ! -e %s/slow", dir);
+	cr_assert_eq(system(req), 0, "nothing was written");
+	free(tok);
+	flash_client_free(a);
+}
