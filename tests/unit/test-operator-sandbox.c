@@ -367,6 +367,16 @@ Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
 	ASSERT_OK(flash_client_sandbox_list(a, &r), "list");
 	cr_assert(strstr(flash_client_response_body(r, NULL), id), "the tenant sees its session");
 	flash_client_response_free(r);
+	{
+		/* Every answer about the session carries its expiry as a header too. */
+		char *tok = test_mint(signer, "org-a", "p1", FLASH_AUTH_ACTION_SANDBOX, UINT64_MAX), path[160];
+
+		snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s", id);
+		raw_expect("GET", path, tok, NULL, "Flash-Sandbox-Expires-At: 1", "the expiry header");
+		snprintf(path, sizeof(path), "/provider/v1/sandboxes/%s/files?path=/nonexistent", id);
+		raw_expect("GET", path, tok, NULL, "Flash-Sandbox-Expires-At: 1", "the expiry header on a refusal");
+		free(tok);
+	}
 
 	/* Another organization, or another project of the same: not theirs. */
 	ASSERT_OK(flash_client_sandbox_list(b, &r), "list b");
