@@ -596,6 +596,14 @@ Test(operator_sandbox, exec_streams_output_and_reports_exit_and_timeout)
 	ASSERT_OK(flash_client_sandbox_exec(a, sid_of("org-a", "p1", "none"), &o4, &res, &ref), "unknown");
 	expect_status(ref, 404, "not-found", "unknown session");
 	flash_client_response_free(ref);
+	/* A JSON body over its bound (1 MiB): 1.2 MiB of stdin in base64. */
+	char *huge = calloc(1, 1200000);
+	cr_assert(huge);
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o6, .argv = e124, .stdin_data = huge, .stdin_len = 1200000);
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o6, &res, &ref), "huge");
+	expect_status(ref, 413, "too-large", "an exec body over 1 MiB");
+	flash_client_response_free(ref);
+	free(huge);
 	free(out.p);
 	free(err.p);
 	flash_client_free(a);
