@@ -642,8 +642,8 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 	r = rec_find(g, sid, &rc);
 	if (r == 0 && rc.expires_at <= time(NULL)) {
 		/* expired, not yet reaped: ended; a new sandbox follows */
-		if (teardown(g, rc.cid) == 0)
-			ended_save(g, &rc, FLASH_SANDBOX_END_EXPIRED, "expires_at passed");
+		ended_save(g, &rc, FLASH_SANDBOX_END_EXPIRED, "expires_at passed");
+		(void)teardown(g, rc.cid);
 		r = -ENOENT;
 	}
 	if (r == 0) {
@@ -822,12 +822,14 @@ static int reap_session(struct gv *g, const char *sid, enum flash_sandbox_end en
 			continue;
 		if (end != FLASH_SANDBOX_END_REAPED && v[i].expires_at > time(NULL))
 			continue; /* provisioned again meanwhile */
+		/* the end first: from the moment the sandbox goes, Info and
+		 * Exec find it */
+		if (end != FLASH_SANDBOX_END_REAPED)
+			ended_save(g, &v[i], end, reason);
 		int t = teardown(g, v[i].cid);
 
 		if (t < 0)
 			rr = t;
-		else if (end != FLASH_SANDBOX_END_REAPED)
-			ended_save(g, &v[i], end, reason);
 	}
 	if (r == 0 && end == FLASH_SANDBOX_END_REAPED)
 		ended_remove(g, sid);

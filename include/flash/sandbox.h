@@ -200,7 +200,9 @@ struct flash_sandbox_exec_result {
  * of the timeout come back on a channel the command cannot forge (a status
  * line tagged with a per-call random nonce on a descriptor the command
  * does not hold), so a command printing the same text or exiting 124 is
- * not taken for a timeout.  Returns 0 when the command ran (whatever its
+ * not taken for a timeout.  Without timeout_ms and cwd there is nothing
+ * to report: bash runs setsid and the command (one program start less)
+ * and exits with the command's status, which is the transport's.  Returns 0 when the command ran (whatever its
  * status); -EINVAL (bad id or argv), -ENOENT (no such session),
  * -FLASH_E_SANDBOX_CONTRACT (the wrapper could not run: no /bin/bash,
  * setsid...), a sink's or source's error, the backend's. */
