@@ -18,11 +18,13 @@
 #include <string.h>
 #include <flash/auth.h>
 #include <flash/client.h>
+#include <flash/sandbox.h>
 
 #include "client-private.h"
 #include "http-client.h"
 #include "internal.h"
 #include "json.h"
+#include "names.h"
 #include "util.h"
 
 #define HEAD_MAX 16384
@@ -33,16 +35,10 @@
 
 /* ---------------------------------------------------------------- ids */
 
+/* A session name: a DNS label short enough for the id (names.c). */
 static bool name_ok(const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > FLASH_CLIENT_SANDBOX_NAME_MAX || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
+	return s && strlen(s) <= FLASH_CLIENT_SANDBOX_NAME_MAX && names_dns_label_valid(s);
 }
 
 FLASH_API int flash_client_sandbox_id(const char *organization, const char *project, const char *name,
@@ -61,12 +57,10 @@ FLASH_API int flash_client_sandbox_id(const char *organization, const char *proj
 	return 0;
 }
 
-/* A session id as the operator takes it: a DNS label. */
+/* A session id as the operator takes it (the one check, <flash/sandbox.h>). */
 static bool id_ok(const char *id)
 {
-	size_t n = id ? strlen(id) : 0;
-
-	return n > 0 && n < FLASH_CLIENT_SANDBOX_ID_STRLEN && client__id_ok(id) && id[0] != '-' && id[n - 1] != '-';
+	return flash_sandbox_id_valid(id);
 }
 
 /* @s percent-encoded for a query value into *ret. */
