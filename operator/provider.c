@@ -661,6 +661,11 @@ static bool verify_token(struct op_provider *p, const struct op_request *req, st
 	return true;
 }
 
+struct op_metrics *op_provider_metrics(struct op_provider *p)
+{
+	return p ? p->o.metrics : NULL;
+}
+
 bool op_provider_authorize(struct op_provider *p, const char *authorization, enum flash_auth_action action,
 			   struct flash_auth_token **ret_token, struct op_response *ret)
 {

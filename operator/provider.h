@@ -164,6 +164,9 @@ void op_response_clear(struct op_response *r);
  * "wrong-action") in @ret. */
 bool op_provider_authorize(struct op_provider *p, const char *authorization, enum flash_auth_action action,
 			   struct flash_auth_token **ret_token, struct op_response *ret);
+/* The provider's metrics (NULL: none kept), for routes served outside
+ * op_provider_handle(). */
+struct op_metrics *op_provider_metrics(struct op_provider *p);
 /* An error answer in the provider API's shape into @ret (its body
  * replaced): {"error": {"code": @code, "message": ..., and with @diag
  * "path" and "problems"}}. */

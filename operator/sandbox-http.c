@@ -81,6 +81,8 @@ struct op_sandbox_req {
 	unsigned int retry_after;
 	int64_t expires_at;        /* -1: unknown */
 	int64_t deadline_ms;       /* of the whole transfer (util_mono_ms()) */
+	uint64_t t0_ns;            /* when the head came (the request's latency in /metrics) */
+	int answered;              /* the status queued, 0 before */
 	bool client_late;          /* the transfer deadline passed */
 	char *out;
 	size_t out_off, out_len;
@@ -463,6 +465,7 @@ static enum MHD_Result queue(struct op_sandbox_req *q, struct MHD_Connection *co
 		MHD_add_response_header(resp, "Retry-After", num);
 	}
 	q->queued = true;
+	q->answered = q->status;
 	ret = MHD_queue_response(conn, (unsigned int)q->status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -1165,6 +1168,7 @@ enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Conn
 		pthread_cond_init(&q->cond, &ca);
 		pthread_condattr_destroy(&ca);
 	}
+	q->t0_ns = (uint64_t)util_mono_ms() * 1000000u;
 	q->deadline_ms = util_mono_ms() + 1000 * (int64_t)(h->o.transfer_timeout_s ? h->o.transfer_timeout_s : 3600);
 	pthread_mutex_lock(&h->lock);
 	q->next = h->reqs;
@@ -1336,6 +1340,7 @@ enum MHD_Result op_sandbox_http_step(struct op_sandbox_req *q, struct MHD_Connec
 									    MHD_RESPMEM_PERSISTENT);
 
 		q->queued = true;
+		q->answered = 503;
 		ret = resp ? MHD_queue_response(conn, 503, resp) : MHD_NO;
 		if (resp)
 			MHD_destroy_response(resp);
@@ -1355,6 +1360,9 @@ void op_sandbox_http_completed(struct op_sandbox_req *q)
 		return;
 	h = q->h;
 	pthread_mutex_lock(&h->lock);
+	/* Counted once done with, answered (its status) or not (0: gone). */
+	op_metrics_request(op_provider_metrics(h->provider), OP_ROUTE_SANDBOX, q->answered,
+			   (uint64_t)util_mono_ms() * 1000000u - q->t0_ns);
 	q->gone = true;
 	q->conn = NULL;
 	q->suspended = false;

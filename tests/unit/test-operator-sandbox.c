@@ -232,6 +232,7 @@ static const struct flash_sandbox_backend_ops fake_ops = {
 
 static char dir[64], sock[128], endpoint[160];
 static struct op_store *store;
+static struct op_metrics *metrics;
 static struct op_provider *prov;
 static struct op_http *http;
 static struct flash_sandbox_provider *sp;
@@ -258,8 +259,9 @@ static void setup(void)
 	ASSERT_OK(flash_auth_signer_public_key(signer, pk), "pk");
 	ASSERT_OK(flash_auth_keyset_new(&keys), "keyset");
 	ASSERT_OK(flash_auth_keyset_add(keys, "k1", pk), "add");
+	ASSERT_OK(op_metrics_new(&metrics), "metrics");
 	struct op_provider_opts o = { .sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = keys,
-				      .store = store, .image = &test_image_ops };
+				      .store = store, .image = &test_image_ops, .metrics = metrics };
 	ASSERT_OK(op_provider_new(&o, &prov), "provider");
 	ASSERT_OK(flash_sandbox_provider_new(&fake_ops, f, NULL, &sp), "sandbox provider");
 	struct op_http_opts ho = { .sz = sizeof(ho), .unix_path = sock, .threads = 2, .sandbox = sp,
@@ -274,10 +276,11 @@ static void teardown(void)
 	op_http_stop(http);
 	flash_sandbox_provider_free(sp);
 	op_provider_free(prov);
+	op_metrics_free(metrics);
 	op_store_close(store);
 	flash_auth_signer_free(signer);
 	flash_auth_keyset_free(keys);
-	http = NULL, prov = NULL, store = NULL, signer = NULL, keys = NULL, sp = NULL;
+	http = NULL, prov = NULL, store = NULL, signer = NULL, keys = NULL, sp = NULL, metrics = NULL;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert(system(cmd) == 0);
 }
@@ -399,6 +402,12 @@ Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get after");
 	expect_status(r, 404, "not-found", "gone");
 	flash_client_response_free(r);
+	/* /metrics counts the sandbox routes by status (answers are counted
+	 * once their connection is done: give the server a moment). */
+	for (int i = 0; i < 100 && op_metrics_requests(metrics, OP_ROUTE_SANDBOX, 404) < 4; i++)
+		usleep(10 * 1000);
+	cr_assert_geq(op_metrics_requests(metrics, OP_ROUTE_SANDBOX, 404), 4, "404s counted");
+	cr_assert_geq(op_metrics_requests(metrics, OP_ROUTE_SANDBOX, 201), 1, "the 201 counted");
 
 	/* A bad spec names its path; a ttl out of range is refused. */
 	ASSERT_OK(flash_client_sandbox_provision(a, id, "{\"image\":1}", 11, 0, &r), "bad spec");
