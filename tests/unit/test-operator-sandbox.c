@@ -79,6 +79,12 @@ static int fake_provision(void *b, const char *id, const struct flash_spec *spec
 			snprintf(f->s[i].backend_id, sizeof(f->s[i].backend_id), "fake-%d", i);
 			f->s[i].created_at = time(NULL);
 			f->s[i].expires_at = f->s[i].created_at + ttl;
+			/* A session named "...-gone" has ended at once (expired). */
+			if (strlen(id) > 5 && strcmp(id + strlen(id) - 5, "-gone") == 0) {
+				f->s[i].end = FLASH_SANDBOX_END_EXPIRED;
+				snprintf(f->s[i].end_reason, sizeof(f->s[i].end_reason), "expired at %" PRId64,
+					 f->s[i].expires_at);
+			}
 			f->used[i] = true;
 			f->provisions++;
 			*ret = f->s[i];
@@ -1000,5 +1006,37 @@ Test(operator_sandbox, a_slow_sender_loses_its_operation_at_the_transfer_deadlin
 	snprintf(req, sizeof(req), "test ! -e %s/slow", dir);
 	cr_assert_eq(system(req), 0, "nothing was written");
 	free(tok);
+	flash_client_free(a);
+}
+
+/* ---------------------------------------------------------------- ended sessions */
+
+Test(operator_sandbox, an_ended_session_says_how_and_refuses_work)
+{
+	struct flash_client *a = client_of("org-a", "p1");
+	char *id = provisioned(a, "x-gone");
+	struct flash_client_response *r = NULL;
+	struct flash_client_sandbox_exec_result res;
+	struct grow got = { 0 };
+	const char *t[] = { "/bin/true", NULL };
+
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
+	expect_status(r, 200, NULL, "an ended session is still shown");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"expired\""));
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"expired at "));
+	flash_client_response_free(r);
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
+	expect_status(r, 410, "ended", "exec on an ended session");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"expired\""));
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"expires_at\":"));
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_read(a, id, "/etc/hostname", 0, grow_sink, &got, &r), "read");
+	expect_status(r, 410, "ended", "read on an ended session");
+	cr_assert_eq(got.len, 0u);
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
+	expect_status(r, 200, NULL, "an ended session is reaped");
+	flash_client_response_free(r);
 	flash_client_free(a);
 }
