@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <flash/client.h>
 #include <flash/diag.h>
 #include <flash/spec.h>
@@ -39,6 +40,7 @@
 #define EXEC_ARGS_MAX 4096
 #define PATH_MAX_LEN 4096
 #define EXPIRES_HEADER "Flash-Sandbox-Expires-At"
+#define KNOWN_MAX 256
 
 enum sb_op { SB_LIST, SB_PROVISION, SB_INFO, SB_REAP, SB_EXEC, SB_READ, SB_WRITE, SB_IMPORT, SB_EXPORT };
 
@@ -51,6 +53,15 @@ struct op_sandbox_http {
 	unsigned int running;   /* operation slots taken */
 	bool stopping;
 	struct op_sandbox_req *reqs; /* live requests (for stop) */
+	/* Sessions known live and their expiry (fixed once provisioned), so
+	 * that an operation does not ask the backend first (an info is a
+	 * `runsc state` on gVisor); the operation's own failure is what tells
+	 * that a session ended or went away, and drops the entry. */
+	struct known {
+		char id[FLASH_SANDBOX_ID_MAX + 1];
+		int64_t expires_at;
+	} known[KNOWN_MAX];
+	unsigned int known_next; /* the slot replaced next */
 };
 
 struct op_sandbox_req {
@@ -473,12 +484,44 @@ static enum MHD_Result queue(struct op_sandbox_req *q, struct MHD_Connection *co
 
 /* ---------------------------------------------------------------- operations */
 
-/* The session's info into @ret; on failure the answer is set and false. */
-static bool live_session(struct op_sandbox_req *q, struct flash_sandbox_info *ret)
+/* Under h->lock: the entry of @id, or NULL. */
+static struct known *known_find(struct op_sandbox_http *h, const char *id)
+{
+	for (size_t i = 0; i < KNOWN_MAX; i++)
+		if (h->known[i].id[0] && strcmp(h->known[i].id, id) == 0)
+			return &h->known[i];
+	return NULL;
+}
+
+/* Remembers (@live) or forgets a session after the backend said so. */
+static void known_set(struct op_sandbox_http *h, const struct flash_sandbox_info *in, const char *id, bool live)
+{
+	struct known *k;
+
+	pthread_mutex_lock(&h->lock);
+	k = known_find(h, id);
+	if (!live) {
+		if (k)
+			k->id[0] = '\0';
+	} else {
+		if (!k) {
+			k = &h->known[h->known_next];
+			h->known_next = (h->known_next + 1) % KNOWN_MAX;
+		}
+		snprintf(k->id, sizeof(k->id), "%s", id);
+		k->expires_at = in->expires_at;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* The backend's word on the session into @ret, remembered; on failure,
+ * or when it ended, the answer is set and false. */
+static bool ask_session(struct op_sandbox_req *q, struct flash_sandbox_info *ret)
 {
 	int r = flash_sandbox_info(q->h->sp, q->id, ret);
 
 	if (r == -ENOENT) {
+		known_set(q->h, NULL, q->id, false);
 		set_error(q, 404, "not-found", NULL, NULL, "no sandbox session %s", q->id);
 		return false;
 	}
@@ -486,6 +529,7 @@ static bool live_session(struct op_sandbox_req *q, struct flash_sandbox_info *re
 		set_failure(q, r, NULL, NULL, 0);
 		return false;
 	}
+	known_set(q->h, ret, q->id, ret->end == FLASH_SANDBOX_LIVE);
 	pthread_mutex_lock(&q->h->lock);
 	q->expires_at = ret->expires_at;
 	pthread_mutex_unlock(&q->h->lock);
@@ -495,6 +539,46 @@ static bool live_session(struct op_sandbox_req *q, struct flash_sandbox_info *re
 		return false;
 	}
 	return true;
+}
+
+/* Before an operation: a session known live and not yet expired is taken
+ * as it is (expires_at into @ret); any other is asked about. */
+static bool live_session(struct op_sandbox_req *q, struct flash_sandbox_info *ret)
+{
+	struct known *k;
+	bool hit = false;
+
+	pthread_mutex_lock(&q->h->lock);
+	k = known_find(q->h, q->id);
+	if (k && k->expires_at > (int64_t)time(NULL)) {
+		memset(ret, 0, sizeof(*ret));
+		snprintf(ret->session_id, sizeof(ret->session_id), "%s", q->id);
+		ret->expires_at = k->expires_at;
+		q->expires_at = k->expires_at;
+		hit = true;
+	}
+	pthread_mutex_unlock(&q->h->lock);
+	return hit || ask_session(q, ret);
+}
+
+/* The answer to an operation's failure @r (before any byte of its answer
+ * went out): whether the session ended or went away is asked then, so
+ * that it is told as such (404, 410 with end and end_reason) and not as
+ * the operation's own -ENOENT (no such file) or -EIO. */
+static void operation_failed(struct op_sandbox_req *q, int r, const struct flash_diag *diag, uint64_t size)
+{
+	struct flash_sandbox_info in;
+
+	if (r == -EINVAL || r == -EFBIG || r == -FLASH_E_SANDBOX_ARCHIVE) {
+		/* about the request, not the session */
+		struct flash_sandbox_info at = { .expires_at = q->expires_at };
+
+		set_failure(q, r, diag, &at, size);
+		return;
+	}
+	if (!ask_session(q, &in))
+		return; /* gone or ended: said so */
+	set_failure(q, r, diag, &in, size);
 }
 
 static void op_info(struct op_sandbox_req *q)
@@ -512,6 +596,7 @@ static void op_info(struct op_sandbox_req *q)
 		return;
 	}
 	q->expires_at = in.expires_at;
+	known_set(q->h, &in, q->id, in.end == FLASH_SANDBOX_LIVE);
 	w = json_writer_new(JSON_WRITE_NEWLINE);
 	jw_object_open(w);
 	jw_info(w, &in);
@@ -639,6 +724,7 @@ static void op_provision(struct op_sandbox_req *q)
 		goto out;
 	}
 	q->expires_at = in.expires_at;
+	known_set(q->h, &in, q->id, in.end == FLASH_SANDBOX_LIVE);
 	w = json_writer_new(JSON_WRITE_NEWLINE);
 	jw_object_open(w);
 	jw_info(w, &in);
@@ -654,15 +740,19 @@ static void op_reap(struct op_sandbox_req *q)
 {
 	struct flash_sandbox_info in;
 	struct json_writer *w;
-	bool known = flash_sandbox_info(q->h->sp, q->id, &in) == 0;
-	int r = flash_sandbox_reap(q->h->sp, q->id);
+	bool known;
+	int r;
+
+	known_set(q->h, NULL, q->id, false);
+	known = flash_sandbox_info(q->h->sp, q->id, &in) == 0;
+	r = flash_sandbox_reap(q->h->sp, q->id);
 
 	if (r < 0) {
 		set_failure(q, r, NULL, known ? &in : NULL, 0);
 		return;
 	}
 	if (!known) {
-		memset(&in, 0, sizeof(in));
+		memset(&in, 0, sizeof(in)); /* owning nothing: reaped all the same */
 		snprintf(in.session_id, sizeof(in.session_id), "%s", q->id);
 	}
 	in.end = FLASH_SANDBOX_END_REAPED;
@@ -877,7 +967,7 @@ static void op_exec(struct op_sandbox_req *q)
 	streaming = q->head;
 	pthread_mutex_unlock(&q->h->lock);
 	if (r < 0 && !streaming) {
-		set_failure(q, r, NULL, &info, 0);
+		operation_failed(q, r, NULL, 0);
 		goto out;
 	}
 	/* The last line: the outcome, or the error that cut the stream. */
@@ -911,7 +1001,7 @@ static void op_read(struct op_sandbox_req *q)
 		q->failed = true; /* the stream ends without its last chunk */
 	pthread_mutex_unlock(&q->h->lock);
 	if (r < 0 && !streaming)
-		set_failure(q, r, NULL, &info, size);
+		operation_failed(q, r, NULL, size);
 	if (r == 0 && !streaming) {
 		/* An empty file: an empty 200. */
 		pthread_mutex_lock(&q->h->lock);
@@ -943,7 +1033,7 @@ static void op_export(struct op_sandbox_req *q)
 	}
 	pthread_mutex_unlock(&q->h->lock);
 	if (r < 0 && !streaming)
-		set_failure(q, r, NULL, &info, 0);
+		operation_failed(q, r, NULL, 0);
 }
 
 /* The upload's source, counting against the declared bound. */
@@ -970,7 +1060,7 @@ static void op_upload(struct op_sandbox_req *q)
 	} else if (r == -EFBIG || (r < 0 && q->in_err == -EFBIG)) {
 		set_error(q, 413, "too-large", NULL, &info, "the body is larger than %" PRIu64 " bytes", q->max);
 	} else if (r < 0) {
-		set_failure(q, r, diag, &info, 0);
+		operation_failed(q, r, diag, 0);
 	} else {
 		w = json_writer_new(JSON_WRITE_NEWLINE);
 		jw_object_open(w);
