@@ -1040,3 +1040,26 @@ Test(operator_sandbox, an_ended_session_says_how_and_refuses_work)
 	flash_client_response_free(r);
 	flash_client_free(a);
 }
+
+Test(operator_sandbox, a_session_gone_behind_the_routes_is_not_found)
+{
+	struct flash_client *a = client_of("org-a", "p1");
+	char *id = provisioned(a, "behind"), path[160];
+	struct flash_client_response *r = NULL;
+	struct flash_client_sandbox_exec_result res;
+	struct grow got = { 0 };
+	const char *t[] = { "/bin/true", NULL };
+
+	/* Known live to the routes (its Provision went through them), then
+	 * reaped by someone else (the expiry reaper, another operator). */
+	ASSERT_OK(flash_sandbox_reap(sp, id), "reap behind the routes");
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
+	expect_status(r, 404, "not-found", "exec on a session gone");
+	flash_client_response_free(r);
+	snprintf(path, sizeof(path), "%s/none", dir);
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read");
+	expect_status(r, 404, "not-found", "a read says the session, not the file, is missing");
+	flash_client_response_free(r);
+	flash_client_free(a);
+}
