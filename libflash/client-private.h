@@ -66,10 +66,6 @@ int client__call(struct flash_client *c, const char *method, const char *path, e
  * at most @max_body) as a response that takes @buf over: 0, -EPROTO,
  * -E2BIG, -ENOMEM (then @buf is still the caller's). */
 int client__response_of(char *buf, size_t len, size_t max_body, struct flash_client_response **ret);
-/* BLAKE2b-256 over @n strings, each preceded by its length as 8
- * little-endian bytes (the derivation of service and sandbox ids).
- * 0 or -ENOMEM. */
-int client__hash_parts(const char *const *parts, size_t n, unsigned char ret[32]);
 /* Is @id a service id (1..64 of a-z, 0-9, '-')? */
 bool client__id_ok(const char *id);
 

@@ -22,6 +22,7 @@
 
 #include "client-private.h"
 #include "http-client.h"
+#include "id-hash.h"
 #include "internal.h"
 #include "json.h"
 #include "names.h"
@@ -47,11 +48,13 @@ FLASH_API int flash_client_sandbox_id(const char *organization, const char *proj
 	const char *parts[] = { "flash-sandbox-tenant/1", organization, project };
 	unsigned char h[32];
 	char hex[17];
+	int r;
 
 	if (!organization || !project || !name_ok(name) || !ret)
 		return -EINVAL;
-	if (client__hash_parts(parts, ARRAY_SIZE(parts), h) < 0)
-		return -ENOMEM;
+	r = id_hash_parts(parts, ARRAY_SIZE(parts), h, sizeof(h));
+	if (r < 0)
+		return r;
 	sodium_bin2hex(hex, sizeof(hex), h, 8);
 	snprintf(ret, FLASH_CLIENT_SANDBOX_ID_STRLEN, "sb-%s-%s", hex, name);
 	return 0;

@@ -22,6 +22,7 @@
 #include "http-client.h"
 #include "internal.h"
 #include "json.h"
+#include "id-hash.h"
 #include "names.h"
 
 #define ANSWER_MAX (16u << 20)
@@ -558,26 +559,6 @@ FLASH_API void flash_client_response_free(struct flash_client_response *r)
 
 /* ---------------------------------------------------------------- ids */
 
-int client__hash_parts(const char *const *parts, size_t n, unsigned char ret[32])
-{
-	crypto_generichash_state st;
-
-	if (sodium_init() < 0)
-		return -ENOMEM;
-	crypto_generichash_init(&st, NULL, 0, 32);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t len = strlen(parts[i]);
-		unsigned char le[8];
-
-		for (int b = 0; b < 8; b++)
-			le[b] = (unsigned char)(len >> (8 * b));
-		crypto_generichash_update(&st, le, sizeof(le));
-		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
-	}
-	crypto_generichash_final(&st, ret, 32);
-	return 0;
-}
-
 _Static_assert(FLASH_CLIENT_SERVICE_ID_STRLEN == NAMES_SERVICE_ID_LEN + 1, "a service id and its NUL");
 
 FLASH_API int flash_client_service_id(const char *organization, const char *project, const char *name,
@@ -586,11 +567,13 @@ FLASH_API int flash_client_service_id(const char *organization, const char *proj
 	const char *parts[] = { "flash-service-id/1", organization, project, name };
 	const size_t prefix = sizeof(NAMES_SERVICE_ID_PREFIX) - 1;
 	unsigned char h[32];
+	int r;
 
 	if (!organization || !project || !name || !ret)
 		return -EINVAL;
-	if (client__hash_parts(parts, ARRAY_SIZE(parts), h) < 0)
-		return -ENOMEM;
+	r = id_hash_parts(parts, sizeof(parts) / sizeof(parts[0]), h, sizeof(h));
+	if (r < 0)
+		return r;
 	memcpy(ret, NAMES_SERVICE_ID_PREFIX, prefix);
 	sodium_bin2hex(ret + prefix, FLASH_CLIENT_SERVICE_ID_STRLEN - prefix, h, (NAMES_SERVICE_ID_LEN - prefix) / 2);
 	return 0;

@@ -676,6 +676,34 @@ Test(contract, reap_revokes_first_and_expiry_ends_sessions)
 	sbuf_reset(&out);
 }
 
+/* ---------------------------------------------------------- a dead sandbox */
+Test(contract, a_sandbox_over_its_memory_ends_failed)
+{
+	struct flash_sandbox_info info, e;
+	struct flash_sandbox_exec_result res;
+	struct sbuf out = { 0 };
+	int i, r;
+
+	provision("oom-1", &info);
+	/* 256 MiB of memory: 400 MiB written to a memory-backed file */
+	r = sh("oom-1", "dd if=/dev/zero of=/tmp/big bs=1M count=400 2>/dev/null; echo survived", &out, &res);
+	cr_assert(r < 0 || !out.p || strcmp(out.p, "survived\n") != 0, "400 MiB fit in 256 MiB");
+	for (i = 0; i < 50; i++) {
+		ASSERT_OK(flash_sandbox_info(P, "oom-1", &e), "info");
+		if (e.end != FLASH_SANDBOX_LIVE)
+			break;
+		usleep(100000);
+	}
+	cr_assert_eq(e.end, FLASH_SANDBOX_END_FAILED, "end %s", flash_sandbox_end_name(e.end));
+	cr_log_info("dead sandbox: %s", e.end_reason);
+	cr_assert(e.end_reason[0], "no reason");
+	r = sh("oom-1", "true", &out, &res);
+	cr_assert(r == -FLASH_E_SANDBOX_ENDED, "exec on a dead sandbox: %d (%s)", r, flash_strerror(r));
+	ASSERT_OK(flash_sandbox_reap(P, "oom-1"), "reap");
+	cr_assert(!backend_object_exists(info.backend_id));
+	sbuf_reset(&out);
+}
+
 #ifdef SANDBOX_BACKEND_GVISOR
 /* ---------------------------------------------------------- the warm pool (gVisor) */
 Test(pool, warm_pool_claims_and_refills, .fini = teardown, .timeout = 120)
