@@ -32,6 +32,8 @@ static const char *const keepalive[] = { "/bin/bash", "-c",
 	"trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done", NULL };
 
 #define POOL_MAX 64
+/* A sandbox directory without a record younger than this is being made. */
+#define LEFTOVER_AGE_S 120
 /* A struct flash_diag is a struct diag (common/diag.h, DIAG_EXPORT). */
 #define flash__diag_op(d) ((struct diag *)(d))
 #define CID_LEN 24
@@ -75,7 +77,7 @@ static int runsc(struct gv *g, const char *const *args, char **ret_out, char *er
 {
 	const char *argv[24] = { g->runsc, "--root", g->runsc_root, "--platform=ptrace", "--network=none",
 				 "--overlay2=root:memory" };
-	int devnull = -1, status = 0, r;
+	int devnull = -1, runerr = -1, status = 0, r;
 	size_t n = 6;
 	char *out = NULL, *errs = NULL, how[64];
 	bool run = strcmp(args[0], "run") == 0;
@@ -86,15 +88,38 @@ static int runsc(struct gv *g, const char *const *args, char **ret_out, char *er
 	argv[n] = NULL;
 	if (run) {
 		/* the sandbox inherits them and outlives runsc: never a pipe
-		 * read to its end */
+		 * read to its end; runsc's own complaint goes to a file of
+		 * the bundle (args: run --detach --bundle DIR ID), read back
+		 * on failure (the keep-alive process writes nothing) */
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/run.err", args[3]);
 		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (devnull < 0)
-			return -errno;
-		e.stdout_fd = e.stderr_fd = devnull;
+		runerr = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (devnull < 0 || runerr < 0) {
+			r = -errno;
+			if (devnull >= 0)
+				close(devnull);
+			if (runerr >= 0)
+				close(runerr);
+			return r;
+		}
+		e.stdout_fd = devnull;
+		e.stderr_fd = runerr;
 	}
 	r = op_exec_run(&e, &status, &out, &errs);
 	if (devnull >= 0)
 		close(devnull);
+	if (runerr >= 0) {
+		if (r == 0 && status != 0) {
+			char buf[400];
+			ssize_t got = pread(runerr, buf, sizeof(buf) - 1, 0);
+
+			free(errs);
+			errs = strndup(buf, got > 0 ? (size_t)got : 0);
+		}
+		close(runerr);
+	}
 	if (r < 0) {
 		snprintf(err, err_size, "runsc %s: %s", args[0], strerror(-r));
 		goto out;
@@ -216,6 +241,13 @@ static int rec_list(struct gv *g, struct rec **ret, size_t *ret_n)
 		if (strncmp(de->d_name, "sbx-", 4) != 0 || strlen(de->d_name) >= CID_LEN)
 			continue;
 		if (rec_load(g, de->d_name, &rc) < 0) {
+			struct stat st;
+
+			/* a sandbox being created has its directory a moment
+			 * before its record: only an old one is a leftover */
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    st.st_mtime > time(NULL) - LEFTOVER_AGE_S)
+				continue;
 			memset(&rc, 0, sizeof(rc));
 			snprintf(rc.cid, sizeof(rc.cid), "%s", de->d_name);
 			rc.expires_at = 1; /* long expired: the reaper removes it */
@@ -546,6 +578,15 @@ static void *filler(void *arg)
 		pthread_mutex_unlock(&g->lock);
 		rc.created_at = time(NULL);
 		r = create(g, &rc, g->pool_spec, NULL);
+		if (r == 0) {
+			/* the first exec into a sandbox loads bash and setsid
+			 * through its gofer: done here, not in the session's
+			 * first Exec (no tenant data involved) */
+			char err[256];
+
+			(void)runsc(g, (const char *const[]){ "exec", rc.cid, "/bin/bash", "-c", "setsid /bin/true", NULL },
+				    NULL, err, sizeof(err));
+		}
 		pthread_mutex_lock(&g->lock);
 		if (r < 0) {
 			/* retried after a pause growing to a minute (a stop
