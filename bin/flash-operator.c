@@ -35,7 +35,8 @@ static void usage(FILE *out)
 		"                      [--webhook] [--webhook-listen ADDRESS:PORT] [--webhook-cert FILE]\n"
 		"                      [--webhook-key FILE]\n"
 		"                      [--sandbox-dir DIR [--sandbox-pool-size N --sandbox-pool-image REF]\n"
-		"                       [--sandbox-pool-cpu MILLIS] [--sandbox-pool-memory MIB]]\n"
+		"                       [--sandbox-pool-cpu MILLIS] [--sandbox-pool-memory MIB] [--sandbox-max-ops N]\n"
+		"                       [--sandbox-read-max BYTES] [--sandbox-write-max BYTES] [--sandbox-import-max BYTES]]\n"
 		"                      [--test-meter-clock FILE]\n"
 		"       flash-operator --kubernetes [--kubeconfig FILE] [--context NAME] [--config FILE]\n"
 		"                      [--keys FILE --issuer ISS --audience AUD (--socket PATH | --listen ...)]\n"
@@ -147,6 +148,10 @@ int main(int argc, char **argv)
 		{ "webhook-cert", required_argument, NULL, 1016 },
 		{ "webhook-key", required_argument, NULL, 1017 },
 		{ "sandbox-dir", required_argument, NULL, 1018 },
+		{ "sandbox-max-ops", required_argument, NULL, 1023 },
+		{ "sandbox-read-max", required_argument, NULL, 1024 },
+		{ "sandbox-write-max", required_argument, NULL, 1025 },
+		{ "sandbox-import-max", required_argument, NULL, 1026 },
 		{ "sandbox-pool-size", required_argument, NULL, 1019 },
 		{ "sandbox-pool-image", required_argument, NULL, 1020 },
 		{ "sandbox-pool-cpu", required_argument, NULL, 1021 },
@@ -163,6 +168,7 @@ int main(int argc, char **argv)
 	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = "/var/lib/flash" };
 	struct op_runtime_opts rt = { .sz = sizeof(rt) };
 	struct op_sandbox_gvisor_opts sb = { .sz = sizeof(sb) };
+	struct op_sandbox_http_opts sbh = { .sz = sizeof(sbh) };
 	struct op_daemon_autoscale as = { .period_s = -1, .window_s = -1, .tolerance_percent = -1 };
 	struct op_daemon *d = NULL;
 	struct op_k8s_run_opts ko = { .sz = sizeof(ko), .log = k8s_log };
@@ -226,6 +232,21 @@ int main(int argc, char **argv)
 		case 1017: o.webhook_key_file = optarg; o.webhook = true; break;
 		case 1018: sb.dir = optarg; o.sandbox = &sb; break;
 		case 1020: sb.pool_image = optarg; break;
+		case 1023:
+			if (parse_uint("--sandbox-max-ops", optarg, 4096, &v) < 0)
+				return 2;
+			sbh.max_ops = (unsigned int)v;
+			o.sandbox_http = &sbh;
+			break;
+		case 1024:
+		case 1025:
+		case 1026:
+			if (parse_uint(c == 1024 ? "--sandbox-read-max" : c == 1025 ? "--sandbox-write-max" : "--sandbox-import-max",
+				       optarg, ULONG_MAX, &v) < 0)
+				return 2;
+			*(c == 1024 ? &sbh.read_max_bytes : c == 1025 ? &sbh.write_max_bytes : &sbh.import_max_bytes) = v;
+			o.sandbox_http = &sbh;
+			break;
 		case 1019:
 		case 1021:
 		case 1022:
@@ -293,6 +314,10 @@ int main(int argc, char **argv)
 	if ((sb.pool_size || sb.pool_image || sb.pool_cpu_millis || sb.pool_memory_mib) &&
 	    (!o.sandbox || !sb.pool_size != !sb.pool_image)) {
 		fprintf(stderr, "flash-operator: the sandbox pool needs --sandbox-dir, --sandbox-pool-size and --sandbox-pool-image\n");
+		return 2;
+	}
+	if (o.sandbox_http && !o.sandbox) {
+		fprintf(stderr, "flash-operator: the sandbox routes' bounds need --sandbox-dir\n");
 		return 2;
 	}
 	if (o.sandbox && kubernetes) {

@@ -372,6 +372,99 @@ static int chunked_decode(char *b, size_t n, size_t max_body, size_t *ret_len)
 	return 0;
 }
 
+enum { CK_SIZE, CK_EXT, CK_SIZE_LF, CK_DATA, CK_DATA_CR, CK_DATA_LF, CK_TRAILER, CK_TRAILER_CR, CK_DONE };
+
+int http_chunked_feed(struct http_chunked *d, const void *buf, size_t n,
+		      int (*sink)(const void *data, size_t len, void *userdata), void *userdata)
+{
+	const char *p = buf;
+
+	while (n) {
+		char ch = *p;
+
+		switch (d->state) {
+		case CK_SIZE:
+			if (util_hexval(ch) >= 0) {
+				if (++d->digits > 15)
+					return -EBADMSG;
+				d->left = d->left * 16 + (uint64_t)util_hexval(ch);
+			} else if (d->digits == 0 || ch == '\n') {
+				return -EBADMSG;
+			} else {
+				d->state = ch == '\r' ? CK_SIZE_LF : CK_EXT; /* extensions ignored */
+			}
+			break;
+		case CK_EXT:
+			if (ch == '\n')
+				return -EBADMSG;
+			if (ch == '\r')
+				d->state = CK_SIZE_LF;
+			break;
+		case CK_SIZE_LF:
+			if (ch != '\n')
+				return -EBADMSG;
+			d->digits = 0;
+			d->state = d->left ? CK_DATA : CK_TRAILER;
+			d->line_empty = true;
+			break;
+		case CK_DATA: {
+			size_t k = d->left < n ? (size_t)d->left : n;
+			int r = sink ? sink(p, k, userdata) : 0;
+
+			if (r < 0)
+				return r;
+			d->left -= k;
+			p += k;
+			n -= k;
+			if (d->left == 0)
+				d->state = CK_DATA_CR;
+			continue;
+		}
+		case CK_DATA_CR:
+			if (ch != '\r')
+				return -EBADMSG;
+			d->state = CK_DATA_LF;
+			break;
+		case CK_DATA_LF:
+			if (ch != '\n')
+				return -EBADMSG;
+			d->state = CK_SIZE;
+			break;
+		case CK_TRAILER:
+			if (ch == '\r')
+				d->state = CK_TRAILER_CR;
+			else
+				d->line_empty = false;
+			break;
+		case CK_TRAILER_CR:
+			if (ch == '\n') {
+				if (d->line_empty) {
+					d->state = CK_DONE;
+				} else {
+					d->state = CK_TRAILER;
+					d->line_empty = true;
+				}
+			} else if (ch != '\r') {
+				d->state = CK_TRAILER; /* a lone CR is part of the line */
+				d->line_empty = false;
+			} else {
+				d->line_empty = false;
+			}
+			break;
+		default:
+			return -EBADMSG; /* bytes after the end */
+		}
+		p++;
+		n--;
+	}
+	return 0;
+}
+
+bool http_chunked_done(const struct http_chunked *d)
+{
+	return d->state == CK_DONE;
+}
+
 int http_reply_parse(char *buf, size_t len, size_t max_head, size_t max_body, struct http_reply_head *ret_head,
 		     char **ret_body, size_t *ret_body_len)
 {

@@ -74,4 +74,23 @@ int http_reply_head_parse(const char *buf, size_t len, size_t max_head, struct h
 int http_reply_parse(char *buf, size_t len, size_t max_head, size_t max_body, struct http_reply_head *ret_head,
 		     char **ret_body, size_t *ret_body_len);
 
+/* A chunked body decoded as it streams, byte for byte the rules of
+ * http_reply_parse(): hex sizes (at most 15 digits) with extensions
+ * ignored up to CRLF, data and its CRLF, the last chunk (size 0), trailer
+ * lines up to a blank line, and nothing after it.  Zeroed to start. */
+struct http_chunked {
+	int state;
+	uint64_t left;
+	unsigned int digits;
+	bool line_empty;
+};
+
+/* Feeds @n bytes of the body; the decoded data goes to @sink (with
+ * @userdata) as it comes.  0, -EBADMSG (framing broken, or bytes after
+ * the end), or the sink's negative return. */
+int http_chunked_feed(struct http_chunked *d, const void *buf, size_t n,
+		      int (*sink)(const void *data, size_t len, void *userdata), void *userdata);
+/* True once the last chunk and the trailers went by. */
+bool http_chunked_done(const struct http_chunked *d);
+
 #endif

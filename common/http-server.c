@@ -383,7 +383,8 @@ int http_server_listen(struct http_server *s, int fd, void *cls)
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
-			     (s->o.upgrade ? MHD_ALLOW_UPGRADE : 0);
+			     (s->o.upgrade ? MHD_ALLOW_UPGRADE : 0) |
+			     (s->o.suspend && s->o.threads ? MHD_ALLOW_SUSPEND_RESUME : 0);
 	struct listener *l;
 	size_t mem;
 

@@ -57,6 +57,8 @@ struct http_server_opts {
 	http_server_reserved_fn reserved;  /* NULL: nothing is reserved */
 	http_server_refusal_fn refusal;    /* NULL: plain-text bodies */
 	bool upgrade;                      /* routes may take the connection over (MHD_ALLOW_UPGRADE) */
+	bool suspend;                      /* routes may suspend and resume their connection
+					      (MHD_ALLOW_SUSPEND_RESUME; with threads only) */
 };
 
 /* A server with no listener yet.  Errors: -EINVAL (no handler, a reserve

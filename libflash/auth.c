@@ -18,7 +18,9 @@ static const char *const action_names[] = {
 	[FLASH_AUTH_ACTION_DELETE] = "delete", [FLASH_AUTH_ACTION_GET] = "get",
 	[FLASH_AUTH_ACTION_LIST] = "list",     [FLASH_AUTH_ACTION_EXEC] = "exec",
 	[FLASH_AUTH_ACTION_USAGE] = "usage",   [FLASH_AUTH_ACTION_LOGS] = "logs",
+	[FLASH_AUTH_ACTION_SANDBOX] = "sandbox",
 };
+_Static_assert(ARRAY_SIZE(action_names) == FLASH_AUTH_ACTION_MAX_, "an action without a name");
 
 FLASH_API const char *flash_auth_action_name(enum flash_auth_action action)
 {

@@ -58,6 +58,14 @@ int client__conn_recv(struct client_conn *k, void *buf, size_t len, size_t *ret_
 void client__conn_close(struct client_conn *k);
 /* Fills error_code and error_message of an error answer from its body. */
 void client__parse_error(struct flash_client_response *r);
+/* A request of @action without a generation, its whole answer in *ret
+ * (503 retried as the client says). */
+int client__call(struct flash_client *c, const char *method, const char *path, enum flash_auth_action action,
+		 const char *body, size_t body_len, struct flash_client_response **ret);
+/* The answer in @buf (@len bytes read until the server closed; a body of
+ * at most @max_body) as a response that takes @buf over: 0, -EPROTO,
+ * -E2BIG, -ENOMEM (then @buf is still the caller's). */
+int client__response_of(char *buf, size_t len, size_t max_body, struct flash_client_response **ret);
 /* Is @id a service id (1..64 of a-z, 0-9, '-')? */
 bool client__id_ok(const char *id);
 

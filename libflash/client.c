@@ -244,10 +244,8 @@ static const char *host_of(const struct flash_client *c, int *ret_len)
 /* Reads the whole answer (the operator closes after it) before @deadline. */
 static int read_answer(struct client_conn *k, int64_t deadline, struct flash_client_response **ret)
 {
-	struct flash_client_response *resp;
-	struct http_reply_head h;
-	size_t len = 0, cap = 16384, blen;
-	char *buf = malloc(cap + 1), *body;
+	size_t len = 0, cap = 16384;
+	char *buf = malloc(cap + 1);
 	int r;
 
 	if (!buf)
@@ -290,29 +288,36 @@ static int read_answer(struct client_conn *k, int64_t deadline, struct flash_cli
 		r = -ECONNREFUSED;
 		goto out;
 	}
-	r = http_reply_parse(buf, len, HEAD_MAX, ANSWER_MAX, &h, &body, &blen);
-	if (r < 0) {
-		r = r == -E2BIG ? r : -EPROTO;
-		goto out;
-	}
+	r = client__response_of(buf, len, ANSWER_MAX, ret);
+	if (r == 0)
+		buf = NULL;
+out:
+	free(buf);
+	return r;
+}
+
+int client__response_of(char *buf, size_t len, size_t max_body, struct flash_client_response **ret)
+{
+	struct flash_client_response *resp;
+	struct http_reply_head h;
+	size_t blen;
+	char *body;
+	int r = http_reply_parse(buf, len, HEAD_MAX, max_body, &h, &body, &blen);
+
+	if (r < 0)
+		return r == -E2BIG ? r : -EPROTO;
+	resp = calloc(1, sizeof(*resp));
+	if (!resp)
+		return -ENOMEM;
 	memmove(buf, body, blen);
 	buf[blen] = '\0';
-	resp = calloc(1, sizeof(*resp));
-	if (!resp) {
-		r = -ENOMEM;
-		goto out;
-	}
 	resp->status = h.status;
 	resp->body = buf;
 	resp->len = blen;
 	resp->retry_after = h.retry_after;
-	buf = NULL;
 	client__parse_error(resp);
 	*ret = resp;
-	r = 0;
-out:
-	free(buf);
-	return r;
+	return 0;
 }
 
 static int once(struct flash_client *c, const char *method, const char *path, enum flash_auth_action action,
@@ -389,6 +394,12 @@ static int call(struct flash_client *c, const char *method, const char *path, en
 	}
 	*ret = resp;
 	return 0;
+}
+
+int client__call(struct flash_client *c, const char *method, const char *path, enum flash_auth_action action,
+		 const char *body, size_t body_len, struct flash_client_response **ret)
+{
+	return call(c, method, path, action, false, 0, body, body_len, ret);
 }
 
 bool client__id_ok(const char *id)

@@ -420,7 +420,13 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 			goto fail;
 		}
 	}
-	r = op_http_start(d->provider, &opts->http, &d->http, err, err_size);
+	/* The routes serve the sandbox provider when there is one. */
+	struct op_http_opts ho = opts->http;
+
+	ho.sz = sizeof(ho);
+	ho.sandbox = d->sandbox;
+	ho.sandbox_opts = OPTS_GET(opts, sandbox_http, NULL);
+	r = op_http_start(d->provider, &ho, &d->http, err, err_size);
 	if (r < 0)
 		goto fail;
 	if (OPTS_GET(opts, webhook, false)) {

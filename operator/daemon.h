@@ -17,6 +17,7 @@
 #include "k8s-reconcile.h"
 #include "provider.h"
 #include "sandbox-gvisor.h"
+#include "sandbox-http.h"
 
 /* Autoscaling settings from the command line (flash-operator(8)
  * --autoscale-period, --autoscale-window, --autoscale-tolerance); each
@@ -68,6 +69,9 @@ struct op_daemon_opts {
 	 * gVisor backend with these options (its registry defaults to the
 	 * daemon's) behind a <flash/sandbox.h> provider; NULL: none. */
 	const struct op_sandbox_gvisor_opts *sandbox;
+	/* Bounds of the provider/v1 sandbox routes over it (sandbox-http.h);
+	 * NULL: their defaults. */
+	const struct op_sandbox_http_opts *sandbox_http;
 };
 
 struct op_daemon;

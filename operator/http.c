@@ -21,6 +21,7 @@
 
 #include "http.h"
 #include "http-server.h"
+#include "sandbox-http.h"
 #include "json.h"
 #include "util.h"
 
@@ -32,6 +33,7 @@ struct op_http {
 	char *cert, *key;
 	size_t key_len;
 	char *unix_path;
+	struct op_sandbox_http *sandbox; /* NULL: no sandbox routes */
 };
 
 /* Per request: the body as it arrives; an exec session reserved until
@@ -39,6 +41,7 @@ struct op_http {
 struct pending {
 	struct http_body body;
 	struct op_shell_session *upgrade;
+	struct op_sandbox_req *sandbox; /* a sandbox route's request (sandbox-http.h) */
 };
 
 static enum MHD_Result send_answer(struct MHD_Connection *conn, const struct op_response *r)
@@ -153,8 +156,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!pd)
 			return MHD_NO;
 		*con_cls = pd;
+		if (h->sandbox && op_sandbox_http_path(url))
+			return op_sandbox_http_begin(h->sandbox, conn, method, url, &pd->sandbox);
 		return MHD_YES;
 	}
+	if (pd->sandbox)
+		return op_sandbox_http_step(pd->sandbox, conn, upload_data, upload_size);
 	if (*upload_size) {
 		if (http_body_feed(&pd->body, upload_data, *upload_size, h->max_body) < 0)
 			return MHD_NO;
@@ -199,6 +206,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (pd) {
 		/* Queued but never upgraded (the client went away first). */
 		op_shell_cancel(pd->upgrade);
+		op_sandbox_http_completed(pd->sandbox);
 		http_body_free(&pd->body);
 		free(pd);
 		*con_cls = NULL;
@@ -379,6 +387,7 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 		.handler = on_request,
 		.completed = on_completed,
 		.upgrade = true, /* the Web Shell's WebSocket */
+		.suspend = true, /* the sandbox routes' streams */
 		.reserved = door_reserved,
 		.refusal = door_refusal,
 	};
@@ -399,6 +408,13 @@ int op_http_start(struct op_provider *p, const struct op_http_opts *opts, struct
 		return -ENOMEM;
 	h->provider = p;
 	h->max_body = OPTS_GET(opts, max_body_bytes, 0) ?: 1u << 20;
+	if (OPTS_GET(opts, sandbox, NULL)) {
+		r = op_sandbox_http_new(p, opts->sandbox, OPTS_GET(opts, sandbox_opts, NULL), &h->sandbox);
+		if (r < 0) {
+			snprintf(err, err_size, "cannot set up the sandbox routes: %s", strerror(-r));
+			goto fail;
+		}
+	}
 
 	r = http_server_new(&so, &h->door);
 	if (r < 0) {
@@ -478,7 +494,10 @@ void op_http_stop(struct op_http *h)
 		return;
 	/* Upgraded connections end before the server stops. */
 	op_provider_stop_exec(h->provider);
+	/* Suspended connections are resumed before libmicrohttpd stops. */
+	op_sandbox_http_stop(h->sandbox);
 	http_server_free(h->door);
+	op_sandbox_http_free(h->sandbox);
 	if (h->unix_path) {
 		unlink(h->unix_path);
 		free(h->unix_path);

@@ -24,6 +24,9 @@
 
 #include "provider.h"
 
+struct flash_sandbox_provider;
+struct op_sandbox_http_opts;
+
 struct op_http_opts {
 	size_t sz;
 	const char *listen;        /* "ADDRESS:PORT" ("[v6]:PORT"); NULL: no TCP */
@@ -38,6 +41,10 @@ struct op_http_opts {
 	unsigned int threads;      /* 0: one per CPU (at most 16) */
 	unsigned int header_timeout_ms; /* to receive a head; 0: min(timeout_s, 5 s) */
 	unsigned int reserved_connections; /* of those served, for GET /healthz; 0: 1/16 */
+	/* Sandbox sessions (sandbox-http.h): served under
+	 * /provider/v1/sandboxes when set (borrowed, outlives the server). */
+	struct flash_sandbox_provider *sandbox;
+	const struct op_sandbox_http_opts *sandbox_opts; /* NULL: defaults */
 };
 
 struct op_http;

@@ -40,7 +40,8 @@ static const char *const route_names[OP_ROUTE_COUNT_] = {
 	[OP_ROUTE_CREATE] = "create", [OP_ROUTE_UPDATE] = "update",   [OP_ROUTE_DELETE] = "delete",
 	[OP_ROUTE_GET] = "get",       [OP_ROUTE_LIST] = "list",       [OP_ROUTE_USAGE] = "usage", [OP_ROUTE_LOGS] = "logs",
 	[OP_ROUTE_EXEC] = "exec",
-	[OP_ROUTE_METRICS] = "metrics", [OP_ROUTE_HEALTHZ] = "healthz", [OP_ROUTE_OTHER] = "other",
+	[OP_ROUTE_METRICS] = "metrics", [OP_ROUTE_HEALTHZ] = "healthz", [OP_ROUTE_SANDBOX] = "sandbox",
+	[OP_ROUTE_OTHER] = "other",
 };
 
 static const char *const refusal_names[OP_REFUSED_COUNT_] = {

@@ -23,6 +23,7 @@ enum op_route {
 	OP_ROUTE_EXEC,
 	OP_ROUTE_METRICS,
 	OP_ROUTE_HEALTHZ,
+	OP_ROUTE_SANDBOX, /* every /provider/v1/sandboxes route (sandbox-http.h) */
 	OP_ROUTE_OTHER, /* no route matched */
 	OP_ROUTE_COUNT_,
 };

@@ -701,6 +701,43 @@ static bool verify_token(struct op_provider *p, const struct op_request *req, st
 	return true;
 }
 
+struct op_metrics *op_provider_metrics(struct op_provider *p)
+{
+	return p ? p->o.metrics : NULL;
+}
+
+bool op_provider_authorize(struct op_provider *p, const char *authorization, enum flash_auth_action action,
+			   struct flash_auth_token **ret_token, struct op_response *ret)
+{
+	struct op_request req = { .method = "", .path = "", .authorization = authorization };
+	struct command c = { .action = action };
+
+	memset(ret, 0, sizeof(*ret));
+	ret->content_type = "application/json";
+	if (!verify_token(p, &req, &c, ret)) {
+		if (!ret->body)
+			set_static_500(ret);
+		return false;
+	}
+	*ret_token = c.token;
+	return true;
+}
+
+void op_response_error(struct op_response *ret, int status, const char *code, const struct flash_diag *diag,
+		       const char *fmt, ...)
+{
+	char msg[1536];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	free(ret->body);
+	ret->body = NULL;
+	ret->content_type = "application/json";
+	answer_error_extra(ret, status, code, diag && flash_diag_first_error(diag) ? extra_diag : NULL, diag, "%s", msg);
+}
+
 /* The body of create/update: an object with exactly the allowed keys. */
 static bool parse_body(const struct op_request *req, struct command *c, struct op_response *ret)
 {

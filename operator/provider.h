@@ -34,6 +34,7 @@
 #ifndef FLASH_OPERATOR_PROVIDER_H
 #define FLASH_OPERATOR_PROVIDER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <flash/auth.h>
@@ -162,6 +163,23 @@ void op_provider_stop_exec(struct op_provider *p);
  * a 500 with a static body). */
 void op_provider_handle(struct op_provider *p, const struct op_request *req, struct op_response *ret);
 void op_response_clear(struct op_response *r);
+
+/* The token check of every provider route, for routes served outside
+ * op_provider_handle() (sandbox-http.h): the bearer token of
+ * @authorization (the header, NULL when absent) verified for @action
+ * with the provider's keys, issuer, audience, clock and skew.  true with
+ * *ret_token (flash_auth_token_free()); false with the refusal (401, 403
+ * "wrong-action") in @ret. */
+bool op_provider_authorize(struct op_provider *p, const char *authorization, enum flash_auth_action action,
+			   struct flash_auth_token **ret_token, struct op_response *ret);
+/* The provider's metrics (NULL: none kept), for routes served outside
+ * op_provider_handle(). */
+struct op_metrics *op_provider_metrics(struct op_provider *p);
+/* An error answer in the provider API's shape into @ret (its body
+ * replaced): {"error": {"code": @code, "message": ..., and with @diag
+ * "path" and "problems"}}. */
+void op_response_error(struct op_response *ret, int status, const char *code, const struct flash_diag *diag,
+		       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* The service id of (@org, @project, @name): "fs-" and the first 32 hex
  * digits of BLAKE2b-256 over their length-prefixed encoding, so that a

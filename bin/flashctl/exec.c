@@ -78,7 +78,7 @@ static int make_raw(void)
 	return 0;
 }
 
-static bool write_all(int fd, const void *p, size_t n)
+bool flashctl_write_all(int fd, const void *p, size_t n)
 {
 	while (n) {
 		ssize_t w = write(fd, p, n);
@@ -169,7 +169,7 @@ static int run(const struct flashctl_globals *g, struct flash_client_exec *x, bo
 		 * socket no longer shows. */
 		while ((r = flash_client_exec_recv(x, &ch, &data, &len)) == 1) {
 			if (ch == FLASH_EXEC_STDOUT || ch == FLASH_EXEC_STDERR)
-				(void)write_all(ch == FLASH_EXEC_STDOUT ? STDOUT_FILENO : STDERR_FILENO, data, len);
+				(void)flashctl_write_all(ch == FLASH_EXEC_STDOUT ? STDOUT_FILENO : STDERR_FILENO, data, len);
 		}
 		if (r < 0)
 			break;

@@ -13,6 +13,7 @@
 #ifndef FLASHCTL_H
 #define FLASHCTL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <flash/diag.h>
@@ -73,6 +74,19 @@ struct flash_auth_signer;
  * *ret_client and *ret_signer (freed by the caller; the signer may be
  * NULL), or the exit code of the provider commands (flashctl(1)) after
  * saying why on stderr. */
+/* The provider client of @g for @cmd alone (no service): as
+ * flashctl_open_service(). */
+int flashctl_open_client(const struct flashctl_globals *g, const char *cmd, const char *project,
+			 struct flash_client **ret_client, struct flash_auth_signer **ret_signer);
+struct flash_client_response;
+/* A transport error (@r < 0) or an error answer said on stderr (the
+ * answer's JSON on stdout with -o json|yaml); the exit code of the
+ * provider commands: 0, 1 refused, 3 not found, 4 not authorized, 5
+ * unreachable or unavailable. */
+int flashctl_report(const struct flashctl_globals *g, const char *cmd, int r, const struct flash_client_response *resp);
+/* Writes all of @p to @fd (EINTR retried): false on an error. */
+bool flashctl_write_all(int fd, const void *p, size_t n);
+int flashctl_session_main(int argc, char **argv, const struct flashctl_globals *g);
 int flashctl_open_service(const struct flashctl_globals *g, const char *cmd, const char *project, const char *target,
 			  char *id, size_t id_size, struct flash_client **ret_client, struct flash_auth_signer **ret_signer);
 

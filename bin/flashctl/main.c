@@ -31,6 +31,7 @@ static const struct subcommand subcommands[] = {
 	{ "list", flashctl_service_main, "list the services of the organization or project" },
 	{ "logs", flashctl_logs_main, "show (-f: follow) the replicas' standard output and error" },
 	{ "render", flashctl_render_main, "print the Kubernetes objects of a spec (YAML or JSON)" },
+	{ "session", flashctl_session_main, "sandbox sessions: create, exec, cp, export, import, reap, list" },
 	{ "token", flashctl_token_main, "sign or verify a provider command token (EdDSA JWT)" },
 	{ "update", flashctl_service_main, "replace the spec of a service" },
 	{ "usage", flashctl_service_main, "this week's metered usage of the organization" },

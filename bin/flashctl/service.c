@@ -385,6 +385,28 @@ int flashctl_open_service(const struct flashctl_globals *g, const char *cmd, con
 	return FLASHCTL_EXIT_OK;
 }
 
+int flashctl_open_client(const struct flashctl_globals *g, const char *cmd, const char *project,
+			 struct flash_client **ret_client, struct flash_auth_signer **ret_signer)
+{
+	struct ctx x = { 0 };
+	int status = ctx_init(&x, g, cmd, project);
+
+	if (status != FLASHCTL_EXIT_OK) {
+		ctx_done(&x);
+		return status;
+	}
+	*ret_client = x.client;
+	*ret_signer = x.signer;
+	return FLASHCTL_EXIT_OK;
+}
+
+int flashctl_report(const struct flashctl_globals *g, const char *cmd, int r, const struct flash_client_response *resp)
+{
+	struct ctx x = { .g = g, .cmd = cmd };
+
+	return report(&x, r, resp);
+}
+
 /* --wait polls 20 ms after the answer, doubling up to 500 ms: a replica
  * is ready about 0.5 s after its create (bench/flash), which a poll each
  * second would see only at 1 s. */

@@ -349,7 +349,7 @@ static int token_verify(int argc, char **argv, const struct flashctl_globals *g)
 		return FLASHCTL_EXIT_USAGE;
 	}
 	if (flash_auth_action_parse(action_name, &action) < 0) {
-		fprintf(stderr, "%s token verify: --action %s: expected create, update, delete, get, list, exec, usage or logs\n",
+		fprintf(stderr, "%s token verify: --action %s: expected create, update, delete, get, list, exec, usage, logs or sandbox\n",
 			g->progname, action_name);
 		return FLASHCTL_EXIT_USAGE;
 	}

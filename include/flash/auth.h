@@ -113,10 +113,11 @@ enum flash_auth_action {
 	FLASH_AUTH_ACTION_EXEC,
 	FLASH_AUTH_ACTION_USAGE,
 	FLASH_AUTH_ACTION_LOGS,
-	FLASH_AUTH_ACTION_MAX_,
+	FLASH_AUTH_ACTION_SANDBOX,      /* every sandbox session command (provision, exec, files, reap, list) */
+	FLASH_AUTH_ACTION_MAX_,         /* grows by appending before it: the values above are ABI */
 };
 
-/* "create", "update", ... ; NULL for NONE or out of range. */
+/* "create", "update", ..., "sandbox"; NULL for NONE or out of range. */
 FLASH_API const char *flash_auth_action_name(enum flash_auth_action action);
 
 /* Parses an action name (exact, lower case).  Returns 0 or -EINVAL. */

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <flash/common.h>
 
 #ifdef __cplusplus
@@ -201,6 +202,104 @@ FLASH_API bool flash_client_exec_status(const struct flash_client_exec *x, int *
 					const char **ret_reason, const char **ret_message);
 /* Closes the session (a close frame, then the connection); NULL is fine. */
 FLASH_API void flash_client_exec_free(struct flash_client_exec *x);
+
+/* ---------------------------------------------------------------- sandbox sessions */
+
+/* Sandbox sessions (token action "sandbox", flash-operator(8)): one
+ * disposable sandbox per session id.  A session belongs to the
+ * organization and project of the token that made it: its id is "sb-",
+ * 16 hex digits naming the tenant, "-" and the client's name, and the
+ * operator answers 404 for an id of another tenant.  Calls that stream
+ * (exec, read, write, import, export) return 0 when the operation ran and
+ * its outcome came back, or 0 with *ret_refusal (an error answer:
+ * "not-found", "ended", "too-large", "no-such-file", "bad-archive", ...)
+ * when the operator refused it; negative: the transport errors of the
+ * other calls, a sink's or source's error, -EPROTO (a stream cut short or
+ * malformed: the operation failed after it began), -EINVAL.  Streams have
+ * no overall deadline: the client's timeout_ms bounds each wait for
+ * progress. */
+
+/* A session id and its NUL (a DNS label of at most 63 bytes). */
+#define FLASH_CLIENT_SANDBOX_ID_STRLEN 64
+/* Longest name part of a session id. */
+#define FLASH_CLIENT_SANDBOX_NAME_MAX 43
+
+/* The id of session @name (1..43 of [a-z0-9-], starting and ending with a
+ * letter or digit) of @project in @organization, into @ret: "sb-", the
+ * first 8 bytes of BLAKE2b-256 over "flash-sandbox-tenant/1",
+ * @organization and @project (each preceded by its length as 8
+ * little-endian bytes) in lower-case hex, "-" and @name.  -EINVAL for a
+ * NULL argument or a malformed name. */
+FLASH_API FLASH_WUR int flash_client_sandbox_id(const char *organization, const char *project, const char *name,
+						char ret[FLASH_CLIENT_SANDBOX_ID_STRLEN]);
+
+/* Provision (PUT): the session's sandbox from the spec JSON (@spec_len
+ * bytes), living @ttl_s seconds (0: the operator's default); 201 when
+ * made, 200 when it was there already (idempotent). */
+FLASH_API FLASH_WUR int flash_client_sandbox_provision(struct flash_client *c, const char *session_id,
+						       const char *spec, size_t spec_len, uint32_t ttl_s,
+						       struct flash_client_response **ret);
+FLASH_API FLASH_WUR int flash_client_sandbox_get(struct flash_client *c, const char *session_id,
+						 struct flash_client_response **ret);
+/* The tenant's sessions: {"sandboxes": [...]}. */
+FLASH_API FLASH_WUR int flash_client_sandbox_list(struct flash_client *c, struct flash_client_response **ret);
+/* Reap (DELETE): returns once the sandbox is gone. */
+FLASH_API FLASH_WUR int flash_client_sandbox_reap(struct flash_client *c, const char *session_id,
+						  struct flash_client_response **ret);
+
+/* Receives bytes: 0 to go on, a negative errno to stop the call. */
+typedef int (*flash_client_sink_fn)(const void *buf, size_t len, void *userdata);
+/* Supplies up to @cap bytes: the count, 0 at the end, or a negative errno. */
+typedef ssize_t (*flash_client_source_fn)(void *buf, size_t cap, void *userdata);
+
+struct flash_client_sandbox_exec_opts {
+	size_t sz;
+	const char *const *argv;   /* NULL-terminated, argv[0] absolute; required */
+	const char *const *env;    /* "NAME=value", NULL-terminated, or NULL */
+	const char *cwd;           /* absolute, or NULL */
+	const void *stdin_data;    /* the whole standard input (at most ~700 KiB), or NULL */
+	size_t stdin_len;
+	uint32_t timeout_ms;       /* 0: the operator's default */
+	flash_client_sink_fn stdout_fn; /* NULL: discarded */
+	void *stdout_userdata;
+	flash_client_sink_fn stderr_fn; /* NULL: discarded */
+	void *stderr_userdata;
+};
+
+struct flash_client_sandbox_exec_result {
+	int exit_code;       /* 128+N for signal N; -1 when timed out */
+	bool timed_out;      /* the deadline came first: the command's process group was killed */
+	int64_t expires_at;  /* the session's, unix seconds */
+};
+
+/* Runs a command in the session's sandbox, its output streamed to the
+ * sinks as it comes.  0 with *ret_result, or 0 with *ret_refusal. */
+FLASH_API FLASH_WUR int flash_client_sandbox_exec(struct flash_client *c, const char *session_id,
+						  const struct flash_client_sandbox_exec_opts *opts,
+						  struct flash_client_sandbox_exec_result *ret_result,
+						  struct flash_client_response **ret_refusal);
+/* Streams the file @path (absolute) to @sink; refused ("too-large", 413)
+ * before any byte when it is larger than @max_bytes (0: the operator's
+ * bound). */
+FLASH_API FLASH_WUR int flash_client_sandbox_read(struct flash_client *c, const char *session_id, const char *path,
+						  uint64_t max_bytes, flash_client_sink_fn sink, void *userdata,
+						  struct flash_client_response **ret_refusal);
+/* Writes exactly @size bytes of @source to @path (absolute): the answer
+ * ({"written": N, ...} or an error) in *ret.  A source that ends early or
+ * gives more fails (-EIO) and the target stays untouched. */
+FLASH_API FLASH_WUR int flash_client_sandbox_write(struct flash_client *c, const char *session_id, const char *path,
+						   uint64_t size, flash_client_source_fn source, void *userdata,
+						   struct flash_client_response **ret);
+/* Extracts the tar stream of @source under @dir (absolute, existing),
+ * sent chunked; the answer in *ret ("bad-archive" names the member). */
+FLASH_API FLASH_WUR int flash_client_sandbox_import(struct flash_client *c, const char *session_id, const char *dir,
+						    flash_client_source_fn source, void *userdata,
+						    struct flash_client_response **ret);
+/* Streams a tar of @root (absolute, a directory) to @sink: members under
+ * one top-level directory named after @root's base name. */
+FLASH_API FLASH_WUR int flash_client_sandbox_export(struct flash_client *c, const char *session_id, const char *root,
+						    flash_client_sink_fn sink, void *userdata,
+						    struct flash_client_response **ret_refusal);
 
 #ifdef __cplusplus
 }

@@ -1005,6 +1005,10 @@ Test(action, names)
 	ASSERT_OK(flash_auth_action_parse("logs", &a), "logs");
 	cr_assert_eq(a, FLASH_AUTH_ACTION_LOGS);
 	cr_assert(!flash_auth_action_is_mutation(FLASH_AUTH_ACTION_LOGS), "reading logs carries no generation");
+	ASSERT_OK(flash_auth_action_parse("sandbox", &a), "sandbox");
+	cr_assert_eq(a, FLASH_AUTH_ACTION_SANDBOX);
+	cr_assert(!flash_auth_action_is_mutation(FLASH_AUTH_ACTION_SANDBOX), "sandbox commands carry no generation");
+	cr_assert_null(flash_auth_action_name(FLASH_AUTH_ACTION_MAX_));
 	ASSERT_ERR(flash_auth_action_parse("act", &a), -EINVAL, "act");
 	ASSERT_ERR(flash_auth_action_parse("CREATE", &a), -EINVAL, "upper case");
 	cr_assert_null(flash_auth_action_name(FLASH_AUTH_ACTION_NONE));
