@@ -10,6 +10,7 @@
 #include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
+#include <flash/sandbox.h>
 #include <flash/sched.h>
 #include <flash/spec.h>
 #include <flowsdn/common.h>
@@ -28,6 +29,7 @@ static const struct util_errblock blocks[] = {
 	{ FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_, flash__render_strerror },
 	{ FLASH_E_IMAGE_BASE, FLASH_E_IMAGE_MAX_, flash__image_strerror },
 	{ FLASH_E_SCHED_BASE, FLASH_E_SCHED_MAX_, flash__sched_strerror },
+	{ FLASH_E_SANDBOX_BASE, FLASH_E_SANDBOX_MAX_, flash__sandbox_strerror },
 	{ FLOWSDN_E_BASE, FLOWSDN_E_END, flowsdn_strerror },
 };
 

@@ -27,5 +27,6 @@ const char *flash__render_strerror(int code);
 const char *flash__meter_strerror(int code);
 const char *flash__image_strerror(int code);
 const char *flash__sched_strerror(int code);
+const char *flash__sandbox_strerror(int code);
 
 #endif

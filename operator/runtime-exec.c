@@ -177,6 +177,114 @@ out:
 	return r;
 }
 
+int op_exec_stream(const struct op_exec *e, const struct op_exec_io *io, int *ret_status)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
+	char inbuf[16384];
+	size_t in_len = 0, in_off = 0;
+	int status = 0, r = 0;
+	pid_t pid, parent;
+
+	if (!e || !e->argv || !e->argv[0] || !io || !ret_status)
+		return -EINVAL;
+	if ((io->stdin_fn && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto out;
+	}
+	parent = getpid();
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (pid == 0)
+		child(e, parent, in[0], out[1], err[1]);
+	for (int *fd = (int[]){ in[0], out[1], err[1] }, k = 0; k < 3; k++)
+		if (fd[k] >= 0)
+			close(fd[k]);
+	in[0] = out[1] = err[1] = -1;
+	if (in[1] >= 0)
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
+	while (out[0] >= 0 || err[0] >= 0) {
+		struct pollfd p[3] = { { .fd = out[0], .events = POLLIN }, { .fd = err[0], .events = POLLIN },
+				       { .fd = in[1], .events = POLLOUT } };
+		int timeout = -1;
+
+		if (io->deadline_ms) {
+			int64_t left = (int64_t)io->deadline_ms - now_ms();
+
+			if (left <= 0) {
+				r = -ETIMEDOUT;
+				break;
+			}
+			timeout = left > INT32_MAX ? INT32_MAX : (int)left;
+		}
+		if (poll(p, 3, timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		for (int i = 0; i < 2 && r == 0; i++) {
+			int *fd = i == 0 ? &out[0] : &err[0];
+			int (*sink)(const void *, size_t, void *) = i == 0 ? io->stdout_fn : io->stderr_fn;
+			void *ud = i == 0 ? io->stdout_userdata : io->stderr_userdata;
+			char chunk[16384];
+			ssize_t n;
+
+			if (*fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			n = read(*fd, chunk, sizeof(chunk));
+			if (n > 0) {
+				if (sink)
+					r = sink(chunk, (size_t)n, ud);
+			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+				close(*fd);
+				*fd = -1;
+			}
+		}
+		if (r < 0)
+			break;
+		if (in[1] >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t n;
+
+			if (in_off == in_len) {
+				n = io->stdin_fn(inbuf, sizeof(inbuf), io->stdin_userdata);
+				if (n < 0) {
+					r = (int)n;
+					break;
+				}
+				in_off = 0;
+				in_len = (size_t)n;
+				if (n == 0) {
+					close(in[1]);
+					in[1] = -1;
+					continue;
+				}
+			}
+			n = write(in[1], inbuf + in_off, in_len - in_off);
+			if (n > 0) {
+				in_off += (size_t)n;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				/* the child no longer reads its stdin */
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+	}
+	if (r < 0)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		*ret_status = status;
+out:
+	for (int *fd = (int[]){ in[0], in[1], out[0], out[1], err[0], err[1] }, k = 0; k < 6; k++)
+		if (fd[k] >= 0)
+			close(fd[k]);
+	return r;
+}
+
 void op_exec_status_str(int status, char *buf, size_t size)
 {
 	if (WIFEXITED(status))

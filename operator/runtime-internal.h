@@ -28,6 +28,26 @@ struct op_exec {
  * (ret_out, ret_err; may be NULL) are freed by the caller, NUL-terminated. */
 int op_exec_run(const struct op_exec *e, int *ret_status, char **ret_out, char **ret_err);
 
+/* Streams of op_exec_stream(): the callbacks of a sandbox exec
+ * (<flash/sandbox.h>). */
+struct op_exec_io {
+	ssize_t (*stdin_fn)(void *buf, size_t cap, void *userdata);  /* NULL: /dev/null */
+	void *stdin_userdata;
+	int (*stdout_fn)(const void *buf, size_t len, void *userdata); /* NULL: discarded */
+	void *stdout_userdata;
+	int (*stderr_fn)(const void *buf, size_t len, void *userdata); /* NULL: discarded */
+	void *stderr_userdata;
+	uint64_t deadline_ms;      /* CLOCK_MONOTONIC ms; 0: none (e->timeout_ms is not used) */
+};
+
+/* Runs @e (its argv, envp and private_proc_sys_net; not its input or
+ * fds) with stdin pulled from io->stdin_fn and stdout/stderr pushed to
+ * the sinks as they come, until both outputs end.  0 with *ret_status
+ * (the wait status); -ETIMEDOUT at the deadline, a source's or sink's
+ * error (the child SIGKILLed and reaped either way), -errno.  Needs
+ * SIGPIPE ignored (the daemons do). */
+int op_exec_stream(const struct op_exec *e, const struct op_exec_io *io, int *ret_status);
+
 /* A readable description of a wait status ("exit status 1", "signal 9"). */
 void op_exec_status_str(int status, char *buf, size_t size);
 

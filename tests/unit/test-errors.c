@@ -11,6 +11,7 @@
 #include <flash/meter.h>
 #include <flash/policy.h>
 #include <flash/render.h>
+#include <flash/sandbox.h>
 #include <flash/sched.h>
 #include <flash/spec.h>
 #include <flowsdn/cni.h>
@@ -53,6 +54,7 @@ static const struct block flash_blocks[] = {
 	{ "render", FLASH_E_RENDER_BASE, FLASH_E_RENDER_MAX_ },
 	{ "image", FLASH_E_IMAGE_BASE, FLASH_E_IMAGE_MAX_ },
 	{ "sched", FLASH_E_SCHED_BASE, FLASH_E_SCHED_MAX_ },
+	{ "sandbox", FLASH_E_SANDBOX_BASE, FLASH_E_SANDBOX_MAX_ },
 };
 
 /* Each block sits on a multiple of 100 inside its library's range, holds
