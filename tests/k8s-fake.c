@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -98,6 +99,10 @@ struct k8s_fake {
 	char *exec_protocols;
 	bool tls;
 	size_t exec_sessions;
+	bool pod_store;
+	unsigned int pod_delete_ms;
+	struct fake_pod *pods;
+	uint64_t pod_seq;
 	struct ws_thread *threads;
 	struct pod_log *logs;
 	pthread_cond_t log_cond;
@@ -871,6 +876,336 @@ static enum MHD_Result answer_exchange(struct k8s_fake *f, struct MHD_Connection
 	if (st && st->headers)
 		add_headers_text(resp, st->headers);
 	return queue(conn, resp, e->status);
+}
+
+/* ---------------------------------------------------------------- the Pod store */
+
+struct fake_pod {
+	char *ns, *name, *uid;
+	struct json_value *obj;     /* as created */
+	int64_t created;            /* unix seconds */
+	int64_t deleted_ms;         /* util_mono_ms() of the delete, 0: live */
+	uint64_t rv;
+	struct fake_pod *next;
+};
+
+static void pod_free(struct fake_pod *p)
+{
+	free(p->ns);
+	free(p->name);
+	free(p->uid);
+	json_free(p->obj);
+	free(p);
+}
+
+/* Pods deleted more than pod_delete_ms ago are gone (locked). */
+static void pods_expire(struct k8s_fake *f)
+{
+	int64_t now = util_mono_ms();
+
+	for (struct fake_pod **pp = &f->pods; *pp;) {
+		struct fake_pod *p = *pp;
+
+		if (p->deleted_ms && now - p->deleted_ms >= (int64_t)f->pod_delete_ms) {
+			*pp = p->next;
+			pod_free(p);
+			continue;
+		}
+		pp = &p->next;
+	}
+}
+
+static struct fake_pod *pod_find(struct k8s_fake *f, const char *ns, const char *name)
+{
+	for (struct fake_pod *p = f->pods; p; p = p->next)
+		if (!strcmp(p->ns, ns) && !strcmp(p->name, name))
+			return p;
+	return NULL;
+}
+
+static void time_text(int64_t t, char buf[32])
+{
+	time_t s = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The stored Pod as the API server shows it: its metadata with uid,
+ * resourceVersion, creationTimestamp (and deletionTimestamp while it is
+ * terminating), its spec, and a status the fake's "kubelet" writes: Running
+ * and Ready at once. */
+static void pod_write(struct json_writer *w, const struct fake_pod *p)
+{
+	const struct json_value *o = p->obj, *md = json_get(o, "metadata");
+	char t[32], rv[24];
+
+	jw_object_open(w);
+	for (size_t i = 0; i < o->u.object.n; i++) {
+		const struct json_member *m = &o->u.object.members[i];
+
+		if (!strcmp(m->key, "metadata") || !strcmp(m->key, "status"))
+			continue;
+		jw_key(w, m->key);
+		jw_value(w, m->value);
+	}
+	jw_key(w, "metadata");
+	jw_object_open(w);
+	for (size_t i = 0; json_is(md, JSON_OBJECT) && i < md->u.object.n; i++) {
+		const struct json_member *m = &md->u.object.members[i];
+
+		if (!strcmp(m->key, "uid") || !strcmp(m->key, "resourceVersion") || !strcmp(m->key, "creationTimestamp") ||
+		    !strcmp(m->key, "name") || !strcmp(m->key, "namespace") || !strcmp(m->key, "generateName"))
+			continue;
+		jw_key(w, m->key);
+		jw_value(w, m->value);
+	}
+	jw_kv_string(w, "name", p->name);
+	jw_kv_string(w, "namespace", p->ns);
+	jw_kv_string(w, "uid", p->uid);
+	snprintf(rv, sizeof(rv), "%" PRIu64, p->rv);
+	jw_kv_string(w, "resourceVersion", rv);
+	time_text(p->created, t);
+	jw_kv_string(w, "creationTimestamp", t);
+	if (p->deleted_ms) {
+		jw_kv_string(w, "deletionTimestamp", t);
+		jw_kv_int(w, "deletionGracePeriodSeconds", 0);
+	}
+	jw_object_close(w);
+	jw_key(w, "status");
+	jw_object_open(w);
+	jw_kv_string(w, "phase", "Running");
+	jw_key(w, "conditions");
+	jw_array_open(w);
+	jw_object_open(w);
+	jw_kv_string(w, "type", "Ready");
+	jw_kv_string(w, "status", p->deleted_ms ? "False" : "True");
+	jw_object_close(w);
+	jw_array_close(w);
+	jw_object_close(w);
+	jw_object_close(w);
+}
+
+/* Does @p's labels match @sel ("k=v,k,k!=v": equality, existence,
+ * inequality)? */
+static bool pod_selected(const struct fake_pod *p, const char *sel)
+{
+	const struct json_value *labels = json_at(p->obj, "metadata.labels");
+
+	for (const char *s = sel; s && *s;) {
+		const char *e = strchr(s, ',');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		char term[512], *eq;
+		const char *have;
+		bool neg = false;
+
+		if (n >= sizeof(term))
+			return false;
+		memcpy(term, s, n);
+		term[n] = '\0';
+		eq = strchr(term, '=');
+		if (eq) {
+			if (eq > term && eq[-1] == '!') {
+				neg = true;
+				eq[-1] = '\0';
+			}
+			*eq++ = '\0';
+			if (*eq == '=')
+				eq++;
+		}
+		have = json_string_value(json_get(labels, term));
+		if (!eq ? !have : neg ? (have && !strcmp(have, eq)) : (!have || strcmp(have, eq)))
+			return false;
+		s = e ? e + 1 : NULL;
+	}
+	return true;
+}
+
+static enum MHD_Result json_answer(struct MHD_Connection *conn, int status, char *body)
+{
+	struct MHD_Response *resp;
+
+	if (!body)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	return queue(conn, resp, status);
+}
+
+/* A Status whose message is @pre @name @post. */
+static char *pod_status_body(int code, const char *reason, const char *pre, const char *name, const char *post)
+{
+	char *msg = NULL, *body = NULL;
+
+	if (asprintf(&msg, "%s%s%s", pre, name, post) < 0)
+		return NULL;
+	if (asprintf(&body,
+		     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"%s\","
+		     "\"reason\":\"%s\",\"details\":{\"name\":\"%s\",\"kind\":\"pods\"},\"code\":%d}",
+		     msg, reason, name, code) < 0)
+		body = NULL;
+	free(msg);
+	return body;
+}
+
+/* /api/v1/namespaces/NS/pods[/NAME]: the store's answer, or false when
+ * the path is not the store's. */
+static bool answer_pods(struct k8s_fake *f, struct MHD_Connection *conn, const char *method, const char *url,
+			const struct qcollect *q, const struct conn *c, enum MHD_Result *ret)
+{
+	static const char pre[] = "/api/v1/namespaces/";
+	char ns[256], name[256] = "";
+	const char *p, *e;
+	struct json_writer *w;
+	char *body = NULL;
+	int status = 200;
+
+	if (strncmp(url, pre, sizeof(pre) - 1))
+		return false;
+	p = url + sizeof(pre) - 1;
+	e = strchr(p, '/');
+	if (!e || (size_t)(e - p) >= sizeof(ns) || strncmp(e, "/pods", 5) || (e[5] && e[5] != '/'))
+		return false;
+	memcpy(ns, p, (size_t)(e - p));
+	ns[e - p] = '\0';
+	if (e[5] == '/') {
+		if (strchr(e + 6, '/') || strlen(e + 6) >= sizeof(name) || !e[6])
+			return false;
+		snprintf(name, sizeof(name), "%s", e + 6);
+	}
+	pthread_mutex_lock(&f->lock);
+	pods_expire(f);
+	if (!strcmp(method, "POST") && !name[0]) {
+		struct json_value *obj = NULL;
+		const char *nm = NULL, *gen = NULL;
+		struct fake_pod *np;
+
+		if (!c->body.p || json_parse(c->body.p, c->body.len, NULL, &obj, NULL) < 0 || obj->type != JSON_OBJECT) {
+			json_free(obj);
+			status = 400;
+			body = pod_status_body(400, "BadRequest", "the body of a Pod create is not a JSON object", "", "");
+		} else {
+			nm = json_string_value(json_at(obj, "metadata.name"));
+			gen = json_string_value(json_at(obj, "metadata.generateName"));
+			if (!nm && gen) {
+				snprintf(name, sizeof(name), "%s%05u", gen, (unsigned int)(++f->pod_seq % 100000));
+				nm = name;
+			}
+			if (!nm) {
+				json_free(obj);
+				status = 422;
+				body = pod_status_body(422, "Invalid", "Pod is invalid: metadata.name: Required value", "", "");
+			} else if (pod_find(f, ns, nm)) {
+				status = 409;
+				body = pod_status_body(409, "AlreadyExists", "pods \\\"", nm, "\\\" already exists");
+				json_free(obj);
+			} else if ((np = calloc(1, sizeof(*np)))) {
+				char uid[48];
+
+				snprintf(uid, sizeof(uid), "0f0f0f0f-0000-4000-8000-%012" PRIu64, ++f->pod_seq);
+				np->ns = strdup(ns);
+				np->name = strdup(nm);
+				np->uid = strdup(uid);
+				np->obj = obj;
+				np->created = time(NULL);
+				np->rv = ++f->pod_seq;
+				np->next = f->pods;
+				f->pods = np;
+				status = 201;
+				w = json_writer_new(0);
+				pod_write(w, np);
+				if (json_writer_finish(w, &body, NULL) < 0)
+					body = NULL;
+			} else {
+				json_free(obj);
+			}
+		}
+	} else if (!strcmp(method, "GET") && !name[0]) {
+		const char *sel = NULL;
+
+		for (size_t i = 0; i < q->n; i++)
+			if (!strcmp(q->q[i].key, "labelSelector"))
+				sel = q->q[i].value;
+		w = json_writer_new(0);
+		jw_object_open(w);
+		jw_kv_string(w, "kind", "PodList");
+		jw_kv_string(w, "apiVersion", "v1");
+		jw_key(w, "metadata");
+		jw_object_open(w);
+		jw_kv_string(w, "resourceVersion", "1");
+		jw_object_close(w);
+		jw_key(w, "items");
+		jw_array_open(w);
+		for (struct fake_pod *pd = f->pods; pd; pd = pd->next)
+			if (!strcmp(pd->ns, ns) && pod_selected(pd, sel))
+				pod_write(w, pd);
+		jw_array_close(w);
+		jw_object_close(w);
+		if (json_writer_finish(w, &body, NULL) < 0)
+			body = NULL;
+	} else if ((!strcmp(method, "GET") || !strcmp(method, "DELETE")) && name[0]) {
+		struct fake_pod *pd = pod_find(f, ns, name);
+
+		if (!pd) {
+			status = 404;
+			body = pod_status_body(404, "NotFound", "pods \\\"", name, "\\\" not found");
+		} else {
+			if (!strcmp(method, "DELETE") && !pd->deleted_ms) {
+				pd->deleted_ms = util_mono_ms();
+				pd->rv = ++f->pod_seq;
+			}
+			w = json_writer_new(0);
+			pod_write(w, pd);
+			if (json_writer_finish(w, &body, NULL) < 0)
+				body = NULL;
+			if (!strcmp(method, "DELETE") && f->pod_delete_ms == 0) {
+				for (struct fake_pod **pp = &f->pods; *pp; pp = &(*pp)->next)
+					if (*pp == pd) {
+						*pp = pd->next;
+						pod_free(pd);
+						break;
+					}
+			}
+		}
+	} else {
+		status = 405;
+		body = pod_status_body(405, "MethodNotAllowed", "the fake's Pod store does not take this method", "", "");
+	}
+	pthread_mutex_unlock(&f->lock);
+	record(f, conn, method, url, q, c, NULL, false, status, false);
+	*ret = json_answer(conn, status, body);
+	return true;
+}
+
+/* With the Pod store on: is the Pod there and not terminating? */
+static bool pod_live(struct k8s_fake *f, const char *ns, const char *name)
+{
+	struct fake_pod *p;
+	bool live;
+
+	pthread_mutex_lock(&f->lock);
+	pods_expire(f);
+	p = pod_find(f, ns, name);
+	live = p && !p->deleted_ms;
+	pthread_mutex_unlock(&f->lock);
+	return live;
+}
+
+size_t k8s_fake_pod_count(struct k8s_fake *f)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&f->lock);
+	pods_expire(f);
+	for (struct fake_pod *p = f->pods; p; p = p->next)
+		n++;
+	pthread_mutex_unlock(&f->lock);
+	return n;
 }
 
 /* ---------------------------------------------------------------- pods/exec */
@@ -1788,9 +2123,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		char ns[256], pod[256];
 
 		if (f->exec_root && !strcmp(method, "GET") && pod_subresource(url, "exec", ns, pod, sizeof(ns))) {
-			ret = answer_exec(f, conn, url, ns, pod, &q, c, NULL);
+			if (f->pod_store && !pod_live(f, ns, pod)) {
+				record(f, conn, method, url, &q, c, NULL, false, 404, false);
+				ret = json_answer(conn, 404, pod_status_body(404, "NotFound", "pods \\\"", pod, "\\\" not found"));
+			} else {
+				ret = answer_exec(f, conn, url, ns, pod, &q, c, NULL);
+			}
 			goto out;
 		}
+		if (f->pod_store && answer_pods(f, conn, method, url, &q, c, &ret))
+			goto out;
 		if (!strcmp(method, "GET") && pod_subresource(url, "log", ns, pod, sizeof(ns))) {
 			ret = answer_log(f, conn, url, ns, pod, &q, c);
 			goto out;
@@ -1915,6 +2257,8 @@ int k8s_fake_new(const struct k8s_fake_opts *opts, struct k8s_fake **ret)
 	}
 	flags |= MHD_ALLOW_UPGRADE;
 	f->tls = tls;
+	f->pod_store = opts && opts->pod_store;
+	f->pod_delete_ms = opts ? opts->pod_delete_ms : 0;
 	if (tls) {
 		flags |= MHD_USE_TLS;
 		f->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, f, MHD_OPTION_SOCK_ADDR, &sa,
@@ -1983,6 +2327,12 @@ void k8s_fake_free(struct k8s_fake *f)
 	}
 	free(f->exec_root);
 	free(f->exec_protocols);
+	while (f->pods) {
+		struct fake_pod *p = f->pods;
+
+		f->pods = p->next;
+		pod_free(p);
+	}
 	pthread_cond_destroy(&f->log_cond);
 	for (s = f->steps; s; s = next) {
 		next = s->next;

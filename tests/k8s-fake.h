@@ -80,6 +80,16 @@ struct k8s_fake_opts {
 	/* the subprotocols the exec endpoint speaks, comma-separated; NULL:
 	 * "v5.channel.k8s.io,v4.channel.k8s.io" */
 	const char *exec_protocols;
+	/* A Pod store (synthesised, as a sandbox backend needs one): POST
+	 * (201, or 409 AlreadyExists for a name taken; generateName
+	 * honoured), GET of one (404 Status when absent), list with a
+	 * labelSelector (k=v, k, k!=v), DELETE (the Pod answered with its
+	 * deletionTimestamp, gone @pod_delete_ms later; 0: at once) of
+	 * /api/v1/namespaces/NS/pods[/NAME].  A stored Pod is Running and
+	 * Ready at once (the fake's kubelet); with exec_root, exec into a Pod
+	 * not stored (or terminating) is a 404 Status. */
+	bool pod_store;
+	unsigned int pod_delete_ms;
 };
 
 int k8s_fake_new(const struct k8s_fake_opts *opts, struct k8s_fake **ret);
@@ -153,6 +163,9 @@ const char *k8s_fake_query_arg(const struct k8s_fake_request *r, const char *key
 /* Requests answered with the "no exchange" 404. */
 size_t k8s_fake_unmatched(struct k8s_fake *f);
 void k8s_fake_reset_requests(struct k8s_fake *f);
+
+/* Pods in the store (terminating ones included). */
+size_t k8s_fake_pod_count(struct k8s_fake *f);
 
 /* Exec sessions finished so far (the status sent, the process reaped). */
 size_t k8s_fake_exec_sessions(struct k8s_fake *f);
