@@ -200,25 +200,6 @@ static int host_of(const char *server, char *buf, size_t size)
 	return 0;
 }
 
-static int curl_connect_errno(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return -EHOSTUNREACH;
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
-		return -EKEYREJECTED;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	default:
-		return -EPROTO;
-	}
-}
-
 static int connect_server(struct k8s_client *c, struct k8s_exec *x, unsigned int timeout_ms, struct k8s_status *st)
 {
 	curl_socket_t sock = CURL_SOCKET_BAD;
@@ -245,7 +226,7 @@ static int connect_server(struct k8s_client *c, struct k8s_exec *x, unsigned int
 	curl_easy_setopt(x->curl, CURLOPT_WRITEFUNCTION, NULL);
 	cc = curl_easy_perform(x->curl);
 	if (cc != CURLE_OK) {
-		int r = curl_connect_errno(cc);
+		int r = k8s_curl_errno(cc);
 
 		fail(x, r, "connecting to %s: %s", c->server, curl_easy_strerror(cc));
 		if (st) {

@@ -290,7 +290,7 @@ static void token_refresh(struct k8s_client *c)
 }
 
 /* What a curl failure means (k8s.h). */
-static int curl_errno(CURLcode cc)
+int k8s_curl_errno(CURLcode cc)
 {
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
@@ -463,7 +463,7 @@ int k8s_request(struct k8s_client *c, struct k8s_req *req, struct k8s_status *st
 				fill_transport_status(st, -EMSGSIZE, msg);
 				return -EMSGSIZE;
 			}
-			r = a.idle ? -ETIMEDOUT : curl_errno(cc);
+			r = a.idle ? -ETIMEDOUT : k8s_curl_errno(cc);
 			if (cc == CURLE_WRITE_ERROR)
 				r = -ENOMEM;
 			snprintf(msg, sizeof(msg), "%s %s: %s", req->method, req->path_query,

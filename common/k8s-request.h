@@ -72,6 +72,9 @@ int k8s_request(struct k8s_client *c, struct k8s_req *req, struct k8s_status *st
 int k8s_auth_header(struct k8s_client *c, char **ret);
 void k8s_req_done(struct k8s_req *req);
 
+/* The errno of a failed transfer (k8s.h's transport errors). */
+int k8s_curl_errno(CURLcode cc);
+
 /* "?k=v&k=v" built up with escaped values (NULL values skipped). */
 struct k8s_query {
 	struct util_buf b;

@@ -32,7 +32,7 @@ struct pods_acc {
 	int err;
 };
 
-static bool pod_ready(const struct json_value *pod)
+bool op_k8s_pod_ready(const struct json_value *pod)
 {
 	const struct json_value *conds = json_at(pod, "status.conditions");
 	const char *phase = json_string_value(json_at(pod, "status.phase"));
@@ -74,7 +74,7 @@ static int pod_item(const struct json_value *item, void *userdata)
 
 	if (!name || !names_dns_subdomain_valid(name) || strlen(name) >= sizeof(p->name) || !owned_by_replicaset(item))
 		return 0;
-	ready = pod_ready(item);
+	ready = op_k8s_pod_ready(item);
 	if (a->ready_only && !ready)
 		return 0;
 	p = realloc(a->v, (a->n + 1) * sizeof(*p));

@@ -232,6 +232,10 @@ struct op_k8s_pod {
 	bool ready;
 };
 
+/* A Pod is ready: phase Running, condition Ready True, not being
+ * deleted (the Web Shell's Pods, sandbox sessions). */
+bool op_k8s_pod_ready(const struct json_value *pod);
+
 /* The Pods of service @id of @org (and @project when not NULL) through
  * @c, in replica order, only the ready ones when @ready_only: *ret
  * (free()) and *ret_n; the namespace in @ret_ns (may be NULL).  The

@@ -16,6 +16,7 @@
 
 #include "json.h"
 #include "k8s-exec.h"
+#include "k8s-reconcile.h"
 #include "names.h"
 #include "sandbox-k8s.h"
 #include "util.h"
@@ -461,23 +462,6 @@ static const char *failure_reason(const struct json_value *pod)
 	return NULL;
 }
 
-static bool pod_ready(const struct json_value *pod)
-{
-	const struct json_value *conds = json_at(pod, "status.conditions");
-	const char *phase = json_string_value(json_at(pod, "status.phase"));
-
-	if (json_at(pod, "metadata.deletionTimestamp") || !phase || strcmp(phase, "Running"))
-		return false;
-	for (size_t i = 0; json_is(conds, JSON_ARRAY) && i < conds->u.array.n; i++) {
-		const struct json_value *c = conds->u.array.items[i];
-		const char *t = json_string_value(json_get(c, "type")), *s = json_string_value(json_get(c, "status"));
-
-		if (t && s && !strcmp(t, "Ready"))
-			return !strcmp(s, "True");
-	}
-	return false;
-}
-
 /* The live Pod of a session: the one not terminating (the first). */
 static const struct json_value *live_pod(const struct found *f)
 {
@@ -568,7 +552,7 @@ static int wait_ready(struct backend *b, struct k8s_client *c, const char *id, s
 				found_clear(&f);
 				return -FLASH_E_SANDBOX_ENDED;
 			}
-			if (pod_ready(pod)) {
+			if (op_k8s_pod_ready(pod)) {
 				found_clear(&f);
 				return 0;
 			}

@@ -1966,20 +1966,13 @@ static const char *arg_value(const struct qcollect *q, const char *key)
 static enum MHD_Result status_answer(struct MHD_Connection *conn, int code, const char *reason, const char *msg)
 {
 	char *body = NULL;
-	struct MHD_Response *resp;
 
 	if (asprintf(&body,
 		     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
 		     "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
 		     msg, reason, code) < 0)
 		return MHD_NO;
-	resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/json");
-	return queue(conn, resp, code);
+	return json_answer(conn, code, body);
 }
 
 static enum MHD_Result answer_log(struct k8s_fake *f, struct MHD_Connection *conn, const char *url, const char *ns,
