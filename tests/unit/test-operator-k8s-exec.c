@@ -9,8 +9,9 @@
  * readiness, the label selector sent, the exact argv, stdin and its end,
  * the exit code in STATUS, a terminal's initial size, the time limit, the
  * session cap, 404/409 for replicas that are absent or not ready, no
- * token of the cluster in what the client receives, and the logs route's
- * lines (per replica, since, merged by time).
+ * token of the cluster in what the client receives, the logs route's
+ * lines (per replica, since, merged by time), and libflash's client
+ * (flashctl exec and logs) over the operator's HTTP listener.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #include "k8s.h"
 #include "operator-helpers.h"
 #include "provider.h"
+#include "http.h"
 #include "store.h"
 #include "util.h"
 #include "websocket.h"
@@ -538,5 +540,94 @@ Test(k8s_exec_route, logs_of_the_pods)
 	ASSERT_STREQ(json_string_value(json_get(lines->u.array.items[0], "text")), "a two", "since and replica");
 	json_free(v);
 	op_response_clear(&r);
+	env_down(&e);
+}
+
+/* libflash's client (what flashctl exec and flashctl logs use) over the
+ * operator's HTTP listener, the operator in Kubernetes mode, the fake API
+ * server behind it. */
+Test(k8s_exec_route, libflash_client_through_the_http_listener)
+{
+	const char *argv[] = { "/bin/sh", "-c", "read x; echo \"got $x\"; echo oops >&2; exit 7" };
+	struct env e;
+	struct op_http *http = NULL;
+	struct flash_client *fc = NULL;
+	struct flash_client_exec *x = NULL;
+	struct flash_client_response *refusal = NULL, *resp = NULL;
+	struct util_buf out = { 0 }, err = { 0 };
+	char sock[128], endpoint[160];
+	int code = -1;
+
+	env_up(&e, 0, 0);
+	snprintf(sock, sizeof(sock), "%s/op.sock", e.dir);
+	snprintf(endpoint, sizeof(endpoint), "unix:%s", sock);
+	{
+		struct op_http_opts ho = { .sz = sizeof(ho), .unix_path = sock, .threads = 2 };
+
+		ASSERT_OK(op_http_start(e.prov, &ho, &http, NULL, 0), "HTTP listener");
+	}
+	{
+		struct flash_client_opts co = { .sz = sizeof(co), .endpoint = endpoint, .timeout_ms = 10000 };
+		struct flash_client_identity id = { .sz = sizeof(id), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE,
+						    .organization = "org-a", .project = "p1" };
+
+		ASSERT_OK(flash_client_new(&co, &fc), "client");
+		ASSERT_OK(flash_client_set_signer(fc, e.signer, &id), "signer");
+	}
+	push_pods(&e);
+	{
+		struct flash_client_exec_opts xo = { .sz = sizeof(xo), .argv = argv, .argc = 3, .replica = 1 };
+
+		ASSERT_OK(flash_client_exec_open(fc, e.id, &xo, &x, &refusal), "exec through the operator");
+	}
+	ASSERT_OK(flash_client_exec_send(x, FLASH_EXEC_STDIN, "hi\n", 3), "stdin");
+	ASSERT_OK(flash_client_exec_close_stdin(x), "stdin's end");
+	for (int64_t end = util_mono_ms() + 10000; !flash_client_exec_status(x, &code, NULL, NULL);) {
+		unsigned int ch;
+		const void *data;
+		size_t len;
+		int r = flash_client_exec_recv(x, &ch, &data, &len);
+
+		cr_assert_lt(util_mono_ms(), end, "STATUS in time");
+		if (r == 0) {
+			struct pollfd p = { .fd = flash_client_exec_fd(x), .events = POLLIN };
+
+			(void)poll(&p, 1, 100);
+			continue;
+		}
+		cr_assert_eq(r, 1, "a message: %d", r);
+		if (ch == FLASH_EXEC_STDOUT)
+			ASSERT_OK(util_buf_append(&out, data, len, 4096), "stdout");
+		else if (ch == FLASH_EXEC_STDERR)
+			ASSERT_OK(util_buf_append(&err, data, len, 4096), "stderr");
+	}
+	cr_assert_eq(code, 7, "the remote exit code (%d)", code);
+	ASSERT_STREQ(str(&out), "got hi\n", "stdout");
+	ASSERT_STREQ(str(&err), "oops\n", "stderr apart");
+	flash_client_exec_free(x);
+	/* It ran in replica 1: web-b's directory exists, web-a's does not. */
+	{
+		char p[256];
+
+		snprintf(p, sizeof(p), "%s/pods/org-a/web-b", e.dir);
+		cr_assert_eq(access(p, F_OK), 0, "replica 1 is web-b");
+	}
+	/* flashctl logs' call. */
+	ASSERT_OK(k8s_fake_pod_log_add(e.fake, "org-a", "web-b", "app", 0, "hello from web-b"), "log");
+	push_pods(&e);
+	ASSERT_OK(flash_client_logs(fc, e.id, 1, NULL, &resp), "logs");
+	cr_assert_eq(flash_client_response_status(resp), 200);
+	{
+		size_t len = 0;
+		const char *body = flash_client_response_body(resp, &len);
+
+		cr_assert_not_null(strstr(body, "\"text\":\"hello from web-b\""), "%s", body);
+		cr_assert_not_null(strstr(body, "\"replica\":1"), "%s", body);
+	}
+	flash_client_response_free(resp);
+	flash_client_free(fc);
+	op_http_stop(http);
+	free(out.p);
+	free(err.p);
 	env_down(&e);
 }
