@@ -608,6 +608,7 @@ int k8s_exec_status_parse(const char *text, size_t len, int *ret_code, struct k8
 	struct json_value *doc = NULL;
 	struct k8s_status local = { 0 }, *st = ret_status ? ret_status : &local;
 	const char *s;
+	bool failure;
 	int r;
 
 	if (!text || !ret_code)
@@ -625,14 +626,11 @@ int k8s_exec_status_parse(const char *text, size_t len, int *ret_code, struct k8
 		*ret_code = 0;
 		return 0;
 	}
+	failure = !strcmp(s, "Failure");
 	r = k8s_status_from_json_kindless(doc, st);
 	json_free(doc);
-	if (r < 0) {
-		k8s_status_clear(&local);
-		return -EBADMSG;
-	}
-	if (strcmp(s, "Failure")) {
-		k8s_status_clear(&local);
+	if (r < 0 || !failure) {
+		k8s_status_clear(st);
 		return -EBADMSG;
 	}
 	if (st->reason && !strcmp(st->reason, "NonZeroExitCode")) {
