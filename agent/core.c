@@ -95,7 +95,7 @@ static void timespec_at(int64_t ms, struct timespec *ts)
 
 static bool past(int64_t deadline_ms)
 {
-	return deadline_ms && agent_api_now_ms() >= deadline_ms;
+	return deadline_ms && util_mono_ms() >= deadline_ms;
 }
 
 static void timing_add(struct timing *t, double ms, bool ok)
@@ -706,7 +706,7 @@ static int add_owned(struct agent_core *a, const struct agent_request *rq, struc
 	t[3] = mono_ms();
 	pthread_mutex_lock(&a->lock);
 	ep->ready = true;
-	ep->added_ms = agent_api_now_ms();
+	ep->added_ms = util_mono_ms();
 	a->gen++;
 	pthread_mutex_unlock(&a->lock);
 	err = state_sync(a);
@@ -832,7 +832,7 @@ static bool owner_in(const char *const *ids, const char *const *ifnames, size_t 
 int agent_core_gc(struct agent_core *a, const char *const *ids, const char *const *ifnames, size_t n,
 		  int64_t deadline_ms, struct diag *diag)
 {
-	int64_t started = agent_api_now_ms();
+	int64_t started = util_mono_ms();
 	struct busy *victims = NULL;
 	size_t n_victims = 0;
 	int removed = 0, err = 0;
@@ -1234,6 +1234,31 @@ int agent_core_ipam(struct agent_core *a, struct flowsdn_ipam_pool_summary *pool
 	if (err == 0)
 		err = flowsdn_ipam_list(a->ipam, ret_allocs, ret_n_allocs);
 	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
+int agent_core_set_pools(struct agent_core *a, const struct flowsdn_prefix *pools, size_t n,
+			 struct flowsdn_prefix *ret_pools, size_t max, size_t *ret_n, char *why, size_t why_size)
+{
+	_cleanup_(call_diag_freep) struct flowsdn_diag *d = call_diag();
+	struct flowsdn_ipam_pool_summary s[FLOWSDN_IPAM_MAX_POOLS];
+	size_t ns = 0;
+	int err;
+
+	if (!a || !pools || !ret_n || (max && !ret_pools))
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	err = flowsdn_ipam_set_pools(a->ipam, pools, n, d);
+	if (err == 0)
+		err = flowsdn_ipam_summary(a->ipam, s, FLOWSDN_IPAM_MAX_POOLS, &ns);
+	pthread_mutex_unlock(&a->lock);
+	if (err == 0) {
+		*ret_n = 0;
+		for (size_t i = 0; i < ns && i < max && i < FLOWSDN_IPAM_MAX_POOLS; i++)
+			ret_pools[(*ret_n)++] = s[i].pool;
+	}
+	if (err < 0 && why)
+		snprintf(why, why_size, "%s", call_message(d, err));
 	return err;
 }
 

@@ -116,6 +116,13 @@ struct agent_policy *agent_core_policy(struct agent_core *core);
  * -FLOWSDN_E_AGENT_NOT_FOUND for an unknown id. */
 int agent_core_endpoint_labels(struct agent_core *core, uint32_t id, const struct agent_policy_meta *meta,
 			       struct diag *diag);
+/* IPAM: replaces the pools (flowsdn_ipam_set_pools(): a pool left out
+ * that still holds addresses drains: they stay with their endpoints until
+ * released and are never given again); @ret_pools (room for @max) gets
+ * the pools now held, the draining ones last.  @why (may be NULL) says
+ * what was refused.  0 or its errors. */
+int agent_core_set_pools(struct agent_core *core, const struct flowsdn_prefix *pools, size_t n,
+			 struct flowsdn_prefix *ret_pools, size_t max, size_t *ret_n, char *why, size_t why_size);
 /* IPAM: the pools (at most @max) and every allocation. */
 int agent_core_ipam(struct agent_core *core, struct flowsdn_ipam_pool_summary *pools, size_t max, size_t *ret_n_pools,
 		    struct flowsdn_ipam_allocation **ret_allocs, size_t *ret_n_allocs);

@@ -103,6 +103,13 @@ struct agent_k8s {
 	struct k8s_client *writer;
 	struct flowsdn_prefix pools[AGENT_K8S_MAX_POOLS];
 	size_t n_pools;
+	int (*set_pools)(void *ctx, const struct flowsdn_prefix *pools, size_t n, struct flowsdn_prefix *ret_pools,
+			 size_t max, size_t *ret_n, char *why, size_t why_size);
+	void *set_pools_ctx;
+	/* The podCIDRs last applied (or started with): what a Node event is compared with. */
+	struct flowsdn_prefix cidrs[AGENT_K8S_MAX_POOLS];
+	size_t n_cidrs;
+	uint64_t pool_changes;      /* podCIDR changes applied */
 
 	unsigned int gen[AGENT_K8S_KIND_MAX_];   /* relist generation per kind */
 	bool listing[AGENT_K8S_KIND_MAX_], listed[AGENT_K8S_KIND_MAX_];
@@ -136,5 +143,9 @@ int agent_k8s_node_event(struct agent_k8s *k, enum agent_k8s_kind kind, const st
 void agent_k8s_node_state_free(struct agent_k8s *k);
 /* Sends what agent_k8s_node_event() queued; never under the state's lock. */
 void agent_k8s_writes_flush(struct agent_k8s *k);
+
+/* agent_core_set_pools() as agent_k8s_opts.set_pools (@ctx: the core). */
+int agent_k8s_core_set_pools(void *ctx, const struct flowsdn_prefix *pools, size_t n, struct flowsdn_prefix *ret_pools,
+			     size_t max, size_t *ret_n, char *why, size_t why_size);
 
 #endif

@@ -428,6 +428,112 @@ static void node_remove_at(struct agent_k8s *k, size_t i)
 	k->nodes[i] = k->nodes[--k->n_nodes];
 }
 
+int agent_k8s_core_set_pools(void *ctx, const struct flowsdn_prefix *pools, size_t n, struct flowsdn_prefix *ret_pools,
+			     size_t max, size_t *ret_n, char *why, size_t why_size)
+{
+	return agent_core_set_pools(ctx, pools, n, ret_pools, max, ret_n, why, why_size);
+}
+
+/* IPAM keeps one bit per address: a podCIDR past its bound (the usual
+ * IPv6 /64) is used from its start, as its first /108 (IPv4: /12), which
+ * is still the node's own range (@warn: said once, at start). */
+static void pools_fit(struct flowsdn_prefix *pools, size_t n, bool warn)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned int bits = flowsdn_addr_bits(&pools[i].addr), min_len = bits - 20;
+
+		if (pools[i].len < min_len) {
+			char before[FLOWSDN_PREFIX_STRLEN], after[FLOWSDN_PREFIX_STRLEN];
+
+			flowsdn_prefix_format(&pools[i], before, sizeof(before));
+			pools[i].len = (uint8_t)min_len;
+			flowsdn_prefix_format(&pools[i], after, sizeof(after));
+			if (warn)
+				pr_warn("kubernetes: podCIDR %s is larger than IPAM's 2^20 addresses: pool %s", before, after);
+		}
+	}
+}
+
+static bool pools_same(const struct flowsdn_prefix *a, size_t na, const struct flowsdn_prefix *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < nb && !found; j++)
+			found = flowsdn_prefix_compare(&a[i], &b[j]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static size_t pools_words(char *note, size_t size, size_t len, const char *head, const struct flowsdn_prefix *p,
+			  size_t n)
+{
+	char buf[FLOWSDN_PREFIX_STRLEN];
+
+	for (size_t i = 0; i < n && len < size; i++) {
+		flowsdn_prefix_format(&p[i], buf, sizeof(buf));
+		len += (size_t)snprintf(note + len, size - len, "%s%s", i ? " " : head, buf);
+	}
+	return len < size ? len : size - 1;
+}
+
+/* This node's podCIDRs as its Node says now: when they differ from the
+ * pools in use (the cluster re-allocated them after the agent started),
+ * the IPAM gets them (a pool left out drains: its addresses stay with
+ * their pods until released, never given again), the routes are planned
+ * again against every pool still held, and PodCIDRSelected is sent again.
+ * A Node without podCIDRs changes nothing (the fallback pool is only a
+ * start-up guess).  Under the state's lock. */
+static void own_node(struct agent_k8s *k, const struct json_value *obj, const char *name)
+{
+	struct flowsdn_prefix np[AGENT_K8S_MAX_POOLS], held[AGENT_K8S_MAX_POOLS];
+	size_t nn = 0, nh = 0, len = 0;
+	char why[256] = "", note[512] = "";
+	bool fallback = false, changed = false;
+	const char *uid = k8s_obj_str(obj, "metadata.uid");
+
+	if ((json_at(obj, "spec.podCIDRs") || k8s_obj_str(obj, "spec.podCIDR")) &&
+	    agent_k8s_node_pools(obj, np, AGENT_K8S_MAX_POOLS, &nn, &fallback, why, sizeof(why)) == 0 && !fallback &&
+	    nn && (pools_fit(np, nn, false), !pools_same(np, nn, k->cidrs, k->n_cidrs))) {
+		int r = 0;
+
+		memcpy(held, np, nn * sizeof(*np));
+		nh = nn;
+		if (k->set_pools)
+			r = k->set_pools(k->set_pools_ctx, np, nn, held, AGENT_K8S_MAX_POOLS, &nh, why, sizeof(why));
+		len = pools_words(note, sizeof(note), 0, "podCIDRs changed: ", np, nn);
+		if (r < 0) {
+			pr_warn("kubernetes: node %s: %s; not applied: %s", name, note, why[0] ? why : flowsdn_strerror(r));
+			snprintf(note + len, sizeof(note) - len, "; not applied: %s", why[0] ? why : flowsdn_strerror(r));
+			send_event(k, "Node", NULL, name, uid, "Warning", "PodCIDRSelected", "Selected", note);
+			k->node_event_sent = true;
+			memcpy(k->cidrs, np, nn * sizeof(*np)); /* told once; tried again when they change again */
+			k->n_cidrs = nn;
+			return;
+		}
+		memcpy(k->cidrs, np, nn * sizeof(*np));
+		k->n_cidrs = nn;
+		memcpy(k->pools, held, nh * sizeof(*held));
+		k->n_pools = nh;
+		k->pool_changes++;
+		changed = true;
+		pr_info("kubernetes: node %s: %s", name, note);
+	}
+	if (k->node_event_sent && !changed)
+		return;
+	len = pools_words(note, sizeof(note), 0, "pools ", k->pools, changed ? nn : k->n_pools);
+	if (changed && nh > nn)
+		pools_words(note, sizeof(note), len, "; draining (addresses in use kept until released) ", k->pools + nn,
+			    nh - nn);
+	send_event(k, "Node", NULL, name, uid, "Normal", "PodCIDRSelected", "Selected", note[0] ? note : "no pools");
+	k->node_event_sent = true;
+	/* The caller plans the routes again (against k->pools). */
+}
+
 static int node_set(struct agent_k8s *k, const struct json_value *obj, const char *name)
 {
 	struct agent_k8s_node *nd = node_find(k, name);
@@ -446,20 +552,8 @@ static int node_set(struct agent_k8s *k, const struct json_value *obj, const cha
 	}
 	nd->gen = k->gen[AGENT_K8S_NODES];
 	node_read(obj, nd);
-	if (!strcmp(name, k->node_name) && !k->node_event_sent) {
-		char note[512] = "", buf[FLOWSDN_PREFIX_STRLEN];
-		size_t len = 0;
-
-		for (size_t i = 0; i < k->n_pools; i++) {
-			flowsdn_prefix_format(&k->pools[i], buf, sizeof(buf));
-			len += (size_t)snprintf(note + len, sizeof(note) - len, "%s%s", i ? " " : "pools ", buf);
-			if (len >= sizeof(note))
-				break;
-		}
-		send_event(k, "Node", NULL, name, k8s_obj_str(obj, "metadata.uid"), "Normal", "PodCIDRSelected",
-			   "Selected", note[0] ? note : "no pools");
-		k->node_event_sent = true;
-	}
+	if (!strcmp(name, k->node_name))
+		own_node(k, obj, name);
 	return 0;
 }
 
@@ -780,21 +874,8 @@ int agent_k8s_read_node(struct k8s_client *client, const char *node_name, struct
 		return r;
 	}
 	r = agent_k8s_node_pools(node, ret_pools, max_pools, ret_n_pools, ret_fallback, why, why_size);
-	/* IPAM keeps one bit per address: a podCIDR past its bound (the
-	 * usual IPv6 /64) is used from its start, as its first /108 (IPv4:
-	 * /12), which is still the node's own range. */
-	for (size_t i = 0; r == 0 && i < *ret_n_pools; i++) {
-		unsigned int bits = flowsdn_addr_bits(&ret_pools[i].addr), min_len = bits - 20;
-
-		if (ret_pools[i].len < min_len) {
-			char before[FLOWSDN_PREFIX_STRLEN], after[FLOWSDN_PREFIX_STRLEN];
-
-			flowsdn_prefix_format(&ret_pools[i], before, sizeof(before));
-			ret_pools[i].len = (uint8_t)min_len;
-			flowsdn_prefix_format(&ret_pools[i], after, sizeof(after));
-			pr_warn("kubernetes: podCIDR %s is larger than IPAM's 2^20 addresses: pool %s", before, after);
-		}
-	}
+	if (r == 0)
+		pools_fit(ret_pools, *ret_n_pools, true);
 	if (r == 0) {
 		node_read(node, &nd);
 		*ret_n_addrs = 0;

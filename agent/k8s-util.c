@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "id-hash.h"
 #include "json.h"
 #include "k8s-int.h"
 
@@ -147,29 +148,22 @@ int k8s_obj_key(const struct json_value *obj, char *buf, size_t size)
 /* Two FNV-1a 64 lanes with different bases over "UID/PROTOCOL/PORT": the
  * id only has to be stable and unlikely to collide among a cluster's
  * Services (not secret). */
-void agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36])
+int agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36])
 {
 	char port_text[16];
 	const char *parts[] = { "flowsdn-k8s-service-id/1", uid ? uid : "", protocol ? protocol : "", port_text };
 	unsigned char h[16];
-	crypto_generichash_state st;
+	int r;
 
 	/* Each part whole and preceded by its length: no two (uid, protocol,
 	 * port) share an id, however long the uid an API server sends. */
 	snprintf(port_text, sizeof(port_text), "%u", port);
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		uint64_t len = strlen(parts[i]);
-		unsigned char le[8];
-
-		for (int b = 0; b < 8; b++)
-			le[b] = (unsigned char)(len >> (8 * b));
-		crypto_generichash_update(&st, le, sizeof(le));
-		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
-	}
-	crypto_generichash_final(&st, h, sizeof(h));
+	r = id_hash_parts(parts, sizeof(parts) / sizeof(parts[0]), h, sizeof(h));
+	if (r < 0)
+		return r;
 	memcpy(ret, "fs-", 3);
 	sodium_bin2hex(ret + 3, 33, h, sizeof(h));
+	return 0;
 }
 
 int agent_k8s_node_pools(const struct json_value *node, struct flowsdn_prefix *ret_pools, size_t max, size_t *ret_n,
@@ -234,60 +228,17 @@ int agent_k8s_node_pools(const struct json_value *node, struct flowsdn_prefix *r
 int agent_k8s_event_body(const char *node_name, const char *kind, const char *ns, const char *name, const char *uid,
 			 const char *type, const char *reason, const char *action, const char *note, char **ret_json)
 {
-	struct json_writer *w;
-	struct timespec ts;
-	struct tm tm;
-	char when[64], ev_name[320];
+	struct k8s_event_about ab = {
+		.kind = kind, .name = name, .namespace = ns, .uid = uid, .type = type, .reason = reason,
+		.action = action, .note = note, .reporting_controller = "flowsdn.io/agent",
+		.reporting_instance = node_name,
+		/* An Event about a Pod names the node it happened on. */
+		.related_kind = ns ? "Node" : NULL, .related_name = ns ? node_name : NULL,
+	};
 
-	if (!node_name || !kind || !name || !type || !reason || !action || !ret_json)
+	if (!node_name)
 		return -EINVAL;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
-	/* As client-go's recorder names them: the object and a time in hex. */
-	snprintf(ev_name, sizeof(ev_name), "%.200s.%llx", name,
-		 (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
-	w = json_writer_new(0);
-	if (!w)
-		return -ENOMEM;
-	jw_object_open(w);
-	jw_kv_string(w, "apiVersion", "events.k8s.io/v1");
-	jw_kv_string(w, "kind", "Event");
-	jw_key(w, "metadata");
-	jw_object_open(w);
-	jw_kv_string(w, "name", ev_name);
-	/* Events about cluster-scoped objects go to "default". */
-	jw_kv_string(w, "namespace", ns ? ns : "default");
-	jw_object_close(w);
-	jw_kv_string(w, "eventTime", when);
-	jw_key(w, "regarding");
-	jw_object_open(w);
-	jw_kv_string(w, "apiVersion", "v1");
-	jw_kv_string(w, "kind", kind);
-	if (ns)
-		jw_kv_string(w, "namespace", ns);
-	jw_kv_string(w, "name", name);
-	if (uid)
-		jw_kv_string(w, "uid", uid);
-	jw_object_close(w);
-	if (ns) {
-		jw_key(w, "related");
-		jw_object_open(w);
-		jw_kv_string(w, "apiVersion", "v1");
-		jw_kv_string(w, "kind", "Node");
-		jw_kv_string(w, "name", node_name);
-		jw_object_close(w);
-	}
-	jw_kv_string(w, "reason", reason);
-	jw_kv_string(w, "type", type);
-	if (note)
-		jw_kv_string(w, "note", note);
-	jw_kv_string(w, "action", action);
-	jw_kv_string(w, "reportingController", "flowsdn.io/agent");
-	jw_kv_string(w, "reportingInstance", node_name);
-	jw_object_close(w);
-	return json_writer_finish(w, ret_json, NULL);
+	return k8s_event_body(&ab, ret_json);
 }
 
 int agent_k8s_pod_networks_patch(const char *ifname, const struct flowsdn_addr *addrs, const unsigned int *plens,

@@ -256,7 +256,11 @@ static int svc_parse(const struct json_value *obj, struct svc_obj **ret)
 			snprintf(sp->protocol, sizeof(sp->protocol), "%s", proto);
 			if (!(sp->name = strdup(name ? name : "")))
 				goto fail;
-			agent_k8s_service_id(s->uid, sp->protocol, sp->port, sp->id);
+			if (agent_k8s_service_id(s->uid, sp->protocol, sp->port, sp->id) < 0) {
+				free(sp->name);
+				sp->name = NULL;
+				goto fail;
+			}
 			s->n_ports++;
 		}
 	}
@@ -1130,9 +1134,17 @@ int agent_k8s_new(const struct agent_k8s_opts *opts, struct agent_k8s **ret)
 	k->route_ops = opts->route_ops;
 	k->route_ctx = opts->route_ctx;
 	k->writer = opts->writer;
-	if (opts->n_pools)
+	k->set_pools = OPTS_GET(opts, set_pools, NULL);
+	k->set_pools_ctx = OPTS_GET(opts, set_pools_ctx, NULL);
+	if (!k->set_pools && k->core) {
+		k->set_pools = agent_k8s_core_set_pools;
+		k->set_pools_ctx = k->core;
+	}
+	if (opts->n_pools) {
 		memcpy(k->pools, opts->pools, opts->n_pools * sizeof(*k->pools));
-	k->n_pools = opts->n_pools;
+		memcpy(k->cidrs, opts->pools, opts->n_pools * sizeof(*k->cidrs));
+	}
+	k->n_pools = k->n_cidrs = opts->n_pools;
 	*ret = k;
 	return 0;
 }

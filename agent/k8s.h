@@ -88,6 +88,14 @@ struct agent_k8s_opts {
 	 * Borrowed; used by one thread at a time, never under the state's
 	 * lock (Events and annotations are queued under it, sent after). */
 	struct k8s_client *writer;
+	/* This node's podCIDRs changed after start (a Node event with other
+	 * spec.podCIDRs): the IPAM is given @pools; *@ret_n of @ret_pools
+	 * (room for @max) are the pools it then holds (the draining ones
+	 * too: the routes' conflict check).  NULL: agent_core_set_pools() on
+	 * @core when set, else the pools are only the route check's. */
+	int (*set_pools)(void *ctx, const struct flowsdn_prefix *pools, size_t n, struct flowsdn_prefix *ret_pools,
+			 size_t max, size_t *ret_n, char *why, size_t why_size);
+	void *set_pools_ctx;
 };
 
 struct agent_k8s;
@@ -137,9 +145,10 @@ int agent_k8s_read_node(struct k8s_client *client, const char *node_name, struct
 /* ------------------------------------------------------------ pure helpers */
 
 /* The agent service id of (Service @uid, @protocol, @port): "fs-" and 32
- * lower-case hex digits (BLAKE2b-128 over the length-prefixed parts),
- * stable across restarts. */
-void agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36]);
+ * lower-case hex digits (BLAKE2b-128 over the length-prefixed parts,
+ * id_hash_parts()), stable across restarts.  0, or -ENOMEM when
+ * libsodium could not start (@ret untouched). */
+int agent_k8s_service_id(const char *uid, const char *protocol, unsigned int port, char ret[36]);
 
 /* This node's pools from its Node object: spec.podCIDRs (or podCIDR),
  * else 10.<last byte of the first IPv4 InternalIP>.0.0/16 (*ret_fallback

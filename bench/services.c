@@ -59,13 +59,23 @@
  * (children of the bench, gone with it), the socket LB in a private
  * bpffs and a cgroup made for the bench under the cgroup v2 mount (never
  * the root cgroup); conntrack is flushed between runs.  The client and
- * the backend server are pinned to one CPU.  Variants take turns in
- * alternating order over ROUNDS rounds; medians are printed, with the
- * load average.
+ * the backend server are pinned to one CPU.
  *
- * Usage: bench/services [-n CONNECTS per run (default 2000)] [-r ROUNDS (1..9, default 3)] [-c CPU]
+ * Ratios: each round runs every variant as a pair with its reference
+ * (direct, or direct(endpoint) for tc) right beside it, which of the two
+ * goes first alternating from pair to pair, and the variants' order
+ * alternating from round to round.  A variant's ratio is the median over
+ * rounds of its per-pair ratios, printed with their quartiles (IQR): on
+ * a shared virtual machine the rate drifts by ±10 % over a minute, and a
+ * ratio of medians taken seconds apart measured that drift as much as
+ * the variant.  Medians of rates and latencies are printed too, with the
+ * load average, and at the end the socket LB's ratio at S = 10,000
+ * against its ratio at S = 1.
+ *
+ * Usage: bench/services [-n CONNECTS per run (default 2000)] [-r ROUNDS (1..31, default 3)] [-c CPU]
  *                       [-s S (one level only)] [-l (load lines only)] [-d STATE-DIR-PARENT]
- *                       [-v (TCP counters per run)]
+ *                       [-v (TCP counters per run)] [-p (per connection: the datapath programs'
+ *                       runs and run time, from the kernel's BPF statistics)]
  * SIGTERM, SIGINT, SIGHUP and SIGPIPE remove what the bench made (cleanup()).
  */
 #include "config.h"
@@ -90,6 +100,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/netlink.h>
 
@@ -99,7 +110,7 @@
 #include "ops.h"
 #include "services.h"
 
-#define MAX_ROUNDS 9
+#define MAX_ROUNDS 31
 #define PUTS 21 /* PUTs timed after each load */
 #define SLOTS 7 /* measured lines per (mode, S) */
 #define BACKEND "10.98.0.1"
@@ -282,9 +293,24 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* The @q quantile of @n values (linear between the two nearest ranks). */
+static double quantile(const double *v, int n, double q)
+{
+	double s[MAX_ROUNDS], pos;
+	int i;
+
+	if (n < 1 || n > MAX_ROUNDS)
+		return 0;
+	memcpy(s, v, (size_t)n * sizeof(*v));
+	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	pos = q * (n - 1);
+	i = (int)pos;
+	return i + 1 < n ? s[i] + (pos - i) * (s[i + 1] - s[i]) : s[i];
+}
+
 static double median(const double *v, int n)
 {
-	double s[PUTS > MAX_ROUNDS ? PUTS : MAX_ROUNDS];
+	double s[MAX_ROUNDS * 4 > PUTS ? MAX_ROUNDS * 4 : PUTS];
 
 	memcpy(s, v, (size_t)n * sizeof(*v));
 	qsort(s, (size_t)n, sizeof(*s), cmp_double);
@@ -458,7 +484,65 @@ static double load_file(enum variant v, int s)
 
 struct result {
 	double rate, p50, p99;
+	/* -p: per datapath program, runs and nanoseconds over the run */
+	double runs[4], ns[4];
 };
+
+/* -p: the kernel's run-time statistics of the datapath's programs
+ * (BPF_ENABLE_STATS, held for the bench's life: no sysctl is changed),
+ * read around every run, so that each line says where its time went. */
+enum { P_FROM, P_TO, P_CONNECT4, P_COUNT };
+static const char *const pnames[P_COUNT] = { "from_container", "to_container", "connect4" };
+static bool profile;
+static int prog_fd[P_COUNT] = { -1, -1, -1 };
+
+static void prog_stats(double *runs, double *ns)
+{
+	for (int i = 0; i < P_COUNT; i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		runs[i] = ns[i] = 0;
+		if (prog_fd[i] >= 0 && bpf_obj_get_info_by_fd(prog_fd[i], &info, &len) == 0) {
+			runs[i] = (double)info.run_cnt;
+			ns[i] = (double)info.run_time_ns;
+		}
+	}
+}
+
+static int profile_open(const char *pins)
+{
+	char path[600];
+	struct bpf_link_info li;
+	__u32 len = sizeof(li);
+	static int stats_fd = -1;
+	int fd;
+
+	if (stats_fd < 0 && (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
+		return -errno;
+	/* Again after every agent start: the programs may be new ones. */
+	for (int i = 0; i < P_COUNT; i++) {
+		if (prog_fd[i] >= 0)
+			close(prog_fd[i]);
+		prog_fd[i] = -1;
+	}
+	snprintf(path, sizeof(path), "%s/prog_from_container", pins);
+	prog_fd[P_FROM] = bpf_obj_get(path);
+	snprintf(path, sizeof(path), "%s/prog_to_container", pins);
+	prog_fd[P_TO] = bpf_obj_get(path);
+	snprintf(path, sizeof(path), "%s/links/sock-connect4", pins);
+	fd = bpf_obj_get(path);
+	memset(&li, 0, sizeof(li));
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &li, &len) == 0)
+		prog_fd[P_CONNECT4] = bpf_prog_get_fd_by_id(li.prog_id);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < P_COUNT; i++)
+		if (prog_fd[i] < 0)
+			return -ENOENT;
+	return 0;
+}
 
 /* -v: the kernel's TCP counters of a netns (/proc/PID/net/{snmp,netstat}
  * of its holder, "Tcp.OutRsts", "TcpExt.TW" ...), to print what changed
@@ -545,8 +629,12 @@ static struct result measure(enum variant v, const char *ip, bool rr)
 		    flowsdn_maps_ct_flush(flowsdn_datapath_maps(dp), &a, NULL) < 0)
 			exit(1);
 	}
+	double pruns[P_COUNT], pns[P_COUNT];
+
 	for (int k = 0; verbose && k < 2; k++)
 		counters_read(ns_pid[k], &before[k]);
+	if (profile)
+		prog_stats(pruns, pns);
 	pid = fork();
 	client_pid = pid;
 	if (pid == 0) {
@@ -603,6 +691,15 @@ static struct result measure(enum variant v, const char *ip, bool rr)
 	waitpid(pid, NULL, 0);
 	client_pid = 0;
 	free(lat);
+	if (profile) {
+		double r2[P_COUNT], n2[P_COUNT];
+
+		prog_stats(r2, n2);
+		for (int i = 0; i < P_COUNT; i++) {
+			res.runs[i] = r2[i] - pruns[i];
+			res.ns[i] = n2[i] - pns[i];
+		}
+	}
 	if (verbose) {
 		printf("  %s %s %s: %.0f/s p50 %.1f us p99 %.1f us\n", vnames[v], ip, rr ? "req/resp" : "connect", res.rate,
 		       res.p50, res.p99);
@@ -711,10 +808,13 @@ int main(int argc, char **argv)
 	struct statfs sfs;
 	int opt, r;
 
-	while ((opt = getopt(argc, argv, "n:r:c:s:ld:vh")) != -1) {
+	while ((opt = getopt(argc, argv, "n:r:c:s:ld:vph")) != -1) {
 		switch (opt) {
 		case 'v':
 			verbose = true;
+			break;
+		case 'p':
+			profile = true;
 			break;
 		case 's':
 			only_s = atoi(optarg);
@@ -735,7 +835,7 @@ int main(int argc, char **argv)
 			cpu = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-n CONNECTS] [-r ROUNDS (1..%d)] [-c CPU] [-s S] [-l] [-d STATE-DIR-PARENT] [-v]\n", argv[0],
+			fprintf(stderr, "usage: %s [-n CONNECTS] [-r ROUNDS (1..%d)] [-c CPU] [-s S] [-l] [-d STATE-DIR-PARENT] [-v] [-p]\n", argv[0],
 				MAX_ROUNDS);
 			return 2;
 		}
@@ -811,18 +911,37 @@ int main(int argc, char **argv)
 		       sfs.f_type == TMPFS_MAGIC ? ", tmpfs: fsync is free there, not what production pays" : "");
 	printf("tc(packet) and direct(endpoint): from an endpoint netns over its veth; tc(packet)'s ratio is against "
 	       "direct(endpoint)\n");
+	static const char *const slots[] = { "direct", "socklb", "iptables(last)", "iptables(random)",
+					     "nft", "direct(endpoint)", "tc(packet)" };
+	/* The socket LB's ratio to direct at each S, per mode (0: not measured). */
+	double socklb_ratio[2][sizeof(levels) / sizeof(levels[0])] = { { 0 } };
+
 	for (size_t li = 0; li < sizeof(levels) / sizeof(levels[0]); li++) {
 		int s = levels[li], target = s - 1, rnd = s > 1 ? (int)((unsigned)rand() % (unsigned)s) : 0;
 		struct load_times t_sock;
 		double t_ipt, t_nft;
-		/* rates[mode][variant slot][round]; slots: direct, socklb, ipt last, ipt random, nft,
-		 * direct from the endpoint, tc */
+		/* Per (mode, slot, round): rate, p50, p99.  Slots: 0 direct, 1 socklb, 2 ipt last, 3 ipt
+		 * random, 4 nft, 5 direct(endpoint), 6 tc; the two references (0, 5) are run once beside
+		 * each variant they are the reference of (ref[][][]), and each variant's ratio is taken
+		 * against the reference run next to it (pair[][][]). */
 		double rate[2][SLOTS][MAX_ROUNDS], p50[2][SLOTS][MAX_ROUNDS], p99[2][SLOTS][MAX_ROUNDS];
+		double pair[2][SLOTS][MAX_ROUNDS];
+		static double ref[2][2][3][MAX_ROUNDS * 4]; /* [mode][0 direct, 1 endpoint][rate, p50, p99][run] */
+		int n_ref[2][2] = { { 0, 0 }, { 0, 0 } };
+		/* -p: per (mode, slot, program) runs and ns summed over the rounds, and connections */
+		double prof_runs[2][SLOTS][P_COUNT] = { { { 0 } } }, prof_ns[2][SLOTS][P_COUNT] = { { { 0 } } };
+		double prof_conns[2][SLOTS] = { { 0 } };
 		char a_sock[32], a_ipt[32], a_ipt_r[32], a_nft[32];
+		static const int variants[] = { 1, 2, 3, 4, 6 };
+		const int n_var = (int)(sizeof(variants) / sizeof(variants[0]));
 
 		if (only_s && s != only_s)
 			continue;
 		load_socklb(s, &t_sock);
+		if (profile && (r = profile_open(pins)) < 0) {
+			fprintf(stderr, "bench/services: -p: the programs' statistics: %s\n", strerror(-r));
+			return 1;
+		}
 		t_ipt = load_file(V_IPT, s);
 		t_nft = load_file(V_NFT, s);
 		svc_addr(target, a_sock, sizeof(a_sock), 96);
@@ -831,52 +950,96 @@ int main(int argc, char **argv)
 		svc_addr(target, a_nft, sizeof(a_nft), 99);
 		for (int k = 0; k < rounds && !load_only; k++) {
 			for (int mode = 0; mode < 2; mode++) {
-				for (int j = 0; j < SLOTS; j++) {
-					/* Alternate the order: forwards on even rounds, backwards on odd. */
-					int slot = k % 2 ? SLOTS - 1 - j : j;
-					struct result res;
+				for (int jj = 0; jj < n_var; jj++) {
+					/* The variants' order alternates over rounds, and within a pair
+					 * which side runs first alternates too. */
+					int slot = variants[k % 2 ? n_var - 1 - jj : jj], e = slot == 6;
+					bool ref_first = (k + jj) % 2 == 0;
+					struct result res = { 0 }, rres = { 0 };
 
-					switch (slot) {
-					case 0:
-						res = measure(V_DIRECT, BACKEND, mode);
-						break;
-					case 1:
-						res = measure(V_SOCKLB, a_sock, mode);
-						break;
-					case 2:
-						res = measure(V_IPT, a_ipt, mode);
-						break;
-					case 3:
-						res = measure(V_IPT, a_ipt_r, mode);
-						break;
-					case 4:
-						res = measure(V_NFT, a_nft, mode);
-						break;
-					case 5:
-						res = measure(V_TC, BACKEND, mode);
-						break;
-					default:
-						res = measure(V_TC, a_sock, mode);
-						break;
+					for (int side = 0; side < 2; side++) {
+						if ((side == 0) == ref_first) {
+							rres = e ? measure(V_TC, BACKEND, mode) : measure(V_DIRECT, BACKEND, mode);
+							continue;
+						}
+						switch (slot) {
+						case 1:
+							res = measure(V_SOCKLB, a_sock, mode);
+							break;
+						case 2:
+							res = measure(V_IPT, a_ipt, mode);
+							break;
+						case 3:
+							res = measure(V_IPT, a_ipt_r, mode);
+							break;
+						case 4:
+							res = measure(V_NFT, a_nft, mode);
+							break;
+						default:
+							res = measure(V_TC, a_sock, mode);
+							break;
+						}
 					}
 					rate[mode][slot][k] = res.rate;
 					p50[mode][slot][k] = res.p50;
 					p99[mode][slot][k] = res.p99;
+					pair[mode][slot][k] = res.rate / rres.rate;
+					for (int i = 0; i < P_COUNT; i++) {
+						prof_runs[mode][slot][i] += res.runs[i];
+						prof_ns[mode][slot][i] += res.ns[i];
+						prof_runs[mode][e ? 5 : 0][i] += rres.runs[i];
+						prof_ns[mode][e ? 5 : 0][i] += rres.ns[i];
+					}
+					prof_conns[mode][slot] += connects;
+					prof_conns[mode][e ? 5 : 0] += connects;
+					ref[mode][e][0][n_ref[mode][e]] = rres.rate;
+					ref[mode][e][1][n_ref[mode][e]] = rres.p50;
+					ref[mode][e][2][n_ref[mode][e]] = rres.p99;
+					n_ref[mode][e]++;
 				}
 			}
 		}
 		for (int mode = 0; mode < 2 && !load_only; mode++) {
-			static const char *const slots[] = { "direct", "socklb", "iptables(last)", "iptables(random)",
-							     "nft", "direct(endpoint)", "tc(packet)" };
-
 			for (int j = 0; j < SLOTS; j++) {
-				/* tc(packet) against direct from the same endpoint. */
-				double direct = median(rate[mode][j == 6 ? 5 : 0], rounds);
+				const char *m = mode ? "req/resp" : "connect";
 
-				printf("%-8s S=%-5d %-16s %9.0f/s  connect p50 %6.1f us p99 %7.1f us  ratio %.2fx direct\n",
-				       mode ? "req/resp" : "connect", s, slots[j], median(rate[mode][j], rounds),
-				       median(p50[mode][j], rounds), median(p99[mode][j], rounds),
-				       median(rate[mode][j], rounds) / direct);
+				if (j == 0 || j == 5) {
+					int e = j == 5, n = n_ref[mode][e];
+
+					printf("%-8s S=%-5d %-16s %9.0f/s  connect p50 %6.1f us p99 %7.1f us  (%d runs, one "
+					       "beside each variant)  ratio 1.00x direct\n",
+					       m, s, slots[j], median(ref[mode][e][0], n), median(ref[mode][e][1], n),
+					       median(ref[mode][e][2], n), n);
+					continue;
+				}
+				/* The median of the per-pair ratios, and their quartiles: what the
+				 * bench can resolve on this machine now. */
+				printf("%-8s S=%-5d %-16s %9.0f/s  connect p50 %6.1f us p99 %7.1f us  pairs %d IQR "
+				       "%.2f-%.2f  ratio %.2fx direct\n",
+				       m, s, slots[j], median(rate[mode][j], rounds), median(p50[mode][j], rounds),
+				       median(p99[mode][j], rounds), rounds, quantile(pair[mode][j], rounds, 0.25),
+				       quantile(pair[mode][j], rounds, 0.75), median(pair[mode][j], rounds));
+				if (j == 1)
+					socklb_ratio[mode][li] = median(pair[mode][j], rounds);
+			}
+			/* Where the datapath's time went, per connection. */
+			for (int j = 0; profile && j < SLOTS; j++) {
+				static const int show[SLOTS] = { 0, 1, 0, 0, 0, 1, 1 };
+				double total = 0;
+
+				if (!show[j] || !prof_conns[mode][j])
+					continue;
+				printf("profile  S=%-5d %-16s", s, slots[j]);
+				for (int i = 0; i < P_COUNT; i++) {
+					double runs = prof_runs[mode][j][i];
+
+					if (!runs)
+						continue;
+					printf("  %s %.2f/conn x %.0f ns", pnames[i], runs / prof_conns[mode][j],
+					       prof_ns[mode][j][i] / runs);
+					total += prof_ns[mode][j][i] / prof_conns[mode][j];
+				}
+				printf("  = %.2f us of BPF per %s\n", total / 1000, mode ? "request/response" : "connection");
 			}
 		}
 		printf("load    S=%-5d agent (config file read + start with S services) %7.1f ms (cpu %.1f), "
@@ -885,6 +1048,16 @@ int main(int argc, char **argv)
 		       s, t_sock.all, t_sock.all_cpu, t_sock.one, t_sock.one_cpu, PUTS, t_sock.one_max, t_sock.sync,
 		       t_sock.sync_max, t_ipt, t_nft, t_sock.all <= 100 ? "met" : "missed",
 		       t_sock.one <= 5 ? "met" : "missed");
+	}
+	for (int mode = 0; mode < 2 && !load_only; mode++) {
+		double r1 = socklb_ratio[mode][0], rn = socklb_ratio[mode][sizeof(levels) / sizeof(levels[0]) - 1];
+
+		/* Against direct at each S, so that the machine's drift between S = 1 and
+		 * S = 10,000 cancels out. */
+		if (r1 > 0 && rn > 0)
+			printf("%-8s socklb S=%d against S=1: %.2fx vs %.2fx direct, %+.1f %% (goal within 3 %%)\n",
+			       mode ? "req/resp" : "connect", levels[sizeof(levels) / sizeof(levels[0]) - 1], rn, r1,
+			       (rn / r1 - 1) * 100);
 	}
 	loadavg(la, sizeof(la));
 	printf("load average at the end %s\n", la);

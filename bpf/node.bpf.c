@@ -30,11 +30,12 @@
  *     destination back to the frontend (and the outer source too when
  *     the backend itself sent it; a router's address on the way stays),
  *     FIB forwarding to the client (node_icmp_unsnat(), svc_xlate_reply());
- * to_uplink (tc egress): an ICMP/ICMPv6 error the node sends about a
- * flow DNATed to a host-process backend gets the same reverse
+ * to_uplink (tc egress): a TCP/UDP reply of a flow DNATed to a
+ * host-process backend gets its source back to the frontend, and an
+ * ICMP/ICMPv6 error the node sends about such a flow the same reverse
  * translation (quote and, from the backend, outer source back to the
- * frontend: lib/svc-xlate.h); an endpoint backend's errors were
- * translated by its own from_container already.  The host firewall
+ * frontend: lib/svc-xlate.h); an endpoint backend's replies and errors
+ * were translated by its own from_container already.  The host firewall
  * tracks what the node sends.
  */
 #include "lib/common.h"
@@ -424,15 +425,21 @@ int to_uplink(struct __sk_buff *skb)
 	__builtin_memset(&sc->p, 0, sizeof(sc->p));
 	if (parse_packet(skb, &sc->p))
 		return TC_ACT_OK;
-	if (sc->p.icmp == PKT_ICMP_ERROR) {
+	if (sc->p.icmp == PKT_ICMP_ERROR ||
+	    ((sc->p.protocol == TCP_PROTO || sc->p.protocol == UDP_PROTO) && sc->p.frag != PKT_FRAG_LATER)) {
 		struct flowsdn_ct_entry *e;
 		int ct, dir;
 
-		/* About a flow DNATed to a host-process backend (see the top);
-		 * svc_xlate_reply() leaves any other alone. */
+		/* A reply of, or an error about, a flow DNATed to a
+		 * host-process backend (see the top); svc_xlate_reply()
+		 * leaves any other alone. */
 		ct = ct_lookup(&sc->p, &e, &dir);
-		if (ct == CT_RELATED && svc_xlate_reply(skb, &sc->p, ct, e, dir))
-			return drop(FLOWSDN_DROP_MALFORMED, NULL, sc->p.len);
+		if ((ct == CT_REPLY || ct == CT_RELATED) && e && (e->flags & FLOWSDN_CT_F_SVC_XLATED)) {
+			if (ct == CT_REPLY)
+				ct_update(e, &sc->p, dir);
+			if (svc_xlate_reply(skb, &sc->p, ct, e, dir))
+				return drop(FLOWSDN_DROP_MALFORMED, NULL, sc->p.len);
+		}
 	}
 	return hostfw_egress(&sc->p);
 }

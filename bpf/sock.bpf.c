@@ -6,10 +6,13 @@
  * instead, with no per-packet translation at all.
  *
  *   connect4/6    TCP and UDP connect(): frontend -> backend (the backend
- *                 chosen by lib/lb.h); the choice is recorded in
- *                 flowsdn_sock_rnat under the socket's cookie.
+ *                 chosen by lib/lb.h); the choice is recorded in the
+ *                 socket's own storage (flowsdn_sock_conn), freed with
+ *                 the socket; a connect() to anything else forgets it.
  *   sendmsg4/6    unconnected UDP sendmsg() to a frontend: the same, per
- *                 datagram.
+ *                 datagram, recorded in flowsdn_sock_rnat under the
+ *                 socket's cookie and the backend (one socket may send
+ *                 to many frontends).
  *   recvmsg4/6    UDP recvmsg(): a datagram from a backend this socket was
  *                 sent to appears to come from the frontend.
  *   getpeername4/6  the frontend, not the backend.
@@ -31,6 +34,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define SYS_REJECT 0
 #define ECONNREFUSED_ 111
 #define EAFNOSUPPORT_ 97
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct flowsdn_sock_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} flowsdn_sock_conn SEC(".maps");
 
 /* A socket address as the programs see it: IPv4 in addr[0]. */
 struct sock_addr {
@@ -95,6 +106,11 @@ static __always_inline void addr_to_ctx6(struct bpf_sock_addr *ctx, __u8 family,
 	ctx->user_port = (__u32)port;
 }
 
+static __always_inline int svc_addr_same(const __be32 *a, const __be32 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
 static __always_inline void revnat_key_make(struct flowsdn_sock_revnat_key *k, __u64 cookie, __u8 family,
 					    const __be32 *addr, __be16 port)
 {
@@ -113,13 +129,14 @@ static __always_inline void revnat_key_make(struct flowsdn_sock_revnat_key *k, _
  * 0 and @sa rewritten to the backend, 1 when @sa is no frontend (nothing
  * to do), or a negative errno to refuse the call with.
  */
-static __always_inline int xlate_fwd(struct bpf_sock_addr *ctx, struct sock_addr *sa)
+static __always_inline int xlate_fwd(struct bpf_sock_addr *ctx, struct sock_addr *sa, int connect)
 {
 	struct flowsdn_service_value *svc;
 	struct flowsdn_backend *be;
 	struct flowsdn_affinity_key aff;
 	struct flowsdn_sock_revnat_key rk;
 	struct flowsdn_sock_revnat_value rv;
+	struct flowsdn_sock_conn *c;
 	__u64 cookie;
 	__u32 id = 0, hash;
 	__u8 protocol = (__u8)ctx->protocol;
@@ -127,8 +144,12 @@ static __always_inline int xlate_fwd(struct bpf_sock_addr *ctx, struct sock_addr
 	if (protocol != IPPROTO_TCP && protocol != IPPROTO_UDP)
 		return 1;
 	svc = lb_lookup_service(sa->family, protocol, sa->addr, sa->port, 1);
-	if (!svc)
+	if (!svc) {
+		/* A socket connected again elsewhere (UDP) forgets its frontend. */
+		if (connect)
+			bpf_sk_storage_delete(&flowsdn_sock_conn, ctx->sk);
 		return 1;
+	}
 	cookie = bpf_get_socket_cookie(ctx);
 	/* Maglev: every datagram of a socket on the same backend; random:
 	 * a fresh choice per connect()/sendmsg(). */
@@ -139,16 +160,27 @@ static __always_inline int xlate_fwd(struct bpf_sock_addr *ctx, struct sock_addr
 		return -ECONNREFUSED_;
 	if (be->family != sa->family)
 		return -EAFNOSUPPORT_;
-	revnat_key_make(&rk, cookie, be->family, be->addr, be->port);
-	rv.addr[0] = sa->addr[0];
-	rv.addr[1] = sa->addr[1];
-	rv.addr[2] = sa->addr[2];
-	rv.addr[3] = sa->addr[3];
-	rv.port = sa->port;
-	rv.family = sa->family;
-	rv.pad0 = 0;
-	rv.svc_id = svc->svc_id;
-	bpf_map_update_elem(&flowsdn_sock_rnat, &rk, &rv, BPF_ANY);
+	c = connect ? bpf_sk_storage_get(&flowsdn_sock_conn, ctx->sk, NULL, BPF_SK_STORAGE_GET_F_CREATE) : NULL;
+	if (c) {
+		__builtin_memcpy(c->backend, be->addr, sizeof(c->backend));
+		__builtin_memcpy(c->frontend, sa->addr, sizeof(c->frontend));
+		c->backend_port = be->port;
+		c->frontend_port = sa->port;
+		c->family = sa->family;
+		c->svc_id = svc->svc_id;
+	} else {
+		/* sendmsg, or no room for the socket's storage. */
+		revnat_key_make(&rk, cookie, be->family, be->addr, be->port);
+		rv.addr[0] = sa->addr[0];
+		rv.addr[1] = sa->addr[1];
+		rv.addr[2] = sa->addr[2];
+		rv.addr[3] = sa->addr[3];
+		rv.port = sa->port;
+		rv.family = sa->family;
+		rv.pad0 = 0;
+		rv.svc_id = svc->svc_id;
+		bpf_map_update_elem(&flowsdn_sock_rnat, &rk, &rv, BPF_ANY);
+	}
 	sa->addr[0] = be->addr[0];
 	sa->addr[1] = be->addr[1];
 	sa->addr[2] = be->addr[2];
@@ -163,7 +195,17 @@ static __always_inline int xlate_rev(struct bpf_sock_addr *ctx, struct sock_addr
 {
 	struct flowsdn_sock_revnat_key rk;
 	struct flowsdn_sock_revnat_value *rv;
+	struct flowsdn_sock_conn *c;
 
+	c = bpf_sk_storage_get(&flowsdn_sock_conn, ctx->sk, NULL, 0);
+	if (c && c->family == sa->family && c->backend_port == sa->port && svc_addr_same(c->backend, sa->addr)) {
+		sa->addr[0] = c->frontend[0];
+		sa->addr[1] = c->frontend[1];
+		sa->addr[2] = c->frontend[2];
+		sa->addr[3] = c->frontend[3];
+		sa->port = c->frontend_port;
+		return 1;
+	}
 	revnat_key_make(&rk, bpf_get_socket_cookie(ctx), sa->family, sa->addr, sa->port);
 	rv = bpf_map_lookup_elem(&flowsdn_sock_rnat, &rk);
 	if (!rv || rv->family != sa->family)
@@ -176,13 +218,13 @@ static __always_inline int xlate_rev(struct bpf_sock_addr *ctx, struct sock_addr
 	return 1;
 }
 
-static __always_inline int fwd4(struct bpf_sock_addr *ctx)
+static __always_inline int fwd4(struct bpf_sock_addr *ctx, int connect)
 {
 	struct sock_addr sa;
 	int r;
 
 	addr_from_ctx4(ctx, &sa);
-	r = xlate_fwd(ctx, &sa);
+	r = xlate_fwd(ctx, &sa, connect);
 	if (r < 0) {
 		bpf_set_retval(r);
 		return SYS_REJECT;
@@ -192,13 +234,13 @@ static __always_inline int fwd4(struct bpf_sock_addr *ctx)
 	return SYS_PROCEED;
 }
 
-static __always_inline int fwd6(struct bpf_sock_addr *ctx)
+static __always_inline int fwd6(struct bpf_sock_addr *ctx, int connect)
 {
 	struct sock_addr sa;
 	int r;
 
 	addr_from_ctx6(ctx, &sa);
-	r = xlate_fwd(ctx, &sa);
+	r = xlate_fwd(ctx, &sa, connect);
 	if (r < 0) {
 		bpf_set_retval(r);
 		return SYS_REJECT;
@@ -231,25 +273,25 @@ static __always_inline int rev6(struct bpf_sock_addr *ctx)
 SEC("cgroup/connect4")
 int sock_connect4(struct bpf_sock_addr *ctx)
 {
-	return fwd4(ctx);
+	return fwd4(ctx, 1);
 }
 
 SEC("cgroup/connect6")
 int sock_connect6(struct bpf_sock_addr *ctx)
 {
-	return fwd6(ctx);
+	return fwd6(ctx, 1);
 }
 
 SEC("cgroup/sendmsg4")
 int sock_sendmsg4(struct bpf_sock_addr *ctx)
 {
-	return fwd4(ctx);
+	return fwd4(ctx, 0);
 }
 
 SEC("cgroup/sendmsg6")
 int sock_sendmsg6(struct bpf_sock_addr *ctx)
 {
-	return fwd6(ctx);
+	return fwd6(ctx, 0);
 }
 
 SEC("cgroup/recvmsg4")

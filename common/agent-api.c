@@ -20,14 +20,6 @@
 #include "names.h"
 #include "util.h"
 
-int64_t agent_api_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------- errors */
 
 static const char *const agent_errors[] = {

@@ -151,10 +151,8 @@ int agent_api_queue_dir_open(const char *queue_dir, bool configured, char *why, 
 int agent_api_host_ifname(const char *container_id, const char *ifname, char *buf, size_t size);
 
 /* The request header carrying the client's deadline: CLOCK_MONOTONIC
- * milliseconds (client and agent run on the same node), after which the
- * client no longer waits for the answer. */
+ * milliseconds (client and agent run on the same node, util_mono_ms()),
+ * after which the client no longer waits for the answer. */
 #define AGENT_API_DEADLINE_HEADER "Flowsdn-Deadline"
-/* CLOCK_MONOTONIC now, in milliseconds. */
-int64_t agent_api_now_ms(void);
 
 #endif

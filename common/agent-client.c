@@ -81,7 +81,7 @@ static int request(const struct agent_client_opts *opts, const char *method, con
 		timeout = 10000;
 	if (strlen(sock) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
 		return -ENAMETOOLONG;
-	deadline = agent_api_now_ms() + timeout;
+	deadline = util_mono_ms() + timeout;
 	/* The agent does not start what we will no longer wait for. */
 	n = body ? asprintf(&req, "%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
 			    AGENT_API_DEADLINE_HEADER ": %lld\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",

@@ -393,4 +393,26 @@ int k8s_watch(struct k8s_client *c, const struct k8s_ref *ref, const struct k8s_
 int k8s_watch_parse_line(const char *line, size_t len, size_t max_line, enum k8s_event_type *ret_type,
 			 struct json_value **ret_root, struct k8s_status *ret_status) __attribute__((warn_unused_result));
 
+/* ------------------------------------------------------------ events */
+
+/* What an events.k8s.io/v1 Event is about and who reports it. */
+struct k8s_event_about {
+	const char *api_version;          /* of the object [v1] */
+	const char *kind, *name;          /* required */
+	const char *namespace;            /* NULL: a cluster-scoped object (the Event goes to "default") */
+	const char *uid;                  /* may be NULL */
+	const char *type;                 /* "Normal" or "Warning" */
+	const char *reason, *action;      /* "PodCIDRSelected", "Selected" */
+	const char *note;                 /* may be NULL */
+	const char *related_api_version, *related_kind, *related_name; /* NULL: none [v1] */
+	const char *reporting_controller; /* "flowsdn.io/agent" */
+	const char *reporting_instance;   /* the node, the operator's identity */
+};
+
+/* The body of a new Event (POSTed to events.k8s.io/v1 in its namespace):
+ * named as client-go's recorder names them (the object's name and the
+ * time in hex), eventTime now.  0, -EINVAL (a required field missing),
+ * -ENOMEM. */
+int k8s_event_body(const struct k8s_event_about *a, char **ret_json) __attribute__((warn_unused_result));
+
 #endif

@@ -22,6 +22,7 @@
 #include "http-client.h"
 #include "internal.h"
 #include "json.h"
+#include "id-hash.h"
 #include "names.h"
 
 #define ANSWER_MAX (16u << 20)
@@ -555,23 +556,13 @@ FLASH_API int flash_client_service_id(const char *organization, const char *proj
 	const char *parts[] = { "flash-service-id/1", organization, project, name };
 	const size_t prefix = sizeof(NAMES_SERVICE_ID_PREFIX) - 1;
 	unsigned char h[32];
-	crypto_generichash_state st;
+	int r;
 
 	if (!organization || !project || !name || !ret)
 		return -EINVAL;
-	if (sodium_init() < 0)
-		return -ENOMEM;
-	crypto_generichash_init(&st, NULL, 0, sizeof(h));
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		uint64_t len = strlen(parts[i]);
-		unsigned char le[8];
-
-		for (int b = 0; b < 8; b++)
-			le[b] = (unsigned char)(len >> (8 * b));
-		crypto_generichash_update(&st, le, sizeof(le));
-		crypto_generichash_update(&st, (const unsigned char *)parts[i], len);
-	}
-	crypto_generichash_final(&st, h, sizeof(h));
+	r = id_hash_parts(parts, sizeof(parts) / sizeof(parts[0]), h, sizeof(h));
+	if (r < 0)
+		return r;
 	memcpy(ret, NAMES_SERVICE_ID_PREFIX, prefix);
 	sodium_bin2hex(ret + prefix, FLASH_CLIENT_SERVICE_ID_STRLEN - prefix, h, (NAMES_SERVICE_ID_LEN - prefix) / 2);
 	return 0;

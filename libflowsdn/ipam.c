@@ -32,6 +32,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <flowsdn/ipam.h>
@@ -56,6 +57,9 @@ struct pool {
 	uint64_t cursor;    /* next index to try */
 	uint64_t *bitmap;   /* 1 = reserved, allocated, or past the end */
 	size_t words;
+	/* Out of the configured set (flowsdn_ipam_set_pools()) but still
+	 * holding addresses: never allocated from, dropped once empty. */
+	bool draining;
 };
 
 struct alloc {
@@ -551,6 +555,20 @@ static int check_pools(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *p
 	return 0;
 }
 
+/* An empty pool of @prefix (its bitmap made). */
+static int pool_init(struct pool *p, const struct flowsdn_prefix *prefix)
+{
+	p->prefix = *prefix;
+	p->size = flowsdn_prefix_size(prefix);
+	p->reserved = prefix->addr.family == FLOWSDN_AF_INET ? 3 : 2;
+	p->words = (size_t)((p->size + 63) / 64);
+	p->bitmap = calloc(p->words, sizeof(uint64_t));
+	if (!p->bitmap)
+		return -ENOMEM;
+	pool_reset(p);
+	return 0;
+}
+
 FLOWSDN_API void flowsdn_ipam_free(struct flowsdn_ipam *ipam)
 {
 	if (!ipam)
@@ -586,19 +604,10 @@ FLOWSDN_API int flowsdn_ipam_new(const char *state_dir, const struct flowsdn_pre
 	if (r < 0)
 		goto out_free;
 	for (size_t i = 0; i < n_pools; i++) {
-		struct pool *p = &ipam->pools[i];
-
-		p->prefix = pools[i];
-		p->size = flowsdn_prefix_size(&pools[i]);
-		p->reserved = pools[i].addr.family == FLOWSDN_AF_INET ? 3 : 2;
-		p->words = (size_t)((p->size + 63) / 64);
-		p->bitmap = calloc(p->words, sizeof(uint64_t));
-		if (!p->bitmap) {
-			r = -ENOMEM;
+		r = pool_init(&ipam->pools[i], &pools[i]);
+		if (r < 0)
 			goto out_free;
-		}
 		ipam->n_pools++;
-		pool_reset(p);
 	}
 	if (!state_dir) {
 		ipam->diag = NULL;
@@ -696,7 +705,7 @@ static int take_next(struct flowsdn_ipam *ipam, int family, struct flowsdn_addr 
 		uint64_t idx;
 		int n;
 
-		if (p->prefix.addr.family != family)
+		if (p->prefix.addr.family != family || p->draining)
 			continue;
 		idx = bitmap_next_free(p, p->cursor);
 		if (idx != UINT64_MAX && idx < p->size) {
@@ -899,6 +908,32 @@ FLOWSDN_API int flowsdn_ipam_lookup(struct flowsdn_ipam *ipam, const char *conta
 	return r;
 }
 
+/* Drops the draining pools that hold no address any more, renumbering
+ * the allocations' pool indexes. */
+static void pools_compact(struct flowsdn_ipam *ipam)
+{
+	size_t map[FLOWSDN_IPAM_MAX_POOLS], j = 0;
+
+	for (size_t i = 0; i < ipam->n_pools; i++) {
+		if (ipam->pools[i].draining && !ipam->pools[i].used) {
+			free(ipam->pools[i].bitmap);
+			map[i] = SIZE_MAX;
+			continue;
+		}
+		map[i] = j;
+		if (j != i)
+			ipam->pools[j] = ipam->pools[i];
+		j++;
+	}
+	if (j == ipam->n_pools)
+		return;
+	for (size_t i = j; i < ipam->n_pools; i++)
+		memset(&ipam->pools[i], 0, sizeof(ipam->pools[i]));
+	ipam->n_pools = j;
+	for (size_t i = 0; i < ipam->n_allocs; i++)
+		ipam->allocs[i].pool = map[ipam->allocs[i].pool];
+}
+
 static int release(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname)
 {
 	size_t kept = 0;
@@ -929,6 +964,8 @@ static int release(struct flowsdn_ipam *ipam, const char *container_id, const ch
 		ipam->allocs[kept++] = *al;
 	}
 	ipam->n_allocs = kept;
+	if (released && !ipam->state_path)
+		pools_compact(ipam);
 	if (released) {
 		r = state_save(ipam);
 		if (r < 0)
@@ -950,6 +987,94 @@ FLOWSDN_API int flowsdn_ipam_release(struct flowsdn_ipam *ipam, const char *cont
 	ipam->diag = flowsdn__diag(diag);
 	diag_begin(ipam->diag, 0);
 	r = release(ipam, container_id, ifname);
+	ipam->diag = NULL;
+	return r;
+}
+
+FLOWSDN_API int flowsdn_ipam_set_pools(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *pools, size_t n_pools,
+				       struct flowsdn_diag *diag)
+{
+	struct pool next[FLOWSDN_IPAM_MAX_POOLS];
+	size_t map[FLOWSDN_IPAM_MAX_POOLS], n = 0;
+	bool reused[FLOWSDN_IPAM_MAX_POOLS] = { false };
+	char a[FLOWSDN_PREFIX_STRLEN], b[FLOWSDN_PREFIX_STRLEN];
+	int r;
+
+	if (!ipam || !pools)
+		return -EINVAL;
+	if (ipam->state_path)
+		return -EOPNOTSUPP;
+	ipam->diag = flowsdn__diag(diag);
+	diag_begin(ipam->diag, 0);
+	memset(next, 0, sizeof(next));
+	r = check_pools(ipam, pools, n_pools);
+	if (r < 0)
+		goto out;
+	/* The configured pools, in their order: a pool already there keeps
+	 * its bitmap (its addresses stay where they are). */
+	for (size_t i = 0; i < n_pools; i++) {
+		struct pool *p = &next[n++];
+		size_t k;
+
+		for (k = 0; k < ipam->n_pools; k++)
+			if (!reused[k] && flowsdn_prefix_compare(&ipam->pools[k].prefix, &pools[i]) == 0)
+				break;
+		if (k < ipam->n_pools) {
+			*p = ipam->pools[k];
+			p->draining = false;
+			reused[k] = true;
+			map[k] = n - 1;
+			continue;
+		}
+		r = pool_init(p, &pools[i]);
+		if (r < 0)
+			goto out_undo;
+	}
+	/* The pools left out that still hold addresses drain: they must not
+	 * overlap a configured one (an address would belong to two). */
+	for (size_t k = 0; k < ipam->n_pools; k++) {
+		if (reused[k])
+			continue;
+		map[k] = SIZE_MAX;
+		if (!ipam->pools[k].used)
+			continue;
+		flowsdn_prefix_format(&ipam->pools[k].prefix, a, sizeof(a));
+		for (size_t i = 0; i < n_pools; i++)
+			if (flowsdn_prefix_overlaps(&pools[i], &ipam->pools[k].prefix)) {
+				flowsdn_prefix_format(&pools[i], b, sizeof(b));
+				r = fail(ipam, -FLOWSDN_E_IPAM_POOL_OVERLAP,
+					 "pool %s overlaps pool %s, which still holds %" PRIu64 " address%s", b, a,
+					 ipam->pools[k].used, ipam->pools[k].used == 1 ? "" : "es");
+				goto out_undo;
+			}
+		if (n == FLOWSDN_IPAM_MAX_POOLS) {
+			r = fail(ipam, -EINVAL, "more than %d pools with the draining pool %s", FLOWSDN_IPAM_MAX_POOLS, a);
+			goto out_undo;
+		}
+		next[n] = ipam->pools[k];
+		next[n].draining = true;
+		map[k] = n++;
+	}
+	for (size_t k = 0; k < ipam->n_pools; k++)
+		if (map[k] == SIZE_MAX)
+			free(ipam->pools[k].bitmap);
+	for (size_t i = 0; i < ipam->n_allocs; i++)
+		ipam->allocs[i].pool = map[ipam->allocs[i].pool];
+	memcpy(ipam->pools, next, sizeof(next));
+	ipam->n_pools = n;
+	r = 0;
+	goto out;
+out_undo:
+	/* Only the bitmaps made here go; the old pools are untouched. */
+	for (size_t i = 0; i < n; i++) {
+		bool old = false;
+
+		for (size_t k = 0; k < ipam->n_pools && !old; k++)
+			old = next[i].bitmap == ipam->pools[k].bitmap;
+		if (!old)
+			free(next[i].bitmap);
+	}
+out:
 	ipam->diag = NULL;
 	return r;
 }

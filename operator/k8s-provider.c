@@ -15,6 +15,7 @@
 
 #include "k8s-reconcile.h"
 #include "names.h"
+#include "runtime.h"
 #include "store.h"
 #include "util.h"
 
@@ -74,6 +75,83 @@ int op_k8s_service_object(const struct op_service *s, char **ret_json, size_t *r
 	if (r >= 0 && ret_ns)
 		snprintf(ret_ns, ns_size, "%s", ns);
 	return r;
+}
+
+/* ------------------------------------------------------------ the provider API's status */
+
+static const struct op_condition_view *cond_find(const struct op_service_status *v, const char *type)
+{
+	for (size_t i = 0; i < v->n_conditions; i++)
+		if (!strcmp(v->conditions[i].type, type))
+			return &v->conditions[i];
+	return NULL;
+}
+
+static bool cond_true(const struct op_condition_view *c)
+{
+	return c && !strcmp(c->status, "True");
+}
+
+static void phase_set(struct op_service_status *v, const char *phase, const struct op_condition_view *c,
+		      const char *fallback)
+{
+	snprintf(v->phase, sizeof(v->phase), "%s", phase);
+	if (c && c->message[0])
+		snprintf(v->message, sizeof(v->message), "%s: %s", c->reason[0] ? c->reason : c->type, c->message);
+	else if (c && c->reason[0])
+		snprintf(v->message, sizeof(v->message), "%s", c->reason);
+	else
+		snprintf(v->message, sizeof(v->message), "%s", fallback);
+}
+
+int op_k8s_service_status_view(const struct json_value *status, int64_t generation, int64_t replicas,
+			       struct op_service_status *ret)
+{
+	const struct json_value *conds = json_get(status, "conditions");
+	const struct op_condition_view *ready;
+	int64_t n = 0;
+
+	if (!ret)
+		return -EINVAL;
+	memset(ret, 0, sizeof(*ret));
+	ret->wanted = replicas > 0 && replicas <= UINT32_MAX ? (unsigned int)replicas : 0;
+	if (json_get_int64(json_get(status, "readyReplicas"), &n) == 0 && n > 0 && n <= UINT32_MAX)
+		ret->ready_replicas = (unsigned int)n;
+	(void)json_get_int64(json_get(status, "observedGeneration"), &ret->observed_generation);
+	for (size_t i = 0; conds && json_is(conds, JSON_ARRAY) && i < conds->u.array.n &&
+			   ret->n_conditions < OP_STATUS_CONDITIONS_SHOWN; i++) {
+		const struct json_value *c = conds->u.array.items[i];
+		struct op_condition_view *cv = &ret->conditions[ret->n_conditions];
+		const char *type = json_string_value(json_get(c, "type"));
+
+		if (!type)
+			continue;
+		snprintf(cv->type, sizeof(cv->type), "%s", type);
+		snprintf(cv->status, sizeof(cv->status), "%s", json_string_value(json_get(c, "status")) ?: "Unknown");
+		snprintf(cv->reason, sizeof(cv->reason), "%s", json_string_value(json_get(c, "reason")) ?: "");
+		snprintf(cv->message, sizeof(cv->message), "%s", json_string_value(json_get(c, "message")) ?: "");
+		snprintf(cv->since, sizeof(cv->since), "%s", json_string_value(json_get(c, "lastTransitionTime")) ?: "");
+		ret->n_conditions++;
+	}
+	ready = cond_find(ret, "Ready");
+	if (!ret->n_conditions)
+		phase_set(ret, "provisioning", NULL, "published as a FlashService; the operator has not written its status yet");
+	else if (cond_true(cond_find(ret, "Suspended")))
+		phase_set(ret, "suspended", cond_find(ret, "Suspended"), "suspended");
+	else if (cond_true(cond_find(ret, "Degraded")))
+		phase_set(ret, "failed", cond_find(ret, "Degraded"), "degraded");
+	else if (cond_true(cond_find(ret, "Queued")))
+		phase_set(ret, "queued", cond_find(ret, "Queued"), "waiting for a GPU");
+	else if (cond_true(ready) && ret->observed_generation >= generation) {
+		phase_set(ret, "ready", ready, "ready");
+		ret->ready = true;
+	} else if (!ret->wanted)
+		phase_set(ret, "stopped", NULL, "zero replicas requested");
+	else if (cond_true(ready))
+		phase_set(ret, "provisioning", NULL, "the operator has not yet observed the latest generation");
+	else
+		phase_set(ret, "provisioning", ready ? ready : cond_find(ret, "Progressing"), "provisioning");
+	return 0;
 }
 
 /* ------------------------------------------------------------ the publisher */
@@ -136,6 +214,13 @@ static void plog(struct op_k8s_publisher *p, const char *what, const char *name,
 	snprintf(msg, sizeof(msg), "provider: %s FlashService %s: %s (%d %s)", what, name, strerror(-r), st ? st->code : 0,
 		 st && st->message ? st->message : "");
 	p->log(K8S_LOG_ERR, msg, p->log_userdata);
+	/* A 409 is never forced (a kubectl edit of the spec is a person's):
+	 * its fields and their manager are said. */
+	for (size_t i = 0; st && i < st->n_causes; i++) {
+		snprintf(msg, sizeof(msg), "provider: %s FlashService %s: %s %s: %s", what, name, st->causes[i].type ?: "",
+			 st->causes[i].field ?: "", st->causes[i].message ?: "");
+		p->log(K8S_LOG_ERR, msg, p->log_userdata);
+	}
 }
 
 static struct published *find(struct op_k8s_publisher *p, const char *ns, const char *name)

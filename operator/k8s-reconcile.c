@@ -62,7 +62,18 @@ struct applied {
 	char name[254];
 	unsigned char hash[HASH_BYTES];
 	bool keep;                  /* in the current rendering */
+	/* An apply refused with a 409 that was not forced (apply()): the
+	 * object in place is not this FlashService's (foreign: never
+	 * deleted), the conflict's fields for the status, and when it is
+	 * tried again (backoff doubling from CONFLICT_BACKOFF_MS). */
+	bool foreign;
+	char *conflict;
+	int64_t retry_us;
+	unsigned int backoff_ms;
 };
+
+#define CONFLICT_BACKOFF_MS 1000u
+#define CONFLICT_BACKOFF_MAX_MS 300000u
 
 struct objset {
 	struct json_value **v;
@@ -79,6 +90,8 @@ struct svc {
 	bool has_finalizer;
 	bool usage_written;
 	bool leader_done;           /* reconciled while leader since it last changed */
+	bool rendered;              /* render_apply() completed: applied holds the whole rendering */
+	int64_t retry_us;           /* an unforced conflict is tried again then (0: none) */
 	char problem_reason[64];    /* set: Degraded with this reason (spec refused, render failed) */
 	char problem[256];
 	/* From the spec. */
@@ -177,7 +190,7 @@ static struct json_value *parse(const char *text, size_t len)
 	return v;
 }
 
-static struct json_value *clone(const struct json_value *v)
+struct json_value *op_k8s_json_clone(const struct json_value *v)
 {
 	size_t len;
 	char *t;
@@ -193,6 +206,8 @@ static struct json_value *clone(const struct json_value *v)
 	return out;
 }
 
+#define clone op_k8s_json_clone
+
 static void replace_str(char **dst, const char *src)
 {
 	if (*dst && src && !strcmp(*dst, src))
@@ -201,7 +216,7 @@ static void replace_str(char **dst, const char *src)
 	*dst = src ? strdup(src) : NULL;
 }
 
-static size_t bucket(const char *ns, const char *name)
+size_t op_k8s_bucket(const char *ns, const char *name, size_t n)
 {
 	uint64_t h = 1469598103934665603ull;
 
@@ -210,7 +225,12 @@ static size_t bucket(const char *ns, const char *name)
 	h = (h ^ '/') * 1099511628211ull;
 	for (const char *p = name; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return (size_t)(h % BUCKETS);
+	return (size_t)(h % n);
+}
+
+static size_t bucket(const char *ns, const char *name)
+{
+	return op_k8s_bucket(ns, name, BUCKETS);
 }
 
 static struct svc *svc_find(struct op_k8s *k, const char *ns, const char *name)
@@ -303,6 +323,8 @@ static void svc_free(struct svc *s)
 	free(s->spec_json);
 	flash_spec_free(s->spec);
 	free(s->pports);
+	for (size_t i = 0; i < s->n_applied; i++)
+		free(s->applied[i].conflict);
 	free(s->applied);
 	json_free(s->status);
 	json_free(s->deployment);
@@ -363,6 +385,8 @@ void op_k8s_free(struct op_k8s *k)
 			n = s->next;
 			svc_free(s);
 		}
+	for (size_t i = 0; i < k->n_ns_applied; i++)
+		free(k->ns_applied[i].conflict);
 	free(k->ns_applied);
 	free(k->marks);
 	flash_sched_free(k->sched);
@@ -493,15 +517,61 @@ static int validate(struct op_k8s *k, const char *what, const char *body, size_t
 	return r;
 }
 
-/* Server-side apply of @body; a 409 is logged with its fields and applied
- * again with force. */
+/* The fields of a 409 apply conflict as one line: each field path with
+ * the cause's words, which name the manager owning it
+ * (".spec.replicas: conflict with \"flash-admin\""). */
+static void conflict_text(const struct k8s_status *st, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < st->n_causes && o + 1 < size; i++) {
+		int n = snprintf(buf + o, size - o, "%s%s: %s", i ? "; " : "", st->causes[i].field ?: "?",
+				 st->causes[i].message ?: "conflict");
+
+		if (n < 0)
+			break;
+		o += (size_t)n < size - o ? (size_t)n : size - o - 1;
+	}
+	if (!st->n_causes)
+		snprintf(buf, size, "%s", st->message ?: "conflict with another field manager");
+}
+
+/* Whether @obj names FlashService uid @uid among its ownerReferences. */
+static bool owned_by(const struct json_value *obj, const char *uid)
+{
+	const struct json_value *refs = json_at(obj, "metadata.ownerReferences");
+
+	for (size_t i = 0; uid && refs && json_is(refs, JSON_ARRAY) && i < refs->u.array.n; i++) {
+		const struct json_value *r = refs->u.array.items[i];
+
+		if (!strcmp(str_at(r, "kind") ?: "", "FlashService") &&
+		    !strcmp(str_at(r, "apiVersion") ?: "", OP_K8S_GROUP "/" OP_K8S_VERSION) &&
+		    !strcmp(str_at(r, "uid") ?: "", uid))
+			return true;
+	}
+	return false;
+}
+
+/* Server-side apply of @body.  A 409 (another field manager owns a field
+ * the body sets) is forced only for an object rendered for a FlashService
+ * (@owner_uid set) whose object in place names that FlashService's uid in
+ * its ownerReferences: the operator is by design the only author of those
+ * fields, so a kubectl edit or the HPA's old replicas are taken back.
+ * Anything else -- a same-named object of someone else, the CRDs (a Helm
+ * release may own them), the FlashService's finalizer, a usage record --
+ * is not forced: -EBUSY with the fields and their manager in @conflict
+ * (may be NULL), and *@ret_foreign (may be NULL) true when the object in
+ * place is not owned by @owner_uid. */
 static int apply(struct op_k8s *k, const struct kind_ref *kr, const char *ns, const char *name, const char *body,
-		 size_t len, struct json_value **ret_obj)
+		 size_t len, const char *owner_uid, char *conflict, size_t conflict_size, bool *ret_foreign,
+		 struct json_value **ret_obj)
 {
 	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
 	struct k8s_status st = { 0 };
 	struct k8s_ref ref;
-	char what[320];
+	char what[320], fields[768];
+	bool ours = false;
 	int r;
 
 	ref_of(kr, ns, name, &ref);
@@ -510,18 +580,41 @@ static int apply(struct op_k8s *k, const struct kind_ref *kr, const char *ns, co
 		return -ENOLCK;
 	k->st.requests++;
 	r = k8s_apply(k->c, &ref, body, len, &wo, ret_obj, &st);
-	if (r == -EBUSY) {
-		log_status(k, what, r, &st);
-		if (!may_write(k, what)) {
-			k8s_status_clear(&st);
+	if (r != -EBUSY)
+		return settle(k, what, r, &st, &k->st.applies);
+	conflict_text(&st, fields, sizeof(fields));
+	k8s_status_clear(&st);
+	if (owner_uid) {
+		struct json_value *cur = NULL;
+		int g;
+
+		if (!may_write(k, what))
 			return -ENOLCK;
-		}
-		logf_(k, K8S_LOG_WARNING, "%s: conflict with another manager, applying with force", what);
-		wo.force = true;
-		k->st.forced++;
 		k->st.requests++;
-		r = k8s_apply(k->c, &ref, body, len, &wo, ret_obj, &st);
+		g = k8s_get(k->c, &ref, &cur, &st);
+		if (g < 0)
+			log_status(k, what, g, &st);
+		k8s_status_clear(&st);
+		ours = g >= 0 && owned_by(cur, owner_uid);
+		json_free(cur);
 	}
+	if (ret_foreign)
+		*ret_foreign = owner_uid && !ours;
+	if (!ours) {
+		logf_(k, K8S_LOG_WARNING, "%s: conflict with another field manager, not forced%s: %s", what,
+		      owner_uid ? " (the object in place is not this FlashService's)" : "", fields);
+		if (conflict)
+			snprintf(conflict, conflict_size, "%s %s: %s", kr->kind, name, fields);
+		k->st.conflicts++;
+		return -EBUSY;
+	}
+	logf_(k, K8S_LOG_WARNING, "%s: conflict with another field manager, applying with force: %s", what, fields);
+	if (!may_write(k, what))
+		return -ENOLCK;
+	wo.force = true;
+	k->st.forced++;
+	k->st.requests++;
+	r = k8s_apply(k->c, &ref, body, len, &wo, ret_obj, &st);
 	return settle(k, what, r, &st, &k->st.applies);
 }
 
@@ -542,6 +635,35 @@ static int delete_obj(struct op_k8s *k, const struct kind_ref *kr, const char *n
 	if (settle(k, "delete", r, &st, &k->st.deletes) >= 0)
 		logf_(k, K8S_LOG_INFO, "deleted %s %s/%s: no longer rendered", kr->kind, ns, name);
 	return r;
+}
+
+/* A Warning Event about FlashService @s (reason ApplyConflict, @note the
+ * object, fields and managers), checked against the schemas like every
+ * object sent.  Failures are logged only. */
+static void conflict_event(struct op_k8s *k, const struct svc *s, const char *note)
+{
+	struct k8s_event_about ab = {
+		.api_version = OP_K8S_GROUP "/" OP_K8S_VERSION, .kind = "FlashService", .name = s->name,
+		.namespace = s->ns, .uid = s->uid, .type = "Warning", .reason = "ApplyConflict", .action = "Apply",
+		.reporting_controller = "flash.heterocloud.io/operator", .reporting_instance = k->fm,
+	};
+	struct k8s_ref ref = { .group = "events.k8s.io", .version = "v1", .resource = "events", .namespace = s->ns };
+	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
+	struct k8s_status st = { 0 };
+	char short_note[1024], msg[320], *body = NULL;
+
+	/* events.k8s.io/v1 notes are at most 1 kB. */
+	snprintf(short_note, sizeof(short_note), "%s", note);
+	ab.note = short_note;
+	if (k8s_event_body(&ab, &body) < 0 || validate(k, "Event", body, strlen(body), msg, sizeof(msg)) < 0 ||
+	    !may_write(k, "create Event")) {
+		free(body);
+		return;
+	}
+	k->st.requests++;
+	(void)settle(k, "create Event", k8s_create(k->c, &ref, body, strlen(body), &wo, NULL, &st), &st,
+		     &k->st.events);
+	free(body);
 }
 
 /* ------------------------------------------------------------ CRDs */
@@ -586,9 +708,18 @@ int op_k8s_crds_apply(struct op_k8s *k, unsigned int timeout_ms)
 		json_free(parsed);
 		r = validate(k, "CustomResourceDefinition", text, len, msg, sizeof(msg));
 		if (r >= 0) {
+			char fields[1024];
+
 			k->crds = true; /* every replica applies the CRDs: not fenced */
-			r = apply(k, kr, NULL, name, text, len, &obj);
+			r = apply(k, kr, NULL, name, text, len, NULL, fields, sizeof(fields), NULL, &obj);
 			k->crds = false;
+			if (r == -EBUSY) {
+				/* Another manager (a Helm release) owns fields of it:
+				 * never forced; the CRD in place is waited for. */
+				logf_(k, K8S_LOG_WARNING,
+				      "%s: owned by another field manager, not taken over; using the CRD in place", fields);
+				r = 0;
+			}
 		}
 		free(text);
 		while (r >= 0 && !established(obj)) {
@@ -691,6 +822,15 @@ static void fs_head(struct json_writer *w, const struct svc *s)
 	jw_kv_string(w, "namespace", s->ns);
 }
 
+/* The tenant Namespace's entry (ns_create()), or NULL. */
+static const struct applied *ns_entry(const struct op_k8s *k, const char *ns)
+{
+	for (size_t i = 0; i < k->n_ns_applied; i++)
+		if (!strcmp(k->ns_applied[i].name, ns))
+			return &k->ns_applied[i];
+	return NULL;
+}
+
 static int write_status(struct op_k8s *k, struct svc *s)
 {
 	struct op_k8s_status_input in = {
@@ -730,6 +870,24 @@ static int write_status(struct op_k8s *k, struct svc *s)
 			rd->status = false;
 			snprintf(rd->reason, sizeof(rd->reason), "%s", s->problem_reason);
 			snprintf(rd->message, sizeof(rd->message), "%.*s", (int)sizeof(rd->message) - 1, s->problem);
+		}
+	}
+	if (!st.cond[OP_K8S_COND_DEGRADED].status) {
+		/* An apply conflict not forced (or the tenant Namespace's labels
+		 * another manager set): Degraded with the fields and the manager
+		 * owning them until the apply goes through. */
+		const struct applied *nse = ns_entry(k, s->ns);
+		const char *c = nse && nse->conflict ? nse->conflict : NULL;
+
+		for (size_t i = 0; !c && i < s->n_applied; i++)
+			c = s->applied[i].conflict;
+		if (c) {
+			struct op_k8s_condition *d = &st.cond[OP_K8S_COND_DEGRADED];
+
+			d->present = true;
+			d->status = true;
+			snprintf(d->reason, sizeof(d->reason), "ApplyConflict");
+			snprintf(d->message, sizeof(d->message), "%.*s", (int)sizeof(d->message) - 1, c);
 		}
 	}
 	/* Only the leader meters: a replica taking over starts counting when
@@ -798,7 +956,7 @@ static int apply_finalizer(struct op_k8s *k, struct svc *s, bool with)
 	r = json_writer_finish(w, &body, &len);
 	if (r < 0)
 		return r;
-	r = apply(k, kind_find("FlashService"), s->ns, s->name, body, len, NULL);
+	r = apply(k, kind_find("FlashService"), s->ns, s->name, body, len, NULL, NULL, 0, NULL, NULL);
 	free(body);
 	if (r >= 0)
 		s->has_finalizer = with;
@@ -889,7 +1047,7 @@ static int usage_flush(struct op_k8s *k, const char *ns, enum flash_meter_scope 
 		if (r >= 0)
 			r = validate(k, "FlashUsageRecord", obj, strlen(obj), msg, sizeof(msg));
 		if (r >= 0)
-			r = apply(k, kr, ns, name, obj, strlen(obj), NULL);
+			r = apply(k, kr, ns, name, obj, strlen(obj), NULL, NULL, 0, NULL, NULL);
 		if (r >= 0)
 			r = status_put(k, kr, ns, name, status, strlen(status));
 	} else if (r >= 0) {
@@ -1037,45 +1195,117 @@ static void set_problem(struct svc *s, const char *reason, const char *msg)
 	snprintf(s->problem, sizeof(s->problem), "%.*s", (int)sizeof(s->problem) - 1, msg);
 }
 
+/* The labels of the rendered Namespace @text that the Namespace in place
+ * (@ns) lacks or holds with another value, as one line into @buf; empty
+ * when none.  A GET that fails says nothing (checked again later). */
+static void ns_labels_check(struct op_k8s *k, const char *ns, const char *text, size_t len, char *buf, size_t size)
+{
+	struct k8s_ref ref = { .version = "v1", .resource = "namespaces", .name = ns };
+	struct k8s_status st = { 0 };
+	struct json_value *want = parse(text, len), *cur = NULL;
+	const struct json_value *wl = json_at(want, "metadata.labels"), *cl;
+	size_t o = 0;
+
+	buf[0] = '\0';
+	k->st.requests++;
+	if (k8s_get(k->c, &ref, &cur, &st) < 0) {
+		logf_(k, K8S_LOG_INFO, "namespace %s: its labels not checked (%s)", ns, st.message ?: "GET failed");
+		goto out;
+	}
+	cl = json_at(cur, "metadata.labels");
+	for (size_t i = 0; wl && json_is(wl, JSON_OBJECT) && i < wl->u.object.n && o + 1 < size; i++) {
+		const char *key = wl->u.object.members[i].key, *w = json_string_value(wl->u.object.members[i].value);
+		const char *c = json_string_value(json_get(cl, key));
+		int n;
+
+		if (c && w && !strcmp(c, w))
+			continue;
+		n = c ? snprintf(buf + o, size - o, "%slabel %s is \"%s\", not \"%s\"", o ? "; " : "", key, c, w ?: "")
+		      : snprintf(buf + o, size - o, "%slabel %s missing (\"%s\")", o ? "; " : "", key, w ?: "");
+		if (n < 0)
+			break;
+		o += (size_t)n < size - o ? (size_t)n : size - o - 1;
+	}
+out:
+	k8s_status_clear(&st);
+	json_free(want);
+	json_free(cur);
+}
+
 /* The tenant Namespace, created once (its organization and Pod Security
  * labels; never relabelled: the operator's RBAC has get and create on
- * namespaces, no patch).  AlreadyExists is success. */
+ * namespaces, no patch).  AlreadyExists is success; the labels of the
+ * Namespace in place are then compared with the rendered ones and what
+ * differs is reported as the services' ApplyConflict (never changed; looked
+ * at again with backoff, so a Namespace fixed by hand clears it). */
 static int ns_create(struct op_k8s *k, struct svc *s)
 {
 	struct k8s_write_opts wo = { .sz = sizeof(wo), .field_manager = k->fm };
 	struct k8s_ref ref = { .version = "v1", .resource = "namespaces" };
 	struct k8s_status st = { 0 };
-	struct applied *p;
+	struct applied *p = NULL;
 	char *text = NULL;
 	size_t len;
-	char msg[320];
+	char msg[320], labels[768] = "";
+	bool exists = false;
 	int r;
 
-	for (size_t i = 0; i < k->n_ns_applied; i++)
+	for (size_t i = 0; i < k->n_ns_applied && !p; i++)
 		if (!strcmp(k->ns_applied[i].name, s->ns))
-			return 0;
+			p = &k->ns_applied[i];
+	if (p && (!p->conflict || mono_now(k) < p->retry_us))
+		return 0;
 	r = flash_render_namespace(s->ns, s->org, FLASH_RENDER_JSON, &text, &len);
 	if (r < 0)
 		return r;
-	r = validate(k, "Namespace", text, len, msg, sizeof(msg));
-	if (r >= 0 && !may_write(k, "create Namespace"))
-		r = -ENOLCK;
-	else if (r >= 0) {
-		k->st.requests++;
-		r = k8s_create(k->c, &ref, text, len, &wo, NULL, &st);
-		r = settle(k, "create Namespace", r == -EEXIST ? 0 : r, &st, &k->st.applies);
+	if (p) {
+		exists = true; /* its labels looked at again */
+	} else {
+		r = validate(k, "Namespace", text, len, msg, sizeof(msg));
+		if (r >= 0 && !may_write(k, "create Namespace"))
+			r = -ENOLCK;
+		else if (r >= 0) {
+			k->st.requests++;
+			r = k8s_create(k->c, &ref, text, len, &wo, NULL, &st);
+			exists = r == -EEXIST;
+			r = settle(k, "create Namespace", r == -EEXIST ? 0 : r, &st, &k->st.applies);
+		}
 	}
+	if (r >= 0 && exists)
+		ns_labels_check(k, s->ns, text, len, labels, sizeof(labels));
 	free(text);
 	if (r < 0)
 		return r;
-	p = realloc(k->ns_applied, (k->n_ns_applied + 1) * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	k->ns_applied = p;
-	p += k->n_ns_applied++;
-	memset(p, 0, sizeof(*p));
-	p->kr = kind_find("Namespace");
-	snprintf(p->name, sizeof(p->name), "%s", s->ns);
+	if (!p) {
+		p = realloc(k->ns_applied, (k->n_ns_applied + 1) * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		k->ns_applied = p;
+		p += k->n_ns_applied++;
+		memset(p, 0, sizeof(*p));
+		p->kr = kind_find("Namespace");
+		snprintf(p->name, sizeof(p->name), "%s", s->ns);
+	}
+	if (labels[0]) {
+		char *was = p->conflict;
+
+		if (asprintf(&p->conflict, "Namespace %s: %s (set by another manager; tenant Namespaces are created, "
+			     "never relabelled)", s->ns, labels) < 0)
+			p->conflict = NULL;
+		if (p->conflict && (!was || strcmp(was, p->conflict)))
+			conflict_event(k, s, p->conflict);
+		free(was);
+		p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : CONFLICT_BACKOFF_MS;
+		if (p->backoff_ms > CONFLICT_BACKOFF_MAX_MS)
+			p->backoff_ms = CONFLICT_BACKOFF_MAX_MS;
+		p->retry_us = mono_now(k) + (int64_t)p->backoff_ms * 1000;
+		k->st.conflicts++;
+		logf_(k, K8S_LOG_WARNING, "%s; looked at again in %u ms", p->conflict ?: labels, p->backoff_ms);
+	} else {
+		free(p->conflict);
+		p->conflict = NULL;
+		p->backoff_ms = 0;
+	}
 	return 0;
 }
 
@@ -1083,6 +1313,7 @@ static void ns_forget(struct op_k8s *k, const char *ns)
 {
 	for (size_t i = 0; i < k->n_ns_applied; i++)
 		if (!strcmp(k->ns_applied[i].name, ns)) {
+			free(k->ns_applied[i].conflict);
 			k->ns_applied[i] = k->ns_applied[--k->n_ns_applied];
 			logf_(k, K8S_LOG_WARNING, "namespace %s: gone (404), to be created again", ns);
 			return;
@@ -1097,14 +1328,37 @@ static struct applied *applied_find(struct svc *s, const struct kind_ref *kr, co
 	return NULL;
 }
 
-/* Applies one rendered object unless its body is the one last applied. */
+static struct applied *applied_add(struct svc *s, const struct kind_ref *kr, const char *name)
+{
+	struct applied *a = realloc(s->applied, (s->n_applied + 1) * sizeof(*a));
+
+	if (!a)
+		return NULL;
+	s->applied = a;
+	a += s->n_applied++;
+	memset(a, 0, sizeof(*a));
+	a->kr = kr;
+	snprintf(a->name, sizeof(a->name), "%s", name);
+	return a;
+}
+
+static void applied_remove(struct svc *s, size_t i)
+{
+	free(s->applied[i].conflict);
+	s->applied[i] = s->applied[--s->n_applied];
+}
+
+/* Applies one rendered object unless its body is the one last applied.
+ * An unforced conflict is recorded on its entry (the status says it, the
+ * retry waits for its backoff) and is not an error of the reconcile. */
 static int object_apply(struct op_k8s *k, struct svc *s, const char *kind, char *text, size_t len)
 {
 	const struct kind_ref *kr = kind_find(kind);
 	unsigned char h[HASH_BYTES];
 	struct json_value *v;
 	struct applied *a;
-	char name[254], msg[320];
+	char name[254], msg[320], conflict[1024];
+	bool foreign = false;
 	int r;
 
 	if (!kr)
@@ -1120,28 +1374,47 @@ static int object_apply(struct op_k8s *k, struct svc *s, const char *kind, char 
 			k->st.apply_skipped++;
 			return 0;
 		}
+		if (a->conflict && mono_now(k) < a->retry_us) {
+			k->st.conflict_waits++;
+			return 0; /* backing off: tried again at retry_us */
+		}
 	}
 	r = validate(k, kind, text, len, msg, sizeof(msg));
 	if (r < 0) {
 		set_problem(s, "RenderRefused", msg);
 		return r;
 	}
-	r = apply(k, kr, s->ns, name, text, len, NULL);
+	r = apply(k, kr, s->ns, name, text, len, s->uid, conflict, sizeof(conflict), &foreign, NULL);
 	if (r == -ENOENT && !kr->cluster)
 		ns_forget(k, s->ns); /* the Namespace was deleted: created again at the next reconcile */
+	if (r == -EBUSY) {
+		if (!a && !(a = applied_add(s, kr, name)))
+			return -ENOMEM;
+		a->keep = true;
+		a->foreign = foreign;
+		memset(a->hash, 0, sizeof(a->hash));
+		if (!a->conflict || strcmp(a->conflict, conflict))
+			conflict_event(k, s, conflict); /* new or changed: said once, not at every retry */
+		free(a->conflict);
+		a->conflict = strdup(conflict);
+		a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : CONFLICT_BACKOFF_MS;
+		if (a->backoff_ms > CONFLICT_BACKOFF_MAX_MS)
+			a->backoff_ms = CONFLICT_BACKOFF_MAX_MS;
+		a->retry_us = mono_now(k) + (int64_t)a->backoff_ms * 1000;
+		logf_(k, K8S_LOG_WARNING, "FlashService %s/%s: %s kept as it is, tried again in %u ms", s->ns, s->name,
+		      a->conflict ?: name, a->backoff_ms);
+		return a->conflict ? 0 : -ENOMEM;
+	}
 	if (r < 0)
 		return r;
-	if (!a) {
-		a = realloc(s->applied, (s->n_applied + 1) * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		s->applied = a;
-		a += s->n_applied++;
-		memset(a, 0, sizeof(*a));
-		a->kr = kr;
-		snprintf(a->name, sizeof(a->name), "%s", name);
-		a->keep = true;
-	}
+	if (!a && !(a = applied_add(s, kr, name)))
+		return -ENOMEM;
+	a->keep = true;
+	a->foreign = false;
+	free(a->conflict);
+	a->conflict = NULL;
+	a->backoff_ms = 0;
+	a->retry_us = 0;
 	memcpy(a->hash, h, HASH_BYTES);
 	return 0;
 }
@@ -1212,6 +1485,7 @@ static int render_apply(struct op_k8s *k, struct svc *s, const struct flash_sche
 	}
 	flash_diag_free(d);
 	r = ns_create(k, s);
+	s->rendered = false;
 	for (size_t i = 0; i < s->n_applied; i++)
 		s->applied[i].keep = false;
 	for (size_t i = 0; r >= 0 && i < flash_render_count(rd); i++) {
@@ -1245,19 +1519,33 @@ static int render_apply(struct op_k8s *k, struct svc *s, const struct flash_sche
 	if (r < 0)
 		return r;
 	/* Prune: what is no longer rendered goes (the Service when every
-	 * port went; the Deployment stays). */
+	 * port went; the Deployment stays); an object in place that is not
+	 * this FlashService's (an unforced conflict) is only forgotten. */
 	for (size_t i = 0; !first && i < s->n_applied;) {
 		if (s->applied[i].keep) {
 			i++;
 			continue;
 		}
-		r = delete_obj(k, s->applied[i].kr, s->ns, s->applied[i].name);
-		if (r < 0) {
-			first = r;
-			break;
+		if (!s->applied[i].foreign) {
+			r = delete_obj(k, s->applied[i].kr, s->ns, s->applied[i].name);
+			if (r < 0) {
+				first = r;
+				break;
+			}
 		}
-		s->applied[i] = s->applied[--s->n_applied];
+		applied_remove(s, i);
 	}
+	s->retry_us = 0;
+	for (size_t i = 0; i < s->n_applied; i++)
+		if (s->applied[i].conflict && (!s->retry_us || s->applied[i].retry_us < s->retry_us))
+			s->retry_us = s->applied[i].retry_us;
+	{
+		const struct applied *nse = ns_entry(k, s->ns);
+
+		if (nse && nse->conflict && (!s->retry_us || nse->retry_us < s->retry_us))
+			s->retry_us = nse->retry_us;
+	}
+	s->rendered = !first;
 	return first;
 }
 
@@ -1520,6 +1808,113 @@ static void svc_forget(struct op_k8s *k, struct svc *s)
 		(void)gpu_followup(k);
 }
 
+/* ------------------------------------------------------------ stale objects */
+
+/* The namespaced kinds flash_render() gives, listed for stale objects. */
+static const char *const rendered_kinds[] = {
+	"PersistentVolumeClaim", "NetworkPolicy", "Deployment", "HorizontalPodAutoscaler", "Service", "HTTPRoute",
+};
+
+struct stale {
+	char ns[64], name[254], owner[254], uid[128];
+};
+
+struct stale_list {
+	struct stale *v;
+	size_t n;
+	int err;
+};
+
+/* One listed object: kept as a candidate when a FlashService is its
+ * owner (by ownerReferences: the label alone proves nothing). */
+static int stale_item(const struct json_value *item, void *userdata)
+{
+	const struct json_value *refs = json_at(item, "metadata.ownerReferences");
+	struct stale_list *l = userdata;
+
+	for (size_t i = 0; refs && json_is(refs, JSON_ARRAY) && i < refs->u.array.n; i++) {
+		const struct json_value *r = refs->u.array.items[i];
+		struct stale *p;
+
+		if (strcmp(str_at(r, "kind") ?: "", "FlashService") ||
+		    strcmp(str_at(r, "apiVersion") ?: "", OP_K8S_GROUP "/" OP_K8S_VERSION) || !str_at(r, "uid") ||
+		    !str_at(r, "name"))
+			continue;
+		p = realloc(l->v, (l->n + 1) * sizeof(*p));
+		if (!p) {
+			l->err = -ENOMEM;
+			return 1;
+		}
+		l->v = p;
+		p += l->n++;
+		snprintf(p->ns, sizeof(p->ns), "%s", str_at(item, "metadata.namespace") ?: "");
+		snprintf(p->name, sizeof(p->name), "%s", str_at(item, "metadata.name") ?: "");
+		snprintf(p->owner, sizeof(p->owner), "%s", str_at(r, "name"));
+		snprintf(p->uid, sizeof(p->uid), "%s", str_at(r, "uid"));
+		break;
+	}
+	return 0;
+}
+
+/* What an earlier operator (before a restart or a leader change) applied
+ * and the current specs no longer render: each rendered kind is listed
+ * in every namespace by the operator's managed-by label (paginated), and
+ * an object is deleted only when its ownerReferences name a FlashService
+ * held here by uid, that service's rendering was applied whole, and it
+ * is not part of that rendering.  An object owned by a FlashService that
+ * no longer exists (or was recreated: another uid) is left to the
+ * garbage collector, which deletes a dependent once no owner of its
+ * ownerReferences exists; an object without such an owner is never
+ * touched (a copied label is not ownership).  A kind the server does not
+ * serve (404: Gateway API not installed) has nothing to prune. */
+static int stale_prune(struct op_k8s *k)
+{
+	int first = 0;
+
+	if (!k->leader || k->syncing || !k->st.services)
+		return 0; /* only objects of a service held are ever deleted */
+	for (size_t i = 0; i < ARRAY_SIZE(rendered_kinds) && !atomic_load(&k->cancelled); i++) {
+		const struct kind_ref *kr = kind_find(rendered_kinds[i]);
+		struct k8s_ref ref = { .group = kr->group, .version = kr->version, .resource = kr->resource };
+		struct k8s_list_opts lo = { .sz = sizeof(lo), .label_selector = OP_K8S_OWNED_SELECTOR, .limit = 500 };
+		struct k8s_status st = { 0 };
+		struct stale_list l = { 0 };
+		int r;
+
+		k->st.requests++;
+		r = k8s_list(k->c, &ref, &lo, stale_item, &l, NULL, &st);
+		if (l.err < 0)
+			r = l.err;
+		if (r == -ENOENT) {
+			k8s_status_clear(&st);
+			r = 0;
+		} else if (r < 0) {
+			char what[128];
+
+			snprintf(what, sizeof(what), "list %s for stale objects", kr->resource);
+			(void)settle(k, what, r, &st, NULL);
+		}
+		k8s_status_clear(&st);
+		for (size_t j = 0; r >= 0 && j < l.n; j++) {
+			struct stale *o = &l.v[j];
+			struct svc *s = svc_find(k, o->ns, o->owner);
+
+			if (!s || !s->uid || strcmp(s->uid, o->uid) || !s->rendered || s->deleting ||
+			    applied_find(s, kr, o->name))
+				continue;
+			logf_(k, K8S_LOG_INFO, "%s %s/%s: owned by FlashService %s but no longer rendered (applied before "
+			      "a restart or by an earlier leader): deleting", kr->kind, o->ns, o->name, o->owner);
+			r = delete_obj(k, kr, o->ns, o->name);
+			if (r >= 0)
+				k->st.stale_deleted++;
+		}
+		free(l.v);
+		if (r < 0 && !first)
+			first = r;
+	}
+	return first;
+}
+
 int op_k8s_service_event(struct op_k8s *k, const struct k8s_event *ev)
 {
 	const char *ns, *name;
@@ -1538,7 +1933,14 @@ int op_k8s_service_event(struct op_k8s *k, const struct k8s_event *ev)
 					svc_forget(k, x);
 			}
 		k->syncing = ev->type == K8S_EVENT_RELIST;
-		return k->syncing ? 0 : op_k8s_resync(k);
+		if (k->syncing)
+			return 0;
+		r = op_k8s_resync(k);
+		{
+			int r2 = stale_prune(k);
+
+			return r < 0 ? r : r2;
+		}
 	}
 	if (ev->type == K8S_EVENT_BOOKMARK || !ev->object)
 		return 0;
@@ -1740,6 +2142,7 @@ int op_k8s_resync(struct op_k8s *k)
 	return first;
 }
 
+/* Also the services whose unforced apply conflict is due again. */
 int op_k8s_reconcile_pending(struct op_k8s *k)
 {
 	int first = 0;
@@ -1750,7 +2153,8 @@ int op_k8s_reconcile_pending(struct op_k8s *k)
 		return 0;
 	for (size_t i = 0; i < BUCKETS && !atomic_load(&k->cancelled); i++)
 		for (struct svc *s = k->b[i]; s && !atomic_load(&k->cancelled); s = s->next) {
-			int r = s->leader_done ? 0 : reconcile(k, s);
+			bool due = !s->leader_done || (s->retry_us && mono_now(k) >= s->retry_us);
+			int r = due ? reconcile(k, s) : 0;
 
 			if (r < 0 && !first)
 				first = r;
@@ -1812,8 +2216,12 @@ int op_k8s_set_leader(struct op_k8s *k, bool leader)
 	was = k->leader;
 	k->leader = leader;
 	if (leader && !was) {
+		int r, r2;
+
 		logf_(k, K8S_LOG_INFO, "leader: reconciling %" PRIu64 " services", k->st.services);
-		return op_k8s_resync(k);
+		r = op_k8s_resync(k);
+		r2 = stale_prune(k);
+		return r < 0 ? r : r2;
 	}
 	return 0;
 }

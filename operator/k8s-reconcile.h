@@ -11,9 +11,14 @@
  *     object flash_render() gives (ownerReferences to the FlashService),
  *     each validated against the OpenAPI schemas before it is sent and
  *     applied only when its body changed since the last apply (the
- *     steady path sends nothing); a 409 apply conflict is logged with its
- *     fields and applied again with force; an object no longer rendered
- *     is deleted;
+ *     steady path sends nothing); a 409 apply conflict is forced only
+ *     on an object owned by that FlashService (ownerReferences uid), else
+ *     it is reported (status Degraded, reason ApplyConflict, with the
+ *     fields and their manager) and tried again with backoff; an object
+ *     no longer rendered is deleted, and after every relist of the
+ *     FlashServices (and on becoming leader) each rendered kind is listed
+ *     by the operator's label so that what an earlier leader applied and
+ *     the current spec no longer renders is deleted too;
  *   - the status through /status (conditions, observedGeneration) when it
  *     changed (op_k8s_status_decide() over the cached Deployment, Pods
  *     and EndpointSlices);
@@ -54,6 +59,12 @@
 
 struct op_k8s;
 
+/* Helpers the Kubernetes mode's files share: a hash bucket (of @n) of the
+ * object @ns/@name; a deep copy of a parsed value (NULL for NULL or on
+ * ENOMEM). */
+size_t op_k8s_bucket(const char *ns, const char *name, size_t n);
+struct json_value *op_k8s_json_clone(const struct json_value *v);
+
 struct op_k8s_opts {
 	size_t sz;
 	const struct flash_operator_config *config; /* required */
@@ -81,7 +92,11 @@ struct op_k8s_stats {
 	uint64_t requests;        /* requests sent, all kinds */
 	uint64_t applies;         /* objects applied (Namespaces included) */
 	uint64_t apply_skipped;   /* applies skipped: same body as the last applied */
-	uint64_t forced;          /* applies repeated with force after a 409 */
+	uint64_t forced;          /* applies repeated with force after a 409 (objects owned by their FlashService) */
+	uint64_t conflicts;       /* 409s not forced: reported in the status (ApplyConflict), retried with backoff */
+	uint64_t conflict_waits;  /* applies not sent: their conflict's backoff had not passed */
+	uint64_t stale_deleted;   /* objects an earlier operator applied, no longer rendered, found by a list */
+	uint64_t events;          /* Events created (ApplyConflict) */
 	uint64_t deletes;         /* objects no longer rendered, deleted */
 	uint64_t status_writes;   /* /status writes */
 	uint64_t refused;         /* objects the schemas refused (never sent) */
@@ -203,6 +218,20 @@ int op_k8s_org_namespace(const char *org, char *buf, size_t size);
  * id, organization or project that cannot be a name or label), -ENOMEM. */
 int op_k8s_service_object(const struct op_service *s, char **ret_json, size_t *ret_len, char *ret_ns, size_t ns_size);
 
+struct op_service_status;
+
+/* The provider API's view (provider.c's "status" of get and list) of a
+ * FlashService's status object @status (NULL: none written yet) for
+ * metadata.generation @generation and spec.replicas @replicas: its
+ * conditions and observedGeneration, readyReplicas, and a phase derived
+ * from them: "suspended" (Suspended True), "failed" (Degraded True:
+ * ErrImagePull, CrashLoopBackOff, ApplyConflict, InvalidSpec, ...),
+ * "queued" (Queued True), "ready" (Ready True for the current
+ * generation), "stopped" (zero replicas), else "provisioning"; the
+ * message is the deciding condition's.  0 or -EINVAL. */
+int op_k8s_service_status_view(const struct json_value *status, int64_t generation, int64_t replicas,
+			       struct op_service_status *ret);
+
 struct op_k8s_publish_stats {
 	uint64_t requests, applies, deletes, refused, errors;
 };
@@ -292,6 +321,12 @@ int op_k8s_run_new_client(void *run, struct k8s_client **ret);
 /* Wakes the publisher (a struct op_k8s_run as @run): the store changed. */
 void op_k8s_run_kick(void *run);
 void op_k8s_run_publish_stats(struct op_k8s_run *r, struct op_k8s_publish_stats *ret);
+/* The provider API's status of stored service @s (a struct op_k8s_run as
+ * @run; op_provider_set_status()): its FlashService as the FlashService
+ * watch last saw it (every replica watches: a follower answers too; no
+ * request is sent), through op_k8s_service_status_view().  -ENOENT when
+ * the watch has not seen it (not published yet), -EINVAL. */
+int op_k8s_run_service_status(void *run, const struct op_service *s, struct op_service_status *ret);
 
 /* Stops the threads (k8s_client_cancel) and frees everything. */
 void op_k8s_run_stop(struct op_k8s_run *r);

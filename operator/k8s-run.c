@@ -28,6 +28,17 @@ enum watch_kind { W_FLASH, W_DEPLOY, W_POD, W_SLICE, W_SERVICE, W_NODE, W_N_ };
 
 struct op_k8s_run;
 
+#define STATUS_BUCKETS 1024
+
+/* One FlashService's status as the watch saw it. */
+struct fs_seen {
+	struct fs_seen *next;
+	char *ns, *name;
+	struct json_value *status;  /* NULL: none written yet */
+	int64_t generation, replicas;
+	bool seen;                  /* in the current list */
+};
+
 struct watcher {
 	struct op_k8s_run *run;
 	enum watch_kind kind;
@@ -67,6 +78,10 @@ struct op_k8s_run {
 	pthread_t pub_th;
 	bool pub_started, pub_kicked;
 	struct op_k8s_publish_stats pub_stats;
+	/* The FlashServices' status as their watch last saw them (the
+	 * provider API's get and list read it): slock guards it. */
+	pthread_mutex_t slock;
+	struct fs_seen *sb[STATUS_BUCKETS];
 	struct op_lease_elector el; /* the Lease thread's only */
 	char identity[OP_LEASE_ID_MAX + 1];
 };
@@ -117,7 +132,7 @@ static int fetch_schemas(struct op_k8s_run *r, struct flash_schema_set **ret)
 	static const char *const paths[] = {
 		"/openapi/v3/api/v1", "/openapi/v3/apis/apps/v1", "/openapi/v3/apis/networking.k8s.io/v1",
 		"/openapi/v3/apis/autoscaling/v2", "/openapi/v3/apis/apiextensions.k8s.io/v1",
-		"/openapi/v3/apis/gateway.networking.k8s.io/v1",
+		"/openapi/v3/apis/gateway.networking.k8s.io/v1", "/openapi/v3/apis/events.k8s.io/v1",
 	};
 	struct flash_schema_set *set = NULL;
 	int e = flash_schema_set_new(&set);
@@ -160,6 +175,95 @@ static int fetch_schemas(struct op_k8s_run *r, struct flash_schema_set **ret)
 	return 0;
 }
 
+/* ------------------------------------------------------------ the FlashServices' status */
+
+static size_t status_bucket(const char *ns, const char *name)
+{
+	return op_k8s_bucket(ns, name, STATUS_BUCKETS);
+}
+
+static void fs_seen_free(struct fs_seen *f)
+{
+	if (!f)
+		return;
+	free(f->ns);
+	free(f->name);
+	json_free(f->status);
+	free(f);
+}
+
+/* One event of the FlashService watch into the status map (RELIST:
+ * everything unseen; SYNCED: the unseen dropped). */
+static void status_event(struct op_k8s_run *r, const struct k8s_event *ev)
+{
+	const char *ns, *name;
+	struct fs_seen **pp, *f;
+
+	pthread_mutex_lock(&r->slock);
+	if (ev->type == K8S_EVENT_RELIST || ev->type == K8S_EVENT_SYNCED) {
+		for (size_t i = 0; i < STATUS_BUCKETS; i++)
+			for (pp = &r->sb[i]; (f = *pp);) {
+				if (ev->type == K8S_EVENT_RELIST || f->seen) {
+					f->seen = ev->type != K8S_EVENT_RELIST;
+					pp = &f->next;
+				} else {
+					*pp = f->next;
+					fs_seen_free(f);
+				}
+			}
+		goto out;
+	}
+	ns = json_string_value(json_at(ev->object, "metadata.namespace"));
+	name = json_string_value(json_at(ev->object, "metadata.name"));
+	if (ev->type == K8S_EVENT_BOOKMARK || !ns || !name)
+		goto out;
+	for (pp = &r->sb[status_bucket(ns, name)]; (f = *pp); pp = &f->next)
+		if (!strcmp(f->ns, ns) && !strcmp(f->name, name))
+			break;
+	if (ev->type == K8S_EVENT_DELETED) {
+		if (f) {
+			*pp = f->next;
+			fs_seen_free(f);
+		}
+		goto out;
+	}
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f || !(f->ns = strdup(ns)) || !(f->name = strdup(name))) {
+			fs_seen_free(f);
+			goto out; /* the next event of it tries again */
+		}
+		*pp = f;
+	}
+	f->seen = true;
+	json_free(f->status);
+	f->status = op_k8s_json_clone(json_get(ev->object, "status"));
+	f->generation = 0;
+	f->replicas = 1;
+	(void)json_get_int64(json_at(ev->object, "metadata.generation"), &f->generation);
+	(void)json_get_int64(json_at(ev->object, "spec.replicas"), &f->replicas);
+out:
+	pthread_mutex_unlock(&r->slock);
+}
+
+int op_k8s_run_service_status(void *run, const struct op_service *s, struct op_service_status *ret)
+{
+	struct op_k8s_run *r = run;
+	char ns[OP_K8S_NAMESPACE_MAX + 1];
+	int e = -ENOENT;
+
+	if (!r || !s || !s->org || !ret || op_k8s_org_namespace(s->org, ns, sizeof(ns)) < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&r->slock);
+	for (struct fs_seen *f = r->sb[status_bucket(ns, s->id)]; f; f = f->next)
+		if (!strcmp(f->ns, ns) && !strcmp(f->name, s->id)) {
+			e = op_k8s_service_status_view(f->status, f->generation, f->replicas, ret);
+			break;
+		}
+	pthread_mutex_unlock(&r->slock);
+	return e;
+}
+
 /* ------------------------------------------------------------ watches */
 
 static int on_event(const struct k8s_event *ev, void *userdata)
@@ -170,6 +274,8 @@ static int on_event(const struct k8s_event *ev, void *userdata)
 
 	if (atomic_load(&r->stopping))
 		return -ECANCELED;
+	if (w->kind == W_FLASH)
+		status_event(r, ev);
 	pthread_mutex_lock(&r->lock);
 	switch (w->kind) {
 	case W_FLASH:
@@ -485,6 +591,7 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->wlock, NULL);
 	pthread_mutex_init(&r->plock, NULL);
+	pthread_mutex_init(&r->slock, NULL);
 	pthread_cond_init(&r->wcond, NULL);
 	pthread_cond_init(&r->lcond, NULL);
 	pthread_cond_init(&r->pcond, NULL);
@@ -614,6 +721,12 @@ void op_k8s_run_stop(struct op_k8s_run *r)
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->wlock);
 	pthread_mutex_destroy(&r->plock);
+	pthread_mutex_destroy(&r->slock);
+	for (size_t i = 0; i < STATUS_BUCKETS; i++)
+		for (struct fs_seen *f = r->sb[i], *n; f; f = n) {
+			n = f->next;
+			fs_seen_free(f);
+		}
 	pthread_cond_destroy(&r->wcond);
 	pthread_cond_destroy(&r->lcond);
 	pthread_cond_destroy(&r->pcond);

@@ -42,6 +42,9 @@ struct op_provider {
 	/* Kubernetes mode's Pods (exec, logs): a new client each time. */
 	int (*k8s_client)(void *ctx, struct k8s_client **ret);
 	void *k8s_ctx;
+	/* Kubernetes mode: the FlashService's status, or NULL. */
+	int (*status_fn)(void *ctx, const struct op_service *s, struct op_service_status *ret);
+	void *status_ctx;
 	struct op_autoscale *autoscale; /* NULL: none */
 	struct op_get_cache *get_cache;
 	struct op_shell *shell;     /* NULL once stopped */
@@ -268,6 +271,18 @@ static void o_autoscale(struct out *o, const struct op_autoscale_view *v)
 	o_close(o);
 }
 
+static void o_condition(struct out *o, const void *v, size_t i)
+{
+	const struct op_condition_view *c = (const struct op_condition_view *)v + i;
+
+	o_kstr(o, "type", c->type);
+	o_kstr(o, "status", c->status);
+	o_kstr(o, "reason", c->reason);
+	o_kstr(o, "message", c->message);
+	if (c->since[0])
+		o_kstr(o, "last_transition_time", c->since);
+}
+
 static void o_runtime_status(struct out *o, const struct op_service_status *st, const struct op_autoscale_view *as)
 {
 	o_kstr(o, "phase", st->phase);
@@ -277,6 +292,10 @@ static void o_runtime_status(struct out *o, const struct op_service_status *st, 
 	o_kuint(o, "replicas_ready", st->ready_replicas);
 	o_kuint(o, "restarts", st->restarts);
 	o_objects(o, "replicas", st->n_replicas, o_replica, st->replicas);
+	if (st->n_conditions) {
+		o_kint(o, "observed_generation", st->observed_generation);
+		o_objects(o, "conditions", st->n_conditions, o_condition, st->conditions);
+	}
 	if (as)
 		o_autoscale(o, as);
 }
@@ -552,6 +571,27 @@ void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt)
 {
 	if (p)
 		p->runtime = rt;
+}
+
+void op_provider_set_status(struct op_provider *p,
+			    int (*status)(void *ctx, const struct op_service *s, struct op_service_status *ret), void *ctx)
+{
+	if (p) {
+		p->status_fn = status;
+		p->status_ctx = ctx;
+	}
+}
+
+/* The view of service @s's workload: the runtime's (single node), the
+ * FlashService's status (Kubernetes mode), or NULL (none yet). */
+static const struct op_service_status *status_of(struct op_provider *p, const struct op_service *s,
+						 struct op_service_status *st)
+{
+	if (p->runtime)
+		return op_runtime_status(p->runtime, s->id, st) == 0 ? st : NULL;
+	if (p->status_fn)
+		return p->status_fn(p->status_ctx, s, st) == 0 ? st : NULL;
+	return NULL;
 }
 
 void op_provider_set_kick(struct op_provider *p, void (*kick)(void *ctx), void *ctx)
@@ -1211,7 +1251,7 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 	/* The answer rendered for an unchanged store is the answer -- unless
 	 * a runtime reports status, which changes without the store. */
 	changes = op_store_changes(p->o.store);
-	if (!p->runtime && op_get_cache_find(p->get_cache, c->id, changes, &hit)) {
+	if (!p->runtime && !p->status_fn && op_get_cache_find(p->get_cache, c->id, changes, &hit)) {
 		if (strcmp(hit.org, c->org) == 0 && strcmp(hit.project, c->project) == 0) {
 			ret->body = malloc(hit.body_len + 1);
 			if (ret->body) {
@@ -1233,14 +1273,13 @@ static void handle_get(struct op_provider *p, const struct op_request *req, stru
 		answer_store_error(p, ret, r);
 	else if (!s || s->deleted)
 		answer_not_found(ret, id);
-	else if (service_json(s, ev ? ev : (struct op_event[1]){ { 0 } }, n_ev,
-			      op_runtime_status(p->runtime, s->id, &st) == 0 ? &st : NULL,
+	else if (service_json(s, ev ? ev : (struct op_event[1]){ { 0 } }, n_ev, status_of(p, s, &st),
 			      op_autoscale_status(p->autoscale, s->id, &asv) == 0 ? &asv : NULL, &ret->body,
 			      &ret->body_len) < 0)
 		set_static_500(ret);
 	else
 		ret->status = 200;
-	if (ret->status == 200 && !p->runtime) {
+	if (ret->status == 200 && !p->runtime && !p->status_fn) {
 		/* Kept only if nothing was written since it was read. */
 		pthread_mutex_lock(&p->lock);
 		if (op_store_changes(p->o.store) == changes)
@@ -1280,7 +1319,7 @@ static void handle_list(struct op_provider *p, const struct op_request *req, str
 		struct op_service_status st;
 		struct op_autoscale_view asv;
 
-		o_service(&o, list[i], NULL, 0, op_runtime_status(p->runtime, list[i]->id, &st) == 0 ? &st : NULL,
+		o_service(&o, list[i], NULL, 0, status_of(p, list[i], &st),
 			  op_autoscale_status(p->autoscale, list[i]->id, &asv) == 0 ? &asv : NULL);
 	}
 	o_aclose(&o);

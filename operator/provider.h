@@ -96,6 +96,13 @@ void op_provider_set_kick(struct op_provider *p, void (*kick)(void *ctx), void *
  * the HTTP listeners start. */
 struct k8s_client;
 void op_provider_set_k8s(struct op_provider *p, int (*new_client)(void *ctx, struct k8s_client **ret), void *ctx);
+/* Kubernetes mode: "get" and "list" show @status(@ctx, s)'s view of each
+ * service (op_k8s_run_service_status(): the FlashService's conditions and
+ * a phase derived from them) instead of the store's phase; -ENOENT from
+ * it (not published or not seen yet) shows the store's.  Set before the
+ * HTTP listeners start. */
+void op_provider_set_status(struct op_provider *p,
+			    int (*status)(void *ctx, const struct op_service *s, struct op_service_status *ret), void *ctx);
 
 /* Gives the provider the autoscaler whose last decisions "get" and
  * "list" show (status.autoscaling); NULL: none.  Set before the HTTP

@@ -51,6 +51,67 @@ int op_exec_stream(const struct op_exec *e, const struct op_exec_io *io, int *re
 /* A readable description of a wait status ("exit status 1", "signal 9"). */
 void op_exec_status_str(int status, char *buf, size_t size);
 
+/* ---------------------------------------------------------------- runsc and its sandboxes */
+
+/* Runs `@runsc --root @root --platform=ptrace --network=sandbox ARGS...`
+ * (runtime-reap.c), killed after @timeout_ms; stdout captured into
+ * *@ret_out (may be NULL) unless @out_fd.  0; -ETIMEDOUT, -errno, -EIO (a
+ * non-zero exit) with @err saying what. */
+int op_runsc(const char *runsc, const char *root, const char *const *args, int out_fd, int err_fd, bool private_net,
+	     unsigned int timeout_ms, char **ret_out, char *err, size_t err_size);
+
+/* A replica's sandbox process as recorded when it started or was adopted:
+ * its pid, the start time of that pid (/proc/PID/stat field 22: a pid
+ * reused by another process has another) and a pidfd (-1 when the kernel
+ * has none), so that it can be killed by the runtime itself when runsc
+ * no longer knows it. */
+struct op_sandbox {
+	pid_t pid;
+	uint64_t start_time;
+	int pidfd;
+};
+
+/* Fills @ret for live process @pid.  0, -ESRCH, -EINVAL. */
+int op_sandbox_identify(pid_t pid, struct op_sandbox *ret);
+/* Still running (a zombie is not) and still that process. */
+bool op_sandbox_alive(const struct op_sandbox *sb);
+/* Closes the pidfd (NULL fine). */
+void op_sandbox_close(struct op_sandbox *sb);
+
+/* Kills what runsc left of a container and waits up to @timeout_ms for
+ * it to be gone (zombies count as gone): the sandbox @sb (NULL: none
+ * recorded) when it is still that process; every process runsc started
+ * for bundle @bundle under root @root -- argv[0] runsc-sandbox or
+ * runsc-gofer (any "runsc*"), with --root R and --bundle B (either
+ * spelling) among its arguments: the gofer, found only so, and a sandbox
+ * whose pid was never recorded; every process left in cgroup @cgroup (a
+ * path below each hierarchy's root, cgroup2 and v1; NULL: none).  SIGKILL
+ * goes through the pidfd when there is one, else only to a pid whose
+ * start time is still the one seen.  The number killed, or -ETIMEDOUT
+ * when one survives. */
+int op_sandbox_reap(const struct op_sandbox *sb, const char *root, const char *bundle, const char *cgroup,
+		    unsigned int timeout_ms);
+
+/* Retiring a replica's container (runtime.c's teardown): `runsc kill ID
+ * KILL`, `runsc delete -force ID` (each bounded), then op_sandbox_reap()
+ * whatever the delete said (under load a delete killed at its timeout had
+ * removed the state but not the sandbox: it and its gofer kept running,
+ * holding the root file system's loop device, unknown to runsc list). */
+struct op_retire {
+	const char *runsc, *root, *id;  /* required */
+	const char *bundle;             /* the replica's directory (--bundle) */
+	const char *cgroup;             /* its cgroup below each hierarchy's root */
+	const struct op_sandbox *sandbox; /* NULL: none recorded */
+	unsigned int kill_timeout_ms;   /* [10000] */
+	unsigned int delete_timeout_ms; /* [30000] */
+	unsigned int reap_timeout_ms;   /* [5000] */
+	char *err;                      /* what the delete said when it failed (may be NULL with err_size 0) */
+	size_t err_size;
+};
+/* The number of processes the reap killed (0: the delete left none), or
+ * -ETIMEDOUT (one survived SIGKILL), -EINVAL. */
+int op_sandbox_retire(const struct op_retire *r);
+
 /* Creates a network namespace bound on @path (a new empty file); 0 or -errno. */
 int op_netns_create(const char *path);
 /* Unmounts and removes @path; 0 (also when absent) or -errno. */

@@ -70,8 +70,7 @@ struct replica {
 	bool ever_ready;
 	int64_t ready_ms;   /* when it became ready (monotonic), 0: not ready */
 	int64_t started_ms; /* when it was started or adopted (monotonic) */
-	int pidfd;
-	pid_t pid;
+	struct op_sandbox sb; /* the sandbox process (pid 0: unknown) */
 	struct replica *next;
 };
 
@@ -142,35 +141,7 @@ static char *path_join(const char *a, const char *b)
 static int runsc(struct op_runtime *rt, const char *const *args, int out_fd, int err_fd, bool private_net,
 		 unsigned int timeout_ms, char **ret_out, char *err, size_t err_size)
 {
-	const char *argv[16] = { rt->runsc, "--root", rt->runsc_root, "--platform=ptrace", "--network=sandbox" };
-	struct op_exec e = { .argv = argv, .stdout_fd = out_fd, .stderr_fd = err_fd,
-			     .private_proc_sys_net = private_net, .timeout_ms = timeout_ms };
-	char *out = NULL, *errs = NULL, how[64];
-	size_t n = 5;
-	int status = 0, r;
-
-	for (size_t i = 0; args[i] && n < ARRAY_SIZE(argv) - 1; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	r = op_exec_run(&e, &status, &out, &errs);
-	if (r < 0) {
-		snprintf(err, err_size, "runsc %s: %s", args[0], r == -ETIMEDOUT ? "timed out" : strerror(-r));
-		return r;
-	}
-	if (status != 0) {
-		op_exec_status_str(status, how, sizeof(how));
-		errs[strcspn(errs, "\n")] = '\0';
-		snprintf(err, err_size, "runsc %s: %s: %s", args[0], how, errs[0] ? errs : "(no message)");
-		free(out);
-		free(errs);
-		return -EIO;
-	}
-	if (ret_out)
-		*ret_out = out;
-	else
-		free(out);
-	free(errs);
-	return 0;
+	return op_runsc(rt->runsc, rt->runsc_root, args, out_fd, err_fd, private_net, timeout_ms, ret_out, err, err_size);
 }
 
 /* The container's state: 0 with its status ("running", "stopped", ...) and
@@ -356,6 +327,12 @@ static int save_replica(struct op_runtime *rt, const struct replica *rp)
 	jw_kv_bool(w, "everReady", rp->ever_ready);
 	/* The UDP probe's evidence (runtime-probe.c): kept for adoption. */
 	jw_kv_bool(w, "udpClosedSeen", rp->udp.closed_seen);
+	/* The sandbox process, to kill it when runsc no longer knows it
+	 * (op_sandbox_retire()); its start time guards against pid reuse. */
+	if (rp->sb.pid > 0 && rp->sb.start_time) {
+		jw_kv_uint(w, "sandboxPid", (uint64_t)rp->sb.pid);
+		jw_kv_uint(w, "sandboxStart", rp->sb.start_time);
+	}
 	jw_object_close(w);
 	r = json_writer_finish(w, &text, &len);
 	if (r == 0)
@@ -406,10 +383,21 @@ static void cgroup_remove(struct op_runtime *rt, const char *id)
  * thread's. */
 static void teardown(struct op_runtime *rt, struct replica *rp)
 {
-	char err[512], *dir = replica_dir(rt, rp->id), *p;
+	char err[512], why[512] = "", cg[512], *dir = replica_dir(rt, rp->id), *p;
+	struct op_retire re = {
+		.runsc = rt->runsc, .root = rt->runsc_root, .id = rp->id, .bundle = dir, .cgroup = cg,
+		.sandbox = rp->sb.pid > 0 ? &rp->sb : NULL, .err = why, .err_size = sizeof(why),
+	};
+	int k;
 
-	runsc(rt, (const char *const[]){ "kill", rp->id, "KILL", NULL }, -1, -1, false, 10000, NULL, err, sizeof(err));
-	runsc(rt, (const char *const[]){ "delete", "-force", rp->id, NULL }, -1, -1, false, 30000, NULL, err, sizeof(err));
+	snprintf(cg, sizeof(cg), "%s/%s", rt->cgroup_parent, rp->id);
+	/* The daemon's log (stderr) says when runsc left processes behind. */
+	k = op_sandbox_retire(&re);
+	if (k > 0)
+		fprintf(stderr, "flash-operator: replica %s: %s; killed the %d sandbox process%s it left\n", rp->id,
+			why[0] ? why : "runsc delete left its sandbox running", k, k == 1 ? "" : "es");
+	else if (k < 0)
+		fprintf(stderr, "flash-operator: replica %s: %s\n", rp->id, why[0] ? why : "sandbox processes survive SIGKILL");
 	cgroup_remove(rt, rp->id);
 	if (dir) {
 		p = path_join(dir, "netns");
@@ -438,8 +426,7 @@ static void *teardown_thread(void *arg)
 	struct op_runtime *rt = j->rt;
 
 	teardown(rt, j->rp);
-	if (j->rp->pidfd >= 0)
-		close(j->rp->pidfd);
+	op_sandbox_close(&j->rp->sb);
 	free(j->rp);
 	free(j);
 	pthread_mutex_lock(&rt->lock);
@@ -475,8 +462,7 @@ static void retire(struct op_runtime *rt, struct replica *rp)
 		free(j);
 	}
 	teardown(rt, rp);
-	if (rp->pidfd >= 0)
-		close(rp->pidfd);
+	op_sandbox_close(&rp->sb);
 	free(rp);
 }
 
@@ -712,16 +698,6 @@ static void volume_remove(struct op_runtime *rt, const char *svc)
 
 /* ---------------------------------------------------------------- start */
 
-static int pidfd_of(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-#else
-	(void)pid;
-	return -1;
-#endif
-}
-
 /* The pid runsc wrote to @path (--pid-file); 0 when unreadable. */
 static pid_t pid_file_read(const char *path)
 {
@@ -761,7 +737,7 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 	*ret_terminal = false;
 	if (!rp)
 		return -ENOMEM;
-	rp->pidfd = -1;
+	rp->sb.pidfd = -1;
 	snprintf(rp->svc, sizeof(rp->svc), "%s", s->id);
 	rp->gen = s->generation;
 	rp->idx = idx;
@@ -891,10 +867,14 @@ static int start_replica(struct op_runtime *rt, const struct op_service *s, cons
 	out[1] = errp[1] = -1;
 	if (r < 0)
 		goto fail;
-	rp->pid = pid_file_read(pidf);
-	if (rp->pid <= 0 && runsc_state(rt, rp->id, status, sizeof(status), &rp->pid) < 0)
-		rp->pid = 0;
-	rp->pidfd = pidfd_of(rp->pid);
+	{
+		pid_t pid = pid_file_read(pidf);
+
+		if (pid <= 0 && runsc_state(rt, rp->id, status, sizeof(status), &pid) < 0)
+			pid = 0;
+		if (pid <= 0 || op_sandbox_identify(pid, &rp->sb) < 0)
+			rp->sb = (struct op_sandbox){ .pid = pid, .pidfd = -1 };
+	}
 	r = save_replica(rt, rp);
 	if (r < 0) {
 		snprintf(err, err_size, "recording the replica: %s", strerror(-r));
@@ -966,12 +946,12 @@ static void probe_message(const struct replica *rp, char *buf, size_t size)
 /* Has the replica's sandbox exited? */
 static bool exited(struct replica *rp)
 {
-	if (rp->pidfd >= 0) {
-		struct pollfd p = { .fd = rp->pidfd, .events = POLLIN };
+	if (rp->sb.pidfd >= 0) {
+		struct pollfd p = { .fd = rp->sb.pidfd, .events = POLLIN };
 
 		return poll(&p, 1, 0) > 0;
 	}
-	return rp->pid <= 0 || (kill(rp->pid, 0) < 0 && errno == ESRCH);
+	return rp->sb.pid <= 0 || (kill(rp->sb.pid, 0) < 0 && errno == ESRCH);
 }
 
 /* ---------------------------------------------------------------- logs */
@@ -1624,7 +1604,7 @@ static void remove_orphans(struct op_runtime *rt)
 			continue;
 		}
 		free(dir);
-		rp->pidfd = -1;
+		rp->sb.pidfd = -1;
 		snprintf(rp->id, sizeof(rp->id), "%s", id);
 		retire(rt, rp);
 	}
@@ -1646,13 +1626,14 @@ static void adopt(struct op_runtime *rt)
 		uint64_t v = 0;
 		bool b = false;
 		size_t len = 0;
+		pid_t pid = 0;
 
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= RID_MAX)
 			continue;
 		rp = calloc(1, sizeof(*rp));
 		if (!rp)
 			break;
-		rp->pidfd = -1;
+		rp->sb.pidfd = -1;
 		snprintf(rp->id, sizeof(rp->id), "%s", de->d_name);
 		snprintf(path, sizeof(path), "%s/%s/replica.json", dirp, de->d_name);
 		if (util_read_file(path, 1 << 16, &text, &len) == 0 && json_parse(text, len, NULL, &root, NULL) == 0 &&
@@ -1671,13 +1652,33 @@ static void adopt(struct op_runtime *rt)
 			if (json_get_bool(json_get(root, "udpClosedSeen"), &b) == 0)
 				rp->udp.closed_seen = b;
 		}
+		/* The sandbox recorded at its start: still that process (same
+		 * start time), it is what to kill when runsc no longer knows it. */
+		{
+			uint64_t spid = 0, start = 0;
+			struct op_sandbox now;
+
+			if (json_get_uint64(json_get(root, "sandboxPid"), &spid) == 0 && spid > 0 && spid <= INT32_MAX &&
+			    json_get_uint64(json_get(root, "sandboxStart"), &start) == 0 &&
+			    op_sandbox_identify((pid_t)spid, &now) == 0) {
+				if (now.start_time == start)
+					rp->sb = now;
+				else
+					op_sandbox_close(&now); /* the pid is another process's now */
+			}
+		}
 		free(text);
 		json_free(root);
-		if (rp->svc[0] && rp->address[0] && runsc_state(rt, rp->id, status, sizeof(status), &rp->pid) == 0 &&
+		if (rp->svc[0] && rp->address[0] && runsc_state(rt, rp->id, status, sizeof(status), &pid) == 0 &&
 		    strcmp(status, "running") == 0) {
 			struct svc_state *ss = svc_state_get(rt, rp->svc);
 
-			rp->pidfd = pidfd_of(rp->pid);
+			if (pid > 0 && pid != rp->sb.pid) {
+				op_sandbox_close(&rp->sb);
+				if (op_sandbox_identify(pid, &rp->sb) < 0)
+					rp->sb = (struct op_sandbox){ .pid = pid, .pidfd = -1 };
+				(void)save_replica(rt, rp); /* replicas of an older operator: recorded now */
+			}
 			rp->state = R_STARTING; /* probed again before it counts */
 			rp->started_ms = mono_ms();
 			if (ss && rp->idx < IDX_MAX)
@@ -1893,8 +1894,7 @@ void op_runtime_stop(struct op_runtime *rt)
 		struct replica *rp = rt->replicas;
 
 		rt->replicas = rp->next;
-		if (rp->pidfd >= 0)
-			close(rp->pidfd);
+		op_sandbox_close(&rp->sb);
 		free(rp);
 	}
 	while (rt->svcs) {

@@ -135,13 +135,29 @@ struct op_replica_view {
 	char container[96];   /* the runsc container id (exec) */
 };
 
+/* A condition of a FlashService's status (Kubernetes mode only). */
+#define OP_STATUS_CONDITIONS_SHOWN 8
+struct op_condition_view {
+	char type[16];        /* "Ready", "Progressing", "Degraded", "Suspended", "Queued" */
+	char status[8];       /* "True", "False", "Unknown" */
+	char reason[64];
+	char message[256];
+	char since[32];       /* lastTransitionTime as written ("" when none) */
+};
+
 struct op_service_status {
-	char phase[16];       /* "provisioning", "ready", "failed", "stopped" (zero replicas), "suspended" */
+	char phase[16];       /* "provisioning", "ready", "failed", "stopped" (zero replicas), "suspended",
+	                       * "queued" (Kubernetes mode: a GPU service waiting) */
 	bool ready;
 	unsigned int wanted, ready_replicas, restarts;
 	char message[2048];
 	size_t n_replicas;
 	struct op_replica_view replicas[OP_STATUS_REPLICAS_SHOWN];
+	/* Kubernetes mode: the FlashService's conditions and the generation
+	 * they describe (n_conditions 0: none shown). */
+	size_t n_conditions;
+	struct op_condition_view conditions[OP_STATUS_CONDITIONS_SHOWN];
+	int64_t observed_generation;
 };
 
 struct op_runtime;

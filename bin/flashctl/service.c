@@ -230,6 +230,18 @@ static void print_service_table(const struct json_value *svc)
 	print_autoscaling(svc);
 	if (str_of(status, "message")[0])
 		printf("Message:     %s\n", str_of(status, "message"));
+	{
+		/* Kubernetes mode: the FlashService's conditions. */
+		const struct json_value *conds = json_get(status, "conditions");
+
+		for (size_t i = 0; conds && conds->type == JSON_ARRAY && i < conds->u.array.n; i++) {
+			const struct json_value *c = conds->u.array.items[i];
+
+			printf("%s %-11s %-5s %s%s%s\n", i ? "            " : "Conditions:", str_of(c, "type"),
+			       str_of(c, "status"), str_of(c, "reason"), str_of(c, "message")[0] ? ": " : "",
+			       str_of(c, "message"));
+		}
+	}
 	printf("Image:       %s (%" PRIu64 " bytes charged)\n", str_of(json_get(svc, "image"), "pinned"),
 	       uint_of(json_get(svc, "image"), "charged_bytes"));
 	printf("Ports:       ");

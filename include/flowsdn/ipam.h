@@ -162,6 +162,23 @@ FLOWSDN_API int flowsdn_ipam_lookup(struct flowsdn_ipam *ipam, const char *conta
 FLOWSDN_API int flowsdn_ipam_release(struct flowsdn_ipam *ipam, const char *container_id, const char *ifname,
 				     struct flowsdn_diag *diag);
 
+/* Replaces the pools of a handle without a state directory (the
+ * flowsdn-agent's: a Node's podCIDRs changed) with the @n_pools pools at
+ * @pools, checked as flowsdn_ipam_new() checks them.  A pool in both sets
+ * keeps its addresses; a new one starts empty; one left out that holds no
+ * address goes, and one that still holds addresses drains: its owners
+ * keep them (lookup and release work as before) but nothing is allocated
+ * from it again, and it goes with its last release.  All or nothing.
+ * flowsdn_ipam_summary() lists the draining pools after the configured
+ * ones.  Errors: -EINVAL (also: more than FLOWSDN_IPAM_MAX_POOLS pools with
+ * the draining ones), -ENOMEM, -EOPNOTSUPP (a handle with a state
+ * directory: its pools are shared with other processes),
+ * -FLOWSDN_E_IPAM_POOL_OVERLAP (also: a new pool overlaps a pool that
+ * still holds addresses), _POOL_TOO_SMALL, _POOL_TOO_BIG, _POOL_CLASS;
+ * @diag (may be NULL) names the pool at fault. */
+FLOWSDN_API FLOWSDN_WUR int flowsdn_ipam_set_pools(struct flowsdn_ipam *ipam, const struct flowsdn_prefix *pools,
+						   size_t n_pools, struct flowsdn_diag *diag);
+
 /* Occupancy of one pool.  size = reserved + used + free. */
 struct flowsdn_ipam_pool_summary {
 	struct flowsdn_prefix pool;

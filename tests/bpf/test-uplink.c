@@ -9,9 +9,11 @@
  * SNAT range, and its replies restored; traffic policy Local refusing to
  * forward off-node; source ranges dropping a denied client; IPv6; the
  * host firewall judging what is for the node, never what NodePort
- * translates; ICMP/ICMPv6 errors about translated flows (from a remote
- * backend or a router on the way, and from a host-process backend
- * leaving through to_uplink) reverse-translated, quote and outer header.
+ * translates; a host-process backend's replies leaving through to_uplink
+ * with the NodePort as their source; ICMP/ICMPv6 errors about translated
+ * flows (from a remote backend or a router on the way, and from a
+ * host-process backend leaving through to_uplink) reverse-translated,
+ * quote and outer header.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -295,6 +297,38 @@ Test(uplink, icmp_error_from_a_host_backend_is_translated_on_the_way_out, .init 
 	e = icmp_error(AF_INET, "192.0.2.1", "203.0.113.9", 3, 3, 0, &f, mac_up, mac_out);
 	cr_assert_eq(run(prog_to_up, &e), TC_ACT_OK);
 	check_icmp_error(&e, "192.0.2.1", "203.0.113.9", 3, "203.0.113.9", 40020, "192.0.2.1", 30054);
+}
+
+/* A host-process backend's replies (TCP and UDP, IPv4 and IPv6) leave
+ * through to_uplink with the NodePort as their source; the node's other
+ * traffic is left as it came. */
+static void host_backend_reply(int family, int proto, const char *client, const char *node, uint32_t id)
+{
+	uint32_t ids[] = { id };
+	struct frame f, other, before;
+
+	backend_put(id, family, node, 8090, proto, FLOWSDN_BACKEND_ACTIVE);
+	service_put_flags(60 + id, family, family == AF_INET ? "0.0.0.0" : "::", 30090, proto, ids, 1,
+			  FLOWSDN_SVC_F_NODEPORT);
+	f = packet(family, proto, client, 40030, node, 30090, mac_out, mac_up, false);
+	cr_assert_eq(run(prog_up, &f), TC_ACT_OK, "to the host stack");
+	check_tuple(&f, client, 40030, node, 8090);
+	f = packet(family, proto, node, 8090, client, 40030, mac_up, mac_out, true);
+	cr_assert_eq(run(prog_to_up, &f), TC_ACT_OK);
+	check_tuple(&f, node, 30090, client, 40030);
+	/* The node's own flow from the backend's port to someone else. */
+	other = packet(family, proto, node, 8090, client, 40031, mac_up, mac_out, false);
+	before = other;
+	cr_assert_eq(run(prog_to_up, &other), TC_ACT_OK);
+	cr_assert(!memcmp(other.b, before.b, other.len), "another flow untouched");
+}
+
+Test(uplink, replies_of_a_host_backend_leave_with_the_nodeport, .init = setup, .fini = teardown)
+{
+	host_backend_reply(AF_INET, IPPROTO_TCP, "203.0.113.9", "192.0.2.1", 11);
+	host_backend_reply(AF_INET, IPPROTO_UDP, "203.0.113.9", "192.0.2.1", 12);
+	host_backend_reply(AF_INET6, IPPROTO_TCP, "2001:db8:9::9", "2001:db8:1::1", 13);
+	host_backend_reply(AF_INET6, IPPROTO_UDP, "2001:db8:9::9", "2001:db8:1::1", 14);
 }
 
 /* An error about no translated flow is the host's: left as it came. */

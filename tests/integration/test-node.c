@@ -1424,6 +1424,23 @@ Test(node, kubernetes_mode_against_the_fake_api_server)
 		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/nodes/node-a",
 								     .body = edited }) == 0);
 		free(edited);
+		/* The Node list (42) says the same of node-a: a podCIDR that
+		 * differs from the one read at start is a change the agent
+		 * applies (flowsdn-agent(8) KUBERNETES). */
+		rec = k8s_fake_exchange_body(f, "42", &st);
+		cr_assert(rec && st == 200);
+		len = strlen(rec);
+		edited = calloc(1, len + 16);
+		cr_assert(edited);
+		for (const char *p = rec; (at = strstr(p, "10.244.1.0/24")); p = at + 13) {
+			strncat(edited, p, (size_t)(at - p));
+			strcat(edited, "10.244.1.0/30");
+			rec = at + 13;
+		}
+		strcat(edited, rec);
+		cr_assert(k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/api/v1/nodes",
+								     .body = edited }) == 0);
+		free(edited);
 	}
 	/* Pods: an empty list, then a watch that stays open (the endpoint is
 	 * added meanwhile; the Pod arrives on the next stream). */

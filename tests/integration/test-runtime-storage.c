@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "loop-helpers.h"
 #include "runtime-internal.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -45,26 +46,6 @@ static void teardown(void)
 		return;
 	snprintf(cmd, sizeof(cmd), "umount -l '%s'/mnt 2>/dev/null; rm -rf '%s'", dir, dir);
 	cr_assert(system(cmd) == 0);
-}
-
-/* Loop devices whose backing file is @path. */
-static int loops_of(const char *path)
-{
-	int n = 0;
-
-	for (int i = 0; i < 256; i++) {
-		char p[96], back[4096] = "";
-		FILE *f;
-
-		snprintf(p, sizeof(p), "/sys/block/loop%d/loop/backing_file", i);
-		if (!(f = fopen(p, "r")))
-			continue;
-		if (fgets(back, sizeof(back), f))
-			back[strcspn(back, "\n")] = '\0';
-		fclose(f);
-		n += strcmp(back, path) == 0;
-	}
-	return n;
 }
 
 TestSuite(storage, .init = setup, .fini = teardown);

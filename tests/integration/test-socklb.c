@@ -87,6 +87,51 @@ Test(socklb, udp_clusterip_v4_replies_come_from_frontend)
 	cr_assert_str_eq(r.from, "10.96.0.11:53", "recvfrom() shows the ClusterIP");
 }
 
+/* A connected socket's frontend lives with the socket (flowsdn_sock_conn):
+ * connected again to the backend's own address, it shows that address. */
+Test(socklb, a_socket_connected_again_elsewhere_forgets_its_frontend)
+{
+	int p[2], st;
+	char got[2][64] = { "", "" };
+	ssize_t n;
+	pid_t pid;
+
+	socklb_publish(&node, 1, "10.96.0.12", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, NULL);
+	cr_assert(pipe2(p, O_CLOEXEC) == 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		struct sockaddr_storage ss, peer;
+		socklen_t len, plen;
+		int fd;
+
+		close(p[0]);
+		socklb_join(&node); /* before socket(): a socket's cgroup is the one it was made in */
+		fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		len = sockaddr_of("10.96.0.12", 53, &ss);
+		plen = sizeof(peer);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0 ||
+		    getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
+			_exit(errno);
+		socklb_format(&peer, got[0], sizeof(got[0]));
+		len = sockaddr_of("10.210.1.2", SOCKLB_PORT, &ss); /* the very backend it was given */
+		plen = sizeof(peer);
+		if (connect(fd, (struct sockaddr *)&ss, len) < 0 || getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
+			_exit(128 + errno);
+		socklb_format(&peer, got[1], sizeof(got[1]));
+		_exit(write(p[1], got, sizeof(got)) == (ssize_t)sizeof(got) ? 0 : 3);
+	}
+	close(p[1]);
+	n = read(p[0], got, sizeof(got));
+	close(p[0]);
+	cr_assert(waitpid(pid, &st, 0) == pid);
+	/* errno of the first connect, or 128 + errno of the second. */
+	cr_assert(n == (ssize_t)sizeof(got), "client child failed: %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	cr_assert_str_eq(got[0], "10.96.0.12:53", "connected to the ClusterIP");
+	cr_assert_str_eq(got[1], socklb_frontend_text("10.210.1.2", SOCKLB_PORT),
+			 "connected again to the backend itself: no frontend shown");
+}
+
 Test(socklb, ipv6_and_v4_mapped)
 {
 	struct socklb_result r;

@@ -21,6 +21,7 @@
 #endif
 
 #include "agent-api.h"
+#include "util.h"
 #include "conntrack.h"
 #include "core.h"
 #include "diag.h"
@@ -875,7 +876,7 @@ Test(agent_core, deadlines_and_order)
 	struct agent_core *core = core_start();
 	struct agent_api_endpoint e;
 	struct agent_request rq = { .container_id = "late", .ifname = "eth0", .netns = "/fake/ns/40",
-				    .deadline_ms = agent_api_now_ms() - 1 };
+				    .deadline_ms = util_mono_ms() - 1 };
 	_cleanup_engine_diag_ struct diag *d = test_engine_diag();
 	struct adder first, second;
 	char qdir[128], *q;
@@ -883,7 +884,7 @@ Test(agent_core, deadlines_and_order)
 	ASSERT_ERR(agent_core_add(core, &rq, &e, d), -FLOWSDN_E_AGENT_DEADLINE, "deadline already past");
 	cr_assert(strstr(agent_diag_message(d), "deadline"), "%s", agent_diag_message(d));
 	cr_assert_eq(fk.setups, 0, "nothing started");
-	ASSERT_ERR(agent_core_gc(core, NULL, NULL, 0, agent_api_now_ms() - 1, d), -FLOWSDN_E_AGENT_DEADLINE,
+	ASSERT_ERR(agent_core_gc(core, NULL, NULL, 0, util_mono_ms() - 1, d), -FLOWSDN_E_AGENT_DEADLINE,
 		   "an abandoned GC");
 
 	/* The first ADD of "slow" is stuck; a second ADD of the same owner
@@ -891,7 +892,7 @@ Test(agent_core, deadlines_and_order)
 	snprintf(fk.block_netns, sizeof(fk.block_netns), "/fake/ns/41");
 	adder_start(&first, core, "slow", 41, 0);
 	wait_blocked(1);
-	adder_start(&second, core, "slow", 42, agent_api_now_ms() + 50);
+	adder_start(&second, core, "slow", 42, util_mono_ms() + 50);
 	pthread_join(second.t, NULL);
 	ASSERT_ERR(second.err, -FLOWSDN_E_AGENT_DEADLINE, "stale ADD refused");
 	cr_assert_lt(second.ms, BOUND_MS(200), "gave up at its deadline (%.1f ms)", second.ms);

@@ -18,6 +18,7 @@
 #include <flash/diag.h>
 #include <flash/render.h>
 #include <flowsdn/common.h>
+#include <flowsdn/ipam.h>
 
 #include "../../agent/conf.h"
 #include "../../agent/k8s.h"
@@ -565,6 +566,156 @@ Test(agent_k8s, routes_planned_with_conflicts_and_pruned)
 	free(d1);
 	free(d2);
 	free(d);
+}
+
+/* ------------------------------------------------------------ podCIDR changes */
+
+struct pool_hook {
+	unsigned int calls;
+	struct flowsdn_prefix last[4];
+	size_t n_last;
+	struct flowsdn_prefix held[4];  /* what the IPAM holds: the new pools, then the draining */
+	size_t n_held;
+	int fail;
+};
+
+/* The IPAM's side (agent_core_set_pools()): takes the new pools and keeps
+ * each old one that is not among them as draining (addresses in use). */
+static int hook_set_pools(void *ctx, const struct flowsdn_prefix *pools, size_t n, struct flowsdn_prefix *ret, size_t max,
+			  size_t *ret_n, char *why, size_t why_size)
+{
+	struct pool_hook *h = ctx;
+	struct flowsdn_prefix next[4];
+	size_t nn = 0;
+
+	h->calls++;
+	memcpy(h->last, pools, n * sizeof(*pools));
+	h->n_last = n;
+	if (h->fail) {
+		snprintf(why, why_size, "pool overlaps a pool still in use");
+		return h->fail;
+	}
+	for (size_t i = 0; i < n; i++)
+		next[nn++] = pools[i];
+	for (size_t i = 0; i < h->n_held; i++) {
+		bool kept = false;
+
+		for (size_t j = 0; j < n; j++)
+			kept = kept || flowsdn_prefix_compare(&pools[j], &h->held[i]) == 0;
+		if (!kept)
+			next[nn++] = h->held[i];
+	}
+	memcpy(h->held, next, nn * sizeof(*next));
+	h->n_held = nn;
+	cr_assert(max >= nn);
+	memcpy(ret, next, nn * sizeof(*next));
+	*ret_n = nn;
+	return 0;
+}
+
+static size_t pod_cidr_events(struct k8s_fake *f, const char *needle)
+{
+	size_t n = 0, total = k8s_fake_requests(f);
+
+	for (size_t i = 0; i < total; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(f, i, &r), "request");
+		if (!strcmp(r.method, "POST") && strstr(r.path, "/events") && r.body &&
+		    strstr(r.body, "PodCIDRSelected") && (!needle || strstr(r.body, needle)))
+			n++;
+		k8s_fake_request_clear(&r);
+	}
+	return n;
+}
+
+/* The cluster gives this node other podCIDRs after the agent started: the
+ * IPAM gets the new pools (the old ones drain: the hook's side, tested in
+ * test-ipam), the routes are checked against every pool still held (the
+ * draining one too), and PodCIDRSelected is sent again naming both; the
+ * same Node again changes nothing; a refusal is a Warning Event and the
+ * pools stay. */
+Test(agent_k8s, pod_cidr_change_after_start_updates_the_pools)
+{
+	struct k8s_fake_opts fo = { .sz = sizeof(fo), .accept_writes = true };
+	struct k8s_fake *f = NULL;
+	struct k8s_client *w;
+	struct fake_routes fr = { 0 };
+	struct pool_hook hook = { 0 };
+	struct agent_k8s *k = NULL;
+	struct agent_k8s_stats st;
+	char *a = k8s_test_exchange("41-node-get.json", "response.body");
+	char *a2 = k8s_test_edit_all(a, "10.244.1.0/24", "10.244.7.0/24");
+	char *a3 = k8s_test_edit_all(a, "10.244.1.0/24", "10.244.8.0/24");
+	char *b = k8s_test_exchange("40-node-create-b.json", "response.body");
+	/* node-c claims a CIDR inside our old pool: a conflict while it drains. */
+	char *c1 = k8s_test_edit_all(b, "node-b", "node-c");
+	char *c = k8s_test_edit_all(c1, "10.244.2.0/24", "10.244.1.128/25");
+	char *json = NULL, buf[64];
+	struct k8s_event relist = { .type = K8S_EVENT_RELIST }, synced = { .type = K8S_EVENT_SYNCED };
+
+	/* As agent_k8s_read_node() gives them at start: the IPv6 /64 as its
+	 * first /108 (IPAM's bound). */
+	hook.n_held = 2;
+	ASSERT_OK(flowsdn_prefix_parse("10.244.1.0/24", 13, NULL, &hook.held[0]), "pool");
+	ASSERT_OK(flowsdn_prefix_parse("fd00:10:244:1::/108", 19, NULL, &hook.held[1]), "pool6");
+	ASSERT_OK(k8s_fake_new(&fo, &f), "fake");
+	w = client_for(f);
+	ASSERT_OK(agent_k8s_new(&(struct agent_k8s_opts){ .sz = sizeof(struct agent_k8s_opts), .node_name = "node-a",
+							  .route_ops = &fake_route_ops, .route_ctx = &fr, .pools = hook.held,
+							  .n_pools = 2, .writer = w, .set_pools = hook_set_pools,
+							  .set_pools_ctx = &hook },
+				&k),
+		  "new");
+	ASSERT_OK(agent_k8s_event(k, AGENT_K8S_NODES, &relist), "relist");
+	node_event(k, K8S_EVENT_ADDED, a);
+	node_event(k, K8S_EVENT_ADDED, c);
+	ASSERT_OK(agent_k8s_event(k, AGENT_K8S_NODES, &synced), "synced");
+	cr_assert_eq(hook.calls, 0, "the pools it started with (the /64 is its /108)");
+	cr_assert_eq(pod_cidr_events(f, NULL), 1, "PodCIDRSelected once at start");
+
+	/* The podCIDR changes. */
+	node_event(k, K8S_EVENT_MODIFIED, a2);
+	cr_assert_eq(hook.calls, 1, "the IPAM got the new pools");
+	cr_assert_eq(hook.n_last, 2);
+	flowsdn_prefix_format(&hook.last[0], buf, sizeof(buf));
+	ASSERT_STREQ(buf, "10.244.7.0/24", "the new IPv4 pool");
+	flowsdn_prefix_format(&hook.last[1], buf, sizeof(buf));
+	ASSERT_STREQ(buf, "fd00:10:244:1::/108", "the IPv6 one as the IPAM can take it");
+	cr_assert_eq(pod_cidr_events(f, NULL), 2, "PodCIDRSelected again");
+	cr_assert_eq(pod_cidr_events(f, "10.244.7.0/24"), 1, "naming the new pool");
+	cr_assert_eq(pod_cidr_events(f, "draining (addresses in use kept until released) 10.244.1.0/24"), 1,
+		     "and the draining one");
+	ASSERT_OK(agent_k8s_routes_json(k, &json), "routes");
+	cr_assert(strstr(json, "\"pools\":[\"10.244.7.0/24\",\"fd00:10:244:1::/108\",\"10.244.1.0/24\"]"), "%s", json);
+	cr_assert(strstr(json, "\"destination\":\"10.244.1.128/25\",\"gateway\":\"192.0.2.12\",\"state\":\"conflict\","
+			 "\"reason\":\"overlaps this node's pool 10.244.1.0/24\""),
+		  "the draining pool is still ours: %s", json);
+	free(json);
+
+	/* The same Node again: nothing. */
+	node_event(k, K8S_EVENT_MODIFIED, a2);
+	cr_assert_eq(hook.calls, 1);
+	cr_assert_eq(pod_cidr_events(f, NULL), 2);
+
+	/* A change the IPAM refuses: a Warning, the pools stay. */
+	hook.fail = -FLOWSDN_E_IPAM_POOL_OVERLAP;
+	node_event(k, K8S_EVENT_MODIFIED, a3);
+	cr_assert_eq(hook.calls, 2);
+	cr_assert_eq(pod_cidr_events(f, "not applied: pool overlaps a pool still in use"), 1);
+	ASSERT_OK(agent_k8s_routes_json(k, &json), "routes");
+	cr_assert(strstr(json, "\"10.244.7.0/24\"") && !strstr(json, "10.244.8.0/24\""), "%s", json);
+	free(json);
+	agent_k8s_get_stats(k, &st);
+	agent_k8s_free(k);
+	k8s_client_free(w);
+	k8s_fake_free(f);
+	free(a);
+	free(a2);
+	free(a3);
+	free(b);
+	free(c1);
+	free(c);
 }
 
 /* ------------------------------------------------------------ bodies */

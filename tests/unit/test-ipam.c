@@ -172,6 +172,81 @@ Test(ipam, in_memory_only)
 	ASSERT_ERR(flowsdn_ipam_new("", pools, 2, NULL, &ipam, NULL), -EINVAL, "empty path");
 }
 
+/* A Node's podCIDR changes under flowsdn-agent: the new pool serves new
+ * owners, the old one drains (its owners keep their addresses, none is
+ * given again) and goes with its last release. */
+Test(ipam, set_pools_adds_a_pool_and_drains_the_old_one)
+{
+	struct flowsdn_prefix old[2] = { PFX("10.5.0.0/29"), PFX("fd00:5::/125") };
+	struct flowsdn_prefix now[2] = { PFX("10.6.0.0/29"), PFX("fd00:5::/125") };
+	struct flowsdn_prefix overlapping[1] = { PFX("10.5.0.0/28") };
+	struct flowsdn_ipam *ipam = NULL, *persisted;
+	struct flowsdn_ipam_pool_summary sum[4];
+	struct flowsdn_ipam_result res;
+	struct flowsdn_addr want = ADDR("10.5.0.4");
+	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, o4, .families = FLOWSDN_IPAM_IPV4);
+	FLOWSDN_OPTS(flowsdn_ipam_alloc_opts, req, .families = FLOWSDN_IPAM_IPV4, .request = &want, .n_request = 1);
+	_cleanup_flowsdn_diag_ struct flowsdn_diag *err = flowsdn_test_diag();
+	char a[FLOWSDN_ADDR_STRLEN], b[FLOWSDN_PREFIX_STRLEN];
+	size_t n;
+
+	ASSERT_OK(flowsdn_ipam_new(NULL, old, 2, NULL, &ipam, NULL), "in memory");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "a");
+	expect_lease(&res.leases[0], "10.5.0.2", "10.5.0.0/29", "10.5.0.1");
+	expect_lease(&res.leases[1], "fd00:5::2", "fd00:5::/125", "fd00:5::1");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "b", "eth0", &o4, &res, NULL), "b");
+
+	ASSERT_ERR(flowsdn_ipam_set_pools(ipam, overlapping, 1, err), -FLOWSDN_E_IPAM_POOL_OVERLAP,
+		   "a new pool over one still holding addresses");
+	cr_assert(strstr(flowsdn_test_messages(err), "10.5.0.0/29"), "%s", flowsdn_test_messages(err));
+	ASSERT_OK(flowsdn_ipam_summary(ipam, sum, 4, &n), "unchanged");
+	cr_assert_eq(n, 2);
+
+	ASSERT_OK(flowsdn_ipam_set_pools(ipam, now, 2, NULL), "podCIDR changed");
+	ASSERT_OK(flowsdn_ipam_summary(ipam, sum, 4, &n), "summary");
+	cr_assert_eq(n, 3, "the new pools, then the draining one");
+	cr_assert(flowsdn_prefix_format(&sum[0].pool, b, sizeof(b)) > 0);
+	ASSERT_STREQ(b, "10.6.0.0/29", "the new pool first");
+	cr_assert_eq(sum[0].used, 0);
+	cr_assert_eq(sum[1].used, 1, "the IPv6 pool kept its address");
+	cr_assert(flowsdn_prefix_format(&sum[2].pool, b, sizeof(b)) > 0);
+	ASSERT_STREQ(b, "10.5.0.0/29", "the old pool drains");
+	cr_assert_eq(sum[2].used, 2);
+	/* Owners keep what they hold; new owners get the new pool. */
+	ASSERT_OK(flowsdn_ipam_lookup(ipam, "a", "eth0", &res), "a keeps its addresses");
+	expect_lease(&res.leases[0], "10.5.0.2", "10.5.0.0/29", "10.5.0.1");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "a", "eth0", NULL, &res, NULL), "a again: the same");
+	ASSERT_STREQ(FMT(&res.leases[0].addr, a), "10.5.0.2", "same address");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "c", "eth0", &o4, &res, NULL), "c");
+	expect_lease(&res.leases[0], "10.6.0.2", "10.6.0.0/29", "10.6.0.1");
+	/* Released addresses of the draining pool are never given again. */
+	cr_assert_eq(flowsdn_ipam_release(ipam, "b", "eth0", NULL), 1);
+	for (int i = 0; i < 4; i++) {
+		char id[8];
+
+		snprintf(id, sizeof(id), "n%d", i);
+		ASSERT_OK(flowsdn_ipam_allocate(ipam, id, "eth0", &o4, &res, NULL), "new owner");
+		cr_assert(strncmp(FMT(&res.leases[0].addr, a), "10.6.", 5) == 0, "from the new pool only: %s", a);
+	}
+	ASSERT_ERR(flowsdn_ipam_allocate(ipam, "x", "eth0", &o4, &res, NULL), -FLOWSDN_E_IPAM_EXHAUSTED,
+		   "the new pool full: the draining one is not used");
+	/* Its last owner goes: so does the pool. */
+	cr_assert_eq(flowsdn_ipam_release(ipam, "a", "eth0", NULL), 2);
+	ASSERT_OK(flowsdn_ipam_summary(ipam, sum, 4, &n), "summary");
+	cr_assert_eq(n, 2, "the drained pool is gone");
+	ASSERT_OK(flowsdn_ipam_lookup(ipam, "c", "eth0", &res), "c");
+	expect_lease(&res.leases[0], "10.6.0.2", "10.6.0.0/29", "10.6.0.1");
+	/* It may come back, empty; an explicit request into it then works. */
+	ASSERT_OK(flowsdn_ipam_set_pools(ipam, old, 2, NULL), "back");
+	ASSERT_OK(flowsdn_ipam_allocate(ipam, "r", "eth0", &req, &res, NULL), "requested");
+	flowsdn_ipam_free(ipam);
+
+	persisted = open_default();
+	ASSERT_ERR(flowsdn_ipam_set_pools(persisted, now, 2, NULL), -EOPNOTSUPP, "shared state: fixed pools");
+	ASSERT_ERR(flowsdn_ipam_set_pools(NULL, now, 2, NULL), -EINVAL, "NULL");
+	flowsdn_ipam_free(persisted);
+}
+
 Test(ipam, explicit_requests)
 {
 	_cleanup_flowsdn_diag_ struct flowsdn_diag *d = flowsdn_test_diag();

@@ -199,99 +199,282 @@ static struct op_response call(struct op_provider *prov, struct flash_auth_signe
 	return r;
 }
 
-Test(k8s_provider, provider_api_create_and_delete_become_flashservice_writes)
-{
-	char dir[] = "/tmp/test-k8s-provider-XXXXXX", path[128], cmd[128];
-	unsigned char pk[32];
-	struct op_store *store = NULL;
-	struct op_metrics *metrics = NULL;
-	struct op_provider *prov = NULL;
-	struct flash_auth_signer *signer = NULL;
-	struct flash_auth_keyset *keys = NULL;
-	struct flash_operator_config *config = NULL;
-	struct k8s_fake_opts fo = { .sz = sizeof(fo), .accept_writes = true };
-	struct k8s_fake *f = NULL;
-	struct flash_schema_set *set = crd_schemas();
-	struct k8s_config cfg = { 0 };
-	struct k8s_client_opts co = { .sz = sizeof(co), .sleep_ms = no_sleep, .max_attempts = 1 };
-	struct op_k8s_run *run = NULL;
-	struct op_response r;
-	struct json_value *v;
-	char *est, *spec = test_spec("test.invalid/app:1000", 1, 1, 1), *body = NULL, id[64], fspath[256], svcpath[128];
-	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+/* The provider API on Kubernetes mode against the fake, as daemon.c wires
+ * it: the publisher, the kick and the status of the FlashService watch. */
+struct pe {
+	char dir[64];
+	struct op_store *store;
+	struct op_metrics *metrics;
+	struct op_provider *prov;
+	struct flash_auth_signer *signer;
+	struct flash_auth_keyset *keys;
+	struct flash_operator_config *config;
+	struct k8s_fake *f;
+	struct flash_schema_set *set;
+	struct k8s_config cfg;
+	struct k8s_client_opts co;
+	struct op_k8s_run *run;
+	char *est;
+};
 
-	cr_assert(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/flash.db", dir);
-	ASSERT_OK(op_store_open(path, &store, NULL, 0), "store");
-	ASSERT_OK(op_metrics_new(&metrics), "metrics");
-	ASSERT_OK(flash_auth_signer_generate("k1", &signer), "signer");
-	ASSERT_OK(flash_auth_signer_public_key(signer, pk), "pk");
-	ASSERT_OK(flash_auth_keyset_new(&keys), "keyset");
-	ASSERT_OK(flash_auth_keyset_add(keys, "k1", pk), "add");
+/* @fs_list: the FlashService list the watch gets first (NULL: none). */
+static void pe_open(struct pe *e, const char *fs_list)
+{
+	struct k8s_fake_opts fo = { .sz = sizeof(fo), .accept_writes = true };
+	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+	unsigned char pk[32];
+	char path[128];
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "/tmp/test-k8s-provider-XXXXXX");
+	cr_assert(mkdtemp(e->dir));
+	e->set = crd_schemas();
+	e->co = (struct k8s_client_opts){ .sz = sizeof(e->co), .sleep_ms = no_sleep, .max_attempts = 1 };
+	snprintf(path, sizeof(path), "%s/flash.db", e->dir);
+	ASSERT_OK(op_store_open(path, &e->store, NULL, 0), "store");
+	ASSERT_OK(op_metrics_new(&e->metrics), "metrics");
+	ASSERT_OK(flash_auth_signer_generate("k1", &e->signer), "signer");
+	ASSERT_OK(flash_auth_signer_public_key(e->signer, pk), "pk");
+	ASSERT_OK(flash_auth_keyset_new(&e->keys), "keyset");
+	ASSERT_OK(flash_auth_keyset_add(e->keys, "k1", pk), "add");
 	{
 		static const char cj[] = "{\"publicPortRange\":{\"first\":30000,\"last\":30009}}";
 
-		ASSERT_OK(flash_operator_config_parse(cj, strlen(cj), &config, NULL), "config");
+		ASSERT_OK(flash_operator_config_parse(cj, strlen(cj), &e->config, NULL), "config");
 	}
 	{
 		struct op_provider_opts o = {
-			.sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = keys,
-			.config = config, .store = store, .metrics = metrics, .image = &test_image_ops,
+			.sz = sizeof(o), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE, .keys = e->keys,
+			.config = e->config, .store = e->store, .metrics = e->metrics, .image = &test_image_ops,
 		};
 
-		ASSERT_OK(op_provider_new(&o, &prov), "provider");
+		ASSERT_OK(op_provider_new(&o, &e->prov), "provider");
 	}
-	ASSERT_OK(k8s_fake_new(&fo, &f), "fake");
-	est = k8s_test_edit(k8s_fake_exchange_body(f, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
+	ASSERT_OK(k8s_fake_new(&fo, &e->f), "fake");
+	e->est = k8s_test_edit(k8s_fake_exchange_body(e->f, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
 	{
-		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = est };
+		struct k8s_fake_step s1 = { .method = "GET", .path = crd2, .body = e->est };
 
-		ASSERT_OK(k8s_fake_push(f, &s1), "CRD");
+		ASSERT_OK(k8s_fake_push(e->f, &s1), "CRD");
 	}
-	cfg.server = (char *)k8s_fake_url(f);
+	if (fs_list) {
+		struct k8s_fake_step s2 = { .method = "GET", .path = "/apis/flash.heterocloud.io/v1alpha1/flashservices",
+					    .body = fs_list };
+
+		ASSERT_OK(k8s_fake_push(e->f, &s2), "the FlashService list");
+	}
+	e->cfg.server = (char *)k8s_fake_url(e->f);
 	{
 		struct op_k8s_run_opts ro = {
-			.sz = sizeof(ro), .k8s_config = &cfg, .client_opts = &co, .config = config, .schemas = set,
-			.lease_namespace = "flash-system", .identity = LEASE_HOLDER, .retry_period_ms = 50,
+			.sz = sizeof(ro), .k8s_config = &e->cfg, .client_opts = &e->co, .config = e->config,
+			.schemas = e->set, .lease_namespace = "flash-system", .identity = LEASE_HOLDER,
+			.retry_period_ms = 50,
 		};
 
-		ASSERT_OK(op_k8s_run_start(&ro, &run), "Kubernetes mode");
+		ASSERT_OK(op_k8s_run_start(&ro, &e->run), "Kubernetes mode");
 	}
-	ASSERT_OK(op_k8s_run_publish(run, op_provider_live_services, prov), "publisher");
-	op_provider_set_kick(prov, op_k8s_run_kick, run);
+	ASSERT_OK(op_k8s_run_publish(e->run, op_provider_live_services, e->prov), "publisher");
+	op_provider_set_kick(e->prov, op_k8s_run_kick, e->run);
+	op_provider_set_status(e->prov, op_k8s_run_service_status, e->run);
+}
 
+static void pe_close(struct pe *e)
+{
+	char cmd[128];
+
+	op_k8s_run_stop(e->run);
+	op_provider_free(e->prov);
+	k8s_fake_free(e->f);
+	flash_schema_set_free(e->set);
+	op_metrics_free(e->metrics);
+	op_store_close(e->store);
+	flash_auth_signer_free(e->signer);
+	flash_auth_keyset_free(e->keys);
+	flash_operator_config_free(e->config);
+	free(e->est);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
+	cr_assert(system(cmd) == 0);
+}
+
+Test(k8s_provider, provider_api_create_and_delete_become_flashservice_writes)
+{
+	struct pe e;
+	struct op_response r;
+	struct json_value *v;
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1), *body = NULL, id[64], fspath[256], svcpath[128];
+
+	pe_open(&e, NULL);
 	cr_assert(asprintf(&body, "{\"name\":\"echo\",\"spec\":%s}", spec) > 0);
-	r = call(prov, signer, "POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 1, body);
+	r = call(e.prov, e.signer, "POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 1, body);
 	cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
 	v = k8s_test_parse(r.body);
 	snprintf(id, sizeof(id), "%s", json_string_value(json_get(v, "id")));
 	json_free(v);
 	op_response_clear(&r);
 	snprintf(fspath, sizeof(fspath), "/apis/flash.heterocloud.io/v1alpha1/namespaces/org-a/flashservices/%s", id);
-	for (int i = 0; i < 250 && count(f, "PATCH", fspath) == 0; i++)
+	for (int i = 0; i < 250 && count(e.f, "PATCH", fspath) == 0; i++)
 		wait_ms(20);
-	cr_assert_eq(count(f, "PATCH", fspath), 1, "the create became a FlashService apply");
+	cr_assert_eq(count(e.f, "PATCH", fspath), 1, "the create became a FlashService apply");
 
 	snprintf(svcpath, sizeof(svcpath), "/provider/v1/services/%s", id);
-	r = call(prov, signer, "DELETE", svcpath, FLASH_AUTH_ACTION_DELETE, 2, NULL);
+	r = call(e.prov, e.signer, "DELETE", svcpath, FLASH_AUTH_ACTION_DELETE, 2, NULL);
 	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
 	op_response_clear(&r);
-	for (int i = 0; i < 250 && count(f, "DELETE", fspath) == 0; i++)
+	for (int i = 0; i < 250 && count(e.f, "DELETE", fspath) == 0; i++)
 		wait_ms(20);
-	cr_assert_eq(count(f, "DELETE", fspath), 1, "the delete became a FlashService delete");
-
-	op_k8s_run_stop(run);
-	op_provider_free(prov);
-	k8s_fake_free(f);
-	flash_schema_set_free(set);
-	op_metrics_free(metrics);
-	op_store_close(store);
-	flash_auth_signer_free(signer);
-	flash_auth_keyset_free(keys);
-	flash_operator_config_free(config);
-	free(est);
+	cr_assert_eq(count(e.f, "DELETE", fspath), 1, "the delete became a FlashService delete");
+	pe_close(&e);
 	free(spec);
 	free(body);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert(system(cmd) == 0);
+}
+
+/* A status object with conditions (type, status, reason) for the view. */
+static struct json_value *status_of(const char *ready, const char *ready_reason, const char *degraded,
+				    const char *degraded_reason, const char *extra, int64_t observed, int ready_replicas)
+{
+	char *text = NULL;
+	struct json_value *v;
+
+	cr_assert(asprintf(&text,
+			   "{\"observedGeneration\":%lld,\"readyReplicas\":%d,\"conditions\":["
+			   "{\"type\":\"Ready\",\"status\":\"%s\",\"observedGeneration\":%lld,"
+			   "\"lastTransitionTime\":\"2026-11-30T12:00:00Z\",\"reason\":\"%s\",\"message\":\"ready words\"},"
+			   "{\"type\":\"Degraded\",\"status\":\"%s\",\"observedGeneration\":%lld,"
+			   "\"lastTransitionTime\":\"2026-11-30T12:00:00Z\",\"reason\":\"%s\",\"message\":\"pull access denied\"}%s]}",
+			   (long long)observed, ready_replicas, ready, (long long)observed, ready_reason, degraded,
+			   (long long)observed, degraded_reason, extra) > 0);
+	v = k8s_test_parse(text);
+	free(text);
+	return v;
+}
+
+/* The phase comes from the conditions, in the order of what matters
+ * most; the conditions themselves are shown as written. */
+Test(k8s_provider, the_status_view_derives_the_phase_from_the_conditions)
+{
+	static const char queued[] = ",{\"type\":\"Queued\",\"status\":\"True\",\"reason\":\"WaitingForGPU\","
+				     "\"message\":\"position 2 in the a100 queue\"}";
+	static const char suspended[] = ",{\"type\":\"Suspended\",\"status\":\"True\",\"reason\":\"WeeklyLimit\","
+					"\"message\":\"weekly CPU limit reached\"}";
+	struct op_service_status st;
+	struct json_value *v;
+
+	ASSERT_OK(op_k8s_service_status_view(NULL, 1, 2, &st), "no status yet");
+	cr_assert_str_eq(st.phase, "provisioning");
+	cr_assert_eq(st.n_conditions, 0);
+	cr_assert_eq(st.wanted, 2);
+
+	v = status_of("True", "Available", "False", "AsExpected", "", 3, 2);
+	ASSERT_OK(op_k8s_service_status_view(v, 3, 2, &st), "ready");
+	cr_assert_str_eq(st.phase, "ready");
+	cr_assert(st.ready);
+	cr_assert_eq(st.ready_replicas, 2);
+	cr_assert_eq(st.observed_generation, 3);
+	cr_assert_eq(st.n_conditions, 2);
+	cr_assert_str_eq(st.conditions[0].type, "Ready");
+	cr_assert_str_eq(st.conditions[0].status, "True");
+	cr_assert_str_eq(st.conditions[0].reason, "Available");
+	cr_assert_str_eq(st.conditions[0].since, "2026-11-30T12:00:00Z");
+	ASSERT_OK(op_k8s_service_status_view(v, 4, 2, &st), "a newer generation not yet observed");
+	cr_assert_str_eq(st.phase, "provisioning");
+	cr_assert(!st.ready);
+	json_free(v);
+
+	v = status_of("False", "ErrImagePull", "True", "ErrImagePull", "", 1, 0);
+	ASSERT_OK(op_k8s_service_status_view(v, 1, 1, &st), "degraded");
+	cr_assert_str_eq(st.phase, "failed");
+	cr_assert(strstr(st.message, "ErrImagePull") && strstr(st.message, "pull access denied"), "%s", st.message);
+	json_free(v);
+
+	v = status_of("False", "Queued", "False", "AsExpected", queued, 1, 0);
+	ASSERT_OK(op_k8s_service_status_view(v, 1, 1, &st), "queued");
+	cr_assert_str_eq(st.phase, "queued");
+	cr_assert(strstr(st.message, "position 2"), "%s", st.message);
+	cr_assert_eq(st.n_conditions, 3);
+	json_free(v);
+
+	v = status_of("False", "Suspended", "True", "ErrImagePull", suspended, 1, 0);
+	ASSERT_OK(op_k8s_service_status_view(v, 1, 1, &st), "suspended first");
+	cr_assert_str_eq(st.phase, "suspended");
+	json_free(v);
+
+	v = status_of("False", "Progressing", "False", "AsExpected", "", 1, 0);
+	ASSERT_OK(op_k8s_service_status_view(v, 1, 0, &st), "zero replicas");
+	cr_assert_str_eq(st.phase, "stopped");
+	ASSERT_OK(op_k8s_service_status_view(v, 1, 3, &st), "starting");
+	cr_assert_str_eq(st.phase, "provisioning");
+	json_free(v);
+}
+
+/* End to end: the provider API's get and list in Kubernetes mode show the
+ * FlashService's conditions (as its watch saw them) and the phase they
+ * give, in the single-node shape (status.phase, ready, message,
+ * replicas_wanted, replicas_ready), not the store's "admitted". */
+Test(k8s_provider, get_shows_the_flashservice_conditions_and_their_phase)
+{
+	struct pe e;
+	struct op_response r;
+	struct json_value *v;
+	const struct json_value *conds;
+	char *spec = test_spec("test.invalid/app:1000", 1, 1, 1), *body = NULL, id[OP_SERVICE_ID_STRLEN], path[128],
+	     *list = NULL;
+	bool degraded = false;
+
+	ASSERT_OK(op_service_id("org-a", "p1", "echo", id), "id");
+	cr_assert(asprintf(&list,
+			   "{\"kind\":\"FlashServiceList\",\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+			   "\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+			   "\"kind\":\"FlashService\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"org-a\",\"uid\":\"uid-echo\","
+			   "\"resourceVersion\":\"9\",\"generation\":1,\"finalizers\":[\"flash.heterocloud.io/usage\"],"
+			   "\"labels\":{\"flash.heterocloud.io/organization\":\"org-a\",\"flash.heterocloud.io/project\":\"p1\","
+			   "\"flash.heterocloud.io/service-id\":\"%s\"}},\"spec\":%s,"
+			   "\"status\":{\"observedGeneration\":1,\"readyReplicas\":0,\"conditions\":["
+			   "{\"type\":\"Ready\",\"status\":\"False\",\"observedGeneration\":1,\"lastTransitionTime\":"
+			   "\"2026-11-30T12:00:00Z\",\"reason\":\"ErrImagePull\",\"message\":\"pull access denied\"},"
+			   "{\"type\":\"Degraded\",\"status\":\"True\",\"observedGeneration\":1,\"lastTransitionTime\":"
+			   "\"2026-11-30T12:00:00Z\",\"reason\":\"ErrImagePull\",\"message\":\"web-1: pull access denied\"}]}}]}",
+			   id, id, spec) > 0);
+	pe_open(&e, list);
+	cr_assert(asprintf(&body, "{\"name\":\"echo\",\"spec\":%s}", spec) > 0);
+	r = call(e.prov, e.signer, "POST", "/provider/v1/services", FLASH_AUTH_ACTION_CREATE, 1, body);
+	cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+	op_response_clear(&r);
+	snprintf(path, sizeof(path), "/provider/v1/services/%s", id);
+	for (int i = 0; i < 250; i++) {
+		struct op_service s = { .org = (char *)"org-a" };
+		struct op_service_status st;
+
+		snprintf(s.id, sizeof(s.id), "%s", id);
+		if (op_k8s_run_service_status(e.run, &s, &st) == 0)
+			break;
+		wait_ms(20);
+	}
+	r = call(e.prov, e.signer, "GET", path, FLASH_AUTH_ACTION_GET, 0, NULL);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	v = k8s_test_parse(r.body);
+	cr_assert_str_eq(json_string_value(json_at(v, "status.phase")) ?: "", "failed", "%s", r.body);
+	cr_assert(json_at(v, "status.ready") && !json_at(v, "status.ready")->u.boolean, "%s", r.body);
+	cr_assert(strstr(json_string_value(json_at(v, "status.message")) ?: "", "pull access denied"), "%s", r.body);
+	conds = json_at(v, "status.conditions");
+	cr_assert(conds && json_is(conds, JSON_ARRAY) && conds->u.array.n == 2, "%s", r.body);
+	for (size_t i = 0; i < conds->u.array.n; i++) {
+		const struct json_value *c = conds->u.array.items[i];
+
+		if (!strcmp(json_string_value(json_get(c, "type")) ?: "", "Degraded"))
+			degraded = !strcmp(json_string_value(json_get(c, "status")) ?: "", "True") &&
+				   !strcmp(json_string_value(json_get(c, "reason")) ?: "", "ErrImagePull");
+	}
+	cr_assert(degraded, "Degraded True, ErrImagePull: %s", r.body);
+	cr_assert(json_at(v, "status.replicas_wanted") && json_at(v, "status.replicas_ready"), "the single-node fields");
+	json_free(v);
+	op_response_clear(&r);
+
+	r = call(e.prov, e.signer, "GET", "/provider/v1/services", FLASH_AUTH_ACTION_LIST, 0, NULL);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	cr_assert(strstr(r.body, "\"phase\":\"failed\"") && !strstr(r.body, "\"admitted\""), "list: %s", r.body);
+	op_response_clear(&r);
+	pe_close(&e);
+	free(spec);
+	free(body);
+	free(list);
 }

@@ -9,7 +9,11 @@
  * transitions, the usage finalizer and the GPU queue; the review fixes:
  * writes fenced by the Lease deadline, renewals on time during a slow
  * reconcile, stop cancelling the write in progress, the service-id label
- * rule, owned caches swept at relists, usage marks pruned, a Namespace 404.
+ * rule, owned caches swept at relists, usage marks pruned, a Namespace 404;
+ * issue 19's last gaps: a 409 forced only on the FlashService's own object,
+ * reported (ApplyConflict) and retried with backoff elsewhere (a foreign
+ * object, a CRD, a Namespace labelled by another manager), and what an
+ * earlier leader applied found by a labelled list after a restart.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -339,13 +343,36 @@ Test(reconcile, removing_every_port_deletes_the_service_and_keeps_the_deployment
 
 /* ---------------------------------------------------------------- refusals */
 
-Test(reconcile, conflict_409_is_logged_with_its_fields_and_forced)
+/* The object in place, as a GET answers it: owned by FlashService
+ * @owner_uid (NULL: no ownerReferences). */
+static char *deployment_in_place(const char *name, const char *owner_uid)
+{
+	char *text = NULL;
+
+	cr_assert(asprintf(&text,
+			   "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"%s\","
+			   "\"namespace\":\"" NS "\",\"uid\":\"d-%s\",\"resourceVersion\":\"7\","
+			   "\"labels\":{\"app.kubernetes.io/managed-by\":\"flash-operator\",\"app.kubernetes.io/name\":\"web\"}"
+			   "%s%s%s},\"spec\":{\"replicas\":1}}",
+			   name, name, owner_uid ? ",\"ownerReferences\":[{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+			   "\"kind\":\"FlashService\",\"name\":\"web\",\"uid\":\"" : "", owner_uid ? owner_uid : "",
+			   owner_uid ? "\",\"controller\":true}]" : "") > 0);
+	return text;
+}
+
+/* The Deployment is the FlashService's own (its ownerReferences name the
+ * FlashService's uid): the operator is its only author by design, so the
+ * conflicting fields are taken back with force. */
+Test(reconcile, conflict_409_on_its_own_object_is_logged_with_its_fields_and_forced)
 {
 	struct env e;
 	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
 	struct k8s_fake_step step = {
 		.method = "PATCH", .path = "/apis/apps/v1/namespaces/" NS "/deployments/web", .exchange = "09",
 	};
+	char *dep = deployment_in_place("web", "uid-web");
+	struct k8s_fake_step get = { .method = "GET", .path = "/apis/apps/v1/namespaces/" NS "/deployments/web",
+				     .body = dep };
 	struct op_k8s_stats st;
 	struct k8s_fake_request r;
 	char buf[16];
@@ -353,20 +380,176 @@ Test(reconcile, conflict_409_is_logged_with_its_fields_and_forced)
 
 	env_open(&e);
 	ASSERT_OK(k8s_fake_push(e.fake, &step), "409 scripted");
+	ASSERT_OK(k8s_fake_push(e.fake, &get), "the object in place");
 	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "create");
 	op_k8s_get_stats(e.k, &st);
 	cr_assert_eq(st.forced, 1);
+	cr_assert_eq(st.conflicts, 0);
 	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 2, "refused, then forced");
+	cr_assert_eq(count(&e, "GET", "/deployments/web"), 1, "its owner looked at");
 	n = k8s_fake_requests(e.fake);
 	for (size_t i = 0; i < n; i++) {
 		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
-		if (strstr(r.path, "/deployments/web") && r.status == 200)
+		if (strstr(r.path, "/deployments/web") && !strcmp(r.method, "PATCH") && r.status == 200)
 			cr_assert_str_eq(k8s_fake_query_arg(&r, "force", buf, sizeof(buf)) ?: "", "true");
 		k8s_fake_request_clear(&r);
 	}
-	cr_assert_geq(e.errors, 2, "the 409 and its field logged");
-	cr_assert_geq(e.warnings, 1);
+	cr_assert_geq(e.warnings, 1, "the conflict and its fields logged");
+	{
+		char *stb = last_body(&e, "PATCH", "/flashservices/web/status");
+
+		cr_assert_null(strstr(stb, "ApplyConflict"), "forced: no conflict left: %s", stb);
+		free(stb);
+	}
+	free(dep);
 	json_free(a);
+	env_close(&e);
+}
+
+static int64_t conflict_mono_us;
+
+static int64_t conflict_mono(void *userdata)
+{
+	(void)userdata;
+	return conflict_mono_us;
+}
+
+/* A same-named Deployment that is not this FlashService's (a label copied
+ * onto it proves nothing: no ownerReferences to its uid): the conflict is
+ * never forced; the status says ApplyConflict with the fields and the
+ * manager owning them; events while its backoff runs send nothing; once
+ * it passes the apply is tried again (and the backoff doubles); when the
+ * conflict is gone the condition goes. */
+Test(reconcile, conflict_409_on_a_foreign_object_is_reported_not_forced_and_retried_with_backoff)
+{
+	struct env e;
+	struct op_k8s_opts ko = {
+		.sz = sizeof(ko), .log = on_log, .now = fixed_now, .crd_poll_ms = 1, .mono_us = conflict_mono,
+	};
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL), *a2 = fs_object("web", 1, spec_web, true, NULL);
+	const char *path = "/apis/apps/v1/namespaces/" NS "/deployments/web";
+	struct k8s_fake_step step = { .method = "PATCH", .path = path, .exchange = "09" };
+	char *dep = deployment_in_place("web", NULL);
+	struct k8s_fake_step get = { .method = "GET", .path = path, .body = dep };
+	struct op_k8s_stats st;
+	char buf[16], *stb;
+	size_t n;
+
+	env_open(&e);
+	op_k8s_free(e.k);
+	ko.config = e.config;
+	ko.schemas = e.schemas;
+	ko.log_userdata = &e;
+	conflict_mono_us = 1000000;
+	ASSERT_OK(op_k8s_new(e.c, &ko, &e.k), "reconciler");
+	ASSERT_OK(op_k8s_set_leader(e.k, true), "leader");
+	ASSERT_OK(k8s_fake_push(e.fake, &step), "409 scripted");
+	ASSERT_OK(k8s_fake_push(e.fake, &get), "a foreign object in place");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "a reported conflict is not an error of the reconcile");
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.forced, 0, "never forced");
+	cr_assert_eq(st.conflicts, 1);
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "one apply, no forced one");
+	n = k8s_fake_requests(e.fake);
+	for (size_t i = 0; i < n; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
+		cr_assert_null(k8s_fake_query_arg(&r, "force", buf, sizeof(buf)), "no force anywhere: %s", r.path);
+		k8s_fake_request_clear(&r);
+	}
+	stb = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(strstr(stb, "\"ApplyConflict\""), "the status says it: %s", stb);
+	cr_assert(strstr(stb, ".spec.replicas") && strstr(stb, "flash-operator") && strstr(stb, "Deployment web"),
+		  "with the fields and the manager owning them: %s", stb);
+	free(stb);
+	cr_assert_geq(e.warnings, 1, "logged");
+	/* And an Event on the FlashService, as its schema wants it. */
+	cr_assert_eq(count(&e, "POST", "/apis/events.k8s.io/v1/namespaces/" NS "/events"), 1, "one Event");
+	{
+		char *ev = last_body(&e, "POST", "/apis/events.k8s.io/v1/namespaces/" NS "/events");
+		_cleanup_diag_ struct flash_diag *d = render_test_diag();
+
+		cr_assert(strstr(ev, "\"ApplyConflict\"") && strstr(ev, "\"Warning\"") && strstr(ev, "\"FlashService\"") &&
+			  strstr(ev, ".spec.replicas"), "%s", ev);
+		cr_assert_eq(flash_schema_validate_object(e.schemas, ev, strlen(ev), d), 0, "%s: %s", diag_path(d),
+			     diag_message(d));
+		free(ev);
+	}
+
+	/* Events within the backoff: nothing sent for the Deployment (no spin). */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(feed(&e, K8S_EVENT_MODIFIED, a2), "event");
+	ASSERT_OK(op_k8s_reconcile_pending(e.k), "pending, not yet due");
+	ASSERT_OK(op_k8s_resync(e.k), "resync");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 0, "backing off");
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_geq(st.conflict_waits, 1);
+
+	/* 1 s later: due; still refused (another 409): the backoff doubles. */
+	conflict_mono_us += 1000001;
+	ASSERT_OK(k8s_fake_push(e.fake, &step), "409 again");
+	ASSERT_OK(k8s_fake_push(e.fake, &get), "still foreign");
+	ASSERT_OK(op_k8s_reconcile_pending(e.k), "due");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "tried again once");
+	cr_assert_eq(count(&e, "POST", "/events"), 0, "the same conflict is not told again");
+	k8s_fake_reset_requests(e.fake);
+	conflict_mono_us += 1500000;
+	ASSERT_OK(op_k8s_reconcile_pending(e.k), "1.5 s of a 2 s backoff");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 0, "the backoff doubled");
+
+	/* The other manager let go: the apply goes through, the condition goes. */
+	conflict_mono_us += 600000;
+	ASSERT_OK(op_k8s_reconcile_pending(e.k), "due again");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1);
+	stb = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(stb && !strstr(stb, "ApplyConflict"), "the condition went: %s", stb ? stb : "(no write)");
+	free(stb);
+	k8s_fake_reset_requests(e.fake);
+	conflict_mono_us += 600000000;
+	ASSERT_OK(op_k8s_reconcile_pending(e.k), "nothing pending");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "steady again");
+	free(dep);
+	json_free(a);
+	json_free(a2);
+	env_close(&e);
+}
+
+/* The CRDs may belong to a Helm release: a conflict there is not forced;
+ * the CRD in place is waited for. */
+Test(reconcile, a_crd_owned_by_another_manager_is_not_forced)
+{
+	struct env e;
+	const char *p1 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashservices.flash.heterocloud.io";
+	const char *p2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+	struct k8s_fake_step c1 = { .method = "PATCH", .path = p1, .exchange = "09" };
+	struct k8s_fake_step g1 = { .method = "GET", .path = p1, .exchange = "02" };
+	char *est;
+	struct k8s_fake_step g2 = { .method = "GET", .path = p2 };
+	struct op_k8s_stats st;
+	char buf[16];
+	size_t n;
+
+	env_open(&e);
+	est = k8s_test_edit(k8s_fake_exchange_body(e.fake, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
+	g2.body = est;
+	ASSERT_OK(k8s_fake_push(e.fake, &c1), "409 on the first CRD");
+	ASSERT_OK(k8s_fake_push(e.fake, &g1), "the CRD in place, Established");
+	ASSERT_OK(k8s_fake_push(e.fake, &g2), "the second, Established");
+	ASSERT_OK(op_k8s_crds_apply(e.k, 2000), "the CRD in place is used");
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.forced, 0);
+	cr_assert_eq(st.conflicts, 1);
+	n = k8s_fake_requests(e.fake);
+	for (size_t i = 0; i < n; i++) {
+		struct k8s_fake_request r;
+
+		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
+		cr_assert_null(k8s_fake_query_arg(&r, "force", buf, sizeof(buf)), "never forced: %s", r.path);
+		k8s_fake_request_clear(&r);
+	}
+	cr_assert_eq(count(&e, "PATCH", p1), 1);
+	free(est);
 	env_close(&e);
 }
 
@@ -408,6 +591,193 @@ Test(reconcile, invalid_spec_becomes_degraded_status_and_nothing_rendered)
 	cr_assert(strstr(st, "\"InvalidSpec\""), "%s", st);
 	free(st);
 	json_free(a);
+	env_close(&e);
+}
+
+/* The tenant Namespace exists with labels another manager set (Pod
+ * Security privileged, no organization label): never relabelled (no
+ * write to it at all), reported as ApplyConflict naming each label, looked
+ * at again with backoff; fixed by hand, the condition goes. */
+Test(reconcile, a_namespace_labelled_by_another_manager_is_reported_not_relabelled)
+{
+	struct env e;
+	struct op_k8s_opts ko = {
+		.sz = sizeof(ko), .log = on_log, .now = fixed_now, .crd_poll_ms = 1, .mono_us = conflict_mono,
+	};
+	struct json_value *a = fs_object("web", 1, spec_web, true, NULL);
+	struct k8s_fake_step exists = {
+		.method = "POST", .path = "/api/v1/namespaces", .status = 409,
+		.body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			"\"message\":\"namespaces \\\"org-a\\\" already exists\",\"reason\":\"AlreadyExists\","
+			"\"details\":{\"name\":\"org-a\",\"kind\":\"namespaces\"},\"code\":409}",
+	};
+	struct k8s_fake_step foreign = {
+		.method = "GET", .path = "/api/v1/namespaces/" NS,
+		.body = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"" NS "\",\"uid\":\"ns-1\","
+			"\"resourceVersion\":\"3\",\"labels\":{\"pod-security.kubernetes.io/enforce\":\"privileged\"}}}",
+	};
+	struct k8s_fake_step fixed = { .method = "GET", .path = "/api/v1/namespaces/" NS };
+	char *rendered = NULL, *stb;
+	size_t len;
+
+	env_open(&e);
+	op_k8s_free(e.k);
+	ko.config = e.config;
+	ko.schemas = e.schemas;
+	ko.log_userdata = &e;
+	conflict_mono_us = 1000000;
+	ASSERT_OK(op_k8s_new(e.c, &ko, &e.k), "reconciler");
+	ASSERT_OK(op_k8s_set_leader(e.k, true), "leader");
+	ASSERT_OK(flash_render_namespace(NS, ORG, FLASH_RENDER_JSON, &rendered, &len), "the Namespace as rendered");
+	fixed.body = rendered;
+	ASSERT_OK(k8s_fake_push(e.fake, &exists), "409 AlreadyExists");
+	ASSERT_OK(k8s_fake_push(e.fake, &foreign), "labelled by another manager");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "reported, not an error");
+	cr_assert_eq(count(&e, "PATCH", "/api/v1/namespaces/" NS "$"), 0);
+	cr_assert_eq(count(&e, "PUT", "/api/v1/namespaces/" NS), 0, "never relabelled");
+	cr_assert_eq(count(&e, "PATCH", "/deployments/web"), 1, "the service's objects still applied");
+	cr_assert_eq(count(&e, "POST", "/apis/events.k8s.io/v1/namespaces/" NS "/events"), 1, "an Event");
+	stb = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(strstr(stb, "\"ApplyConflict\"") && strstr(stb, "pod-security.kubernetes.io/enforce") &&
+		  strstr(stb, "privileged") && strstr(stb, "flash.heterocloud.io/organization"),
+		  "each label named: %s", stb);
+	free(stb);
+
+	/* Fixed by hand: looked at again once the backoff passed, cleared. */
+	k8s_fake_reset_requests(e.fake);
+	ASSERT_OK(op_k8s_reconcile_pending(e.k), "not yet due");
+	cr_assert_eq(k8s_fake_requests(e.fake), 0);
+	conflict_mono_us += 1000001;
+	ASSERT_OK(k8s_fake_push(e.fake, &fixed), "the labels fixed");
+	ASSERT_OK(op_k8s_reconcile_pending(e.k), "due");
+	cr_assert_eq(count(&e, "GET", "/api/v1/namespaces/" NS), 1, "looked at again");
+	cr_assert_eq(count(&e, "POST", "/api/v1/namespaces"), 0, "not created again");
+	stb = last_body(&e, "PATCH", "/flashservices/web/status");
+	cr_assert(stb && !strstr(stb, "ApplyConflict"), "cleared: %s", stb ? stb : "(no status write)");
+	free(stb);
+	free(rendered);
+	json_free(a);
+	env_close(&e);
+}
+
+/* ---------------------------------------------------------------- prune after a restart */
+
+/* A list page of @kind objects (@items: JSON objects joined by ','),
+ * with a continue token when @cont is set. */
+static char *page_of(const char *kind, const char *items, const char *cont)
+{
+	char *text = NULL;
+
+	cr_assert(asprintf(&text, "{\"kind\":\"%sList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"50\"%s%s%s},"
+			   "\"items\":[%s]}", kind, cont ? ",\"continue\":\"" : "", cont ? cont : "", cont ? "\"" : "",
+			   items) > 0);
+	return text;
+}
+
+/* An object of @api/@kind named @name in NS labelled as the operator
+ * labels what it renders for "web", owned by FlashService @owner with
+ * uid @uid (@owner NULL: no ownerReferences: a copied label only). */
+static char *listed(const char *api, const char *kind, const char *name, const char *owner, const char *uid)
+{
+	char *text = NULL;
+
+	cr_assert(asprintf(&text,
+			   "{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS "\","
+			   "\"resourceVersion\":\"9\",\"labels\":{\"app.kubernetes.io/managed-by\":\"flash-operator\","
+			   "\"app.kubernetes.io/name\":\"web\",\"flash.heterocloud.io/organization\":\"" ORG "\"}%s%s%s%s%s}}",
+			   api, kind, name, owner ? ",\"ownerReferences\":[{\"apiVersion\":\"flash.heterocloud.io/v1alpha1\","
+			   "\"kind\":\"FlashService\",\"name\":\"" : "", owner ? owner : "", owner ? "\",\"uid\":\"" : "",
+			   owner ? uid : "", owner ? "\",\"controller\":true,\"blockOwnerDeletion\":true}]" : "") > 0);
+	return text;
+}
+
+/* After a restart the set of what was applied is empty: at the end of the
+ * FlashService list the operator lists every rendered kind by its label
+ * (page by page) and deletes what a FlashService it holds owns (by uid)
+ * and its current spec no longer renders -- and nothing else: not a
+ * foreign object with the labels copied, not an object of an older
+ * FlashService of the same name (another uid: the garbage collector's),
+ * not one of a FlashService it does not hold. */
+Test(reconcile, after_a_restart_what_the_spec_no_longer_renders_is_found_and_deleted)
+{
+	struct env e;
+	struct json_value *a = fs_object("web", 2, spec_noports, true, NULL);
+	char *d_web = listed("apps/v1", "Deployment", "web", "web", "uid-web"),
+	     *d_old = listed("apps/v1", "Deployment", "web-old", "web", "uid-web"),
+	     *d_copy = listed("apps/v1", "Deployment", "copied", NULL, NULL),
+	     *d_prev = listed("apps/v1", "Deployment", "web-prev", "web", "uid-of-an-older-web"),
+	     *d_ghost = listed("apps/v1", "Deployment", "ghost", "ghost", "uid-ghost"),
+	     *s_web = listed("v1", "Service", "web", "web", "uid-web"),
+	     *s_copy = listed("v1", "Service", "web-copy", NULL, NULL), *items = NULL, *p1, *p2, *p3;
+	const char *dpath = "/apis/apps/v1/deployments", *spath = "/api/v1/services";
+	struct op_k8s_stats st;
+	size_t n, pages = 0;
+
+	cr_assert(asprintf(&items, "%s,%s,%s", d_old, d_copy, d_prev) > 0);
+	p1 = page_of("Deployment", d_web, "page-2");
+	p2 = page_of("Deployment", items, NULL);
+	free(items);
+	cr_assert(asprintf(&items, "%s,%s", s_web, s_copy) > 0);
+	p3 = page_of("Service", items, NULL);
+	free(items);
+	items = page_of("Deployment", d_ghost, NULL);
+	env_open(&e);
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = dpath, .body = p1 };
+		struct k8s_fake_step s2 = { .method = "GET", .path = dpath, .body = p2 };
+		struct k8s_fake_step s3 = { .method = "GET", .path = spath, .body = p3 };
+
+		ASSERT_OK(k8s_fake_push(e.fake, &s1), "deployments, page 1");
+		ASSERT_OK(k8s_fake_push(e.fake, &s2), "deployments, page 2");
+		ASSERT_OK(k8s_fake_push(e.fake, &s3), "services");
+	}
+	ASSERT_OK(feed(&e, K8S_EVENT_RELIST, NULL), "relist");
+	ASSERT_OK(feed(&e, K8S_EVENT_ADDED, a), "listed");
+	cr_assert_eq(count(&e, "GET", dpath), 0, "nothing listed before the FlashServices are all known");
+	(void)feed(&e, K8S_EVENT_SYNCED, NULL); /* the kinds not served by the fake answer 404: none */
+	cr_assert_eq(k8s_fake_pending(e.fake), 0, "both pages and the services listed");
+	n = k8s_fake_requests(e.fake);
+	for (size_t i = 0; i < n; i++) {
+		struct k8s_fake_request r;
+		char buf[128];
+
+		ASSERT_OK(k8s_fake_request_get(e.fake, i, &r), "request");
+		if (!strcmp(r.method, "GET") && !strcmp(r.path, dpath)) {
+			cr_assert_str_eq(k8s_fake_query_arg(&r, "labelSelector", buf, sizeof(buf)) ?: "",
+					 "app.kubernetes.io/managed-by=flash-operator");
+			cr_assert_not_null(k8s_fake_query_arg(&r, "limit", buf, sizeof(buf)), "paginated");
+			if (pages++)
+				cr_assert_str_eq(k8s_fake_query_arg(&r, "continue", buf, sizeof(buf)) ?: "", "page-2");
+		}
+		k8s_fake_request_clear(&r);
+	}
+	cr_assert_eq(pages, 2);
+	cr_assert_eq(count(&e, "DELETE", "/deployments/web-old"), 1, "applied earlier, no longer rendered");
+	cr_assert_eq(count(&e, "DELETE", "/api/v1/namespaces/" NS "/services/web"), 1,
+		     "the Service of the ports the spec no longer has");
+	cr_assert_eq(count(&e, "DELETE", NULL), 2, "nothing else: not the Deployment rendered, not a copied "
+		     "label, not an older FlashService's, not one of a FlashService not held");
+	op_k8s_get_stats(e.k, &st);
+	cr_assert_eq(st.stale_deleted, 2);
+
+	/* A follower never prunes; becoming leader does (the lists again). */
+	ASSERT_OK(op_k8s_set_leader(e.k, false), "follower");
+	k8s_fake_reset_requests(e.fake);
+	{
+		struct k8s_fake_step s1 = { .method = "GET", .path = dpath, .body = items };
+
+		ASSERT_OK(k8s_fake_push(e.fake, &s1), "deployments");
+	}
+	(void)feed(&e, K8S_EVENT_RELIST, NULL);
+	(void)feed(&e, K8S_EVENT_ADDED, a);
+	(void)feed(&e, K8S_EVENT_SYNCED, NULL);
+	cr_assert_eq(k8s_fake_requests(e.fake), 0, "a follower sends nothing");
+	(void)op_k8s_set_leader(e.k, true);
+	cr_assert_eq(count(&e, "GET", dpath), 1, "listed on becoming leader");
+	cr_assert_eq(count(&e, "DELETE", NULL), 0, "a FlashService it does not hold: the garbage collector's");
+	json_free(a);
+	free(d_web), free(d_old), free(d_copy), free(d_prev), free(d_ghost), free(s_web), free(s_copy);
+	free(p1), free(p2), free(p3), free(items);
 	env_close(&e);
 }
 
