@@ -34,6 +34,8 @@ static void usage(FILE *out)
 		"                      [--autoscale-tolerance PERCENT]\n"
 		"                      [--webhook] [--webhook-listen ADDRESS:PORT] [--webhook-cert FILE]\n"
 		"                      [--webhook-key FILE]\n"
+		"                      [--sandbox-dir DIR [--sandbox-pool-size N --sandbox-pool-image REF]\n"
+		"                       [--sandbox-pool-cpu MILLIS] [--sandbox-pool-memory MIB]]\n"
 		"                      [--test-meter-clock FILE]\n"
 		"       flash-operator --kubernetes [--kubeconfig FILE] [--context NAME] [--config FILE]\n"
 		"                      [--keys FILE --issuer ISS --audience AUD (--socket PATH | --listen ...)]\n"
@@ -144,6 +146,11 @@ int main(int argc, char **argv)
 		{ "webhook-listen", required_argument, NULL, 1015 },
 		{ "webhook-cert", required_argument, NULL, 1016 },
 		{ "webhook-key", required_argument, NULL, 1017 },
+		{ "sandbox-dir", required_argument, NULL, 1018 },
+		{ "sandbox-pool-size", required_argument, NULL, 1019 },
+		{ "sandbox-pool-image", required_argument, NULL, 1020 },
+		{ "sandbox-pool-cpu", required_argument, NULL, 1021 },
+		{ "sandbox-pool-memory", required_argument, NULL, 1022 },
 		{ "kubernetes", no_argument, NULL, 1100 },
 		{ "kubeconfig", required_argument, NULL, 1101 },
 		{ "context", required_argument, NULL, 1102 },
@@ -155,6 +162,7 @@ int main(int argc, char **argv)
 	};
 	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = "/var/lib/flash" };
 	struct op_runtime_opts rt = { .sz = sizeof(rt) };
+	struct op_sandbox_gvisor_opts sb = { .sz = sizeof(sb) };
 	struct op_daemon_autoscale as = { .period_s = -1, .window_s = -1, .tolerance_percent = -1 };
 	struct op_daemon *d = NULL;
 	struct op_k8s_run_opts ko = { .sz = sizeof(ko), .log = k8s_log };
@@ -216,6 +224,19 @@ int main(int argc, char **argv)
 		case 1015: o.webhook_listen = optarg; o.webhook = true; break;
 		case 1016: o.webhook_cert_file = optarg; o.webhook = true; break;
 		case 1017: o.webhook_key_file = optarg; o.webhook = true; break;
+		case 1018: sb.dir = optarg; o.sandbox = &sb; break;
+		case 1020: sb.pool_image = optarg; break;
+		case 1019:
+		case 1021:
+		case 1022:
+			if (parse_uint(c == 1019 ? "--sandbox-pool-size" : c == 1021 ? "--sandbox-pool-cpu" : "--sandbox-pool-memory",
+				       optarg, c == 1019 ? 64 : c == 1021 ? 64000 : 1048576, &v) < 0)
+				return 2;
+			if (c == 1019)
+				sb.pool_size = (unsigned int)v;
+			else
+				*(c == 1021 ? &sb.pool_cpu_millis : &sb.pool_memory_mib) = (uint32_t)v;
+			break;
 		case 'm':
 		case 'P':
 		case 't':
@@ -269,6 +290,16 @@ int main(int argc, char **argv)
 	}
 	if (kubernetes)
 		o.kubernetes = &ko; /* the provider API on top */
+	if ((sb.pool_size || sb.pool_image || sb.pool_cpu_millis || sb.pool_memory_mib) &&
+	    (!o.sandbox || !sb.pool_size != !sb.pool_image)) {
+		fprintf(stderr, "flash-operator: the sandbox pool needs --sandbox-dir, --sandbox-pool-size and --sandbox-pool-image\n");
+		return 2;
+	}
+	if (o.sandbox && kubernetes) {
+		fprintf(stderr, "flash-operator: --sandbox-dir runs gVisor sandboxes on this node, not in Kubernetes mode\n");
+		return 2;
+	}
+	sb.runsc = rt.runsc;
 	if (optind != argc || !o.keys_file || !o.issuer || !o.audience || (!o.http.unix_path && !o.http.listen)) {
 		usage(stderr);
 		return 2;

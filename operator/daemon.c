@@ -41,6 +41,7 @@ struct op_daemon {
 	struct op_meter_clock *meter_clock; /* --test-meter-clock */
 	struct op_webhook *webhook;         /* --webhook */
 	struct op_k8s_run *k8s;             /* --kubernetes */
+	struct flash_sandbox_provider *sandbox; /* --sandbox-dir */
 };
 
 /* Reads an input file through the one reader of common/ (regular files
@@ -371,6 +372,23 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		if (r < 0)
 			goto fail;
 	}
+	if (OPTS_GET(opts, sandbox, NULL)) {
+		struct op_sandbox_gvisor_opts so = *opts->sandbox;
+		const struct flash_sandbox_backend_ops *ops = NULL;
+		void *backend = NULL;
+
+		so.sz = sizeof(so);
+		if (!so.registry)
+			so.registry = opts->image ? &opts->registry : &d->registry;
+		r = op_sandbox_gvisor_new(&so, &ops, &backend);
+		if (r == 0)
+			r = flash_sandbox_provider_new(ops, backend, NULL, &d->sandbox);
+		if (r < 0) {
+			snprintf(err, err_size, "sandbox sessions (%s): %s", so.dir ? so.dir : "no directory",
+				 flash_strerror(r));
+			goto fail;
+		}
+	}
 	r = op_http_start(d->provider, &opts->http, &d->http, err, err_size);
 	if (r < 0)
 		goto fail;
@@ -384,6 +402,11 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 fail:
 	op_daemon_stop(d);
 	return r;
+}
+
+struct flash_sandbox_provider *op_daemon_sandbox(struct op_daemon *d)
+{
+	return d ? d->sandbox : NULL;
 }
 
 struct op_provider *op_daemon_provider(struct op_daemon *d)
@@ -407,6 +430,7 @@ void op_daemon_stop(struct op_daemon *d)
 		return;
 	op_webhook_stop(d->webhook);
 	op_http_stop(d->http);
+	flash_sandbox_provider_free(d->sandbox);
 	op_autoscale_stop(d->autoscale);
 	op_runtime_stop(d->runtime);
 	op_k8s_run_stop(d->k8s);

@@ -16,6 +16,7 @@
 #include "http.h"
 #include "k8s-reconcile.h"
 #include "provider.h"
+#include "sandbox-gvisor.h"
 
 /* Autoscaling settings from the command line (flash-operator(8)
  * --autoscale-period, --autoscale-window, --autoscale-tolerance); each
@@ -63,6 +64,10 @@ struct op_daemon_opts {
 	 * run by the single-node runtime (which is not started).  Its config
 	 * is the daemon's. */
 	const struct op_k8s_run_opts *kubernetes;
+	/* Sandbox sessions on this node (sandbox-gvisor.h, issue 20): the
+	 * gVisor backend with these options (its registry defaults to the
+	 * daemon's) behind a <flash/sandbox.h> provider; NULL: none. */
+	const struct op_sandbox_gvisor_opts *sandbox;
 };
 
 struct op_daemon;
@@ -73,6 +78,9 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 
 /* The webhook's bound port, 0 without it. */
 uint16_t op_daemon_webhook_port(const struct op_daemon *d);
+
+/* The sandbox sessions' provider (NULL without opts->sandbox). */
+struct flash_sandbox_provider *op_daemon_sandbox(struct op_daemon *d);
 
 /* The provider and metrics of a started daemon. */
 struct op_provider *op_daemon_provider(struct op_daemon *d);

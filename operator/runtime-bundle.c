@@ -81,7 +81,7 @@ int op_bundle_config(const struct op_bundle_params *p, char **ret, size_t *ret_l
 		return -EINVAL;
 	s = p->spec;
 	has_cmd = flash_spec_command_count(s) > 0;
-	if (!has_cmd && (!p->entrypoint || !p->entrypoint[0]))
+	if (!p->argv && !has_cmd && (!p->entrypoint || !p->entrypoint[0]))
 		return -EINVAL;
 	w = json_writer_new(JSON_WRITE_NEWLINE);
 	if (!w)
@@ -98,7 +98,10 @@ int op_bundle_config(const struct op_bundle_params *p, char **ret, size_t *ret_l
 	jw_object_close(w);
 	jw_key(w, "args");
 	jw_array_open(w);
-	if (has_cmd) {
+	if (p->argv) {
+		for (size_t i = 0; p->argv[i]; i++)
+			jw_string(w, p->argv[i]);
+	} else if (has_cmd) {
 		for (size_t i = 0; i < flash_spec_command_count(s); i++)
 			jw_string(w, flash_spec_command(s, i));
 		for (size_t i = 0; i < flash_spec_args_count(s); i++)
@@ -135,8 +138,8 @@ int op_bundle_config(const struct op_bundle_params *p, char **ret, size_t *ret_l
 
 	jw_key(w, "root");
 	jw_object_open(w);
-	jw_kv_string(w, "path", "rootfs");
-	jw_kv_bool(w, "readonly", false);
+	jw_kv_string(w, "path", p->root_path ? p->root_path : "rootfs");
+	jw_kv_bool(w, "readonly", p->root_readonly);
 	jw_object_close(w);
 	jw_kv_string(w, "hostname", p->hostname ? p->hostname : "flash");
 
@@ -191,6 +194,20 @@ int op_bundle_config(const struct op_bundle_params *p, char **ret, size_t *ret_l
 	jw_key(w, "annotations");
 	jw_object_open(w);
 	jw_kv_string(w, "io.heterocloud.flash/replicas", buf);
+	for (size_t i = 0; p->annotations && p->annotations[i]; i++) {
+		const char *eq = strchr(p->annotations[i], '=');
+		char *key;
+
+		if (!eq)
+			continue;
+		key = strndup(p->annotations[i], (size_t)(eq - p->annotations[i]));
+		if (!key) {
+			json_writer_free(w);
+			return -ENOMEM;
+		}
+		jw_kv_string(w, key, eq + 1);
+		free(key);
+	}
 	jw_object_close(w);
 	jw_object_close(w);
 	return json_writer_finish(w, ret, ret_len);

@@ -6,7 +6,9 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -283,6 +285,42 @@ out:
 		if (fd[k] >= 0)
 			close(fd[k]);
 	return r;
+}
+
+void op_cgroup_remove(const char *parent, const char *id)
+{
+	DIR *d = opendir("/sys/fs/cgroup");
+	struct dirent *de;
+	char p[1024];
+
+	snprintf(p, sizeof(p), "/sys/fs/cgroup%s/%s", parent, id);
+	for (int i = 0; i < 30 && rmdir(p) < 0 && errno == EBUSY; i++)
+		usleep(100000);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s%s/%s", de->d_name, parent, id);
+		for (int i = 0; i < 30 && rmdir(p) < 0 && errno == EBUSY; i++)
+			usleep(100000);
+	}
+	if (d)
+		closedir(d);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void op_remove_tree(const char *dir)
+{
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 void op_exec_status_str(int status, char *buf, size_t size)

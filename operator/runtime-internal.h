@@ -112,6 +112,13 @@ struct op_retire {
  * -ETIMEDOUT (one survived SIGKILL), -EINVAL. */
 int op_sandbox_retire(const struct op_retire *r);
 
+/* Removes @id's cgroup under @parent ("/flash") in every hierarchy
+ * (cgroup2 at the root, or one per controller), waiting up to 3 s for
+ * each to empty. */
+void op_cgroup_remove(const char *parent, const char *id);
+/* Removes the tree @dir (not crossing mounts, not following links). */
+void op_remove_tree(const char *dir);
+
 /* Creates a network namespace bound on @path (a new empty file); 0 or -errno. */
 int op_netns_create(const char *path);
 /* Unmounts and removes @path; 0 (also when absent) or -errno. */

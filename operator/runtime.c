@@ -359,23 +359,7 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
  * here, waiting up to 3 s for it to empty. */
 static void cgroup_remove(struct op_runtime *rt, const char *id)
 {
-	DIR *d = opendir("/sys/fs/cgroup");
-	struct dirent *de;
-	char p[1024];
-
-	/* cgroup2 at the root, or one hierarchy per controller below it. */
-	snprintf(p, sizeof(p), "/sys/fs/cgroup%s/%s", rt->cgroup_parent, id);
-	for (int i = 0; i < 30 && rmdir(p) < 0 && errno == EBUSY; i++)
-		usleep(100000);
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "/sys/fs/cgroup/%s%s/%s", de->d_name, rt->cgroup_parent, id);
-		for (int i = 0; i < 30 && rmdir(p) < 0 && errno == EBUSY; i++)
-			usleep(100000);
-	}
-	if (d)
-		closedir(d);
+	op_cgroup_remove(rt->cgroup_parent, id);
 }
 
 /* Removes everything a replica left: container, endpoint, netns, rootfs,

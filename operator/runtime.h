@@ -56,6 +56,11 @@ struct op_bundle_params {
 	const char *resolv_conf;        /* host path bind-mounted read-only on /etc/resolv.conf; NULL: none */
 	const char *root_volume;        /* host path mounted on /root (persistence); NULL: none */
 	uint32_t pids_limit;            /* 0: OP_BUNDLE_PIDS_DEFAULT */
+	/* Sandbox sessions (sandbox-gvisor.c): */
+	const char *const *argv;        /* the process, winning over the spec's command; NULL: as above */
+	const char *root_path;          /* NULL: "rootfs" (in the bundle) */
+	bool root_readonly;
+	const char *const *annotations; /* more annotations, "KEY=VALUE", NULL-terminated; may be NULL */
 };
 
 /* The sandbox's own host threads count against the OCI pids limit (25

@@ -1,0 +1,1011 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The gVisor backend of sandbox sessions (sandbox-gvisor.h). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <flash/diag.h>
+#include <flash/image.h>
+#include <flash/spec.h>
+
+#include "diag.h"
+#include "json.h"
+#include "runtime-internal.h"
+#include "runtime.h"
+#include "sandbox-gvisor.h"
+#include "util.h"
+
+/* The sandbox's process: waits, doing nothing, until it is killed. */
+static const char *const keepalive[] = { "/bin/bash", "-c",
+	"trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done", NULL };
+
+#define POOL_MAX 64
+/* A struct flash_diag is a struct diag (common/diag.h, DIAG_EXPORT). */
+#define flash__diag_op(d) ((struct diag *)(d))
+#define CID_LEN 24
+
+struct gv {
+	char *dir, *runsc, *runsc_root, *cgroup_parent, *pool_image;
+	int (*rootfs)(void *ctx, const char *image, char **ret_path, char *err, size_t err_size);
+	void *rootfs_ctx;
+	struct op_image_settings registry;
+	pthread_mutex_t image_lock;  /* one unpack at a time */
+	unsigned int interval_ms, pool_size;
+	uint32_t pool_cpu, pool_mem;
+	struct flash_spec *pool_spec;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+	char pool[POOL_MAX][CID_LEN];
+	unsigned int idle;
+	pthread_t reaper, filler;
+	bool reaper_started, filler_started;
+};
+
+/* One session record (sessions/<cid>/session.json). */
+struct rec {
+	char cid[CID_LEN];
+	char session[FLASH_SANDBOX_ID_MAX + 1]; /* "" for an idle pool sandbox */
+	int64_t created_at, expires_at;
+	bool from_pool;
+};
+
+static char *pjoin(const char *a, const char *b)
+{
+	char *p = NULL;
+
+	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+}
+
+/* runsc --root R --platform=ptrace --network=none --overlay2=root:memory ARGS */
+static int runsc(struct gv *g, const char *const *args, char **ret_out, char *err, size_t err_size)
+{
+	const char *argv[24] = { g->runsc, "--root", g->runsc_root, "--platform=ptrace", "--network=none",
+				 "--overlay2=root:memory" };
+	int devnull = -1, status = 0, r;
+	size_t n = 6;
+	char *out = NULL, *errs = NULL, how[64];
+	bool run = strcmp(args[0], "run") == 0;
+	struct op_exec e = { .argv = argv, .timeout_ms = 60000 };
+
+	for (size_t i = 0; args[i] && n < ARRAY_SIZE(argv) - 1; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	if (run) {
+		/* the sandbox inherits them and outlives runsc: never a pipe
+		 * read to its end */
+		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull < 0)
+			return -errno;
+		e.stdout_fd = e.stderr_fd = devnull;
+	}
+	r = op_exec_run(&e, &status, &out, &errs);
+	if (devnull >= 0)
+		close(devnull);
+	if (r < 0) {
+		snprintf(err, err_size, "runsc %s: %s", args[0], strerror(-r));
+		goto out;
+	}
+	if (status != 0) {
+		op_exec_status_str(status, how, sizeof(how));
+		if (errs)
+			errs[strcspn(errs, "\n")] = '\0';
+		snprintf(err, err_size, "runsc %s: %s: %s", args[0], how, errs && errs[0] ? errs : "(no message)");
+		r = -EIO;
+		goto out;
+	}
+	if (ret_out)
+		*ret_out = TAKE_PTR(out);
+out:
+	free(out);
+	free(errs);
+	return r;
+}
+
+/* "running", "stopped", ... of @cid; -ENOENT when runsc does not know it. */
+static int runsc_status(struct gv *g, const char *cid, char *buf, size_t size)
+{
+	struct json_value *root = NULL;
+	char *out = NULL, err[256];
+	int r = runsc(g, (const char *const[]){ "state", cid, NULL }, &out, err, sizeof(err));
+
+	if (r < 0)
+		return -ENOENT;
+	r = json_parse(out, strlen(out), NULL, &root, NULL);
+	free(out);
+	if (r < 0)
+		return -EBADMSG;
+	snprintf(buf, size, "%s", json_string_value(json_get(root, "status")) ?: "");
+	json_free(root);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- records */
+
+static char *rec_path(struct gv *g, const char *cid)
+{
+	char *p = NULL;
+
+	return asprintf(&p, "%s/sessions/%s/session.json", g->dir, cid) < 0 ? NULL : p;
+}
+
+static int rec_save(struct gv *g, const struct rec *rc)
+{
+	struct json_writer *w = json_writer_new(0);
+	char *text = NULL, *path = rec_path(g, rc->cid);
+	size_t len = 0;
+	int r;
+
+	if (!w || !path) {
+		json_writer_free(w);
+		free(path);
+		return -ENOMEM;
+	}
+	jw_object_open(w);
+	jw_kv_string(w, "session", rc->session);
+	jw_kv_int(w, "created_at", rc->created_at);
+	jw_kv_int(w, "expires_at", rc->expires_at);
+	jw_kv_bool(w, "from_pool", rc->from_pool);
+	jw_object_close(w);
+	r = json_writer_finish(w, &text, &len);
+	if (r == 0)
+		r = util_write_file_atomic(path, text, len, 0600);
+	free(text);
+	free(path);
+	return r;
+}
+
+static int rec_load(struct gv *g, const char *cid, struct rec *ret)
+{
+	struct json_value *root = NULL;
+	char *path = rec_path(g, cid), *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (!path)
+		return -ENOMEM;
+	r = util_read_file(path, 4096, &text, &len);
+	free(path);
+	if (r < 0)
+		return r;
+	r = json_parse(text, len, NULL, &root, NULL);
+	free(text);
+	if (r < 0)
+		return -EBADMSG;
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->cid, sizeof(ret->cid), "%s", cid);
+	snprintf(ret->session, sizeof(ret->session), "%s", json_string_value(json_get(root, "session")) ?: "");
+	if (json_get_int64(json_get(root, "created_at"), &ret->created_at) < 0 ||
+	    json_get_int64(json_get(root, "expires_at"), &ret->expires_at) < 0)
+		r = -EBADMSG;
+	(void)json_get_bool(json_get(root, "from_pool"), &ret->from_pool);
+	json_free(root);
+	return r;
+}
+
+/* Every record (a directory under sessions/ without one, left by a crash
+ * before its record was written, is given session ""). */
+static int rec_list(struct gv *g, struct rec **ret, size_t *ret_n)
+{
+	char *sd = pjoin(g->dir, "sessions");
+	DIR *d = sd ? opendir(sd) : NULL;
+	struct dirent *de;
+	struct rec *v = NULL;
+	size_t n = 0;
+
+	free(sd);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct rec rc;
+		struct rec *nv;
+
+		if (strncmp(de->d_name, "sbx-", 4) != 0 || strlen(de->d_name) >= CID_LEN)
+			continue;
+		if (rec_load(g, de->d_name, &rc) < 0) {
+			memset(&rc, 0, sizeof(rc));
+			snprintf(rc.cid, sizeof(rc.cid), "%s", de->d_name);
+			rc.expires_at = 1; /* long expired: the reaper removes it */
+		}
+		nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
+		}
+		v = nv;
+		v[n++] = rc;
+	}
+	closedir(d);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* The record of @sid (the first, by container id), -ENOENT. */
+static int rec_find(struct gv *g, const char *sid, struct rec *ret)
+{
+	struct rec *v = NULL;
+	size_t n = 0;
+	int r = rec_list(g, &v, &n);
+
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].session, sid) == 0 && (r < 0 || strcmp(v[i].cid, ret->cid) < 0)) {
+			*ret = v[i];
+			r = 0;
+		}
+	free(v);
+	return r;
+}
+
+/* ---------------------------------------------------------------- ended sessions */
+
+static char *ended_path(struct gv *g, const char *sid)
+{
+	char *p = NULL;
+
+	return asprintf(&p, "%s/ended/%s.json", g->dir, sid) < 0 ? NULL : p;
+}
+
+static void ended_save(struct gv *g, const struct rec *rc, enum flash_sandbox_end end, const char *reason)
+{
+	struct json_writer *w = json_writer_new(0);
+	char *text = NULL, *path = ended_path(g, rc->session);
+	size_t len = 0;
+
+	if (w && path) {
+		jw_object_open(w);
+		jw_kv_string(w, "backend_id", rc->cid);
+		jw_kv_int(w, "created_at", rc->created_at);
+		jw_kv_int(w, "expires_at", rc->expires_at);
+		jw_kv_int(w, "end", end);
+		jw_kv_string(w, "end_reason", reason);
+		jw_object_close(w);
+		if (json_writer_finish(w, &text, &len) == 0)
+			(void)util_write_file_atomic(path, text, len, 0600);
+		w = NULL;
+	}
+	json_writer_free(w);
+	free(text);
+	free(path);
+}
+
+static int ended_load(struct gv *g, const char *sid, struct flash_sandbox_info *ret)
+{
+	struct json_value *root = NULL;
+	char *path = ended_path(g, sid), *text = NULL;
+	size_t len = 0;
+	int64_t end = 0;
+	int r;
+
+	if (!path)
+		return -ENOMEM;
+	r = util_read_file(path, 4096, &text, &len);
+	free(path);
+	if (r < 0)
+		return -ENOENT;
+	r = json_parse(text, len, NULL, &root, NULL);
+	free(text);
+	if (r < 0)
+		return -ENOENT;
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->session_id, sizeof(ret->session_id), "%s", sid);
+	snprintf(ret->backend_id, sizeof(ret->backend_id), "%s", json_string_value(json_get(root, "backend_id")) ?: "");
+	snprintf(ret->end_reason, sizeof(ret->end_reason), "%s", json_string_value(json_get(root, "end_reason")) ?: "");
+	(void)json_get_int64(json_get(root, "created_at"), &ret->created_at);
+	(void)json_get_int64(json_get(root, "expires_at"), &ret->expires_at);
+	(void)json_get_int64(json_get(root, "end"), &end);
+	ret->end = end == FLASH_SANDBOX_END_EXPIRED ? FLASH_SANDBOX_END_EXPIRED : FLASH_SANDBOX_END_FAILED;
+	json_free(root);
+	return 0;
+}
+
+static void ended_remove(struct gv *g, const char *sid)
+{
+	char *path = ended_path(g, sid);
+
+	if (path)
+		unlink(path);
+	free(path);
+}
+
+/* ---------------------------------------------------------------- locks */
+
+/* An exclusive lock on @sid's lock file (processes and threads): the fd,
+ * closed to unlock. */
+static int session_lock(struct gv *g, const char *sid)
+{
+	char *p = NULL;
+	int fd;
+
+	if (asprintf(&p, "%s/locks/%s", g->dir, sid) < 0)
+		return -ENOMEM;
+	fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	free(p);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int r = -errno;
+
+			close(fd);
+			return r;
+		}
+	}
+	return fd;
+}
+
+/* ---------------------------------------------------------------- sandboxes */
+
+static void new_cid(char out[CID_LEN])
+{
+	uint8_t b[8] = { 0 };
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		uint64_t t = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)out;
+
+		memcpy(b, &t, sizeof(b));
+	}
+	snprintf(out, CID_LEN, "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6],
+		 b[7]);
+}
+
+/* Removes everything of @cid: the sandbox (killed, deleted, and gone
+ * from runsc), its cgroup, netns and bundle. */
+static int teardown(struct gv *g, const char *cid)
+{
+	char err[512], status[32], *dir = NULL, *netns = NULL;
+	int r = 0;
+
+	(void)runsc(g, (const char *const[]){ "kill", cid, "KILL", NULL }, NULL, err, sizeof(err));
+	(void)runsc(g, (const char *const[]){ "delete", "-force", cid, NULL }, NULL, err, sizeof(err));
+	if (runsc_status(g, cid, status, sizeof(status)) != -ENOENT)
+		r = -EBUSY; /* still there: the record stays, a later Reap retries */
+	op_cgroup_remove(g->cgroup_parent, cid);
+	if (asprintf(&dir, "%s/sessions/%s", g->dir, cid) < 0)
+		return -ENOMEM;
+	netns = pjoin(dir, "netns");
+	if (netns)
+		(void)op_netns_remove(netns);
+	if (r == 0)
+		op_remove_tree(dir);
+	free(netns);
+	free(dir);
+	return r;
+}
+
+/* Creates and starts a sandbox for @rc (its record written first, so a
+ * crash leaves something the reaper finds). */
+static int create(struct gv *g, struct rec *rc, const struct flash_spec *spec, struct flash_diag *diag)
+{
+	char *dir = NULL, *netns = NULL, *config = NULL, *config_path = NULL, *root = NULL, *sd = NULL, *label = NULL,
+	     cg[256], err[512];
+	size_t config_len = 0;
+	int r;
+
+	new_cid(rc->cid);
+	if (asprintf(&dir, "%s/sessions/%s", g->dir, rc->cid) < 0 ||
+	    !(netns = pjoin(dir, "netns")) || !(config_path = pjoin(dir, "config.json")) ||
+	    asprintf(&label, "%s=%s", FLASH_SANDBOX_LABEL, rc->session[0] ? rc->session : "") < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = util_mkdir_p(dir, 0700);
+	if (r == 0)
+		r = rec_save(g, rc);
+	if (r < 0) {
+		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "sandbox", NULL, "%s: %s", dir, strerror(-r));
+		goto fail;
+	}
+	r = g->rootfs(g->rootfs_ctx, flash_spec_image(spec), &root, err, sizeof(err));
+	if (r < 0) {
+		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "image", "image", NULL, "%s", err);
+		goto fail;
+	}
+	r = op_netns_create(netns);
+	if (r < 0) {
+		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "sandbox", NULL, "network namespace: %s",
+			      strerror(-r));
+		goto fail;
+	}
+	snprintf(cg, sizeof(cg), "%s/%s", g->cgroup_parent, rc->cid);
+	{
+		struct op_bundle_params bp = {
+			.spec = spec,
+			.hostname = rc->session[0] ? rc->session : "sandbox",
+			.netns_path = netns,
+			.cgroups_path = cg,
+			.argv = keepalive,
+			.root_path = root,
+			.root_readonly = false, /* writes go to the memory overlay */
+			.annotations = (const char *const[]){ label, NULL },
+		};
+
+		r = op_bundle_config(&bp, &config, &config_len);
+	}
+	if (r == 0)
+		r = util_write_file_atomic(config_path, config, config_len, 0600);
+	if (r < 0) {
+		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "sandbox", NULL, "config.json: %s", strerror(-r));
+		goto fail;
+	}
+	r = runsc(g, (const char *const[]){ "run", "--detach", "--bundle", dir, rc->cid, NULL }, NULL, err,
+		  sizeof(err));
+	if (r < 0) {
+		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "sandbox", NULL, "%s", err);
+		goto fail;
+	}
+	goto out;
+fail:
+	(void)teardown(g, rc->cid);
+out:
+	free(dir);
+	free(netns);
+	free(config);
+	free(config_path);
+	free(root);
+	free(sd);
+	free(label);
+	return r;
+}
+
+static void fill_info(const struct rec *rc, bool adopted, struct flash_sandbox_info *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->session_id, sizeof(ret->session_id), "%s", rc->session);
+	snprintf(ret->backend_id, sizeof(ret->backend_id), "%s", rc->cid);
+	ret->created_at = rc->created_at;
+	ret->expires_at = rc->expires_at;
+	ret->adopted = adopted;
+	ret->from_pool = rc->from_pool;
+}
+
+/* Why a sandbox that is not running ended. */
+static void failure_reason(struct gv *g, const char *cid, char *buf, size_t size)
+{
+	char path[512], *text = NULL;
+	unsigned long long kills = 0;
+
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/%s/memory.oom_control", g->cgroup_parent, cid);
+	if (util_read_file(path, 4096, &text, NULL) == 0) {
+		const char *k = strstr(text, "oom_kill ");
+
+		if (k && sscanf(k + 9, "%llu", &kills) == 1 && kills > 0) {
+			snprintf(buf, size, "OOM killed (memory limit)");
+			free(text);
+			return;
+		}
+	}
+	free(text);
+	snprintf(buf, size, "sandbox stopped");
+}
+
+/* ---------------------------------------------------------------- the pool */
+
+static bool pool_fits(struct gv *g, const struct flash_spec *spec)
+{
+	return g->pool_size && g->pool_image && strcmp(flash_spec_image(spec), g->pool_image) == 0 &&
+	       flash_spec_cpu_millis(spec) <= g->pool_cpu && flash_spec_memory_mib(spec) <= g->pool_mem &&
+	       flash_spec_egress_mode(spec) == FLASH_SPEC_EGRESS_DISABLED;
+}
+
+/* Takes an idle sandbox (its record is still the pool's); "" when none. */
+static bool pool_take(struct gv *g, char cid[CID_LEN])
+{
+	bool got = false;
+
+	pthread_mutex_lock(&g->lock);
+	if (g->idle > 0) {
+		memcpy(cid, g->pool[--g->idle], CID_LEN);
+		got = true;
+		pthread_cond_broadcast(&g->cond);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return got;
+}
+
+static void *filler(void *arg)
+{
+	struct gv *g = arg;
+
+	pthread_mutex_lock(&g->lock);
+	while (!g->stop) {
+		struct rec rc = { .from_pool = true };
+		int r;
+
+		if (g->idle >= g->pool_size) {
+			pthread_cond_wait(&g->cond, &g->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&g->lock);
+		rc.created_at = time(NULL);
+		r = create(g, &rc, g->pool_spec, NULL);
+		pthread_mutex_lock(&g->lock);
+		if (r < 0) {
+			/* retried after a pause (a stop ends the wait) */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+			continue;
+		}
+		memcpy(g->pool[g->idle++], rc.cid, CID_LEN);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+unsigned int op_sandbox_gvisor_pool_idle(void *backend)
+{
+	struct gv *g = backend;
+	unsigned int n;
+
+	pthread_mutex_lock(&g->lock);
+	n = g->idle;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+/* ---------------------------------------------------------------- images */
+
+int op_sandbox_image_rootfs(void *ctx, const char *image, char **ret_path, char *err, size_t err_size)
+{
+	struct gv *g = ctx;
+	_cleanup_free_ char *store = pjoin(g->dir, "images/store"), *dir = NULL, *tmp = NULL;
+	struct flash_image *img = NULL;
+	struct flash_diag *diag = NULL;
+	struct stat st;
+	int r;
+
+	if (!store)
+		return -ENOMEM;
+	{
+		FLASH_OPTS(flash_image_opts, o, .content_store = store, .ca_file = g->registry.ca_file,
+			   .credentials = g->registry.credentials, .n_credentials = g->registry.n_credentials,
+			   .plain_http = g->registry.plain_http,
+			   .timeout_ms = g->registry.timeout_ms ? g->registry.timeout_ms : 120000);
+
+		r = flash_diag_new(&diag);
+		if (r == 0)
+			r = util_mkdir_p(store, 0700);
+		if (r == 0)
+			r = flash_image_resolve(image, &o, &img, diag);
+	}
+	if (r < 0)
+		goto fail;
+	if (asprintf(&dir, "%s/images/%s", g->dir, flash_image_digest(img) + strlen("sha256:")) < 0 ||
+	    asprintf(&tmp, "%s.tmp", dir) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	pthread_mutex_lock(&g->image_lock);
+	if (stat(dir, &st) < 0) {
+		op_remove_tree(tmp);
+		r = flash_image_pull(img, diag);
+		if (r == 0)
+			r = util_mkdir_p(tmp, 0755);
+		if (r == 0)
+			r = flash_image_unpack(img, tmp, NULL, diag);
+		if (r == 0 && rename(tmp, dir) < 0)
+			r = -errno;
+		if (r < 0)
+			op_remove_tree(tmp);
+	}
+	pthread_mutex_unlock(&g->image_lock);
+	if (r < 0)
+		goto fail;
+	*ret_path = TAKE_PTR(dir);
+	goto out;
+fail:
+	{
+		const struct flash_diag_entry *e = flash_diag_first_error(diag);
+
+		snprintf(err, err_size, "image %s: %s", image, e ? e->message : flash_strerror(r));
+	}
+out:
+	flash_image_free(img);
+	flash_diag_free(diag);
+	return r;
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static int gv_provision(void *backend, const char *sid, const struct flash_spec *spec, uint32_t ttl_s,
+			struct flash_sandbox_info *ret, struct flash_diag *diag)
+{
+	struct gv *g = backend;
+	struct rec rc = { 0 };
+	char status[32];
+	int lock, r;
+
+	diag_begin(flash__diag_op(diag), 0);
+	lock = session_lock(g, sid);
+	if (lock < 0)
+		return lock;
+	r = rec_find(g, sid, &rc);
+	if (r == 0 && rc.expires_at <= time(NULL)) {
+		/* expired, not yet reaped: ended; a new sandbox follows */
+		if (teardown(g, rc.cid) == 0)
+			ended_save(g, &rc, FLASH_SANDBOX_END_EXPIRED, "expires_at passed");
+		r = -ENOENT;
+	}
+	if (r == 0) {
+		if (runsc_status(g, rc.cid, status, sizeof(status)) == 0) {
+			fill_info(&rc, true, ret);
+			if (strcmp(status, "running") != 0) {
+				ret->end = FLASH_SANDBOX_END_FAILED;
+				failure_reason(g, rc.cid, ret->end_reason, sizeof(ret->end_reason));
+			}
+			goto out;
+		}
+		/* a record without its sandbox (a crash): start over */
+		(void)teardown(g, rc.cid);
+	}
+	if (flash_spec_egress_mode(spec) != FLASH_SPEC_EGRESS_DISABLED) {
+		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "egress.mode", "unsupported", NULL,
+			      "the gVisor sandbox backend runs sessions without network only (egress mode \"disabled\")");
+		r = -EOPNOTSUPP;
+		goto out;
+	}
+	ended_remove(g, sid);
+	memset(&rc, 0, sizeof(rc));
+	snprintf(rc.session, sizeof(rc.session), "%s", sid);
+	rc.created_at = time(NULL);
+	rc.expires_at = rc.created_at + ttl_s;
+	if (pool_fits(g, spec) && pool_take(g, rc.cid)) {
+		/* claimed: the record now names the session (the sandbox
+		 * never returns to the pool) */
+		rc.from_pool = true;
+		r = rec_save(g, &rc);
+		if (r < 0) {
+			(void)teardown(g, rc.cid);
+			goto out;
+		}
+		fill_info(&rc, false, ret);
+		goto out;
+	}
+	r = create(g, &rc, spec, diag);
+	if (r == 0)
+		fill_info(&rc, false, ret);
+out:
+	close(lock);
+	return r;
+}
+
+static int gv_info(void *backend, const char *sid, struct flash_sandbox_info *ret)
+{
+	struct gv *g = backend;
+	struct rec rc;
+	char status[32];
+	int r = rec_find(g, sid, &rc);
+
+	if (r == -ENOENT)
+		return ended_load(g, sid, ret);
+	if (r < 0)
+		return r;
+	fill_info(&rc, false, ret);
+	if (rc.expires_at <= time(NULL)) {
+		/* the reaper is on it (or about to be) */
+		ret->end = FLASH_SANDBOX_END_EXPIRED;
+		snprintf(ret->end_reason, sizeof(ret->end_reason), "expires_at passed");
+	} else if (runsc_status(g, rc.cid, status, sizeof(status)) < 0) {
+		ret->end = FLASH_SANDBOX_END_FAILED;
+		snprintf(ret->end_reason, sizeof(ret->end_reason), "sandbox gone");
+	} else if (strcmp(status, "running") != 0) {
+		ret->end = FLASH_SANDBOX_END_FAILED;
+		failure_reason(g, rc.cid, ret->end_reason, sizeof(ret->end_reason));
+	}
+	return 0;
+}
+
+static int gv_exec(void *backend, const char *sid, const struct flash_sandbox_exec_io *io, int *ret_code)
+{
+	struct gv *g = backend;
+	struct rec rc;
+	const char **argv = NULL;
+	size_t n = 0, na = 0, ne = 0;
+	int status = 0, r;
+
+	r = rec_find(g, sid, &rc);
+	if (r < 0)
+		return r == -ENOENT ? (ended_load(g, sid, &(struct flash_sandbox_info){ 0 }) == 0 ?
+				       -FLASH_E_SANDBOX_ENDED : -ENOENT) : r;
+	if (rc.expires_at <= time(NULL))
+		return -FLASH_E_SANDBOX_ENDED;
+	while (io->argv[na])
+		na++;
+	while (io->env && io->env[ne])
+		ne++;
+	argv = calloc(na + 2 * ne + 8, sizeof(*argv));
+	if (!argv)
+		return -ENOMEM;
+	argv[n++] = g->runsc;
+	argv[n++] = "--root";
+	argv[n++] = g->runsc_root;
+	argv[n++] = "exec";
+	for (size_t i = 0; i < ne; i++) {
+		argv[n++] = "--env";
+		argv[n++] = io->env[i];
+	}
+	argv[n++] = rc.cid;
+	for (size_t i = 0; i < na; i++)
+		argv[n++] = io->argv[i];
+	argv[n] = NULL;
+	{
+		struct op_exec e = { .argv = argv };
+		struct op_exec_io x = {
+			.stdin_fn = io->stdin_fn,
+			.stdin_userdata = io->stdin_userdata,
+			.stdout_fn = io->stdout_fn,
+			.stdout_userdata = io->stdout_userdata,
+			.stderr_fn = io->stderr_fn,
+			.stderr_userdata = io->stderr_userdata,
+			.deadline_ms = io->deadline_ms,
+		};
+
+		r = op_exec_stream(&e, &x, &status);
+	}
+	free(argv);
+	if (r < 0)
+		return r;
+	*ret_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return 0;
+}
+
+static int gv_owned(void *backend, char ***ret_ids, size_t *ret_count)
+{
+	struct gv *g = backend;
+	struct rec *v = NULL;
+	char **ids;
+	size_t n = 0, k = 0;
+	int r = rec_list(g, &v, &n);
+
+	if (r < 0)
+		return r;
+	ids = calloc(n + 1, sizeof(*ids));
+	if (!ids) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool dup = !v[i].session[0];
+
+		for (size_t j = 0; j < k && !dup; j++)
+			dup = strcmp(ids[j], v[i].session) == 0;
+		if (dup)
+			continue;
+		ids[k] = strdup(v[i].session);
+		if (!ids[k]) {
+			flash_sandbox_ids_free(ids, k);
+			free(v);
+			return -ENOMEM;
+		}
+		k++;
+	}
+	free(v);
+	*ret_ids = ids;
+	*ret_count = k;
+	return 0;
+}
+
+/* Removes every sandbox recorded for @sid; records the end when @end is
+ * not REAPED. */
+static int reap_session(struct gv *g, const char *sid, enum flash_sandbox_end end, const char *reason)
+{
+	struct rec *v = NULL;
+	size_t n = 0;
+	int lock, r, rr = 0;
+
+	lock = session_lock(g, sid);
+	if (lock < 0)
+		return lock;
+	r = rec_list(g, &v, &n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (strcmp(v[i].session, sid) != 0)
+			continue;
+		if (end != FLASH_SANDBOX_END_REAPED && v[i].expires_at > time(NULL))
+			continue; /* provisioned again meanwhile */
+		int t = teardown(g, v[i].cid);
+
+		if (t < 0)
+			rr = t;
+		else if (end != FLASH_SANDBOX_END_REAPED)
+			ended_save(g, &v[i], end, reason);
+	}
+	if (r == 0 && end == FLASH_SANDBOX_END_REAPED)
+		ended_remove(g, sid);
+	free(v);
+	close(lock);
+	return r < 0 ? r : rr;
+}
+
+static int gv_reap(void *backend, const char *sid)
+{
+	return reap_session(backend, sid, FLASH_SANDBOX_END_REAPED, "");
+}
+
+/* Enforces expires_at; removes what a crash left (records without a
+ * session or sandbox directories without a record). */
+static void *reaper(void *arg)
+{
+	struct gv *g = arg;
+
+	pthread_mutex_lock(&g->lock);
+	while (!g->stop) {
+		struct timespec ts;
+		struct rec *v = NULL;
+		size_t n = 0;
+
+		pthread_mutex_unlock(&g->lock);
+		if (rec_list(g, &v, &n) == 0) {
+			int64_t now = time(NULL);
+
+			for (size_t i = 0; i < n; i++) {
+				if (v[i].from_pool && !v[i].session[0])
+					continue; /* idle in the pool */
+				if (!v[i].session[0]) {
+					(void)teardown(g, v[i].cid);
+					continue;
+				}
+				if (v[i].expires_at <= now)
+					(void)reap_session(g, v[i].session, FLASH_SANDBOX_END_EXPIRED,
+							   "expires_at passed");
+			}
+			free(v);
+		}
+		pthread_mutex_lock(&g->lock);
+		if (g->stop)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += g->interval_ms / 1000;
+		ts.tv_nsec += (long)(g->interval_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+static void gv_free(void *backend)
+{
+	struct gv *g = backend;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->stop = true;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	if (g->reaper_started)
+		pthread_join(g->reaper, NULL);
+	if (g->filler_started)
+		pthread_join(g->filler, NULL);
+	/* idle pool sandboxes hold no tenant data: removed */
+	for (unsigned int i = 0; i < g->idle; i++)
+		(void)teardown(g, g->pool[i]);
+	pthread_mutex_destroy(&g->lock);
+	pthread_mutex_destroy(&g->image_lock);
+	pthread_cond_destroy(&g->cond);
+	flash_spec_free(g->pool_spec);
+	free(g->dir);
+	free(g->runsc);
+	free(g->runsc_root);
+	free(g->cgroup_parent);
+	free(g->pool_image);
+	free(g);
+}
+
+static const struct flash_sandbox_backend_ops gv_ops = {
+	.sz = sizeof(gv_ops),
+	.provision = gv_provision,
+	.info = gv_info,
+	.exec = gv_exec,
+	.owned = gv_owned,
+	.reap = gv_reap,
+	.free = gv_free,
+};
+
+int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struct flash_sandbox_backend_ops **ret_ops,
+			  void **ret_backend)
+{
+	struct gv *g;
+	char *sub = NULL;
+	int r;
+
+	if (!opts || !opts->dir || !ret_ops || !ret_backend ||
+	    (opts->pool_size && !opts->pool_image) || opts->pool_size > POOL_MAX)
+		return -EINVAL;
+	if (access(opts->runsc ? opts->runsc : "/usr/bin/runsc", X_OK) < 0)
+		return -ENOENT;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	g->dir = strdup(opts->dir);
+	g->runsc = strdup(opts->runsc ? opts->runsc : "/usr/bin/runsc");
+	g->runsc_root = pjoin(opts->dir, "runsc");
+	g->cgroup_parent = strdup(opts->cgroup_parent ? opts->cgroup_parent : OP_SANDBOX_CGROUP_PARENT_DEFAULT);
+	pthread_mutex_init(&g->image_lock, NULL);
+	g->rootfs = opts->rootfs ? opts->rootfs : op_sandbox_image_rootfs;
+	g->rootfs_ctx = opts->rootfs ? opts->rootfs_ctx : g;
+	if (opts->registry)
+		g->registry = *opts->registry;
+	g->interval_ms = opts->reap_interval_ms ? opts->reap_interval_ms : 1000;
+	g->pool_size = opts->pool_size;
+	g->pool_cpu = opts->pool_cpu_millis ? opts->pool_cpu_millis : 1000;
+	g->pool_mem = opts->pool_memory_mib ? opts->pool_memory_mib : 512;
+	if (!g->dir || !g->runsc || !g->runsc_root || !g->cgroup_parent ||
+	    (opts->pool_image && !(g->pool_image = strdup(opts->pool_image)))) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	static const char *const subs[] = { "", "runsc", "sessions", "locks", "ended", "images" };
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		sub = pjoin(opts->dir, subs[i]);
+		r = sub ? util_mkdir_p(sub, 0700) : -ENOMEM;
+		free(sub);
+		if (r < 0)
+			goto fail;
+	}
+	/* idle pool sandboxes of a previous run hold no tenant data: removed
+	 * (the pool is refilled) */
+	{
+		struct rec *v = NULL;
+		size_t n = 0;
+
+		if (rec_list(g, &v, &n) == 0) {
+			for (size_t i = 0; i < n; i++)
+				if (!v[i].session[0])
+					(void)teardown(g, v[i].cid);
+			free(v);
+		}
+	}
+	if (g->pool_size) {
+		char *json = NULL;
+
+		if (asprintf(&json, "{\"region\": \"heteronet-global\", \"image\": \"%s\", \"cpu_millis\": %u, \"memory_mib\": %u}",
+			     g->pool_image, g->pool_cpu, g->pool_mem) < 0) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		r = flash_spec_parse(json, strlen(json), NULL, &g->pool_spec, NULL);
+		free(json);
+		if (r < 0)
+			goto fail;
+		r = -pthread_create(&g->filler, NULL, filler, g);
+		if (r < 0)
+			goto fail;
+		g->filler_started = true;
+	}
+	r = -pthread_create(&g->reaper, NULL, reaper, g);
+	if (r < 0)
+		goto fail;
+	g->reaper_started = true;
+	*ret_ops = &gv_ops;
+	*ret_backend = g;
+	return 0;
+fail:
+	gv_free(g);
+	return r;
+}
