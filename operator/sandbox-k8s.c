@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,17 @@ struct toleration {
 	char *key, *value, *effect; /* value NULL: Exists; effect NULL: all */
 };
 
+/* A session that ended (expired) and whose Pods are gone, kept until its
+ * Reap or a new Provision: Info still answers it, Exec says ended. */
+struct ended {
+	struct flash_sandbox_info info;
+	struct ended *next;
+};
+
 struct backend {
 	struct op_sandbox_k8s_opts o;
+	pthread_mutex_t lock;
+	struct ended *ended;
 	char *ns, *runtime_class, *net_setup_image;
 	struct kv node_selector[MAX_ITEMS];
 	size_t n_node_selector;
@@ -52,6 +62,13 @@ static void backend_free(void *p)
 
 	if (!b)
 		return;
+	while (b->ended) {
+		struct ended *e = b->ended;
+
+		b->ended = e->next;
+		free(e);
+	}
+	pthread_mutex_destroy(&b->lock);
 	free(b->ns);
 	free(b->runtime_class);
 	free(b->net_setup_image);
@@ -498,9 +515,64 @@ static void sleep_ms(unsigned int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* ------------------------------------------------------------ ended sessions */
+
+static void ended_put(struct backend *b, const struct flash_sandbox_info *info)
+{
+	struct ended *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return; /* the session is then forgotten (-ENOENT) */
+	e->info = *info;
+	pthread_mutex_lock(&b->lock);
+	e->next = b->ended;
+	b->ended = e;
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* The ended session @id: true and *ret (may be NULL). */
+static bool ended_get(struct backend *b, const char *id, struct flash_sandbox_info *ret)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&b->lock);
+	for (struct ended *e = b->ended; e && !found; e = e->next)
+		if (!strcmp(e->info.session_id, id)) {
+			found = true;
+			if (ret)
+				*ret = e->info;
+		}
+	pthread_mutex_unlock(&b->lock);
+	return found;
+}
+
+static void ended_drop(struct backend *b, const char *id)
+{
+	pthread_mutex_lock(&b->lock);
+	for (struct ended **pp = &b->ended; *pp;) {
+		struct ended *e = *pp;
+
+		if (!strcmp(e->info.session_id, id)) {
+			*pp = e->next;
+			free(e);
+			continue;
+		}
+		pp = &e->next;
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
 /* ------------------------------------------------------------ the ops */
 
 static int b_reap_with(struct backend *b, struct k8s_client *c, const char *id);
+
+/* A session seen past its expiry: its Pods deleted (waited for), the
+ * session kept as ended. */
+static void expire(struct backend *b, struct k8s_client *c, const struct flash_sandbox_info *info)
+{
+	if (b_reap_with(b, c, info->session_id) == 0)
+		ended_put(b, info);
+}
 
 static int b_info(void *backend, const char *id, struct flash_sandbox_info *ret)
 {
@@ -516,12 +588,12 @@ static int b_info(void *backend, const char *id, struct flash_sandbox_info *ret)
 	if (r == 0) {
 		pod = live_pod(&f);
 		if (!pod) {
-			r = -ENOENT;
+			r = ended_get(b, id, ret) ? 0 : -ENOENT;
 		} else {
 			info_of(id, pod, ret);
 			/* An expired session is reaped when seen. */
 			if (ret->end == FLASH_SANDBOX_END_EXPIRED)
-				(void)b_reap_with(b, c, id);
+				expire(b, c, ret);
 		}
 		found_clear(&f);
 	}
@@ -603,6 +675,8 @@ static int b_provision(void *backend, const char *id, const struct flash_spec *s
 	(void)diag;
 	if ((r = b->o.new_client(b->o.client_ctx, &c)) < 0)
 		return r;
+	/* An ended session's id gets a new sandbox. */
+	ended_drop(b, id);
 	r = list_pods(b, c, id, &f);
 	if (r < 0)
 		goto out;
@@ -696,8 +770,20 @@ static int b_exec(void *backend, const char *id, const struct flash_sandbox_exec
 	pod = live_pod(&f);
 	if (!pod || !json_string_value(json_at(pod, "metadata.name"))) {
 		found_clear(&f);
-		r = -ENOENT;
+		r = ended_get(b, id, NULL) ? -FLASH_E_SANDBOX_ENDED : -ENOENT;
 		goto out;
+	}
+	{
+		struct flash_sandbox_info info;
+
+		info_of(id, pod, &info);
+		if (info.end != FLASH_SANDBOX_LIVE) {
+			found_clear(&f);
+			if (info.end == FLASH_SANDBOX_END_EXPIRED)
+				expire(b, c, &info);
+			r = -FLASH_E_SANDBOX_ENDED;
+			goto out;
+		}
 	}
 	snprintf(name, sizeof(name), "%s", json_string_value(json_at(pod, "metadata.name")));
 	found_clear(&f);
@@ -774,6 +860,8 @@ static int b_reap(void *backend, const char *id)
 	if ((r = b->o.new_client(b->o.client_ctx, &c)) < 0)
 		return r;
 	r = b_reap_with(b, c, id);
+	if (r == 0)
+		ended_drop(b, id);
 	k8s_client_free(c);
 	return r;
 }
@@ -809,6 +897,7 @@ int op_sandbox_k8s_new(const struct op_sandbox_k8s_opts *opts, const struct flas
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	pthread_mutex_init(&b->lock, NULL);
 	memcpy(&b->o, opts, opts->sz < sizeof(b->o) ? opts->sz : sizeof(b->o));
 	b->o.sz = sizeof(b->o);
 	if (!b->o.ready_timeout_ms)

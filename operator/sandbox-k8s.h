@@ -31,7 +31,10 @@
  * has no environment).  Owned: the label values of every Pod carrying the
  * label in the namespace.  Reap: every Pod with the session's label
  * deleted with gracePeriodSeconds 0, then polled (bounded) until none is
- * left, terminating ones included.  Info of an expired session reaps it.
+ * left, terminating ones included.  A session seen past its expiry
+ * (Info, Exec) has its Pods reaped and is kept as ended (in memory, until
+ * its Reap or a new Provision: Info answers END_EXPIRED, Exec
+ * -FLASH_E_SANDBOX_ENDED).
  */
 #ifndef FLASH_OPERATOR_SANDBOX_K8S_H
 #define FLASH_OPERATOR_SANDBOX_K8S_H

@@ -469,5 +469,14 @@ Test(sandbox_k8s, owned_reap_waits_until_gone_and_expiry)
 	usleep(1100000);
 	ASSERT_OK(flash_sandbox_info(P, "sess-e", &info), "info");
 	cr_assert_eq(info.end, FLASH_SANDBOX_END_EXPIRED, "expired");
-	ASSERT_ERR(flash_sandbox_info(P, "sess-e", &info), -ENOENT, "reaped when seen expired");
+	cr_assert_eq(k8s_fake_pod_count(F), 1, "its Pod reaped when seen expired");
+	ASSERT_OK(flash_sandbox_info(P, "sess-e", &info), "still answered");
+	cr_assert_eq(info.end, FLASH_SANDBOX_END_EXPIRED, "as ended");
+	{
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = a1);
+
+		ASSERT_ERR(flash_sandbox_exec(P, "sess-e", &o, &res), -FLASH_E_SANDBOX_ENDED, "exec of an ended session");
+	}
+	ASSERT_OK(flash_sandbox_reap(P, "sess-e"), "reap the ended session");
+	ASSERT_ERR(flash_sandbox_info(P, "sess-e", &info), -ENOENT, "forgotten after its reap");
 }
