@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -96,6 +98,7 @@ struct k8s_fake {
 	size_t unmatched;
 	volatile bool stopping;
 	char *exec_root;
+	char *exec_rootfs;
 	char *exec_protocols;
 	bool tls;
 	size_t exec_sessions;
@@ -889,6 +892,19 @@ struct fake_pod {
 	struct fake_pod *next;
 };
 
+/* A Pod gone from the store takes its exec directory with it. */
+static void pod_dir_remove(struct k8s_fake *f, const struct fake_pod *p)
+{
+	char *cmd = NULL;
+
+	if (!f->exec_root || strchr(p->ns, '\'') || strchr(p->name, '\'') || strchr(p->ns, '/') || strchr(p->name, '/'))
+		return;
+	if (asprintf(&cmd, "rm -rf '%s/%s/%s'", f->exec_root, p->ns, p->name) >= 0 && system(cmd) != 0) {
+		/* a leftover directory: the test's scratch removes it */
+	}
+	free(cmd);
+}
+
 static void pod_free(struct fake_pod *p)
 {
 	free(p->ns);
@@ -908,6 +924,7 @@ static void pods_expire(struct k8s_fake *f)
 
 		if (p->deleted_ms && now - p->deleted_ms >= (int64_t)f->pod_delete_ms) {
 			*pp = p->next;
+			pod_dir_remove(f, p);
 			pod_free(p);
 			continue;
 		}
@@ -1167,6 +1184,7 @@ static bool answer_pods(struct k8s_fake *f, struct MHD_Connection *conn, const c
 				for (struct fake_pod **pp = &f->pods; *pp; pp = &(*pp)->next)
 					if (*pp == pd) {
 						*pp = pd->next;
+						pod_dir_remove(f, pd);
 						pod_free(pd);
 						break;
 					}
@@ -1194,6 +1212,17 @@ static bool pod_live(struct k8s_fake *f, const char *ns, const char *name)
 	live = p && !p->deleted_ms;
 	pthread_mutex_unlock(&f->lock);
 	return live;
+}
+
+bool k8s_fake_pod_exists(struct k8s_fake *f, const char *ns, const char *name)
+{
+	bool found;
+
+	pthread_mutex_lock(&f->lock);
+	pods_expire(f);
+	found = pod_find(f, ns, name) != NULL;
+	pthread_mutex_unlock(&f->lock);
+	return found;
 }
 
 size_t k8s_fake_pod_count(struct k8s_fake *f)
@@ -1383,8 +1412,58 @@ static int exec_spawn(struct exec_session *x)
 			dup2(out[1], 1);
 			dup2(err[1], 2);
 		}
+		if (x->f->exec_rootfs) {
+			/* The Pod's own file system, and an init that reaps
+			 * the orphans of its processes (a container's PID 1,
+			 * gVisor's init), exiting as the command did. */
+			pid_t cmd;
+			int st = 0;
+
+			if (chroot(x->dir) < 0 || (chdir("/root") < 0 && chdir("/") < 0))
+				goto exec_failed;
+			(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+			cmd = fork();
+			if (cmd == 0) {
+				execvpe(x->argv[0], x->argv, envp);
+				goto exec_failed;
+			}
+			/* This init execs nothing: what the fake holds open
+			 * (the command's pipes, sockets) is closed here, or the
+			 * command would never see the end of its stdin. */
+			dup2(devnull, 0);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+			if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
+				for (int fd = 3; fd < 4096; fd++)
+					close(fd);
+			for (;;) {
+				pid_t w = waitpid(-1, &st, 0);
+
+				if (w == cmd || (w < 0 && errno != EINTR))
+					break;
+			}
+			/* Orphans still dying (a killed group) are reaped for a
+			 * little while; live ones are left to the host's init. */
+			for (int i = 0; i < 40;) {
+				pid_t w = waitpid(-1, NULL, WNOHANG);
+
+				if (w < 0 && errno != EINTR)
+					break;
+				if (w == 0) {
+					usleep(5000);
+					i++;
+				}
+			}
+			if (WIFSIGNALED(st)) {
+				signal(WTERMSIG(st), SIG_DFL);
+				kill(getpid(), WTERMSIG(st));
+				_exit(128 + WTERMSIG(st));
+			}
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 255);
+		}
 		if (chdir(x->dir) == 0)
 			execvpe(x->argv[0], x->argv, envp);
+exec_failed:
 		e = errno;
 		if (write(ep[1], &e, sizeof(e)) < 0) {
 			/* the parent sees a closed pipe */
@@ -1747,6 +1826,22 @@ static enum MHD_Result answer_exec(struct k8s_fake *f, struct MHD_Connection *co
 			x->dir = NULL;
 		if (x->dir)
 			(void)util_mkdir_p(x->dir, 0755);
+		/* A Pod's file system: the template copied once. */
+		if (x->dir && f->exec_rootfs) {
+			char *cmd = NULL;
+
+			/* and the devices a container runtime gives */
+			if (asprintf(&cmd,
+				     "[ -e '%s/.k8s-fake-rootfs' ] || { cp -a '%s/.' '%s' && cd '%s' && mkdir -p dev && "
+				     "{ [ -e dev/null ] || mknod -m 666 dev/null c 1 3; } && "
+				     "{ [ -e dev/zero ] || mknod -m 666 dev/zero c 1 5; } && "
+				     "{ [ -e dev/urandom ] || mknod -m 444 dev/urandom c 1 9; } && touch .k8s-fake-rootfs; }",
+				     x->dir, f->exec_rootfs, x->dir, x->dir) < 0 || system(cmd) != 0) {
+				free(x->dir);
+				x->dir = NULL;
+			}
+			free(cmd);
+		}
 	}
 	if (ws_conn_new(true, 1u << 20, &x->ws) < 0 || (!st && (!x->argc || !x->dir))) {
 		exec_session_free(x);
@@ -2243,6 +2338,7 @@ int k8s_fake_new(const struct k8s_fake_opts *opts, struct k8s_fake **ret)
 	f->tls_client_ca = tls && opts->client_ca_pem;
 	f->accept_writes = opts && opts->accept_writes;
 	if ((opts && opts->exec_root && !(f->exec_root = strdup(opts->exec_root))) ||
+	    (opts && opts->exec_rootfs && !(f->exec_rootfs = strdup(opts->exec_rootfs))) ||
 	    !(f->exec_protocols = strdup(opts && opts->exec_protocols ? opts->exec_protocols
 								    : "v5.channel.k8s.io,v4.channel.k8s.io"))) {
 		k8s_fake_free(f);
@@ -2319,6 +2415,7 @@ void k8s_fake_free(struct k8s_fake *f)
 		free(l);
 	}
 	free(f->exec_root);
+	free(f->exec_rootfs);
 	free(f->exec_protocols);
 	while (f->pods) {
 		struct fake_pod *p = f->pods;

@@ -90,6 +90,12 @@ struct k8s_fake_opts {
 	 * not stored (or terminating) is a 404 Status. */
 	bool pod_store;
 	unsigned int pod_delete_ms;
+	/* set (root only): each Pod's exec directory is a copy of this file
+	 * system with /dev/null, /dev/zero and /dev/urandom added (made at
+	 * its first exec, removed with the Pod), its
+	 * commands run chroot'ed into it (cwd /root) under an init that reaps
+	 * their orphans, as a container's PID 1 does. */
+	const char *exec_rootfs;
 };
 
 int k8s_fake_new(const struct k8s_fake_opts *opts, struct k8s_fake **ret);
@@ -166,6 +172,8 @@ void k8s_fake_reset_requests(struct k8s_fake *f);
 
 /* Pods in the store (terminating ones included). */
 size_t k8s_fake_pod_count(struct k8s_fake *f);
+/* Is Pod @namespace/@name in the store (terminating or not)? */
+bool k8s_fake_pod_exists(struct k8s_fake *f, const char *namespace, const char *name);
 
 /* Exec sessions finished so far (the status sent, the process reaped). */
 size_t k8s_fake_exec_sessions(struct k8s_fake *f);
