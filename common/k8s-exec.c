@@ -668,6 +668,60 @@ int k8s_exec_exit_code(const struct k8s_exec *x, int *ret_code, struct k8s_statu
 
 /* ---------------------------------------------------------------- whole runs */
 
+/* The outputs already there, to the sinks: 1 (more may come), 0 (the
+ * command ended), a sink's value or -errno. */
+static int run_drain(struct k8s_exec *x, const struct k8s_exec_run_io *io)
+{
+	struct k8s_exec_output out;
+	int r;
+
+	while ((r = k8s_exec_read(x, -1, &out)) == 1) {
+		k8s_exec_sink_fn fn = out.channel == K8S_EXEC_STDOUT ? io->out : io->err;
+		void *ud = out.channel == K8S_EXEC_STDOUT ? io->out_userdata : io->err_userdata;
+
+		if (fn && (r = fn(out.data, out.len, ud)) != 0)
+			return r;
+	}
+	return r == -EAGAIN ? 1 : r;
+}
+
+/* One message (@payload, @len bytes, its channel byte included) sent
+ * while the outputs that arrive meanwhile go to the sinks: a command
+ * that writes as it reads (cat) never stalls the stream, whatever the
+ * sizes.  1 sent, 0 the command ended first, a sink's value or -errno. */
+static int run_send(struct k8s_exec *x, const struct k8s_exec_run_io *io, uint8_t *frame, size_t cap,
+		    const void *payload, size_t len, int64_t deadline)
+{
+	long n = ws_frame_encode(WS_OP_BINARY, true, true, payload, len, frame, cap);
+	size_t off = 0;
+
+	if (n < 0)
+		return (int)n;
+	while (off < (size_t)n) {
+		size_t sent = 0;
+		CURLcode cc = curl_easy_send(x->curl, frame + off, (size_t)n - off, &sent);
+		struct pollfd p = { .fd = x->fd, .events = POLLIN | POLLOUT };
+		int64_t left;
+		int r;
+
+		if (cc == CURLE_OK) {
+			off += sent;
+			continue;
+		}
+		if (cc != CURLE_AGAIN)
+			return -EPIPE;
+		r = run_drain(x, io);
+		if (r != 1)
+			return r;
+		left = deadline ? deadline - util_mono_ms() : 1000;
+		if (left <= 0)
+			return fail(x, -ETIMEDOUT, "deadline reached");
+		if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 1;
+}
+
 int k8s_exec_run(struct k8s_client *c, const struct k8s_exec_opts *opts, const struct k8s_exec_run_io *io,
 		 int *ret_exit_code, struct k8s_status *ret_status)
 {
@@ -676,7 +730,7 @@ int k8s_exec_run(struct k8s_client *c, const struct k8s_exec_opts *opts, const s
 	struct k8s_exec *x = NULL;
 	int64_t deadline;
 	bool in_open;
-	uint8_t *inbuf = NULL;
+	uint8_t *inbuf = NULL, *frame = NULL;
 	int r;
 
 	if (!opts || !ret_exit_code || !OPTS_VALID(io, k8s_exec_run_io) || !OPTS_VALID(opts, k8s_exec_opts))
@@ -698,40 +752,39 @@ int k8s_exec_run(struct k8s_client *c, const struct k8s_exec_opts *opts, const s
 		k8s_exec_free(x);
 		return -EOPNOTSUPP;
 	}
-	if (in_open && !(inbuf = malloc(CHUNK))) {
+	if (in_open && (!(inbuf = malloc(1 + CHUNK)) || !(frame = malloc(WS_FRAME_HEAD_MAX + 1 + CHUNK)))) {
+		free(inbuf);
 		k8s_exec_free(x);
 		return -ENOMEM;
 	}
-	/* Input first, all of it (the command reads it while we send), then
-	 * the outputs; a command that writes much before reading its input
-	 * is served by the server's buffering of the outputs. */
+	/* Input sent as it comes, the outputs passed on meanwhile. */
 	while (in_open) {
-		struct k8s_exec_output out;
-		ssize_t n = io->in(inbuf, CHUNK, io->in_userdata);
+		ssize_t n = io->in(inbuf + 1, CHUNK, io->in_userdata);
 
 		if (n < 0) {
 			r = (int)n;
 			goto out;
 		}
 		if (n == 0) {
-			r = x->version >= 5 ? k8s_exec_close_stdin(x, deadline) : 0;
-			in_open = false;
-		} else {
-			r = k8s_exec_write_stdin(x, inbuf, (size_t)n, deadline);
-		}
-		if (r < 0)
-			goto out;
-		/* Outputs already there are passed on now. */
-		while ((r = k8s_exec_read(x, -1, &out)) == 1) {
-			k8s_exec_sink_fn fn = out.channel == K8S_EXEC_STDOUT ? io->out : io->err;
-			void *ud = out.channel == K8S_EXEC_STDOUT ? io->out_userdata : io->err_userdata;
+			static const uint8_t close_stdin[2] = { K8S_EXEC_CLOSE, K8S_EXEC_STDIN };
 
-			if (fn && (r = fn(out.data, out.len, ud)) != 0)
-				goto out;
+			in_open = false;
+			if (x->version < 5)
+				continue;
+			x->stdin_closed = true;
+			r = run_send(x, io, frame, WS_FRAME_HEAD_MAX + 1 + CHUNK, close_stdin, 2, deadline);
+		} else {
+			inbuf[0] = K8S_EXEC_STDIN;
+			r = run_send(x, io, frame, WS_FRAME_HEAD_MAX + 1 + CHUNK, inbuf, (size_t)n + 1, deadline);
 		}
 		if (r == 0)
 			break; /* the command ended before reading all */
-		if (r != -EAGAIN)
+		if (r < 0 || r > 1)
+			goto out;
+		r = run_drain(x, io);
+		if (r == 0)
+			break;
+		if (r != 1)
 			goto out;
 	}
 	for (;;) {
@@ -754,6 +807,7 @@ int k8s_exec_run(struct k8s_client *c, const struct k8s_exec_opts *opts, const s
 		ret_status->message = strdup(x->err);
 out:
 	free(inbuf);
+	free(frame);
 	k8s_exec_free(x);
 	return r;
 }

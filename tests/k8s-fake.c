@@ -1281,6 +1281,9 @@ struct exec_session {
 	struct ws_conn *ws;
 	pid_t pid;
 	int in_fd, out_fd, err_fd, master;
+	struct util_buf pending;    /* stdin not yet taken by the process */
+	size_t pending_off;
+	bool close_pending;         /* stdin ends once pending is written */
 	uint8_t buf[WS_FRAME_HEAD_MAX + 1 + 65536];
 };
 
@@ -1522,28 +1525,19 @@ static bool exec_on_message(struct exec_session *x, const struct ws_message *m)
 	/* wsstream: the close signal (v5), then the channels; a channel the
 	 * protocol does not have is ignored. */
 	if (x->v5 && m->data[0] == 255) {
-		if (m->len == 2 && m->data[1] == 0)
-			close_stdin(x);
+		if (m->len == 2 && m->data[1] == 0) {
+			if (x->pending.len > x->pending_off)
+				x->close_pending = true;
+			else
+				close_stdin(x);
+		}
 		return m->len == 2;
 	}
 	if (m->data[0] == 0 && x->in_fd >= 0) {
-		const uint8_t *p = m->data + 1;
-		size_t left = m->len - 1;
-
-		while (left) {
-			ssize_t n = write(x->in_fd, p, left);
-
-			if (n < 0 && errno == EAGAIN) {
-				struct pollfd pf = { .fd = x->in_fd, .events = POLLOUT };
-
-				(void)poll(&pf, 1, 100);
-				continue;
-			}
-			if (n <= 0)
-				break;
-			p += n;
-			left -= (size_t)n;
-		}
+		/* Kept until the process takes it (exec_flush_stdin()): the
+		 * session never blocks on a process that is writing. */
+		if (util_buf_append(&x->pending, m->data + 1, m->len - 1, 64u << 20) < 0)
+			return false;
 	} else if (m->data[0] == 4 && x->tty) {
 		struct json_value *doc = NULL;
 		uint64_t w, h;
@@ -1558,6 +1552,31 @@ static bool exec_on_message(struct exec_session *x, const struct ws_message *m)
 		json_free(doc);
 	}
 	return true;
+}
+
+/* Writes what the process takes of the pending stdin. */
+static void exec_flush_stdin(struct exec_session *x)
+{
+	while (x->in_fd >= 0 && x->pending.len > x->pending_off) {
+		ssize_t n = write(x->in_fd, x->pending.p + x->pending_off, x->pending.len - x->pending_off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			x->pending_off = x->pending.len; /* the process closed its stdin */
+			break;
+		}
+		x->pending_off += (size_t)n;
+	}
+	if (x->pending_off >= x->pending.len) {
+		x->pending.len = x->pending_off = 0;
+		if (x->close_pending) {
+			x->close_pending = false;
+			close_stdin(x);
+		}
+	}
 }
 
 static bool exec_pump(struct exec_session *x, int *fd, uint8_t ch)
@@ -1596,14 +1615,20 @@ static void exec_run(struct exec_session *x)
 
 		while (ws_conn_next(x->ws, &m) == 1)
 			client_open = client_open && exec_on_message(x, &m);
+		exec_flush_stdin(x);
 	}
 	while (client_open && !x->f->stopping && (x->out_fd >= 0 || x->err_fd >= 0)) {
-		struct pollfd pf[3] = { { .fd = x->sock, .events = POLLIN },
+		bool pending = x->pending.len > x->pending_off;
+		struct pollfd pf[4] = { { .fd = pending && x->pending.len - x->pending_off > (256u << 10) ? -1 : x->sock,
+					  .events = POLLIN },
 					{ .fd = x->out_fd, .events = POLLIN },
-					{ .fd = x->err_fd, .events = POLLIN } };
+					{ .fd = x->err_fd, .events = POLLIN },
+					{ .fd = pending ? x->in_fd : -1, .events = POLLOUT } };
 
-		if (poll(pf, 3, 50) <= 0)
+		if (poll(pf, 4, 50) <= 0)
 			continue;
+		if (pf[3].revents)
+			exec_flush_stdin(x);
 		if (pf[0].revents) {
 			uint8_t tmp[65536];
 			size_t room = ws_conn_room(x->ws);
@@ -1619,6 +1644,7 @@ static void exec_run(struct exec_session *x)
 				client_open = exec_on_message(x, &m);
 			if (r < 0)
 				client_open = false;
+			exec_flush_stdin(x);
 		}
 		if (pf[1].revents && x->out_fd >= 0)
 			exec_pump(x, &x->out_fd, 1);
@@ -1658,6 +1684,7 @@ static void exec_session_free(struct exec_session *x)
 	for (size_t i = 0; i < x->argc; i++)
 		free(x->argv[i]);
 	free(x->argv);
+	free(x->pending.p);
 	free(x->dir);
 	free(x->extra);
 	ws_conn_free(x->ws);

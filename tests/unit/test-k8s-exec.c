@@ -6,7 +6,7 @@
  * checked are those of real processes.  Covered: the exact argv on the
  * wire and in the process, stdout/stderr kept apart, exit codes through
  * the error channel's Status (0, N, 128+signal), stdin with its end (v5
- * close signal), the v4 fallback (and its refusal to close stdin), a
+ * close signal), 4 MiB through cat (sending and receiving at once), the v4 fallback (and its refusal to close stdin), a
  * terminal with resize, a program that cannot start, a refused upgrade
  * (403 with its Status, and a bare 403 for no common subprotocol), hostile
  * servers (bad frames, unknown channel, text message, oversize status, no
@@ -168,6 +168,31 @@ Test(k8s_exec, stdin_closed_over_v5)
 	ASSERT_OK(run(&e, argv, ARRAY_SIZE(argv), big, &out, &err, &code), "exec wc");
 	cr_assert_eq(code, 0, "wc exits 0");
 	cr_assert_eq(atoi(text(&out)), 200000, "every byte of stdin counted, then EOF: %s", text(&out));
+	free(out.b.p);
+	free(err.b.p);
+	env_close(&e);
+}
+
+/* A command that writes while it reads (cat of 4 MiB): the client sends
+ * and receives at once, so neither side's buffers stall the stream. */
+Test(k8s_exec, stdin_and_stdout_at_once)
+{
+	static const char *const argv[] = { "/bin/cat" };
+	struct out out = { 0 }, err = { 0 };
+	size_t size = 4u << 20;
+	char *big = malloc(size + 1);
+	struct env e;
+	int code = -1;
+
+	for (size_t i = 0; i < size; i++)
+		big[i] = (char)('a' + i % 26);
+	big[size] = '\0';
+	env_open(&e, NULL);
+	ASSERT_OK(run(&e, argv, ARRAY_SIZE(argv), big, &out, &err, &code), "exec cat");
+	cr_assert_eq(code, 0, "cat exits 0");
+	cr_assert_eq(out.b.len, size, "every byte came back (%zu)", out.b.len);
+	cr_assert(memcmp(out.b.p, big, size) == 0, "in order");
+	free(big);
 	free(out.b.p);
 	free(err.b.p);
 	env_close(&e);
