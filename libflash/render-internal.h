@@ -101,6 +101,10 @@ struct flash_operator_config {
 	uint32_t as_period_s;            /* autoscaling.syncPeriodSeconds */
 	uint32_t as_window_s;            /* autoscaling.scaleDownStabilizationSeconds */
 	uint32_t as_tolerance_percent;   /* autoscaling.tolerancePercent */
+
+	/* Sandbox sessions (section "sandbox"); 0/NULL when unset. */
+	char *sb_dir, *sb_pool_image;
+	uint32_t sb_pool_size, sb_pool_cpu, sb_pool_mem;
 };
 
 /* The label every object carries and the selector label. */

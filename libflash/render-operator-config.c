@@ -209,6 +209,9 @@ static const struct json_int_range exec_limit_range = { 1, 86400 };
 static const struct json_int_range as_period_range = { 1, 3600 };
 static const struct json_int_range as_window_range = { 0, 3600 };
 static const struct json_int_range as_tolerance_range = { 0, 99 };
+static const struct json_int_range sb_pool_range = { 0, 64 };
+static const struct json_int_range sb_cpu_range = { 1, 64000 };
+static const struct json_int_range sb_mem_range = { 4, 1048576 };
 
 /* runtime.dns: at most 3 addresses (resolv.conf's MAXNS), kept as one
  * comma-separated string, the form --dns takes. */
@@ -285,6 +288,13 @@ static const struct json_field runtime_fields[] = {
 	F("masquerade", JSON_BOOL, json_read_bool, rt_masquerade, NULL),
 	F("runsc", JSON_STRING, read_name, rt_runsc, RULE(STR_PATH)),
 };
+static const struct json_field sandbox_fields[] = {
+	F("dir", JSON_STRING, read_name, sb_dir, RULE(STR_PATH)),
+	F("poolCpuMillis", JSON_NUMBER, json_read_uint32, sb_pool_cpu, &sb_cpu_range),
+	F("poolImage", JSON_STRING, read_name, sb_pool_image, RULE(STR_IMAGE)),
+	F("poolMemoryMib", JSON_NUMBER, json_read_uint32, sb_pool_mem, &sb_mem_range),
+	F("poolSize", JSON_NUMBER, json_read_uint32, sb_pool_size, &sb_pool_range),
+};
 static const struct json_field exec_fields[] = {
 	F("maxSessions", JSON_NUMBER, json_read_uint32, exec_max_sessions, &exec_sessions_range),
 	F("sessionLimitSeconds", JSON_NUMBER, json_read_uint32, exec_session_limit_s, &exec_limit_range),
@@ -359,6 +369,17 @@ static int check_port_range(struct check_ctx *ctx, void *target)
 	return 0;
 }
 
+static int check_sandbox(struct check_ctx *ctx, void *target)
+{
+	struct flash_operator_config *c = target;
+
+	if ((c->sb_pool_size || c->sb_pool_image || c->sb_pool_cpu || c->sb_pool_mem) && !c->sb_dir)
+		return bad(ctx, "the pool keys need dir");
+	if (!c->sb_pool_size != !c->sb_pool_image)
+		return bad(ctx, "poolSize and poolImage go together");
+	return 0;
+}
+
 static int check_claim(struct check_ctx *ctx, void *target)
 {
 	struct admin_claim *a = target;
@@ -388,6 +409,7 @@ static int check_mount(struct check_ctx *ctx, void *target)
 SECTION(read_runtime_classes, runtime_class_fields, NULL)
 SECTION(read_runtime, runtime_fields, NULL)
 SECTION(read_exec, exec_fields, NULL)
+SECTION(read_sandbox, sandbox_fields, check_sandbox)
 SECTION(read_autoscaling, autoscaling_fields, NULL)
 SECTION(read_dns, dns_fields, check_dns)
 SECTION(read_persistence, persistence_fields, NULL)
@@ -498,6 +520,7 @@ static const struct json_field root_fields[] = {
 	W("registry", JSON_OBJECT, read_registry),
 	W("runtime", JSON_OBJECT, read_runtime),
 	W("runtimeClassNames", JSON_OBJECT, read_runtime_classes),
+	W("sandbox", JSON_OBJECT, read_sandbox),
 	F("serviceCIDRs", JSON_ARRAY, read_prefixes, service_cidrs, &max64),
 	W("webhook", JSON_OBJECT, read_webhook),
 };
@@ -564,6 +587,8 @@ FLASH_API void flash_operator_config_free(struct flash_operator_config *c)
 	free(c->registry_credentials_file);
 	free(c->content_store);
 	free(c->rt_dir);
+	free(c->sb_dir);
+	free(c->sb_pool_image);
 	free(c->rt_cni_bin_dir);
 	free(c->rt_cni_conf);
 	free(c->rt_agent_socket);
@@ -708,6 +733,11 @@ FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *
 	v.webhook_listen = config->webhook_listen;
 	v.webhook_cert_file = config->webhook_cert_file;
 	v.webhook_key_file = config->webhook_key_file;
+	v.sandbox_dir = config->sb_dir;
+	v.sandbox_pool_size = config->sb_pool_size;
+	v.sandbox_pool_image = config->sb_pool_image;
+	v.sandbox_pool_cpu_millis = config->sb_pool_cpu;
+	v.sandbox_pool_memory_mib = config->sb_pool_mem;
 	/* An older caller's smaller struct gets the fields it knows. */
 	n = ret->sz < sizeof(v) ? ret->sz : sizeof(v);
 	v.sz = ret->sz;

@@ -87,6 +87,14 @@ static bool runtime_configured(const struct flash_operator_config *c)
 	return c && flash_operator_config_runtime(c, &cr) == 0 && cr.dir;
 }
 
+/* Does the configuration name a sandbox directory (sandbox.dir)? */
+static bool sandbox_configured(const struct flash_operator_config *c)
+{
+	struct flash_operator_runtime cr = { .sz = sizeof(cr) };
+
+	return c && flash_operator_config_runtime(c, &cr) == 0 && cr.sandbox_dir;
+}
+
 /* The runtime settings: each option given on the command line wins over
  * the configuration's runtime section (flash-operator.conf(5)). */
 static int runtime_settings(struct op_runtime_opts *ro, const struct flash_operator_config *c, char *err,
@@ -372,12 +380,36 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		if (r < 0)
 			goto fail;
 	}
-	if (OPTS_GET(opts, sandbox, NULL)) {
-		struct op_sandbox_gvisor_opts so = *opts->sandbox;
+	if (OPTS_GET(opts, sandbox, NULL) || sandbox_configured(d->config)) {
+		struct op_sandbox_gvisor_opts so = { .sz = sizeof(so) };
+		struct flash_operator_runtime cr = { .sz = sizeof(cr) };
 		const struct flash_sandbox_backend_ops *ops = NULL;
 		void *backend = NULL;
 
+		/* the command line's options over the configuration's sandbox
+		 * section (and runtime.runsc) */
+		if (OPTS_GET(opts, sandbox, NULL))
+			so = *opts->sandbox;
 		so.sz = sizeof(so);
+		if (flash_operator_config_runtime(d->config, &cr) == 0) {
+			if (!so.dir)
+				so.dir = cr.sandbox_dir;
+			if (!so.pool_size && !so.pool_image) {
+				so.pool_size = cr.sandbox_pool_size;
+				so.pool_image = cr.sandbox_pool_image;
+			}
+			if (!so.pool_cpu_millis)
+				so.pool_cpu_millis = cr.sandbox_pool_cpu_millis;
+			if (!so.pool_memory_mib)
+				so.pool_memory_mib = cr.sandbox_pool_memory_mib;
+			if (!so.runsc)
+				so.runsc = cr.runsc;
+		}
+		if (opts->kubernetes) {
+			snprintf(err, err_size, "sandbox sessions run gVisor on this node, not in Kubernetes mode");
+			r = -EINVAL;
+			goto fail;
+		}
 		if (!so.registry)
 			so.registry = opts->image ? &opts->registry : &d->registry;
 		r = op_sandbox_gvisor_new(&so, &ops, &backend);

@@ -51,6 +51,12 @@ int op_exec_stream(const struct op_exec *e, const struct op_exec_io *io, int *re
 /* A readable description of a wait status ("exit status 1", "signal 9"). */
 void op_exec_status_str(int status, char *buf, size_t size);
 
+/* Removes @id's cgroup under @parent ("/flash") in every hierarchy
+ * (cgroup2 at the root, or one per controller), waiting up to 3 s for
+ * each to empty. */
+void op_cgroup_remove(const char *parent, const char *id);
+/* Removes the tree @dir (not crossing mounts, not following links). */
+void op_remove_tree(const char *dir);
 /* ---------------------------------------------------------------- runsc and its sandboxes */
 
 /* Runs `@runsc --root @root --platform=ptrace --network=sandbox ARGS...`
@@ -111,13 +117,6 @@ struct op_retire {
 /* The number of processes the reap killed (0: the delete left none), or
  * -ETIMEDOUT (one survived SIGKILL), -EINVAL. */
 int op_sandbox_retire(const struct op_retire *r);
-
-/* Removes @id's cgroup under @parent ("/flash") in every hierarchy
- * (cgroup2 at the root, or one per controller), waiting up to 3 s for
- * each to empty. */
-void op_cgroup_remove(const char *parent, const char *id);
-/* Removes the tree @dir (not crossing mounts, not following links). */
-void op_remove_tree(const char *dir);
 
 /* Creates a network namespace bound on @path (a new empty file); 0 or -errno. */
 int op_netns_create(const char *path);

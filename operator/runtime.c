@@ -343,17 +343,6 @@ static int save_replica(struct op_runtime *rt, const struct replica *rp)
 	return r;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
 /* The replica's cgroup in every hierarchy: runsc delete leaves it when a
  * sandbox process was still exiting (seen under load), so it is removed
  * here, waiting up to 3 s for it to empty. */
@@ -393,7 +382,7 @@ static void teardown(struct op_runtime *rt, struct replica *rp)
 		if (p)
 			umount2(p, MNT_DETACH);
 		free(p);
-		nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		op_remove_tree(dir);
 	}
 	free(dir);
 }
@@ -675,7 +664,7 @@ static void volume_remove(struct op_runtime *rt, const char *svc)
 	if (mnt && op_storage_mounted(mnt))
 		umount2(mnt, MNT_DETACH);
 	if (d)
-		nftw(d, rm_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		op_remove_tree(d);
 	free(mnt);
 	free(d);
 }
@@ -1429,7 +1418,7 @@ static void service_files_remove(struct op_runtime *rt, const char *id)
 	char *d = NULL;
 
 	if (asprintf(&d, "%s/logs/%s", rt->dir, id) >= 0)
-		nftw(d, rm_entry, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+		op_remove_tree(d);
 	free(d);
 	volume_remove(rt, id);
 }

@@ -370,16 +370,25 @@ static void new_cid(char out[CID_LEN])
  * from runsc), its cgroup, netns and bundle. */
 static int teardown(struct gv *g, const char *cid)
 {
-	char err[512], status[32], *dir = NULL, *netns = NULL;
+	char err[512], status[32], cg[256], *dir = NULL, *netns = NULL;
 	int r = 0;
 
-	(void)runsc(g, (const char *const[]){ "kill", cid, "KILL", NULL }, NULL, err, sizeof(err));
-	(void)runsc(g, (const char *const[]){ "delete", "-force", cid, NULL }, NULL, err, sizeof(err));
+	if (asprintf(&dir, "%s/sessions/%s", g->dir, cid) < 0)
+		return -ENOMEM;
+	snprintf(cg, sizeof(cg), "%s/%s", g->cgroup_parent, cid);
+	{
+		/* the runtime's retirement: kill, delete, then whatever runsc
+		 * left (the sandbox and gofer of this bundle, the cgroup's
+		 * processes) killed too */
+		struct op_retire rt = { .runsc = g->runsc, .root = g->runsc_root, .id = cid, .bundle = dir,
+					.cgroup = cg, .err = err, .err_size = sizeof(err) };
+
+		if (op_sandbox_retire(&rt) < 0)
+			r = -EBUSY;
+	}
 	if (runsc_status(g, cid, status, sizeof(status)) != -ENOENT)
 		r = -EBUSY; /* still there: the record stays, a later Reap retries */
 	op_cgroup_remove(g->cgroup_parent, cid);
-	if (asprintf(&dir, "%s/sessions/%s", g->dir, cid) < 0)
-		return -ENOMEM;
 	netns = pjoin(dir, "netns");
 	if (netns)
 		(void)op_netns_remove(netns);
@@ -523,6 +532,7 @@ static bool pool_take(struct gv *g, char cid[CID_LEN])
 static void *filler(void *arg)
 {
 	struct gv *g = arg;
+	unsigned int backoff_ms = 1000;
 
 	pthread_mutex_lock(&g->lock);
 	while (!g->stop) {
@@ -538,14 +548,16 @@ static void *filler(void *arg)
 		r = create(g, &rc, g->pool_spec, NULL);
 		pthread_mutex_lock(&g->lock);
 		if (r < 0) {
-			/* retried after a pause (a stop ends the wait) */
+			/* retried after a pause growing to a minute (a stop
+			 * ends the wait) */
 			struct timespec ts;
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
+			util_abstime_after_ms(&ts, backoff_ms);
+			backoff_ms = backoff_ms < 30000 ? backoff_ms * 2 : 60000;
 			pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 			continue;
 		}
+		backoff_ms = 1000;
 		memcpy(g->pool[g->idle++], rc.cid, CID_LEN);
 	}
 	pthread_mutex_unlock(&g->lock);
@@ -642,8 +654,8 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 	r = rec_find(g, sid, &rc);
 	if (r == 0 && rc.expires_at <= time(NULL)) {
 		/* expired, not yet reaped: ended; a new sandbox follows */
-		if (teardown(g, rc.cid) == 0)
-			ended_save(g, &rc, FLASH_SANDBOX_END_EXPIRED, "expires_at passed");
+		ended_save(g, &rc, FLASH_SANDBOX_END_EXPIRED, "expires_at passed");
+		(void)teardown(g, rc.cid);
 		r = -ENOENT;
 	}
 	if (r == 0) {
@@ -766,6 +778,13 @@ static int gv_exec(void *backend, const char *sid, const struct flash_sandbox_ex
 	if (r < 0)
 		return r;
 	*ret_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (*ret_code == 128) {
+		/* runsc's own failure status: a sandbox that stopped has ended */
+		char st[32];
+
+		if (runsc_status(g, rc.cid, st, sizeof(st)) < 0 || strcmp(st, "running") != 0)
+			return -FLASH_E_SANDBOX_ENDED;
+	}
 	return 0;
 }
 
@@ -822,12 +841,14 @@ static int reap_session(struct gv *g, const char *sid, enum flash_sandbox_end en
 			continue;
 		if (end != FLASH_SANDBOX_END_REAPED && v[i].expires_at > time(NULL))
 			continue; /* provisioned again meanwhile */
+		/* the end first: from the moment the sandbox goes, Info and
+		 * Exec find it */
+		if (end != FLASH_SANDBOX_END_REAPED)
+			ended_save(g, &v[i], end, reason);
 		int t = teardown(g, v[i].cid);
 
 		if (t < 0)
 			rr = t;
-		else if (end != FLASH_SANDBOX_END_REAPED)
-			ended_save(g, &v[i], end, reason);
 	}
 	if (r == 0 && end == FLASH_SANDBOX_END_REAPED)
 		ended_remove(g, sid);
@@ -873,13 +894,7 @@ static void *reaper(void *arg)
 		pthread_mutex_lock(&g->lock);
 		if (g->stop)
 			break;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += g->interval_ms / 1000;
-		ts.tv_nsec += (long)(g->interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		util_abstime_after_ms(&ts, g->interval_ms);
 		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 	}
 	pthread_mutex_unlock(&g->lock);

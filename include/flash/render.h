@@ -107,6 +107,14 @@ struct flash_operator_runtime {
 	const char *webhook_listen;        /* webhook.listen */
 	const char *webhook_cert_file;     /* webhook.certFile */
 	const char *webhook_key_file;      /* webhook.keyFile */
+	/* Sandbox sessions on this node (section "sandbox", flash-operator(8)
+	 * SANDBOX SESSIONS; 0/NULL when unset): --sandbox-dir and
+	 * --sandbox-pool-* override them. */
+	const char *sandbox_dir;               /* sandbox.dir */
+	unsigned int sandbox_pool_size;        /* sandbox.poolSize, 0..64 (needs poolImage) */
+	const char *sandbox_pool_image;        /* sandbox.poolImage */
+	unsigned int sandbox_pool_cpu_millis;  /* sandbox.poolCpuMillis, 1..64000 */
+	unsigned int sandbox_pool_memory_mib;  /* sandbox.poolMemoryMib, 4..1048576 */
 };
 
 /* Fills *@ret (set ret->sz first; the fields that fit in it are

@@ -200,7 +200,9 @@ struct flash_sandbox_exec_result {
  * of the timeout come back on a channel the command cannot forge (a status
  * line tagged with a per-call random nonce on a descriptor the command
  * does not hold), so a command printing the same text or exiting 124 is
- * not taken for a timeout.  Returns 0 when the command ran (whatever its
+ * not taken for a timeout.  Without timeout_ms and cwd there is nothing
+ * to report: bash runs setsid and the command (one program start less)
+ * and exits with the command's status, which is the transport's.  Returns 0 when the command ran (whatever its
  * status); -EINVAL (bad id or argv), -ENOENT (no such session),
  * -FLASH_E_SANDBOX_CONTRACT (the wrapper could not run: no /bin/bash,
  * setsid...), a sink's or source's error, the backend's. */
@@ -233,11 +235,13 @@ FLASH_API FLASH_WUR int flash_sandbox_write(struct flash_sandbox_provider *p, co
 					    uint64_t *ret_written);
 
 /* Extracts the tar stream of @source under @dir (absolute, an existing
- * directory) in the sandbox, checking every member while it streams
- * (flash_sandbox_tar_feed()).  The archive is extracted into a staging
- * directory beside its members and merged into @dir only once the whole
- * stream passed the check: a refused archive (-FLASH_E_SANDBOX_ARCHIVE,
- * the diag naming the member) extracts nothing. */
+ * directory) in the sandbox (tar -x -o -f - -C @dir), checking every
+ * member while it streams (flash_sandbox_tar_feed()): a header reaches tar
+ * only once accepted.  A refusal (-FLASH_E_SANDBOX_ARCHIVE, the diag's
+ * path naming the member) ends the stream there: the members before it
+ * may be extracted, the refused one and everything after it are not.
+ * Links already under @dir belong to the session and are not checked.
+ * -ENOENT (no such directory), -EIO (tar failed), the source's error. */
 FLASH_API FLASH_WUR int flash_sandbox_import(struct flash_sandbox_provider *p, const char *session_id,
 					     const char *dir, flash_sandbox_source_fn source, void *userdata,
 					     struct flash_diag *diag);
@@ -287,10 +291,9 @@ FLASH_API void flash_sandbox_tar_free(struct flash_sandbox_tar *t);
 FLASH_API FLASH_WUR int flash_sandbox_tar_feed(struct flash_sandbox_tar *t, const void *buf, size_t len,
 					       flash_sandbox_sink_fn sink, void *userdata,
 					       struct flash_diag *diag);
-/* Ends the stream: 0 when the archive was whole (its end-of-archive
- * blocks seen, or the stream ended on a member boundary after at least
- * one member), else -FLASH_E_SANDBOX_ARCHIVE ("truncated").  Nothing more
- * goes to a sink after it. */
+/* Ends the stream: 0 when the archive was whole (its two end-of-archive
+ * blocks seen), else -FLASH_E_SANDBOX_ARCHIVE ("truncated").  Nothing
+ * more goes to a sink after it. */
 FLASH_API FLASH_WUR int flash_sandbox_tar_finish(struct flash_sandbox_tar *t, struct flash_diag *diag);
 /* Members accepted so far. */
 FLASH_API size_t flash_sandbox_tar_members(const struct flash_sandbox_tar *t);

@@ -535,6 +535,20 @@ Test(contract, exec_codes_argv_stdin_deadline_and_group_kill)
 	ASSERT_OK(sh("exec-1", "exit 42", &out, &res), "exit 42");
 	cr_assert_eq(res.exit_code, 42);
 	cr_assert(!res.timed_out);
+	/* its own session and process group, with and without a deadline */
+	{
+		static const char *const own[] = { "/bin/sh", "-c",
+			"set -- $(cat /proc/$$/stat); [ $1 = $5 ] && [ $1 = $6 ] && echo own", NULL };
+
+		for (uint32_t t = 0; t <= 5000; t += 5000) {
+			FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = own, .stdout_fn = to_buf, .stdout_userdata = &out,
+				   .timeout_ms = t);
+
+			sbuf_reset(&out);
+			ASSERT_OK(flash_sandbox_exec(P, "exec-1", &o, &res), "session");
+			cr_assert_str_eq(out.p ? out.p : "", "own\n", "timeout %u: not its own session and group", t);
+		}
+	}
 	ASSERT_OK(sh("exec-1", "kill -TERM $$", &out, &res), "signal");
 	cr_assert_eq(res.exit_code, 128 + SIGTERM, "exit %d", res.exit_code);
 
@@ -742,10 +756,41 @@ Test(contract, reap_revokes_first_and_expiry_ends_sessions)
 	}
 	cr_assert_eq(e.end, FLASH_SANDBOX_END_EXPIRED, "end %s after %d polls", flash_sandbox_end_name(e.end), i);
 	cr_assert_eq(e.expires_at, info.expires_at);
+	/* reaped in the background */
+	for (i = 0; i < 100 && backend_object_exists(info.backend_id); i++)
+		usleep(100000);
 	cr_assert(!backend_object_exists(info.backend_id), "the expired sandbox is still there");
 	ASSERT_ERR(sh("short-1", "true", &out, &res), -FLASH_E_SANDBOX_ENDED, "exec after expiry");
 	ASSERT_OK(flash_sandbox_reap(P, "short-1"), "reap expired");
 	ASSERT_ERR(flash_sandbox_info(P, "short-1", &e), -ENOENT, "forgotten after reap");
+	sbuf_reset(&out);
+}
+
+/* ---------------------------------------------------------- a dead sandbox */
+Test(contract, a_sandbox_over_its_memory_ends_failed)
+{
+	struct flash_sandbox_info info, e;
+	struct flash_sandbox_exec_result res;
+	struct sbuf out = { 0 };
+	int i, r;
+
+	provision("oom-1", &info);
+	/* 256 MiB of memory: 400 MiB written to a memory-backed file */
+	r = sh("oom-1", "dd if=/dev/zero of=/tmp/big bs=1M count=400 2>/dev/null; echo survived", &out, &res);
+	cr_assert(r < 0 || !out.p || strcmp(out.p, "survived\n") != 0, "400 MiB fit in 256 MiB");
+	for (i = 0; i < 50; i++) {
+		ASSERT_OK(flash_sandbox_info(P, "oom-1", &e), "info");
+		if (e.end != FLASH_SANDBOX_LIVE)
+			break;
+		usleep(100000);
+	}
+	cr_assert_eq(e.end, FLASH_SANDBOX_END_FAILED, "end %s", flash_sandbox_end_name(e.end));
+	cr_log_info("dead sandbox: %s", e.end_reason);
+	cr_assert(e.end_reason[0], "no reason");
+	r = sh("oom-1", "true", &out, &res);
+	cr_assert(r == -FLASH_E_SANDBOX_ENDED, "exec on a dead sandbox: %d (%s)", r, flash_strerror(r));
+	ASSERT_OK(flash_sandbox_reap(P, "oom-1"), "reap");
+	cr_assert(!backend_object_exists(info.backend_id));
 	sbuf_reset(&out);
 }
 

@@ -736,6 +736,43 @@ Test(render, operator_config_exec)
 	flash_diag_free(d);
 }
 
+/* The sandbox section (sandbox sessions on this node): bounded, the pool
+ * keys only with dir and poolSize with poolImage, each refusal naming its
+ * key or section; unset by default. */
+Test(render, operator_config_sandbox)
+{
+	static const struct config_refusal bad[] = {
+		{ "{\"sandbox\":{\"dir\":\"relative\"}}", "sandbox.dir" },
+		{ "{\"sandbox\":{\"dir\":\"/var/lib/s\",\"poolSize\":65,\"poolImage\":\"busybox\"}}", "sandbox.poolSize" },
+		{ "{\"sandbox\":{\"dir\":\"/var/lib/s\",\"poolCpuMillis\":0}}", "sandbox.poolCpuMillis" },
+		{ "{\"sandbox\":{\"dir\":\"/var/lib/s\",\"poolImage\":\"a b\"}}", "sandbox.poolImage" },
+		{ "{\"sandbox\":{\"dir\":\"/var/lib/s\",\"poolSize\":2}}", "sandbox" },
+		{ "{\"sandbox\":{\"poolSize\":2,\"poolImage\":\"busybox\"}}", "sandbox" },
+		{ "{\"sandbox\":{\"dir\":\"/var/lib/s\",\"ttl\":5}}", "sandbox.ttl" },
+	};
+	static const char good[] = "{\"sandbox\":{\"dir\":\"/var/lib/flash/sandbox\",\"poolSize\":4,"
+				   "\"poolImage\":\"registry.example/sbx:1\",\"poolCpuMillis\":500,\"poolMemoryMib\":256}}";
+	struct flash_operator_config *c = NULL;
+	struct flash_operator_runtime rt = { .sz = sizeof(rt) };
+	struct flash_diag *d = NULL;
+
+	ASSERT_OK(flash_diag_new(&d), "diag");
+	ASSERT_OK(flash_operator_config_default(&c), "defaults");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert(!rt.sandbox_dir && rt.sandbox_pool_size == 0 && !rt.sandbox_pool_image, "unset by default");
+	flash_operator_config_free(c);
+	ASSERT_OK(flash_operator_config_parse(good, strlen(good), &c, d), "sandbox section");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert_str_eq(rt.sandbox_dir, "/var/lib/flash/sandbox");
+	cr_assert_eq(rt.sandbox_pool_size, 4);
+	cr_assert_str_eq(rt.sandbox_pool_image, "registry.example/sbx:1");
+	cr_assert_eq(rt.sandbox_pool_cpu_millis, 500);
+	cr_assert_eq(rt.sandbox_pool_memory_mib, 256);
+	flash_operator_config_free(c);
+	config_refused(bad, sizeof(bad) / sizeof(bad[0]), d);
+	flash_diag_free(d);
+}
+
 /* Autoscaling: an autoscaling/v2 HorizontalPodAutoscaler on CPU
  * utilization, and a Deployment that leaves replicas to it; domains: one
  * HTTPRoute per named port, attached to the configured Gateway, routed to

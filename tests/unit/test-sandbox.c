@@ -382,6 +382,17 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 	free(out.p);
 	out = (struct sbuf){ 0 };
 
+	{
+		static const char *const own[] = { "/bin/sh", "-c",
+			"set -- $(cat /proc/$$/stat); [ $1 = $5 ] && [ $1 = $6 ] && echo own", NULL };
+
+		for (uint32_t t = 0; t <= 5000; t += 5000) {
+			ASSERT_OK(run(own, t, NULL, &out, &err, &res), "session");
+			cr_assert_str_eq(out.p ? out.p : "", "own\n", "timeout %u: not its own session and group", t);
+			free(out.p);
+			out = (struct sbuf){ 0 };
+		}
+	}
 	ASSERT_OK(run(a4, 0, NULL, &out, &err, &res), "signal");
 	cr_assert_eq(res.exit_code, 128 + SIGTERM, "killed by SIGTERM: %d", res.exit_code);
 	cr_assert(!res.timed_out);
