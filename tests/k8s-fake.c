@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1422,8 +1424,15 @@ static int exec_spawn(struct exec_session *x)
 			pid_t cmd;
 			int st = 0;
 
+			/* A mount namespace of its own (gone with its last
+			 * process) where the Pod's /proc is mounted, as a
+			 * container runtime mounts one. */
+			if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				goto exec_failed;
 			if (chroot(x->dir) < 0 || (chdir("/root") < 0 && chdir("/") < 0))
 				goto exec_failed;
+			(void)mkdir("/proc", 0555);
+			(void)mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 			(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 			cmd = fork();
 			if (cmd == 0) {

@@ -92,9 +92,10 @@ struct k8s_fake_opts {
 	unsigned int pod_delete_ms;
 	/* set (root only): each Pod's exec directory is a copy of this file
 	 * system with /dev/null, /dev/zero and /dev/urandom added (made at
-	 * its first exec, removed with the Pod), its
-	 * commands run chroot'ed into it (cwd /root) under an init that reaps
-	 * their orphans, as a container's PID 1 does. */
+	 * its first exec, removed with the Pod), its commands run chroot'ed
+	 * into it (cwd /root) in a mount namespace of their own with /proc
+	 * mounted, under an init that reaps their orphans, as a container's
+	 * PID 1 does; no memory or CPU limit is enforced. */
 	const char *exec_rootfs;
 };
 
