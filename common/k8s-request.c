@@ -240,7 +240,7 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
 	if (a->c->cancelled)
 		return 1;
-	if (a->req->stream && now_ms() - a->last_byte_ms > a->c->o.watch_idle_ms) {
+	if (a->req->stream && !a->req->no_idle && now_ms() - a->last_byte_ms > a->c->o.watch_idle_ms) {
 		a->idle = true;
 		return 1;
 	}
@@ -290,7 +290,7 @@ static void token_refresh(struct k8s_client *c)
 }
 
 /* What a curl failure means (k8s.h). */
-static int curl_errno(CURLcode cc)
+int k8s_curl_errno(CURLcode cc)
 {
 	switch (cc) {
 	case CURLE_COULDNT_CONNECT:
@@ -339,6 +339,17 @@ static void fill_http_status(struct k8s_status *st, long status, const char *bod
 	st->code = (int)status;
 	if (retry_after)
 		st->retry_after_s = retry_after;
+}
+
+int k8s_auth_header(struct k8s_client *c, char **ret)
+{
+	char *h = NULL;
+
+	token_refresh(c);
+	if (c->token && asprintf(&h, "Authorization: Bearer %s", c->token) < 0)
+		return -ENOMEM;
+	*ret = h;
+	return 0;
 }
 
 static int attempt_once(struct k8s_client *c, struct k8s_req *req, struct attempt *a, CURLcode *ret_cc,
@@ -452,7 +463,7 @@ int k8s_request(struct k8s_client *c, struct k8s_req *req, struct k8s_status *st
 				fill_transport_status(st, -EMSGSIZE, msg);
 				return -EMSGSIZE;
 			}
-			r = a.idle ? -ETIMEDOUT : curl_errno(cc);
+			r = a.idle ? -ETIMEDOUT : k8s_curl_errno(cc);
 			if (cc == CURLE_WRITE_ERROR)
 				r = -ENOMEM;
 			snprintf(msg, sizeof(msg), "%s %s: %s", req->method, req->path_query,

@@ -52,6 +52,7 @@ struct k8s_req {
 	size_t body_len;
 	enum k8s_retry retry;
 	bool stream;                /* a watch: no whole-request timeout, idle bound, body to @sink */
+	bool no_idle;               /* stream: no idle bound either (a followed log) */
 	k8s_sink_fn sink;
 	void *sink_userdata;
 	/* Out: */
@@ -65,7 +66,14 @@ struct k8s_req {
  * 2xx, or the errno of the refusal with *st filled.  One attempt when
  * req->stream (the watch loop resumes by itself). */
 int k8s_request(struct k8s_client *c, struct k8s_req *req, struct k8s_status *st);
+/* "Authorization: Bearer TOKEN" for a request made outside k8s_request()
+ * (the exec upgrade), the token file re-read when it changed: *ret
+ * (wipe and free it) is NULL when the client has no token.  -ENOMEM. */
+int k8s_auth_header(struct k8s_client *c, char **ret);
 void k8s_req_done(struct k8s_req *req);
+
+/* The errno of a failed transfer (k8s.h's transport errors). */
+int k8s_curl_errno(CURLcode cc);
 
 /* "?k=v&k=v" built up with escaped values (NULL values skipped). */
 struct k8s_query {

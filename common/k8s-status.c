@@ -47,7 +47,19 @@ static int dup_member(const struct json_value *obj, const char *key, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
+static int status_from_json(const struct json_value *obj, bool need_kind, struct k8s_status *ret);
+
 int k8s_status_from_json(const struct json_value *obj, struct k8s_status *ret)
+{
+	return status_from_json(obj, true, ret);
+}
+
+int k8s_status_from_json_kindless(const struct json_value *obj, struct k8s_status *ret)
+{
+	return status_from_json(obj, false, ret);
+}
+
+static int status_from_json(const struct json_value *obj, bool need_kind, struct k8s_status *ret)
 {
 	struct k8s_status st = { 0 };
 	const struct json_value *details, *causes, *code, *kind;
@@ -59,7 +71,7 @@ int k8s_status_from_json(const struct json_value *obj, struct k8s_status *ret)
 	if (!json_is(obj, JSON_OBJECT))
 		return -EBADMSG;
 	kind = json_get(obj, "kind");
-	if (!kind || !json_string_value(kind) || strcmp(json_string_value(kind), "Status") != 0)
+	if ((need_kind || kind) && (!kind || !json_string_value(kind) || strcmp(json_string_value(kind), "Status") != 0))
 		return -EBADMSG;
 	code = json_get(obj, "code");
 	if (code) {

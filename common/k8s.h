@@ -154,6 +154,10 @@ void k8s_status_clear(struct k8s_status *st);
 int k8s_status_parse(const char *text, size_t len, struct k8s_status *ret) __attribute__((warn_unused_result));
 /* The same from a parsed object. */
 int k8s_status_from_json(const struct json_value *obj, struct k8s_status *ret) __attribute__((warn_unused_result));
+/* The same for a Status that may lack its "kind": the exec error
+ * channel's, a metav1.Status marshalled without its TypeMeta. */
+int k8s_status_from_json_kindless(const struct json_value *obj, struct k8s_status *ret)
+	__attribute__((warn_unused_result));
 
 /* The errno of an answer's status (the table above): 0 for 2xx. */
 int k8s_status_errno(const struct k8s_status *st);

@@ -142,8 +142,10 @@ static int operator_rbac(const struct flash_operator_config *c, struct kdoc **do
 	rule(rules, "", L("pods"), L("get", "list", "watch"), NULL);
 	rule(rules, "discovery.k8s.io", L("endpointslices"), L("list", "watch"), NULL);
 	rule(rules, "", L("nodes"), L("get", "list", "watch"), NULL);
-	/* Web Shell (WebSocket exec is authorized as create) and logs. */
-	rule(rules, "", L("pods/exec"), L("create"), NULL);
+	/* Web Shell: the WebSocket upgrade of pods/exec is a GET, authorized
+	 * as get, and since Kubernetes 1.35 (AuthorizePodWebsocketUpgrade-
+	 * CreatePermission) as create too; flashctl logs reads pods/log. */
+	rule(rules, "", L("pods/exec"), L("get", "create"), NULL);
 	rule(rules, "", L("pods/log"), L("get"), NULL);
 	rule(rules, "events.k8s.io", L("events"), L("create", "patch"), NULL);
 	docs[(*n)++] = role;

@@ -239,7 +239,9 @@ static int run_script(struct flash_sandbox_provider *p, const char *sid, const c
  * session and process group: in a non-interactive shell a background job
  * is no group leader, so setsid execs in place and $! is the group); a
  * watcher sleeps until the deadline and SIGKILLs the whole group, exiting
- * 99 only when that kill found the group.  The report is the last line of
+ * 99 only when that kill found the group (TERM ignored from then on: the
+ * wrapper, woken by the group's death, TERMs the watcher, which must not
+ * turn the 99 it is about to give into a 1).  The report is the last line of
  * stderr, written after the command is reaped: "\036NONCE timeout|exit
  * RC" — timeout only when the watcher killed the group and the command
  * died of SIGKILL (a command that exited on its own at the deadline keeps
@@ -256,7 +258,7 @@ static const char exec_wrapper[] =
 	"w=\n"
 	"if [ \"$t\" != 0 ]; then\n"
 	"  ( trap 'kill $s 2>/dev/null; exit 1' TERM; sleep \"$t\" & s=$!; wait $s &&"
-	" kill -s KILL -- -$p 2>/dev/null && exit 99; exit 1 ) </dev/null >/dev/null 2>&1 &\n"
+	" { trap '' TERM; kill -s KILL -- -$p 2>/dev/null && exit 99; }; exit 1 ) </dev/null >/dev/null 2>&1 &\n"
 	"  w=$!\n"
 	"fi\n"
 	"wait $p; rc=$?\n"

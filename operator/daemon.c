@@ -352,6 +352,7 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 			goto fail;
 		}
 		op_provider_set_kick(d->provider, op_k8s_run_kick, d->k8s);
+		op_provider_set_k8s(d->provider, op_k8s_run_new_client, d->k8s);
 		op_provider_set_status(d->provider, op_k8s_run_service_status, d->k8s);
 	} else if (opts->runtime || runtime_configured(d->config)) {
 		struct op_runtime_opts ro = { .sz = sizeof(ro) };

@@ -26,6 +26,7 @@
 
 #include "exec.h"
 #include "json.h"
+#include "k8s-exec.h"
 #include "runtime-internal.h"
 #include "util.h"
 #include "websocket.h"
@@ -67,6 +68,9 @@ struct op_shell_session {
 	void (*done)(void *ctx);
 	void *done_ctx;
 	int wake[2];                  /* written by op_shell_free() */
+	struct k8s_client *k8s;       /* Kubernetes mode (exec.h) */
+	char *k8s_ns, *k8s_pod;
+	struct k8s_exec *kx;          /* its pods/exec stream, once open */
 	struct op_shell_session *next;
 
 	/* The session thread's own. */
@@ -151,6 +155,10 @@ static void session_free(struct op_shell_session *s)
 	free(s->extra);
 	free(s->pending);
 	ws_conn_free(s->ws);
+	k8s_exec_free(s->kx);
+	k8s_client_free(s->k8s);
+	free(s->k8s_ns);
+	free(s->k8s_pod);
 	if (s->wake[0] >= 0)
 		close(s->wake[0]);
 	if (s->wake[1] >= 0)
@@ -185,7 +193,7 @@ int op_shell_reserve(struct op_shell *sh, const struct op_shell_params *p, struc
 	bool failed = false;
 
 	if (!sh || !p || !p->target || !p->service_id || !ret || argc == 0 || argc > OP_SHELL_ARGS_MAX ||
-	    (p->argv_in_message && p->argv))
+	    (p->argv_in_message && p->argv) || (p->k8s && (!p->k8s_namespace || !p->k8s_pod)))
 		return -EINVAL;
 	if (p->argv_in_message)
 		argc = 0; /* read from the first message (read_argv()) */
@@ -204,7 +212,11 @@ int op_shell_reserve(struct op_shell *sh, const struct op_shell_params *p, struc
 	s->term = strdup(p->term ? p->term : "xterm");
 	s->argv_pending = p->argv_in_message;
 	s->argv = calloc(argc ? argc : 1, sizeof(*s->argv));
-	failed = !s->who || !s->service || !s->term || !s->argv;
+	if (p->k8s) {
+		s->k8s_ns = strdup(p->k8s_namespace);
+		s->k8s_pod = strdup(p->k8s_pod);
+	}
+	failed = !s->who || !s->service || !s->term || !s->argv || (p->k8s && (!s->k8s_ns || !s->k8s_pod));
 	for (size_t i = 0; !failed && i < argc; i++) {
 		s->argv[i] = strdup(argv[i]);
 		failed = !s->argv[i];
@@ -225,6 +237,7 @@ int op_shell_reserve(struct op_shell *sh, const struct op_shell_params *p, struc
 	sh->open++;
 	s->seq = sh->seq++;
 	pthread_mutex_unlock(&sh->lock);
+	s->k8s = p->k8s; /* taken */
 	*ret = s;
 	return 0;
 }
@@ -623,6 +636,48 @@ static void on_resize(struct op_shell_session *s, const uint8_t *data, size_t le
 	json_free(doc);
 }
 
+/* Kubernetes mode: a client's data message passed on to pods/exec
+ * (stdin, resize, stdin's end).  false: the stream to the API server
+ * failed. */
+static bool on_message_k8s(struct op_shell_session *s, const struct ws_message *m)
+{
+	int64_t deadline = util_mono_ms() + SEND_STALL_MS;
+	int r = 0;
+
+	switch (m->data[0]) {
+	case FLASH_EXEC_STDIN:
+		if (s->stdin_eof || m->len < 2)
+			return true;
+		s->bytes_in += m->len - 1;
+		r = k8s_exec_write_stdin(s->kx, m->data + 1, m->len - 1, deadline);
+		break;
+	case FLASH_EXEC_RESIZE: {
+		struct json_value *doc = NULL;
+		uint64_t c, rw;
+
+		if (s->tty && json_parse((const char *)m->data + 1, m->len - 1, NULL, &doc, NULL) == 0 &&
+		    json_get_uint64(json_get(doc, "cols"), &c) == 0 && json_get_uint64(json_get(doc, "rows"), &rw) == 0 &&
+		    c > 0 && c <= 65535 && rw > 0 && rw <= 65535)
+			r = k8s_exec_resize(s->kx, (unsigned int)c, (unsigned int)rw, deadline);
+		json_free(doc);
+		break;
+	}
+	case FLASH_EXEC_CLOSE:
+		if (m->len >= 2 && m->data[1] == FLASH_EXEC_STDIN && !s->stdin_eof) {
+			s->stdin_eof = true;
+			r = k8s_exec_close_stdin(s->kx, deadline);
+			/* v4 has no close signal: a terminal ends its input
+			 * with ^D, a pipe cannot be ended. */
+			if (r == -EOPNOTSUPP)
+				r = s->tty ? k8s_exec_write_stdin(s->kx, "\x04", 1, deadline) : 0;
+		}
+		break;
+	default:
+		break;
+	}
+	return r == 0 || r == -EBADF;
+}
+
 /* A message of the client.  false: the session is over (the client
  * closed or broke the protocol). */
 static bool on_message(struct op_shell_session *s, const struct ws_message *m)
@@ -642,6 +697,8 @@ static bool on_message(struct op_shell_session *s, const struct ws_message *m)
 	}
 	if (m->len < 1)
 		return true;
+	if (s->kx)
+		return on_message_k8s(s, m);
 	switch (m->data[0]) {
 	case FLASH_EXEC_STDIN:
 		if (s->stdin_eof || (!s->tty && s->in_fd < 0))
@@ -872,6 +929,104 @@ static int read_argv(struct op_shell_session *s, char *err, size_t err_size)
 	return r;
 }
 
+/* Kubernetes mode (exec.h): the session's process runs in the Pod through
+ * pods/exec; client and API server are bridged message by message.  At
+ * the time limit, shutdown or the client's end the stream to the API
+ * server is closed: the kubelet then ends the process's terminal (a
+ * hangup) and its stdin. */
+static void k8s_session(struct op_shell_session *s, int64_t t0, int64_t deadline)
+{
+	struct k8s_exec_opts o = { .sz = sizeof(o), .namespace = s->k8s_ns, .pod = s->k8s_pod, .container = "app",
+				   .argv = (const char *const *)s->argv, .argc = s->argc, .stdin = true,
+				   .stdout = true, .stderr = !s->tty, .tty = s->tty };
+	struct k8s_status st = { 0 };
+	const char *reason = NULL;
+	char msg[256];
+	int status = -1, r, code = 0;
+
+	r = k8s_exec_open(s->k8s, &o, &s->kx, &st);
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "pods/exec of %s/%s: %s", s->k8s_ns, s->k8s_pod,
+			 st.message ? st.message : strerror(-r));
+		k8s_status_clear(&st);
+		audit(s, "exec-start", -1, -1, NULL);
+		audit(s, "exec-end", 0, -1, "start-failed");
+		finish(s, -1, "start-failed", msg);
+		return;
+	}
+	audit(s, "exec-start", -1, -1, NULL);
+	if (s->tty)
+		(void)k8s_exec_resize(s->kx, s->cols, s->rows, util_mono_ms() + SEND_STALL_MS);
+	{
+		struct ws_message m;
+
+		while (ws_conn_next(s->ws, &m) == 1)
+			if (!on_message(s, &m))
+				reason = "disconnected";
+	}
+	while (!reason) {
+		struct k8s_exec_output out;
+		struct pollfd p[3] = { { .fd = s->wake[0], .events = POLLIN },
+				       { .fd = s->fd, .events = POLLIN },
+				       { .fd = k8s_exec_fd(s->kx), .events = POLLIN } };
+		int64_t left = deadline - util_mono_ms();
+
+		/* What the API server sent and the parser holds first. */
+		while ((r = k8s_exec_read(s->kx, -1, &out)) == 1) {
+			uint8_t *q = s->buf + WS_FRAME_HEAD_MAX;
+			size_t n = out.len < CHUNK ? out.len : CHUNK;
+
+			q[0] = out.channel == K8S_EXEC_STDOUT ? FLASH_EXEC_STDOUT : FLASH_EXEC_STDERR;
+			memcpy(q + 1, out.data, n);
+			s->bytes_out += n;
+			if (send_frame(s, WS_OP_BINARY, q, n + 1) < 0)
+				s->client_gone = true;
+		}
+		if (r == 0) {
+			r = k8s_exec_exit_code(s->kx, &code, &st);
+			if (r == 0) {
+				status = (code & 0xff) << 8; /* a wait status: WEXITSTATUS() is the code */
+			} else {
+				reason = "exec-failed";
+				snprintf(msg, sizeof(msg), "pods/exec: %s", st.message ? st.message : strerror(-r));
+				k8s_status_clear(&st);
+			}
+			break;
+		}
+		if (r != -EAGAIN) {
+			reason = "exec-failed";
+			snprintf(msg, sizeof(msg), "pods/exec: %s", k8s_exec_error(s->kx));
+			break;
+		}
+		if (s->client_gone) {
+			reason = "disconnected";
+			break;
+		}
+		if (left <= 0) {
+			reason = "time-limit";
+			break;
+		}
+		if (poll(p, 3, (int)left) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents) {
+			reason = "shutdown";
+			break;
+		}
+		if (p[1].revents && !pump_input(s, &reason))
+			break;
+	}
+	if (reason && !strcmp(reason, "time-limit"))
+		snprintf(msg, sizeof(msg), "the session reached its limit of %u s and was ended", s->sh->o.limit_s);
+	else if (reason && !strcmp(reason, "shutdown"))
+		snprintf(msg, sizeof(msg), "the operator is shutting down");
+	else if (reason && strcmp(reason, "exec-failed"))
+		snprintf(msg, sizeof(msg), "%s", reason);
+	k8s_exec_free(s->kx);
+	s->kx = NULL;
+	audit(s, "exec-end", util_mono_ms() - t0, status, reason);
+	finish(s, status, reason, reason ? msg : NULL);
+}
+
 static void *session_main(void *arg)
 {
 	struct op_shell_session *s = arg;
@@ -890,6 +1045,10 @@ static void *session_main(void *arg)
 		audit(s, "exec-start", -1, -1, NULL);
 		audit(s, "exec-end", 0, -1, "bad-argv");
 		finish(s, -1, "bad-argv", err);
+		goto out;
+	}
+	if (s->k8s) {
+		k8s_session(s, t0, deadline);
 		goto out;
 	}
 	if (spawn(s, err, sizeof(err)) < 0) {

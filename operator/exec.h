@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "k8s.h"
 #include "runtime.h"
 
 #define OP_SHELL_MAX_SESSIONS_DEFAULT 16u
@@ -65,6 +66,15 @@ struct op_shell_params {
 	bool tty;
 	unsigned short cols, rows; /* tty; 0: 80x24 */
 	const char *term;          /* tty; NULL: xterm */
+	/* Kubernetes mode: the session runs through pods/exec of Pod
+	 * @k8s_pod (container "app") in @k8s_namespace over @k8s, a client
+	 * of the session's own (taken by op_shell_reserve() when it
+	 * succeeds), instead of runsc; target->replica is the Pod's replica
+	 * index (k8s-pods.c).  No cluster credential reaches the caller: the
+	 * operator's client speaks to the API server, the caller only to the
+	 * operator. */
+	struct k8s_client *k8s;
+	const char *k8s_namespace, *k8s_pod;
 };
 
 struct op_shell_session;

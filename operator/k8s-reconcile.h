@@ -252,6 +252,27 @@ void op_k8s_publisher_free(struct op_k8s_publisher *p);
 int op_k8s_publish(struct op_k8s_publisher *p, struct op_service *const *services, size_t n);
 void op_k8s_publisher_stats(const struct op_k8s_publisher *p, struct op_k8s_publish_stats *ret);
 
+/* ------------------------------------------------------------ k8s-pods.c */
+
+/* A Pod of a service, in its replica order (k8s-pods.c's head). */
+struct op_k8s_pod {
+	char name[254];
+	char created[40];           /* metadata.creationTimestamp */
+	bool ready;
+};
+
+/* A Pod is ready: phase Running, condition Ready True, not being
+ * deleted (the Web Shell's Pods, sandbox sessions). */
+bool op_k8s_pod_ready(const struct json_value *pod);
+
+/* The Pods of service @id of @org (and @project when not NULL) through
+ * @c, in replica order, only the ready ones when @ready_only: *ret
+ * (free()) and *ret_n; the namespace in @ret_ns (may be NULL).  The
+ * client's errors (k8s.h), -EINVAL, -ENOMEM. */
+int op_k8s_service_pods(struct k8s_client *c, const char *org, const char *project, const char *id, bool ready_only,
+			struct op_k8s_pod **ret, size_t *ret_n, char *ret_ns, size_t ns_size, struct k8s_status *st)
+	__attribute__((warn_unused_result));
+
 /* ------------------------------------------------------------ k8s-run.c */
 
 struct op_k8s_run_opts {
@@ -294,6 +315,9 @@ int op_k8s_run_start(const struct op_k8s_run_opts *opts, struct op_k8s_run **ret
  * freed with op_service_list_free()).  0, -EINVAL, -EALREADY, -ENOMEM. */
 int op_k8s_run_publish(struct op_k8s_run *r, int (*services)(void *ctx, struct op_service ***ret, size_t *ret_n),
 		       void *ctx);
+/* A new client of the run's configuration (a struct op_k8s_run as @run),
+ * for a caller's own thread (the Web Shell's sessions, logs). */
+int op_k8s_run_new_client(void *run, struct k8s_client **ret);
 /* Wakes the publisher (a struct op_k8s_run as @run): the store changed. */
 void op_k8s_run_kick(void *run);
 void op_k8s_run_publish_stats(struct op_k8s_run *r, struct op_k8s_publish_stats *ret);

@@ -121,6 +121,11 @@ static int new_client(struct op_k8s_run *r, struct k8s_client **ret)
 	return k8s_client_new(r->o.k8s_config ? r->o.k8s_config : r->cfg, &co, ret);
 }
 
+int op_k8s_run_new_client(void *run, struct k8s_client **ret)
+{
+	return run && ret ? new_client(run, ret) : -EINVAL;
+}
+
 /* The OpenAPI v3 documents of the group-versions the operator writes. */
 static int fetch_schemas(struct op_k8s_run *r, struct flash_schema_set **ret)
 {

@@ -19,6 +19,8 @@
 
 #include "get-cache.h"
 #include "json.h"
+#include "k8s-exec.h"
+#include "k8s-reconcile.h"
 #include "provider.h"
 #include "util.h"
 #include "websocket.h"
@@ -37,6 +39,9 @@ struct op_provider {
 	struct op_runtime *runtime; /* NULL: services stay admitted */
 	void (*kick)(void *ctx);    /* Kubernetes mode's publisher, or NULL */
 	void *kick_ctx;
+	/* Kubernetes mode's Pods (exec, logs): a new client each time. */
+	int (*k8s_client)(void *ctx, struct k8s_client **ret);
+	void *k8s_ctx;
 	/* Kubernetes mode: the FlashService's status, or NULL. */
 	int (*status_fn)(void *ctx, const struct op_service *s, struct op_service_status *ret);
 	void *status_ctx;
@@ -594,6 +599,14 @@ void op_provider_set_kick(struct op_provider *p, void (*kick)(void *ctx), void *
 	if (p) {
 		p->kick = kick;
 		p->kick_ctx = ctx;
+	}
+}
+
+void op_provider_set_k8s(struct op_provider *p, int (*new_client)(void *ctx, struct k8s_client **ret), void *ctx)
+{
+	if (p) {
+		p->k8s_client = new_client;
+		p->k8s_ctx = ctx;
 	}
 }
 
@@ -1436,6 +1449,32 @@ static void handle_usage(struct op_provider *p, const struct op_request *req, st
 		ret->status = 200;
 }
 
+/* Kubernetes mode: the Pods of the caller's service @id (k8s-pods.c), a
+ * client to use on them in *ret_client.  On failure the answer is
+ * written and false returned. */
+static bool k8s_pods(struct op_provider *p, const struct command *c, const char *id, bool ready_only,
+		     struct k8s_client **ret_client, struct op_k8s_pod **ret, size_t *ret_n, char *ns, size_t ns_size,
+		     struct op_response *resp)
+{
+	struct k8s_client *kc = NULL;
+	struct k8s_status st = { 0 };
+	int r = p->k8s_client(p->k8s_ctx, &kc);
+
+	if (r == 0)
+		r = op_k8s_service_pods(kc, c->org, c->project[0] ? c->project : NULL, id, ready_only, ret, ret_n, ns,
+					ns_size, &st);
+	if (r < 0) {
+		answer_error(resp, 503, "unavailable", "the Kubernetes API server did not list the pods of %s: %s", id,
+			     st.message ? st.message : strerror(-r));
+		resp->retry_after = p->o.retry_after ? p->o.retry_after : 2;
+		k8s_status_clear(&st);
+		k8s_client_free(kc);
+		return false;
+	}
+	*ret_client = kc;
+	return true;
+}
+
 /* ---------------------------------------------------------------- logs */
 
 #define LOGS_MAX_BYTES (1u << 20)
@@ -1532,6 +1571,145 @@ static bool answer_unless_visible(struct op_provider *p, const struct command *c
 	return visible;
 }
 
+struct k8s_log_acc {
+	struct util_buf b;
+	unsigned int replica;
+	char partial[16384];        /* a line not ended yet */
+	size_t plen;
+	bool oom;
+};
+
+/* A chunk of one Pod's log (timestamps=true: "TIME TEXT\n" lines) as
+ * "INDEX TIME combined TEXT\n" lines (op_runtime_logs()'s format; the
+ * kubelet's log API merges stdout and stderr). */
+static int k8s_log_sink(const void *buf, size_t len, void *userdata)
+{
+	struct k8s_log_acc *a = userdata;
+	const char *p = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] != '\n') {
+			if (a->plen < sizeof(a->partial) - 1)
+				a->partial[a->plen++] = p[i];
+			continue;
+		}
+		a->partial[a->plen] = '\0';
+		{
+			char *sp = strchr(a->partial, ' ');
+			char head[64];
+			int n;
+
+			if (sp) {
+				*sp = '\0';
+				n = snprintf(head, sizeof(head), "%u %s combined ", a->replica, a->partial);
+				if (n < 0 || (size_t)n >= sizeof(head) ||
+				    util_buf_append(&a->b, head, (size_t)n, 4 * LOGS_MAX_BYTES) < 0 ||
+				    util_buf_append(&a->b, sp + 1, strlen(sp + 1), 4 * LOGS_MAX_BYTES) < 0 ||
+				    util_buf_append(&a->b, "\n", 1, 4 * LOGS_MAX_BYTES) < 0) {
+					a->oom = true;
+					return -ENOMEM;
+				}
+			}
+		}
+		a->plen = 0;
+	}
+	return 0;
+}
+
+static int log_line_cmp(const void *x, const void *y)
+{
+	const char *a = *(char *const *)x, *b = *(char *const *)y;
+
+	return strcmp(strchr(a, ' ') + 1, strchr(b, ' ') + 1);
+}
+
+/* Kubernetes mode: pods/log of the service's Pods (replica @replica or
+ * all; since the RFC 3339 time @since when set, at most LOGS_MAX_BYTES
+ * each) merged by time, the newest lines that fit LOGS_MAX_BYTES, in
+ * *ret.  -EPIPE when the answer (an error) is written already. */
+static int k8s_logs(struct op_provider *p, const struct command *c, const char *id, int replica, const char *since,
+		    char **ret, struct op_response *resp)
+{
+	struct k8s_log_acc a = { 0 };
+	struct op_k8s_pod *pods = NULL;
+	struct k8s_client *kc = NULL;
+	char ns[OP_K8S_NAMESPACE_MAX + 1];
+	char **lines = NULL;
+	size_t n = 0, nl = 0, total = 0, first;
+	int r = 0;
+
+	if (!k8s_pods(p, c, id, false, &kc, &pods, &n, ns, sizeof(ns), resp))
+		return -EPIPE;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct k8s_log_opts lo = { .sz = sizeof(lo), .namespace = ns, .container = "app", .timestamps = true,
+					   .since_time = since, .limit_bytes = LOGS_MAX_BYTES };
+		struct k8s_status st = { 0 };
+
+		if (replica >= 0 && (size_t)replica != i)
+			continue;
+		a.replica = (unsigned int)i;
+		a.plen = 0;
+		r = k8s_pod_log(kc, pods[i].name, &lo, k8s_log_sink, &a, &st);
+		/* A Pod that went away or has not started: no lines. */
+		if (r == -ENOENT || r == -EINVAL)
+			r = 0;
+		k8s_status_clear(&st);
+	}
+	free(pods);
+	k8s_client_free(kc);
+	if (r < 0 || a.oom) {
+		free(a.b.p);
+		answer_error(resp, 503, "unavailable", "the Kubernetes API server did not give the logs of %s: %s", id,
+			     strerror(r < 0 ? -r : ENOMEM));
+		resp->retry_after = p->o.retry_after ? p->o.retry_after : 2;
+		return -EPIPE;
+	}
+	if (util_buf_append(&a.b, "", 1, SIZE_MAX) < 0) {
+		free(a.b.p);
+		return -ENOMEM;
+	}
+	/* Merged by time (stable within a Pod: its order), newest kept. */
+	for (char *l = a.b.p, *nlp; *l; l = nlp + 1) {
+		char **np = realloc(lines, (nl + 1) * sizeof(*np));
+
+		if (!np) {
+			free(lines);
+			free(a.b.p);
+			return -ENOMEM;
+		}
+		lines = np;
+		lines[nl++] = l;
+		nlp = strchr(l, '\n');
+		*nlp = '\0'; /* every line of the buffer ends with one */
+	}
+	if (nl)
+		qsort(lines, nl, sizeof(*lines), log_line_cmp);
+	first = nl;
+	while (first > 0 && total + strlen(lines[first - 1]) + 1 <= LOGS_MAX_BYTES)
+		total += strlen(lines[--first]) + 1;
+	{
+		char *out = malloc(total + 1), *w = out;
+
+		if (!out) {
+			free(lines);
+			free(a.b.p);
+			return -ENOMEM;
+		}
+		for (size_t i = first; i < nl; i++) {
+			size_t l = strlen(lines[i]);
+
+			memcpy(w, lines[i], l);
+			w[l] = '\n';
+			w += l + 1;
+		}
+		*w = '\0';
+		*ret = out;
+	}
+	free(lines);
+	free(a.b.p);
+	return 0;
+}
+
 /* GET /provider/v1/services/ID/logs[?replica=N][&since=TIME]: the newest
  * lines (at most LOGS_MAX_BYTES of them) of the replicas' stdout and
  * stderr, oldest first. */
@@ -1559,12 +1737,17 @@ static void handle_logs(struct op_provider *p, const struct op_request *req, str
 	}
 	if (!answer_unless_visible(p, c, id, ret))
 		return;
-	if (!p->runtime) {
+	if (!p->runtime && p->k8s_client) {
+		r = k8s_logs(p, c, id, replica, ss, &text, ret);
+		if (r == -EPIPE)
+			return; /* answered */
+	} else if (!p->runtime) {
 		answer_error(ret, 409, "no-runtime", "this operator runs no replicas (no runtime): service %s has no logs", id);
 		return;
+	} else {
+		/* Files are read outside the provider's lock. */
+		r = op_runtime_logs(p->runtime, id, replica, since, LOGS_MAX_BYTES, &text, NULL);
 	}
-	/* Files are read outside the provider's lock. */
-	r = op_runtime_logs(p->runtime, id, replica, since, LOGS_MAX_BYTES, &text, NULL);
 	if (r == -ENOENT) {
 		text = NULL;
 		r = 0;
@@ -1661,6 +1844,59 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 		}
 	if (!answer_unless_visible(p, c, id, ret))
 		return;
+	if (!p->runtime && p->k8s_client) {
+		struct op_k8s_pod *pods = NULL;
+		char ns[OP_K8S_NAMESPACE_MAX + 1];
+		size_t n = 0, all = 0;
+
+		memset(&t, 0, sizeof(t));
+		if (!k8s_pods(p, c, id, false, &sp.k8s, &pods, &all, ns, sizeof(ns), ret))
+			return;
+		/* Replica N is the Nth Pod in replica order; it must be ready. */
+		for (size_t i = 0; i < all; i++)
+			if (replica < 0 ? pods[i].ready : (int)i == replica) {
+				n = i + 1;
+				break;
+			}
+		if (!n) {
+			if (replica >= 0 && (size_t)replica >= all)
+				answer_error(ret, 404, "no-replica", "service %s has no replica %d", id, replica);
+			else if (replica >= 0)
+				answer_error(ret, 409, "not-ready", "replica %d of service %s is not ready", replica, id);
+			else
+				answer_error(ret, 409, "not-ready", "service %s has no ready replica to exec in yet", id);
+			free(pods);
+			k8s_client_free(sp.k8s);
+			return;
+		}
+		if (!pods[n - 1].ready) {
+			answer_error(ret, 409, "not-ready", "replica %d of service %s is not ready", replica, id);
+			free(pods);
+			k8s_client_free(sp.k8s);
+			return;
+		}
+		t.replica = (unsigned int)(n - 1);
+		snprintf(who, sizeof(who), "kid %s org %s project %s", flash_auth_token_kid(c->token), c->org, c->project);
+		sp.who = who;
+		sp.service_id = id;
+		sp.target = &t;
+		sp.argv = argc ? argv : NULL;
+		sp.argc = argc;
+		sp.argv_in_message = argv_q != NULL;
+		sp.tty = tty && !strcmp(tty, "1");
+		sp.cols = (unsigned short)cols;
+		sp.rows = (unsigned short)rows;
+		sp.term = term;
+		sp.k8s_namespace = ns;
+		sp.k8s_pod = pods[n - 1].name;
+		pthread_mutex_lock(&p->lock);
+		r = p->shell ? op_shell_reserve(p->shell, &sp, &ret->upgrade) : -ESHUTDOWN;
+		pthread_mutex_unlock(&p->lock);
+		free(pods);
+		if (r < 0)
+			k8s_client_free(sp.k8s);
+		goto reserved;
+	}
 	if (!p->runtime) {
 		answer_error(ret, 409, "no-runtime", "this operator runs no replicas (no runtime): service %s has none to exec in",
 			     id);
@@ -1686,6 +1922,7 @@ static void handle_exec(struct op_provider *p, const struct op_request *req, str
 	pthread_mutex_lock(&p->lock);
 	r = p->shell ? op_shell_reserve(p->shell, &sp, &ret->upgrade) : -ESHUTDOWN;
 	pthread_mutex_unlock(&p->lock);
+reserved:
 	if (r == -EBUSY) {
 		answer_error(ret, 429, "too-many-sessions", "the operator has its %u exec sessions open; try again later",
 			     p->o.exec_max_sessions ? p->o.exec_max_sessions : OP_SHELL_MAX_SESSIONS_DEFAULT);

@@ -91,6 +91,12 @@ void op_provider_set_runtime(struct op_provider *p, struct op_runtime *rt);
  * before the HTTP listeners start. */
 void op_provider_set_kick(struct op_provider *p, void (*kick)(void *ctx), void *ctx);
 
+/* Kubernetes mode: exec and logs go to the service's Pods through
+ * pods/exec and pods/log (k8s-pods.c), each request or session with a
+ * client @new_client(@ctx) makes (op_k8s_run_new_client()).  Set before
+ * the HTTP listeners start. */
+struct k8s_client;
+void op_provider_set_k8s(struct op_provider *p, int (*new_client)(void *ctx, struct k8s_client **ret), void *ctx);
 /* Kubernetes mode: "get" and "list" show @status(@ctx, s)'s view of each
  * service (op_k8s_run_service_status(): the FlashService's conditions and
  * a phase derived from them) instead of the store's phase; -ENOENT from

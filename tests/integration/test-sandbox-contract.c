@@ -20,10 +20,12 @@
  * failure leaves the sandbox working, gone afterwards); expires_at
  * enforced (END_EXPIRED, Exec refused).
  *
- * The gVisor image: BusyBox beside the host's /bin/bash and the libraries
- * ldd names (BusyBox has no bash applet), built by the runner process
+ * The image: BusyBox beside the host's /bin/bash and the libraries ldd
+ * names (BusyBox has no bash applet), built by the runner process
  * (PRE_ALL) under /tmp and removed after; every test's backend state and
- * cgroup parent are its own and removed even when it fails.
+ * cgroup parent are its own and removed even when it fails.  The
+ * Kubernetes backend's Pods are the fake API server's: each Pod's file
+ * system a copy of the image, its commands chroot'ed into it (root).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -48,12 +50,13 @@ static const struct flash_sandbox_backend_ops *B_OPS;
 static void *B;
 static bool skip_all;
 static char skip_why[256];
+static char image_dir[128];
 
 #ifdef SANDBOX_BACKEND_GVISOR
 #include "sandbox-gvisor.h"
 
 #define RUNSC "/usr/bin/runsc"
-static char image_dir[128], state_dir[128], cg_parent[64];
+static char state_dir[128], cg_parent[64];
 
 static int test_rootfs(void *ctx, const char *image, char **ret, char *err, size_t err_size)
 {
@@ -66,44 +69,19 @@ static int test_rootfs(void *ctx, const char *image, char **ret, char *err, size
 	return *ret ? 0 : -ENOMEM;
 }
 
-static void build_image(void)
+/* What the backend needs to run here; false with @why when it cannot. */
+static bool backend_prereq(char *why, size_t size)
 {
-	char cmd[2048];
-
-	snprintf(image_dir, sizeof(image_dir), "/tmp/sbx-contract-image-%d", getpid());
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; R=%s; rm -rf $R; mkdir -p $R/bin $R/root $R/tmp $R/etc $R/proc $R/dev $R/sys;"
-		 "cp /usr/bin/busybox $R/bin/busybox;"
-		 "for a in $(/usr/bin/busybox --list); do case $a in busybox|bash) ;; *) ln -s busybox $R/bin/$a;; esac; done;"
-		 "cp /bin/bash $R/bin/bash;"
-		 "for l in $(ldd /bin/bash | grep -o '/[^ ]*'); do mkdir -p $R$(dirname $l); cp -L $l $R$l; done",
-		 image_dir);
 	if (access(RUNSC, X_OK) < 0 || access("/usr/bin/busybox", X_OK) < 0) {
-		skip_all = true;
-		snprintf(skip_why, sizeof(skip_why), "no %s or /usr/bin/busybox: no gVisor sandbox to test",
+		snprintf(why, size, "no %s or /usr/bin/busybox: no gVisor sandbox to test",
 			 access(RUNSC, X_OK) < 0 ? RUNSC : "busybox");
-		return;
+		return false;
 	}
 	if (geteuid() != 0) {
-		skip_all = true;
-		snprintf(skip_why, sizeof(skip_why), "needs root (runsc, cgroups, network namespaces)");
-		return;
+		snprintf(why, size, "needs root (runsc, cgroups, network namespaces)");
+		return false;
 	}
-	if (system(cmd) != 0) {
-		skip_all = true;
-		snprintf(skip_why, sizeof(skip_why), "could not build the test image in %s", image_dir);
-	}
-}
-
-static void remove_image(void)
-{
-	char cmd[256];
-
-	if (image_dir[0]) {
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", image_dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", image_dir);
-	}
+	return true;
 }
 
 static void backend_open(unsigned int pool)
@@ -143,9 +121,121 @@ static bool backend_object_exists(const char *cid)
 	snprintf(cmd, sizeof(cmd), RUNSC " --root %s/runsc state %s >/dev/null 2>&1", state_dir, cid);
 	return system(cmd) == 0;
 }
+#elif defined(SANDBOX_BACKEND_K8S)
+#include "k8s-fake.h"
+#include "k8s.h"
+#include "render-test.h"
+#include "sandbox-k8s.h"
+
+/* The fake API server (tests/k8s-fake.c) with its Pod store; its exec
+ * endpoint runs each command chroot'ed into the Pod's copy of the image
+ * under an init that reaps orphans. */
+#define NS "sandboxes"
+static struct k8s_fake *fake;
+static struct flash_schema_set *schemas;
+static char pods_dir[128];
+
+static bool backend_prereq(char *why, size_t size)
+{
+	if (access("/usr/bin/busybox", X_OK) < 0) {
+		snprintf(why, size, "no /usr/bin/busybox: no image for the fake's Pods");
+		return false;
+	}
+	if (geteuid() != 0) {
+		snprintf(why, size, "needs root (the fake's exec chroots into each Pod's file system)");
+		return false;
+	}
+	return true;
+}
+
+static int new_client(void *ctx, struct k8s_client **ret)
+{
+	struct k8s_config cfg = { .server = (char *)k8s_fake_url(fake) };
+	struct k8s_client_opts co = { .sz = sizeof(co), .max_attempts = 1 };
+
+	(void)ctx;
+	return k8s_client_new(&cfg, &co, ret);
+}
+
+static void backend_open(unsigned int pool)
+{
+	struct k8s_fake_opts fo = { .sz = sizeof(fo), .pod_store = true, .pod_delete_ms = 200,
+				    .exec_rootfs = image_dir };
+	struct op_sandbox_k8s_opts o = {
+		.sz = sizeof(o), .namespace = NS, .runtime_class = "gvisor",
+		.net_setup_image = "registry.test/net-setup:1", .new_client = new_client,
+		.poll_ms = 20, .ready_timeout_ms = 10000, .reap_timeout_ms = 10000,
+	};
+
+	(void)pool;
+	snprintf(pods_dir, sizeof(pods_dir), "/tmp/sbx-contract-k8s-%d", getpid());
+	cr_assert(mkdir(pods_dir, 0700) == 0 || errno == EEXIST);
+	fo.exec_root = pods_dir;
+	ASSERT_OK(k8s_fake_new(&fo, &fake), "fake API server");
+	schemas = render_test_schema_set(true);
+	o.schemas = schemas;
+	ASSERT_OK(op_sandbox_k8s_new(&o, &B_OPS, &B, NULL), "Kubernetes backend");
+}
+
+static void backend_close(void)
+{
+	char cmd[256];
+
+	/* the provider freed the backend; the fake and its Pods' files */
+	k8s_fake_free(fake);
+	fake = NULL;
+	flash_schema_set_free(schemas);
+	schemas = NULL;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", pods_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", pods_dir);
+}
+
+/* The backend's own view: is Pod @cid in the API server's store? */
+static bool backend_object_exists(const char *cid)
+{
+	return k8s_fake_pod_exists(fake, NS, cid);
+}
 #else
-#error "build with -DSANDBOX_BACKEND_GVISOR (or the Kubernetes backend's define)"
+#error "build with -DSANDBOX_BACKEND_GVISOR or -DSANDBOX_BACKEND_K8S"
 #endif
+
+/* ---------------------------------------------------------- the image */
+
+/* BusyBox beside the host's /bin/bash and the libraries ldd names. */
+static void build_image(void)
+{
+	char cmd[2048];
+
+	snprintf(image_dir, sizeof(image_dir), "/tmp/sbx-contract-image-%d", getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; R=%s; rm -rf $R; mkdir -p $R/bin $R/root $R/tmp $R/etc $R/proc $R/dev $R/sys;"
+		 "cp /usr/bin/busybox $R/bin/busybox;"
+		 "for a in $(/usr/bin/busybox --list); do case $a in busybox|bash) ;; *) ln -s busybox $R/bin/$a;; esac; done;"
+		 "cp /bin/bash $R/bin/bash;"
+		 "for l in $(ldd /bin/bash | grep -o '/[^ ]*'); do mkdir -p $R$(dirname $l); cp -L $l $R$l; done",
+		 image_dir);
+	if (!backend_prereq(skip_why, sizeof(skip_why))) {
+		skip_all = true;
+		return;
+	}
+	if (system(cmd) != 0) {
+		skip_all = true;
+		snprintf(skip_why, sizeof(skip_why), "could not build the test image in %s", image_dir);
+	}
+}
+
+static void remove_image(void)
+{
+	char cmd[256];
+
+	if (image_dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", image_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", image_dir);
+	}
+}
+
 
 /* The runner builds the image once; the tests run in processes of their
  * own (re-executed), which learn what it made from the environment. */
@@ -677,6 +767,10 @@ Test(contract, reap_revokes_first_and_expiry_ends_sessions)
 }
 
 /* ---------------------------------------------------------- a dead sandbox */
+#ifndef SANDBOX_BACKEND_K8S
+/* Not over the Kubernetes backend here: the fake API server runs the Pod's
+ * commands on this host without the memory limit a runtime (gVisor's
+ * RuntimeClass) enforces, so nothing dies of its memory. */
 Test(contract, a_sandbox_over_its_memory_ends_failed)
 {
 	struct flash_sandbox_info info, e;
@@ -703,6 +797,7 @@ Test(contract, a_sandbox_over_its_memory_ends_failed)
 	cr_assert(!backend_object_exists(info.backend_id));
 	sbuf_reset(&out);
 }
+#endif
 
 #ifdef SANDBOX_BACKEND_GVISOR
 /* ---------------------------------------------------------- the warm pool (gVisor) */

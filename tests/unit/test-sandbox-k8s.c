@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The Kubernetes backend of sandbox sessions (operator/sandbox-k8s.c)
+ * under the provider of <flash/sandbox.h>, against the fake API server
+ * (tests/k8s-fake.c) with its Pod store and its exec endpoint, which runs
+ * the provider's in-sandbox scripts for real on this host (/bin/bash,
+ * setsid, tee, wc, cat, stat, chmod, mv, rm, tar): the operations of the
+ * contract (provision and its idempotence and race, exec with exit codes,
+ * env, stdin and the deadline, read, write, import, export, owned, reap
+ * waiting for the Pods to be gone, expiry) go through pods/exec and the
+ * Pod API as on a cluster.  Also: the Pod rendered (RuntimeClass,
+ * NodeSelector, Tolerations, ImagePullSecrets, the net-setup init
+ * container of a limited sandbox, the ownership label) and valid against
+ * the recorded OpenAPI schema, and malformed options refused.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <flash/diag.h>
+#include <flash/render.h>
+#include <flash/sandbox.h>
+#include <flash/spec.h>
+
+#include "diag.h"
+#include "helpers.h"
+#include "json.h"
+#include "k8s-fake.h"
+#include "k8s.h"
+#include "render-test.h"
+#include "sandbox-k8s.h"
+#include "util.h"
+
+#define NS "sandboxes"
+
+static struct k8s_fake *F;
+static struct flash_schema_set *SCHEMAS;
+static struct flash_sandbox_provider *P;
+static struct flash_spec *SPEC;
+static char DIR_[128];
+
+static int new_client(void *ctx, struct k8s_client **ret)
+{
+	struct k8s_config cfg = { .server = (char *)k8s_fake_url(F) };
+	struct k8s_client_opts co = { .sz = sizeof(co), .max_attempts = 1 };
+
+	(void)ctx;
+	return k8s_client_new(&cfg, &co, ret);
+}
+
+static void base_opts(struct op_sandbox_k8s_opts *o)
+{
+	*o = (struct op_sandbox_k8s_opts){
+		.sz = sizeof(*o), .namespace = NS, .runtime_class = "gvisor",
+		.node_selector = "flash.heterocloud.io/sandbox=true,kubernetes.io/arch=amd64",
+		.tolerations = "sandbox=true:NoSchedule,gpu:NoExecute", .image_pull_secrets = "regcred",
+		.net_setup_image = "registry.test/net-setup:1", .schemas = SCHEMAS, .new_client = new_client,
+		.poll_ms = 20, .ready_timeout_ms = 5000, .reap_timeout_ms = 5000,
+	};
+}
+
+static void setup(void)
+{
+	static const char spec[] = "{\"region\": \"heteronet-global\", \"image\": \"busybox\", \"cpu_millis\": 100, "
+				   "\"memory_mib\": 64, \"egress\": {\"mode\": \"internet\"}}";
+	struct k8s_fake_opts fo = { .sz = sizeof(fo), .pod_store = true, .pod_delete_ms = 300 };
+	struct op_sandbox_k8s_opts o;
+	const struct flash_sandbox_backend_ops *ops = NULL;
+	void *backend = NULL;
+	char root[160];
+
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(DIR_, sizeof(DIR_), "/tmp/test-sandbox-k8s-XXXXXX");
+	cr_assert(mkdtemp(DIR_));
+	snprintf(root, sizeof(root), "%s/pods", DIR_);
+	fo.exec_root = root;
+	ASSERT_OK(k8s_fake_new(&fo, &F), "fake API server");
+	SCHEMAS = render_test_schema_set(true);
+	base_opts(&o);
+	ASSERT_OK(op_sandbox_k8s_new(&o, &ops, &backend, NULL), "backend");
+	ASSERT_OK(flash_sandbox_provider_new(ops, backend, NULL, &P), "provider");
+	ASSERT_OK(flash_spec_parse(spec, sizeof(spec) - 1, NULL, &SPEC, NULL), "spec");
+}
+
+static void teardown(void)
+{
+	char cmd[300];
+
+	flash_sandbox_provider_free(P);
+	flash_spec_free(SPEC);
+	k8s_fake_free(F);
+	flash_schema_set_free(SCHEMAS);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", DIR_);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(sandbox_k8s, .init = setup, .fini = teardown);
+
+struct sbuf {
+	char *p;
+	size_t len;
+};
+
+static int to_buf(const void *d, size_t n, void *userdata)
+{
+	struct sbuf *b = userdata;
+
+	b->p = realloc(b->p, b->len + n + 1);
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+struct src {
+	const char *p;
+	size_t len, off;
+};
+
+static ssize_t from_src(void *buf, size_t cap, void *userdata)
+{
+	struct src *s = userdata;
+	size_t n = s->len - s->off < cap ? s->len - s->off : cap;
+
+	memcpy(buf, s->p + s->off, n);
+	s->off += n;
+	return (ssize_t)n;
+}
+
+static char *path(const char *name)
+{
+	static char buf[4][300];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", DIR_, name);
+	return buf[i];
+}
+
+/* ---------------------------------------------------------------- the Pod */
+
+Test(sandbox_k8s, the_pod_rendered_and_schema_valid)
+{
+	static const char spec[] = "{\"region\": \"heteronet-global\", \"image\": \"busybox:1.36\", \"cpu_millis\": 250, "
+				   "\"memory_mib\": 128, \"env\": {\"LANG\": \"C.UTF-8\"}, \"egress\": "
+				   "{\"mode\": \"restricted\", \"allowed_destination_cidrs\": [\"1.1.1.0/24\"]}}";
+	const struct flash_sandbox_backend_ops *ops = NULL;
+	struct flash_spec *sp = NULL;
+	struct op_sandbox_k8s_opts o;
+	struct flash_diag *d = NULL;
+	struct json_value *v = NULL;
+	void *backend = NULL;
+	char *text = NULL;
+	size_t len = 0;
+
+	base_opts(&o);
+	ASSERT_OK(op_sandbox_k8s_new(&o, &ops, &backend, NULL), "backend");
+	ASSERT_OK(flash_spec_parse(spec, sizeof(spec) - 1, NULL, &sp, NULL), "spec");
+	ASSERT_OK(op_sandbox_k8s_pod(backend, "sess-r", sp, 60, 1796205600, &text, &len), "pod");
+	ASSERT_OK(flash_diag_new(&d), "diag");
+	{
+		int r = flash_schema_validate_object(SCHEMAS, text, len, d);
+
+		cr_assert_eq(r, 0, "the Pod is valid against core/v1's schema: %s",
+			     flash_diag_count(d) ? flash_diag_get(d, 0)->message : "");
+	}
+	ASSERT_OK(json_parse(text, len, NULL, &v, NULL), "JSON");
+	ASSERT_STREQ(json_string_value(json_at(v, "metadata.name")), "sbx-sess-r", "name");
+	ASSERT_STREQ(json_string_value(json_get(json_at(v, "metadata.labels"), FLASH_SANDBOX_LABEL)), "sess-r",
+		     "ownership label");
+	ASSERT_STREQ(json_string_value(json_get(json_at(v, "metadata.annotations"),
+						"flash.heterocloud.io/sandbox-expires-at")),
+		     "1796205660", "expires_at");
+	ASSERT_STREQ(json_string_value(json_at(v, "spec.runtimeClassName")), "gvisor", "RuntimeClass");
+	ASSERT_STREQ(json_string_value(json_get(json_at(v, "spec.nodeSelector"), "kubernetes.io/arch")), "amd64",
+		     "NodeSelector");
+	{
+		const struct json_value *t = json_at(v, "spec.tolerations");
+
+		cr_assert_eq(t->u.array.n, 2, "two tolerations");
+		ASSERT_STREQ(json_string_value(json_get(t->u.array.items[0], "operator")), "Equal", "with a value");
+		ASSERT_STREQ(json_string_value(json_get(t->u.array.items[0], "effect")), "NoSchedule", "effect");
+		ASSERT_STREQ(json_string_value(json_get(t->u.array.items[1], "operator")), "Exists", "without");
+	}
+	ASSERT_STREQ(json_string_value(json_get(json_at(v, "spec.imagePullSecrets")->u.array.items[0], "name")),
+		     "regcred", "ImagePullSecrets");
+	{
+		const struct json_value *ic = json_at(v, "spec.initContainers")->u.array.items[0];
+		const struct json_value *cmd = json_get(ic, "command");
+
+		ASSERT_STREQ(json_string_value(json_get(ic, "image")), "registry.test/net-setup:1", "NetSetupImage");
+		ASSERT_STREQ(json_string_value(cmd->u.array.items[cmd->u.array.n - 1]), "1.1.1.0/24",
+			     "the allowed destination kept");
+		cr_assert_not_null(strstr(json_string_value(cmd->u.array.items[2]), "route flush"), "routes flushed");
+	}
+	ASSERT_STREQ(json_string_value(json_get(json_at(v, "spec.containers")->u.array.items[0], "image")),
+		     "busybox:1.36", "the spec's image");
+	json_free(v);
+	free(text);
+	/* An internet sandbox has no init container. */
+	ASSERT_OK(op_sandbox_k8s_pod(backend, "sess-i", SPEC, 60, 1796205600, &text, &len), "pod");
+	ASSERT_OK(json_parse(text, len, NULL, &v, NULL), "JSON");
+	cr_assert_null(json_at(v, "spec.initContainers"), "no net-setup for egress internet");
+	json_free(v);
+	free(text);
+	flash_diag_free(d);
+	flash_spec_free(sp);
+	ops->free(backend);
+}
+
+Test(sandbox_k8s, malformed_options_refused)
+{
+	static const struct {
+		const char *field, *value, *path;
+	} bad[] = {
+		{ "node_selector", "no-equals", "nodeSelector" },
+		{ "node_selector", "a=b,", "nodeSelector" },
+		{ "node_selector", "Bad Key=v", "nodeSelector" },
+		{ "tolerations", "key:Sometimes", "tolerations" },
+		{ "tolerations", "=v", "tolerations" },
+		{ "image_pull_secrets", "Not_A_Name", "imagePullSecrets" },
+		{ "runtime_class", "UPPER", "runtimeClass" },
+		{ "net_setup_image", "has space", "netSetupImage" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		const struct flash_sandbox_backend_ops *ops = NULL;
+		struct op_sandbox_k8s_opts o;
+		struct diag *d = NULL;
+		void *backend = NULL;
+
+		base_opts(&o);
+		if (!strcmp(bad[i].field, "node_selector"))
+			o.node_selector = bad[i].value;
+		else if (!strcmp(bad[i].field, "tolerations"))
+			o.tolerations = bad[i].value;
+		else if (!strcmp(bad[i].field, "image_pull_secrets"))
+			o.image_pull_secrets = bad[i].value;
+		else if (!strcmp(bad[i].field, "runtime_class"))
+			o.runtime_class = bad[i].value;
+		else
+			o.net_setup_image = bad[i].value;
+		ASSERT_OK(diag_new(&d), "diag");
+		cr_assert_eq(op_sandbox_k8s_new(&o, &ops, &backend, d), -EINVAL, "%s \"%s\" refused", bad[i].field,
+			     bad[i].value);
+		cr_assert_eq(diag_errors(d), 1, "one problem named");
+		ASSERT_STREQ(diag_get(d, 0)->path, bad[i].path, "the option named");
+		diag_free(d);
+	}
+}
+
+/* ---------------------------------------------------------------- provision */
+
+struct racer {
+	const char *id;
+	struct flash_sandbox_info info;
+	int r;
+};
+
+static void *race(void *arg)
+{
+	struct racer *x = arg;
+
+	x->r = flash_sandbox_provision(P, x->id, SPEC, 60, &x->info, NULL);
+	return NULL;
+}
+
+Test(sandbox_k8s, provision_is_idempotent_and_a_race_converges)
+{
+	struct flash_sandbox_info a, b;
+	struct racer r1 = { .id = "sess-race" }, r2 = { .id = "sess-race" };
+	pthread_t t1, t2;
+	time_t now = time(NULL);
+
+	ASSERT_OK(flash_sandbox_provision(P, "sess-1", SPEC, 60, &a, NULL), "provision");
+	cr_assert(!a.adopted, "made");
+	ASSERT_STREQ(a.backend_id, "sbx-sess-1", "the Pod's name, informative");
+	cr_assert(a.expires_at >= now + 59 && a.expires_at <= now + 62, "expires_at from the ttl");
+	ASSERT_OK(flash_sandbox_provision(P, "sess-1", SPEC, 60, &b, NULL), "again");
+	cr_assert(b.adopted, "adopted the first");
+	cr_assert_eq(k8s_fake_pod_count(F), 1, "one Pod");
+	cr_assert_eq(pthread_create(&t1, NULL, race, &r1), 0);
+	cr_assert_eq(pthread_create(&t2, NULL, race, &r2), 0);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	ASSERT_OK(r1.r, "racer 1");
+	ASSERT_OK(r2.r, "racer 2");
+	cr_assert_eq(k8s_fake_pod_count(F), 2, "the racers converged on one Pod");
+	cr_assert(r1.info.adopted || r2.info.adopted, "the loser adopted the winner's");
+	ASSERT_STREQ(r1.info.backend_id, r2.info.backend_id, "the same Pod");
+	ASSERT_OK(flash_sandbox_info(P, "sess-race", &a), "info");
+	cr_assert_eq(a.end, FLASH_SANDBOX_LIVE, "live");
+	ASSERT_ERR(flash_sandbox_info(P, "nobody", &a), -ENOENT, "no such session");
+}
+
+/* ---------------------------------------------------------------- exec */
+
+static int run(const char *const *argv, const char *const *env, uint32_t timeout_ms, const char *in, struct sbuf *out,
+	       struct sbuf *err, struct flash_sandbox_exec_result *res)
+{
+	struct src s = { in, in ? strlen(in) : 0, 0 };
+	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .env = env, .timeout_ms = timeout_ms,
+		   .stdout_fn = to_buf, .stdout_userdata = out, .stderr_fn = to_buf, .stderr_userdata = err);
+
+	if (in) {
+		o.stdin_fn = from_src;
+		o.stdin_userdata = &s;
+	}
+	return flash_sandbox_exec(P, "sess-x", &o, res);
+}
+
+Test(sandbox_k8s, exec_exit_codes_env_stdin_and_deadline)
+{
+	struct flash_sandbox_info info;
+	struct flash_sandbox_exec_result res;
+	struct sbuf out = { 0 }, err = { 0 };
+	const char *a1[] = { "/bin/sh", "-c", "echo to-err >&2; exit 3", NULL };
+	const char *a2[] = { "/usr/bin/printf", "[%s]", "a b", "", "c'd\"e", "$HOME", NULL };
+	const char *a3[] = { "/bin/cat", NULL };
+	const char *a4[] = { "/bin/sh", "-c", "echo \"$FOO\"", NULL };
+	const char *a5[] = { "/bin/sh", "-c", "echo started; sleep 30", NULL };
+	const char *env[] = { "FOO=bar baz", NULL };
+	int64_t t0;
+
+	ASSERT_OK(flash_sandbox_provision(P, "sess-x", SPEC, 60, &info, NULL), "provision");
+	ASSERT_OK(run(a1, NULL, 0, NULL, &out, &err, &res), "exit 3");
+	cr_assert_eq(res.exit_code, 3);
+	cr_assert(!res.timed_out);
+	cr_assert_str_eq(err.p, "to-err\n", "stderr \"%s\"", err.p);
+	free(err.p);
+	err = (struct sbuf){ 0 };
+	ASSERT_OK(run(a2, NULL, 0, NULL, &out, &err, &res), "argv");
+	cr_assert_str_eq(out.p, "[a b][][c'd\"e][$HOME]", "the exact argv: %s", out.p);
+	free(out.p);
+	out = (struct sbuf){ 0 };
+	ASSERT_OK(run(a3, NULL, 0, "line one\nline two", &out, &err, &res), "stdin");
+	cr_assert_str_eq(out.p, "line one\nline two", "stdin through pods/exec, then its end");
+	free(out.p);
+	out = (struct sbuf){ 0 };
+	ASSERT_OK(run(a4, env, 0, NULL, &out, &err, &res), "env");
+	cr_assert_str_eq(out.p, "bar baz\n", "env applied: %s", out.p);
+	free(out.p);
+	out = (struct sbuf){ 0 };
+	t0 = util_mono_ms();
+	ASSERT_OK(run(a5, NULL, 300, NULL, &out, &err, &res), "deadline");
+	cr_assert(res.timed_out, "timed out (exit %d)", res.exit_code);
+	cr_assert_lt(util_mono_ms() - t0, 5000, "at the deadline");
+	cr_assert_str_eq(out.p, "started\n");
+	free(out.p);
+	free(err.p);
+	{
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = a1);
+
+		ASSERT_ERR(flash_sandbox_exec(P, "nobody", &o, &res), -ENOENT, "no such session");
+	}
+}
+
+/* ---------------------------------------------------------------- files */
+
+Test(sandbox_k8s, write_read_import_export)
+{
+	struct flash_sandbox_info info;
+	struct flash_diag *diag = NULL;
+	struct sbuf got = { 0 }, t = { 0 };
+	struct src s;
+	uint64_t size = 0, written = 0;
+	char data[3000], cmd[1200];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)(i * 7);
+	ASSERT_OK(flash_sandbox_provision(P, "sess-f", SPEC, 60, &info, NULL), "provision");
+	s = (struct src){ data, sizeof(data), 0 };
+	ASSERT_OK(flash_sandbox_write(P, "sess-f", path("blob"), from_src, &s, &written), "write");
+	cr_assert_eq(written, sizeof(data), "byte-counted");
+	cr_assert_eq(stat(path("blob"), &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0644, "a new file is 0644");
+	ASSERT_OK(flash_sandbox_read(P, "sess-f", path("blob"), 0, to_buf, &got, &size), "read");
+	cr_assert_eq(size, sizeof(data));
+	cr_assert(got.len == sizeof(data) && !memcmp(got.p, data, sizeof(data)), "binary-safe round trip");
+	free(got.p);
+	got = (struct sbuf){ 0 };
+	ASSERT_ERR(flash_sandbox_read(P, "sess-f", path("blob"), 100, to_buf, &got, &size), -EFBIG, "size gate");
+	cr_assert_eq(size, sizeof(data), "the size found");
+	cr_assert_null(got.p, "no byte sent before the gate");
+	/* A tar imported, then the directory exported. */
+	ASSERT_OK(flash_diag_new(&diag), "diag");
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/src/proj/sub %s/dst && echo one > %s/src/proj/a && "
+		 "echo two > %s/src/proj/sub/b && tar -C %s/src -cf %s/in.tar proj", DIR_, DIR_, DIR_, DIR_, DIR_, DIR_);
+	cr_assert_eq(system(cmd), 0);
+	{
+		FILE *fp = fopen(path("in.tar"), "rb");
+		char buf[4096];
+		size_t n;
+
+		cr_assert(fp);
+		while ((n = fread(buf, 1, sizeof(buf), fp)) > 0)
+			to_buf(buf, n, &t);
+		fclose(fp);
+	}
+	s = (struct src){ t.p, t.len, 0 };
+	ASSERT_OK(flash_sandbox_import(P, "sess-f", path("dst"), from_src, &s, diag), "import");
+	cr_assert_eq(access(path("dst/proj/sub/b"), R_OK), 0, "extracted");
+	free(t.p);
+	t = (struct sbuf){ 0 };
+	ASSERT_OK(flash_sandbox_export(P, "sess-f", path("dst/proj"), to_buf, &t), "export");
+	cr_assert_gt(t.len, 512, "a tar stream");
+	cr_assert_not_null(memmem(t.p, t.len, "proj/sub/b", 10), "members under the root's base name");
+	free(t.p);
+	flash_diag_free(diag);
+}
+
+/* ---------------------------------------------------------------- owned, reap, expiry */
+
+Test(sandbox_k8s, owned_reap_waits_until_gone_and_expiry)
+{
+	struct flash_sandbox_info info;
+	struct flash_sandbox_exec_result res;
+	const char *a1[] = { "/bin/true", NULL };
+	char **ids = NULL;
+	size_t n = 0;
+	int64_t t0;
+
+	ASSERT_OK(flash_sandbox_provision(P, "sess-a", SPEC, 60, &info, NULL), "a");
+	ASSERT_OK(flash_sandbox_provision(P, "sess-b", SPEC, 60, &info, NULL), "b");
+	ASSERT_OK(flash_sandbox_owned(P, &ids, &n), "owned");
+	cr_assert_eq(n, 2, "two sessions own Pods");
+	cr_assert((!strcmp(ids[0], "sess-a") && !strcmp(ids[1], "sess-b")) ||
+		  (!strcmp(ids[0], "sess-b") && !strcmp(ids[1], "sess-a")));
+	flash_sandbox_ids_free(ids, n);
+	t0 = util_mono_ms();
+	ASSERT_OK(flash_sandbox_reap(P, "sess-a"), "reap");
+	cr_assert_geq(util_mono_ms() - t0, 250, "waited for the Pod to be gone, not only terminating");
+	cr_assert_eq(k8s_fake_pod_count(F), 1, "gone from the store");
+	ASSERT_ERR(flash_sandbox_info(P, "sess-a", &info), -ENOENT, "no session");
+	{
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = a1);
+
+		ASSERT_ERR(flash_sandbox_exec(P, "sess-a", &o, &res), -ENOENT, "no exec after the reap");
+	}
+	ASSERT_OK(flash_sandbox_reap(P, "sess-a"), "a reap of nothing");
+	/* The delete was by name after a select by label, with grace 0. */
+	{
+		bool seen = false;
+
+		for (size_t i = 0; i < k8s_fake_requests(F); i++) {
+			struct k8s_fake_request rq = { 0 };
+			char buf[16];
+
+			ASSERT_OK(k8s_fake_request_get(F, i, &rq), "request");
+			if (!strcmp(rq.method, "DELETE")) {
+				ASSERT_STREQ(rq.path, "/api/v1/namespaces/" NS "/pods/sbx-sess-a", "the Pod selected");
+				ASSERT_STREQ(k8s_fake_query_arg(&rq, "gracePeriodSeconds", buf, sizeof(buf)), "0",
+					     "grace 0");
+				seen = true;
+			}
+			k8s_fake_request_clear(&rq);
+		}
+		cr_assert(seen, "a DELETE was sent");
+	}
+	/* Expiry: a 1 s session is ended (and reaped) when seen after. */
+	ASSERT_OK(flash_sandbox_provision(P, "sess-e", SPEC, 1, &info, NULL), "short");
+	usleep(1100000);
+	ASSERT_OK(flash_sandbox_info(P, "sess-e", &info), "info");
+	cr_assert_eq(info.end, FLASH_SANDBOX_END_EXPIRED, "expired");
+	cr_assert_eq(k8s_fake_pod_count(F), 1, "its Pod reaped when seen expired");
+	ASSERT_OK(flash_sandbox_info(P, "sess-e", &info), "still answered");
+	cr_assert_eq(info.end, FLASH_SANDBOX_END_EXPIRED, "as ended");
+	{
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = a1);
+
+		ASSERT_ERR(flash_sandbox_exec(P, "sess-e", &o, &res), -FLASH_E_SANDBOX_ENDED, "exec of an ended session");
+	}
+	ASSERT_OK(flash_sandbox_reap(P, "sess-e"), "reap the ended session");
+	ASSERT_ERR(flash_sandbox_info(P, "sess-e", &info), -ENOENT, "forgotten after its reap");
+}
