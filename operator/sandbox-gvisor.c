@@ -43,7 +43,6 @@ struct gv {
 	int (*rootfs)(void *ctx, const char *image, char **ret_path, char *err, size_t err_size);
 	void *rootfs_ctx;
 	struct op_image_settings registry;
-	pthread_mutex_t image_lock;  /* one unpack at a time */
 	unsigned int interval_ms, pool_size;
 	uint32_t pool_cpu, pool_mem;
 	struct flash_spec *pool_spec;
@@ -625,6 +624,7 @@ int op_sandbox_image_rootfs(void *ctx, const char *image, char **ret_path, char 
 	struct flash_image *img = NULL;
 	struct flash_diag *diag = NULL;
 	struct stat st;
+	unsigned int nonce;
 	int r;
 
 	if (!store)
@@ -643,25 +643,26 @@ int op_sandbox_image_rootfs(void *ctx, const char *image, char **ret_path, char 
 	}
 	if (r < 0)
 		goto fail;
+	/* Pulled and unpacked under a name of this call's own, then renamed
+	 * into place: no lock is held across the registry's I/O, and of two
+	 * callers preparing the same image the second rename finds the
+	 * first's tree there and drops its own.  flash_image_unpack() makes
+	 * the directory itself (it refuses one that exists). */
+	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+		nonce = (unsigned int)util_mono_ms();
 	if (asprintf(&dir, "%s/images/%s", g->dir, flash_image_digest(img) + strlen("sha256:")) < 0 ||
-	    asprintf(&tmp, "%s.tmp", dir) < 0) {
+	    asprintf(&tmp, "%s.tmp-%d-%08x", dir, (int)getpid(), nonce) < 0) {
 		r = -ENOMEM;
 		goto out;
 	}
-	pthread_mutex_lock(&g->image_lock);
 	if (stat(dir, &st) < 0) {
-		op_remove_tree(tmp);
 		r = flash_image_pull(img, diag);
-		if (r == 0)
-			r = util_mkdir_p(tmp, 0755);
 		if (r == 0)
 			r = flash_image_unpack(img, tmp, NULL, diag);
 		if (r == 0 && rename(tmp, dir) < 0)
-			r = -errno;
-		if (r < 0)
-			op_remove_tree(tmp);
+			r = (errno == ENOTEMPTY || errno == EEXIST) && stat(dir, &st) == 0 ? 0 : -errno;
+		op_remove_tree(tmp);
 	}
-	pthread_mutex_unlock(&g->image_lock);
 	if (r < 0)
 		goto fail;
 	*ret_path = TAKE_PTR(dir);
@@ -960,7 +961,6 @@ static void gv_free(void *backend)
 	for (unsigned int i = 0; i < g->idle; i++)
 		(void)teardown(g, g->pool[i]);
 	pthread_mutex_destroy(&g->lock);
-	pthread_mutex_destroy(&g->image_lock);
 	pthread_cond_destroy(&g->cond);
 	flash_spec_free(g->pool_spec);
 	free(g->dir);
@@ -1002,7 +1002,6 @@ int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struc
 	g->runsc = strdup(opts->runsc ? opts->runsc : "/usr/bin/runsc");
 	g->runsc_root = pjoin(opts->dir, "runsc");
 	g->cgroup_parent = strdup(opts->cgroup_parent ? opts->cgroup_parent : OP_SANDBOX_CGROUP_PARENT_DEFAULT);
-	pthread_mutex_init(&g->image_lock, NULL);
 	g->rootfs = opts->rootfs ? opts->rootfs : op_sandbox_image_rootfs;
 	g->rootfs_ctx = opts->rootfs ? opts->rootfs_ctx : g;
 	if (opts->registry)
