@@ -184,11 +184,13 @@ int op_exec_stream(const struct op_exec *e, const struct op_exec_io *io, int *re
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, err[2] = { -1, -1 };
 	char inbuf[16384];
 	size_t in_len = 0, in_off = 0;
+	uint64_t kill_at;
 	int status = 0, r = 0;
 	pid_t pid, parent;
 
 	if (!e || !e->argv || !e->argv[0] || !io || !ret_status)
 		return -EINVAL;
+	kill_at = io->kill_fn ? io->kill_at_ms : 0;
 	if ((io->stdin_fn && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
 		r = -errno;
 		goto out;
@@ -212,6 +214,11 @@ int op_exec_stream(const struct op_exec *e, const struct op_exec_io *io, int *re
 				       { .fd = in[1], .events = POLLOUT } };
 		int timeout = -1;
 
+		if (kill_at && (int64_t)kill_at <= now_ms()) {
+			unsigned int again = io->kill_fn(io->kill_userdata);
+
+			kill_at = again ? (uint64_t)now_ms() + again : 0;
+		}
 		if (io->deadline_ms) {
 			int64_t left = (int64_t)io->deadline_ms - now_ms();
 
@@ -220,6 +227,13 @@ int op_exec_stream(const struct op_exec *e, const struct op_exec_io *io, int *re
 				break;
 			}
 			timeout = left > INT32_MAX ? INT32_MAX : (int)left;
+		}
+		if (kill_at) {
+			int64_t left = (int64_t)kill_at - now_ms();
+
+			left = left < 0 ? 0 : left;
+			if (timeout < 0 || left < timeout)
+				timeout = (int)(left > INT32_MAX ? INT32_MAX : left);
 		}
 		if (poll(p, 3, timeout) < 0) {
 			if (errno == EINTR)

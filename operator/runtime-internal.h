@@ -38,6 +38,13 @@ struct op_exec_io {
 	int (*stderr_fn)(const void *buf, size_t len, void *userdata); /* NULL: discarded */
 	void *stderr_userdata;
 	uint64_t deadline_ms;      /* CLOCK_MONOTONIC ms; 0: none (e->timeout_ms is not used) */
+	/* At kill_at_ms (CLOCK_MONOTONIC; 0: never) kill_fn is called (it
+	 * ends what the child runs, the child itself left to exit and be
+	 * read to its end until deadline_ms); a return > 0 asks for another
+	 * call that many ms later, 0 for none. */
+	uint64_t kill_at_ms;
+	unsigned int (*kill_fn)(void *userdata);
+	void *kill_userdata;
 };
 
 /* Runs @e (its argv, envp and private_proc_sys_net; not its input or

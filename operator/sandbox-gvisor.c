@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -830,6 +831,200 @@ static int gv_exec(void *backend, const char *sid, const struct flash_sandbox_ex
 	return 0;
 }
 
+/* ---------------------------------------------------------------- native exec */
+
+/* How long past the command's deadline runsc exec has to report the
+ * killed command's status before it is killed itself (-ETIMEDOUT). */
+#define NATIVE_GRACE_MS 5000
+/* Bytes of stderr kept to read runsc's own complaint when the command
+ * could not be started. */
+#define NATIVE_ERR_MAX 512
+
+struct native {
+	struct gv *g;
+	const char *cid, *pidfile;
+	int64_t give_up_ms;        /* no pid file by then: no kill from inside */
+	bool killed;               /* the deadline's kill was sent */
+	flash_sandbox_sink_fn err; /* the caller's stderr */
+	void *err_ud;
+	char err_text[NATIVE_ERR_MAX + 1];
+	size_t err_len;
+};
+
+/* The command's pid inside the sandbox: runsc exec writes it
+ * (--internal-pid-file) once the process started and before it waits for
+ * it; 0 while there is none. */
+static unsigned long native_pid(const char *pidfile)
+{
+	char *text = NULL;
+	unsigned long v = 0;
+
+	if (util_read_file(pidfile, 64, &text, NULL) == 0) {
+		v = strtoul(text, NULL, 10);
+		if (v >= 1u << 22)
+			v = 0;
+		free(text);
+	}
+	return v;
+}
+
+/* At the deadline: SIGKILL to the command's whole process group (its pid,
+ * as runsc exec makes every process the leader of a new session and
+ * group), sent by the image contract's bash in a runsc exec of its own (no
+ * member of that group; runsc kill --pid signals one process only); the
+ * leader alone when that bash cannot run.  A command not yet started is
+ * waited for (again in 10 ms) until give_up_ms. */
+static unsigned int native_kill(void *userdata)
+{
+	struct native *n = userdata;
+	unsigned long pid = native_pid(n->pidfile);
+	char pidbuf[24], err[256];
+
+	if (!pid)
+		return util_mono_ms() < n->give_up_ms ? 10 : 0;
+	snprintf(pidbuf, sizeof(pidbuf), "%lu", pid);
+	n->killed = true;
+	if (runsc(n->g, (const char *const[]){ "exec", n->cid, "/bin/bash", "-c",
+					       "kill -s KILL -- -\"$1\" 2>/dev/null; exit 0", "flash-sandbox-kill", pidbuf,
+					       NULL }, NULL, err, sizeof(err)) < 0)
+		(void)runsc(n->g, (const char *const[]){ "kill", "--pid", pidbuf, n->cid, "KILL", NULL }, NULL, err,
+			    sizeof(err));
+	return 0;
+}
+
+/* The caller's stderr, its first bytes kept: when the command could not
+ * be started they are runsc's complaint. */
+static int native_stderr(const void *buf, size_t len, void *userdata)
+{
+	struct native *n = userdata;
+	size_t k = len < NATIVE_ERR_MAX - n->err_len ? len : NATIVE_ERR_MAX - n->err_len;
+
+	memcpy(n->err_text + n->err_len, buf, k);
+	n->err_len += k;
+	n->err_text[n->err_len] = '\0';
+	return n->err ? n->err(buf, len, n->err_ud) : 0;
+}
+
+/*
+ * exec_native: `runsc exec` straight to the command, its process spec
+ * given on the command line (argv after the container id, exactly; --env,
+ * --cwd); gVisor makes the process the leader of a new session and
+ * process group.  The deadline is enforced from here (native_kill); the
+ * command's status is runsc exec's.  runsc exec's own failure (status 128
+ * with no pid file written: the process never started) is told apart from
+ * a command exiting 128 and turned into what a shell would say.
+ */
+static int gv_exec_native(void *backend, const char *sid, const struct flash_sandbox_exec_io *io,
+			  struct flash_sandbox_exec_result *ret)
+{
+	struct gv *g = backend;
+	struct native n = { .g = g, .err = io->stderr_fn, .err_ud = io->stderr_userdata };
+	struct rec rc;
+	const char **argv = NULL;
+	char *pidfile = NULL;
+	size_t k = 0, na = 0, ne = 0;
+	uint64_t b = 0;
+	int64_t start = util_mono_ms();
+	int status = 0, code, r;
+
+	r = rec_find(g, sid, &rc);
+	if (r < 0)
+		return r == -ENOENT ? (ended_load(g, sid, &(struct flash_sandbox_info){ 0 }) == 0 ?
+				       -FLASH_E_SANDBOX_ENDED : -ENOENT) : r;
+	if (rc.expires_at <= time(NULL))
+		return -FLASH_E_SANDBOX_ENDED;
+	while (io->argv[na])
+		na++;
+	while (io->env && io->env[ne])
+		ne++;
+	if (getrandom(&b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		b = (uint64_t)start ^ (uint64_t)(uintptr_t)&n;
+	if (asprintf(&pidfile, "%s/sessions/%s/exec-%016" PRIx64 ".pid", g->dir, rc.cid, b) < 0)
+		return -ENOMEM;
+	argv = calloc(na + 2 * ne + 12, sizeof(*argv));
+	if (!argv) {
+		free(pidfile);
+		return -ENOMEM;
+	}
+	argv[k++] = g->runsc;
+	argv[k++] = "--root";
+	argv[k++] = g->runsc_root;
+	argv[k++] = "exec";
+	argv[k++] = "--internal-pid-file";
+	argv[k++] = pidfile;
+	if (io->cwd) {
+		argv[k++] = "--cwd";
+		argv[k++] = io->cwd;
+	}
+	for (size_t i = 0; i < ne; i++) {
+		argv[k++] = "--env";
+		argv[k++] = io->env[i];
+	}
+	argv[k++] = rc.cid;
+	for (size_t i = 0; i < na; i++)
+		argv[k++] = io->argv[i];
+	argv[k] = NULL;
+	n.cid = rc.cid;
+	n.pidfile = pidfile;
+	{
+		struct op_exec e = { .argv = argv };
+		struct op_exec_io x = {
+			.stdin_fn = io->stdin_fn,
+			.stdin_userdata = io->stdin_userdata,
+			.stdout_fn = io->stdout_fn,
+			.stdout_userdata = io->stdout_userdata,
+			.stderr_fn = native_stderr,
+			.stderr_userdata = &n,
+		};
+
+		if (io->timeout_ms) {
+			x.kill_at_ms = (uint64_t)start + io->timeout_ms;
+			x.deadline_ms = x.kill_at_ms + NATIVE_GRACE_MS;
+			x.kill_fn = native_kill;
+			x.kill_userdata = &n;
+			n.give_up_ms = (int64_t)x.deadline_ms;
+		}
+		r = op_exec_stream(&e, &x, &status);
+	}
+	if (r == -ETIMEDOUT && io->timeout_ms) {
+		/* the deadline passed and runsc exec did not report within the
+		 * grace (killed by op_exec_stream()) */
+		ret->timed_out = true;
+		ret->exit_code = -1;
+		r = 0;
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (code == 128) {
+		/* runsc's own failure status (or the command's 128) */
+		char st[32];
+
+		if (runsc_status(g, rc.cid, st, sizeof(st)) < 0 || strcmp(st, "running") != 0)
+			r = -FLASH_E_SANDBOX_ENDED; /* the sandbox stopped */
+		else if (native_pid(pidfile))
+			; /* the command ran: its own status */
+		else if (strstr(n.err_text, "initial working directory"))
+			code = 1;
+		else if (strstr(n.err_text, "no such file or directory"))
+			code = 127;
+		else if (strstr(n.err_text, "failed to load"))
+			code = 126;
+		else
+			r = -EIO;
+		if (r < 0)
+			goto out;
+	}
+	ret->timed_out = n.killed && code == 128 + SIGKILL;
+	ret->exit_code = ret->timed_out ? -1 : code;
+out:
+	unlink(pidfile);
+	free(pidfile);
+	free(argv);
+	return r;
+}
+
 static int gv_owned(void *backend, char ***ret_ids, size_t *ret_count)
 {
 	struct gv *g = backend;
@@ -979,6 +1174,7 @@ static const struct flash_sandbox_backend_ops gv_ops = {
 	.owned = gv_owned,
 	.reap = gv_reap,
 	.free = gv_free,
+	.exec_native = gv_exec_native,
 };
 
 int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struct flash_sandbox_backend_ops **ret_ops,

@@ -102,8 +102,13 @@ struct flash_sandbox_exec_io {
 	flash_sandbox_sink_fn stderr_fn;       /* NULL: discarded */
 	void *stderr_userdata;
 	uint64_t deadline_ms;                  /* CLOCK_MONOTONIC ms, 0 = none: the transport gives up (and kills
-	                                          what it can) at it; -ETIMEDOUT */
+	                                          what it can) at it; -ETIMEDOUT.  Not given to exec_native */
+	/* exec_native only (the provider leaves them NULL and 0 for exec): */
+	const char *cwd;                       /* absolute; NULL: the image's working directory */
+	uint32_t timeout_ms;                   /* the command's deadline, 0 = none */
 };
+
+struct flash_sandbox_exec_result;
 
 /*
  * What a backend is: five primitives and a destructor.  @backend is the
@@ -135,6 +140,21 @@ struct flash_sandbox_backend_ops {
 	int (*reap)(void *backend, const char *session_id);
 	/* Frees @backend (called by flash_sandbox_provider_free()). */
 	void (*free)(void *backend);
+	/* Optional (NULL, or absent from an older ops whose sz ends before
+	 * it: flash_sandbox_exec() then runs the command under its /bin/bash
+	 * wrapper over exec).  Runs io->argv itself (no shell, no helper
+	 * program) as the leader of a new session and process group, in
+	 * io->cwd, with io->env, and enforces io->timeout_ms itself: at the
+	 * deadline the command's whole process group is SIGKILLed.  Fills
+	 * @ret: ret->timed_out only when the deadline came and the kill ended
+	 * the command (a command exiting by itself, with any status, or
+	 * SIGKILLing itself before the deadline is not timed out), else
+	 * ret->exit_code as exec's (128+signal); a command that cannot be
+	 * started gives 127 (argv[0] missing) or 126 (not executable), a
+	 * missing io->cwd gives 1, with a message on stderr.  -ENOENT: no
+	 * such session. */
+	int (*exec_native)(void *backend, const char *session_id, const struct flash_sandbox_exec_io *io,
+			   struct flash_sandbox_exec_result *ret);
 };
 
 /* The provider: the backend plus everything written over its exec. */
@@ -195,17 +215,20 @@ struct flash_sandbox_exec_result {
 };
 
 /* Runs opts->argv in the session's sandbox, in its own session and
- * process group (setsid), under /bin/bash's wrapper: at the deadline the
- * whole process group is killed.  The command's exit status and the fact
- * of the timeout come back on a channel the command cannot forge (a status
- * line tagged with a per-call random nonce on a descriptor the command
- * does not hold), so a command printing the same text or exiting 124 is
- * not taken for a timeout.  Without timeout_ms and cwd there is nothing
- * to report: bash runs setsid and the command (one program start less)
- * and exits with the command's status, which is the transport's.  Returns 0 when the command ran (whatever its
- * status); -EINVAL (bad id or argv), -ENOENT (no such session),
- * -FLASH_E_SANDBOX_CONTRACT (the wrapper could not run: no /bin/bash,
- * setsid...), a sink's or source's error, the backend's. */
+ * process group; at the deadline the whole process group is killed.  A
+ * backend with exec_native (gVisor) runs the command itself and enforces
+ * the deadline from outside.  Otherwise (Kubernetes) it runs under
+ * /bin/bash's wrapper (setsid, a watcher killing the group): the
+ * command's exit status and the fact of the timeout come back on a
+ * channel the command cannot forge (a status line tagged with a per-call
+ * random nonce on a descriptor the command does not hold), so a command
+ * printing the same text or exiting 124 is not taken for a timeout;
+ * without timeout_ms and cwd there is nothing to report: bash runs setsid
+ * and the command (one program start less) and exits with the command's
+ * status, which is the transport's.  Returns 0 when the command ran
+ * (whatever its status); -EINVAL (bad id or argv), -ENOENT (no such
+ * session), -FLASH_E_SANDBOX_CONTRACT (the wrapper could not run: no
+ * /bin/bash, setsid...), a sink's or source's error, the backend's. */
 FLASH_API FLASH_WUR int flash_sandbox_exec(struct flash_sandbox_provider *p, const char *session_id,
 					   const struct flash_sandbox_exec_opts *opts,
 					   struct flash_sandbox_exec_result *ret);
