@@ -579,13 +579,16 @@ static void *filler(void *arg)
 		rc.created_at = time(NULL);
 		r = create(g, &rc, g->pool_spec, NULL);
 		if (r == 0) {
-			/* the first exec into a sandbox loads bash and setsid
-			 * through its gofer: done here, not in the session's
-			 * first Exec (no tenant data involved) */
+			/* the first exec into a sandbox loads its programs
+			 * through the gofer: done here, not in the session's
+			 * first Exec (no tenant data involved) — bash (and its
+			 * libraries: the helper scripts of Read/Write/Import/
+			 * Export) and, as bash execs it, /bin/true (the dynamic
+			 * loader and libc of the image's commands) */
 			char err[256];
 
-			(void)runsc(g, (const char *const[]){ "exec", rc.cid, "/bin/bash", "-c", "setsid /bin/true", NULL },
-				    NULL, err, sizeof(err));
+			(void)runsc(g, (const char *const[]){ "exec", rc.cid, "/bin/bash", "-c", "/bin/true", NULL }, NULL,
+				    err, sizeof(err));
 		}
 		pthread_mutex_lock(&g->lock);
 		if (r < 0) {

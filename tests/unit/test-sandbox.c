@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -699,4 +700,138 @@ Test(sandbox, reap_revokes_first_and_a_revoke_failure_keeps_the_sandbox)
 	cr_assert_str_eq(H->log, "revoke:sess-1;reap;", "order: %s", H->log);
 	ASSERT_ERR(flash_sandbox_info(P, SID, &info), -ENOENT, "gone");
 	ASSERT_OK(flash_sandbox_reap(P, SID), "reap of nothing");
+}
+
+/* ---------------------------------------------------------- exec_native */
+/* A backend's own exec (gVisor's runsc exec straight to the command): it
+ * gets the exact argv, env, cwd and timeout, no wrapper; what it reports
+ * is the result. */
+struct native_seen {
+	unsigned int calls;
+	char argv0[64], cwd[64], env0[64];
+	size_t argc;
+	uint32_t timeout_ms;
+	bool report_timeout;
+};
+
+static struct native_seen NS;
+
+static int h_exec_native(void *b, const char *id, const struct flash_sandbox_exec_io *io,
+			 struct flash_sandbox_exec_result *ret)
+{
+	struct op_exec e = { .argv = io->argv, .envp = io->env };
+	struct op_exec_io x = {
+		.stdin_fn = io->stdin_fn,
+		.stdin_userdata = io->stdin_userdata,
+		.stdout_fn = io->stdout_fn,
+		.stdout_userdata = io->stdout_userdata,
+		.stderr_fn = io->stderr_fn,
+		.stderr_userdata = io->stderr_userdata,
+	};
+	int status = 0, r;
+
+	if (find(b, id) < 0)
+		return -ENOENT;
+	NS.calls++;
+	snprintf(NS.argv0, sizeof(NS.argv0), "%s", io->argv[0]);
+	snprintf(NS.cwd, sizeof(NS.cwd), "%s", io->cwd ? io->cwd : "");
+	snprintf(NS.env0, sizeof(NS.env0), "%s", io->env && io->env[0] ? io->env[0] : "");
+	for (NS.argc = 0; io->argv[NS.argc]; NS.argc++)
+		;
+	NS.timeout_ms = io->timeout_ms;
+	cr_assert_eq(io->deadline_ms, 0, "exec_native is given the command's timeout, not a transport deadline");
+	r = op_exec_stream(&e, &x, &status);
+	if (r < 0)
+		return r;
+	ret->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	ret->timed_out = NS.report_timeout;
+	return 0;
+}
+
+static int never_native(void *b, const char *id, const struct flash_sandbox_exec_io *io,
+			struct flash_sandbox_exec_result *ret)
+{
+	(void)b;
+	(void)id;
+	(void)io;
+	(void)ret;
+	cr_assert_fail("exec_native beyond the ops' sz was called");
+	return -EIO;
+}
+
+Test(sandbox, exec_native_runs_the_command_itself_when_the_backend_has_it)
+{
+	struct flash_sandbox_backend_ops ops = host_ops;
+	struct flash_sandbox_provider *p = NULL;
+	struct flash_sandbox_info info;
+	struct flash_sandbox_exec_result res;
+	struct sbuf out = { 0 };
+	const char *argv[] = { "/bin/sh", "-c", "echo \"$X\"; exit 7", NULL };
+	const char *env[] = { "X=native", NULL };
+	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .env = env, .cwd = "/tmp", .timeout_ms = 1234,
+		   .stdout_fn = to_buf, .stdout_userdata = &out);
+	struct host *h = calloc(1, sizeof(*h));
+
+	memset(&NS, 0, sizeof(NS));
+	ops.exec_native = h_exec_native;
+	ASSERT_OK(flash_sandbox_provider_new(&ops, h, NULL, &p), "provider");
+	ASSERT_OK(flash_sandbox_provision(p, "n-1", SPEC, 60, &info, NULL), "provision");
+	ASSERT_OK(flash_sandbox_exec(p, "n-1", &o, &res), "exec");
+	cr_assert_eq(NS.calls, 1);
+	cr_assert_eq(h->execs, 0, "the wrapper ran over exec as well");
+	cr_assert_str_eq(NS.argv0, "/bin/sh", "argv reached the backend as %s...", NS.argv0);
+	cr_assert_eq(NS.argc, 3);
+	cr_assert_str_eq(NS.cwd, "/tmp");
+	cr_assert_str_eq(NS.env0, "X=native");
+	cr_assert_eq(NS.timeout_ms, 1234);
+	cr_assert_eq(res.exit_code, 7);
+	cr_assert(!res.timed_out);
+	cr_assert_str_eq(out.p, "native\n");
+	/* a timeout the backend reports: exit_code -1 whatever it said */
+	NS.report_timeout = true;
+	ASSERT_OK(flash_sandbox_exec(p, "n-1", &o, &res), "exec timed out");
+	cr_assert(res.timed_out);
+	cr_assert_eq(res.exit_code, -1);
+	ASSERT_ERR(flash_sandbox_exec(p, "nobody", &o, &res), -ENOENT, "no such session");
+	/* Read and the other helpers still go through exec */
+	{
+		struct sbuf r = { 0 };
+		uint64_t size = 0;
+		char path[300];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/n.txt", DIR_);
+		f = fopen(path, "w");
+		fputs("abc", f);
+		fclose(f);
+		ASSERT_OK(flash_sandbox_read(p, "n-1", path, 0, to_buf, &r, &size), "read");
+		cr_assert_eq(size, 3);
+		cr_assert_gt(h->execs, 0);
+		free(r.p);
+	}
+	free(out.p);
+	flash_sandbox_provider_free(p);
+}
+
+Test(sandbox, an_older_backend_ops_keeps_the_wrapper)
+{
+	struct flash_sandbox_backend_ops ops = host_ops;
+	struct flash_sandbox_provider *p = NULL;
+	struct flash_sandbox_info info;
+	struct flash_sandbox_exec_result res;
+	const char *argv[] = { "/bin/sh", "-c", "exit 5", NULL };
+	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .timeout_ms = 5000);
+	struct host *h = calloc(1, sizeof(*h));
+
+	/* an ops built before exec_native existed: its sz ends at free
+	 * (whatever follows in memory is not the backend's) */
+	ops.sz = offsetof(struct flash_sandbox_backend_ops, exec_native);
+	ops.exec_native = never_native;
+	ASSERT_OK(flash_sandbox_provider_new(&ops, h, NULL, &p), "provider");
+	ASSERT_OK(flash_sandbox_provision(p, "o-1", SPEC, 60, &info, NULL), "provision");
+	ASSERT_OK(flash_sandbox_exec(p, "o-1", &o, &res), "exec");
+	cr_assert_eq(h->execs, 1, "the wrapper did not run (%u execs)", h->execs);
+	cr_assert_eq(res.exit_code, 5);
+	cr_assert(!res.timed_out);
+	flash_sandbox_provider_free(p);
 }
