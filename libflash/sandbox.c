@@ -366,6 +366,22 @@ static int exec_report(struct exec_ctx *c, int *code, int *ret_fwd)
 	return res;
 }
 
+/* The backend's exec of @argv with the caller's env and streams. */
+static struct flash_sandbox_exec_io exec_io_of(const struct flash_sandbox_exec_opts *o, const char *const *argv)
+{
+	return (struct flash_sandbox_exec_io){
+		.sz = sizeof(struct flash_sandbox_exec_io),
+		.argv = argv,
+		.env = o->env,
+		.stdin_fn = o->stdin_fn,
+		.stdin_userdata = o->stdin_userdata,
+		.stdout_fn = o->stdout_fn,
+		.stdout_userdata = o->stdout_userdata,
+		.stderr_fn = o->stderr_fn,
+		.stderr_userdata = o->stderr_userdata,
+	};
+}
+
 FLASH_API int flash_sandbox_exec(struct flash_sandbox_provider *p, const char *session_id,
 				 const struct flash_sandbox_exec_opts *opts, struct flash_sandbox_exec_result *ret)
 {
@@ -385,21 +401,11 @@ FLASH_API int flash_sandbox_exec(struct flash_sandbox_provider *p, const char *s
 	if (p->ops.exec_native) {
 		/* the backend runs the command itself and enforces the
 		 * deadline from outside: no wrapper, no report to parse */
-		struct flash_sandbox_exec_io io = {
-			.sz = sizeof(io),
-			.argv = o.argv,
-			.env = o.env,
-			.stdin_fn = o.stdin_fn,
-			.stdin_userdata = o.stdin_userdata,
-			.stdout_fn = o.stdout_fn,
-			.stdout_userdata = o.stdout_userdata,
-			.stderr_fn = o.stderr_fn,
-			.stderr_userdata = o.stderr_userdata,
-			.cwd = o.cwd,
-			.timeout_ms = o.timeout_ms,
-		};
+		struct flash_sandbox_exec_io io = exec_io_of(&o, o.argv);
 		struct flash_sandbox_exec_result res = { .exit_code = -1 };
 
+		io.cwd = o.cwd;
+		io.timeout_ms = o.timeout_ms;
 		r = p->ops.exec_native(p->backend, session_id, &io, &res);
 		if (r == 0 && res.timed_out)
 			res.exit_code = -1;
@@ -422,17 +428,7 @@ FLASH_API int flash_sandbox_exec(struct flash_sandbox_provider *p, const char *s
 	c.err_ud = o.stderr_userdata;
 	snprintf(tbuf, sizeof(tbuf), "%u.%03u", o.timeout_ms / 1000, o.timeout_ms % 1000);
 	if (o.timeout_ms == 0 && !o.cwd) {
-		struct flash_sandbox_exec_io io = {
-			.sz = sizeof(io),
-			.argv = argv,
-			.env = o.env,
-			.stdin_fn = o.stdin_fn,
-			.stdin_userdata = o.stdin_userdata,
-			.stdout_fn = o.stdout_fn,
-			.stdout_userdata = o.stdout_userdata,
-			.stderr_fn = o.stderr_fn,
-			.stderr_userdata = o.stderr_userdata,
-		};
+		struct flash_sandbox_exec_io io = exec_io_of(&o, argv);
 
 		argv[0] = "/bin/bash";
 		argv[1] = "-c";

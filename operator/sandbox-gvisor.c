@@ -773,39 +773,71 @@ static int gv_info(void *backend, const char *sid, struct flash_sandbox_info *re
 	return 0;
 }
 
+/* The live record of @sid for an exec: -ENOENT, or
+ * -FLASH_E_SANDBOX_ENDED for a session ended (recorded, or expired). */
+static int exec_record(struct gv *g, const char *sid, struct rec *ret)
+{
+	int r = rec_find(g, sid, ret);
+
+	if (r < 0)
+		return r == -ENOENT ? (ended_load(g, sid, &(struct flash_sandbox_info){ 0 }) == 0 ?
+				       -FLASH_E_SANDBOX_ENDED : -ENOENT) : r;
+	return ret->expires_at <= time(NULL) ? -FLASH_E_SANDBOX_ENDED : 0;
+}
+
+/* `runsc --root R exec [--internal-pid-file F] [--cwd D] [--env E]... CID
+ * ARGV...` (a new NULL-terminated array of borrowed strings; NULL when
+ * out of memory): the process spec on the command line, the argv after
+ * the container id reaching the process exactly. */
+static const char **exec_argv(struct gv *g, const char *cid, const char *pidfile, const char *cwd,
+			      const char *const *env, const char *const *args)
+{
+	size_t k = 0, na = 0, ne = 0;
+	const char **argv;
+
+	while (args[na])
+		na++;
+	while (env && env[ne])
+		ne++;
+	argv = calloc(na + 2 * ne + 12, sizeof(*argv));
+	if (!argv)
+		return NULL;
+	argv[k++] = g->runsc;
+	argv[k++] = "--root";
+	argv[k++] = g->runsc_root;
+	argv[k++] = "exec";
+	if (pidfile) {
+		argv[k++] = "--internal-pid-file";
+		argv[k++] = pidfile;
+	}
+	if (cwd) {
+		argv[k++] = "--cwd";
+		argv[k++] = cwd;
+	}
+	for (size_t i = 0; i < ne; i++) {
+		argv[k++] = "--env";
+		argv[k++] = env[i];
+	}
+	argv[k++] = cid;
+	for (size_t i = 0; i < na; i++)
+		argv[k++] = args[i];
+	argv[k] = NULL;
+	return argv;
+}
+
 static int gv_exec(void *backend, const char *sid, const struct flash_sandbox_exec_io *io, int *ret_code)
 {
 	struct gv *g = backend;
 	struct rec rc;
 	const char **argv = NULL;
-	size_t n = 0, na = 0, ne = 0;
 	int status = 0, r;
 
-	r = rec_find(g, sid, &rc);
+	r = exec_record(g, sid, &rc);
 	if (r < 0)
-		return r == -ENOENT ? (ended_load(g, sid, &(struct flash_sandbox_info){ 0 }) == 0 ?
-				       -FLASH_E_SANDBOX_ENDED : -ENOENT) : r;
-	if (rc.expires_at <= time(NULL))
-		return -FLASH_E_SANDBOX_ENDED;
-	while (io->argv[na])
-		na++;
-	while (io->env && io->env[ne])
-		ne++;
-	argv = calloc(na + 2 * ne + 8, sizeof(*argv));
+		return r;
+	argv = exec_argv(g, rc.cid, NULL, NULL, io->env, io->argv);
 	if (!argv)
 		return -ENOMEM;
-	argv[n++] = g->runsc;
-	argv[n++] = "--root";
-	argv[n++] = g->runsc_root;
-	argv[n++] = "exec";
-	for (size_t i = 0; i < ne; i++) {
-		argv[n++] = "--env";
-		argv[n++] = io->env[i];
-	}
-	argv[n++] = rc.cid;
-	for (size_t i = 0; i < na; i++)
-		argv[n++] = io->argv[i];
-	argv[n] = NULL;
 	{
 		struct op_exec e = { .argv = argv };
 		struct op_exec_io x = {
@@ -925,48 +957,22 @@ static int gv_exec_native(void *backend, const char *sid, const struct flash_san
 	struct rec rc;
 	const char **argv = NULL;
 	char *pidfile = NULL;
-	size_t k = 0, na = 0, ne = 0;
 	uint64_t b = 0;
 	int64_t start = util_mono_ms();
 	int status = 0, code, r;
 
-	r = rec_find(g, sid, &rc);
+	r = exec_record(g, sid, &rc);
 	if (r < 0)
-		return r == -ENOENT ? (ended_load(g, sid, &(struct flash_sandbox_info){ 0 }) == 0 ?
-				       -FLASH_E_SANDBOX_ENDED : -ENOENT) : r;
-	if (rc.expires_at <= time(NULL))
-		return -FLASH_E_SANDBOX_ENDED;
-	while (io->argv[na])
-		na++;
-	while (io->env && io->env[ne])
-		ne++;
+		return r;
 	if (getrandom(&b, sizeof(b), 0) != (ssize_t)sizeof(b))
 		b = (uint64_t)start ^ (uint64_t)(uintptr_t)&n;
 	if (asprintf(&pidfile, "%s/sessions/%s/exec-%016" PRIx64 ".pid", g->dir, rc.cid, b) < 0)
 		return -ENOMEM;
-	argv = calloc(na + 2 * ne + 12, sizeof(*argv));
+	argv = exec_argv(g, rc.cid, pidfile, io->cwd, io->env, io->argv);
 	if (!argv) {
 		free(pidfile);
 		return -ENOMEM;
 	}
-	argv[k++] = g->runsc;
-	argv[k++] = "--root";
-	argv[k++] = g->runsc_root;
-	argv[k++] = "exec";
-	argv[k++] = "--internal-pid-file";
-	argv[k++] = pidfile;
-	if (io->cwd) {
-		argv[k++] = "--cwd";
-		argv[k++] = io->cwd;
-	}
-	for (size_t i = 0; i < ne; i++) {
-		argv[k++] = "--env";
-		argv[k++] = io->env[i];
-	}
-	argv[k++] = rc.cid;
-	for (size_t i = 0; i < na; i++)
-		argv[k++] = io->argv[i];
-	argv[k] = NULL;
 	n.cid = rc.cid;
 	n.pidfile = pidfile;
 	{
