@@ -97,7 +97,7 @@ static char *temp_name(const char *name)
 	return tmp;
 }
 
-int util_write_file_atomic_at(int dfd, const char *name, const void *data, size_t size, unsigned int mode)
+static int write_at(int dfd, const char *name, const void *data, size_t size, unsigned int mode, bool sync)
 {
 	_cleanup_free_ char *tmp = NULL;
 	_cleanup_close_ int fd = -1;
@@ -132,7 +132,7 @@ int util_write_file_atomic_at(int dfd, const char *name, const void *data, size_
 		}
 		done += (size_t)n;
 	}
-	if (fsync(fd) < 0) {
+	if (sync && fsync(fd) < 0) {
 		r = -errno;
 		goto out_unlink;
 	}
@@ -141,14 +141,19 @@ int util_write_file_atomic_at(int dfd, const char *name, const void *data, size_
 		r = -errno;
 		goto out_unlink;
 	}
-	return fsync(dfd) < 0 ? -errno : 0;
+	return sync && fsync(dfd) < 0 ? -errno : 0;
 
 out_unlink:
 	unlinkat(dfd, tmp, 0);
 	return r;
 }
 
-int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode)
+int util_write_file_atomic_at(int dfd, const char *name, const void *data, size_t size, unsigned int mode)
+{
+	return write_at(dfd, name, data, size, mode, true);
+}
+
+static int write_path(const char *path, const void *data, size_t size, unsigned int mode, bool sync)
 {
 	_cleanup_free_ char *copy = NULL;
 	_cleanup_close_ int dfd = -1;
@@ -164,7 +169,17 @@ int util_write_file_atomic(const char *path, const void *data, size_t size, unsi
 	dfd = open(copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	return util_write_file_atomic_at(dfd, name, data, size, mode);
+	return write_at(dfd, name, data, size, mode, sync);
+}
+
+int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode)
+{
+	return write_path(path, data, size, mode, true);
+}
+
+int util_write_file_replace(const char *path, const void *data, size_t size, unsigned int mode)
+{
+	return write_path(path, data, size, mode, false);
 }
 
 int util_open_dir_private(const char *path, struct stat *ret_st)

@@ -61,6 +61,10 @@ void util_abstime_after_ms(struct timespec *ts, uint64_t ms);
  * directory, fsync, rename over @path, fsync of the directory.  @mode is
  * the new file's mode.  Returns 0 or -errno; @path is untouched on failure. */
 int util_write_file_atomic(const char *path, const void *data, size_t size, unsigned int mode);
+/* The same without either fsync: readers never see a partial file, but a
+ * crash of the machine may lose it.  For files describing what a reboot
+ * ends anyway (a running sandbox's record). */
+int util_write_file_replace(const char *path, const void *data, size_t size, unsigned int mode);
 
 struct stat;
 

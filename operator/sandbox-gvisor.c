@@ -186,8 +186,11 @@ static int rec_save(struct gv *g, const struct rec *rc)
 	jw_kv_bool(w, "from_pool", rc->from_pool);
 	jw_object_close(w);
 	r = json_writer_finish(w, &text, &len);
+	/* no fsync (the warm claim's cost): a record describes a running
+	 * sandbox, which a crash of the machine ends anyway (a directory
+	 * whose record it lost is a leftover for the reaper) */
 	if (r == 0)
-		r = util_write_file_atomic(path, text, len, 0600);
+		r = util_write_file_replace(path, text, len, 0600);
 	free(text);
 	free(path);
 	return r;

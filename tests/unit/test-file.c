@@ -266,3 +266,29 @@ Test(file, private_dir_and_atomic_write_at)
 	free(target);
 	free(entry);
 }
+
+/* util_write_file_replace(): util_write_file_atomic() without the fsyncs
+ * — a whole file in place or none, the mode given, an existing file or
+ * symlink replaced (never followed), no temporary left behind. */
+Test(file, replace_writes_whole_files_without_following_links)
+{
+	char *path = NULL, *target = make("target", "keep", 0600), *data = NULL, cmd[256];
+	size_t len = 0;
+	struct stat st;
+
+	cr_assert(asprintf(&path, "%s/rec.json", dir) > 0);
+	ASSERT_OK(util_write_file_replace(path, "{\"a\":1}", 7, 0600), "new file");
+	expect_read(util_read_file(path, 100, &data, &len), &data, &len, "{\"a\":1}", "new");
+	ASSERT_OK(util_write_file_replace(path, "{}", 2, 0640), "over it");
+	expect_read(util_read_file(path, 100, &data, &len), &data, &len, "{}", "replaced");
+	cr_assert(stat(path, &st) == 0 && (st.st_mode & 07777) == 0640, "mode 0%o", (unsigned int)st.st_mode);
+	cr_assert(unlink(path) == 0 && symlink(target, path) == 0);
+	ASSERT_OK(util_write_file_replace(path, "new", 3, 0600), "over a symlink");
+	expect_read(util_read_file(target, 100, &data, &len), &data, &len, "keep", "the link's target");
+	cr_assert(lstat(path, &st) == 0 && S_ISREG(st.st_mode), "the symlink was not replaced");
+	snprintf(cmd, sizeof(cmd), "test $(ls -A '%s' | wc -l) -eq 2", dir);
+	cr_assert(system(cmd) == 0, "a temporary file was left");
+	ASSERT_ERR(util_write_file_replace(NULL, "x", 1, 0600), -EINVAL, "no path");
+	free(path);
+	free(target);
+}
