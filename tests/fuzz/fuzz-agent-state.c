@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libFuzzer target for what flowsdn-agent reads back from its state
+ * directory at start (agent/services.c): the services snapshot
+ * services.json and the journal services.journal replayed over it, read
+ * by agent_services_new() as the agent starts.  The first byte of an
+ * input says what the rest is:
+ *   's'  the snapshot (no journal);
+ *   'j'  journal records, one a line, each written with its hash by
+ *        journal_append() as the agent writes them, so that the records'
+ *        JSON is reached (no snapshot);
+ *   'b'  a snapshot, a NUL byte, then journal records as for 'j';
+ *   anything else: the whole input as the raw journal file (hashes,
+ *        framing and torn last records).
+ * Properties:
+ *  - a refused state directory is -FLOWSDN_E_AGENT_STATE and is kept as
+ *    it is, byte for byte (flowsdn-agent(8): never rewritten);
+ *  - an accepted one starts again from what the agent left behind (its
+ *    snapshot folded from the journal, the torn record cut off) to the
+ *    same services, byte for byte in GET /v1/services.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <flowsdn/common.h>
+
+#include "../../agent/conf.h"
+#include "agent-api.h"
+#include "../../agent/journal.h"
+#include "../../agent/ops.h"
+#include "../../agent/services.h"
+#include "fuzz-helpers.h"
+#include "json.h"
+#include "util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char dir[256];
+static struct agent_config *cfg;
+static const struct agent_ops no_ops = { 0 };
+
+/* A property that does not hold: which one, then a crash for libFuzzer. */
+#define check(ok)                                                                                   \
+	do {                                                                                        \
+		if (!(ok)) {                                                                        \
+			fprintf(stderr, "fuzz-agent-state.c:%d: %s does not hold\n", __LINE__, #ok); \
+			abort();                                                                    \
+		}                                                                                   \
+	} while (0)
+
+static void cleanup(void)
+{
+	agent_config_free(cfg);
+	fuzz_tmpdir_remove(dir);
+}
+
+static void setup(void)
+{
+	char conf[512];
+
+	fuzz_tmpdir_make(dir, sizeof(dir), "fuzz-agent-state");
+	snprintf(conf, sizeof(conf), "{\"state-dir\":\"%s\",\"datapath\":false,\"socket-lb-cgroup\":\"\"}", dir);
+	check(agent_config_parse(conf, strlen(conf), &cfg, NULL) == 0);
+	atexit(cleanup);
+}
+
+static void write_file(const char *name, const void *p, size_t len)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	check(f != NULL);
+	check(len == 0 || fwrite(p, 1, len, f) == len);
+	check(fclose(f) == 0);
+}
+
+/* The file's bytes (NULL when there is none). */
+static char *read_back(const char *name, size_t *ret_len)
+{
+	char path[512], *p = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	*ret_len = 0;
+	if (util_read_file(path, 1 << 26, &p, ret_len) < 0)
+		return NULL;
+	return p;
+}
+
+/* Each line of @p as a journal record, hashed as the agent writes it. */
+static void write_journal(const char *p, size_t len)
+{
+	struct journal *j = NULL;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	check(dfd >= 0);
+	check(journal_open(dfd, "services.journal", &j) == 0);
+	while (len) {
+		const char *nl = memchr(p, '\n', len);
+		size_t n = nl ? (size_t)(nl - p) : len;
+
+		check(journal_append(j, p, n) == 0);
+		p += n + (nl != NULL);
+		len -= n + (nl != NULL);
+	}
+	journal_free(j);
+	close(dfd);
+}
+
+/* Starts the table over the state directory: 0 and GET /v1/services in
+ * *ret_all, or the error. */
+static int start(char **ret_all, size_t *ret_len)
+{
+	struct agent_services *s = NULL;
+	struct json_writer *g;
+	int r = agent_services_new(cfg, &no_ops, NULL, NULL, &s);
+
+	if (r < 0)
+		return r;
+	g = json_writer_new(0);
+	check(g != NULL);
+	check(agent_services_get(s, NULL, g) == 0);
+	check(json_writer_finish(g, ret_all, ret_len) == 0);
+	agent_services_free(s);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *p = (const char *)data + 1;
+	char *snap = NULL, *jour = NULL, *after, *all = NULL, *again = NULL;
+	size_t n = size ? size - 1 : 0, snap_len, jour_len, after_len, all_len = 0, again_len = 0;
+	const char *nul;
+	int r;
+
+	if (!cfg)
+		setup();
+	if (size == 0)
+		return 0;
+	fuzz_tmpdir_remove(dir);
+	check(mkdir(dir, 0700) == 0);
+	switch (data[0]) {
+	case 's': write_file("services.json", p, n); break;
+	case 'j': write_journal(p, n); break;
+	case 'b':
+		nul = memchr(p, '\0', n);
+		write_file("services.json", p, nul ? (size_t)(nul - p) : n);
+		if (nul)
+			write_journal(nul + 1, n - (size_t)(nul - p) - 1);
+		break;
+	default: write_file("services.journal", data, size); break;
+	}
+	snap = read_back("services.json", &snap_len);
+	jour = read_back("services.journal", &jour_len);
+	r = start(&all, &all_len);
+	if (getenv("FUZZ_AGENT_STATE_DEBUG"))
+		fprintf(stderr, "start: %s %.*s\n", r < 0 ? "refused" : "ok", (int)all_len, all ? all : "");
+	if (r < 0) {
+		check(r == -FLOWSDN_E_AGENT_STATE || r == -ENOMEM);
+		after = read_back("services.json", &after_len);
+		check(!snap == !after && after_len == snap_len && (!snap || !memcmp(after, snap, snap_len)));
+		free(after);
+		after = read_back("services.journal", &after_len);
+		check(!jour == !after && after_len == jour_len && (!jour || !memcmp(after, jour, jour_len)));
+		free(after);
+	} else {
+		r = start(&again, &again_len);
+		if (r < 0)
+			fprintf(stderr, "restart: %s (%d) after %.*s\n", strerror(-r), r, (int)all_len, all);
+		check(r == 0);
+		check(again_len == all_len && !memcmp(again, all, all_len));
+	}
+	free(snap);
+	free(jour);
+	free(all);
+	free(again);
+	return 0;
+}
