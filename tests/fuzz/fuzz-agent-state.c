@@ -1,23 +1,33 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libFuzzer target for what flowsdn-agent reads back from its state
- * directory at start (agent/services.c): the services snapshot
- * services.json and the journal services.journal replayed over it, read
- * by agent_services_new() as the agent starts.  The first byte of an
- * input says what the rest is:
+ * directory at start: the services snapshot services.json and the journal
+ * services.journal replayed over it (agent/services.c, read by
+ * agent_services_new()), and the policy store policy/KIND.KEY.json
+ * (agent/policy-store.c, read by agent_policy_restore()).  The first byte
+ * of an input says what the rest is:
  *   's'  the snapshot (no journal);
  *   'j'  journal records, one a line, each written with its hash by
  *        journal_append() as the agent writes them, so that the records'
  *        JSON is reached (no snapshot);
  *   'b'  a snapshot, a NUL byte, then journal records as for 'j';
+ *   'n', 'p', 'e', 'h': the object of a saved namespace ("ns1"), policy
+ *        ("default/p1"), endpoint's labels (7) or host firewall mode,
+ *        written in its file by agent_pstore_put() as the agent saves it;
+ *   'f'  the whole file policy/policy.default_p1.json;
  *   anything else: the whole input as the raw journal file (hashes,
  *        framing and torn last records).
- * Properties:
+ * Properties of the services:
  *  - a refused state directory is -FLOWSDN_E_AGENT_STATE and is kept as
  *    it is, byte for byte (flowsdn-agent(8): never rewritten);
  *  - an accepted one starts again from what the agent left behind (its
  *    snapshot folded from the journal, the torn record cut off) to the
  *    same services, byte for byte in GET /v1/services.
+ * Properties of the policy store:
+ *  - a file is loaded or quarantined (moved to policy/quarantine/),
+ *    never lost and never both;
+ *  - a second start quarantines nothing and restores the same policies,
+ *    namespaces and host firewall mode, byte for byte in their GETs.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -31,7 +41,10 @@
 #include "../../agent/conf.h"
 #include "agent-api.h"
 #include "../../agent/journal.h"
+#include "../../agent/log.h"
 #include "../../agent/ops.h"
+#include "../../agent/policy-store.h"
+#include "../../agent/policy.h"
 #include "../../agent/services.h"
 #include "fuzz-helpers.h"
 #include "json.h"
@@ -62,6 +75,9 @@ static void setup(void)
 {
 	char conf[512];
 
+	/* Every damaged file is logged: quiet, unless debugging. */
+	if (!getenv("FUZZ_AGENT_STATE_DEBUG"))
+		agent_log_set_level((enum flowsdn_log_level)0);
 	fuzz_tmpdir_make(dir, sizeof(dir), "fuzz-agent-state");
 	snprintf(conf, sizeof(conf), "{\"state-dir\":\"%s\",\"datapath\":false,\"socket-lb-cgroup\":\"\"}", dir);
 	check(agent_config_parse(conf, strlen(conf), &cfg, NULL) == 0);
@@ -70,7 +86,7 @@ static void setup(void)
 
 static void write_file(const char *name, const void *p, size_t len)
 {
-	char path[512];
+	char path[1024];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -83,7 +99,7 @@ static void write_file(const char *name, const void *p, size_t len)
 /* The file's bytes (NULL when there is none). */
 static char *read_back(const char *name, size_t *ret_len)
 {
-	char path[512], *p = NULL;
+	char path[1024], *p = NULL;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	*ret_len = 0;
@@ -130,6 +146,76 @@ static int start(char **ret_all, size_t *ret_len)
 	return 0;
 }
 
+static bool exists(const char *name)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/policy/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* Starts the policy state over the state directory: the files
+ * quarantined, and the GETs of policies, namespaces and host firewall. */
+static int policy_start(char **ret_get)
+{
+	struct agent_policy *pol = NULL;
+	char *pols = NULL, *nss = NULL, *fw = NULL;
+	int q;
+
+	check(agent_policy_new(dir, NULL, &pol) == 0);
+	q = agent_policy_restore(pol);
+	check(q >= 0);
+	check(agent_policy_get(pol, NULL, NULL, &pols) == 0);
+	check(agent_policy_namespaces(pol, &nss) == 0);
+	check(agent_policy_hostfw(pol, false, &fw) == 0);
+	check(asprintf(ret_get, "%s\n%s\n%s", pols, nss, fw) > 0);
+	free(pols);
+	free(nss);
+	free(fw);
+	agent_policy_free(pol);
+	return q;
+}
+
+static void policy_store(char what, const char *p, size_t n)
+{
+	static const struct {
+		char what;
+		enum agent_pstore_kind kind;
+		const char *key, *file;
+	} objs[] = {
+		{ 'n', AGENT_PSTORE_NAMESPACE, "ns1", "namespace.ns1.json" },
+		{ 'p', AGENT_PSTORE_POLICY, "default/p1", "policy.default_p1.json" },
+		{ 'e', AGENT_PSTORE_ENDPOINT, "7", "endpoint.7.json" },
+		{ 'h', AGENT_PSTORE_HOSTFW, "mode", "hostfw.mode.json" },
+		{ 'f', AGENT_PSTORE_POLICY, NULL, "policy.default_p1.json" },
+	};
+	struct agent_pstore *st = NULL;
+	char *first = NULL, *second = NULL, qname[300];
+	size_t i;
+	int q;
+
+	for (i = 0; objs[i].what != what; i++)
+		;
+	check(agent_pstore_open(dir, &st) == 0);
+	if (objs[i].key) {
+		check(agent_pstore_put(st, objs[i].kind, objs[i].key, p, n) == 0);
+	} else {
+		char name[300];
+
+		snprintf(name, sizeof(name), "policy/%s", objs[i].file);
+		write_file(name, p, n);
+	}
+	agent_pstore_free(st);
+	q = policy_start(&first);
+	snprintf(qname, sizeof(qname), "quarantine/%s", objs[i].file);
+	check(q == 0 || q == 1);
+	check(exists(objs[i].file) == (q == 0) && exists(qname) == (q == 1));
+	check(policy_start(&second) == 0);
+	check(!strcmp(first, second));
+	free(first);
+	free(second);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *p = (const char *)data + 1;
@@ -145,6 +231,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_tmpdir_remove(dir);
 	check(mkdir(dir, 0700) == 0);
 	switch (data[0]) {
+	case 'n':
+	case 'p':
+	case 'e':
+	case 'h':
+	case 'f': policy_store((char)data[0], p, n); return 0;
 	case 's': write_file("services.json", p, n); break;
 	case 'j': write_journal(p, n); break;
 	case 'b':
