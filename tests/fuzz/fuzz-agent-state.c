@@ -15,6 +15,9 @@
  *        ("default/p1"), endpoint's labels (7) or host firewall mode,
  *        written in its file by agent_pstore_put() as the agent saves it;
  *   'f'  the whole file policy/policy.default_p1.json;
+ *   'v'  the body of PUT /v1/service/ID (agent_services_put(), what the
+ *        route calls) on an empty table: what it stores is journaled,
+ *        and a start reads it back;
  *   anything else: the whole input as the raw journal file (hashes,
  *        framing and torn last records).
  * Properties of the services:
@@ -23,6 +26,9 @@
  *  - an accepted one starts again from what the agent left behind (its
  *    snapshot folded from the journal, the torn record cut off) to the
  *    same services, byte for byte in GET /v1/services.
+ * Properties of PUT /v1/service: a refused body is
+ * -FLOWSDN_E_AGENT_REFUSED with a diag error and stores nothing; an
+ * accepted one is what a start reads back, byte for byte in the GET.
  * Properties of the policy store:
  *  - a file is loaded or quarantined (moved to policy/quarantine/),
  *    never lost and never both;
@@ -46,6 +52,7 @@
 #include "../../agent/policy-store.h"
 #include "../../agent/policy.h"
 #include "../../agent/services.h"
+#include "diag.h"
 #include "fuzz-helpers.h"
 #include "json.h"
 #include "util.h"
@@ -216,6 +223,54 @@ static void policy_store(char what, const char *p, size_t n)
 	free(second);
 }
 
+/* PUT /v1/service/ID with @body, then a start over what it saved. */
+static void service_put(const char *body, size_t len)
+{
+	static const char id[] = "fs-00000000000000000000000000000001";
+	struct agent_services *s = NULL;
+	struct json_writer *g = json_writer_new(0), *all = json_writer_new(0);
+	struct diag *d = NULL;
+	char *before = NULL, *after = NULL;
+	size_t before_len = 0, after_len = 0;
+	int r;
+
+	check(g && all && diag_new(&d) == 0);
+	check(agent_services_new(cfg, &no_ops, NULL, NULL, &s) == 0);
+	r = agent_services_put(s, id, body, len, g, d);
+	if (r == -ENOMEM)
+		goto out;
+	if (r < 0) {
+		check(r == -FLOWSDN_E_AGENT_REFUSED && diag_errors(d) > 0);
+		check(agent_services_count(s) == 0);
+	} else {
+		check(agent_services_count(s) == 1);
+	}
+	check(agent_services_get(s, NULL, all) == 0);
+	check(json_writer_finish(all, &before, &before_len) == 0);
+	all = NULL;
+	if (getenv("FUZZ_AGENT_STATE_DEBUG")) {
+		char why[512] = "";
+
+		if (diag_first_error(d))
+			diag_entry_format(diag_first_error(d), why, sizeof(why));
+		fprintf(stderr, "PUT: %d %s, %.*s\n", r, why, (int)before_len, before);
+	}
+	agent_services_free(s);
+	s = NULL;
+	r = start(&after, &after_len);
+	if (r < 0)
+		fprintf(stderr, "start after PUT: %d, the table was %.*s\n", r, (int)before_len, before);
+	check(r == 0);
+	check(after_len == before_len && !memcmp(after, before, before_len));
+out:
+	json_writer_free(g);
+	json_writer_free(all);
+	agent_services_free(s);
+	diag_free(d);
+	free(before);
+	free(after);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *p = (const char *)data + 1;
@@ -236,6 +291,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 'e':
 	case 'h':
 	case 'f': policy_store((char)data[0], p, n); return 0;
+	case 'v': service_put(p, n); return 0;
 	case 's': write_file("services.json", p, n); break;
 	case 'j': write_journal(p, n); break;
 	case 'b':
