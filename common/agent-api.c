@@ -298,6 +298,8 @@ int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoi
 	    copy_str(e.ifname, sizeof(e.ifname), json_string_value(json_get(o, "interface"))) < 0 ||
 	    copy_str(e.netns, sizeof(e.netns), json_string_value(json_get(o, "netns"))) < 0 ||
 	    copy_str(e.host_ifname, sizeof(e.host_ifname), json_string_value(json_get(o, "hostInterface"))) < 0 ||
+	    !names_container_id_valid(e.container_id) || !names_ifname_valid(e.ifname) ||
+	    !names_ifname_valid(e.host_ifname) ||
 	    parse_mac(json_string_value(json_get(o, "mac")), e.mac) < 0 || parse_mac(json_string_value(json_get(o, "hostMac")), e.host_mac) < 0 ||
 	    !json_is(addrs, JSON_ARRAY) || addrs->u.array.n > AGENT_API_MAX_ADDRS)
 		return -EBADMSG;
