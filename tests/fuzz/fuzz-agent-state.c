@@ -205,7 +205,12 @@ static void policy_store(char what, const char *p, size_t n)
 		;
 	check(agent_pstore_open(dir, &st) == 0);
 	if (objs[i].key) {
-		check(agent_pstore_put(st, objs[i].kind, objs[i].key, p, n) == 0);
+		/* The agent saves only objects it parsed: text that is not
+		 * UTF-8 cannot be wrapped in the file's JSON string. */
+		if (agent_pstore_put(st, objs[i].kind, objs[i].key, p, n) < 0) {
+			agent_pstore_free(st);
+			return;
+		}
 	} else {
 		char name[300];
 
