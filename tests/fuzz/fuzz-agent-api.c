@@ -22,29 +22,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-helpers.h"
 #include "agent-api.h"
 #include "json.h"
 #include "names.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A property that does not hold: which one, then a crash for libFuzzer. */
-#define check(ok)                                                                                  \
-	do {                                                                                       \
-		if (!(ok)) {                                                                       \
-			fprintf(stderr, "fuzz-agent-api.c:%d: %s does not hold\n", __LINE__, #ok); \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static char *endpoint_json(const struct agent_api_endpoint *e)
 {
 	struct json_writer *g = json_writer_new(0);
 	char *out = NULL;
 
-	check(g != NULL);
+	fuzz_check(g != NULL);
 	agent_api_endpoint_gen(g, e);
-	check(json_writer_finish(g, &out, NULL) == 0);
+	fuzz_check(json_writer_finish(g, &out, NULL) == 0);
 	return out;
 }
 
@@ -57,20 +50,20 @@ static void endpoint(const struct json_value *root)
 	memset(&e, 0xa5, sizeof(e));
 	untouched = e;
 	if (agent_api_endpoint_parse(root, &e) < 0) {
-		check(!memcmp(&e, &untouched, sizeof(e)));
+		fuzz_check(!memcmp(&e, &untouched, sizeof(e)));
 		return;
 	}
-	check(memchr(e.container_id, 0, sizeof(e.container_id)) && memchr(e.ifname, 0, sizeof(e.ifname)) &&
+	fuzz_check(memchr(e.container_id, 0, sizeof(e.container_id)) && memchr(e.ifname, 0, sizeof(e.ifname)) &&
 	      memchr(e.netns, 0, sizeof(e.netns)) && memchr(e.host_ifname, 0, sizeof(e.host_ifname)));
-	check(e.n_addrs <= AGENT_API_MAX_ADDRS);
-	check(names_container_id_valid(e.container_id) && names_ifname_valid(e.ifname) &&
+	fuzz_check(e.n_addrs <= AGENT_API_MAX_ADDRS);
+	fuzz_check(names_container_id_valid(e.container_id) && names_ifname_valid(e.ifname) &&
 	      names_ifname_valid(e.host_ifname));
 	j1 = endpoint_json(&e);
-	check(json_parse(j1, strlen(j1), NULL, &again, NULL) == 0);
+	fuzz_check(json_parse(j1, strlen(j1), NULL, &again, NULL) == 0);
 	memset(&back, 0x5a, sizeof(back));
-	check(agent_api_endpoint_parse(again, &back) == 0);
+	fuzz_check(agent_api_endpoint_parse(again, &back) == 0);
 	j2 = endpoint_json(&back);
-	check(!strcmp(j1, j2));
+	fuzz_check(!strcmp(j1, j2));
 	json_free(again);
 	free(j1);
 	free(j2);
@@ -83,8 +76,8 @@ static void error_body(const struct json_value *root)
 
 	if (agent_api_error_parse(root, &err, msg, sizeof(msg)) < 0)
 		return;
-	check(err < 0);
-	check(memchr(msg, 0, sizeof(msg)) != NULL);
+	fuzz_check(err < 0);
+	fuzz_check(memchr(msg, 0, sizeof(msg)) != NULL);
 }
 
 static void queue_entry(const struct json_value *root)
@@ -94,9 +87,9 @@ static void queue_entry(const struct json_value *root)
 
 	if (agent_api_queue_entry_parse(root, &cid, &ifn) < 0)
 		return;
-	check(cid && ifn && names_container_id_valid(cid) && names_ifname_valid(ifn));
+	fuzz_check(cid && ifn && names_container_id_valid(cid) && names_ifname_valid(ifn));
 	name = agent_api_queue_entry_name(cid, ifn);
-	check(name && !strchr(name, '/') && strlen(name) <= 255);
+	fuzz_check(name && !strchr(name, '/') && strlen(name) <= 255);
 	free(name);
 }
 

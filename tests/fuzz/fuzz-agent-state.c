@@ -63,14 +63,6 @@ static char dir[256];
 static struct agent_config *cfg;
 static const struct agent_ops no_ops = { 0 };
 
-/* A property that does not hold: which one, then a crash for libFuzzer. */
-#define check(ok)                                                                                   \
-	do {                                                                                        \
-		if (!(ok)) {                                                                        \
-			fprintf(stderr, "fuzz-agent-state.c:%d: %s does not hold\n", __LINE__, #ok); \
-			abort();                                                                    \
-		}                                                                                   \
-	} while (0)
 
 static void cleanup(void)
 {
@@ -87,7 +79,7 @@ static void setup(void)
 		agent_log_set_level((enum flowsdn_log_level)0);
 	fuzz_tmpdir_make(dir, sizeof(dir), "fuzz-agent-state");
 	snprintf(conf, sizeof(conf), "{\"state-dir\":\"%s\",\"datapath\":false,\"socket-lb-cgroup\":\"\"}", dir);
-	check(agent_config_parse(conf, strlen(conf), &cfg, NULL) == 0);
+	fuzz_check(agent_config_parse(conf, strlen(conf), &cfg, NULL) == 0);
 	atexit(cleanup);
 }
 
@@ -98,9 +90,9 @@ static void write_file(const char *name, const void *p, size_t len)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "we");
-	check(f != NULL);
-	check(len == 0 || fwrite(p, 1, len, f) == len);
-	check(fclose(f) == 0);
+	fuzz_check(f != NULL);
+	fuzz_check(len == 0 || fwrite(p, 1, len, f) == len);
+	fuzz_check(fclose(f) == 0);
 }
 
 /* The file's bytes (NULL when there is none). */
@@ -121,13 +113,13 @@ static void write_journal(const char *p, size_t len)
 	struct journal *j = NULL;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	check(dfd >= 0);
-	check(journal_open(dfd, "services.journal", &j) == 0);
+	fuzz_check(dfd >= 0);
+	fuzz_check(journal_open(dfd, "services.journal", &j) == 0);
 	while (len) {
 		const char *nl = memchr(p, '\n', len);
 		size_t n = nl ? (size_t)(nl - p) : len;
 
-		check(journal_append(j, p, n) == 0);
+		fuzz_check(journal_append(j, p, n) == 0);
 		p += n + (nl != NULL);
 		len -= n + (nl != NULL);
 	}
@@ -146,9 +138,9 @@ static int start(char **ret_all, size_t *ret_len)
 	if (r < 0)
 		return r;
 	g = json_writer_new(0);
-	check(g != NULL);
-	check(agent_services_get(s, NULL, g) == 0);
-	check(json_writer_finish(g, ret_all, ret_len) == 0);
+	fuzz_check(g != NULL);
+	fuzz_check(agent_services_get(s, NULL, g) == 0);
+	fuzz_check(json_writer_finish(g, ret_all, ret_len) == 0);
 	agent_services_free(s);
 	return 0;
 }
@@ -169,13 +161,13 @@ static int policy_start(char **ret_get)
 	char *pols = NULL, *nss = NULL, *fw = NULL;
 	int q;
 
-	check(agent_policy_new(dir, NULL, &pol) == 0);
+	fuzz_check(agent_policy_new(dir, NULL, &pol) == 0);
 	q = agent_policy_restore(pol);
-	check(q >= 0);
-	check(agent_policy_get(pol, NULL, NULL, &pols) == 0);
-	check(agent_policy_namespaces(pol, &nss) == 0);
-	check(agent_policy_hostfw(pol, false, &fw) == 0);
-	check(asprintf(ret_get, "%s\n%s\n%s", pols, nss, fw) > 0);
+	fuzz_check(q >= 0);
+	fuzz_check(agent_policy_get(pol, NULL, NULL, &pols) == 0);
+	fuzz_check(agent_policy_namespaces(pol, &nss) == 0);
+	fuzz_check(agent_policy_hostfw(pol, false, &fw) == 0);
+	fuzz_check(asprintf(ret_get, "%s\n%s\n%s", pols, nss, fw) > 0);
 	free(pols);
 	free(nss);
 	free(fw);
@@ -203,7 +195,7 @@ static void policy_store(char what, const char *p, size_t n)
 
 	for (i = 0; objs[i].what != what; i++)
 		;
-	check(agent_pstore_open(dir, &st) == 0);
+	fuzz_check(agent_pstore_open(dir, &st) == 0);
 	if (objs[i].key) {
 		/* The agent saves only objects it parsed: text that is not
 		 * UTF-8 cannot be wrapped in the file's JSON string. */
@@ -220,10 +212,10 @@ static void policy_store(char what, const char *p, size_t n)
 	agent_pstore_free(st);
 	q = policy_start(&first);
 	snprintf(qname, sizeof(qname), "quarantine/%s", objs[i].file);
-	check(q == 0 || q == 1);
-	check(exists(objs[i].file) == (q == 0) && exists(qname) == (q == 1));
-	check(policy_start(&second) == 0);
-	check(!strcmp(first, second));
+	fuzz_check(q == 0 || q == 1);
+	fuzz_check(exists(objs[i].file) == (q == 0) && exists(qname) == (q == 1));
+	fuzz_check(policy_start(&second) == 0);
+	fuzz_check(!strcmp(first, second));
 	free(first);
 	free(second);
 }
@@ -239,19 +231,19 @@ static void service_put(const char *body, size_t len)
 	size_t before_len = 0, after_len = 0;
 	int r;
 
-	check(g && all && diag_new(&d) == 0);
-	check(agent_services_new(cfg, &no_ops, NULL, NULL, &s) == 0);
+	fuzz_check(g && all && diag_new(&d) == 0);
+	fuzz_check(agent_services_new(cfg, &no_ops, NULL, NULL, &s) == 0);
 	r = agent_services_put(s, id, body, len, g, d);
 	if (r == -ENOMEM)
 		goto out;
 	if (r < 0) {
-		check(r == -FLOWSDN_E_AGENT_REFUSED && diag_errors(d) > 0);
-		check(agent_services_count(s) == 0);
+		fuzz_check(r == -FLOWSDN_E_AGENT_REFUSED && diag_errors(d) > 0);
+		fuzz_check(agent_services_count(s) == 0);
 	} else {
-		check(agent_services_count(s) == 1);
+		fuzz_check(agent_services_count(s) == 1);
 	}
-	check(agent_services_get(s, NULL, all) == 0);
-	check(json_writer_finish(all, &before, &before_len) == 0);
+	fuzz_check(agent_services_get(s, NULL, all) == 0);
+	fuzz_check(json_writer_finish(all, &before, &before_len) == 0);
 	all = NULL;
 	if (getenv("FUZZ_AGENT_STATE_DEBUG")) {
 		char why[512] = "";
@@ -265,8 +257,8 @@ static void service_put(const char *body, size_t len)
 	r = start(&after, &after_len);
 	if (r < 0)
 		fprintf(stderr, "start after PUT: %d, the table was %.*s\n", r, (int)before_len, before);
-	check(r == 0);
-	check(after_len == before_len && !memcmp(after, before, before_len));
+	fuzz_check(r == 0);
+	fuzz_check(after_len == before_len && !memcmp(after, before, before_len));
 out:
 	json_writer_free(g);
 	json_writer_free(all);
@@ -289,7 +281,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	fuzz_tmpdir_remove(dir);
-	check(mkdir(dir, 0700) == 0);
+	fuzz_check(mkdir(dir, 0700) == 0);
 	switch (data[0]) {
 	case 'n':
 	case 'p':
@@ -313,19 +305,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (getenv("FUZZ_AGENT_STATE_DEBUG"))
 		fprintf(stderr, "start: %s %.*s\n", r < 0 ? "refused" : "ok", (int)all_len, all ? all : "");
 	if (r < 0) {
-		check(r == -FLOWSDN_E_AGENT_STATE || r == -ENOMEM);
+		fuzz_check(r == -FLOWSDN_E_AGENT_STATE || r == -ENOMEM);
 		after = read_back("services.json", &after_len);
-		check(!snap == !after && after_len == snap_len && (!snap || !memcmp(after, snap, snap_len)));
+		fuzz_check(!snap == !after && after_len == snap_len && (!snap || !memcmp(after, snap, snap_len)));
 		free(after);
 		after = read_back("services.journal", &after_len);
-		check(!jour == !after && after_len == jour_len && (!jour || !memcmp(after, jour, jour_len)));
+		fuzz_check(!jour == !after && after_len == jour_len && (!jour || !memcmp(after, jour, jour_len)));
 		free(after);
 	} else {
 		r = start(&again, &again_len);
 		if (r < 0)
 			fprintf(stderr, "restart: %s (%d) after %.*s\n", strerror(-r), r, (int)all_len, all);
-		check(r == 0);
-		check(again_len == all_len && !memcmp(again, all, all_len));
+		fuzz_check(r == 0);
+		fuzz_check(again_len == all_len && !memcmp(again, all, all_len));
 	}
 	free(snap);
 	free(jour);

@@ -19,23 +19,17 @@
 #include <flash/diag.h>
 #include <flash/meter.h>
 
+#include "fuzz-helpers.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A property that does not hold: which one, then a crash for libFuzzer. */
-#define check(ok)                                                                                   \
-	do {                                                                                        \
-		if (!(ok)) {                                                                        \
-			fprintf(stderr, "fuzz-meter-state.c:%d: %s does not hold\n", __LINE__, #ok); \
-			abort();                                                                    \
-		}                                                                                   \
-	} while (0)
 
 static struct flash_meter *meter(void)
 {
 	struct flash_meter_opts o = { .sz = sizeof(o), .reorder_window = 300 };
 	struct flash_meter *m = NULL;
 
-	check(flash_meter_new(&o, &m) == 0);
+	fuzz_check(flash_meter_new(&o, &m) == 0);
 	return m;
 }
 
@@ -47,29 +41,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = 0, len2 = 0;
 	int r;
 
-	check(flash_diag_new(&diag) == 0);
-	check(flash_meter_to_json(m, &empty, NULL) == 0);
+	fuzz_check(flash_diag_new(&diag) == 0);
+	fuzz_check(flash_meter_to_json(m, &empty, NULL) == 0);
 	r = flash_meter_from_json(m, (const char *)data, size, diag);
 	if (r == -ENOMEM)
 		goto out;
 	if (r < 0) {
-		check(r == -FLASH_E_METER_STATE_SYNTAX || r == -FLASH_E_METER_STATE_INVALID ||
+		fuzz_check(r == -FLASH_E_METER_STATE_SYNTAX || r == -FLASH_E_METER_STATE_INVALID ||
 		      r == -FLASH_E_METER_STATE_INCONSISTENT);
-		check(flash_diag_errors(diag) > 0);
-		check(flash_meter_to_json(m, &text, &len) == 0);
-		check(!strcmp(text, empty));
+		fuzz_check(flash_diag_errors(diag) > 0);
+		fuzz_check(flash_meter_to_json(m, &text, &len) == 0);
+		fuzz_check(!strcmp(text, empty));
 		goto out;
 	}
-	check(flash_meter_to_json(m, &text, &len) == 0);
+	fuzz_check(flash_meter_to_json(m, &text, &len) == 0);
 	again = meter();
 	flash_diag_reset(diag);
 	r = flash_meter_from_json(again, text, len, diag);
 	if (r < 0)
 		fprintf(stderr, "the meter's own JSON is refused (%d):\n%s\n", r, text);
-	check(r == 0);
-	check(flash_meter_to_json(again, &text2, &len2) == 0);
-	check(len2 == len && !memcmp(text2, text, len));
-	check(flash_meter_record_count(again) == flash_meter_record_count(m));
+	fuzz_check(r == 0);
+	fuzz_check(flash_meter_to_json(again, &text2, &len2) == 0);
+	fuzz_check(len2 == len && !memcmp(text2, text, len));
+	fuzz_check(flash_meter_record_count(again) == flash_meter_record_count(m));
 out:
 	free(empty);
 	free(text);

@@ -31,19 +31,12 @@
 #include <string.h>
 #include <flash/meter.h>
 
+#include "fuzz-helpers.h"
 #include "json.h"
 #include "k8s-status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A property that does not hold: which one, then a crash for libFuzzer. */
-#define check(ok)                                                                                    \
-	do {                                                                                         \
-		if (!(ok)) {                                                                         \
-			fprintf(stderr, "fuzz-operator-k8s.c:%d: %s does not hold\n", __LINE__, #ok); \
-			abort();                                                                     \
-		}                                                                                    \
-	} while (0)
 
 #define NOW 1800000000
 
@@ -52,9 +45,9 @@ static void pod(const struct json_value *v)
 	struct op_k8s_pod_failure f;
 
 	op_k8s_pod_failure(v, 0, &f);
-	check((f.kind == OP_K8S_FAIL_NONE) == (f.reason == NULL));
+	fuzz_check((f.kind == OP_K8S_FAIL_NONE) == (f.reason == NULL));
 	if (f.kind != OP_K8S_FAIL_NONE)
-		check(f.pod && f.container && f.message);
+		fuzz_check(f.pod && f.container && f.message);
 }
 
 static void status(const struct json_value *v)
@@ -78,13 +71,13 @@ static void status(const struct json_value *v)
 	size_t len = 0;
 	int r;
 
-	check(op_k8s_status_decide(&in, &st) == 0);
+	fuzz_check(op_k8s_status_decide(&in, &st) == 0);
 	r = op_k8s_status_to_json(&st, json_get(v, "status"), NOW, &json, &len);
 	if (r == -ENOMEM)
 		return;
-	check(r == 0);
-	check(json_parse(json, len, NULL, &written, NULL) == 0);
-	check(!op_k8s_status_changed(&st, written));
+	fuzz_check(r == 0);
+	fuzz_check(json_parse(json, len, NULL, &written, NULL) == 0);
+	fuzz_check(!op_k8s_status_changed(&st, written));
 	json_free(written);
 	free(json);
 }
@@ -99,13 +92,13 @@ static void usage(const struct json_value *v)
 	int r = op_k8s_usage_add(v, &add, NOW, &j1, &l1);
 
 	if (r < 0) {
-		check(r == -EBADMSG || r == -ENOMEM);
+		fuzz_check(r == -EBADMSG || r == -ENOMEM);
 		return;
 	}
-	check(json_parse(j1, l1, NULL, &once, NULL) == 0);
+	fuzz_check(json_parse(j1, l1, NULL, &once, NULL) == 0);
 	r = op_k8s_usage_add(once, &none, NOW, &j2, &l2);
-	check(r == 0 || r == -ENOMEM);
-	check(r < 0 || (l1 == l2 && !memcmp(j1, j2, l1)));
+	fuzz_check(r == 0 || r == -ENOMEM);
+	fuzz_check(r < 0 || (l1 == l2 && !memcmp(j1, j2, l1)));
 	json_free(once);
 	free(j1);
 	free(j2);
@@ -118,30 +111,30 @@ static void lease(const struct json_value *v)
 	char *body = NULL;
 	int r;
 
-	check(op_lease_elector_init(&e, "op-fuzz", 15, 10) == 0);
+	fuzz_check(op_lease_elector_init(&e, "op-fuzz", 15, 10) == 0);
 	r = op_lease_decide(&e, v, "flash-system", "flash-operator", 1000000, (int64_t)NOW * 1000000, &body);
 	if (r < 0) {
-		check(r == -EBADMSG || r == -ENOMEM);
-		check(body == NULL);
+		fuzz_check(r == -EBADMSG || r == -ENOMEM);
+		fuzz_check(body == NULL);
 		return;
 	}
-	check((r == OP_LEASE_WAIT) == (body == NULL));
+	fuzz_check((r == OP_LEASE_WAIT) == (body == NULL));
 	if (!body)
 		return;
-	check(json_parse(body, strlen(body), NULL, &sent, NULL) == 0);
+	fuzz_check(json_parse(body, strlen(body), NULL, &sent, NULL) == 0);
 	/* The server answers what was sent, with a resourceVersion. */
 	if (!json_at(sent, "metadata.resourceVersion")) {
 		char *with = NULL;
 
 		json_free(sent);
 		sent = NULL;
-		check(asprintf(&with, "{\"metadata\":{\"resourceVersion\":\"1\"},%s", strchr(body, '{') + 1) > 0);
+		fuzz_check(asprintf(&with, "{\"metadata\":{\"resourceVersion\":\"1\"},%s", strchr(body, '{') + 1) > 0);
 		if (json_parse(with, strlen(with), NULL, &sent, NULL) < 0) /* a duplicate "metadata" */
 			sent = NULL;
 		free(with);
 	}
 	if (sent)
-		check(op_lease_written(&e, sent, 1000001) == 0 && op_lease_is_leader(&e, 1000002));
+		fuzz_check(op_lease_written(&e, sent, 1000001) == 0 && op_lease_is_leader(&e, 1000002));
 	json_free(sent);
 	free(body);
 }
@@ -154,8 +147,8 @@ static void micro_time(const char *text, size_t len)
 	if (!s)
 		return;
 	if (op_k8s_parse_micro_time(s, &us) == 0) {
-		check(op_k8s_format_micro_time(us, buf, sizeof(buf)) >= 0);
-		check(op_k8s_parse_micro_time(buf, &again) == 0 && again == us);
+		fuzz_check(op_k8s_format_micro_time(us, buf, sizeof(buf)) >= 0);
+		fuzz_check(op_k8s_parse_micro_time(buf, &again) == 0 && again == us);
 	}
 	free(s);
 }

@@ -19,20 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-helpers.h"
 #include "names.h"
 #include "runtime-internal.h"
 #include "runtime-net.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A property that does not hold: which one, then a crash for libFuzzer. */
-#define check(ok)                                                                                      \
-	do {                                                                                           \
-		if (!(ok)) {                                                                           \
-			fprintf(stderr, "fuzz-operator-state.c:%d: %s does not hold\n", __LINE__, #ok); \
-			abort();                                                                       \
-		}                                                                                      \
-	} while (0)
 
 #define INDEX_MAX 32
 
@@ -44,18 +37,18 @@ static void replica(const char *text, size_t len)
 	int r = op_replica_record_parse(text, len, INDEX_MAX, &a);
 
 	if (r < 0) {
-		check(r == -EBADMSG || r == -ENOMEM);
+		fuzz_check(r == -EBADMSG || r == -ENOMEM);
 		return;
 	}
-	check(!a.service[0] || names_service_id_valid(a.service));
-	check(a.index < INDEX_MAX && a.restarts < UINT32_MAX);
-	check(!a.sandbox_pid == !a.sandbox_start && a.sandbox_pid <= INT32_MAX);
-	check(memchr(a.id, 0, sizeof(a.id)) && memchr(a.address, 0, sizeof(a.address)));
-	check(op_replica_record_format(&a, &t1, &l1) == 0);
-	check(op_replica_record_parse(t1, l1, INDEX_MAX, &b) == 0);
-	check(op_replica_record_format(&b, &t2, &l2) == 0);
-	check(l1 == l2 && !memcmp(t1, t2, l1));
-	check(!strcmp(a.id, b.id) && !strcmp(a.service, b.service) && a.generation == b.generation &&
+	fuzz_check(!a.service[0] || names_service_id_valid(a.service));
+	fuzz_check(a.index < INDEX_MAX && a.restarts < UINT32_MAX);
+	fuzz_check(!a.sandbox_pid == !a.sandbox_start && a.sandbox_pid <= INT32_MAX);
+	fuzz_check(memchr(a.id, 0, sizeof(a.id)) && memchr(a.address, 0, sizeof(a.address)));
+	fuzz_check(op_replica_record_format(&a, &t1, &l1) == 0);
+	fuzz_check(op_replica_record_parse(t1, l1, INDEX_MAX, &b) == 0);
+	fuzz_check(op_replica_record_format(&b, &t2, &l2) == 0);
+	fuzz_check(l1 == l2 && !memcmp(t1, t2, l1));
+	fuzz_check(!strcmp(a.id, b.id) && !strcmp(a.service, b.service) && a.generation == b.generation &&
 	      a.index == b.index && a.restarts == b.restarts && !strcmp(a.address, b.address) &&
 	      a.ever_ready == b.ever_ready && a.udp_closed_seen == b.udp_closed_seen &&
 	      a.sandbox_pid == b.sandbox_pid && a.sandbox_start == b.sandbox_start);
@@ -71,20 +64,20 @@ static void net(const char *text, size_t len)
 	int r = op_net_record_parse(text, len, &a);
 
 	if (r < 0) {
-		check(r == -EBADMSG || r == -ENOMEM);
+		fuzz_check(r == -EBADMSG || r == -ENOMEM);
 		return;
 	}
-	check(names_service_id_valid(a.id) && a.n_ports <= OP_NET_RECORD_PORTS_MAX);
+	fuzz_check(names_service_id_valid(a.id) && a.n_ports <= OP_NET_RECORD_PORTS_MAX);
 	for (size_t i = 0; i < a.n_ports; i++)
-		check(names_service_id_valid(a.port_ids[i]));
-	check(op_net_record_format(&a, &t1, &l1) == 0);
-	check(op_net_record_parse(t1, l1, &b) == 0);
-	check(op_net_record_format(&b, &t2, &l2) == 0);
-	check(l1 == l2 && !memcmp(t1, t2, l1));
-	check(!strcmp(a.id, b.id) && !strcmp(a.ns, b.ns) && !strcmp(a.cluster_ip, b.cluster_ip) &&
+		fuzz_check(names_service_id_valid(a.port_ids[i]));
+	fuzz_check(op_net_record_format(&a, &t1, &l1) == 0);
+	fuzz_check(op_net_record_parse(t1, l1, &b) == 0);
+	fuzz_check(op_net_record_format(&b, &t2, &l2) == 0);
+	fuzz_check(l1 == l2 && !memcmp(t1, t2, l1));
+	fuzz_check(!strcmp(a.id, b.id) && !strcmp(a.ns, b.ns) && !strcmp(a.cluster_ip, b.cluster_ip) &&
 	      a.n_ports == b.n_ports);
 	for (size_t i = 0; i < a.n_ports; i++)
-		check(!strcmp(a.port_ids[i], b.port_ids[i]));
+		fuzz_check(!strcmp(a.port_ids[i], b.port_ids[i]));
 	free(t1);
 	free(t2);
 }

@@ -14,18 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-helpers.h"
 #include "registry-auth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A property that does not hold: which one, then a crash for libFuzzer. */
-#define check(ok)                                                                                      \
-	do {                                                                                           \
-		if (!(ok)) {                                                                           \
-			fprintf(stderr, "fuzz-registry-auth.c:%d: %s does not hold\n", __LINE__, #ok); \
-			abort();                                                                       \
-		}                                                                                      \
-	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,18 +31,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	if (r < 0) {
-		check(r == -EINVAL && err[0] && a.n == 0 && !a.v);
+		fuzz_check(r == -EINVAL && err[0] && a.n == 0 && !a.v);
 		return 0;
 	}
-	check(r == 0 && (a.n == 0 || a.v));
+	fuzz_check(r == 0 && (a.n == 0 || a.v));
 	for (size_t i = 0; i < a.n; i++) {
 		const struct flash_image_credential *c = &a.v[i];
 
-		check(c->registry && c->username && c->password);
-		check(c->registry[0] && strlen(c->registry) <= OP_REGISTRY_NAME_MAX &&
+		fuzz_check(c->registry && c->username && c->password);
+		fuzz_check(c->registry[0] && strlen(c->registry) <= OP_REGISTRY_NAME_MAX &&
 		      !strpbrk(c->registry, "/@ \t\r\n"));
 		for (size_t k = 0; k < i; k++)
-			check(strcmp(a.v[k].registry, c->registry) != 0);
+			fuzz_check(strcmp(a.v[k].registry, c->registry) != 0);
 	}
 	op_registry_auth_clear(&a);
 	return 0;

@@ -33,14 +33,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A property that does not hold: which one, then a crash for libFuzzer. */
-#define check(ok)                                                                                  \
-	do {                                                                                       \
-		if (!(ok)) {                                                                       \
-			fprintf(stderr, "fuzz-statefile.c:%d: %s does not hold\n", __LINE__, #ok); \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static char top[256], dir[300];
 static struct flowsdn_prefix pools[2];
@@ -57,7 +49,7 @@ static void setup(void)
 	fuzz_tmpdir_make(top, sizeof(top), "fuzz-statefile");
 	snprintf(dir, sizeof(dir), "%s/state", top);
 	for (size_t i = 0; i < 2; i++)
-		check(flowsdn_prefix_parse(p[i], strlen(p[i]), NULL, &pools[i]) == 0);
+		fuzz_check(flowsdn_prefix_parse(p[i], strlen(p[i]), NULL, &pools[i]) == 0);
 	atexit(cleanup);
 }
 
@@ -92,25 +84,25 @@ static void ipam(const char *path)
 		fprintf(stderr, "ipam: %d, %zu allocations\n", r, na);
 
 	if (r < 0) {
-		check(r == -FLOWSDN_E_IPAM_STATE_CORRUPT || r == -FLOWSDN_E_IPAM_STATE_VERSION ||
+		fuzz_check(r == -FLOWSDN_E_IPAM_STATE_CORRUPT || r == -FLOWSDN_E_IPAM_STATE_VERSION ||
 		      r == -FLOWSDN_E_IPAM_ORPHAN || r == -ENOMEM);
 		after = read_back(path, &after_len);
-		check(!after == !before && after_len == before_len && (!before || !memcmp(after, before, before_len)));
+		fuzz_check(!after == !before && after_len == before_len && (!before || !memcmp(after, before, before_len)));
 		free(after);
 		free(before);
 		return;
 	}
 	/* A change and its undoing: the library writes the state twice. */
-	check(flowsdn_ipam_new(dir, pools, 2, NULL, &h, NULL) == 0);
+	fuzz_check(flowsdn_ipam_new(dir, pools, 2, NULL, &h, NULL) == 0);
 	r = flowsdn_ipam_allocate(h, "fuzz-probe", "eth9", NULL, NULL, NULL);
-	check(r == 0 || r == -FLOWSDN_E_IPAM_EXHAUSTED || r == -FLOWSDN_E_IPAM_IN_USE);
+	fuzz_check(r == 0 || r == -FLOWSDN_E_IPAM_EXHAUSTED || r == -FLOWSDN_E_IPAM_IN_USE);
 	if (r == 0)
-		check(flowsdn_ipam_release(h, "fuzz-probe", "eth9", NULL) >= 1);
+		fuzz_check(flowsdn_ipam_release(h, "fuzz-probe", "eth9", NULL) >= 1);
 	flowsdn_ipam_free(h);
-	check(ipam_list(&b, &nb) == 0);
-	check(na == nb);
+	fuzz_check(ipam_list(&b, &nb) == 0);
+	fuzz_check(na == nb);
 	for (size_t i = 0; i < na; i++)
-		check(!strcmp(a[i].container_id, b[i].container_id) && !strcmp(a[i].ifname, b[i].ifname) &&
+		fuzz_check(!strcmp(a[i].container_id, b[i].container_id) && !strcmp(a[i].ifname, b[i].ifname) &&
 		      flowsdn_addr_compare(&a[i].addr, &b[i].addr) == 0 &&
 		      flowsdn_prefix_compare(&a[i].pool, &b[i].pool) == 0);
 	free(a);
@@ -143,24 +135,24 @@ static void identity(const char *path)
 		fprintf(stderr, "identity: %d, %zu identities\n", r, na);
 
 	if (r < 0) {
-		check(r == -FLOWSDN_E_IDENTITY_STATE_CORRUPT || r == -FLOWSDN_E_IDENTITY_STATE_VERSION ||
+		fuzz_check(r == -FLOWSDN_E_IDENTITY_STATE_CORRUPT || r == -FLOWSDN_E_IDENTITY_STATE_VERSION ||
 		      r == -ENOMEM);
 		after = read_back(path, &after_len);
-		check(!after == !before && after_len == before_len && (!before || !memcmp(after, before, before_len)));
+		fuzz_check(!after == !before && after_len == before_len && (!before || !memcmp(after, before, before_len)));
 		free(after);
 		free(before);
 		return;
 	}
-	check(flowsdn_identity_new(dir, NULL, &s) == 0);
+	fuzz_check(flowsdn_identity_new(dir, NULL, &s) == 0);
 	r = flowsdn_identity_acquire(s, &probe, 1, &id);
-	check(r == 0 || r == -FLOWSDN_E_IDENTITY_EXHAUSTED || r == -EOVERFLOW);
+	fuzz_check(r == 0 || r == -FLOWSDN_E_IDENTITY_EXHAUSTED || r == -EOVERFLOW);
 	if (r == 0)
-		check(flowsdn_identity_release(s, id) >= 0);
+		fuzz_check(flowsdn_identity_release(s, id) >= 0);
 	flowsdn_identity_free(s);
-	check(identity_list(&b, &nb) == 0);
-	check(na == nb);
+	fuzz_check(identity_list(&b, &nb) == 0);
+	fuzz_check(na == nb);
 	for (size_t i = 0; i < na; i++)
-		check(a[i].id == b[i].id && a[i].refcount == b[i].refcount && !strcmp(a[i].labels, b[i].labels));
+		fuzz_check(a[i].id == b[i].id && a[i].refcount == b[i].refcount && !strcmp(a[i].labels, b[i].labels));
 	free(a);
 	free(b);
 	free(before);
@@ -178,15 +170,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	is_ipam = data[0] == 'i' || data[0] == 'I';
 	fuzz_tmpdir_remove(dir);
-	check(statefile_ensure_dir(dir) == 0);
+	fuzz_check(statefile_ensure_dir(dir) == 0);
 	snprintf(path, sizeof(path), "%s/%s", dir, is_ipam ? "ipam.state" : "identity.state");
 	switch (data[0]) {
-	case 'i': check(statefile_write(path, "FSDNIPAM", 1, data + 1, size - 1) == 0); break;
-	case 'd': check(statefile_write(path, "FSDNIDNT", 1, data + 1, size - 1) == 0); break;
+	case 'i': fuzz_check(statefile_write(path, "FSDNIPAM", 1, data + 1, size - 1) == 0); break;
+	case 'd': fuzz_check(statefile_write(path, "FSDNIDNT", 1, data + 1, size - 1) == 0); break;
 	case 'I':
 	case 'D':
 		f = fopen(path, "we");
-		check(f && (size == 1 || fwrite(data + 1, 1, size - 1, f) == size - 1) && fclose(f) == 0);
+		fuzz_check(f && (size == 1 || fwrite(data + 1, 1, size - 1, f) == size - 1) && fclose(f) == 0);
 		break;
 	default: return 0;
 	}

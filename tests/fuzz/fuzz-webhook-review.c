@@ -17,19 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-helpers.h"
 #include "json.h"
 #include "webhook.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A property that does not hold: which one, then a crash for libFuzzer. */
-#define check(ok)                                                                                     \
-	do {                                                                                          \
-		if (!(ok)) {                                                                          \
-			fprintf(stderr, "fuzz-webhook-review.c:%d: %s does not hold\n", __LINE__, #ok); \
-			abort();                                                                      \
-		}                                                                                     \
-	} while (0)
 
 static const char *string_at(const struct json_value *v, const char *path)
 {
@@ -49,31 +42,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == -ENOMEM)
 		return 0;
 	if (r < 0) {
-		check(r == -EBADMSG);
-		check(err[0] != '\0');
-		check(json == NULL && len == 0);
+		fuzz_check(r == -EBADMSG);
+		fuzz_check(err[0] != '\0');
+		fuzz_check(json == NULL && len == 0);
 		return 0;
 	}
-	check(r == 0 && json != NULL && len == strlen(json));
-	check(json_parse(json, len, NULL, &out, NULL) == 0);
-	check(json_is(out, JSON_OBJECT));
-	check(!strcmp(string_at(out, "apiVersion") ?: "", "admission.k8s.io/v1"));
-	check(!strcmp(string_at(out, "kind") ?: "", "AdmissionReview"));
+	fuzz_check(r == 0 && json != NULL && len == strlen(json));
+	fuzz_check(json_parse(json, len, NULL, &out, NULL) == 0);
+	fuzz_check(json_is(out, JSON_OBJECT));
+	fuzz_check(!strcmp(string_at(out, "apiVersion") ?: "", "admission.k8s.io/v1"));
+	fuzz_check(!strcmp(string_at(out, "kind") ?: "", "AdmissionReview"));
 	/* Accepted, so the input is JSON with a request.uid. */
-	check(json_parse((const char *)data, size, NULL, &in, NULL) == 0);
+	fuzz_check(json_parse((const char *)data, size, NULL, &in, NULL) == 0);
 	uid = string_at(in, "request.uid");
-	check(uid && !strcmp(string_at(out, "response.uid") ?: "", uid));
+	fuzz_check(uid && !strcmp(string_at(out, "response.uid") ?: "", uid));
 	allowed = json_at(out, "response.allowed");
-	check(json_is(allowed, JSON_BOOL));
+	fuzz_check(json_is(allowed, JSON_BOOL));
 	if (!allowed->u.boolean) {
 		int64_t c = 0;
 
-		check(json_get_int64(json_at(out, "response.status.code"), &c) == 0 && c == 422);
-		check(string_at(out, "response.status.message") != NULL);
+		fuzz_check(json_get_int64(json_at(out, "response.status.code"), &c) == 0 && c == 422);
+		fuzz_check(string_at(out, "response.status.message") != NULL);
 	}
 	r2 = op_webhook_review((const char *)data, size, &again, &len2, err2, sizeof(err2));
-	check(r2 == 0 || r2 == -ENOMEM);
-	check(r2 < 0 || (len2 == len && !memcmp(again, json, len)));
+	fuzz_check(r2 == 0 || r2 == -ENOMEM);
+	fuzz_check(r2 < 0 || (len2 == len && !memcmp(again, json, len)));
 	free(again);
 	json_free(in);
 	json_free(out);
