@@ -252,9 +252,10 @@ int op_replica_record_format(const struct op_replica_record *r, char **ret_text,
  * not a JSON object.  Leniently, as a file of an older operator may be:
  * a member that is absent or out of range (an index of @index_max or
  * more, restarts of UINT32_MAX or more, a sandbox pid of 0 or past
- * INT32_MAX or without its start time) is left 0, strings too long for
- * their field are cut, and a service that is not a valid service id
- * leaves the service "" (the replica is then retired). */
+ * INT32_MAX or without its start time) is left 0, a string too long for
+ * its field is left "" (never cut: the record writes back as it read),
+ * and a service that is not a valid service id leaves the service ""
+ * (the replica is then retired). */
 int op_replica_record_parse(const char *text, size_t len, unsigned int index_max, struct op_replica_record *ret);
 
 #endif

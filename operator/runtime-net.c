@@ -126,6 +126,7 @@ int op_net_record_parse(const char *text, size_t len, struct op_net_record *ret)
 	struct op_net_record r = { 0 };
 	struct json_value *root = NULL;
 	const struct json_value *ids;
+	const char *ns, *ip;
 	int err = json_parse(text, len, NULL, &root, NULL);
 
 	if (err < 0)
@@ -135,15 +136,17 @@ int op_net_record_parse(const char *text, size_t len, struct op_net_record *ret)
 	if (!names_service_id_valid(json_string_value(json_get(root, "id"))) || !json_is(ids, JSON_ARRAY) ||
 	    ids->u.array.n > OP_NET_RECORD_PORTS_MAX)
 		goto out;
-	snprintf(r.id, sizeof(r.id), "%s", json_string_value(json_get(root, "id")));
-	snprintf(r.ns, sizeof(r.ns), "%s", json_string_value(json_get(root, "namespace")) ?: "");
-	snprintf(r.cluster_ip, sizeof(r.cluster_ip), "%s", json_string_value(json_get(root, "clusterIP")) ?: "");
+	ns = json_string_value(json_get(root, "namespace"));
+	ip = json_string_value(json_get(root, "clusterIP"));
+	if (util_strcpy_fit(r.id, sizeof(r.id), json_string_value(json_get(root, "id"))) < 0 ||
+	    (ns && util_strcpy_fit(r.ns, sizeof(r.ns), ns) < 0) ||
+	    (ip && util_strcpy_fit(r.cluster_ip, sizeof(r.cluster_ip), ip) < 0))
+		goto out;
 	for (size_t i = 0; i < ids->u.array.n; i++) {
 		const char *s = json_string_value(ids->u.array.items[i]);
 
-		if (!names_service_id_valid(s))
+		if (!names_service_id_valid(s) || util_strcpy_fit(r.port_ids[r.n_ports++], OP_SERVICE_ID_STRLEN, s) < 0)
 			goto out;
-		snprintf(r.port_ids[r.n_ports++], OP_SERVICE_ID_STRLEN, "%s", s);
 	}
 	*ret = r;
 	err = 0;

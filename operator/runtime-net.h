@@ -69,8 +69,8 @@ int op_net_record_format(const struct op_net_record *r, char **ret_text, size_t 
 /* Reads the file's text (@len bytes): 0 and *ret; -EBADMSG when it is
  * not JSON, its "id" or one of its "services" is not a valid service id,
  * or it has more than OP_NET_RECORD_PORTS_MAX services (such a file is
- * ignored, and left for the next delete to overwrite); -ENOMEM.  The
- * namespace and ClusterIP are cut to their fields. */
+ * ignored, and left for the next delete to overwrite), or its namespace
+ * or ClusterIP is longer than its field; -ENOMEM.  Absent, they are "". */
 int op_net_record_parse(const char *text, size_t len, struct op_net_record *ret);
 
 struct op_net;

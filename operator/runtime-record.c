@@ -11,6 +11,7 @@
 #include "json.h"
 #include "names.h"
 #include "runtime-internal.h"
+#include "util.h"
 
 int op_replica_record_format(const struct op_replica_record *r, char **ret_text, size_t *ret_len)
 {
@@ -53,17 +54,18 @@ int op_replica_record_parse(const char *text, size_t len, unsigned int index_max
 		json_free(root);
 		return -EBADMSG;
 	}
-	snprintf(r.id, sizeof(r.id), "%s", json_string_value(json_get(root, "id")) ?: "");
+	/* A string its field cannot hold whole is left out (""). */
+	(void)util_strcpy_fit(r.id, sizeof(r.id), json_string_value(json_get(root, "id")));
 	s = json_string_value(json_get(root, "service"));
-	if (s && names_service_id_valid(s))
-		snprintf(r.service, sizeof(r.service), "%s", s);
+	if (names_service_id_valid(s))
+		(void)util_strcpy_fit(r.service, sizeof(r.service), s);
 	if (json_get_uint64(json_get(root, "generation"), &v) == 0)
 		r.generation = v;
 	if (json_get_uint64(json_get(root, "index"), &v) == 0 && v < index_max)
 		r.index = (unsigned int)v;
 	if (json_get_uint64(json_get(root, "restarts"), &v) == 0 && v < UINT32_MAX)
 		r.restarts = (unsigned int)v;
-	snprintf(r.address, sizeof(r.address), "%s", json_string_value(json_get(root, "address")) ?: "");
+	(void)util_strcpy_fit(r.address, sizeof(r.address), json_string_value(json_get(root, "address")));
 	if (json_get_bool(json_get(root, "everReady"), &b) == 0)
 		r.ever_ready = b;
 	if (json_get_bool(json_get(root, "udpClosedSeen"), &b) == 0)
