@@ -309,8 +309,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		after = read_back("services.json", &after_len);
 		fuzz_check(!snap == !after && after_len == snap_len && (!snap || !memcmp(after, snap, snap_len)));
 		free(after);
+		/* The journal is opened (made empty when there was none)
+		 * before the snapshot is read: absent and empty are alike. */
 		after = read_back("services.journal", &after_len);
-		fuzz_check(!jour == !after && after_len == jour_len && (!jour || !memcmp(after, jour, jour_len)));
+		fuzz_check(after_len == jour_len && (jour_len == 0 || !memcmp(after, jour, jour_len)));
 		free(after);
 	} else {
 		r = start(&again, &again_len);
