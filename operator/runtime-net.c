@@ -980,7 +980,8 @@ int op_net_sandbox_policies_put(struct op_net *n, const struct op_net_sandbox *s
 	if (!n || !sb || !sb->name || !sb->sid || !spec)
 		return -EINVAL;
 	op_net_namespace(sb->org, ns);
-	return put_policies(n, sb->name, ns, sb->org ? sb->org : "", sb->project, spec, err, err_size);
+	return put_policies(n, sb->name, ns, sb->org ? sb->org : "", sb->project && sb->project[0] ? sb->project : NULL,
+			    spec, err, err_size);
 }
 
 int op_net_sandbox_policies_del(struct op_net *n, const char *name, const char *org, char *err, size_t err_size)
@@ -1041,6 +1042,44 @@ int op_net_sandbox_claim(struct op_net *n, const char *container_id, const struc
 	r = call(n, "PUT", path, body, err, err_size);
 	free(body);
 	return r;
+}
+
+int op_net_released(struct op_net *n, const char *container_id, unsigned int timeout_ms, char *err,
+		    size_t err_size)
+{
+	uint64_t until = mono_ms() + timeout_ms;
+	unsigned int pause_ms = 5;
+
+	if (!n || !container_id)
+		return -EINVAL;
+	for (;;) {
+		struct agent_client_err ae = { 0 };
+		struct json_value *root = NULL;
+		const struct json_value *a;
+		bool held = false;
+		int r = agent_client_call(&n->agent, "GET", "/v1/ipam", NULL, &root, &ae);
+
+		if (r < 0) {
+			snprintf(err, err_size, "flowsdn-agent GET /v1/ipam: %s",
+				 ae.message[0] ? ae.message : flowsdn_strerror(r));
+			return r;
+		}
+		a = json_get(root, "allocations");
+		for (size_t i = 0; json_is(a, JSON_ARRAY) && i < a->u.array.n && !held; i++) {
+			const char *c = json_string_value(json_get(a->u.array.items[i], "containerID"));
+
+			held = c && strcmp(c, container_id) == 0;
+		}
+		json_free(root);
+		if (!held)
+			return 0;
+		if (mono_ms() >= until) {
+			snprintf(err, err_size, "flowsdn-agent: the address of %s is still held", container_id);
+			return -ETIMEDOUT;
+		}
+		usleep(pause_ms * 1000);
+		pause_ms = pause_ms < 100 ? pause_ms * 2 : 100;
+	}
 }
 
 /* ---------------------------------------------------------------- masquerade */

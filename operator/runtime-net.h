@@ -156,6 +156,13 @@ int op_net_sandbox_policies_del(struct op_net *n, const char *name, const char *
 int op_net_sandbox_claim(struct op_net *n, const char *container_id, const struct op_net_sandbox *sb, char *err,
 			 size_t err_size);
 
+/* Waits up to @timeout_ms until the agent's IPAM (GET /v1/ipam) holds no
+ * address of @container_id: the agent finishes a CNI DEL in the
+ * background (the veth removed, then the address released).  0,
+ * -ETIMEDOUT, or the agent's error, with @err. */
+int op_net_released(struct op_net *n, const char *container_id, unsigned int timeout_ms, char *err,
+		    size_t err_size);
+
 /* Egress masquerade: workloads reach the Internet through the node's
  * address.  The operator owns one nftables table, "inet flowsdn_flash"
  * (never another), with a postrouting nat chain: per address pool of the

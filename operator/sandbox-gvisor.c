@@ -444,7 +444,8 @@ static int teardown(struct gv *g, const char *cid)
 		struct rec rc = { 0 };
 		bool known = rec_load(g, cid, &rc) == 0;
 
-		if (op_cni_run(&g->cni, "DEL", cid, "flash-sandbox", netns, NULL, NULL, 0, err, sizeof(err)) < 0)
+		if (op_cni_run(&g->cni, "DEL", cid, "flash-sandbox", netns, NULL, NULL, 0, err, sizeof(err)) < 0 ||
+		    op_net_released(g->net, cid, 10000, err, sizeof(err)) < 0)
 			r = -EBUSY;
 		else if (known && rc.session[0] && op_net_sandbox_policies_del(g->net, cid, rc.org, err, sizeof(err)) < 0)
 			r = -EBUSY;
