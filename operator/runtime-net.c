@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <flash/sandbox.h>
 #include <flowsdn/addr.h>
+#include <flowsdn/policy.h>
 
 #include "agent-client.h"
 #include "names.h"
@@ -316,8 +317,8 @@ static int call(struct op_net *n, const char *method, const char *path, const ch
 	int r = agent_client_call(&n->agent, method, path, body, &root, &ae);
 
 	json_free(root);
-	if (r == -FLOWSDN_E_AGENT_NOT_FOUND && strcmp(method, "DELETE") == 0)
-		return 0; /* already gone */
+	if ((r == -FLOWSDN_E_AGENT_NOT_FOUND || r == -FLOWSDN_E_POLICY_NOT_FOUND) && strcmp(method, "DELETE") == 0)
+		return 0; /* already gone (a policy's DELETE says so in its own code) */
 	if (r < 0)
 		snprintf(err, err_size, "flowsdn-agent %s %s: %s", method, path,
 			 ae.message[0] ? ae.message : flowsdn_strerror(r));
