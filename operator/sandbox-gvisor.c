@@ -50,7 +50,7 @@ struct gv {
 	/* flowsdn networking; NULL net: none (--network=none) */
 	struct op_net *net;
 	struct op_cni cni;
-	char *cni_bin, *cni_conf, *agent_socket;
+	char *cni_bin, *cni_conf, *agent_socket, *resolv;
 	int (*tenant)(void *ctx, const char *sid, char *org, size_t org_size, char *project, size_t project_size);
 	void *tenant_ctx;
 
@@ -495,7 +495,7 @@ static int wire(struct gv *g, struct rec *rc, const struct flash_spec *spec, con
 static int create(struct gv *g, struct rec *rc, const struct flash_spec *spec, struct flash_diag *diag)
 {
 	char *dir = NULL, *netns = NULL, *config = NULL, *config_path = NULL, *root = NULL, *sd = NULL, *label = NULL,
-	     cg[256], err[512];
+	     *resolv = NULL, cg[256], err[512];
 	size_t config_len = 0;
 	int r;
 
@@ -524,6 +524,16 @@ static int create(struct gv *g, struct rec *rc, const struct flash_spec *spec, s
 			      strerror(-r));
 		goto fail;
 	}
+	if (g->net && g->resolv) {
+		/* the DNS servers the session's policy lets it reach */
+		resolv = pjoin(dir, "resolv.conf");
+		r = resolv ? util_write_file_atomic(resolv, g->resolv, strlen(g->resolv), 0644) : -ENOMEM;
+		if (r < 0) {
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "sandbox", NULL, "resolv.conf: %s",
+				      strerror(-r));
+			goto fail;
+		}
+	}
 	if (g->net) {
 		r = wire(g, rc, spec, netns, err, sizeof(err));
 		if (r < 0) {
@@ -541,6 +551,7 @@ static int create(struct gv *g, struct rec *rc, const struct flash_spec *spec, s
 			.argv = keepalive,
 			.root_path = root,
 			.root_readonly = false, /* writes go to the memory overlay */
+			.resolv_conf = resolv,
 			.annotations = (const char *const[]){ label, NULL },
 		};
 
@@ -569,6 +580,7 @@ out:
 	free(root);
 	free(sd);
 	free(label);
+	free(resolv);
 	return r;
 }
 
@@ -1079,6 +1091,7 @@ static void gv_free(void *backend)
 	free(g->cni_bin);
 	free(g->cni_conf);
 	free(g->agent_socket);
+	free(g->resolv);
 	free(g->dir);
 	free(g->runsc);
 	free(g->runsc_root);
@@ -1139,7 +1152,8 @@ int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struc
 		char err[256];
 
 		if (!(g->cni_bin = strdup(opts->cni_bin_dir)) || (opts->cni_conf && !(g->cni_conf = strdup(opts->cni_conf))) ||
-		    (opts->agent_socket && !(g->agent_socket = strdup(opts->agent_socket)))) {
+		    (opts->agent_socket && !(g->agent_socket = strdup(opts->agent_socket))) ||
+		    (opts->resolv_conf && !(g->resolv = strdup(opts->resolv_conf)))) {
 			r = -ENOMEM;
 			goto fail;
 		}

@@ -95,7 +95,7 @@ struct op_sandbox_gvisor_opts {
 	const char *agent_socket;   /* NULL: the agent's default */
 	const struct flash_operator_config *config; /* protected ranges, DNS; NULL: defaults */
 	const struct flash_policy *policy;          /* the owner policy; NULL: none */
-	const char *resolv_conf;    /* text: its nameservers are the sessions' DNS servers */
+	const char *resolv_conf;    /* text: the sessions' /etc/resolv.conf; its nameservers are their DNS servers */
 	/* The organization and project of session @sid (label values, into
 	 * the buffers); NULL: the organization is the session id's tenant
 	 * part ("sb-" and 16 hex digits, flash_client_sandbox_id()), no

@@ -306,6 +306,17 @@ Test(sandbox_net, egress_modes_hold_and_reap_releases_the_address, .init = setup
 	cr_assert(allocated(dis.backend_id) && allocated(res.backend_id) && allocated(net.backend_id),
 		  "each sandbox has an IPAM address");
 
+	{
+		/* the session's DNS servers are its resolv.conf's */
+		int code = -1;
+		struct flash_sandbox_exec_io io = {
+			.sz = sizeof(io),
+			.argv = (const char *const[]){ "/bin/grep", "-qx", "nameserver " PUB, "/etc/resolv.conf", NULL }
+		};
+
+		cr_assert(ops->exec(backend, "sb-0123456789abcdef-dis", &io, &code) == 0, "exec grep");
+		cr_expect(code == 0, "resolv.conf names the DNS server: grep exit %d", code);
+	}
 	/* disabled: DNS only */
 	cr_expect(reaches("sb-0123456789abcdef-dis", PUB, 53), "disabled: the DNS server on port 53");
 	cr_expect(!reaches("sb-0123456789abcdef-dis", PUB, 8080), "disabled: nothing else");
