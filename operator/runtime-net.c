@@ -995,12 +995,36 @@ int op_net_sandbox_policies_del(struct op_net *n, const char *name, const char *
 	return delete_policies(n, ns, name, err, err_size);
 }
 
-int op_net_sandbox_claim(struct op_net *n, const char *container_id, const struct op_net_sandbox *sb, char *err,
-			 size_t err_size)
+/* GET @path and look in its array @key for an object of @container_id
+ * (its "containerID"): 1 (with its "id" in *@ret_id when asked), 0 when
+ * none, <0 with @err. */
+static int find_container(struct op_net *n, const char *path, const char *key, const char *container_id,
+			  uint64_t *ret_id, char *err, size_t err_size)
 {
 	struct agent_client_err ae = { 0 };
 	struct json_value *root = NULL;
-	const struct json_value *eps;
+	const struct json_value *list;
+	int r = agent_client_call(&n->agent, "GET", path, NULL, &root, &ae);
+
+	if (r < 0) {
+		snprintf(err, err_size, "flowsdn-agent GET %s: %s", path, ae.message[0] ? ae.message : flowsdn_strerror(r));
+		return r;
+	}
+	list = json_get(root, key);
+	for (size_t i = 0; json_is(list, JSON_ARRAY) && i < list->u.array.n && r == 0; i++) {
+		const struct json_value *o = list->u.array.items[i];
+		const char *c = json_string_value(json_get(o, "containerID"));
+
+		if (c && strcmp(c, container_id) == 0 && (!ret_id || json_get_uint64(json_get(o, "id"), ret_id) == 0))
+			r = 1;
+	}
+	json_free(root);
+	return r;
+}
+
+int op_net_sandbox_claim(struct op_net *n, const char *container_id, const struct op_net_sandbox *sb, char *err,
+			 size_t err_size)
+{
 	struct json_writer *w = NULL;
 	char path[64], ns[21], *body = NULL;
 	uint64_t id = 0;
@@ -1008,22 +1032,10 @@ int op_net_sandbox_claim(struct op_net *n, const char *container_id, const struc
 
 	if (!n || !container_id || !sb || !sb->name || !sb->sid)
 		return -EINVAL;
-	r = agent_client_call(&n->agent, "GET", "/v1/endpoint", NULL, &root, &ae);
-	if (r < 0) {
-		snprintf(err, err_size, "flowsdn-agent GET /v1/endpoint: %s",
-			 ae.message[0] ? ae.message : flowsdn_strerror(r));
+	r = find_container(n, "/v1/endpoint", "endpoints", container_id, &id, err, err_size);
+	if (r < 0)
 		return r;
-	}
-	eps = json_get(root, "endpoints");
-	for (size_t i = 0; json_is(eps, JSON_ARRAY) && i < eps->u.array.n && !id; i++) {
-		const struct json_value *e = eps->u.array.items[i];
-		const char *c = json_string_value(json_get(e, "containerID"));
-
-		if (c && strcmp(c, container_id) == 0 && json_get_uint64(json_get(e, "id"), &id) < 0)
-			id = 0;
-	}
-	json_free(root);
-	if (!id) {
+	if (r == 0 || id == 0) {
 		snprintf(err, err_size, "flowsdn-agent: no endpoint of %s", container_id);
 		return -ENOENT;
 	}
@@ -1054,26 +1066,10 @@ int op_net_released(struct op_net *n, const char *container_id, unsigned int tim
 	if (!n || !container_id)
 		return -EINVAL;
 	for (;;) {
-		struct agent_client_err ae = { 0 };
-		struct json_value *root = NULL;
-		const struct json_value *a;
-		bool held = false;
-		int r = agent_client_call(&n->agent, "GET", "/v1/ipam", NULL, &root, &ae);
+		int r = find_container(n, "/v1/ipam", "allocations", container_id, NULL, err, err_size);
 
-		if (r < 0) {
-			snprintf(err, err_size, "flowsdn-agent GET /v1/ipam: %s",
-				 ae.message[0] ? ae.message : flowsdn_strerror(r));
+		if (r <= 0)
 			return r;
-		}
-		a = json_get(root, "allocations");
-		for (size_t i = 0; json_is(a, JSON_ARRAY) && i < a->u.array.n && !held; i++) {
-			const char *c = json_string_value(json_get(a->u.array.items[i], "containerID"));
-
-			held = c && strcmp(c, container_id) == 0;
-		}
-		json_free(root);
-		if (!held)
-			return 0;
 		if (mono_ms() >= until) {
 			snprintf(err, err_size, "flowsdn-agent: the address of %s is still held", container_id);
 			return -ETIMEDOUT;
