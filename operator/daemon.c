@@ -413,12 +413,16 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		}
 		if (!so.registry)
 			so.registry = opts->image ? &opts->registry : &d->registry;
-		/* flowsdn networking with the runtime's CNI and agent settings */
-		if (!so.cni_bin_dir && opts->runtime && opts->runtime->cni_bin_dir) {
-			so.cni_bin_dir = opts->runtime->cni_bin_dir;
-			so.cni_conf = opts->runtime->cni_conf;
-			so.agent_socket = opts->runtime->agent_socket;
-			if (op_bundle_resolv_conf(opts->runtime->dns, opts->runtime->host_resolv, &sb_resolv) == 0)
+		/* flowsdn networking with the runtime's CNI and agent settings
+		 * (flags over runtime keys; none: --network=none) */
+		if (!so.cni_bin_dir) {
+			const struct op_runtime_opts *rf = opts->runtime;
+
+			so.cni_bin_dir = rf && rf->cni_bin_dir ? rf->cni_bin_dir : cr.cni_bin_dir;
+			so.cni_conf = rf && rf->cni_conf ? rf->cni_conf : cr.cni_conf;
+			so.agent_socket = rf && rf->agent_socket ? rf->agent_socket : cr.agent_socket;
+			if (so.cni_bin_dir && op_bundle_resolv_conf(rf && rf->dns ? rf->dns : cr.dns,
+								    rf ? rf->host_resolv : NULL, &sb_resolv) == 0)
 				so.resolv_conf = sb_resolv;
 		}
 		so.config = d->config;
