@@ -28,7 +28,7 @@
 #include "util.h"
 
 #define NET_MAX_ADDRS 32
-#define NET_MAX_PORTS 64
+#define NET_MAX_PORTS OP_NET_RECORD_PORTS_MAX
 #define CLUSTER_IP_TRIES 16
 #define VERIFY_MS_DEFAULT 5000
 
@@ -104,24 +104,71 @@ static char *record_path(struct op_net *n, const char *id)
 	return asprintf(&p, "%s/net/%s.json", n->dir, id) < 0 ? NULL : p;
 }
 
-static int record_save(struct op_net *n, const struct net_svc *v)
+int op_net_record_format(const struct op_net_record *r, char **ret_text, size_t *ret_len)
 {
 	struct json_writer *w = json_writer_new(0);
+
+	if (!w)
+		return -ENOMEM;
+	jw_object_open(w);
+	jw_kv_string(w, "id", r->id);
+	jw_kv_string(w, "namespace", r->ns);
+	jw_kv_string(w, "clusterIP", r->cluster_ip);
+	jw_key(w, "services");
+	jw_array_open(w);
+	for (size_t i = 0; i < r->n_ports; i++)
+		jw_string(w, r->port_ids[i]);
+	jw_array_close(w);
+	jw_object_close(w);
+	return json_writer_finish(w, ret_text, ret_len);
+}
+
+int op_net_record_parse(const char *text, size_t len, struct op_net_record *ret)
+{
+	struct op_net_record r = { 0 };
+	struct json_value *root = NULL;
+	const struct json_value *ids;
+	const char *ns, *ip;
+	int err = json_parse(text, len, NULL, &root, NULL);
+
+	if (err < 0)
+		return err == -ENOMEM ? err : -EBADMSG;
+	ids = json_get(root, "services");
+	err = -EBADMSG;
+	if (!names_service_id_valid(json_string_value(json_get(root, "id"))) || !json_is(ids, JSON_ARRAY) ||
+	    ids->u.array.n > OP_NET_RECORD_PORTS_MAX)
+		goto out;
+	ns = json_string_value(json_get(root, "namespace"));
+	ip = json_string_value(json_get(root, "clusterIP"));
+	if (util_strcpy_fit(r.id, sizeof(r.id), json_string_value(json_get(root, "id"))) < 0 ||
+	    (ns && util_strcpy_fit(r.ns, sizeof(r.ns), ns) < 0) ||
+	    (ip && util_strcpy_fit(r.cluster_ip, sizeof(r.cluster_ip), ip) < 0))
+		goto out;
+	for (size_t i = 0; i < ids->u.array.n; i++) {
+		const char *s = json_string_value(ids->u.array.items[i]);
+
+		if (!names_service_id_valid(s) || util_strcpy_fit(r.port_ids[r.n_ports++], OP_SERVICE_ID_STRLEN, s) < 0)
+			goto out;
+	}
+	*ret = r;
+	err = 0;
+out:
+	json_free(root);
+	return err;
+}
+
+static int record_save(struct op_net *n, const struct net_svc *v)
+{
+	struct op_net_record rec = { .n_ports = v->n_ports };
 	char *text = NULL, *path = record_path(n, v->id);
 	size_t len = 0;
 	int r;
 
-	jw_object_open(w);
-	jw_kv_string(w, "id", v->id);
-	jw_kv_string(w, "namespace", v->ns);
-	jw_kv_string(w, "clusterIP", v->cluster_ip);
-	jw_key(w, "services");
-	jw_array_open(w);
-	for (size_t i = 0; i < v->n_ports; i++)
-		jw_string(w, v->port_ids[i]);
-	jw_array_close(w);
-	jw_object_close(w);
-	r = json_writer_finish(w, &text, &len);
+	snprintf(rec.id, sizeof(rec.id), "%s", v->id);
+	snprintf(rec.ns, sizeof(rec.ns), "%s", v->ns);
+	snprintf(rec.cluster_ip, sizeof(rec.cluster_ip), "%s", v->cluster_ip);
+	memcpy(rec.port_ids, v->port_ids, v->n_ports * sizeof(v->port_ids[0]));
+	r = op_net_record_format(&rec, &text, &len);
 	if (r == 0)
 		r = path ? util_write_file_atomic(path, text, len, 0600) : -ENOMEM;
 	free(text);
@@ -143,36 +190,25 @@ static void svc_free(struct net_svc *v)
 static void record_load(struct op_net *n, const char *name)
 {
 	char *path = NULL, *text = NULL;
-	struct json_value *root = NULL;
-	const struct json_value *ids;
+	struct op_net_record rec;
 	struct net_svc *v = NULL;
 	size_t len = 0;
 
 	if (asprintf(&path, "%s/net/%s", n->dir, name) < 0)
 		return;
-	if (util_read_file(path, 1 << 16, &text, &len) < 0 || json_parse(text, len, NULL, &root, NULL) < 0)
+	if (util_read_file(path, 1 << 16, &text, &len) < 0 || op_net_record_parse(text, len, &rec) < 0)
 		goto out;
 	v = calloc(1, sizeof(*v));
-	ids = json_get(root, "services");
-	if (!v || !names_service_id_valid(json_string_value(json_get(root, "id"))) || !json_is(ids, JSON_ARRAY) ||
-	    ids->u.array.n > NET_MAX_PORTS)
+	if (!v)
 		goto out;
-	snprintf(v->id, sizeof(v->id), "%s", json_string_value(json_get(root, "id")));
-	snprintf(v->ns, sizeof(v->ns), "%s", json_string_value(json_get(root, "namespace")) ?: "");
-	snprintf(v->cluster_ip, sizeof(v->cluster_ip), "%s", json_string_value(json_get(root, "clusterIP")) ?: "");
-	for (size_t i = 0; i < ids->u.array.n; i++) {
-		const char *s = json_string_value(ids->u.array.items[i]);
-
-		if (!names_service_id_valid(s))
-			goto out;
-		snprintf(v->port_ids[v->n_ports++], OP_SERVICE_ID_STRLEN, "%s", s);
-	}
+	snprintf(v->id, sizeof(v->id), "%s", rec.id);
+	snprintf(v->ns, sizeof(v->ns), "%s", rec.ns);
+	snprintf(v->cluster_ip, sizeof(v->cluster_ip), "%s", rec.cluster_ip);
+	v->n_ports = rec.n_ports;
+	memcpy(v->port_ids, rec.port_ids, rec.n_ports * sizeof(rec.port_ids[0]));
 	v->next = n->svcs;
 	n->svcs = v;
-	v = NULL;
 out:
-	svc_free(v);
-	json_free(root);
 	free(text);
 	free(path);
 }

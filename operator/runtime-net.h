@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <netinet/in.h>
 #include <flash/policy.h>
 #include <flash/render.h>
 #include <flash/spec.h>
@@ -51,6 +52,26 @@ struct op_net_opts {
 	const char *resolv_conf;                    /* the workloads' resolv.conf text (its nameservers) */
 	unsigned int verify_ms;                     /* resync period (see below); 0: 5000 */
 };
+
+/* What DIR/net/ID.json records of a Flash service: its organization's
+ * namespace, its ClusterIP and the agent services of its ports. */
+#define OP_NET_RECORD_PORTS_MAX 64
+struct op_net_record {
+	char id[OP_SERVICE_ID_STRLEN];
+	char ns[21];
+	char cluster_ip[INET6_ADDRSTRLEN];
+	size_t n_ports;
+	char port_ids[OP_NET_RECORD_PORTS_MAX][OP_SERVICE_ID_STRLEN];
+};
+
+/* The file's text for @r: 0 and *ret_text (free()), -ENOMEM. */
+int op_net_record_format(const struct op_net_record *r, char **ret_text, size_t *ret_len);
+/* Reads the file's text (@len bytes): 0 and *ret; -EBADMSG when it is
+ * not JSON, its "id" or one of its "services" is not a valid service id,
+ * or it has more than OP_NET_RECORD_PORTS_MAX services (such a file is
+ * ignored, and left for the next delete to overwrite), or its namespace
+ * or ClusterIP is longer than its field; -ENOMEM.  Absent, they are "". */
+int op_net_record_parse(const char *text, size_t len, struct op_net_record *ret);
 
 struct op_net;
 

@@ -35,7 +35,7 @@
 #include "runtime.h"
 #include "util.h"
 
-#define RID_MAX 96
+#define RID_MAX OP_REPLICA_RECORD_ID_MAX
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS 60000
 /* A replica ready this long before it exits starts its backoff over (a
@@ -208,35 +208,29 @@ static char *log_path(struct op_runtime *rt, const char *svc, unsigned int idx)
 
 static int save_replica(struct op_runtime *rt, const struct replica *rp)
 {
-	struct json_writer *w = json_writer_new(JSON_WRITE_NEWLINE);
+	struct op_replica_record rec = {
+		.generation = rp->gen,
+		.index = rp->idx,
+		.restarts = rp->restarts,
+		.ever_ready = rp->ever_ready,
+		.udp_closed_seen = rp->udp.closed_seen,
+	};
 	char *text = NULL, *dir = replica_dir(rt, rp->id), *path = dir ? path_join(dir, "replica.json") : NULL;
 	size_t len = 0;
 	int r;
 
-	if (!w || !path) {
-		json_writer_free(w);
+	if (!path) {
 		free(dir);
-		free(path);
 		return -ENOMEM;
 	}
-	jw_object_open(w);
-	jw_kv_string(w, "id", rp->id);
-	jw_kv_string(w, "service", rp->svc);
-	jw_kv_uint(w, "generation", rp->gen);
-	jw_kv_uint(w, "index", rp->idx);
-	jw_kv_uint(w, "restarts", rp->restarts);
-	jw_kv_string(w, "address", rp->address);
-	jw_kv_bool(w, "everReady", rp->ever_ready);
-	/* The UDP probe's evidence (runtime-probe.c): kept for adoption. */
-	jw_kv_bool(w, "udpClosedSeen", rp->udp.closed_seen);
-	/* The sandbox process, to kill it when runsc no longer knows it
-	 * (op_sandbox_retire()); its start time guards against pid reuse. */
+	snprintf(rec.id, sizeof(rec.id), "%s", rp->id);
+	snprintf(rec.service, sizeof(rec.service), "%s", rp->svc);
+	snprintf(rec.address, sizeof(rec.address), "%s", rp->address);
 	if (rp->sb.pid > 0 && rp->sb.start_time) {
-		jw_kv_uint(w, "sandboxPid", (uint64_t)rp->sb.pid);
-		jw_kv_uint(w, "sandboxStart", rp->sb.start_time);
+		rec.sandbox_pid = (uint64_t)rp->sb.pid;
+		rec.sandbox_start = rp->sb.start_time;
 	}
-	jw_object_close(w);
-	r = json_writer_finish(w, &text, &len);
+	r = op_replica_record_format(&rec, &text, &len);
 	if (r == 0)
 		r = util_write_file_atomic(path, text, len, 0600);
 	free(text);
@@ -1496,10 +1490,9 @@ static void adopt(struct op_runtime *rt)
 
 	while (d && (de = readdir(d))) {
 		struct replica *rp;
-		struct json_value *root = NULL;
+		struct op_replica_record rec;
+		struct op_sandbox now;
 		char path[4096], *text = NULL, status[32] = "";
-		uint64_t v = 0;
-		bool b = false;
 		size_t len = 0;
 		pid_t pid = 0;
 
@@ -1511,39 +1504,28 @@ static void adopt(struct op_runtime *rt)
 		rp->sb.pidfd = -1;
 		snprintf(rp->id, sizeof(rp->id), "%s", de->d_name);
 		snprintf(path, sizeof(path), "%s/%s/replica.json", dirp, de->d_name);
-		if (util_read_file(path, 1 << 16, &text, &len) == 0 && json_parse(text, len, NULL, &root, NULL) == 0 &&
-		    json_string_value(json_get(root, "service")) &&
-		    names_service_id_valid(json_string_value(json_get(root, "service")))) {
-			snprintf(rp->svc, sizeof(rp->svc), "%s", json_string_value(json_get(root, "service")));
-			if (json_get_uint64(json_get(root, "generation"), &v) == 0)
-				rp->gen = v;
-			if (json_get_uint64(json_get(root, "index"), &v) == 0 && v < IDX_MAX)
-				rp->idx = (unsigned int)v;
-			if (json_get_uint64(json_get(root, "restarts"), &v) == 0 && v < UINT32_MAX)
-				rp->restarts = (unsigned int)v;
-			snprintf(rp->address, sizeof(rp->address), "%s", json_string_value(json_get(root, "address")) ?: "");
-			if (json_get_bool(json_get(root, "everReady"), &b) == 0)
-				rp->ever_ready = b;
-			if (json_get_bool(json_get(root, "udpClosedSeen"), &b) == 0)
-				rp->udp.closed_seen = b;
-		}
-		/* The sandbox recorded at its start: still that process (same
-		 * start time), it is what to kill when runsc no longer knows it. */
-		{
-			uint64_t spid = 0, start = 0;
-			struct op_sandbox now;
-
-			if (json_get_uint64(json_get(root, "sandboxPid"), &spid) == 0 && spid > 0 && spid <= INT32_MAX &&
-			    json_get_uint64(json_get(root, "sandboxStart"), &start) == 0 &&
-			    op_sandbox_identify((pid_t)spid, &now) == 0) {
-				if (now.start_time == start)
+		if (util_read_file(path, 1 << 16, &text, &len) == 0 &&
+		    op_replica_record_parse(text, len, IDX_MAX, &rec) == 0) {
+			if (rec.service[0]) {
+				snprintf(rp->svc, sizeof(rp->svc), "%s", rec.service);
+				rp->gen = rec.generation;
+				rp->idx = rec.index;
+				rp->restarts = rec.restarts;
+				snprintf(rp->address, sizeof(rp->address), "%s", rec.address);
+				rp->ever_ready = rec.ever_ready;
+				rp->udp.closed_seen = rec.udp_closed_seen;
+			}
+			/* The sandbox recorded at its start: still that process
+			 * (same start time), it is what to kill when runsc no
+			 * longer knows it. */
+			if (rec.sandbox_pid && op_sandbox_identify((pid_t)rec.sandbox_pid, &now) == 0) {
+				if (now.start_time == rec.sandbox_start)
 					rp->sb = now;
 				else
 					op_sandbox_close(&now); /* the pid is another process's now */
 			}
 		}
 		free(text);
-		json_free(root);
 		if (rp->svc[0] && rp->address[0] && runsc_state(rt, rp->id, status, sizeof(status), &pid) == 0 &&
 		    strcmp(status, "running") == 0) {
 			struct svc_state *ss = svc_state_get(rt, rp->svc);
