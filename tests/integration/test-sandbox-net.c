@@ -22,6 +22,9 @@
  *    claimed by an internet session, it reaches the public destination
  *    and still not the denied one.
  *
+ *  - without an agent: egress other than disabled refused with a diag,
+ *    nothing made.
+ *
  * Skipped, with the reason, only when runsc, busybox or the built agent
  * is missing.  runsc state, bundles and cgroups are the test's own and
  * removed even when it fails.
@@ -379,6 +382,53 @@ Test(sandbox_net, a_pool_sandbox_reaches_nothing_until_claimed, .init = setup, .
 	cr_expect(!reaches("sb-0123456789abcdef-pool", PUB_DENIED, 8080), "claimed: its denied destination holds");
 	cr_assert(ops->reap(backend, "sb-0123456789abcdef-pool") == 0, "reap");
 	cr_expect(!allocated(idle_cid), "the claimed sandbox's address is free after reap");
+}
+
+/* Without an agent (no cni_bin_dir): --network=none as before, and a
+ * mode other than disabled refused with a diag naming the field; no
+ * sandbox is made. */
+static void setup_no_agent(void)
+{
+	if (access(RUNSC, X_OK) < 0)
+		cr_skip_test("no %s", RUNSC);
+	node_enter();
+	snprintf(dir, sizeof(dir), "/tmp/sbx-net.XXXXXX");
+	cr_assert(mkdtemp(dir));
+	snprintf(state_dir, sizeof(state_dir), "%s/sbx", dir);
+	snprintf(image_dir, sizeof(image_dir), "%s/image", dir);
+	snprintf(cg_parent, sizeof(cg_parent), "/sbx-net-%d", getpid());
+}
+
+Test(sandbox_net, without_an_agent_only_disabled_egress_is_accepted, .init = setup_no_agent, .fini = teardown,
+     .timeout = 30)
+{
+	FLASH_OPTS(op_sandbox_gvisor_opts, o, .dir = state_dir, .cgroup_parent = cg_parent, .rootfs = test_rootfs);
+	const char *const modes[] = { EGRESS("internet", "", ""), EGRESS("restricted", "\"" PUB "/32\"", "") };
+
+	cr_assert(op_sandbox_gvisor_new(&o, &ops, &backend) == 0, "gVisor backend");
+	for (size_t i = 0; i < 2; i++) {
+		struct flash_spec *s = spec_of(modes[i]);
+		struct flash_sandbox_info info;
+		struct flash_diag *d = NULL;
+		const struct flash_diag_entry *e;
+		char listing[256], *line = NULL;
+		size_t cap = 0;
+		FILE *p;
+
+		cr_assert(flash_diag_new(&d) == 0);
+		cr_assert_eq(ops->provision(backend, "sb-0123456789abcdef-nonet", s, 60, &info, d), -EOPNOTSUPP);
+		e = flash_diag_first_error(d);
+		cr_assert(e && strcmp(e->path, "egress.mode") == 0 && strstr(e->message, "no flowsdn agent"),
+			  "diag: %s: %s", e ? e->path : "(none)", e ? e->message : "");
+		snprintf(listing, sizeof(listing), "ls %s/sessions", state_dir);
+		p = popen(listing, "r");
+		cr_assert(p);
+		cr_assert(getline(&line, &cap, p) < 0, "no sandbox made: %s", line ? line : "");
+		free(line);
+		pclose(p);
+		flash_diag_free(d);
+		flash_spec_free(s);
+	}
 }
 
 SERIAL_TEST_MAIN()
