@@ -24,8 +24,10 @@
  * policies (flash_render_isolation(): disabled = DNS only, restricted =
  * the allowed destinations, internet = public destinations; protected
  * ranges and denied destinations refused) are PUT before the endpoint
- * exists.  Teardown: CNI DEL (the address goes back to IPAM), then the
- * policies.
+ * exists.  Teardown: CNI DEL, a wait (up to 10 s) until the agent's IPAM
+ * no longer holds the address (the agent finishes a DEL in the
+ * background), then the policies DELETEd; a failure keeps the record,
+ * to be retried.
  *
  * Files under opts->dir: runsc/ (runsc --root), sessions/<container id>/
  * (bundle: config.json, netns, session.json: session id, created_at,
