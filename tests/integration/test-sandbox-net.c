@@ -10,13 +10,15 @@
  * tmpfs there.  A "public" netns (a child of the test) is joined to the
  * node by a veth: 203.0.113.2 (a public destination, also the sessions'
  * DNS server), 203.0.113.3 (public, listed as denied or not allowed) and
- * 10.99.0.2 (a LAN address, a protected range) all answer TCP on ports
+ * 10.99.0.2 (a LAN address, a protected range) and 169.254.169.254 (the
+ * metadata address, routed there) all answer TCP on ports
  * 8080 and 53.  Connections are tried from inside the sandbox with bash's
  * /dev/tcp under BusyBox's timeout.
  *
  *  - egress modes: disabled reaches DNS only, restricted its allowed
  *    destination only, internet public destinations but neither a denied
- *    one nor a protected (LAN) range; reap releases the address (the
+ *    one, a protected (LAN) range nor the metadata address (each of
+ *    which answers the node itself); reap releases the address (the
  *    agent's IPAM no longer lists the container).
  *  - the warm pool: an idle sandbox reaches nothing (not even DNS);
  *    claimed by an internet session, it reaches the public destination
@@ -48,6 +50,7 @@
 #define PUB "203.0.113.2"
 #define PUB_DENIED "203.0.113.3"
 #define LAN "10.99.0.2"
+#define METADATA "169.254.169.254"
 
 static char dir[64], sock[128], image_dir[160], cg_parent[64], state_dir[128];
 static pid_t agent = -1;
@@ -174,8 +177,9 @@ static void setup(void)
 		 "ip addr add 203.0.113.1/24 dev sbxpub0; ip addr add 10.99.0.1/24 dev sbxpub0; ip link set sbxpub0 up",
 		 (int)pub.pid);
 	cr_assert(system(cmd) == 0, "veth to the public netns");
+	cr_assert(system("ip route add " METADATA "/32 via " PUB) == 0, "route to the metadata address");
 	cr_assert(run_in(pub.path, "set -e; ip addr add " PUB "/24 dev eth0; ip addr add " PUB_DENIED "/24 dev eth0;"
-				   "ip addr add " LAN "/24 dev eth0; ip link set eth0 up;"
+				   "ip addr add " LAN "/24 dev eth0; ip addr add " METADATA "/32 dev eth0; ip link set eth0 up;"
 				   "ip route add 10.77.0.0/24 via 203.0.113.1") == 0,
 		  "public netns addresses");
 	server_start();
@@ -330,6 +334,12 @@ Test(sandbox_net, egress_modes_hold_and_reap_releases_the_address, .init = setup
 	cr_expect(reaches("sb-0123456789abcdef-net", PUB, 8080), "internet: a public destination");
 	cr_expect(!reaches("sb-0123456789abcdef-net", PUB_DENIED, 8080), "internet: not a denied destination");
 	cr_expect(!reaches("sb-0123456789abcdef-net", LAN, 8080), "internet: not a protected (LAN) range");
+	cr_expect(!reaches("sb-0123456789abcdef-net", METADATA, 8080), "internet: not the metadata address");
+	/* the control: from the node (no policy) each of them answers, so
+	 * what the sandbox did not reach was refused by its policy */
+	cr_assert(run_in(NULL, "for a in " PUB_DENIED " " LAN " " METADATA "; do"
+			       " timeout 1 bash -c \": </dev/tcp/$a/8080\" || exit 1; done") == 0,
+		  "the refused destinations answer the node");
 
 	/* reap: the address goes back to IPAM */
 	cr_assert(ops->reap(backend, "sb-0123456789abcdef-net") == 0, "reap");
