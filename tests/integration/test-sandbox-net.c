@@ -9,7 +9,7 @@
  * namespace, private /tmp): the agent's state, socket and bpffs live in a
  * tmpfs there.  A "public" netns (a child of the test) is joined to the
  * node by a veth: 203.0.113.2 (a public destination, also the sessions'
- * DNS server), 203.0.113.3 (public, listed as denied or not allowed) and
+ * DNS server), 203.0.113.3 (public, listed as denied or not allowed),
  * 10.99.0.2 (a LAN address, a protected range) and 169.254.169.254 (the
  * metadata address, routed there) all answer TCP on ports
  * 8080 and 53.  Connections are tried from inside the sandbox with bash's
