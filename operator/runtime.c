@@ -169,122 +169,24 @@ static int runsc_state(struct op_runtime *rt, const char *id, char *status, size
 
 /* ---------------------------------------------------------------- CNI */
 
-/* The network configuration given to the plugin on stdin: the first
- * plugin of the conflist, with cniVersion, name and the runtimeConfig of
- * contracts C3 (a gVisor endpoint: per-packet service translation). */
-static int cni_config(struct op_runtime *rt, const char *svc, const char *org, char **ret)
-{
-	struct json_value *list = NULL;
-	const struct json_value *plugins, *first;
-	struct json_writer *w;
-	char *text = NULL;
-	size_t len = 0;
-	int r;
-
-	if (rt->cni_conf) {
-		r = util_read_file(rt->cni_conf, 1 << 20, &text, &len);
-		if (r < 0)
-			return r;
-		r = json_parse(text, len, NULL, &list, NULL);
-		free(text);
-		if (r < 0)
-			return -EBADMSG;
-	}
-	plugins = list ? json_get(list, "plugins") : NULL;
-	first = json_is(plugins, JSON_ARRAY) && plugins->u.array.n > 0 ? plugins->u.array.items[0] : NULL;
-	if (list && !json_is(first, JSON_OBJECT)) {
-		json_free(list);
-		return -EBADMSG;
-	}
-	w = json_writer_new(0);
-	if (!w) {
-		json_free(list);
-		return -ENOMEM;
-	}
-	jw_object_open(w);
-	jw_kv_string(w, "cniVersion", list ? json_string_value(json_get(list, "cniVersion")) ?: "1.0.0" : "1.0.0");
-	jw_kv_string(w, "name", list ? json_string_value(json_get(list, "name")) ?: "flowsdn" : "flowsdn");
-	if (first) {
-		for (size_t i = 0; i < first->u.object.n; i++) {
-			const char *k = first->u.object.members[i].key;
-
-			if (strcmp(k, "cniVersion") == 0 || strcmp(k, "name") == 0 || strcmp(k, "runtimeConfig") == 0)
-				continue;
-			jw_key(w, k);
-			jw_value(w, first->u.object.members[i].value);
-		}
-	} else {
-		jw_kv_string(w, "type", "flowsdn-cni");
-		if (rt->agent_socket)
-			jw_kv_string(w, "agentSocket", rt->agent_socket);
-	}
-	jw_key(w, "runtimeConfig");
-	jw_object_open(w);
-	jw_key(w, "flowsdn");
-	op_runtime_net_cni_identity(w, svc, org);
-	jw_object_close(w);
-	jw_object_close(w);
-	json_free(list);
-	return json_writer_finish(w, ret, NULL);
-}
-
+/* flowsdn-cni @cmd for replica @rp (runtime-net.c's op_cni_run()), with
+ * the identity of contracts C3 (a gVisor endpoint: per-packet service
+ * translation). */
 static int cni_exec(struct op_runtime *rt, const char *cmd, const struct replica *rp, const char *org,
 		    const char *netns, char *address, size_t address_size, char *err, size_t err_size)
 {
-	char *conf = NULL, *out = NULL, *errs = NULL, *env[8] = { 0 }, how[64];
-	struct json_value *res = NULL;
-	int status = 0, r;
+	struct op_cni c = { .bin_dir = rt->cni_bin, .conf = rt->cni_conf, .agent_socket = rt->agent_socket };
+	struct json_writer *w = json_writer_new(0);
+	char *identity = NULL;
+	int r;
 
-	r = cni_config(rt, rp->svc, org, &conf);
-	if (r < 0) {
-		snprintf(err, err_size, "CNI configuration %s: %s", rt->cni_conf ? rt->cni_conf : "(built in)",
-			 r == -EBADMSG ? "not a conflist with a plugin" : strerror(-r));
-		return r;
-	}
-	if (asprintf(&env[0], "CNI_COMMAND=%s", cmd) < 0 || asprintf(&env[1], "CNI_CONTAINERID=%s", rp->id) < 0 ||
-	    asprintf(&env[2], "CNI_NETNS=%s", netns ? netns : "") < 0 || asprintf(&env[3], "CNI_IFNAME=eth0") < 0 ||
-	    asprintf(&env[4], "CNI_PATH=%s", rt->cni_bin) < 0 ||
-	    asprintf(&env[5], "CNI_ARGS=K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s", rp->svc, rp->id) < 0 ||
-	    asprintf(&env[6], "PATH=/usr/sbin:/usr/bin:/sbin:/bin") < 0) {
-		r = -ENOMEM;
-		goto out;
-	}
-	struct op_exec e = { .argv = (const char *const[]){ rt->cni_plugin, NULL }, .envp = (const char *const *)env,
-			     .input = conf, .input_len = strlen(conf), .timeout_ms = 30000 };
-	r = op_exec_run(&e, &status, &out, &errs);
-	if (r < 0) {
-		snprintf(err, err_size, "flowsdn-cni %s: %s", cmd, strerror(-r));
-		goto out;
-	}
-	if (status != 0) {
-		const char *msg = NULL;
-
-		op_exec_status_str(status, how, sizeof(how));
-		if (json_parse(out, strlen(out), NULL, &res, NULL) == 0)
-			msg = json_string_value(json_get(res, "details")) ?: json_string_value(json_get(res, "msg"));
-		snprintf(err, err_size, "flowsdn-cni %s: %s: %s", cmd, how, msg ? msg : out);
-		r = -EIO;
-		goto out;
-	}
-	if (address) {
-		const struct json_value *ips;
-		const char *a;
-
-		if (json_parse(out, strlen(out), NULL, &res, NULL) < 0 || !json_is(ips = json_get(res, "ips"), JSON_ARRAY) ||
-		    ips->u.array.n == 0 || !(a = json_string_value(json_get(ips->u.array.items[0], "address")))) {
-			snprintf(err, err_size, "flowsdn-cni ADD: the result has no address");
-			r = -EBADMSG;
-			goto out;
-		}
-		snprintf(address, address_size, "%.*s", (int)strcspn(a, "/"), a);
-	}
-out:
-	json_free(res);
-	for (size_t i = 0; i < ARRAY_SIZE(env); i++)
-		free(env[i]);
-	free(conf);
-	free(out);
-	free(errs);
+	if (!w)
+		return -ENOMEM;
+	op_runtime_net_cni_identity(w, rp->svc, org);
+	r = json_writer_finish(w, &identity, NULL);
+	if (r == 0)
+		r = op_cni_run(&c, cmd, rp->id, rp->svc, netns, identity, address, address_size, err, err_size);
+	free(identity);
 	return r;
 }
 
