@@ -417,6 +417,7 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 		ASSERT_ERR(flash_sandbox_exec(P, "nobody", &(struct flash_sandbox_exec_opts){ .sz = sizeof(o),
 			   .argv = a1 }, &res), -ENOENT, "no such session");
 	}
+	free(err.p);
 }
 
 Test(sandbox, exec_timeout_kills_the_process_group)
