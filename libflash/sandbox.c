@@ -243,11 +243,13 @@ static int run_script(struct flash_sandbox_provider *p, const char *sid, const c
  * watcher sleeps until the deadline and SIGKILLs the whole group, exiting
  * 99 only when that kill found the group (TERM ignored from then on: the
  * wrapper, woken by the group's death, TERMs the watcher, which must not
- * turn the 99 it is about to give into a 1).  The report is the last line of
- * stderr, written after the command is reaped: "\036NONCE timeout|exit
- * RC" — timeout only when the watcher killed the group and the command
- * died of SIGKILL (a command that exited on its own at the deadline keeps
- * its status).
+ * turn the 99 it is about to give into a 1).  A leader that exits while
+ * members of its group live on (a background child) leaves the watcher
+ * running until the group is empty or the deadline killed it (polled
+ * every 50 ms).  The report is the last line of stderr, written after the
+ * command is reaped: "\036NONCE timeout|exit RC" — timeout only when the
+ * watcher killed the group and the command died of SIGKILL (a command
+ * that exited on its own at the deadline keeps its status).
  */
 static const char exec_wrapper[] =
 	"IFS= read -r n || exit 126\n"
@@ -265,7 +267,10 @@ static const char exec_wrapper[] =
 	"fi\n"
 	"wait $p; rc=$?\n"
 	"k=exit\n"
-	"if [ -n \"$w\" ]; then kill $w 2>/dev/null; wait $w; [ $? = 99 ] && [ $rc = 137 ] && k=timeout; fi\n"
+	"if [ -n \"$w\" ]; then\n"
+	"  while kill -0 -- -$p 2>/dev/null && kill -0 $w 2>/dev/null; do sleep 0.05; done\n"
+	"  kill $w 2>/dev/null; wait $w; [ $? = 99 ] && [ $rc = 137 ] && k=timeout\n"
+	"fi\n"
 	"printf '\\036%s %s %s\\n' \"$n\" $k $rc >&2\n"
 	"exit $rc\n";
 
