@@ -952,6 +952,19 @@ static const char **exec_argv(struct gv *g, const char *cid, const char *pidfile
 	return argv;
 }
 
+/* The caller's streams, for op_exec_stream(). */
+static struct op_exec_io exec_streams(const struct flash_sandbox_exec_io *io)
+{
+	return (struct op_exec_io){
+		.stdin_fn = io->stdin_fn,
+		.stdin_userdata = io->stdin_userdata,
+		.stdout_fn = io->stdout_fn,
+		.stdout_userdata = io->stdout_userdata,
+		.stderr_fn = io->stderr_fn,
+		.stderr_userdata = io->stderr_userdata,
+	};
+}
+
 static int gv_exec(void *backend, const char *sid, const struct flash_sandbox_exec_io *io, int *ret_code)
 {
 	struct gv *g = backend;
@@ -967,15 +980,9 @@ static int gv_exec(void *backend, const char *sid, const struct flash_sandbox_ex
 		return -ENOMEM;
 	{
 		struct op_exec e = { .argv = argv };
-		struct op_exec_io x = {
-			.stdin_fn = io->stdin_fn,
-			.stdin_userdata = io->stdin_userdata,
-			.stdout_fn = io->stdout_fn,
-			.stdout_userdata = io->stdout_userdata,
-			.stderr_fn = io->stderr_fn,
-			.stderr_userdata = io->stderr_userdata,
-			.deadline_ms = io->deadline_ms,
-		};
+		struct op_exec_io x = exec_streams(io);
+
+		x.deadline_ms = io->deadline_ms;
 
 		r = op_exec_stream(&e, &x, &status);
 	}
@@ -1104,15 +1111,10 @@ static int gv_exec_native(void *backend, const char *sid, const struct flash_san
 	n.pidfile = pidfile;
 	{
 		struct op_exec e = { .argv = argv };
-		struct op_exec_io x = {
-			.stdin_fn = io->stdin_fn,
-			.stdin_userdata = io->stdin_userdata,
-			.stdout_fn = io->stdout_fn,
-			.stdout_userdata = io->stdout_userdata,
-			.stderr_fn = native_stderr,
-			.stderr_userdata = &n,
-		};
+		struct op_exec_io x = exec_streams(io);
 
+		x.stderr_fn = native_stderr;
+		x.stderr_userdata = &n;
 		if (io->timeout_ms) {
 			x.kill_at_ms = (uint64_t)start + io->timeout_ms;
 			x.deadline_ms = x.kill_at_ms + NATIVE_GRACE_MS;

@@ -325,7 +325,8 @@ static int w_info(void *b, const char *sid, struct flash_sandbox_info *ret)
 	return B_OPS->info(b, sid, ret);
 }
 
-static int w_exec(void *b, const char *sid, const struct flash_sandbox_exec_io *io, int *code)
+/* @io, losing the last drop_stdin bytes of its stdin when asked to. */
+static struct flash_sandbox_exec_io lossy(const struct flash_sandbox_exec_io *io)
 {
 	static struct dropper d;
 	struct flash_sandbox_exec_io x = *io;
@@ -336,6 +337,13 @@ static int w_exec(void *b, const char *sid, const struct flash_sandbox_exec_io *
 		x.stdin_fn = dropping_stdin;
 		x.stdin_userdata = &d;
 	}
+	return x;
+}
+
+static int w_exec(void *b, const char *sid, const struct flash_sandbox_exec_io *io, int *code)
+{
+	struct flash_sandbox_exec_io x = lossy(io);
+
 	return B_OPS->exec(b, sid, &x, code);
 }
 
@@ -343,15 +351,8 @@ static int w_exec(void *b, const char *sid, const struct flash_sandbox_exec_io *
 static int w_exec_native(void *b, const char *sid, const struct flash_sandbox_exec_io *io,
 			 struct flash_sandbox_exec_result *ret)
 {
-	static struct dropper d;
-	struct flash_sandbox_exec_io x = *io;
+	struct flash_sandbox_exec_io x = lossy(io);
 
-	if (drop_stdin && io->stdin_fn) {
-		memset(&d, 0, sizeof(d));
-		d.io = io;
-		x.stdin_fn = dropping_stdin;
-		x.stdin_userdata = &d;
-	}
 	return B_OPS->exec_native(b, sid, &x, ret);
 }
 
