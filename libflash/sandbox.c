@@ -84,7 +84,8 @@ FLASH_API int flash_sandbox_provider_new(const struct flash_sandbox_backend_ops 
 			ops->free(backend);
 		return -ENOMEM;
 	}
-	memcpy(&p->ops, ops, sizeof(p->ops));
+	/* an older backend's shorter ops: the fields it lacks stay NULL */
+	memcpy(&p->ops, ops, MIN(ops->sz, sizeof(p->ops)));
 	p->backend = backend;
 	p->read_max_bytes = FLASH_SANDBOX_READ_MAX_DEFAULT;
 	if (opts && opts->sz >= offsetof(struct flash_sandbox_provider_opts, read_max_bytes) + sizeof(uint64_t)) {
@@ -894,6 +895,11 @@ FLASH_API int flash_sandbox_reap(struct flash_sandbox_provider *p, const char *s
 		return -EINVAL;
 	if (p->revoke) {
 		r = p->revoke(session_id, p->revoke_userdata);
+		if (r < 0)
+			return r;
+	}
+	if (p->ops.revoke) {
+		r = p->ops.revoke(p->backend, session_id);
 		if (r < 0)
 			return r;
 	}

@@ -62,6 +62,7 @@ struct rec {
 	char session[FLASH_SANDBOX_ID_MAX + 1]; /* "" for an idle pool sandbox */
 	int64_t created_at, expires_at;
 	bool from_pool;
+	bool revoked;     /* the session's gate closed: its Reap began */
 };
 
 static char *pjoin(const char *a, const char *b)
@@ -183,6 +184,8 @@ static int rec_save(struct gv *g, const struct rec *rc)
 	jw_kv_int(w, "created_at", rc->created_at);
 	jw_kv_int(w, "expires_at", rc->expires_at);
 	jw_kv_bool(w, "from_pool", rc->from_pool);
+	if (rc->revoked)
+		jw_kv_bool(w, "revoked", true);
 	jw_object_close(w);
 	r = json_writer_finish(w, &text, &len);
 	if (r == 0)
@@ -216,6 +219,7 @@ static int rec_load(struct gv *g, const char *cid, struct rec *ret)
 	    json_get_int64(json_get(root, "expires_at"), &ret->expires_at) < 0)
 		r = -EBADMSG;
 	(void)json_get_bool(json_get(root, "from_pool"), &ret->from_pool);
+	(void)json_get_bool(json_get(root, "revoked"), &ret->revoked);
 	json_free(root);
 	return r;
 }
@@ -700,6 +704,14 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 		(void)teardown(g, rc.cid);
 		r = -ENOENT;
 	}
+	if (r == 0 && rc.revoked) {
+		/* its Reap began: refused until a Reap completes it */
+		fill_info(&rc, true, ret);
+		ret->end = FLASH_SANDBOX_END_REAPED;
+		snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
+		r = -FLASH_E_SANDBOX_ENDED;
+		goto out;
+	}
 	if (r == 0) {
 		if (runsc_status(g, rc.cid, status, sizeof(status)) == 0) {
 			fill_info(&rc, true, ret);
@@ -755,7 +767,10 @@ static int gv_info(void *backend, const char *sid, struct flash_sandbox_info *re
 	if (r < 0)
 		return r;
 	fill_info(&rc, false, ret);
-	if (rc.expires_at <= time(NULL)) {
+	if (rc.revoked) {
+		ret->end = FLASH_SANDBOX_END_REAPED;
+		snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
+	} else if (rc.expires_at <= time(NULL)) {
 		/* the reaper is on it (or about to be) */
 		ret->end = FLASH_SANDBOX_END_EXPIRED;
 		snprintf(ret->end_reason, sizeof(ret->end_reason), "expires_at passed");
@@ -781,7 +796,7 @@ static int gv_exec(void *backend, const char *sid, const struct flash_sandbox_ex
 	if (r < 0)
 		return r == -ENOENT ? (ended_load(g, sid, &(struct flash_sandbox_info){ 0 }) == 0 ?
 				       -FLASH_E_SANDBOX_ENDED : -ENOENT) : r;
-	if (rc.expires_at <= time(NULL))
+	if (rc.expires_at <= time(NULL) || rc.revoked)
 		return -FLASH_E_SANDBOX_ENDED;
 	while (io->argv[na])
 		na++;
@@ -904,6 +919,32 @@ static int gv_reap(void *backend, const char *sid)
 	return reap_session(backend, sid, FLASH_SANDBOX_END_REAPED, "");
 }
 
+/* The session's gate: "revoked" written into each of its records
+ * (atomically, fsynced) under the session's lock, before its Reap
+ * removes anything; Info then answers REAPED "reaping", Exec and
+ * Provision refuse, also after a restart. */
+static int gv_revoke(void *backend, const char *sid)
+{
+	struct gv *g = backend;
+	struct rec *v = NULL;
+	size_t n = 0;
+	int lock, r;
+
+	lock = session_lock(g, sid);
+	if (lock < 0)
+		return lock;
+	r = rec_list(g, &v, &n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (strcmp(v[i].session, sid) != 0 || v[i].revoked)
+			continue;
+		v[i].revoked = true;
+		r = rec_save(g, &v[i]);
+	}
+	free(v);
+	close(lock);
+	return r;
+}
+
 /* Enforces expires_at; removes what a crash left (records without a
  * session or sandbox directories without a record). */
 static void *reaper(void *arg)
@@ -979,6 +1020,7 @@ static const struct flash_sandbox_backend_ops gv_ops = {
 	.owned = gv_owned,
 	.reap = gv_reap,
 	.free = gv_free,
+	.revoke = gv_revoke,
 };
 
 int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struct flash_sandbox_backend_ops **ret_ops,

@@ -514,6 +514,13 @@ static void known_set(struct op_sandbox_http *h, const struct flash_sandbox_info
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* A revoked session whose Reap has not completed (the backend's gate,
+ * <flash/sandbox.h> revoke). */
+static bool reaping(const struct flash_sandbox_info *in)
+{
+	return in->end == FLASH_SANDBOX_END_REAPED && strcmp(in->end_reason, "reaping") == 0;
+}
+
 /* The backend's word on the session into @ret, remembered; on failure,
  * or when it ended, the answer is set and false. */
 static bool ask_session(struct op_sandbox_req *q, struct flash_sandbox_info *ret)
@@ -533,6 +540,11 @@ static bool ask_session(struct op_sandbox_req *q, struct flash_sandbox_info *ret
 	pthread_mutex_lock(&q->h->lock);
 	q->expires_at = ret->expires_at;
 	pthread_mutex_unlock(&q->h->lock);
+	if (reaping(ret)) {
+		set_error(q, 409, "reaping", NULL, ret,
+			  "the session's Reap began (revoked): only its info and its Reap are served; reap it again");
+		return false;
+	}
 	if (ret->end != FLASH_SANDBOX_LIVE) {
 		set_error(q, 410, "ended", NULL, ret, "the session has ended (%s%s%s)", flash_sandbox_end_name(ret->end),
 			  ret->end_reason[0] ? ": " : "", ret->end_reason);
@@ -719,6 +731,11 @@ static void op_provision(struct op_sandbox_req *q)
 		goto out;
 	}
 	r = flash_sandbox_provision(q->h->sp, q->id, spec, ttl, &in, diag);
+	if (r == -FLASH_E_SANDBOX_ENDED) {
+		/* revoked (409 reaping) or failed (410): the session says */
+		operation_failed(q, r, diag, 0);
+		goto out;
+	}
 	if (r < 0) {
 		set_failure(q, r, diag, NULL, 0);
 		goto out;
@@ -746,8 +763,13 @@ static void op_reap(struct op_sandbox_req *q)
 	known_set(q->h, NULL, q->id, false);
 	known = flash_sandbox_info(q->h->sp, q->id, &in) == 0;
 	r = flash_sandbox_reap(q->h->sp, q->id);
-
+	/* an operation that asked meanwhile may have remembered it live */
+	known_set(q->h, NULL, q->id, false);
 	if (r < 0) {
+		/* what is left: revoked ("reaping") when the revoke was done,
+		 * and a second Reap completes it */
+		if (known)
+			known = flash_sandbox_info(q->h->sp, q->id, &in) == 0;
 		set_failure(q, r, NULL, known ? &in : NULL, 0);
 		return;
 	}

@@ -22,6 +22,12 @@
  *   PUT    /provider/v1/sandboxes/ID/import?dir=D           Import a tar body
  *   GET    /provider/v1/sandboxes/ID/export?root=R          Export as tar
  *
+ * A Reap revokes the session first (the backend's durable gate,
+ * <flash/sandbox.h>): from then on every route but its info (200, "end":
+ * "reaped", "end_reason": "reaping") and DELETE answers 409 "reaping",
+ * and a Reap that failed half-way (or an operator that crashed there)
+ * is completed by the next DELETE.
+ *
  * Every answer about a session carries the header Flash-Sandbox-Expires-At
  * (unix seconds) and its JSON carries "expires_at" and, once the session
  * ended, "end" and "end_reason".

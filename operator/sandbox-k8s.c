@@ -25,6 +25,7 @@
 #define POD_PREFIX "sbx-"
 #define CONTAINER "sandbox"
 #define ANNOTATION_EXPIRES "flash.heterocloud.io/sandbox-expires-at"
+#define ANNOTATION_REVOKED "flash.heterocloud.io/sandbox-revoked"
 #define MANAGED_BY "app.kubernetes.io/managed-by"
 #define MAX_ITEMS 32
 
@@ -499,7 +500,11 @@ static void info_of(const char *id, const struct json_value *pod, struct flash_s
 		 json_string_value(json_at(pod, "metadata.name")) ?: "");
 	ret->created_at = parse_time(json_string_value(json_at(pod, "metadata.creationTimestamp")));
 	ret->expires_at = exp ? strtoll(exp, NULL, 10) : 0;
-	if (reason) {
+	if (json_get(json_at(pod, "metadata.annotations"), ANNOTATION_REVOKED)) {
+		/* revoked: its Reap began (and may have stopped half-way) */
+		ret->end = FLASH_SANDBOX_END_REAPED;
+		snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
+	} else if (reason) {
 		ret->end = FLASH_SANDBOX_END_FAILED;
 		snprintf(ret->end_reason, sizeof(ret->end_reason), "%s", reason);
 	} else if (ret->expires_at && ret->expires_at <= time(NULL)) {
@@ -620,7 +625,8 @@ static int wait_ready(struct backend *b, struct k8s_client *c, const char *id, s
 
 			info_of(id, pod, ret);
 			ret->adopted = adopted;
-			if (ret->end == FLASH_SANDBOX_END_FAILED) {
+			if (ret->end == FLASH_SANDBOX_END_FAILED || ret->end == FLASH_SANDBOX_END_REAPED) {
+				/* failed, or revoked: its Reap began */
 				found_clear(&f);
 				return -FLASH_E_SANDBOX_ENDED;
 			}
@@ -866,6 +872,43 @@ static int b_reap(void *backend, const char *id)
 	return r;
 }
 
+/* The session's gate: the annotation ANNOTATION_REVOKED merge-patched
+ * onto every Pod of the session (selected by label), before its Reap
+ * deletes anything.  Info then answers REAPED "reaping", Exec and
+ * Provision refuse, on every operator replica and after a restart. */
+static int b_revoke(void *backend, const char *id)
+{
+	struct backend *b = backend;
+	struct k8s_client *c = NULL;
+	char body[160];
+	struct found f;
+	int r;
+
+	if ((r = b->o.new_client(b->o.client_ctx, &c)) < 0)
+		return r;
+	snprintf(body, sizeof(body), "{\"metadata\":{\"annotations\":{\"" ANNOTATION_REVOKED "\":\"%" PRId64 "\"}}}",
+		 (int64_t)time(NULL));
+	r = list_pods(b, c, id, &f);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; r == 0 && i < f.n; i++) {
+		const char *name = json_string_value(json_at(f.pods[i], "metadata.name"));
+		struct k8s_ref ref = { .version = "v1", .resource = "pods", .namespace = b->ns, .name = name };
+		struct k8s_status st = { 0 };
+
+		if (!name || json_at(f.pods[i], "metadata.deletionTimestamp"))
+			continue; /* already being deleted: nothing left to refuse with */
+		r = k8s_patch(c, &ref, K8S_PATCH_MERGE, body, strlen(body), NULL, NULL, &st);
+		if (r == -ENOENT)
+			r = 0; /* gone meanwhile */
+		k8s_status_clear(&st);
+	}
+	found_clear(&f);
+out:
+	k8s_client_free(c);
+	return r;
+}
+
 static const struct flash_sandbox_backend_ops k8s_ops = {
 	.sz = sizeof(k8s_ops),
 	.provision = b_provision,
@@ -874,6 +917,7 @@ static const struct flash_sandbox_backend_ops k8s_ops = {
 	.owned = b_owned,
 	.reap = b_reap,
 	.free = backend_free,
+	.revoke = b_revoke,
 };
 
 static int refuse(struct diag *diag, const char *path, const char *what, const char *value)

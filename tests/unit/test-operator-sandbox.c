@@ -44,8 +44,12 @@ struct fake {
 	pthread_mutex_t lock;
 	struct flash_sandbox_info s[FAKE_MAX];
 	bool used[FAKE_MAX];
+	bool revoked[FAKE_MAX]; /* the session's gate closed (its Reap began) */
+	int revoke_rc;          /* fault: the revoke fails */
 	unsigned int provisions;
 };
+
+static struct fake *the_fake;
 
 static int fake_find(struct fake *f, const char *id)
 {
@@ -65,7 +69,9 @@ static int fake_provision(void *b, const char *id, const struct flash_spec *spec
 	(void)diag;
 	pthread_mutex_lock(&f->lock);
 	i = fake_find(f, id);
-	if (i >= 0) {
+	if (i >= 0 && f->revoked[i]) {
+		r = -FLASH_E_SANDBOX_ENDED;
+	} else if (i >= 0) {
 		*ret = f->s[i];
 		ret->adopted = true;
 	} else {
@@ -86,6 +92,7 @@ static int fake_provision(void *b, const char *id, const struct flash_spec *spec
 					 f->s[i].expires_at);
 			}
 			f->used[i] = true;
+			f->revoked[i] = false;
 			f->provisions++;
 			*ret = f->s[i];
 		}
@@ -101,8 +108,13 @@ static int fake_info(void *b, const char *id, struct flash_sandbox_info *ret)
 
 	pthread_mutex_lock(&f->lock);
 	i = fake_find(f, id);
-	if (i >= 0)
+	if (i >= 0) {
 		*ret = f->s[i];
+		if (f->revoked[i]) {
+			ret->end = FLASH_SANDBOX_END_REAPED;
+			snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
+		}
+	}
 	pthread_mutex_unlock(&f->lock);
 	return i >= 0 ? 0 : -ENOENT;
 }
@@ -119,6 +131,8 @@ static int fake_exec(void *b, const char *id, const struct flash_sandbox_exec_io
 
 	if (fake_info(b, id, &in) < 0)
 		return -ENOENT;
+	if (in.end == FLASH_SANDBOX_END_REAPED)
+		return -FLASH_E_SANDBOX_ENDED;
 	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)
 		return -errno;
 	pid = fork();
@@ -229,9 +243,24 @@ static void fake_free(void *b)
 	free(b);
 }
 
+/* The gate: the session marked revoked (a real backend: durably). */
+static int fake_revoke(void *b, const char *id)
+{
+	struct fake *f = b;
+	int i, r;
+
+	pthread_mutex_lock(&f->lock);
+	r = f->revoke_rc;
+	i = fake_find(f, id);
+	if (r == 0 && i >= 0)
+		f->revoked[i] = true;
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
 static const struct flash_sandbox_backend_ops fake_ops = {
 	.sz = sizeof(fake_ops), .provision = fake_provision, .info = fake_info, .exec = fake_exec,
-	.owned = fake_owned, .reap = fake_reap, .free = fake_free,
+	.owned = fake_owned, .reap = fake_reap, .free = fake_free, .revoke = fake_revoke,
 };
 
 /* ---------------------------------------------------------------- setup */
@@ -254,6 +283,7 @@ static void setup(void)
 							.read_max_bytes = 8 << 20, .max_ops = 8 };
 
 	cr_assert(f);
+	the_fake = f;
 	pthread_mutex_init(&f->lock, NULL);
 	strcpy(dir, "/tmp/test-operator-sandbox-XXXXXX");
 	cr_assert(mkdtemp(dir));
@@ -1060,6 +1090,61 @@ Test(operator_sandbox, a_session_gone_behind_the_routes_is_not_found)
 	snprintf(path, sizeof(path), "%s/none", dir);
 	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read");
 	expect_status(r, 404, "not-found", "a read says the session, not the file, is missing");
+	flash_client_response_free(r);
+	flash_client_free(a);
+}
+
+/* ---------------------------------------------------------------- the gate */
+
+/* Reap revokes first: a revoke that fails answers the Reap's failure and
+ * leaves the session working; a Reap stopped after the revoke (a crash,
+ * simulated by the backend's revoke alone, on a session the routes know
+ * live) leaves a session whose info says "reaping" and whose every other
+ * route answers 409 "reaping", until the next DELETE completes it. */
+Test(operator_sandbox, a_reap_stopped_after_its_revoke_is_told_reaping_and_completed_by_the_next)
+{
+	struct flash_client *a = client_of("org-a", "p1");
+	char *id = provisioned(a, "gate"), path[160];
+	struct flash_client_response *r = NULL;
+	struct flash_client_sandbox_exec_result res;
+	struct grow got = { 0 };
+	const char *t[] = { "/bin/true", NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
+
+	the_fake->revoke_rc = -EIO;
+	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
+	expect_status(r, 500, "internal", "a failed revoke fails the Reap");
+	flash_client_response_free(r);
+	the_fake->revoke_rc = 0;
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
+	cr_assert_null(r, "the session still works: %s", flash_client_response_body(r, NULL));
+	cr_assert_eq(res.exit_code, 0);
+
+	ASSERT_OK(fake_ops.revoke(the_fake, id), "the revoke alone (the Reap stopped there)");
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
+	expect_status(r, 409, "reaping", "exec on a revoked session the routes knew live");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"reaping\""), "%s",
+		  flash_client_response_body(r, NULL));
+	flash_client_response_free(r);
+	snprintf(path, sizeof(path), "%s/none", dir);
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read");
+	expect_status(r, 409, "reaping", "read on a revoked session");
+	cr_assert_eq(got.len, 0u);
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
+	expect_status(r, 409, "reaping", "a revoked session is not adopted");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
+	expect_status(r, 200, NULL, "its info is still served");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"reaped\"") &&
+		  strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"reaping\""), "%s",
+		  flash_client_response_body(r, NULL));
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "the second reap");
+	expect_status(r, 200, NULL, "the next Reap completes it");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
+	expect_status(r, 404, "not-found", "gone after its Reap");
 	flash_client_response_free(r);
 	flash_client_free(a);
 }
