@@ -95,6 +95,36 @@ static bool sandbox_configured(const struct flash_operator_config *c)
 	return c && flash_operator_config_runtime(c, &cr) == 0 && cr.sandbox_dir;
 }
 
+/* Sandbox sessions in Kubernetes mode: the backend over the run's client
+ * and schemas, behind the provider the routes serve; @err names the
+ * setting refused (sandbox.KEY, or its --sandbox-* option). */
+static int sandbox_k8s_start(struct op_daemon *d, struct op_sandbox_k8s_opts *ko, char *err, size_t err_size)
+{
+	const struct flash_sandbox_backend_ops *ops = NULL;
+	void *backend = NULL;
+	struct diag *dg = NULL;
+	int r;
+
+	ko->schemas = op_k8s_run_schemas(d->k8s);
+	ko->new_client = op_k8s_run_new_client;
+	ko->client_ctx = d->k8s;
+	r = diag_new(&dg);
+	if (r == 0)
+		r = op_sandbox_k8s_new(ko, &ops, &backend, dg);
+	if (r == 0)
+		r = flash_sandbox_provider_new(ops, backend, NULL, &d->sandbox);
+	if (r < 0) {
+		const struct diag_entry *e = dg && diag_count(dg) ? diag_get(dg, 0) : NULL;
+
+		if (e)
+			snprintf(err, err_size, "sandbox sessions in Kubernetes mode: sandbox.%s: %s", e->path, e->message);
+		else
+			snprintf(err, err_size, "sandbox sessions in Kubernetes mode: %s", flash_strerror(r));
+	}
+	diag_free(dg);
+	return r;
+}
+
 /* The runtime settings: each option given on the command line wins over
  * the configuration's runtime section (flash-operator.conf(5)). */
 static int runtime_settings(struct op_runtime_opts *ro, const struct flash_operator_config *c, char *err,
@@ -379,6 +409,21 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		r = autoscale_start(d, opts, ro.cgroup_parent, err, err_size);
 		if (r < 0)
 			goto fail;
+	}
+	{
+		struct op_sandbox_k8s_opts ko;
+
+		if (op_sandbox_k8s_settings(OPTS_GET(opts, sandbox_k8s, NULL), d->config, &ko)) {
+			if (!opts->kubernetes) {
+				snprintf(err, err_size, "sandbox.namespace (--sandbox-namespace) serves sandbox sessions "
+							"in Kubernetes mode only (--kubernetes)");
+				r = -EINVAL;
+				goto fail;
+			}
+			r = sandbox_k8s_start(d, &ko, err, err_size);
+			if (r < 0)
+				goto fail;
+		}
 	}
 	if (OPTS_GET(opts, sandbox, NULL) || sandbox_configured(d->config)) {
 		struct op_sandbox_gvisor_opts so = { .sz = sizeof(so) };

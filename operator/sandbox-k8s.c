@@ -920,6 +920,26 @@ static const struct flash_sandbox_backend_ops k8s_ops = {
 	.revoke = b_revoke,
 };
 
+bool op_sandbox_k8s_settings(const struct op_sandbox_k8s_opts *cli, const struct flash_operator_config *config,
+			     struct op_sandbox_k8s_opts *ret)
+{
+	struct flash_operator_runtime cr = { .sz = sizeof(cr) };
+
+	memset(ret, 0, sizeof(*ret));
+	ret->sz = sizeof(*ret);
+	if (config && flash_operator_config_runtime(config, &cr) < 0)
+		memset(&cr, 0, sizeof(cr));
+#define PICK(field, key) ret->field = cli && cli->field ? cli->field : cr.key
+	PICK(namespace, sandbox_namespace);
+	PICK(net_setup_image, sandbox_net_setup_image);
+	PICK(runtime_class, sandbox_runtime_class);
+	PICK(node_selector, sandbox_node_selector);
+	PICK(tolerations, sandbox_tolerations);
+	PICK(image_pull_secrets, sandbox_image_pull_secrets);
+#undef PICK
+	return ret->namespace != NULL;
+}
+
 static int refuse(struct diag *diag, const char *path, const char *what, const char *value)
 {
 	if (diag)

@@ -73,6 +73,17 @@ struct op_sandbox_k8s_opts {
 int op_sandbox_k8s_new(const struct op_sandbox_k8s_opts *opts, const struct flash_sandbox_backend_ops **ret_ops,
 		       void **ret_backend, struct diag *diag) __attribute__((warn_unused_result));
 
+/* The backend's settings of flash-operator: each option of @cli (the
+ * --sandbox-namespace, --sandbox-net-setup-image, --sandbox-runtime-class,
+ * --sandbox-node-selector, --sandbox-tolerations and
+ * --sandbox-image-pull-secrets options; may be NULL) over the key of the
+ * configuration's sandbox section (@config, may be NULL) into *ret (the
+ * strings borrowed; the rest of *ret zero).  Parsing them is
+ * op_sandbox_k8s_new()'s.  false when neither names a namespace: no
+ * sandbox sessions in Kubernetes mode. */
+bool op_sandbox_k8s_settings(const struct op_sandbox_k8s_opts *cli, const struct flash_operator_config *config,
+			     struct op_sandbox_k8s_opts *ret);
+
 /* The Pod object of @session_id for @spec (exported for tests): compact
  * JSON in *ret (free()).  -EINVAL, -ENOMEM. */
 int op_sandbox_k8s_pod(void *backend, const char *session_id, const struct flash_spec *spec, uint32_t ttl_s,
