@@ -14,8 +14,11 @@
  * sessions only; Reap waiting for the Pod to be gone; Reap's revoke first
  * (a PATCH the API server refuses fails the Reap and deletes nothing; a
  * Reap stopped after the revoke answers 409 "reaping" until the next
- * DELETE completes it); and the verbs the backend sent are exactly those
- * the Role of deploy/kubernetes/sandbox-rbac.yaml grants.
+ * DELETE completes it); the verbs the backend sent are exactly those the
+ * Role of deploy/kubernetes/sandbox-rbac.yaml grants; and the whole
+ * daemon (op_daemon_start(), what flash-operator --kubernetes runs) with
+ * sandbox.namespace in its configuration file serving the routes on Pods,
+ * a malformed setting stopping it with the key named.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -30,6 +33,7 @@
 #include <flash/sandbox.h>
 
 #include "helpers.h"
+#include "daemon.h"
 #include "http.h"
 #include "json.h"
 #include "k8s-fake.h"
@@ -475,4 +479,171 @@ Test(operator_sandbox_k8s, the_role_grants_exactly_the_verbs_the_backend_uses)
 		cr_assert_not_null(strstr(used, one), "the Role grants %s, which the backend never used (%s)", one, used);
 	}
 	flash_client_free(a);
+}
+
+/* ---------------------------------------------------------------- the daemon */
+
+static void k8s_no_sleep(unsigned int ms, void *userdata)
+{
+	(void)ms, (void)userdata;
+}
+
+/* @text with the first @old replaced by @new (k8s-recorded.h's, which
+ * cannot be included beside render-test.h). */
+static char *edit_once(const char *text, const char *old, const char *new)
+{
+	const char *at = text ? strstr(text, old) : NULL;
+	char *out = NULL;
+
+	cr_assert(at, "no %s to edit", old);
+	cr_assert(asprintf(&out, "%.*s%s%s", (int)(at - text), text, new, at + strlen(old)) > 0);
+	return out;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	ASSERT_OK(util_write_file_atomic(path, text, strlen(text), 0600), path);
+}
+
+/* flash-operator --kubernetes with the provider API, as bin/ starts it:
+ * its configuration file names the sandbox namespace and settings, a
+ * command-line option overrides one; a malformed setting stops the start
+ * naming its key; the routes then make, run and reap a session's Pod on
+ * the fake API server through the daemon's own listener and clients. */
+Test(operator_sandbox_k8s, the_daemon_in_kubernetes_mode_serves_sandboxes_on_pods, .timeout = 60)
+{
+	const char *crd2 = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/flashusagerecords.flash.heterocloud.io";
+	struct k8s_fake_opts fo = { .sz = sizeof(fo), .pod_store = true, .accept_writes = true };
+	struct k8s_client_opts co = { .sz = sizeof(co), .sleep_ms = k8s_no_sleep, .max_attempts = 1 };
+	struct flash_auth_keyset *ks = NULL;
+	struct flash_schema_set *set = render_test_schema_set(true);
+	struct k8s_fake *f = NULL;
+	struct k8s_config cfg = { 0 };
+	struct op_daemon *d = NULL;
+	struct flash_client *a;
+	struct flash_client_response *r = NULL;
+	struct flash_client_sandbox_exec_result res;
+	struct grow out = { 0 };
+	char kpath[128], conf[128], podroot[128], dsock[128], err[1024] = "", id[FLASH_CLIENT_SANDBOX_ID_STRLEN];
+	char pod[128], *jwks = NULL, *est;
+	unsigned char pk[32];
+	const char *argv[] = { "/bin/echo", "on", "a", "Pod", NULL };
+
+	for (int crd = FLASH_CRD_FLASHSERVICE; crd <= FLASH_CRD_FLASHUSAGERECORD; crd++) {
+		char *text = NULL;
+		size_t len;
+
+		ASSERT_OK(flash_render_crd((enum flash_crd)crd, FLASH_RENDER_JSON, &text, &len), "CRD");
+		ASSERT_OK(flash_schema_set_add_crd(set, text, len, NULL), "CRD schema");
+		free(text);
+	}
+	snprintf(kpath, sizeof(kpath), "%s/keys.jwks", dir);
+	snprintf(conf, sizeof(conf), "%s/flash-operator.conf", dir);
+	snprintf(podroot, sizeof(podroot), "%s/daemon-pods", dir);
+	snprintf(dsock, sizeof(dsock), "%s/daemon.sock", dir);
+	ASSERT_OK(flash_auth_signer_public_key(signer, pk), "pk");
+	ASSERT_OK(flash_auth_keyset_new(&ks), "ks");
+	ASSERT_OK(flash_auth_keyset_add(ks, "k1", pk), "add");
+	ASSERT_OK(flash_auth_keyset_to_jwks(ks, &jwks), "jwks");
+	write_file(kpath, jwks);
+	free(jwks);
+	flash_auth_keyset_free(ks);
+	fo.exec_root = podroot;
+	ASSERT_OK(k8s_fake_new(&fo, &f), "a fake API server of the daemon's");
+	est = edit_once(k8s_fake_exchange_body(f, "02", NULL), "flashservices.flash", "flashusagerecords.flash");
+	cfg.server = (char *)k8s_fake_url(f);
+
+	struct op_k8s_run_opts ko = { .sz = sizeof(ko), .k8s_config = &cfg, .client_opts = &co, .schemas = set,
+				      .lease_namespace = "flash-system", .identity = "test-sandbox-k8s",
+				      .retry_period_ms = 50 };
+	struct op_sandbox_k8s_opts cli = { .sz = sizeof(cli), .node_selector = "pool=from-the-flag" };
+	struct op_daemon_opts o = { .sz = sizeof(o), .state_dir = dir, .keys_file = kpath, .issuer = TEST_ISSUER,
+				    .audience = TEST_AUDIENCE, .config_file = conf, .image = &test_image_ops,
+				    .kubernetes = &ko, .sandbox_k8s = &cli };
+	o.http.sz = sizeof(o.http);
+	o.http.unix_path = dsock;
+	o.http.threads = 2;
+
+	/* a malformed setting stops the start, naming its key */
+	write_file(conf, "{\"sandbox\":{\"namespace\":\"" NS "\",\"tolerations\":\"key:Sometimes\"}}");
+	{
+		struct k8s_fake_step st = { .method = "GET", .path = crd2, .body = est };
+
+		ASSERT_OK(k8s_fake_push(f, &st), "CRD");
+	}
+	cr_assert_lt(op_daemon_start(&o, &d, err, sizeof(err)), 0, "a malformed toleration");
+	cr_assert_null(d);
+	cr_assert(strstr(err, "sandbox.tolerations"), "the key named: %s", err);
+
+	/* the file's namespace and RuntimeClass, the flag's NodeSelector */
+	write_file(conf, "{\"sandbox\":{\"namespace\":\"" NS "\",\"runtimeClass\":\"gvisor\","
+			 "\"nodeSelector\":\"pool=from-the-file\"}}");
+	{
+		struct k8s_fake_step st = { .method = "GET", .path = crd2, .body = est };
+
+		ASSERT_OK(k8s_fake_push(f, &st), "CRD");
+	}
+	err[0] = '\0';
+	ASSERT_OK(op_daemon_start(&o, &d, err, sizeof(err)), err);
+	cr_assert_not_null(op_daemon_sandbox(d), "a sandbox provider in Kubernetes mode");
+	{
+		struct flash_client_opts cop = { .sz = sizeof(cop), .timeout_ms = 20000 };
+		struct flash_client_identity idn = { .sz = sizeof(idn), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE,
+						     .organization = "org-a", .project = "p1" };
+		char ep[160];
+
+		snprintf(ep, sizeof(ep), "unix:%s", dsock);
+		cop.endpoint = ep;
+		ASSERT_OK(flash_client_new(&cop, &a), "client");
+		ASSERT_OK(flash_client_set_signer(a, signer, &idn), "signer");
+	}
+	ASSERT_OK(flash_client_sandbox_id("org-a", "p1", "d1", id), "id");
+	snprintf(pod, sizeof(pod), "sbx-%s", id);
+	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
+	expect_status(r, 201, NULL, "made by the daemon");
+	flash_client_response_free(r);
+	cr_assert(k8s_fake_pod_exists(f, NS, pod), "the Pod in the configured namespace");
+	{
+		struct json_value *v = NULL;
+
+		for (size_t i = 0; i < k8s_fake_requests(f) && !v; i++) {
+			struct k8s_fake_request rq = { 0 };
+
+			ASSERT_OK(k8s_fake_request_get(f, i, &rq), "request");
+			if (!strcmp(rq.method, "POST") && !strcmp(rq.path, "/api/v1/namespaces/" NS "/pods"))
+				cr_assert(json_parse(rq.body, rq.body_len, NULL, &v, NULL) == 0);
+			k8s_fake_request_clear(&rq);
+		}
+		cr_assert(v, "the Pod was sent");
+		ASSERT_STREQ(json_string_value(json_at(v, "spec.runtimeClassName")), "gvisor", "the file's");
+		ASSERT_STREQ(json_string_value(json_get(json_at(v, "spec.nodeSelector"), "pool")), "from-the-flag",
+			     "the flag over the file");
+		json_free(v);
+	}
+	{
+		FLASH_OPTS(flash_client_sandbox_exec_opts, xo, .argv = argv, .stdout_fn = grow_sink, .stdout_userdata = &out);
+
+		ASSERT_OK(flash_client_sandbox_exec(a, id, &xo, &res, &r), "exec");
+		cr_assert_null(r, "refused: %s", flash_client_response_body(r, NULL));
+		cr_assert_eq(res.exit_code, 0);
+		ASSERT_STREQ(out.p, "on a Pod\n", "pods/exec through the daemon");
+	}
+	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
+	expect_status(r, 200, NULL, "reaped");
+	flash_client_response_free(r);
+	cr_assert(!k8s_fake_pod_exists(f, NS, pod), "gone");
+	flash_client_free(a);
+	op_daemon_stop(d);
+
+	/* the namespace without Kubernetes mode is refused */
+	o.kubernetes = NULL;
+	o.sandbox_k8s = NULL;
+	o.http.unix_path = NULL;
+	err[0] = '\0';
+	ASSERT_ERR(op_daemon_start(&o, &d, err, sizeof(err)), -EINVAL, "sandbox.namespace without --kubernetes");
+	cr_assert(strstr(err, "sandbox.namespace"), "%s", err);
+	free(out.p);
+	free(est);
+	k8s_fake_free(f);
+	flash_schema_set_free(set);
 }
