@@ -19,7 +19,9 @@
  *
  * Files under opts->dir: runsc/ (runsc --root), sessions/<container id>/
  * (bundle: config.json, netns, session.json: session id, created_at,
- * expires_at), locks/<session id> (flock: two racing Provisions converge),
+ * expires_at, and "revoked" once the session's Reap closed its gate:
+ * Info then says END_REAPED "reaping", Exec and Provision refuse),
+ * locks/<session id> (flock: two racing Provisions converge),
  * ended/<session id>.json (the end of an expired or failed session, kept
  * until Reap or TTL_ENDED).
  *

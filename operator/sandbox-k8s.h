@@ -29,9 +29,12 @@
  * reason: ErrImagePull, OOMKilled...).  Exec: pods/exec of the session's
  * Pod (container "sandbox"), env applied by a /bin/bash prologue (pods/exec
  * has no environment).  Owned: the label values of every Pod carrying the
- * label in the namespace.  Reap: every Pod with the session's label
- * deleted with gracePeriodSeconds 0, then polled (bounded) until none is
- * left, terminating ones included.  A session seen past its expiry
+ * label in the namespace.  Revoke (the session's gate, before Reap
+ * deletes): the annotation flash.heterocloud.io/sandbox-revoked
+ * merge-patched onto the session's Pods; a revoked Pod's session is
+ * END_REAPED "reaping" to Info, refused by Exec and Provision.  Reap:
+ * every Pod with the session's label deleted with gracePeriodSeconds 0,
+ * then polled (bounded) until none is left, terminating ones included.  A session seen past its expiry
  * (Info, Exec) has its Pods reaped and is kept as ended (in memory, until
  * its Reap or a new Provision: Info answers END_EXPIRED, Exec
  * -FLASH_E_SANDBOX_ENDED).
