@@ -1033,7 +1033,9 @@ int main(int argc, char **argv)
 				for (int i = 0; i < P_COUNT; i++) {
 					double runs = prof_runs[mode][j][i];
 
-					if (!runs)
+					/* A program this variant's packets do not pass (a stray
+					 * packet of another namespace's is not its cost). */
+					if (runs < prof_conns[mode][j] / 100)
 						continue;
 					printf("  %s %.2f/conn x %.0f ns", pnames[i], runs / prof_conns[mode][j],
 					       prof_ns[mode][j][i] / runs);

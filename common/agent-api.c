@@ -237,14 +237,6 @@ static int parse_mac(const char *s, uint8_t mac[6])
 	return 0;
 }
 
-static int copy_str(char *dst, size_t size, const char *src)
-{
-	if (!src || strlen(src) >= size)
-		return -1;
-	memcpy(dst, src, strlen(src) + 1);
-	return 0;
-}
-
 void agent_api_endpoint_gen(struct json_writer *g, const struct agent_api_endpoint *e)
 {
 	char mac[18];
@@ -294,10 +286,12 @@ int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoi
 	    json_get_uint64(json_get(o, "mtu"), &mtu) < 0 || mtu > 65535 ||
 	    json_get_uint64(json_get(o, "created"), &created) < 0 ||
 	    json_get_int64(json_get(o, "hostIfindex"), &ifindex) < 0 || ifindex <= 0 || ifindex > INT32_MAX ||
-	    copy_str(e.container_id, sizeof(e.container_id), json_string_value(json_get(o, "containerID"))) < 0 ||
-	    copy_str(e.ifname, sizeof(e.ifname), json_string_value(json_get(o, "interface"))) < 0 ||
-	    copy_str(e.netns, sizeof(e.netns), json_string_value(json_get(o, "netns"))) < 0 ||
-	    copy_str(e.host_ifname, sizeof(e.host_ifname), json_string_value(json_get(o, "hostInterface"))) < 0 ||
+	    util_strcpy_fit(e.container_id, sizeof(e.container_id), json_string_value(json_get(o, "containerID"))) < 0 ||
+	    util_strcpy_fit(e.ifname, sizeof(e.ifname), json_string_value(json_get(o, "interface"))) < 0 ||
+	    util_strcpy_fit(e.netns, sizeof(e.netns), json_string_value(json_get(o, "netns"))) < 0 ||
+	    util_strcpy_fit(e.host_ifname, sizeof(e.host_ifname), json_string_value(json_get(o, "hostInterface"))) < 0 ||
+	    !names_container_id_valid(e.container_id) || !names_ifname_valid(e.ifname) ||
+	    !names_ifname_valid(e.host_ifname) ||
 	    parse_mac(json_string_value(json_get(o, "mac")), e.mac) < 0 || parse_mac(json_string_value(json_get(o, "hostMac")), e.host_mac) < 0 ||
 	    !json_is(addrs, JSON_ARRAY) || addrs->u.array.n > AGENT_API_MAX_ADDRS)
 		return -EBADMSG;

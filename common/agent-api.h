@@ -73,8 +73,9 @@ struct agent_api_endpoint {
 
 /* The endpoint object. */
 void agent_api_endpoint_gen(struct json_writer *g, const struct agent_api_endpoint *e);
-/* Reads an endpoint object (every field required and checked): 0 or
- * -EBADMSG; @e is untouched on failure. */
+/* Reads an endpoint object (every field required and checked; the
+ * container id and the interface names by the rules of common/names.h):
+ * 0 or -EBADMSG; @e is untouched on failure. */
 int agent_api_endpoint_parse(const struct json_value *o, struct agent_api_endpoint *e);
 
 /* The gateway the agent gives every endpoint of a family. */

@@ -47,6 +47,19 @@ const char *util_strerror(const struct util_errblock *blocks, size_t n, int err,
 	return unknown;
 }
 
+int util_strcpy_fit(char *dst, size_t size, const char *src)
+{
+	size_t n;
+
+	if (!src)
+		return -EINVAL;
+	n = strlen(src);
+	if (n >= size)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
 size_t util_lower_bound(const void *base, size_t n, size_t size, const void *key,
 			int (*cmp)(const void *key, const void *elem), bool *ret_found)
 {

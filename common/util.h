@@ -144,6 +144,13 @@ const char *util_strerror(const struct util_errblock *blocks, size_t n, int err,
 size_t util_lower_bound(const void *base, size_t n, size_t size, const void *key,
 			int (*cmp)(const void *key, const void *elem), bool *ret_found);
 
+/* Copies the string @src with its NUL into @dst (@size bytes) when it
+ * fits: 0, or -EINVAL (@src NULL) and -ENAMETOOLONG (it does not fit),
+ * @dst untouched.  For a reader that refuses what a fixed field cannot
+ * hold whole rather than cut it (a cut string may end inside a UTF-8
+ * sequence, which JSON cannot carry). */
+int util_strcpy_fit(char *dst, size_t size, const char *src);
+
 /* @v in decimal at @buf (room for 20 digits; not NUL-terminated): the
  * number of digits.  The hot paths' snprintf("%llu") (JSON output, JSON
  * paths, addresses). */

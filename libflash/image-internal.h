@@ -63,6 +63,17 @@ struct image_challenge {
  * -FLASH_E_IMAGE_UNAUTHORIZED. */
 int image_challenge_parse(const char *s, size_t len, struct image_challenge *ret, char *why, size_t why_size);
 
+/* Longest bearer token accepted from a token service. */
+#define IMAGE_TOKEN_MAX (16 * 1024)
+/* Reads a token service's answer (the Docker token protocol: a JSON
+ * object with "token" or, failing that, "access_token"), @len bytes at
+ * @text: 0 and the token in *ret_token (malloc'd; the caller wipes it
+ * before freeing it), or -FLASH_E_IMAGE_CHALLENGE (@why filled) when the
+ * answer is not such an object or its token is empty, longer than
+ * IMAGE_TOKEN_MAX or holds a byte outside the RFC 6750 b64token set;
+ * -ENOMEM.  *ret_token is untouched on failure. */
+int image_token_reply_parse(const char *text, size_t len, char **ret_token, char *why, size_t why_size);
+
 enum image_media {
 	IMAGE_MEDIA_UNKNOWN = 0,
 	IMAGE_MEDIA_OCI_MANIFEST,

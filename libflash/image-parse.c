@@ -1000,3 +1000,32 @@ int image_config_check(const char *text, size_t len, const char *platform, char 
 	json_free(doc);
 	return rc;
 }
+
+int image_token_reply_parse(const char *text, size_t len, char **ret_token, char *why, size_t why_size)
+{
+	struct json_value *doc = NULL;
+	const char *token = NULL;
+	size_t n;
+	int rc = -FLASH_E_IMAGE_CHALLENGE;
+
+	if (!text || !ret_token)
+		return -EINVAL;
+	if (json_parse(text, len, NULL, &doc, NULL) == -ENOMEM)
+		return -ENOMEM;
+	if (!json_is(doc, JSON_OBJECT) ||
+	    (json_get_string(json_get(doc, "token"), &token) < 0 &&
+	     json_get_string(json_get(doc, "access_token"), &token) < 0))
+		goto bad;
+	n = strlen(token);
+	if (n == 0 || n > IMAGE_TOKEN_MAX ||
+	    strspn(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=") != n)
+		goto bad;
+	*ret_token = strdup(token);
+	rc = *ret_token ? 0 : -ENOMEM;
+	goto out;
+bad:
+	why_set(why, why_size, "token service answer has no usable \"token\"");
+out:
+	json_free(doc);
+	return rc;
+}

@@ -20,7 +20,6 @@
 
 #define REDIRECTS_MAX 5
 #define TOKEN_ANSWER_MAX (64 * 1024)
-#define TOKEN_MAX (16 * 1024)
 #define LOCATION_MAX 4096
 
 struct image_registry {
@@ -458,23 +457,13 @@ static int basic_header(const char *user, const char *pass, char **ret)
 	return rc;
 }
 
-static bool token_chars_valid(const char *t)
-{
-	size_t n = strlen(t);
-
-	if (n == 0 || n > TOKEN_MAX)
-		return false;
-	return strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=") == n;
-}
-
 static int bearer_token(struct image_registry *r, const struct image_challenge *ch, char *why, size_t why_size)
 {
 	_cleanup_free_ char *url = NULL, *scope = NULL;
 	char *basic = NULL, *service = NULL, *scope_esc = NULL;
 	struct image_sink sink;
 	struct http_resp *h = calloc(1, sizeof(*h));
-	struct json_value *doc = NULL;
-	const char *token = NULL;
+	char *token = NULL;
 	int rc;
 
 	if (!h)
@@ -529,14 +518,9 @@ static int bearer_token(struct image_registry *r, const struct image_challenge *
 		rc = -FLASH_E_IMAGE_REGISTRY;
 		goto out;
 	}
-	if (json_parse(sink.buf ? sink.buf : "", sink.len, NULL, &doc, NULL) < 0 || doc->type != JSON_OBJECT ||
-	    (json_get_string(json_get(doc, "token"), &token) < 0 &&
-	     json_get_string(json_get(doc, "access_token"), &token) < 0) ||
-	    !token_chars_valid(token)) {
-		why_set(why, why_size, "token service answer has no usable \"token\"");
-		rc = -FLASH_E_IMAGE_CHALLENGE;
+	rc = image_token_reply_parse(sink.buf ? sink.buf : "", sink.len, &token, why, why_size);
+	if (rc < 0)
 		goto out;
-	}
 	free_secret(r->auth);
 	if (asprintf(&r->auth, "Authorization: Bearer %s", token) < 0) {
 		r->auth = NULL;
@@ -545,7 +529,7 @@ static int bearer_token(struct image_registry *r, const struct image_challenge *
 	}
 	rc = 0;
 out:
-	json_free(doc);
+	free_secret(token);
 	if (sink.buf)
 		sodium_memzero(sink.buf, sink.len);
 	image_sink_clear(&sink);

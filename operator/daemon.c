@@ -430,6 +430,7 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		struct flash_operator_runtime cr = { .sz = sizeof(cr) };
 		const struct flash_sandbox_backend_ops *ops = NULL;
 		void *backend = NULL;
+		char *sb_resolv = NULL;
 
 		/* the command line's options over the configuration's sandbox
 		 * section (and runtime.runsc) */
@@ -457,7 +458,22 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		}
 		if (!so.registry)
 			so.registry = opts->image ? &opts->registry : &d->registry;
+		/* flowsdn networking with the runtime's CNI and agent settings
+		 * (flags over runtime keys; none: --network=none) */
+		if (!so.cni_bin_dir) {
+			const struct op_runtime_opts *rf = opts->runtime;
+
+			so.cni_bin_dir = rf && rf->cni_bin_dir ? rf->cni_bin_dir : cr.cni_bin_dir;
+			so.cni_conf = rf && rf->cni_conf ? rf->cni_conf : cr.cni_conf;
+			so.agent_socket = rf && rf->agent_socket ? rf->agent_socket : cr.agent_socket;
+			if (so.cni_bin_dir && op_bundle_resolv_conf(rf && rf->dns ? rf->dns : cr.dns,
+								    rf ? rf->host_resolv : NULL, &sb_resolv) == 0)
+				so.resolv_conf = sb_resolv;
+		}
+		so.config = d->config;
+		so.policy = d->policy;
 		r = op_sandbox_gvisor_new(&so, &ops, &backend);
+		free(sb_resolv);
 		if (r == 0)
 			r = flash_sandbox_provider_new(ops, backend, NULL, &d->sandbox);
 		if (r < 0) {

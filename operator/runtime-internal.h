@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "names.h"
+
 struct op_exec {
 	const char *const *argv;   /* argv[0] is the path */
 	const char *const *envp;   /* NULL: an empty environment plus PATH */
@@ -249,5 +251,37 @@ bool op_probe_udp_ready(struct op_udp_readiness *st, enum op_probe_outcome o);
 /* Is the state "listening unknown": silent probes without the port ever
  * seen closed (not ready, and the status says so)? */
 bool op_probe_udp_unknown(const struct op_udp_readiness *st);
+
+/* ---------------------------------------------------------------- replica.json */
+
+/* What DIR/replicas/ID/replica.json records of a replica, read back when
+ * the operator starts again to adopt the replicas runsc still runs
+ * (runtime-record.c, the one reader and writer of the file). */
+#define OP_REPLICA_RECORD_ID_MAX 96
+struct op_replica_record {
+	char id[OP_REPLICA_RECORD_ID_MAX];
+	char service[NAMES_SERVICE_ID_LEN + 1]; /* "" when the file names no valid service id */
+	uint64_t generation;
+	unsigned int index;   /* < @index_max of the reader, else 0 */
+	unsigned int restarts;
+	char address[48];
+	bool ever_ready;
+	bool udp_closed_seen;
+	uint64_t sandbox_pid; /* 1..INT32_MAX with sandbox_start, else 0 (not recorded) */
+	uint64_t sandbox_start;
+};
+
+/* The file's text for @r (a JSON object, one member a line): 0 and
+ * *ret_text (free()), -ENOMEM. */
+int op_replica_record_format(const struct op_replica_record *r, char **ret_text, size_t *ret_len);
+/* Reads the file's text (@len bytes): 0 and *ret, or -EBADMSG when it is
+ * not a JSON object.  Leniently, as a file of an older operator may be:
+ * a member that is absent or out of range (an index of @index_max or
+ * more, restarts of UINT32_MAX or more, a sandbox pid of 0 or past
+ * INT32_MAX or without its start time) is left 0, a string too long for
+ * its field is left "" (never cut: the record writes back as it read),
+ * and a service that is not a valid service id leaves the service ""
+ * (the replica is then retired). */
+int op_replica_record_parse(const char *text, size_t len, unsigned int index_max, struct op_replica_record *ret);
 
 #endif

@@ -17,7 +17,9 @@
 #include <sodium.h>
 #include <time.h>
 #include <unistd.h>
+#include <flash/sandbox.h>
 #include <flowsdn/addr.h>
+#include <flowsdn/policy.h>
 
 #include "agent-client.h"
 #include "names.h"
@@ -26,7 +28,7 @@
 #include "util.h"
 
 #define NET_MAX_ADDRS 32
-#define NET_MAX_PORTS 64
+#define NET_MAX_PORTS OP_NET_RECORD_PORTS_MAX
 #define CLUSTER_IP_TRIES 16
 #define VERIFY_MS_DEFAULT 5000
 
@@ -102,24 +104,71 @@ static char *record_path(struct op_net *n, const char *id)
 	return asprintf(&p, "%s/net/%s.json", n->dir, id) < 0 ? NULL : p;
 }
 
-static int record_save(struct op_net *n, const struct net_svc *v)
+int op_net_record_format(const struct op_net_record *r, char **ret_text, size_t *ret_len)
 {
 	struct json_writer *w = json_writer_new(0);
+
+	if (!w)
+		return -ENOMEM;
+	jw_object_open(w);
+	jw_kv_string(w, "id", r->id);
+	jw_kv_string(w, "namespace", r->ns);
+	jw_kv_string(w, "clusterIP", r->cluster_ip);
+	jw_key(w, "services");
+	jw_array_open(w);
+	for (size_t i = 0; i < r->n_ports; i++)
+		jw_string(w, r->port_ids[i]);
+	jw_array_close(w);
+	jw_object_close(w);
+	return json_writer_finish(w, ret_text, ret_len);
+}
+
+int op_net_record_parse(const char *text, size_t len, struct op_net_record *ret)
+{
+	struct op_net_record r = { 0 };
+	struct json_value *root = NULL;
+	const struct json_value *ids;
+	const char *ns, *ip;
+	int err = json_parse(text, len, NULL, &root, NULL);
+
+	if (err < 0)
+		return err == -ENOMEM ? err : -EBADMSG;
+	ids = json_get(root, "services");
+	err = -EBADMSG;
+	if (!names_service_id_valid(json_string_value(json_get(root, "id"))) || !json_is(ids, JSON_ARRAY) ||
+	    ids->u.array.n > OP_NET_RECORD_PORTS_MAX)
+		goto out;
+	ns = json_string_value(json_get(root, "namespace"));
+	ip = json_string_value(json_get(root, "clusterIP"));
+	if (util_strcpy_fit(r.id, sizeof(r.id), json_string_value(json_get(root, "id"))) < 0 ||
+	    (ns && util_strcpy_fit(r.ns, sizeof(r.ns), ns) < 0) ||
+	    (ip && util_strcpy_fit(r.cluster_ip, sizeof(r.cluster_ip), ip) < 0))
+		goto out;
+	for (size_t i = 0; i < ids->u.array.n; i++) {
+		const char *s = json_string_value(ids->u.array.items[i]);
+
+		if (!names_service_id_valid(s) || util_strcpy_fit(r.port_ids[r.n_ports++], OP_SERVICE_ID_STRLEN, s) < 0)
+			goto out;
+	}
+	*ret = r;
+	err = 0;
+out:
+	json_free(root);
+	return err;
+}
+
+static int record_save(struct op_net *n, const struct net_svc *v)
+{
+	struct op_net_record rec = { .n_ports = v->n_ports };
 	char *text = NULL, *path = record_path(n, v->id);
 	size_t len = 0;
 	int r;
 
-	jw_object_open(w);
-	jw_kv_string(w, "id", v->id);
-	jw_kv_string(w, "namespace", v->ns);
-	jw_kv_string(w, "clusterIP", v->cluster_ip);
-	jw_key(w, "services");
-	jw_array_open(w);
-	for (size_t i = 0; i < v->n_ports; i++)
-		jw_string(w, v->port_ids[i]);
-	jw_array_close(w);
-	jw_object_close(w);
-	r = json_writer_finish(w, &text, &len);
+	snprintf(rec.id, sizeof(rec.id), "%s", v->id);
+	snprintf(rec.ns, sizeof(rec.ns), "%s", v->ns);
+	snprintf(rec.cluster_ip, sizeof(rec.cluster_ip), "%s", v->cluster_ip);
+	memcpy(rec.port_ids, v->port_ids, v->n_ports * sizeof(v->port_ids[0]));
+	r = op_net_record_format(&rec, &text, &len);
 	if (r == 0)
 		r = path ? util_write_file_atomic(path, text, len, 0600) : -ENOMEM;
 	free(text);
@@ -141,36 +190,25 @@ static void svc_free(struct net_svc *v)
 static void record_load(struct op_net *n, const char *name)
 {
 	char *path = NULL, *text = NULL;
-	struct json_value *root = NULL;
-	const struct json_value *ids;
+	struct op_net_record rec;
 	struct net_svc *v = NULL;
 	size_t len = 0;
 
 	if (asprintf(&path, "%s/net/%s", n->dir, name) < 0)
 		return;
-	if (util_read_file(path, 1 << 16, &text, &len) < 0 || json_parse(text, len, NULL, &root, NULL) < 0)
+	if (util_read_file(path, 1 << 16, &text, &len) < 0 || op_net_record_parse(text, len, &rec) < 0)
 		goto out;
 	v = calloc(1, sizeof(*v));
-	ids = json_get(root, "services");
-	if (!v || !names_service_id_valid(json_string_value(json_get(root, "id"))) || !json_is(ids, JSON_ARRAY) ||
-	    ids->u.array.n > NET_MAX_PORTS)
+	if (!v)
 		goto out;
-	snprintf(v->id, sizeof(v->id), "%s", json_string_value(json_get(root, "id")));
-	snprintf(v->ns, sizeof(v->ns), "%s", json_string_value(json_get(root, "namespace")) ?: "");
-	snprintf(v->cluster_ip, sizeof(v->cluster_ip), "%s", json_string_value(json_get(root, "clusterIP")) ?: "");
-	for (size_t i = 0; i < ids->u.array.n; i++) {
-		const char *s = json_string_value(ids->u.array.items[i]);
-
-		if (!names_service_id_valid(s))
-			goto out;
-		snprintf(v->port_ids[v->n_ports++], OP_SERVICE_ID_STRLEN, "%s", s);
-	}
+	snprintf(v->id, sizeof(v->id), "%s", rec.id);
+	snprintf(v->ns, sizeof(v->ns), "%s", rec.ns);
+	snprintf(v->cluster_ip, sizeof(v->cluster_ip), "%s", rec.cluster_ip);
+	v->n_ports = rec.n_ports;
+	memcpy(v->port_ids, rec.port_ids, rec.n_ports * sizeof(rec.port_ids[0]));
 	v->next = n->svcs;
 	n->svcs = v;
-	v = NULL;
 out:
-	svc_free(v);
-	json_free(root);
 	free(text);
 	free(path);
 }
@@ -315,8 +353,8 @@ static int call(struct op_net *n, const char *method, const char *path, const ch
 	int r = agent_client_call(&n->agent, method, path, body, &root, &ae);
 
 	json_free(root);
-	if (r == -FLOWSDN_E_AGENT_NOT_FOUND && strcmp(method, "DELETE") == 0)
-		return 0; /* already gone */
+	if ((r == -FLOWSDN_E_AGENT_NOT_FOUND || r == -FLOWSDN_E_POLICY_NOT_FOUND) && strcmp(method, "DELETE") == 0)
+		return 0; /* already gone (a policy's DELETE says so in its own code) */
 	if (r < 0)
 		snprintf(err, err_size, "flowsdn-agent %s %s: %s", method, path,
 			 ae.message[0] ? ae.message : flowsdn_strerror(r));
@@ -403,12 +441,14 @@ uint64_t op_runtime_net_resyncs(const struct op_net *n)
 
 /* ---------------------------------------------------------------- isolation */
 
-static int put_policies(struct op_net *n, struct net_svc *v, const struct op_service *s, const struct flash_spec *spec,
-			char *err, size_t err_size)
+/* The namespace @ns (with @org's label) and the four tiered policies of
+ * @spec named @name (a service's, a sandbox's). */
+static int put_policies(struct op_net *n, const char *name, const char *ns, const char *org, const char *project,
+			const struct flash_spec *spec, char *err, size_t err_size)
 {
-	FLASH_OPTS(flash_isolation_opts, o, .name = s->id, .namespace_ = v->ns, .organization_id = s->org,
-		   .policy = n->policy, .node_addresses = n->node, .n_node_addresses = n->n_node,
-		   .dns_addresses = n->dns, .n_dns_addresses = n->n_dns);
+	FLASH_OPTS(flash_isolation_opts, o, .name = name, .namespace_ = ns, .organization_id = org,
+		   .project_id = project, .policy = n->policy, .node_addresses = n->node,
+		   .n_node_addresses = n->n_node, .dns_addresses = n->dns, .n_dns_addresses = n->n_dns);
 	struct flash_diag *diag = NULL;
 	struct flash_render *rd = NULL;
 	char path[192], *body = NULL;
@@ -433,14 +473,14 @@ static int put_policies(struct op_net *n, struct net_svc *v, const struct op_ser
 		jw_object_open(w);
 		jw_key(w, "labels");
 		jw_object_open(w);
-		if (names_label_value_valid(s->org))
-			jw_kv_string(w, "flash.heterocloud.io/organization", s->org);
+		if (names_label_value_valid(org))
+			jw_kv_string(w, "flash.heterocloud.io/organization", org);
 		jw_object_close(w);
 		jw_object_close(w);
 		r = json_writer_finish(w, &body, NULL);
 		if (r < 0)
 			goto out;
-		snprintf(path, sizeof(path), "/v1/namespace/%s", v->ns);
+		snprintf(path, sizeof(path), "/v1/namespace/%s", ns);
 		r = call(n, "PUT", path, body, err, err_size);
 		free(body);
 		body = NULL;
@@ -455,7 +495,7 @@ static int put_policies(struct op_net *n, struct net_svc *v, const struct op_ser
 		r = flash_render_object_json(rd, i, &body, NULL);
 		if (r < 0)
 			goto out;
-		snprintf(path, sizeof(path), "/v1/policy/%s/%s%s", v->ns, s->id, i < 3 ? suffix[i] : "");
+		snprintf(path, sizeof(path), "/v1/policy/%s/%s%s", ns, name, i < 3 ? suffix[i] : "");
 		r = call(n, "PUT", path, body, err, err_size);
 		free(body);
 		body = NULL;
@@ -468,20 +508,20 @@ out:
 	return r;
 }
 
-static int delete_policies(struct op_net *n, const struct net_svc *v, char *err, size_t err_size)
+static int delete_policies(struct op_net *n, const char *ns, const char *name, char *err, size_t err_size)
 {
 	static const char *const suffix[] = { "", "-deny", "-exception", "-protect" };
 	char path[192];
 	int first = 0;
 
-	if (!v->ns[0])
+	if (!ns[0])
 		return 0;
 	/* The isolating allow policy goes last... of the ones that open: the
 	 * endpoints are gone or going, so the order only matters for them. */
 	for (size_t i = 0; i < 4; i++) {
 		int r;
 
-		snprintf(path, sizeof(path), "/v1/policy/%s/%s%s", v->ns, v->id, suffix[i]);
+		snprintf(path, sizeof(path), "/v1/policy/%s/%s%s", ns, name, suffix[i]);
 		r = call(n, "DELETE", path, NULL, err, err_size);
 		if (r < 0 && !first)
 			first = r;
@@ -708,7 +748,7 @@ int op_runtime_net_service(struct op_net *n, const struct op_service *s, const s
 			snprintf(err, err_size, "recording the service: %s", strerror(-r));
 			return r;
 		}
-		r = put_policies(n, v, s, spec, err, err_size);
+		r = put_policies(n, s->id, v->ns, s->org, NULL, spec, err, err_size);
 		if (r < 0)
 			return r;
 		snprintf(v->applied_digest, sizeof(v->applied_digest), "%s", s->spec_digest);
@@ -734,7 +774,7 @@ int op_runtime_net_service_del(struct op_net *n, const char *id)
 		if (r < 0 && !first)
 			first = r;
 	}
-	r = delete_policies(n, v, err, sizeof(err));
+	r = delete_policies(n, v->ns, v->id, err, sizeof(err));
 	if (r < 0 && !first)
 		first = r;
 	if (first < 0)
@@ -781,6 +821,298 @@ void op_runtime_net_cni_identity(struct json_writer *w, const char *svc_id, cons
 	jw_kv_string(w, "flash.heterocloud.io/service", svc_id ? svc_id : "");
 	jw_object_close(w);
 	jw_object_close(w);
+}
+
+/* ---------------------------------------------------------------- CNI */
+
+/* The network configuration given to the plugin on stdin: the first
+ * plugin of the conflist, with cniVersion, name and the runtimeConfig of
+ * contracts C3 (@identity). */
+static int cni_config(const struct op_cni *c, const char *identity, char **ret)
+{
+	struct json_value *list = NULL;
+	const struct json_value *plugins, *first;
+	struct json_writer *w;
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (c->conf) {
+		r = util_read_file(c->conf, 1 << 20, &text, &len);
+		if (r < 0)
+			return r;
+		r = json_parse(text, len, NULL, &list, NULL);
+		free(text);
+		if (r < 0)
+			return -EBADMSG;
+	}
+	plugins = list ? json_get(list, "plugins") : NULL;
+	first = json_is(plugins, JSON_ARRAY) && plugins->u.array.n > 0 ? plugins->u.array.items[0] : NULL;
+	if (list && !json_is(first, JSON_OBJECT)) {
+		json_free(list);
+		return -EBADMSG;
+	}
+	w = json_writer_new(0);
+	if (!w) {
+		json_free(list);
+		return -ENOMEM;
+	}
+	jw_object_open(w);
+	jw_kv_string(w, "cniVersion", list ? json_string_value(json_get(list, "cniVersion")) ?: "1.0.0" : "1.0.0");
+	jw_kv_string(w, "name", list ? json_string_value(json_get(list, "name")) ?: "flowsdn" : "flowsdn");
+	if (first) {
+		for (size_t i = 0; i < first->u.object.n; i++) {
+			const char *k = first->u.object.members[i].key;
+
+			if (strcmp(k, "cniVersion") == 0 || strcmp(k, "name") == 0 || strcmp(k, "runtimeConfig") == 0)
+				continue;
+			jw_key(w, k);
+			jw_value(w, first->u.object.members[i].value);
+		}
+	} else {
+		jw_kv_string(w, "type", "flowsdn-cni");
+		if (c->agent_socket)
+			jw_kv_string(w, "agentSocket", c->agent_socket);
+	}
+	jw_key(w, "runtimeConfig");
+	jw_object_open(w);
+	jw_key(w, "flowsdn");
+	if (identity)
+		jw_raw(w, identity, strlen(identity));
+	else {
+		jw_object_open(w);
+		jw_object_close(w);
+	}
+	jw_object_close(w);
+	jw_object_close(w);
+	json_free(list);
+	return json_writer_finish(w, ret, NULL);
+}
+
+int op_cni_run(const struct op_cni *c, const char *cmd, const char *container_id, const char *pod_ns,
+	       const char *netns, const char *identity, char *address, size_t address_size, char *err,
+	       size_t err_size)
+{
+	char *conf = NULL, *out = NULL, *errs = NULL, *plugin = NULL, *env[8] = { 0 }, how[64];
+	struct json_value *res = NULL;
+	int status = 0, r;
+
+	if (!c || !c->bin_dir || !cmd || !container_id || !pod_ns)
+		return -EINVAL;
+	r = cni_config(c, identity, &conf);
+	if (r < 0) {
+		snprintf(err, err_size, "CNI configuration %s: %s", c->conf ? c->conf : "(built in)",
+			 r == -EBADMSG ? "not a conflist with a plugin" : strerror(-r));
+		return r;
+	}
+	if (asprintf(&plugin, "%s/flowsdn-cni", c->bin_dir) < 0 || asprintf(&env[0], "CNI_COMMAND=%s", cmd) < 0 ||
+	    asprintf(&env[1], "CNI_CONTAINERID=%s", container_id) < 0 ||
+	    asprintf(&env[2], "CNI_NETNS=%s", netns ? netns : "") < 0 || asprintf(&env[3], "CNI_IFNAME=eth0") < 0 ||
+	    asprintf(&env[4], "CNI_PATH=%s", c->bin_dir) < 0 ||
+	    asprintf(&env[5], "CNI_ARGS=K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s", pod_ns, container_id) < 0 ||
+	    asprintf(&env[6], "PATH=/usr/sbin:/usr/bin:/sbin:/bin") < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	struct op_exec e = { .argv = (const char *const[]){ plugin, NULL }, .envp = (const char *const *)env,
+			     .input = conf, .input_len = strlen(conf), .timeout_ms = 30000 };
+	r = op_exec_run(&e, &status, &out, &errs);
+	if (r < 0) {
+		snprintf(err, err_size, "flowsdn-cni %s: %s", cmd, strerror(-r));
+		goto out;
+	}
+	if (status != 0) {
+		const char *msg = NULL;
+
+		op_exec_status_str(status, how, sizeof(how));
+		if (json_parse(out, strlen(out), NULL, &res, NULL) == 0)
+			msg = json_string_value(json_get(res, "details")) ?: json_string_value(json_get(res, "msg"));
+		snprintf(err, err_size, "flowsdn-cni %s: %s: %s", cmd, how, msg ? msg : out);
+		r = -EIO;
+		goto out;
+	}
+	if (address) {
+		const struct json_value *ips;
+		const char *a;
+
+		if (json_parse(out, strlen(out), NULL, &res, NULL) < 0 || !json_is(ips = json_get(res, "ips"), JSON_ARRAY) ||
+		    ips->u.array.n == 0 || !(a = json_string_value(json_get(ips->u.array.items[0], "address")))) {
+			snprintf(err, err_size, "flowsdn-cni ADD: the result has no address");
+			r = -EBADMSG;
+			goto out;
+		}
+		snprintf(address, address_size, "%.*s", (int)strcspn(a, "/"), a);
+	}
+out:
+	json_free(res);
+	for (size_t i = 0; i < ARRAY_SIZE(env); i++)
+		free(env[i]);
+	free(plugin);
+	free(conf);
+	free(out);
+	free(errs);
+	return r;
+}
+
+/* ---------------------------------------------------------------- sandboxes */
+
+/* The labels of @sb (or of an idle pool sandbox). */
+static void sandbox_labels(struct json_writer *w, const struct op_net_sandbox *sb, const char *pool_name)
+{
+	jw_key(w, "labels");
+	jw_object_open(w);
+	if (!sb) {
+		jw_kv_string(w, "app.kubernetes.io/name", pool_name);
+		jw_kv_string(w, "flash.heterocloud.io/sandbox-pool", OP_NET_POOL_POLICY);
+	} else {
+		jw_kv_string(w, "app.kubernetes.io/name", sb->name);
+		if (sb->org && names_label_value_valid(sb->org))
+			jw_kv_string(w, "flash.heterocloud.io/organization", sb->org);
+		if (sb->project && sb->project[0] && names_label_value_valid(sb->project))
+			jw_kv_string(w, "flash.heterocloud.io/project", sb->project);
+		jw_kv_string(w, FLASH_SANDBOX_LABEL, sb->sid);
+	}
+	jw_object_close(w);
+}
+
+int op_net_sandbox_identity(const struct op_net_sandbox *sb, const char *pool_name, char **ret)
+{
+	struct json_writer *w = json_writer_new(0);
+	char ns[21];
+
+	if (!w)
+		return -ENOMEM;
+	if (sb)
+		op_net_namespace(sb->org, ns);
+	jw_object_open(w);
+	jw_kv_string(w, "serviceTranslation", "packet");
+	jw_kv_string(w, "namespace", sb ? ns : OP_NET_POOL_NAMESPACE);
+	sandbox_labels(w, sb, pool_name);
+	jw_object_close(w);
+	return json_writer_finish(w, ret, NULL);
+}
+
+int op_net_sandbox_pool_isolate(struct op_net *n, char *err, size_t err_size)
+{
+	/* Both directions, no rule: nothing in or out (DNS neither). */
+	static const char policy[] =
+		"{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"NetworkPolicy\","
+		"\"metadata\":{\"name\":\"" OP_NET_POOL_POLICY "\",\"namespace\":\"" OP_NET_POOL_NAMESPACE "\"},"
+		"\"spec\":{\"podSelector\":{},\"policyTypes\":[\"Ingress\",\"Egress\"],\"ingress\":[],\"egress\":[]}}";
+	int r;
+
+	if (!n)
+		return -EINVAL;
+	r = call(n, "PUT", "/v1/namespace/" OP_NET_POOL_NAMESPACE, "{\"labels\":{}}", err, err_size);
+	if (r == 0)
+		r = call(n, "PUT", "/v1/policy/" OP_NET_POOL_NAMESPACE "/" OP_NET_POOL_POLICY, policy, err, err_size);
+	return r;
+}
+
+int op_net_sandbox_policies_put(struct op_net *n, const struct op_net_sandbox *sb, const struct flash_spec *spec,
+				char *err, size_t err_size)
+{
+	char ns[21];
+
+	if (!n || !sb || !sb->name || !sb->sid || !spec)
+		return -EINVAL;
+	op_net_namespace(sb->org, ns);
+	return put_policies(n, sb->name, ns, sb->org ? sb->org : "", sb->project && sb->project[0] ? sb->project : NULL,
+			    spec, err, err_size);
+}
+
+int op_net_sandbox_policies_del(struct op_net *n, const char *name, const char *org, char *err, size_t err_size)
+{
+	char ns[21];
+
+	if (!n || !name)
+		return -EINVAL;
+	op_net_namespace(org, ns);
+	return delete_policies(n, ns, name, err, err_size);
+}
+
+/* GET @path and look in its array @key for an object of @container_id
+ * (its "containerID"): 1 (with its "id" in *@ret_id when asked), 0 when
+ * none, <0 with @err. */
+static int find_container(struct op_net *n, const char *path, const char *key, const char *container_id,
+			  uint64_t *ret_id, char *err, size_t err_size)
+{
+	struct agent_client_err ae = { 0 };
+	struct json_value *root = NULL;
+	const struct json_value *list;
+	int r = agent_client_call(&n->agent, "GET", path, NULL, &root, &ae);
+
+	if (r < 0) {
+		snprintf(err, err_size, "flowsdn-agent GET %s: %s", path, ae.message[0] ? ae.message : flowsdn_strerror(r));
+		return r;
+	}
+	list = json_get(root, key);
+	for (size_t i = 0; json_is(list, JSON_ARRAY) && i < list->u.array.n && r == 0; i++) {
+		const struct json_value *o = list->u.array.items[i];
+		const char *c = json_string_value(json_get(o, "containerID"));
+
+		if (c && strcmp(c, container_id) == 0 && (!ret_id || json_get_uint64(json_get(o, "id"), ret_id) == 0))
+			r = 1;
+	}
+	json_free(root);
+	return r;
+}
+
+int op_net_sandbox_claim(struct op_net *n, const char *container_id, const struct op_net_sandbox *sb, char *err,
+			 size_t err_size)
+{
+	struct json_writer *w = NULL;
+	char path[64], ns[21], *body = NULL;
+	uint64_t id = 0;
+	int r;
+
+	if (!n || !container_id || !sb || !sb->name || !sb->sid)
+		return -EINVAL;
+	r = find_container(n, "/v1/endpoint", "endpoints", container_id, &id, err, err_size);
+	if (r < 0)
+		return r;
+	if (r == 0 || id == 0) {
+		snprintf(err, err_size, "flowsdn-agent: no endpoint of %s", container_id);
+		return -ENOENT;
+	}
+	op_net_namespace(sb->org, ns);
+	w = json_writer_new(0);
+	if (!w)
+		return -ENOMEM;
+	jw_object_open(w);
+	jw_kv_string(w, "namespace", ns);
+	jw_kv_string(w, "name", container_id);
+	sandbox_labels(w, sb, NULL);
+	jw_object_close(w);
+	r = json_writer_finish(w, &body, NULL);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/v1/endpoint/%" PRIu64 "/labels", id);
+	r = call(n, "PUT", path, body, err, err_size);
+	free(body);
+	return r;
+}
+
+int op_net_released(struct op_net *n, const char *container_id, unsigned int timeout_ms, char *err,
+		    size_t err_size)
+{
+	uint64_t until = mono_ms() + timeout_ms;
+	unsigned int pause_ms = 5;
+
+	if (!n || !container_id)
+		return -EINVAL;
+	for (;;) {
+		int r = find_container(n, "/v1/ipam", "allocations", container_id, NULL, err, err_size);
+
+		if (r <= 0)
+			return r;
+		if (mono_ms() >= until) {
+			snprintf(err, err_size, "flowsdn-agent: the address of %s is still held", container_id);
+			return -ETIMEDOUT;
+		}
+		usleep(pause_ms * 1000);
+		pause_ms = pause_ms < 100 ? pause_ms * 2 : 100;
+	}
 }
 
 /* ---------------------------------------------------------------- masquerade */

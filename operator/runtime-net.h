@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <netinet/in.h>
 #include <flash/policy.h>
 #include <flash/render.h>
 #include <flash/spec.h>
@@ -51,6 +52,26 @@ struct op_net_opts {
 	const char *resolv_conf;                    /* the workloads' resolv.conf text (its nameservers) */
 	unsigned int verify_ms;                     /* resync period (see below); 0: 5000 */
 };
+
+/* What DIR/net/ID.json records of a Flash service: its organization's
+ * namespace, its ClusterIP and the agent services of its ports. */
+#define OP_NET_RECORD_PORTS_MAX 64
+struct op_net_record {
+	char id[OP_SERVICE_ID_STRLEN];
+	char ns[21];
+	char cluster_ip[INET6_ADDRSTRLEN];
+	size_t n_ports;
+	char port_ids[OP_NET_RECORD_PORTS_MAX][OP_SERVICE_ID_STRLEN];
+};
+
+/* The file's text for @r: 0 and *ret_text (free()), -ENOMEM. */
+int op_net_record_format(const struct op_net_record *r, char **ret_text, size_t *ret_len);
+/* Reads the file's text (@len bytes): 0 and *ret; -EBADMSG when it is
+ * not JSON, its "id" or one of its "services" is not a valid service id,
+ * or it has more than OP_NET_RECORD_PORTS_MAX services (such a file is
+ * ignored, and left for the next delete to overwrite), or its namespace
+ * or ClusterIP is longer than its field; -ENOMEM.  Absent, they are "". */
+int op_net_record_parse(const char *text, size_t len, struct op_net_record *ret);
 
 struct op_net;
 
@@ -95,6 +116,73 @@ void op_net_namespace(const char *org, char buf[21]);
 /* The agent service id of port (@protocol, @name) of service @svc_id
  * into @buf (at least OP_SERVICE_ID_STRLEN). */
 void op_net_port_service_id(const char *svc_id, const char *protocol, const char *name, char *buf);
+
+/* ---------------------------------------------------------------- CNI and sandboxes */
+
+/* How flowsdn-cni is run (a runtime's replicas, a sandbox backend's
+ * sessions). */
+struct op_cni {
+	const char *bin_dir;      /* required: CNI_PATH, holding flowsdn-cni */
+	const char *conf;         /* a conflist whose first plugin is used; NULL: built in */
+	const char *agent_socket; /* the built-in configuration's agentSocket; NULL: the default */
+};
+
+/* Runs flowsdn-cni @cmd ("ADD", "DEL") for container @container_id
+ * (CNI_ARGS K8S_POD_NAMESPACE=@pod_ns, K8S_POD_NAME=@container_id) in
+ * netns @netns, with runtimeConfig.flowsdn = @identity (a JSON object,
+ * NULL: {}).  ADD: the first address of the result (no prefix) into
+ * @address.  0 or <0 with @err. */
+int op_cni_run(const struct op_cni *c, const char *cmd, const char *container_id, const char *pod_ns,
+	       const char *netns, const char *identity, char *address, size_t address_size, char *err,
+	       size_t err_size);
+
+/* A sandbox session's network identity: its endpoint (pod) name and
+ * policy name @name (the container id, a DNS-1035 label), session @sid,
+ * organization @org and project @project (label values; NULL or invalid:
+ * left out); namespace: the organization's (op_net_namespace()). */
+struct op_net_sandbox {
+	const char *name, *sid, *org, *project;
+};
+
+/* The sandbox pool's namespace and the one policy isolating it: an idle
+ * pool sandbox's endpoint sits there, selected by a policy with both
+ * directions and no rule (nothing in or out, not even DNS). */
+#define OP_NET_POOL_NAMESPACE "flash-sandbox-pool"
+#define OP_NET_POOL_POLICY "idle"
+
+/* runtimeConfig.flowsdn of a sandbox (@sb) or, @sb NULL, of an idle pool
+ * sandbox named @pool_name: per-packet service translation, namespace,
+ * labels.  A new JSON text in *ret.  0, -ENOMEM. */
+int op_net_sandbox_identity(const struct op_net_sandbox *sb, const char *pool_name, char **ret);
+
+/* PUTs the pool's namespace and isolating policy (idempotent).  0 or <0
+ * with @err. */
+int op_net_sandbox_pool_isolate(struct op_net *n, char *err, size_t err_size);
+
+/* PUTs @sb's organization namespace and the four tiered policies of
+ * @spec (flash_render_isolation(), named @sb->name): before its endpoint
+ * exists or is relabelled into them.  0 or <0 with @err. */
+int op_net_sandbox_policies_put(struct op_net *n, const struct op_net_sandbox *sb, const struct flash_spec *spec,
+				char *err, size_t err_size);
+
+/* DELETEs them (absent ones are fine).  0 or the first error. */
+int op_net_sandbox_policies_del(struct op_net *n, const char *name, const char *org, char *err, size_t err_size);
+
+/* The claim of an idle pool sandbox: one PUT /v1/endpoint/ID/labels of
+ * the endpoint of container @container_id moves it from the pool's
+ * namespace into @sb's, with @sb's labels; the agent recompiles and
+ * switches the endpoint's policy entries in one map switch (the pool's
+ * deny-all stays in force until then).  @sb's policies must be PUT
+ * first.  0 or <0 with @err. */
+int op_net_sandbox_claim(struct op_net *n, const char *container_id, const struct op_net_sandbox *sb, char *err,
+			 size_t err_size);
+
+/* Waits up to @timeout_ms until the agent's IPAM (GET /v1/ipam) holds no
+ * address of @container_id: the agent finishes a CNI DEL in the
+ * background (the veth removed, then the address released).  0,
+ * -ETIMEDOUT, or the agent's error, with @err. */
+int op_net_released(struct op_net *n, const char *container_id, unsigned int timeout_ms, char *err,
+		    size_t err_size);
 
 /* Egress masquerade: workloads reach the Internet through the node's
  * address.  The operator owns one nftables table, "inet flowsdn_flash"

@@ -35,7 +35,7 @@
 #include "runtime.h"
 #include "util.h"
 
-#define RID_MAX 96
+#define RID_MAX OP_REPLICA_RECORD_ID_MAX
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS 60000
 /* A replica ready this long before it exits starts its backoff over (a
@@ -169,122 +169,24 @@ static int runsc_state(struct op_runtime *rt, const char *id, char *status, size
 
 /* ---------------------------------------------------------------- CNI */
 
-/* The network configuration given to the plugin on stdin: the first
- * plugin of the conflist, with cniVersion, name and the runtimeConfig of
- * contracts C3 (a gVisor endpoint: per-packet service translation). */
-static int cni_config(struct op_runtime *rt, const char *svc, const char *org, char **ret)
-{
-	struct json_value *list = NULL;
-	const struct json_value *plugins, *first;
-	struct json_writer *w;
-	char *text = NULL;
-	size_t len = 0;
-	int r;
-
-	if (rt->cni_conf) {
-		r = util_read_file(rt->cni_conf, 1 << 20, &text, &len);
-		if (r < 0)
-			return r;
-		r = json_parse(text, len, NULL, &list, NULL);
-		free(text);
-		if (r < 0)
-			return -EBADMSG;
-	}
-	plugins = list ? json_get(list, "plugins") : NULL;
-	first = json_is(plugins, JSON_ARRAY) && plugins->u.array.n > 0 ? plugins->u.array.items[0] : NULL;
-	if (list && !json_is(first, JSON_OBJECT)) {
-		json_free(list);
-		return -EBADMSG;
-	}
-	w = json_writer_new(0);
-	if (!w) {
-		json_free(list);
-		return -ENOMEM;
-	}
-	jw_object_open(w);
-	jw_kv_string(w, "cniVersion", list ? json_string_value(json_get(list, "cniVersion")) ?: "1.0.0" : "1.0.0");
-	jw_kv_string(w, "name", list ? json_string_value(json_get(list, "name")) ?: "flowsdn" : "flowsdn");
-	if (first) {
-		for (size_t i = 0; i < first->u.object.n; i++) {
-			const char *k = first->u.object.members[i].key;
-
-			if (strcmp(k, "cniVersion") == 0 || strcmp(k, "name") == 0 || strcmp(k, "runtimeConfig") == 0)
-				continue;
-			jw_key(w, k);
-			jw_value(w, first->u.object.members[i].value);
-		}
-	} else {
-		jw_kv_string(w, "type", "flowsdn-cni");
-		if (rt->agent_socket)
-			jw_kv_string(w, "agentSocket", rt->agent_socket);
-	}
-	jw_key(w, "runtimeConfig");
-	jw_object_open(w);
-	jw_key(w, "flowsdn");
-	op_runtime_net_cni_identity(w, svc, org);
-	jw_object_close(w);
-	jw_object_close(w);
-	json_free(list);
-	return json_writer_finish(w, ret, NULL);
-}
-
+/* flowsdn-cni @cmd for replica @rp (runtime-net.c's op_cni_run()), with
+ * the identity of contracts C3 (a gVisor endpoint: per-packet service
+ * translation). */
 static int cni_exec(struct op_runtime *rt, const char *cmd, const struct replica *rp, const char *org,
 		    const char *netns, char *address, size_t address_size, char *err, size_t err_size)
 {
-	char *conf = NULL, *out = NULL, *errs = NULL, *env[8] = { 0 }, how[64];
-	struct json_value *res = NULL;
-	int status = 0, r;
+	struct op_cni c = { .bin_dir = rt->cni_bin, .conf = rt->cni_conf, .agent_socket = rt->agent_socket };
+	struct json_writer *w = json_writer_new(0);
+	char *identity = NULL;
+	int r;
 
-	r = cni_config(rt, rp->svc, org, &conf);
-	if (r < 0) {
-		snprintf(err, err_size, "CNI configuration %s: %s", rt->cni_conf ? rt->cni_conf : "(built in)",
-			 r == -EBADMSG ? "not a conflist with a plugin" : strerror(-r));
-		return r;
-	}
-	if (asprintf(&env[0], "CNI_COMMAND=%s", cmd) < 0 || asprintf(&env[1], "CNI_CONTAINERID=%s", rp->id) < 0 ||
-	    asprintf(&env[2], "CNI_NETNS=%s", netns ? netns : "") < 0 || asprintf(&env[3], "CNI_IFNAME=eth0") < 0 ||
-	    asprintf(&env[4], "CNI_PATH=%s", rt->cni_bin) < 0 ||
-	    asprintf(&env[5], "CNI_ARGS=K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s", rp->svc, rp->id) < 0 ||
-	    asprintf(&env[6], "PATH=/usr/sbin:/usr/bin:/sbin:/bin") < 0) {
-		r = -ENOMEM;
-		goto out;
-	}
-	struct op_exec e = { .argv = (const char *const[]){ rt->cni_plugin, NULL }, .envp = (const char *const *)env,
-			     .input = conf, .input_len = strlen(conf), .timeout_ms = 30000 };
-	r = op_exec_run(&e, &status, &out, &errs);
-	if (r < 0) {
-		snprintf(err, err_size, "flowsdn-cni %s: %s", cmd, strerror(-r));
-		goto out;
-	}
-	if (status != 0) {
-		const char *msg = NULL;
-
-		op_exec_status_str(status, how, sizeof(how));
-		if (json_parse(out, strlen(out), NULL, &res, NULL) == 0)
-			msg = json_string_value(json_get(res, "details")) ?: json_string_value(json_get(res, "msg"));
-		snprintf(err, err_size, "flowsdn-cni %s: %s: %s", cmd, how, msg ? msg : out);
-		r = -EIO;
-		goto out;
-	}
-	if (address) {
-		const struct json_value *ips;
-		const char *a;
-
-		if (json_parse(out, strlen(out), NULL, &res, NULL) < 0 || !json_is(ips = json_get(res, "ips"), JSON_ARRAY) ||
-		    ips->u.array.n == 0 || !(a = json_string_value(json_get(ips->u.array.items[0], "address")))) {
-			snprintf(err, err_size, "flowsdn-cni ADD: the result has no address");
-			r = -EBADMSG;
-			goto out;
-		}
-		snprintf(address, address_size, "%.*s", (int)strcspn(a, "/"), a);
-	}
-out:
-	json_free(res);
-	for (size_t i = 0; i < ARRAY_SIZE(env); i++)
-		free(env[i]);
-	free(conf);
-	free(out);
-	free(errs);
+	if (!w)
+		return -ENOMEM;
+	op_runtime_net_cni_identity(w, rp->svc, org);
+	r = json_writer_finish(w, &identity, NULL);
+	if (r == 0)
+		r = op_cni_run(&c, cmd, rp->id, rp->svc, netns, identity, address, address_size, err, err_size);
+	free(identity);
 	return r;
 }
 
@@ -306,35 +208,29 @@ static char *log_path(struct op_runtime *rt, const char *svc, unsigned int idx)
 
 static int save_replica(struct op_runtime *rt, const struct replica *rp)
 {
-	struct json_writer *w = json_writer_new(JSON_WRITE_NEWLINE);
+	struct op_replica_record rec = {
+		.generation = rp->gen,
+		.index = rp->idx,
+		.restarts = rp->restarts,
+		.ever_ready = rp->ever_ready,
+		.udp_closed_seen = rp->udp.closed_seen,
+	};
 	char *text = NULL, *dir = replica_dir(rt, rp->id), *path = dir ? path_join(dir, "replica.json") : NULL;
 	size_t len = 0;
 	int r;
 
-	if (!w || !path) {
-		json_writer_free(w);
+	if (!path) {
 		free(dir);
-		free(path);
 		return -ENOMEM;
 	}
-	jw_object_open(w);
-	jw_kv_string(w, "id", rp->id);
-	jw_kv_string(w, "service", rp->svc);
-	jw_kv_uint(w, "generation", rp->gen);
-	jw_kv_uint(w, "index", rp->idx);
-	jw_kv_uint(w, "restarts", rp->restarts);
-	jw_kv_string(w, "address", rp->address);
-	jw_kv_bool(w, "everReady", rp->ever_ready);
-	/* The UDP probe's evidence (runtime-probe.c): kept for adoption. */
-	jw_kv_bool(w, "udpClosedSeen", rp->udp.closed_seen);
-	/* The sandbox process, to kill it when runsc no longer knows it
-	 * (op_sandbox_retire()); its start time guards against pid reuse. */
+	snprintf(rec.id, sizeof(rec.id), "%s", rp->id);
+	snprintf(rec.service, sizeof(rec.service), "%s", rp->svc);
+	snprintf(rec.address, sizeof(rec.address), "%s", rp->address);
 	if (rp->sb.pid > 0 && rp->sb.start_time) {
-		jw_kv_uint(w, "sandboxPid", (uint64_t)rp->sb.pid);
-		jw_kv_uint(w, "sandboxStart", rp->sb.start_time);
+		rec.sandbox_pid = (uint64_t)rp->sb.pid;
+		rec.sandbox_start = rp->sb.start_time;
 	}
-	jw_object_close(w);
-	r = json_writer_finish(w, &text, &len);
+	r = op_replica_record_format(&rec, &text, &len);
 	if (r == 0)
 		r = util_write_file_atomic(path, text, len, 0600);
 	free(text);
@@ -1594,10 +1490,9 @@ static void adopt(struct op_runtime *rt)
 
 	while (d && (de = readdir(d))) {
 		struct replica *rp;
-		struct json_value *root = NULL;
+		struct op_replica_record rec;
+		struct op_sandbox now;
 		char path[4096], *text = NULL, status[32] = "";
-		uint64_t v = 0;
-		bool b = false;
 		size_t len = 0;
 		pid_t pid = 0;
 
@@ -1609,39 +1504,28 @@ static void adopt(struct op_runtime *rt)
 		rp->sb.pidfd = -1;
 		snprintf(rp->id, sizeof(rp->id), "%s", de->d_name);
 		snprintf(path, sizeof(path), "%s/%s/replica.json", dirp, de->d_name);
-		if (util_read_file(path, 1 << 16, &text, &len) == 0 && json_parse(text, len, NULL, &root, NULL) == 0 &&
-		    json_string_value(json_get(root, "service")) &&
-		    names_service_id_valid(json_string_value(json_get(root, "service")))) {
-			snprintf(rp->svc, sizeof(rp->svc), "%s", json_string_value(json_get(root, "service")));
-			if (json_get_uint64(json_get(root, "generation"), &v) == 0)
-				rp->gen = v;
-			if (json_get_uint64(json_get(root, "index"), &v) == 0 && v < IDX_MAX)
-				rp->idx = (unsigned int)v;
-			if (json_get_uint64(json_get(root, "restarts"), &v) == 0 && v < UINT32_MAX)
-				rp->restarts = (unsigned int)v;
-			snprintf(rp->address, sizeof(rp->address), "%s", json_string_value(json_get(root, "address")) ?: "");
-			if (json_get_bool(json_get(root, "everReady"), &b) == 0)
-				rp->ever_ready = b;
-			if (json_get_bool(json_get(root, "udpClosedSeen"), &b) == 0)
-				rp->udp.closed_seen = b;
-		}
-		/* The sandbox recorded at its start: still that process (same
-		 * start time), it is what to kill when runsc no longer knows it. */
-		{
-			uint64_t spid = 0, start = 0;
-			struct op_sandbox now;
-
-			if (json_get_uint64(json_get(root, "sandboxPid"), &spid) == 0 && spid > 0 && spid <= INT32_MAX &&
-			    json_get_uint64(json_get(root, "sandboxStart"), &start) == 0 &&
-			    op_sandbox_identify((pid_t)spid, &now) == 0) {
-				if (now.start_time == start)
+		if (util_read_file(path, 1 << 16, &text, &len) == 0 &&
+		    op_replica_record_parse(text, len, IDX_MAX, &rec) == 0) {
+			if (rec.service[0]) {
+				snprintf(rp->svc, sizeof(rp->svc), "%s", rec.service);
+				rp->gen = rec.generation;
+				rp->idx = rec.index;
+				rp->restarts = rec.restarts;
+				snprintf(rp->address, sizeof(rp->address), "%s", rec.address);
+				rp->ever_ready = rec.ever_ready;
+				rp->udp.closed_seen = rec.udp_closed_seen;
+			}
+			/* The sandbox recorded at its start: still that process
+			 * (same start time), it is what to kill when runsc no
+			 * longer knows it. */
+			if (rec.sandbox_pid && op_sandbox_identify((pid_t)rec.sandbox_pid, &now) == 0) {
+				if (now.start_time == rec.sandbox_start)
 					rp->sb = now;
 				else
 					op_sandbox_close(&now); /* the pid is another process's now */
 			}
 		}
 		free(text);
-		json_free(root);
 		if (rp->svc[0] && rp->address[0] && runsc_state(rt, rp->id, status, sizeof(status), &pid) == 0 &&
 		    strcmp(status, "running") == 0) {
 			struct svc_state *ss = svc_state_get(rt, rp->svc);

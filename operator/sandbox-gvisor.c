@@ -23,6 +23,7 @@
 #include "diag.h"
 #include "json.h"
 #include "runtime-internal.h"
+#include "runtime-net.h"
 #include "runtime.h"
 #include "sandbox-gvisor.h"
 #include "util.h"
@@ -46,6 +47,12 @@ struct gv {
 	unsigned int interval_ms, pool_size;
 	uint32_t pool_cpu, pool_mem;
 	struct flash_spec *pool_spec;
+	/* flowsdn networking; NULL net: none (--network=none) */
+	struct op_net *net;
+	struct op_cni cni;
+	char *cni_bin, *cni_conf, *agent_socket, *resolv;
+	int (*tenant)(void *ctx, const char *sid, char *org, size_t org_size, char *project, size_t project_size);
+	void *tenant_ctx;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -62,6 +69,8 @@ struct rec {
 	char session[FLASH_SANDBOX_ID_MAX + 1]; /* "" for an idle pool sandbox */
 	int64_t created_at, expires_at;
 	bool from_pool;
+	char org[64], project[64]; /* the session's tenant (its policies' namespace) */
+	char address[48];          /* flowsdn's address; "" without networking */
 	bool revoked;     /* the session's gate closed: its Reap began */
 };
 
@@ -75,13 +84,14 @@ static char *pjoin(const char *a, const char *b)
 /* runsc --root R --platform=ptrace --network=none --overlay2=root:memory ARGS */
 static int runsc(struct gv *g, const char *const *args, char **ret_out, char *err, size_t err_size)
 {
-	const char *argv[24] = { g->runsc, "--root", g->runsc_root, "--platform=ptrace", "--network=none",
-				 "--overlay2=root:memory" };
+	const char *argv[24] = { g->runsc, "--root", g->runsc_root, "--platform=ptrace",
+				 g->net ? "--network=sandbox" : "--network=none", "--overlay2=root:memory" };
 	int devnull = -1, runerr = -1, status = 0, r;
 	size_t n = 6;
 	char *out = NULL, *errs = NULL, how[64];
 	bool run = strcmp(args[0], "run") == 0;
-	struct op_exec e = { .argv = argv, .timeout_ms = 60000 };
+	/* the netstack's start on kernels >= 6.11 (gVisor 10704) */
+	struct op_exec e = { .argv = argv, .timeout_ms = 60000, .private_proc_sys_net = run && g->net };
 
 	for (size_t i = 0; args[i] && n < ARRAY_SIZE(argv) - 1; i++)
 		argv[n++] = args[i];
@@ -184,6 +194,9 @@ static int rec_save(struct gv *g, const struct rec *rc)
 	jw_kv_int(w, "created_at", rc->created_at);
 	jw_kv_int(w, "expires_at", rc->expires_at);
 	jw_kv_bool(w, "from_pool", rc->from_pool);
+	jw_kv_string(w, "organization", rc->org);
+	jw_kv_string(w, "project", rc->project);
+	jw_kv_string(w, "address", rc->address);
 	if (rc->revoked)
 		jw_kv_bool(w, "revoked", true);
 	jw_object_close(w);
@@ -219,6 +232,9 @@ static int rec_load(struct gv *g, const char *cid, struct rec *ret)
 	    json_get_int64(json_get(root, "expires_at"), &ret->expires_at) < 0)
 		r = -EBADMSG;
 	(void)json_get_bool(json_get(root, "from_pool"), &ret->from_pool);
+	snprintf(ret->org, sizeof(ret->org), "%s", json_string_value(json_get(root, "organization")) ?: "");
+	snprintf(ret->project, sizeof(ret->project), "%s", json_string_value(json_get(root, "project")) ?: "");
+	snprintf(ret->address, sizeof(ret->address), "%s", json_string_value(json_get(root, "address")) ?: "");
 	(void)json_get_bool(json_get(root, "revoked"), &ret->revoked);
 	json_free(root);
 	return r;
@@ -425,6 +441,19 @@ static int teardown(struct gv *g, const char *cid)
 		r = -EBUSY; /* still there: the record stays, a later Reap retries */
 	op_cgroup_remove(g->cgroup_parent, cid);
 	netns = pjoin(dir, "netns");
+	if (g->net && r == 0) {
+		/* the endpoint and its address (CNI DEL: idempotent), then the
+		 * session's policies; either failing keeps the record, to be
+		 * retried */
+		struct rec rc = { 0 };
+		bool known = rec_load(g, cid, &rc) == 0;
+
+		if (op_cni_run(&g->cni, "DEL", cid, "flash-sandbox", netns, NULL, NULL, 0, err, sizeof(err)) < 0 ||
+		    op_net_released(g->net, cid, 10000, err, sizeof(err)) < 0)
+			r = -EBUSY;
+		else if (known && rc.session[0] && op_net_sandbox_policies_del(g->net, cid, rc.org, err, sizeof(err)) < 0)
+			r = -EBUSY;
+	}
 	if (netns)
 		(void)op_netns_remove(netns);
 	if (r == 0)
@@ -434,12 +463,43 @@ static int teardown(struct gv *g, const char *cid)
 	return r;
 }
 
+/* The network identity of @rc's session. */
+static struct op_net_sandbox sandbox_of(const struct rec *rc)
+{
+	return (struct op_net_sandbox){ .name = rc->cid, .sid = rc->session, .org = rc->org, .project = rc->project };
+}
+
+/* Wires netns @netns of @rc with flowsdn: a session's policies first
+ * (its endpoint is born under them), or the pool's deny-all for an idle
+ * pool sandbox; then CNI ADD, the address recorded. */
+static int wire(struct gv *g, struct rec *rc, const struct flash_spec *spec, const char *netns, char *err,
+		size_t err_size)
+{
+	struct op_net_sandbox sb = sandbox_of(rc);
+	char *identity = NULL;
+	int r;
+
+	if (rc->session[0])
+		r = op_net_sandbox_policies_put(g->net, &sb, spec, err, err_size);
+	else
+		r = op_net_sandbox_pool_isolate(g->net, err, err_size);
+	if (r == 0)
+		r = op_net_sandbox_identity(rc->session[0] ? &sb : NULL, rc->cid, &identity);
+	if (r == 0)
+		r = op_cni_run(&g->cni, "ADD", rc->cid, "flash-sandbox", netns, identity, rc->address,
+			       sizeof(rc->address), err, err_size);
+	if (r == 0)
+		r = rec_save(g, rc);
+	free(identity);
+	return r;
+}
+
 /* Creates and starts a sandbox for @rc (its record written first, so a
  * crash leaves something the reaper finds). */
 static int create(struct gv *g, struct rec *rc, const struct flash_spec *spec, struct flash_diag *diag)
 {
 	char *dir = NULL, *netns = NULL, *config = NULL, *config_path = NULL, *root = NULL, *sd = NULL, *label = NULL,
-	     cg[256], err[512];
+	     *resolv = NULL, cg[256], err[512];
 	size_t config_len = 0;
 	int r;
 
@@ -468,6 +528,23 @@ static int create(struct gv *g, struct rec *rc, const struct flash_spec *spec, s
 			      strerror(-r));
 		goto fail;
 	}
+	if (g->net && g->resolv) {
+		/* the DNS servers the session's policy lets it reach */
+		resolv = pjoin(dir, "resolv.conf");
+		r = resolv ? util_write_file_atomic(resolv, g->resolv, strlen(g->resolv), 0644) : -ENOMEM;
+		if (r < 0) {
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "sandbox", NULL, "resolv.conf: %s",
+				      strerror(-r));
+			goto fail;
+		}
+	}
+	if (g->net) {
+		r = wire(g, rc, spec, netns, err, sizeof(err));
+		if (r < 0) {
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "network", NULL, "%s", err);
+			goto fail;
+		}
+	}
 	snprintf(cg, sizeof(cg), "%s/%s", g->cgroup_parent, rc->cid);
 	{
 		struct op_bundle_params bp = {
@@ -478,6 +555,7 @@ static int create(struct gv *g, struct rec *rc, const struct flash_spec *spec, s
 			.argv = keepalive,
 			.root_path = root,
 			.root_readonly = false, /* writes go to the memory overlay */
+			.resolv_conf = resolv,
 			.annotations = (const char *const[]){ label, NULL },
 		};
 
@@ -506,6 +584,7 @@ out:
 	free(root);
 	free(sd);
 	free(label);
+	free(resolv);
 	return r;
 }
 
@@ -546,7 +625,7 @@ static bool pool_fits(struct gv *g, const struct flash_spec *spec)
 {
 	return g->pool_size && g->pool_image && strcmp(flash_spec_image(spec), g->pool_image) == 0 &&
 	       flash_spec_cpu_millis(spec) <= g->pool_cpu && flash_spec_memory_mib(spec) <= g->pool_mem &&
-	       flash_spec_egress_mode(spec) == FLASH_SPEC_EGRESS_DISABLED;
+	       (g->net || flash_spec_egress_mode(spec) == FLASH_SPEC_EGRESS_DISABLED);
 }
 
 /* Takes an idle sandbox (its record is still the pool's); "" when none. */
@@ -685,6 +764,41 @@ out:
 
 /* ---------------------------------------------------------------- ops */
 
+/* @rc's organization and project (opts->tenant, or the session id's
+ * tenant part). */
+static int tenant_of(struct gv *g, const char *sid, struct rec *rc, struct flash_diag *diag)
+{
+	int r = 0;
+
+	if (g->tenant) {
+		r = g->tenant(g->tenant_ctx, sid, rc->org, sizeof(rc->org), rc->project, sizeof(rc->project));
+		if (r < 0)
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "tenant", NULL,
+				      "the session's organization: %s", strerror(-r));
+		return r;
+	}
+	/* "sb-" + 16 hex digits + "-" + name (flash_client_sandbox_id()) */
+	if (strncmp(sid, "sb-", 3) == 0 && strlen(sid) > 20 && sid[19] == '-')
+		snprintf(rc->org, sizeof(rc->org), "%.19s", sid);
+	return 0;
+}
+
+/* The claim's switch: the session's policies PUT (selecting nothing
+ * yet), then one relabel moves the endpoint from the pool's deny-all to
+ * them (op_net_sandbox_claim()). */
+static int claim_net(struct gv *g, struct rec *rc, const struct flash_spec *spec, struct flash_diag *diag)
+{
+	struct op_net_sandbox sb = sandbox_of(rc);
+	char err[512];
+	int r = op_net_sandbox_policies_put(g->net, &sb, spec, err, sizeof(err));
+
+	if (r == 0)
+		r = op_net_sandbox_claim(g->net, rc->cid, &sb, err, sizeof(err));
+	if (r < 0)
+		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "network", NULL, "claim: %s", err);
+	return r;
+}
+
 static int gv_provision(void *backend, const char *sid, const struct flash_spec *spec, uint32_t ttl_s,
 			struct flash_sandbox_info *ret, struct flash_diag *diag)
 {
@@ -724,9 +838,10 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 		/* a record without its sandbox (a crash): start over */
 		(void)teardown(g, rc.cid);
 	}
-	if (flash_spec_egress_mode(spec) != FLASH_SPEC_EGRESS_DISABLED) {
+	if (!g->net && flash_spec_egress_mode(spec) != FLASH_SPEC_EGRESS_DISABLED) {
 		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "egress.mode", "unsupported", NULL,
-			      "the gVisor sandbox backend runs sessions without network only (egress mode \"disabled\")");
+			      "the gVisor sandbox backend runs sessions without network only (egress mode \"disabled\"): "
+			      "no flowsdn agent is configured (flash-operator(8) SANDBOX SESSIONS)");
 		r = -EOPNOTSUPP;
 		goto out;
 	}
@@ -735,11 +850,20 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 	snprintf(rc.session, sizeof(rc.session), "%s", sid);
 	rc.created_at = time(NULL);
 	rc.expires_at = rc.created_at + ttl_s;
+	r = tenant_of(g, sid, &rc, diag);
+	if (r < 0)
+		goto out;
 	if (pool_fits(g, spec) && pool_take(g, rc.cid)) {
 		/* claimed: the record now names the session (the sandbox
-		 * never returns to the pool) */
+		 * never returns to the pool), then the network switch */
+		struct rec was = { 0 };
+
 		rc.from_pool = true;
+		if (rec_load(g, rc.cid, &was) == 0)
+			snprintf(rc.address, sizeof(rc.address), "%s", was.address);
 		r = rec_save(g, &rc);
+		if (r == 0 && g->net)
+			r = claim_net(g, &rc, spec, diag);
 		if (r < 0) {
 			(void)teardown(g, rc.cid);
 			goto out;
@@ -1004,6 +1128,11 @@ static void gv_free(void *backend)
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->cond);
 	flash_spec_free(g->pool_spec);
+	op_net_free(g->net);
+	free(g->cni_bin);
+	free(g->cni_conf);
+	free(g->agent_socket);
+	free(g->resolv);
 	free(g->dir);
 	free(g->runsc);
 	free(g->runsc_root);
@@ -1056,6 +1185,26 @@ int op_sandbox_gvisor_new(const struct op_sandbox_gvisor_opts *opts, const struc
 	    (opts->pool_image && !(g->pool_image = strdup(opts->pool_image)))) {
 		r = -ENOMEM;
 		goto fail;
+	}
+	g->tenant = opts->tenant;
+	g->tenant_ctx = opts->tenant_ctx;
+	if (opts->cni_bin_dir) {
+		struct op_net_opts no = { .dir = opts->dir, .agent_socket = opts->agent_socket, .config = opts->config,
+					  .policy = opts->policy, .resolv_conf = opts->resolv_conf };
+		char err[256];
+
+		if (!(g->cni_bin = strdup(opts->cni_bin_dir)) || (opts->cni_conf && !(g->cni_conf = strdup(opts->cni_conf))) ||
+		    (opts->agent_socket && !(g->agent_socket = strdup(opts->agent_socket))) ||
+		    (opts->resolv_conf && !(g->resolv = strdup(opts->resolv_conf)))) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		g->cni = (struct op_cni){ .bin_dir = g->cni_bin, .conf = g->cni_conf, .agent_socket = g->agent_socket };
+		r = util_mkdir_p(opts->dir, 0700);
+		if (r == 0)
+			r = op_net_new(&no, &g->net, err, sizeof(err));
+		if (r < 0)
+			goto fail;
 	}
 	static const char *const subs[] = { "", "runsc", "sessions", "locks", "ended", "images" };
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {

@@ -13,9 +13,21 @@
  * (--overlay2=root:memory: writes are charged to the sandbox's memory);
  * its process is a keep-alive /bin/bash loop (the image contract); its
  * cgroup is CGROUP_PARENT/<container id> with the spec's CPU and memory;
- * its network namespace is its own.  Egress: "disabled" runs with
- * --network=none (loopback only); the other modes need the flowsdn wiring
- * and are refused (-EOPNOTSUPP, with a diag) until it is there.
+ * its network namespace is its own.  Without networking (no
+ * cni_bin_dir) it runs with --network=none (loopback only) and egress
+ * modes other than "disabled" are refused (-EOPNOTSUPP, with a diag).
+ * With it: the netns is wired by flowsdn-cni before runsc starts with
+ * --network=sandbox (on /proc/sys/net made private: gVisor 10704); the
+ * endpoint's identity is namespace org-HASH of the organization, labels
+ * app.kubernetes.io/name=<container id>, the organization, the project
+ * and FLASH_SANDBOX_LABEL=<session id>; the session's four tiered
+ * policies (flash_render_isolation(): disabled = DNS only, restricted =
+ * the allowed destinations, internet = public destinations; protected
+ * ranges and denied destinations refused) are PUT before the endpoint
+ * exists.  Teardown: CNI DEL, a wait (up to 10 s) until the agent's IPAM
+ * no longer holds the address (the agent finishes a DEL in the
+ * background), then the policies DELETEd; a failure keeps the record,
+ * to be retried.
  *
  * Files under opts->dir: runsc/ (runsc --root), sessions/<container id>/
  * (bundle: config.json, netns, session.json: session id, created_at,
@@ -30,12 +42,18 @@
  * sandbox that died says FLASH_SANDBOX_END_FAILED with the reason ("OOM
  * killed" from its memory cgroup, or "sandbox stopped").
  *
- * The warm pool: pool_size idle sandboxes of pool_image, started with
- * --network=none and no tenant data, are claimed by a Provision whose spec
- * names that image and asks no more CPU and memory than the pool's spec
- * and egress "disabled"; a claimed sandbox is renamed to the session
- * (its annotation file and record), never returns, and the pool is
- * refilled in the background.
+ * The warm pool: pool_size idle sandboxes of pool_image, started with no
+ * tenant data, are claimed by a Provision whose spec names that image and
+ * asks no more CPU and memory than the pool's spec (and, without
+ * networking, egress "disabled"); a claimed sandbox is renamed to the
+ * session (its record), never returns, and the pool is refilled in the
+ * background.  With networking an idle sandbox is wired in namespace
+ * OP_NET_POOL_NAMESPACE, whose one policy lets nothing in or out (not
+ * even DNS); the claim PUTs the session's policies (they select nothing
+ * yet), then moves the endpoint into the session's namespace and labels
+ * with one PUT /v1/endpoint/ID/labels: the agent switches its policy
+ * entries from deny-all to the session's in one map switch, so there is
+ * no moment with more than the session's policy.
  */
 #ifndef FLASH_OPERATOR_SANDBOX_GVISOR_H
 #define FLASH_OPERATOR_SANDBOX_GVISOR_H
@@ -46,6 +64,9 @@
 #include <flash/sandbox.h>
 
 #include "admission.h"
+
+struct flash_operator_config;
+struct flash_policy;
 
 #define OP_SANDBOX_CGROUP_PARENT_DEFAULT "/flash-sandbox"
 
@@ -68,6 +89,23 @@ struct op_sandbox_gvisor_opts {
 	const char *pool_image;
 	uint32_t pool_cpu_millis;   /* what a pooled sandbox offers; 0: 1000 */
 	uint32_t pool_memory_mib;   /* 0: 512 */
+	/* flowsdn networking (NULL cni_bin_dir: none, sandboxes run with
+	 * --network=none and only egress "disabled"): a netns wired by
+	 * flowsdn-cni (the agent's CNI path, an IPAM address, per-packet
+	 * service translation), `runsc --network=sandbox`, the session's
+	 * egress policy at the agent (runtime-net.h). */
+	const char *cni_bin_dir;    /* holding flowsdn-cni */
+	const char *cni_conf;       /* NULL: built in */
+	const char *agent_socket;   /* NULL: the agent's default */
+	const struct flash_operator_config *config; /* protected ranges, DNS; NULL: defaults */
+	const struct flash_policy *policy;          /* the owner policy; NULL: none */
+	const char *resolv_conf;    /* text: the sessions' /etc/resolv.conf; its nameservers are their DNS servers */
+	/* The organization and project of session @sid (label values, into
+	 * the buffers); NULL: the organization is the session id's tenant
+	 * part ("sb-" and 16 hex digits, flash_client_sandbox_id()), no
+	 * project. */
+	int (*tenant)(void *ctx, const char *sid, char *org, size_t org_size, char *project, size_t project_size);
+	void *tenant_ctx;
 };
 
 /* The default rootfs callback (@ctx: the backend). */

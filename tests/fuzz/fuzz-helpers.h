@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Helpers of the fuzz targets that keep state on disk: a temporary
- * directory made once per run and removed at exit. */
+/* Helpers of the fuzz targets: a property check, and for those that keep
+ * state on disk a temporary directory made once per run and removed at
+ * exit. */
 #ifndef FLASH_TESTS_FUZZ_HELPERS_H
 #define FLASH_TESTS_FUZZ_HELPERS_H
 
@@ -8,6 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A property that does not hold: which one (file, line, expression), then
+ * a crash for libFuzzer. */
+#define fuzz_check(ok)                                                                                   \
+	do {                                                                                             \
+		if (!(ok)) {                                                                             \
+			fprintf(stderr, "%s:%d: %s does not hold\n", __FILE__, __LINE__, #ok);          \
+			abort();                                                                         \
+		}                                                                                        \
+	} while (0)
 
 static inline int fuzz_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {

@@ -7,9 +7,11 @@
  *   'i' an OCI index (by platform) 'l' a Docker manifest list
  *   't' an OCI layout index.json, selected by the tag "v1"
  *   'c' an image config            'r' an image reference
+ *   'a' a token service's answer (the bearer token of a registry)
  *   anything else: the whole input as an OCI manifest.
  * Invariants on success: descriptors carry valid sha256 digests and sizes
- * within their bounds; on failure a reason.
+ * within their bounds, a token is 1..IMAGE_TOKEN_MAX b64token bytes; on
+ * failure a reason.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -82,6 +84,23 @@ static void reference(const char *text, size_t len)
 	free(s);
 }
 
+static void token_reply(const char *text, size_t len)
+{
+	char why[256] = "", *token = NULL;
+	int rc = image_token_reply_parse(text, len, &token, why, sizeof(why));
+	size_t n;
+
+	if (rc == 0) {
+		n = strlen(token);
+		if (n == 0 || n > IMAGE_TOKEN_MAX ||
+		    strspn(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=") != n)
+			abort();
+		free(token);
+	} else if (token || (rc != -ENOMEM && (rc != -FLASH_E_IMAGE_CHALLENGE || why[0] == '\0'))) {
+		abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *text = (const char *)data + 1;
@@ -102,6 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 	case 'r': reference(text, len); break;
+	case 'a': token_reply(text, len); break;
 	default: manifest((const char *)data, size, IMAGE_MEDIA_OCI_MANIFEST); break;
 	}
 	return 0;

@@ -422,6 +422,37 @@ Test(cni_plugin, agent_garbage_and_hang, .init = setup, .fini = teardown)
 	free(conf);
 }
 
+/* An endpoint answer whose container id or interface names break the
+ * names rules is not an endpoint (agent_api_endpoint_parse() checks them
+ * since fuzz-agent-api found one read as it was; its input is
+ * tests/fuzz/regress/fuzz-agent-api/endpoint-container-id-not-a-name). */
+Test(cni_plugin, agent_endpoint_with_bad_names, .init = setup, .fini = teardown)
+{
+	static const char *const replies[] = {
+		HTTP_OK("{\"id\":3,\"containerID\":\"c1$\",\"interface\":\"eth0\",\"netns\":\"/proc/self/ns/net\","
+			"\"netnsInode\":1,\"hostInterface\":\"fsd0123456789ab\",\"hostIfindex\":7,"
+			"\"mac\":\"0a:00:00:00:00:03\",\"hostMac\":\"0a:00:00:00:00:04\",\"mtu\":1450,\"created\":1,"
+			"\"addresses\":[{\"address\":\"10.244.0.3/32\",\"gateway\":\"169.254.1.1\"}]}"),
+		HTTP_OK("{\"id\":3,\"containerID\":\"c1\",\"interface\":\"eth0\",\"netns\":\"/proc/self/ns/net\","
+			"\"netnsInode\":1,\"hostInterface\":\"fsd/../x\",\"hostIfindex\":7,"
+			"\"mac\":\"0a:00:00:00:00:03\",\"hostMac\":\"0a:00:00:00:00:04\",\"mtu\":1450,\"created\":1,"
+			"\"addresses\":[{\"address\":\"10.244.0.3/32\",\"gateway\":\"169.254.1.1\"}]}"),
+	};
+	struct fake *f = fake_start(endpoint_reply);
+	char *conf = conf_for("1.0.0", NULL), *out = NULL;
+
+	/* The same answer with good names is an endpoint. */
+	cr_assert_eq(run("ADD", conf, &out), 0, "%s", out);
+	free(out);
+	for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++) {
+		f->reply = replies[i];
+		cr_assert_eq(run("ADD", conf, &out), 1, "reply %zu: %s", i, out);
+		cr_assert_eq(code_of(out), 100, "reply %zu: %s", i, out);
+		free(out);
+	}
+	free(conf);
+}
+
 /* An agent killed with the request read by nobody resets the connection:
  * that is the agent down, not a bad answer.  DEL is queued (found by the
  * churn chaos test of test-node, where such a DEL failed with code 100),

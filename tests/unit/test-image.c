@@ -177,6 +177,54 @@ Test(image_challenge, refused)
 	}
 }
 
+/* The token service's answer: "token", else "access_token"; a token is
+ * 1..IMAGE_TOKEN_MAX bytes of RFC 6750's b64token set. */
+Test(image_token, reply)
+{
+	static const char *const bad[] = {
+		"", "[]", "\"tok\"", "{}", "{\"token\":\"\"}", "{\"token\":\"a b\"}", "{\"token\":\"a\\u0000b\"}",
+		"{\"token\":\"ab\\n\"}", "{\"token\":\"a\",\"token\":\"b\"}", "{\"token\":\"a\"", "{\"token\":1}",
+		"{\"token\":\"caf\u00e9\"}",
+		/* a token present but unusable is not replaced by access_token */
+		"{\"token\":\"a;b\",\"access_token\":\"ok\"}",
+	};
+	char why[256], *tok = NULL, *s;
+	size_t n;
+
+	s = "{\"token\":\"a.b-c_~+/=\",\"expires_in\":300}";
+	ASSERT_OK(image_token_reply_parse(s, strlen(s), &tok, why, sizeof(why)), why);
+	cr_assert_str_eq(tok, "a.b-c_~+/=");
+	free(tok);
+	tok = NULL;
+	s = "{\"token\":7,\"access_token\":\"xyz\"}";
+	ASSERT_OK(image_token_reply_parse(s, strlen(s), &tok, why, sizeof(why)), why);
+	cr_assert_str_eq(tok, "xyz");
+	free(tok);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		tok = NULL;
+		why[0] = '\0';
+		ASSERT_ERR(image_token_reply_parse(bad[i], strlen(bad[i]), &tok, why, sizeof(why)),
+			   -FLASH_E_IMAGE_CHALLENGE, bad[i]);
+		cr_assert(why[0] && !tok, "%s: a reason, no token", bad[i]);
+	}
+	/* the longest token, then one byte more */
+	s = malloc(IMAGE_TOKEN_MAX + 32);
+	cr_assert(s);
+	n = (size_t)sprintf(s, "{\"token\":\"");
+	memset(s + n, 'A', IMAGE_TOKEN_MAX);
+	strcpy(s + n + IMAGE_TOKEN_MAX, "\"}");
+	tok = NULL;
+	ASSERT_OK(image_token_reply_parse(s, strlen(s), &tok, why, sizeof(why)), "token of IMAGE_TOKEN_MAX");
+	cr_assert_eq(strlen(tok), IMAGE_TOKEN_MAX);
+	free(tok);
+	tok = NULL;
+	memset(s + n, 'A', IMAGE_TOKEN_MAX + 1);
+	strcpy(s + n + IMAGE_TOKEN_MAX + 1, "\"}");
+	ASSERT_ERR(image_token_reply_parse(s, strlen(s), &tok, why, sizeof(why)), -FLASH_E_IMAGE_CHALLENGE, "too long");
+	cr_assert_null(tok);
+	free(s);
+}
+
 Test(image_challenge, bounds)
 {
 	char *s = malloc(IMAGE_CHALLENGE_MAX + 64);

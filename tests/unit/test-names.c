@@ -358,6 +358,34 @@ static bool ep_agent_add_ifname(const char *s) { return agent_add("c1", s); }
 static bool ep_agent_owner_cid(const char *s) { return agent_owner(s, "eth0"); }
 static bool ep_agent_owner_ifname(const char *s) { return agent_owner("c1", s); }
 
+/* An endpoint object (the agent's answer to flowsdn-cni, an entry of its
+ * endpoint state), read by agent_api_endpoint_parse(). */
+static bool agent_endpoint(const char *cid, const char *ifname)
+{
+	char *qc = jstr(cid), *qi = jstr(ifname), *body = NULL;
+	struct json_value *root = NULL;
+	struct json_error err;
+	struct agent_api_endpoint e;
+	bool ok;
+
+	cr_assert(asprintf(&body,
+			   "{\"id\":3,\"containerID\":%s,\"interface\":%s,\"netns\":\"/proc/self/ns/net\","
+			   "\"netnsInode\":1,\"hostInterface\":\"fsd0123456789ab\",\"hostIfindex\":7,"
+			   "\"mac\":\"0a:00:00:00:00:03\",\"hostMac\":\"0a:00:00:00:00:04\",\"mtu\":1450,"
+			   "\"created\":1,\"addresses\":[{\"address\":\"10.244.0.3/32\",\"gateway\":\"169.254.1.1\"}]}",
+			   qc, qi) > 0);
+	ASSERT_OK(json_parse(body, strlen(body), NULL, &root, &err), "endpoint object is JSON");
+	ok = agent_api_endpoint_parse(root, &e) == 0;
+	json_free(root);
+	free(body);
+	free(qc);
+	free(qi);
+	return ok;
+}
+
+static bool ep_agent_endpoint_cid(const char *s) { return agent_endpoint(s, "eth0"); }
+static bool ep_agent_endpoint_ifname(const char *s) { return agent_endpoint("c1", s); }
+
 static bool policy_import(const char *name, const char *ns, const char *key, const char *value)
 {
 	char *qn = jstr(name), *qns = jstr(ns), *qk = jstr(key), *qv = jstr(value), *json = NULL;
@@ -517,6 +545,7 @@ static const struct entry_point entry_points[] = {
 	{ R_CID, "flowsdn_ipam_owner_valid (id)", ep_ipam_owner_cid },
 	{ R_CID, "flowsdn_ipam_allocate (id)", ep_ipam_alloc_cid },
 	{ R_CID, "agent API owner body (agent_api_queue_entry_parse)", ep_agent_owner_cid },
+	{ R_CID, "agent API endpoint object (agent_api_endpoint_parse)", ep_agent_endpoint_cid },
 #ifdef TEST_NAMES_AGENT
 	{ R_CID, "POST /v1/cni/add (agent_core_add)", ep_agent_add_cid },
 #endif
@@ -526,6 +555,7 @@ static const struct entry_point entry_points[] = {
 	{ R_IFNAME, "flowsdn_ipam_owner_valid (ifname)", ep_ipam_owner_ifname },
 	{ R_IFNAME, "flowsdn_ipam_allocate (ifname)", ep_ipam_alloc_ifname },
 	{ R_IFNAME, "agent API owner body (agent_api_queue_entry_parse)", ep_agent_owner_ifname },
+	{ R_IFNAME, "agent API endpoint object (agent_api_endpoint_parse)", ep_agent_endpoint_ifname },
 #ifdef TEST_NAMES_AGENT
 	{ R_IFNAME, "POST /v1/cni/add (agent_core_add)", ep_agent_add_ifname },
 #endif

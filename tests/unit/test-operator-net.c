@@ -450,3 +450,65 @@ Test(operator_net, lost_objects_are_put_again_after_the_verification_period)
 	flash_spec_free(v.spec);
 	node_down(&n);
 }
+
+/* Sandbox sessions (issue 20): the identities flowsdn-cni gets, the
+ * pool's deny-all policy, a session's four tiered policies in its
+ * organization's namespace and their removal, a claim of a container
+ * the agent does not know refused, an address never allocated released
+ * at once. */
+Test(operator_net, sandbox_identity_pool_policies_and_claim)
+{
+	struct node n;
+	struct op_net_sandbox sb = { .name = "sbx-00112233aabbccdd", .sid = "sb-0123456789abcdef-one",
+				     .org = "org-1", .project = "proj-1" };
+	struct flash_spec *spec = NULL;
+	char *text = NULL, ns[21], path[160], err[512] = "";
+	static const char *const suffix[] = { "", "-deny", "-exception", "-protect" };
+
+	op_net_namespace("org-1", ns);
+	ASSERT_OK(op_net_sandbox_identity(&sb, NULL, &text), "session identity");
+	cr_assert(strstr(text, "\"serviceTranslation\":\"packet\"") && strstr(text, ns) &&
+			  strstr(text, "\"app.kubernetes.io/name\":\"sbx-00112233aabbccdd\"") &&
+			  strstr(text, "\"flash.heterocloud.io/organization\":\"org-1\"") &&
+			  strstr(text, "\"flash.heterocloud.io/project\":\"proj-1\"") &&
+			  strstr(text, "\"flash.heterocloud.io/sandbox-session\":\"sb-0123456789abcdef-one\""),
+		  "%s", text);
+	free(text);
+	ASSERT_OK(op_net_sandbox_identity(NULL, "sbx-ffeeddccbbaa9988", &text), "pool identity");
+	cr_assert(strstr(text, "\"namespace\":\"" OP_NET_POOL_NAMESPACE "\"") &&
+			  strstr(text, "\"flash.heterocloud.io/sandbox-pool\":\"" OP_NET_POOL_POLICY "\"") &&
+			  !strstr(text, "organization") && !strstr(text, "sandbox-session"),
+		  "%s", text);
+	free(text);
+
+	node_up(&n);
+	net_up(&n);
+	cr_assert(op_net_sandbox_pool_isolate(n.net, err, sizeof(err)) == 0, "%s", err);
+	text = agent_get(&n, "/v1/policy/" OP_NET_POOL_NAMESPACE "/" OP_NET_POOL_POLICY, 200);
+	cr_assert(strstr(text, "\"podSelector\":{}") && strstr(text, "\"egress\":[]") && strstr(text, "\"ingress\":[]"),
+		  "deny-all both ways: %s", text);
+	free(text);
+
+	ASSERT_OK(flash_spec_parse(spec_two_ports, strlen(spec_two_ports), NULL, &spec, NULL), "spec");
+	cr_assert(op_net_sandbox_policies_put(n.net, &sb, spec, err, sizeof(err)) == 0, "%s", err);
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "/v1/policy/%s/%s%s", ns, sb.name, suffix[i]);
+		text = agent_get(&n, path, 200);
+		cr_assert(strstr(text, "\"app.kubernetes.io/name\":\"sbx-00112233aabbccdd\""), "%s: %s", path, text);
+		free(text);
+	}
+	/* a claim needs the container's endpoint */
+	cr_assert(op_net_sandbox_claim(n.net, "sbx-0000000000000000", &sb, err, sizeof(err)) == -ENOENT, "%s", err);
+	cr_assert(strstr(err, "no endpoint"), "%s", err);
+	ASSERT_OK(op_net_released(n.net, "sbx-0000000000000000", 1000, err, sizeof(err)), "never allocated");
+
+	cr_assert(op_net_sandbox_policies_del(n.net, sb.name, sb.org, err, sizeof(err)) == 0, "%s", err);
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "/v1/policy/%s/%s%s", ns, sb.name, suffix[i]);
+		free(agent_get(&n, path, 404));
+	}
+	/* again: nothing left is fine */
+	cr_assert(op_net_sandbox_policies_del(n.net, sb.name, sb.org, err, sizeof(err)) == 0, "%s", err);
+	flash_spec_free(spec);
+	node_down(&n);
+}

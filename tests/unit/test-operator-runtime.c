@@ -20,6 +20,7 @@
 #include "helpers.h"
 #include "json.h"
 #include "runtime-internal.h"
+#include "runtime-net.h"
 #include "runtime.h"
 #include "util.h"
 
@@ -69,6 +70,45 @@ static uint64_t uint_at(const struct json_value *v, const char *path)
 
 	ASSERT_OK(json_get_uint64(json_at(v, path), &u), path);
 	return u;
+}
+
+/* The records read back at start keep a string their field cannot hold
+ * out rather than cut it: a cut could end inside a UTF-8 sequence, and
+ * the record would no longer write (fuzz-operator-state found one:
+ * tests/fuzz/regress/fuzz-operator-state/replica-id-cut-in-utf8). */
+Test(records, long_strings_are_not_cut)
+{
+	char id[200], *rec = NULL, *text = NULL, *again = NULL;
+	struct op_replica_record r;
+	struct op_net_record n;
+	size_t len = 0;
+
+	/* 93 bytes then a 3-byte character: the id field (96) would cut it. */
+	memset(id, 'g', 93);
+	strcpy(id + 93, "\xe7\xaa\xa3-x");
+	cr_assert(asprintf(&rec, "{\"id\":\"%s\",\"service\":\"fs-0123456789abcdef0123456789abcdef\","
+			       "\"address\":\"10.88.0.5\",\"index\":1}", id) > 0);
+	ASSERT_OK(op_replica_record_parse(rec, strlen(rec), 32, &r), rec);
+	ASSERT_STREQ(r.id, "", "an id too long for its field is left out");
+	ASSERT_STREQ(r.service, "fs-0123456789abcdef0123456789abcdef", "the rest is read");
+	ASSERT_STREQ(r.address, "10.88.0.5", "address");
+	cr_assert_eq(r.index, 1);
+	ASSERT_OK(op_replica_record_format(&r, &text, &len), "the record writes again");
+	free(rec);
+	free(text);
+
+	/* A namespace longer than its field: the record is refused. */
+	rec = "{\"id\":\"fs-0123456789abcdef0123456789abcdef\",\"namespace\":\"org-0123456789abcdef0\","
+	      "\"clusterIP\":\"10.96.0.10\",\"services\":[]}";
+	ASSERT_ERR(op_net_record_parse(rec, strlen(rec), &n), -EBADMSG, "namespace of 21 bytes");
+	rec = "{\"id\":\"fs-0123456789abcdef0123456789abcdef\",\"namespace\":\"org-0123456789abcdef\","
+	      "\"services\":[\"fs-00000000000000000000000000000001\"]}";
+	ASSERT_OK(op_net_record_parse(rec, strlen(rec), &n), rec);
+	ASSERT_STREQ(n.cluster_ip, "", "an absent ClusterIP is \"\"");
+	cr_assert_eq(n.n_ports, 1);
+	ASSERT_OK(op_net_record_format(&n, &again, &len), "format");
+	cr_assert(strstr(again, "\"services\":[\"fs-00000000000000000000000000000001\"]"), "%s", again);
+	free(again);
 }
 
 Test(bundle, config_follows_the_spec)

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <flash/meter.h>
 #include <flash/spec.h>
@@ -17,8 +18,15 @@
 #include <flowsdn/ipam.h>
 
 #include "agent-api.h"
+#include "conf.h"
+#include "diag.h"
 #include "helpers.h"
 #include "json.h"
+#include "services.h"
+#ifdef ROUNDTRIP_OPERATOR
+#include "runtime-internal.h"
+#include "runtime-net.h"
+#endif
 
 /* ------------------------------------------------------------ generator */
 
@@ -638,3 +646,194 @@ Test(roundtrip, agent_endpoint_records)
 		free(j2);
 	}
 }
+
+/* ------------------------------------------------ agent services state */
+
+/* flowsdn-agent's services as saved (snapshot services.json and journal
+ * services.journal): random PUT /v1/service bodies and DELETEs, and after
+ * some of them a restart over the state directory, which reads back the
+ * table GET /v1/services showed, byte for byte (the journal's records
+ * replayed over the snapshot, then folded into a new snapshot at each
+ * start). */
+static struct agent_services *services_start(struct agent_config *cfg)
+{
+	static const struct agent_ops no_ops = { 0 };
+	struct agent_services *s = NULL;
+	int r = agent_services_new(cfg, &no_ops, NULL, NULL, &s);
+
+	cr_assert(r == 0, "ROUNDTRIP_SEED=%" PRIu64 ": agent_services_new: %d", seed, r);
+	return s;
+}
+
+static char *services_all(struct agent_services *s)
+{
+	struct json_writer *g = json_writer_new(0);
+	char *out = NULL;
+
+	cr_assert(g);
+	ASSERT_OK(agent_services_get(s, NULL, g), "GET /v1/services");
+	ASSERT_OK(json_writer_finish(g, &out, NULL), "finish");
+	return out;
+}
+
+/* A PUT body for the service of slot @k (its own ClusterIPs, so that no
+ * frontend belongs to two services). */
+static void rand_service_body(struct sb *b, unsigned int k)
+{
+	static const char *const sel[] = { "random", "maglev" };
+	size_t nf = between(1, 3), nb = between(0, 5), nr = between(0, 2);
+
+	sb_add(b, "{\"frontends\":[");
+	for (size_t i = 0; i < nf; i++)
+		sb_add(b, "%s{\"type\":\"ClusterIP\",\"address\":\"10.96.%u.%zu\",\"port\":%u,\"protocol\":\"%s\"}",
+		       i ? "," : "", k, i + 1, (unsigned int)between(1, 65535), coin() ? "TCP" : "UDP");
+	sb_add(b, "],\"backends\":[");
+	for (size_t i = 0; i < nb; i++) {
+		struct flowsdn_addr a;
+		char text[FLOWSDN_ADDR_STRLEN];
+
+		rand_addr(&a, coin());
+		cr_assert(flowsdn_addr_format(&a, text, sizeof(text)) > 0);
+		sb_add(b, "%s{\"address\":\"%s\",\"port\":%u,\"weight\":%u}", i ? "," : "", text,
+		       (unsigned int)between(1, 65535), (unsigned int)between(1, 100));
+	}
+	sb_add(b, "],\"selection\":\"%s\"", sel[next() % 2]);
+	if (coin())
+		sb_add(b, ",\"sessionAffinity\":{\"type\":\"ClientIP\",\"timeoutSeconds\":%u}",
+		       (unsigned int)between(1, 86400));
+	sb_add(b, ",\"loadBalancerSourceRanges\":[");
+	for (size_t i = 0; i < nr; i++)
+		sb_add(b, "%s\"%s\"", i ? "," : "", public4[i * 3 + next() % 3]);
+	sb_add(b, "]}");
+}
+
+Test(roundtrip, agent_services_state, .init = setup, .fini = teardown)
+{
+	struct agent_config *cfg = NULL;
+	struct agent_services *s;
+	char conf[512], *before, *after;
+	size_t restarts = 0, puts = 0, deletes = 0;
+
+	seed_init("agent-services");
+	cr_assert(mkdir(dir, 0700) == 0);
+	snprintf(conf, sizeof(conf), "{\"state-dir\":\"%s\",\"datapath\":false,\"socket-lb-cgroup\":\"\"}", dir);
+	ASSERT_OK(agent_config_parse(conf, strlen(conf), &cfg, NULL), conf);
+	s = services_start(cfg);
+	for (int i = 0; i < 150; i++) {
+		unsigned int k = (unsigned int)between(1, 12);
+		char id[40];
+		struct diag *d = NULL;
+		int r;
+
+		snprintf(id, sizeof(id), "fs-%032x", k);
+		ASSERT_OK(diag_new(&d), "diag");
+		if (next() % 4 == 0) {
+			r = agent_services_delete(s, id, d);
+			cr_assert(r == 0 || r == -FLOWSDN_E_AGENT_NOT_FOUND, "ROUNDTRIP_SEED=%" PRIu64 " case %d: DELETE: %d",
+				  seed, i, r);
+			deletes += r == 0;
+		} else {
+			struct sb b = { 0 };
+			struct json_writer *g = json_writer_new(0);
+
+			rand_service_body(&b, k);
+			r = agent_services_put(s, id, b.p, b.n, g, d);
+			cr_assert(r == 0, "ROUNDTRIP_SEED=%" PRIu64 " case %d: PUT %s: %d\n%s", seed, i, id, r, b.p);
+			puts++;
+			json_writer_free(g);
+			free(b.p);
+		}
+		diag_free(d);
+		if (next() % 8 == 0) {
+			before = services_all(s);
+			agent_services_free(s);
+			s = services_start(cfg);
+			after = services_all(s);
+			cr_assert(!strcmp(before, after),
+				  "ROUNDTRIP_SEED=%" PRIu64 " case %d: the table read back differs\n%s\n%s", seed, i,
+				  before, after);
+			free(before);
+			free(after);
+			restarts++;
+		}
+	}
+	agent_services_free(s);
+	agent_config_free(cfg);
+	cr_assert(restarts > 5 && puts > 50 && deletes > 5, "the generator restarted (%zu), put (%zu), deleted (%zu)",
+		  restarts, puts, deletes);
+}
+
+#ifdef ROUNDTRIP_OPERATOR
+/* ------------------------------------------- the operator runtime's records */
+
+static void rand_service_id(char *buf, size_t size)
+{
+	snprintf(buf, size, "fs-%016" PRIx64 "%016" PRIx64, next(), next());
+}
+
+/* replica.json (runtime-record.c) and net/ID.json (runtime-net.c), read
+ * back when flash-operator starts again. */
+Test(roundtrip, operator_runtime_records)
+{
+	seed_init("operator-records");
+	for (int i = 0; i < 500; i++) {
+		struct op_replica_record r = { 0 }, rb;
+		struct op_net_record n = { 0 }, nb;
+		struct flowsdn_addr a;
+		char *t1 = NULL, *t2 = NULL;
+		size_t l1 = 0, l2 = 0;
+
+		rand_service_id(r.service, sizeof(r.service));
+		snprintf(r.id, sizeof(r.id), "%s-%u-%u-%04x", r.service, (unsigned int)between(1, 999),
+			 (unsigned int)between(0, 31), (unsigned int)between(0, 0xffff));
+		if (next() % 8 == 0)
+			r.service[0] = '\0'; /* a record without a service (retired) */
+		r.generation = next();
+		r.index = (unsigned int)between(0, 31);
+		r.restarts = (unsigned int)between(0, UINT32_MAX - 1);
+		rand_addr(&a, coin());
+		cr_assert(flowsdn_addr_format(&a, r.address, sizeof(r.address)) > 0);
+		r.ever_ready = coin();
+		r.udp_closed_seen = coin();
+		if (coin()) {
+			r.sandbox_pid = between(1, INT32_MAX);
+			r.sandbox_start = between(1, UINT64_MAX);
+		}
+		ASSERT_OK(op_replica_record_format(&r, &t1, &l1), "format replica.json");
+		memset(&rb, 0xa5, sizeof(rb));
+		ASSERT_OK(op_replica_record_parse(t1, l1, 32, &rb), t1);
+		ASSERT_OK(op_replica_record_format(&rb, &t2, &l2), "format again");
+		cr_assert(l1 == l2 && !memcmp(t1, t2, l1),
+			  "ROUNDTRIP_SEED=%" PRIu64 " case %d: print(parse(print(x))) differs\n%s\n%s", seed, i, t1, t2);
+		cr_assert(!strcmp(rb.id, r.id) && !strcmp(rb.service, r.service) && rb.generation == r.generation &&
+				  rb.index == r.index && rb.restarts == r.restarts && !strcmp(rb.address, r.address) &&
+				  rb.ever_ready == r.ever_ready && rb.udp_closed_seen == r.udp_closed_seen &&
+				  rb.sandbox_pid == r.sandbox_pid && rb.sandbox_start == r.sandbox_start,
+			  "ROUNDTRIP_SEED=%" PRIu64 " case %d: parse(print(x)) != x\n%s", seed, i, t1);
+		free(t1);
+		free(t2);
+
+		rand_service_id(n.id, sizeof(n.id));
+		snprintf(n.ns, sizeof(n.ns), "org-%016" PRIx64, next());
+		rand_addr(&a, coin());
+		cr_assert(flowsdn_addr_format(&a, n.cluster_ip, sizeof(n.cluster_ip)) > 0);
+		n.n_ports = between(0, OP_NET_RECORD_PORTS_MAX);
+		for (size_t k = 0; k < n.n_ports; k++)
+			rand_service_id(n.port_ids[k], sizeof(n.port_ids[k]));
+		ASSERT_OK(op_net_record_format(&n, &t1, &l1), "format net record");
+		memset(&nb, 0xa5, sizeof(nb));
+		ASSERT_OK(op_net_record_parse(t1, l1, &nb), t1);
+		ASSERT_OK(op_net_record_format(&nb, &t2, &l2), "format again");
+		cr_assert(l1 == l2 && !memcmp(t1, t2, l1),
+			  "ROUNDTRIP_SEED=%" PRIu64 " case %d: print(parse(print(x))) differs\n%s\n%s", seed, i, t1, t2);
+		cr_assert(!strcmp(nb.id, n.id) && !strcmp(nb.ns, n.ns) && !strcmp(nb.cluster_ip, n.cluster_ip) &&
+				  nb.n_ports == n.n_ports,
+			  "ROUNDTRIP_SEED=%" PRIu64 " case %d: parse(print(x)) != x\n%s", seed, i, t1);
+		for (size_t k = 0; k < n.n_ports; k++)
+			cr_assert(!strcmp(nb.port_ids[k], n.port_ids[k]), "ROUNDTRIP_SEED=%" PRIu64 " case %d: port %zu",
+				  seed, i, k);
+		free(t1);
+		free(t2);
+	}
+}
+#endif
