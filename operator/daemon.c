@@ -42,6 +42,8 @@ struct op_daemon {
 	struct op_webhook *webhook;         /* --webhook */
 	struct op_k8s_run *k8s;             /* --kubernetes */
 	struct flash_sandbox_provider *sandbox; /* --sandbox-dir */
+	struct op_sandbox_tenants *tenants;     /* whose session a Provision makes */
+	struct op_sandbox_http_opts sandbox_http; /* the routes' settings, with tenants */
 };
 
 /* Reads an input file through the one reader of common/ (regular files
@@ -472,6 +474,14 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		}
 		so.config = d->config;
 		so.policy = d->policy;
+		r = op_sandbox_tenants_new(&d->tenants);
+		if (r < 0) {
+			snprintf(err, err_size, "sandbox sessions: %s", strerror(-r));
+			free(sb_resolv);
+			goto fail;
+		}
+		so.tenant = op_sandbox_tenants_lookup;
+		so.tenant_ctx = d->tenants;
 		r = op_sandbox_gvisor_new(&so, &ops, &backend);
 		free(sb_resolv);
 		if (r == 0)
@@ -487,7 +497,11 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 
 	ho.sz = sizeof(ho);
 	ho.sandbox = d->sandbox;
-	ho.sandbox_opts = OPTS_GET(opts, sandbox_http, NULL);
+	if (OPTS_GET(opts, sandbox_http, NULL))
+		d->sandbox_http = *opts->sandbox_http;
+	d->sandbox_http.sz = sizeof(d->sandbox_http);
+	d->sandbox_http.tenants = d->tenants;
+	ho.sandbox_opts = &d->sandbox_http;
 	r = op_http_start(d->provider, &ho, &d->http, err, err_size);
 	if (r < 0)
 		goto fail;
@@ -530,6 +544,7 @@ void op_daemon_stop(struct op_daemon *d)
 	op_webhook_stop(d->webhook);
 	op_http_stop(d->http);
 	flash_sandbox_provider_free(d->sandbox);
+	op_sandbox_tenants_free(d->tenants);
 	op_autoscale_stop(d->autoscale);
 	op_runtime_stop(d->runtime);
 	op_k8s_run_stop(d->k8s);

@@ -772,10 +772,12 @@ static int tenant_of(struct gv *g, const char *sid, struct rec *rc, struct flash
 
 	if (g->tenant) {
 		r = g->tenant(g->tenant_ctx, sid, rc->org, sizeof(rc->org), rc->project, sizeof(rc->project));
-		if (r < 0)
+		if (r < 0 && r != -ENOENT)
 			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "tenant", NULL,
 				      "the session's organization: %s", strerror(-r));
-		return r;
+		if (r != -ENOENT)
+			return r;
+		/* no tenant known for it (a caller of the C API): the id's */
 	}
 	/* "sb-" + 16 hex digits + "-" + name (flash_client_sandbox_id()) */
 	if (strncmp(sid, "sb-", 3) == 0 && strlen(sid) > 20 && sid[19] == '-')

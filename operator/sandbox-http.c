@@ -44,6 +44,9 @@
 
 enum sb_op { SB_LIST, SB_PROVISION, SB_INFO, SB_REAP, SB_EXEC, SB_READ, SB_WRITE, SB_IMPORT, SB_EXPORT };
 
+static void tenants_note(struct op_sandbox_tenants *t, const char *sid, const char *org, const char *project,
+			 bool add);
+
 struct op_sandbox_http {
 	struct op_provider *provider;
 	struct flash_sandbox_provider *sp;
@@ -73,6 +76,7 @@ struct op_sandbox_req {
 	bool suspended, gone, slot, started;
 	enum sb_op op;
 	char id[FLASH_SANDBOX_ID_MAX + 1];
+	char org[64], project[64]; /* the verified token's */
 	char *arg;                 /* path, dir or root */
 	uint64_t max;              /* Read: its size gate; uploads: the body bound */
 	/* The request body: buffered (JSON) or streamed (in). */
@@ -730,7 +734,9 @@ static void op_provision(struct op_sandbox_req *q)
 			  flash_diag_first_error(diag) ? flash_diag_first_error(diag)->message : flash_strerror(r));
 		goto out;
 	}
+	tenants_note(q->h->o.tenants, q->id, q->org, q->project, true);
 	r = flash_sandbox_provision(q->h->sp, q->id, spec, ttl, &in, diag);
+	tenants_note(q->h->o.tenants, q->id, NULL, NULL, false);
 	if (r == -FLASH_E_SANDBOX_ENDED) {
 		/* revoked (409 reaping) or failed (410): the session says */
 		operation_failed(q, r, diag, 0);
@@ -1254,6 +1260,100 @@ static enum MHD_Result answer_now(struct op_sandbox_req *q, struct MHD_Connectio
 	return ret;
 }
 
+/* ---------------------------------------------------------- tenants */
+
+struct tenant_note {
+	struct tenant_note *next;
+	char id[FLASH_SANDBOX_ID_MAX + 1];
+	char org[64], project[64];
+};
+
+struct op_sandbox_tenants {
+	pthread_mutex_t lock;
+	struct tenant_note *notes; /* Provisions in progress */
+};
+
+int op_sandbox_tenants_new(struct op_sandbox_tenants **ret)
+{
+	struct op_sandbox_tenants *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	*ret = t;
+	return 0;
+}
+
+void op_sandbox_tenants_free(struct op_sandbox_tenants *t)
+{
+	if (!t)
+		return;
+	while (t->notes) {
+		struct tenant_note *n = t->notes;
+
+		t->notes = n->next;
+		free(n);
+	}
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+/* Notes (@add) or forgets the tenant of @sid's Provision in progress.
+ * Two Provisions of one session at once carry the same tenant (the id
+ * is derived from it), so the first note found is the right one. */
+static void tenants_note(struct op_sandbox_tenants *t, const char *sid, const char *org, const char *project,
+			 bool add)
+{
+	struct tenant_note *n, **pp;
+
+	if (!t)
+		return;
+	if (add) {
+		n = calloc(1, sizeof(*n));
+		if (!n)
+			return; /* the backend falls back to the id's tenant part */
+		snprintf(n->id, sizeof(n->id), "%s", sid);
+		snprintf(n->org, sizeof(n->org), "%s", org);
+		snprintf(n->project, sizeof(n->project), "%s", project);
+		pthread_mutex_lock(&t->lock);
+		n->next = t->notes;
+		t->notes = n;
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	for (pp = &t->notes; *pp; pp = &(*pp)->next) {
+		if (!strcmp((*pp)->id, sid)) {
+			n = *pp;
+			*pp = n->next;
+			free(n);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+int op_sandbox_tenants_lookup(void *ctx, const char *sid, char *org, size_t org_size, char *project,
+			      size_t project_size)
+{
+	struct op_sandbox_tenants *t = ctx;
+	int r = -ENOENT;
+
+	if (!t || !sid)
+		return -ENOENT;
+	pthread_mutex_lock(&t->lock);
+	for (struct tenant_note *n = t->notes; n; n = n->next) {
+		if (!strcmp(n->id, sid)) {
+			snprintf(org, org_size, "%s", n->org);
+			snprintf(project, project_size, "%s", n->project);
+			r = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
 enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Connection *conn, const char *method,
 				      const char *url, struct op_sandbox_req **ret_req)
 {
@@ -1307,6 +1407,9 @@ enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Conn
 		return answer_now(q, conn);
 	}
 	r = tenant_prefix(token, prefix, sizeof(prefix));
+	snprintf(q->org, sizeof(q->org), "%s", flash_auth_token_org(token) ? flash_auth_token_org(token) : "");
+	snprintf(q->project, sizeof(q->project), "%s",
+		 flash_auth_token_project(token) ? flash_auth_token_project(token) : "");
 	flash_auth_token_free(token);
 	if (r < 0) {
 		set_error(q, 500, "internal", NULL, NULL, "cannot derive the tenant");

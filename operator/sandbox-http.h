@@ -67,7 +67,23 @@ struct op_sandbox_http_opts {
 	unsigned int retry_after;      /* seconds in 503 answers; 0: 2 */
 	unsigned int transfer_timeout_s; /* a request's whole streamed transfer (a slow reader or
 					    sender, however steady); 0: 3600 */
+	struct op_sandbox_tenants *tenants; /* noted at each Provision (below); NULL: none */
 };
+
+/*
+ * Whose session is being provisioned: the Provision route notes the
+ * verified token's organization and project for the session id while the
+ * backend provisions it, and the gVisor backend's tenant callback
+ * (op_sandbox_gvisor_opts.tenant) reads them for the sandbox's identity
+ * labels and policy namespace (the session id carries only a hash of
+ * them).  Made by the daemon before either, freed after both.
+ */
+struct op_sandbox_tenants;
+int op_sandbox_tenants_new(struct op_sandbox_tenants **ret);
+void op_sandbox_tenants_free(struct op_sandbox_tenants *t);
+/* The callback: -ENOENT when no Provision of @sid is in progress. */
+int op_sandbox_tenants_lookup(void *t, const char *sid, char *org, size_t org_size, char *project,
+			      size_t project_size);
 
 struct op_sandbox_http;
 struct op_sandbox_req;

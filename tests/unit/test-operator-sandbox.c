@@ -47,7 +47,10 @@ struct fake {
 	bool revoked[FAKE_MAX]; /* the session's gate closed (its Reap began) */
 	int revoke_rc;          /* fault: the revoke fails */
 	unsigned int provisions;
+	char tenant[160];       /* "org/project" the last Provision's tenant lookup gave, or "-" */
 };
+
+static struct op_sandbox_tenants *tenants;
 
 static struct fake *the_fake;
 
@@ -67,6 +70,15 @@ static int fake_provision(void *b, const char *id, const struct flash_spec *spec
 
 	(void)spec;
 	(void)diag;
+	{
+		/* What the gVisor backend asks for the sandbox's identity. */
+		char org[64], project[64];
+
+		if (op_sandbox_tenants_lookup(tenants, id, org, sizeof(org), project, sizeof(project)) == 0)
+			snprintf(f->tenant, sizeof(f->tenant), "%s/%s", org, project);
+		else
+			snprintf(f->tenant, sizeof(f->tenant), "-");
+	}
 	pthread_mutex_lock(&f->lock);
 	i = fake_find(f, id);
 	if (i >= 0 && f->revoked[i]) {
@@ -279,10 +291,12 @@ static void setup(void)
 	char path[128];
 	unsigned char pk[32];
 	struct fake *f = calloc(1, sizeof(*f));
-	static const struct op_sandbox_http_opts so = { .sz = sizeof(so), .write_max_bytes = 4 << 20,
-							.read_max_bytes = 8 << 20, .max_ops = 8 };
+	static struct op_sandbox_http_opts so = { .sz = sizeof(so), .write_max_bytes = 4 << 20,
+						 .read_max_bytes = 8 << 20, .max_ops = 8 };
 
 	cr_assert(f);
+	ASSERT_OK(op_sandbox_tenants_new(&tenants), "tenants");
+	so.tenants = tenants;
 	the_fake = f;
 	pthread_mutex_init(&f->lock, NULL);
 	strcpy(dir, "/tmp/test-operator-sandbox-XXXXXX");
@@ -311,6 +325,8 @@ static void teardown(void)
 
 	op_http_stop(http);
 	flash_sandbox_provider_free(sp);
+	op_sandbox_tenants_free(tenants);
+	tenants = NULL;
 	op_provider_free(prov);
 	op_metrics_free(metrics);
 	op_store_close(store);
@@ -391,6 +407,9 @@ Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
 	snprintf(id, sizeof(id), "%s", sid_of("org-a", "p1", "s1"));
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
 	expect_status(r, 201, NULL, "made");
+	cr_assert_str_eq(the_fake->tenant, "org-a/p1", "the backend learns the token's tenant for the sandbox's identity");
+	cr_assert(op_sandbox_tenants_lookup(tenants, id, (char[64]){ 0 }, 64, (char[64]){ 0 }, 64) == -ENOENT,
+		  "forgotten once the Provision returned");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"expires_at\":"), "expires_at");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"adopted\":false"));
 	flash_client_response_free(r);
