@@ -191,6 +191,11 @@ static bool image_ok(const char *s)
 
 /* ------------------------------------------------------------ the Pod */
 
+/* The sandbox container's capabilities: Docker's default set without
+ * NET_RAW, MKNOD, SYS_CHROOT and AUDIT_WRITE. */
+static const char *const sandbox_caps[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL",
+					    "SETGID", "SETUID", "SETPCAP", "NET_BIND_SERVICE" };
+
 /* The net-setup script: the routes of a limited sandbox flushed, those
  * to the nameservers (and, restricted, to $@) put back via the default
  * gateway. */
@@ -243,6 +248,9 @@ int op_sandbox_k8s_pod(void *backend, const char *session_id, const struct flash
 	jw_key(w, "spec");
 	jw_object_open(w);
 	jw_kv_string(w, "restartPolicy", "Never");
+	/* The kubelet ends the Pod at its expiry by itself, also when no
+	 * operator is there to see it (reason DeadlineExceeded). */
+	jw_kv_int(w, "activeDeadlineSeconds", ttl_s ? (int64_t)ttl_s : 1);
 	jw_kv_bool(w, "automountServiceAccountToken", false);
 	jw_kv_bool(w, "enableServiceLinks", false);
 	jw_kv_int(w, "terminationGracePeriodSeconds", 0);
@@ -329,6 +337,26 @@ int op_sandbox_k8s_pod(void *backend, const char *session_id, const struct flash
 	jw_string(w, "-c");
 	jw_string(w, "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done");
 	jw_array_close(w);
+	/* The tenant's code runs here: no raw sockets (NET_RAW would send
+	 * frames past a limited sandbox's flushed routes), no device nodes,
+	 * no chroot, no setuid escalation; what a root userland needs to own
+	 * and write its files is kept. */
+	jw_key(w, "securityContext");
+	jw_object_open(w);
+	jw_kv_bool(w, "allowPrivilegeEscalation", false);
+	jw_key(w, "capabilities");
+	jw_object_open(w);
+	jw_key(w, "drop");
+	jw_array_open(w);
+	jw_string(w, "ALL");
+	jw_array_close(w);
+	jw_key(w, "add");
+	jw_array_open(w);
+	for (size_t i = 0; i < ARRAY_SIZE(sandbox_caps); i++)
+		jw_string(w, sandbox_caps[i]);
+	jw_array_close(w);
+	jw_object_close(w);
+	jw_object_close(w);
 	if (flash_spec_env_count(spec)) {
 		jw_key(w, "env");
 		jw_array_open(w);
@@ -504,10 +532,12 @@ static void info_of(const char *id, const struct json_value *pod, struct flash_s
 		/* revoked: its Reap began (and may have stopped half-way) */
 		ret->end = FLASH_SANDBOX_END_REAPED;
 		snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
-	} else if (reason) {
+	} else if (reason && !(ret->expires_at && ret->expires_at <= time(NULL) &&
+				 !strcmp(json_string_value(json_at(pod, "status.reason")) ?: "", "DeadlineExceeded"))) {
 		ret->end = FLASH_SANDBOX_END_FAILED;
 		snprintf(ret->end_reason, sizeof(ret->end_reason), "%s", reason);
 	} else if (ret->expires_at && ret->expires_at <= time(NULL)) {
+		/* past its expiry (the kubelet's DeadlineExceeded is the same) */
 		ret->end = FLASH_SANDBOX_END_EXPIRED;
 		snprintf(ret->end_reason, sizeof(ret->end_reason), "expired");
 	}
@@ -692,10 +722,19 @@ static int b_provision(void *backend, const char *id, const struct flash_spec *s
 		if ((r = wait_gone(b, c, id)) < 0)
 			goto out;
 	} else if (f.n) {
+		info_of(id, live_pod(&f), &info);
 		found_clear(&f);
-		info.adopted = true;
-		r = wait_ready(b, c, id, &info);
-		goto out;
+		if (info.end != FLASH_SANDBOX_END_EXPIRED) {
+			memset(&info, 0, sizeof(info));
+			info.adopted = true;
+			r = wait_ready(b, c, id, &info);
+			goto out;
+		}
+		/* Past its expiry: it goes, and the session gets a new
+		 * sandbox, as on gVisor. */
+		if ((r = b_reap_with(b, c, id)) < 0)
+			goto out;
+		memset(&info, 0, sizeof(info));
 	}
 	r = op_sandbox_k8s_pod(b, id, spec, ttl_s, time(NULL), &body, &len);
 	if (r < 0)

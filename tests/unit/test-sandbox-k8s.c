@@ -210,6 +210,21 @@ Test(sandbox_k8s, the_pod_rendered_and_schema_valid)
 	}
 	ASSERT_STREQ(json_string_value(json_get(json_at(v, "spec.containers")->u.array.items[0], "image")),
 		     "busybox:1.36", "the spec's image");
+	ASSERT_STREQ(json_at(v, "spec.activeDeadlineSeconds")->u.number.text, "60",
+		     "the kubelet ends the Pod at its expiry by itself");
+	{
+		const struct json_value *sc = json_get(json_at(v, "spec.containers")->u.array.items[0], "securityContext");
+		const struct json_value *add = json_at(sc, "capabilities.add");
+
+		cr_assert(json_is(json_get(sc, "allowPrivilegeEscalation"), JSON_BOOL) &&
+				  !json_get(sc, "allowPrivilegeEscalation")->u.boolean,
+			  "no setuid escalation");
+		ASSERT_STREQ(json_string_value(json_at(sc, "capabilities.drop")->u.array.items[0]), "ALL", "drop ALL");
+		for (size_t i = 0; i < add->u.array.n; i++)
+			cr_assert(strcmp(json_string_value(add->u.array.items[i]), "NET_RAW") &&
+					  strcmp(json_string_value(add->u.array.items[i]), "NET_ADMIN"),
+				  "no raw sockets, no network administration in the tenant's container");
+	}
 	json_free(v);
 	free(text);
 	/* An internet sandbox has no init container. */
@@ -488,6 +503,15 @@ Test(sandbox_k8s, owned_reap_waits_until_gone_and_expiry)
 	}
 	ASSERT_OK(flash_sandbox_reap(P, "sess-e"), "reap the ended session");
 	ASSERT_ERR(flash_sandbox_info(P, "sess-e", &info), -ENOENT, "forgotten after its reap");
+	/* A Provision of a session past its expiry whose Pod nobody looked
+	 * at gets a new sandbox, not the expired one. */
+	ASSERT_OK(flash_sandbox_provision(P, "sess-x", SPEC, 1, &info, NULL), "short");
+	usleep(1100000);
+	ASSERT_OK(flash_sandbox_provision(P, "sess-x", SPEC, 60, &info, NULL), "again after its expiry");
+	cr_assert(!info.adopted && info.end == FLASH_SANDBOX_LIVE, "a new sandbox (adopted %d, end %d)", info.adopted,
+		  info.end);
+	cr_assert_gt(info.expires_at, (int64_t)time(NULL) + 30, "with the new expiry");
+	ASSERT_OK(flash_sandbox_reap(P, "sess-x"), "reap");
 }
 
 /* ---------------------------------------------------------------- the gate */
