@@ -157,8 +157,11 @@ static int runsc_status(struct gv *g, const char *cid, char *buf, size_t size)
 	char *out = NULL, err[256];
 	int r = runsc(g, (const char *const[]){ "state", cid, NULL }, &out, err, sizeof(err));
 
+	/* Only runsc saying so is "no such container": a timeout or any other
+	 * failure of runsc is an error, never taken for a sandbox gone (a
+	 * Provision would tear a live session down and start it over). */
 	if (r < 0)
-		return -ENOENT;
+		return strstr(err, "does not exist") || strstr(err, "not found") ? -ENOENT : r == -ENOENT ? -EIO : r;
 	r = json_parse(out, strlen(out), NULL, &root, NULL);
 	free(out);
 	if (r < 0)
@@ -623,9 +626,11 @@ static void failure_reason(struct gv *g, const char *cid, char *buf, size_t size
 
 static bool pool_fits(struct gv *g, const struct flash_spec *spec)
 {
+	/* A pool sandbox was started with no environment of the spec's: a
+	 * spec with env is cold-started (its commands would miss it). */
 	return g->pool_size && g->pool_image && strcmp(flash_spec_image(spec), g->pool_image) == 0 &&
 	       flash_spec_cpu_millis(spec) <= g->pool_cpu && flash_spec_memory_mib(spec) <= g->pool_mem &&
-	       (g->net || flash_spec_egress_mode(spec) == FLASH_SPEC_EGRESS_DISABLED);
+	       flash_spec_env_count(spec) == 0 && (g->net || flash_spec_egress_mode(spec) == FLASH_SPEC_EGRESS_DISABLED);
 }
 
 /* Takes an idle sandbox (its record is still the pool's); "" when none. */
@@ -817,7 +822,13 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 	if (r == 0 && rc.expires_at <= time(NULL)) {
 		/* expired, not yet reaped: ended; a new sandbox follows */
 		ended_save(g, &rc, FLASH_SANDBOX_END_EXPIRED, "expires_at passed");
-		(void)teardown(g, rc.cid);
+		r = teardown(g, rc.cid);
+		if (r < 0) {
+			/* not a second sandbox beside the first's record */
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "teardown", NULL,
+				      "the expired sandbox of the session: %s", strerror(-r));
+			goto out;
+		}
 		r = -ENOENT;
 	}
 	if (r == 0 && rc.revoked) {
@@ -829,7 +840,9 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 		goto out;
 	}
 	if (r == 0) {
-		if (runsc_status(g, rc.cid, status, sizeof(status)) == 0) {
+		int st = runsc_status(g, rc.cid, status, sizeof(status));
+
+		if (st == 0) {
 			fill_info(&rc, true, ret);
 			if (strcmp(status, "running") != 0) {
 				ret->end = FLASH_SANDBOX_END_FAILED;
@@ -837,8 +850,22 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 			}
 			goto out;
 		}
-		/* a record without its sandbox (a crash): start over */
-		(void)teardown(g, rc.cid);
+		if (st != -ENOENT) {
+			/* runsc could not say: the session is left as it is */
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "runsc", NULL,
+				      "the state of the session's sandbox: %s", strerror(-st));
+			r = st;
+			goto out;
+		}
+		/* a record without its sandbox (a crash): start over; a
+		 * teardown that fails leaves the record and refuses, rather
+		 * than a second sandbox beside the first's record */
+		r = teardown(g, rc.cid);
+		if (r < 0) {
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "teardown", NULL,
+				      "the remains of the session's earlier sandbox: %s", strerror(-r));
+			goto out;
+		}
 	}
 	if (!g->net && flash_spec_egress_mode(spec) != FLASH_SPEC_EGRESS_DISABLED) {
 		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "egress.mode", "unsupported", NULL,
