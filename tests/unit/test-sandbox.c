@@ -408,6 +408,8 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 		free(out.p);
 		out = (struct sbuf){ 0 };
 	}
+	free(err.p);
+	err = (struct sbuf){ 0 };
 	{
 		const char *rel[] = { "bin/true", NULL };
 		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = rel);
