@@ -77,6 +77,7 @@ struct op_sandbox_req {
 	enum sb_op op;
 	char id[FLASH_SANDBOX_ID_MAX + 1];
 	char org[64], project[64]; /* the verified token's */
+	char tenant[FLASH_CLIENT_SANDBOX_ID_STRLEN]; /* its session ids' prefix "sb-<16 hex>-" */
 	char *arg;                 /* path, dir or root */
 	uint64_t max;              /* Read: its size gate; uploads: the body bound */
 	/* The request body: buffered (JSON) or streamed (in). */
@@ -298,6 +299,28 @@ static bool wait_change(struct op_sandbox_req *q)
 	}
 	pthread_cond_timedwait(&q->cond, &q->h->lock, &ts);
 	return true;
+}
+
+static unsigned int max_ops(const struct op_sandbox_http *h)
+{
+	return h->o.max_ops ? h->o.max_ops : 32;
+}
+
+static unsigned int max_ops_per_tenant(const struct op_sandbox_http *h)
+{
+	unsigned int n = h->o.max_ops_per_tenant ? h->o.max_ops_per_tenant : max_ops(h) / 4;
+
+	return n ? n : 1;
+}
+
+/* Under h->lock: the operation slots the tenant @prefix holds. */
+static unsigned int tenant_running(const struct op_sandbox_http *h, const char *prefix)
+{
+	unsigned int n = 0;
+
+	for (const struct op_sandbox_req *r = h->reqs; r; r = r->next)
+		n += r->slot && !strcmp(r->tenant, prefix);
+	return n;
 }
 
 /* Under h->lock: gives the request's operation slot back. */
@@ -1407,6 +1430,7 @@ enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Conn
 		return answer_now(q, conn);
 	}
 	r = tenant_prefix(token, prefix, sizeof(prefix));
+	snprintf(q->tenant, sizeof(q->tenant), "%s", prefix);
 	snprintf(q->org, sizeof(q->org), "%s", flash_auth_token_org(token) ? flash_auth_token_org(token) : "");
 	snprintf(q->project, sizeof(q->project), "%s",
 		 flash_auth_token_project(token) ? flash_auth_token_project(token) : "");
@@ -1476,10 +1500,14 @@ enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Conn
 	}
 	q->streamed = rt.streamed;
 	pthread_mutex_lock(&h->lock);
-	if (h->stopping || h->running >= (h->o.max_ops ? h->o.max_ops : 32)) {
+	if (h->stopping || h->running >= max_ops(h) || tenant_running(h, q->tenant) >= max_ops_per_tenant(h)) {
+		bool all = h->running >= max_ops(h);
+
 		pthread_mutex_unlock(&h->lock);
 		set_error(q, 503, "unavailable", NULL, NULL, "%s",
-			  h->stopping ? "stopping" : "too many sandbox operations at once: retry");
+			  h->stopping ? "stopping"
+			  : all      ? "too many sandbox operations at once: retry"
+				     : "too many sandbox operations of this organization and project at once: retry");
 		return answer_now(q, conn);
 	}
 	h->running++;

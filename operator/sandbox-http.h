@@ -68,6 +68,9 @@ struct op_sandbox_http_opts {
 	unsigned int transfer_timeout_s; /* a request's whole streamed transfer (a slow reader or
 					    sender, however steady); 0: 3600 */
 	struct op_sandbox_tenants *tenants; /* noted at each Provision (below); NULL: none */
+	unsigned int max_ops_per_tenant; /* of max_ops, one organization+project's at once (a tenant
+					    whose sandbox stalls its operations keeps only its own slots);
+					    0: a quarter of max_ops, at least 1 */
 };
 
 /*

@@ -1167,3 +1167,64 @@ Test(operator_sandbox, a_reap_stopped_after_its_revoke_is_told_reaping_and_compl
 	flash_client_response_free(r);
 	flash_client_free(a);
 }
+
+/* One tenant whose operations stall (a sandbox that never answers) holds
+ * at most its share of the operation slots: max_ops 8 gives 2 per
+ * organization+project; a third of its own is refused, another tenant's
+ * goes through. */
+struct slow_exec {
+	struct flash_client *c;
+	const char *id;
+	int rc;
+};
+
+static void *slow_exec_thread(void *arg)
+{
+	struct slow_exec *x = arg;
+	const char *sl[] = { "/bin/sleep", "2", NULL };
+	struct flash_client_response *ref = NULL;
+	struct flash_client_sandbox_exec_result res;
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = sl, .timeout_ms = 10000);
+
+	x->rc = flash_client_sandbox_exec(x->c, x->id, &o, &res, &ref);
+	flash_client_response_free(ref);
+	return NULL;
+}
+
+Test(operator_sandbox, one_tenant_holds_only_its_share_of_the_operation_slots)
+{
+	struct flash_client *a = client_of("org-a", "p1"), *b = client_of("org-b", "p1");
+	char ida[FLASH_CLIENT_SANDBOX_ID_STRLEN], idb[FLASH_CLIENT_SANDBOX_ID_STRLEN];
+	struct slow_exec x[2] = { { a, ida, -1 }, { a, ida, -1 } };
+	struct flash_client_response *ref = NULL;
+	struct flash_client_sandbox_exec_result res;
+	const char *t[] = { "/bin/true", NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
+	pthread_t th[2];
+
+	snprintf(ida, sizeof(ida), "%s", provisioned(a, "busy"));
+	snprintf(idb, sizeof(idb), "%s", sid_of("org-b", "p1", "calm"));
+	ASSERT_OK(flash_client_sandbox_provision(b, idb, spec_json, strlen(spec_json), 120, &ref), "org-b's");
+	expect_status(ref, 201, NULL, "made");
+	flash_client_response_free(ref);
+	ref = NULL;
+	for (int i = 0; i < 2; i++)
+		cr_assert(pthread_create(&th[i], NULL, slow_exec_thread, &x[i]) == 0);
+	usleep(500000); /* both running */
+	ASSERT_OK(flash_client_sandbox_exec(a, ida, &o, &res, &ref), "a third of org-a's");
+	cr_assert_not_null(ref, "refused");
+	expect_status(ref, 503, "unavailable", NULL);
+	cr_assert(strstr(flash_client_response_body(ref, NULL), "of this organization and project"), "%s",
+		  flash_client_response_body(ref, NULL));
+	flash_client_response_free(ref);
+	ref = NULL;
+	ASSERT_OK(flash_client_sandbox_exec(b, idb, &o, &res, &ref), "org-b's");
+	cr_assert_null(ref, "another tenant is served: %s", flash_client_response_body(ref, NULL));
+	cr_assert_eq(res.exit_code, 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(x[i].rc, 0, "the slow ones finished");
+	}
+	flash_client_free(a);
+	flash_client_free(b);
+}
