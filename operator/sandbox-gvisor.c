@@ -383,7 +383,7 @@ static void ended_remove(struct gv *g, const char *sid)
 
 /* An exclusive lock on @sid's lock file (processes and threads): the fd,
  * closed to unlock. */
-static int session_lock(struct gv *g, const char *sid)
+static int session_lock_how(struct gv *g, const char *sid, int how)
 {
 	char *p = NULL;
 	int fd;
@@ -394,7 +394,7 @@ static int session_lock(struct gv *g, const char *sid)
 	free(p);
 	if (fd < 0)
 		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
+	while (flock(fd, how) < 0) {
 		if (errno != EINTR) {
 			int r = -errno;
 
@@ -403,6 +403,11 @@ static int session_lock(struct gv *g, const char *sid)
 		}
 	}
 	return fd;
+}
+
+static int session_lock(struct gv *g, const char *sid)
+{
+	return session_lock_how(g, sid, LOCK_EX);
 }
 
 /* ---------------------------------------------------------------- sandboxes */
@@ -1042,7 +1047,11 @@ static int reap_session(struct gv *g, const char *sid, enum flash_sandbox_end en
 	size_t n = 0;
 	int lock, r, rr = 0;
 
-	lock = session_lock(g, sid);
+	/* The expiry thread does not wait on a session busy elsewhere (a
+	 * Provision pulling an image from a registry the tenant chose can
+	 * hold its lock for minutes): it comes back on its next round, and
+	 * expiry goes on for the other sessions meanwhile. */
+	lock = session_lock_how(g, sid, end == FLASH_SANDBOX_END_REAPED ? LOCK_EX : LOCK_EX | LOCK_NB);
 	if (lock < 0)
 		return lock;
 	r = rec_list(g, &v, &n);
