@@ -41,6 +41,10 @@ static void usage(FILE *out)
 		"       flash-operator --kubernetes [--kubeconfig FILE] [--context NAME] [--config FILE]\n"
 		"                      [--keys FILE --issuer ISS --audience AUD (--socket PATH | --listen ...)]\n"
 		"                      [--lease-namespace NS] [--identity ID]\n"
+		"                      [--sandbox-namespace NS [--sandbox-net-setup-image REF]\n"
+		"                       [--sandbox-runtime-class NAME] [--sandbox-node-selector KEY=VALUE,...]\n"
+		"                       [--sandbox-tolerations KEY[=VALUE][:EFFECT],...]\n"
+		"                       [--sandbox-image-pull-secrets NAME,...] [--sandbox-max-ops N] ...]\n"
 		"       flash-operator --help | --version\n"
 		"Serves the provider/v1 API of HeteroCloud Flash; see flash-operator(8).\n");
 }
@@ -156,6 +160,12 @@ int main(int argc, char **argv)
 		{ "sandbox-pool-image", required_argument, NULL, 1020 },
 		{ "sandbox-pool-cpu", required_argument, NULL, 1021 },
 		{ "sandbox-pool-memory", required_argument, NULL, 1022 },
+		{ "sandbox-namespace", required_argument, NULL, 1027 },
+		{ "sandbox-net-setup-image", required_argument, NULL, 1028 },
+		{ "sandbox-runtime-class", required_argument, NULL, 1029 },
+		{ "sandbox-node-selector", required_argument, NULL, 1030 },
+		{ "sandbox-tolerations", required_argument, NULL, 1031 },
+		{ "sandbox-image-pull-secrets", required_argument, NULL, 1032 },
 		{ "kubernetes", no_argument, NULL, 1100 },
 		{ "kubeconfig", required_argument, NULL, 1101 },
 		{ "context", required_argument, NULL, 1102 },
@@ -169,6 +179,8 @@ int main(int argc, char **argv)
 	struct op_runtime_opts rt = { .sz = sizeof(rt) };
 	struct op_sandbox_gvisor_opts sb = { .sz = sizeof(sb) };
 	struct op_sandbox_http_opts sbh = { .sz = sizeof(sbh) };
+	/* Kubernetes mode's: parsed by the backend (op_sandbox_k8s_new()) */
+	struct op_sandbox_k8s_opts sk = { .sz = sizeof(sk) };
 	struct op_daemon_autoscale as = { .period_s = -1, .window_s = -1, .tolerance_percent = -1 };
 	struct op_daemon *d = NULL;
 	struct op_k8s_run_opts ko = { .sz = sizeof(ko), .log = k8s_log };
@@ -232,6 +244,12 @@ int main(int argc, char **argv)
 		case 1017: o.webhook_key_file = optarg; o.webhook = true; break;
 		case 1018: sb.dir = optarg; o.sandbox = &sb; break;
 		case 1020: sb.pool_image = optarg; break;
+		case 1027: sk.namespace = optarg; o.sandbox_k8s = &sk; break;
+		case 1028: sk.net_setup_image = optarg; o.sandbox_k8s = &sk; break;
+		case 1029: sk.runtime_class = optarg; o.sandbox_k8s = &sk; break;
+		case 1030: sk.node_selector = optarg; o.sandbox_k8s = &sk; break;
+		case 1031: sk.tolerations = optarg; o.sandbox_k8s = &sk; break;
+		case 1032: sk.image_pull_secrets = optarg; o.sandbox_k8s = &sk; break;
 		case 1023:
 			if (parse_uint("--sandbox-max-ops", optarg, 4096, &v) < 0)
 				return 2;
@@ -306,6 +324,10 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+		if (o.sandbox_k8s || o.sandbox_http) {
+			fprintf(stderr, "flash-operator: sandbox sessions are served by the provider API (--keys ...)\n");
+			return 2;
+		}
 		ko.config_file = o.config_file;
 		return run_kubernetes(&ko);
 	}
@@ -316,8 +338,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flash-operator: the sandbox pool needs --sandbox-dir, --sandbox-pool-size and --sandbox-pool-image\n");
 		return 2;
 	}
-	if (o.sandbox_http && !o.sandbox) {
-		fprintf(stderr, "flash-operator: the sandbox routes' bounds need --sandbox-dir\n");
+	if (o.sandbox_http && !o.sandbox && !kubernetes) {
+		fprintf(stderr, "flash-operator: the sandbox routes' bounds need --sandbox-dir (or --kubernetes)\n");
+		return 2;
+	}
+	if (o.sandbox_k8s && !kubernetes) {
+		fprintf(stderr, "flash-operator: --sandbox-namespace and its options are Kubernetes mode's (--kubernetes)\n");
 		return 2;
 	}
 	if (o.sandbox && kubernetes) {

@@ -105,6 +105,9 @@ struct flash_operator_config {
 	/* Sandbox sessions (section "sandbox"); 0/NULL when unset. */
 	char *sb_dir, *sb_pool_image;
 	uint32_t sb_pool_size, sb_pool_cpu, sb_pool_mem;
+	/* ... in Kubernetes mode (sb_namespace set); the strings as given. */
+	char *sb_namespace, *sb_net_setup_image, *sb_runtime_class, *sb_node_selector, *sb_tolerations,
+		*sb_pull_secrets;
 };
 
 /* The label every object carries and the selector label. */

@@ -21,6 +21,7 @@ static const char *const manifest_paths[FLASH_MANIFEST_COUNT_] = {
 	[FLASH_MANIFEST_AGENT] = "flowsdn-agent.yaml",
 	[FLASH_MANIFEST_RUNTIME_CLASSES] = "runtimeclasses.yaml",
 	[FLASH_MANIFEST_WEBHOOK] = "operator-webhook.yaml",
+	[FLASH_MANIFEST_SANDBOX_RBAC] = "sandbox-rbac.yaml",
 };
 
 #define AGENT_NAMESPACE "kube-system"
@@ -161,6 +162,36 @@ static int operator_rbac(const struct flash_operator_config *c, struct kdoc **do
 	return 0;
 }
 
+/* Sandbox sessions in Kubernetes mode (flash-operator(8), SANDBOX
+ * SESSIONS): their namespace, and in it only (nothing cluster-wide) a Role
+ * of exactly the verbs of the Kubernetes backend (operator/sandbox-k8s.c):
+ * a Pod per session created, listed by its ownership label (Provision,
+ * Info, Exec, Owned, the waits), merge-patched (the revoke annotation, the
+ * session's gate closed before its Reap) and deleted; pods/exec (the
+ * WebSocket upgrade is a GET, authorized as get and, since Kubernetes 1.35,
+ * as create).  The sessions' Pods run the tenant's image under the
+ * configured RuntimeClass and a limited one has a NET_ADMIN init
+ * container: the namespace enforces "privileged" and audits and warns at
+ * "baseline". */
+static int sandbox_rbac(const struct flash_operator_config *c, struct kdoc **docs, size_t *n)
+{
+	const char *ns = c->sb_namespace ? c->sb_namespace : FLASH_MANIFEST_SANDBOX_NAMESPACE;
+	struct kdoc *role, *rules, *labels;
+
+	docs[*n] = object("v1", "Namespace", ns, NULL, OPERATOR_NAME);
+	labels = kdoc_get(kdoc_get(docs[(*n)++], "metadata"), "labels");
+	pod_security_labels(labels, "baseline");
+	kdoc_set_str(labels, "pod-security.kubernetes.io/enforce", "privileged");
+	role = object("rbac.authorization.k8s.io/v1", "Role", OPERATOR_NAME "-sandbox", ns, OPERATOR_NAME);
+	rules = kdoc_set_arr(role, "rules");
+	rule(rules, "", L("pods"), L("create", "delete", "list", "patch"), NULL);
+	rule(rules, "", L("pods/exec"), L("get", "create"), NULL);
+	docs[(*n)++] = role;
+	docs[(*n)++] = binding("RoleBinding", "Role", OPERATOR_NAME "-sandbox", ns, OPERATOR_NAME,
+			       c->operator_namespace, OPERATOR_NAME);
+	return 0;
+}
+
 /* ------------------------------------------------------------ configuration as JSON */
 
 static void labels_obj(struct kdoc *o, const char *key, const struct label *l, size_t n)
@@ -239,6 +270,22 @@ static struct kdoc *config_doc(const struct flash_operator_config *c)
 			kdoc_set_str(x, "namespace", c->gateway_namespace);
 		if (c->gateway_section)
 			kdoc_set_str(x, "sectionName", c->gateway_section);
+	}
+	if (c->sb_namespace) {
+		/* sandbox sessions in Kubernetes mode (the gVisor keys are a
+		 * node's, never a cluster's) */
+		x = kdoc_set_obj(o, "sandbox");
+		kdoc_set_str(x, "namespace", c->sb_namespace);
+		if (c->sb_net_setup_image)
+			kdoc_set_str(x, "netSetupImage", c->sb_net_setup_image);
+		if (c->sb_runtime_class)
+			kdoc_set_str(x, "runtimeClass", c->sb_runtime_class);
+		if (c->sb_node_selector)
+			kdoc_set_str(x, "nodeSelector", c->sb_node_selector);
+		if (c->sb_tolerations)
+			kdoc_set_str(x, "tolerations", c->sb_tolerations);
+		if (c->sb_pull_secrets)
+			kdoc_set_str(x, "imagePullSecrets", c->sb_pull_secrets);
 	}
 	x = kdoc_set_obj(o, "operator");
 	kdoc_set_str(x, "namespace", c->operator_namespace);
@@ -591,6 +638,9 @@ FLASH_API int flash_manifest_render(enum flash_manifest m, const struct flash_op
 		break;
 	case FLASH_MANIFEST_WEBHOOK:
 		r = webhook(config, docs, &n);
+		break;
+	case FLASH_MANIFEST_SANDBOX_RBAC:
+		r = sandbox_rbac(config, docs, &n);
 		break;
 	default:
 		r = -EINVAL;

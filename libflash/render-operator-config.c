@@ -290,10 +290,17 @@ static const struct json_field runtime_fields[] = {
 };
 static const struct json_field sandbox_fields[] = {
 	F("dir", JSON_STRING, read_name, sb_dir, RULE(STR_PATH)),
+	/* the Kubernetes backend parses these (op_sandbox_k8s_new()) */
+	F("imagePullSecrets", JSON_STRING, read_name, sb_pull_secrets, RULE(STR_ANY)),
+	F("namespace", JSON_STRING, read_name, sb_namespace, RULE(STR_DNS_LABEL)),
+	F("netSetupImage", JSON_STRING, read_name, sb_net_setup_image, RULE(STR_IMAGE)),
+	F("nodeSelector", JSON_STRING, read_name, sb_node_selector, RULE(STR_ANY)),
 	F("poolCpuMillis", JSON_NUMBER, json_read_uint32, sb_pool_cpu, &sb_cpu_range),
 	F("poolImage", JSON_STRING, read_name, sb_pool_image, RULE(STR_IMAGE)),
 	F("poolMemoryMib", JSON_NUMBER, json_read_uint32, sb_pool_mem, &sb_mem_range),
 	F("poolSize", JSON_NUMBER, json_read_uint32, sb_pool_size, &sb_pool_range),
+	F("runtimeClass", JSON_STRING, read_name, sb_runtime_class, RULE(STR_DNS_SUBDOMAIN)),
+	F("tolerations", JSON_STRING, read_name, sb_tolerations, RULE(STR_ANY)),
 };
 static const struct json_field exec_fields[] = {
 	F("maxSessions", JSON_NUMBER, json_read_uint32, exec_max_sessions, &exec_sessions_range),
@@ -377,6 +384,12 @@ static int check_sandbox(struct check_ctx *ctx, void *target)
 		return bad(ctx, "the pool keys need dir");
 	if (!c->sb_pool_size != !c->sb_pool_image)
 		return bad(ctx, "poolSize and poolImage go together");
+	if (c->sb_dir && c->sb_namespace)
+		return bad(ctx, "dir (gVisor on this node) and namespace (a Pod per session in Kubernetes mode) "
+				"exclude each other");
+	if ((c->sb_net_setup_image || c->sb_runtime_class || c->sb_node_selector || c->sb_tolerations ||
+	     c->sb_pull_secrets) && !c->sb_namespace)
+		return bad(ctx, "the Kubernetes keys need namespace");
 	return 0;
 }
 
@@ -589,6 +602,12 @@ FLASH_API void flash_operator_config_free(struct flash_operator_config *c)
 	free(c->rt_dir);
 	free(c->sb_dir);
 	free(c->sb_pool_image);
+	free(c->sb_namespace);
+	free(c->sb_net_setup_image);
+	free(c->sb_runtime_class);
+	free(c->sb_node_selector);
+	free(c->sb_tolerations);
+	free(c->sb_pull_secrets);
 	free(c->rt_cni_bin_dir);
 	free(c->rt_cni_conf);
 	free(c->rt_agent_socket);
@@ -738,6 +757,12 @@ FLASH_API int flash_operator_config_runtime(const struct flash_operator_config *
 	v.sandbox_pool_image = config->sb_pool_image;
 	v.sandbox_pool_cpu_millis = config->sb_pool_cpu;
 	v.sandbox_pool_memory_mib = config->sb_pool_mem;
+	v.sandbox_namespace = config->sb_namespace;
+	v.sandbox_net_setup_image = config->sb_net_setup_image;
+	v.sandbox_runtime_class = config->sb_runtime_class;
+	v.sandbox_node_selector = config->sb_node_selector;
+	v.sandbox_tolerations = config->sb_tolerations;
+	v.sandbox_image_pull_secrets = config->sb_pull_secrets;
 	/* An older caller's smaller struct gets the fields it knows. */
 	n = ret->sz < sizeof(v) ? ret->sz : sizeof(v);
 	v.sz = ret->sz;

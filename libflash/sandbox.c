@@ -84,7 +84,7 @@ FLASH_API int flash_sandbox_provider_new(const struct flash_sandbox_backend_ops 
 			ops->free(backend);
 		return -ENOMEM;
 	}
-	/* an older backend's ops end earlier: what it lacks stays NULL
+	/* an older backend's shorter ops: the fields it lacks stay NULL
 	 * (exec_native: the wrapper) */
 	memcpy(&p->ops, ops, MIN(ops->sz, sizeof(p->ops)));
 	p->backend = backend;
@@ -624,17 +624,20 @@ static int split_path(const char *path, char **ret_dir, char **ret_base)
 static const char write_script[] =
 	"d=$1; b=$2; t=$3\n"
 	"[ -d \"$d\" ] || { cat >/dev/null; exit 2; }\n"
-	"[ -d \"$d/$b\" ] && { cat >/dev/null; exit 3; }\n"
+	"[ -d \"$d/$b\" ] && [ ! -L \"$d/$b\" ] && { cat >/dev/null; exit 3; }\n"
 	"set -o pipefail\n"
 	"c=$(tee \"$d/$t\" | wc -c) || { rm -f \"$d/$t\"; exit 5; }\n"
 	"printf '%s\\n' $c >&2\n";
 /* Phase 2: the mode (the target's unless it is a symlink, else 0644),
- * then the rename; exit 7 when mv failed (temporary removed). */
+ * then the rename; exit 7 when mv failed (temporary removed).  A symlink
+ * target is removed first: mv onto a symlink to a directory would move
+ * the file into that directory instead of replacing the link. */
 static const char commit_script[] =
 	"d=$1; b=$2; t=$3\n"
 	"m=644\n"
 	"if [ -e \"$d/$b\" ] && [ ! -L \"$d/$b\" ]; then m=$(stat -c %a \"$d/$b\") || m=644; fi\n"
 	"chmod \"$m\" \"$d/$t\" 2>/dev/null || chmod 644 \"$d/$t\"\n"
+	"if [ -L \"$d/$b\" ]; then rm -f \"$d/$b\" || { rm -f \"$d/$t\"; exit 7; }; fi\n"
 	"mv -f \"$d/$t\" \"$d/$b\" || { rm -f \"$d/$t\"; exit 7; }\n";
 static const char abort_script[] = "rm -f \"$1/$3\"\n";
 
@@ -849,7 +852,7 @@ out:
 static const char export_script[] =
 	"[ -e \"$1/$2\" ] || exit 2\n"
 	"[ -d \"$1/$2\" ] || exit 3\n"
-	"exec tar -c -f - -C \"$1\" \"$2\"\n";
+	"exec tar -c -f - -C \"$1\" -- \"$2\"\n";
 
 FLASH_API int flash_sandbox_export(struct flash_sandbox_provider *p, const char *session_id, const char *root,
 				   flash_sandbox_sink_fn sink, void *userdata)
@@ -922,6 +925,11 @@ FLASH_API int flash_sandbox_reap(struct flash_sandbox_provider *p, const char *s
 		return -EINVAL;
 	if (p->revoke) {
 		r = p->revoke(session_id, p->revoke_userdata);
+		if (r < 0)
+			return r;
+	}
+	if (p->ops.revoke) {
+		r = p->ops.revoke(p->backend, session_id);
 		if (r < 0)
 			return r;
 	}

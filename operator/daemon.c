@@ -42,6 +42,8 @@ struct op_daemon {
 	struct op_webhook *webhook;         /* --webhook */
 	struct op_k8s_run *k8s;             /* --kubernetes */
 	struct flash_sandbox_provider *sandbox; /* --sandbox-dir */
+	struct op_sandbox_tenants *tenants;     /* whose session a Provision makes */
+	struct op_sandbox_http_opts sandbox_http; /* the routes' settings, with tenants */
 };
 
 /* Reads an input file through the one reader of common/ (regular files
@@ -93,6 +95,36 @@ static bool sandbox_configured(const struct flash_operator_config *c)
 	struct flash_operator_runtime cr = { .sz = sizeof(cr) };
 
 	return c && flash_operator_config_runtime(c, &cr) == 0 && cr.sandbox_dir;
+}
+
+/* Sandbox sessions in Kubernetes mode: the backend over the run's client
+ * and schemas, behind the provider the routes serve; @err names the
+ * setting refused (sandbox.KEY, or its --sandbox-* option). */
+static int sandbox_k8s_start(struct op_daemon *d, struct op_sandbox_k8s_opts *ko, char *err, size_t err_size)
+{
+	const struct flash_sandbox_backend_ops *ops = NULL;
+	void *backend = NULL;
+	struct diag *dg = NULL;
+	int r;
+
+	ko->schemas = op_k8s_run_schemas(d->k8s);
+	ko->new_client = op_k8s_run_new_client;
+	ko->client_ctx = d->k8s;
+	r = diag_new(&dg);
+	if (r == 0)
+		r = op_sandbox_k8s_new(ko, &ops, &backend, dg);
+	if (r == 0)
+		r = flash_sandbox_provider_new(ops, backend, NULL, &d->sandbox);
+	if (r < 0) {
+		const struct diag_entry *e = dg && diag_count(dg) ? diag_get(dg, 0) : NULL;
+
+		if (e)
+			snprintf(err, err_size, "sandbox sessions in Kubernetes mode: sandbox.%s: %s", e->path, e->message);
+		else
+			snprintf(err, err_size, "sandbox sessions in Kubernetes mode: %s", flash_strerror(r));
+	}
+	diag_free(dg);
+	return r;
 }
 
 /* The runtime settings: each option given on the command line wins over
@@ -380,6 +412,21 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		if (r < 0)
 			goto fail;
 	}
+	{
+		struct op_sandbox_k8s_opts ko;
+
+		if (op_sandbox_k8s_settings(OPTS_GET(opts, sandbox_k8s, NULL), d->config, &ko)) {
+			if (!opts->kubernetes) {
+				snprintf(err, err_size, "sandbox.namespace (--sandbox-namespace) serves sandbox sessions "
+							"in Kubernetes mode only (--kubernetes)");
+				r = -EINVAL;
+				goto fail;
+			}
+			r = sandbox_k8s_start(d, &ko, err, err_size);
+			if (r < 0)
+				goto fail;
+		}
+	}
 	if (OPTS_GET(opts, sandbox, NULL) || sandbox_configured(d->config)) {
 		struct op_sandbox_gvisor_opts so = { .sz = sizeof(so) };
 		struct flash_operator_runtime cr = { .sz = sizeof(cr) };
@@ -427,6 +474,14 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 		}
 		so.config = d->config;
 		so.policy = d->policy;
+		r = op_sandbox_tenants_new(&d->tenants);
+		if (r < 0) {
+			snprintf(err, err_size, "sandbox sessions: %s", strerror(-r));
+			free(sb_resolv);
+			goto fail;
+		}
+		so.tenant = op_sandbox_tenants_lookup;
+		so.tenant_ctx = d->tenants;
 		r = op_sandbox_gvisor_new(&so, &ops, &backend);
 		free(sb_resolv);
 		if (r == 0)
@@ -442,7 +497,11 @@ int op_daemon_start(const struct op_daemon_opts *opts, struct op_daemon **ret, c
 
 	ho.sz = sizeof(ho);
 	ho.sandbox = d->sandbox;
-	ho.sandbox_opts = OPTS_GET(opts, sandbox_http, NULL);
+	if (OPTS_GET(opts, sandbox_http, NULL))
+		d->sandbox_http = *opts->sandbox_http;
+	d->sandbox_http.sz = sizeof(d->sandbox_http);
+	d->sandbox_http.tenants = d->tenants;
+	ho.sandbox_opts = &d->sandbox_http;
 	r = op_http_start(d->provider, &ho, &d->http, err, err_size);
 	if (r < 0)
 		goto fail;
@@ -485,6 +544,7 @@ void op_daemon_stop(struct op_daemon *d)
 	op_webhook_stop(d->webhook);
 	op_http_stop(d->http);
 	flash_sandbox_provider_free(d->sandbox);
+	op_sandbox_tenants_free(d->tenants);
 	op_autoscale_stop(d->autoscale);
 	op_runtime_stop(d->runtime);
 	op_k8s_run_stop(d->k8s);

@@ -18,6 +18,7 @@
 #include "provider.h"
 #include "sandbox-gvisor.h"
 #include "sandbox-http.h"
+#include "sandbox-k8s.h"
 
 /* Autoscaling settings from the command line (flash-operator(8)
  * --autoscale-period, --autoscale-window, --autoscale-tolerance); each
@@ -69,6 +70,12 @@ struct op_daemon_opts {
 	 * gVisor backend with these options (its registry defaults to the
 	 * daemon's) behind a <flash/sandbox.h> provider; NULL: none. */
 	const struct op_sandbox_gvisor_opts *sandbox;
+	/* Sandbox sessions in Kubernetes mode (sandbox-k8s.h): the command
+	 * line's settings, each over the configuration's sandbox section
+	 * (op_sandbox_k8s_settings()); a namespace from either serves them
+	 * (a Pod per session) with the run's client and schemas; NULL and no
+	 * sandbox.namespace: none.  Only with @kubernetes. */
+	const struct op_sandbox_k8s_opts *sandbox_k8s;
 	/* Bounds of the provider/v1 sandbox routes over it (sandbox-http.h);
 	 * NULL: their defaults. */
 	const struct op_sandbox_http_opts *sandbox_http;

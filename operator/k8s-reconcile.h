@@ -318,6 +318,9 @@ int op_k8s_run_publish(struct op_k8s_run *r, int (*services)(void *ctx, struct o
 /* A new client of the run's configuration (a struct op_k8s_run as @run),
  * for a caller's own thread (the Web Shell's sessions, logs). */
 int op_k8s_run_new_client(void *run, struct k8s_client **ret);
+/* The OpenAPI schemas the run checks objects against (given or fetched
+ * from the server at start); NULL before op_k8s_run_start(). */
+const struct flash_schema_set *op_k8s_run_schemas(struct op_k8s_run *r);
 /* Wakes the publisher (a struct op_k8s_run as @run): the store changed. */
 void op_k8s_run_kick(void *run);
 void op_k8s_run_publish_stats(struct op_k8s_run *r, struct op_k8s_publish_stats *ret);

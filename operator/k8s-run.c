@@ -676,6 +676,11 @@ fail:
 	return e;
 }
 
+const struct flash_schema_set *op_k8s_run_schemas(struct op_k8s_run *r)
+{
+	return !r ? NULL : r->o.schemas ? r->o.schemas : r->own_schemas;
+}
+
 void op_k8s_run_stop(struct op_k8s_run *r)
 {
 	if (!r)

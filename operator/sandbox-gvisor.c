@@ -72,6 +72,7 @@ struct rec {
 	bool from_pool;
 	char org[64], project[64]; /* the session's tenant (its policies' namespace) */
 	char address[48];          /* flowsdn's address; "" without networking */
+	bool revoked;     /* the session's gate closed: its Reap began */
 };
 
 static char *pjoin(const char *a, const char *b)
@@ -157,8 +158,11 @@ static int runsc_status(struct gv *g, const char *cid, char *buf, size_t size)
 	char *out = NULL, err[256];
 	int r = runsc(g, (const char *const[]){ "state", cid, NULL }, &out, err, sizeof(err));
 
+	/* Only runsc saying so is "no such container": a timeout or any other
+	 * failure of runsc is an error, never taken for a sandbox gone (a
+	 * Provision would tear a live session down and start it over). */
 	if (r < 0)
-		return -ENOENT;
+		return strstr(err, "does not exist") || strstr(err, "not found") ? -ENOENT : r == -ENOENT ? -EIO : r;
 	r = json_parse(out, strlen(out), NULL, &root, NULL);
 	free(out);
 	if (r < 0)
@@ -197,6 +201,8 @@ static int rec_save(struct gv *g, const struct rec *rc)
 	jw_kv_string(w, "organization", rc->org);
 	jw_kv_string(w, "project", rc->project);
 	jw_kv_string(w, "address", rc->address);
+	if (rc->revoked)
+		jw_kv_bool(w, "revoked", true);
 	jw_object_close(w);
 	r = json_writer_finish(w, &text, &len);
 	/* no fsync (the warm claim's cost): a record describes a running
@@ -236,6 +242,7 @@ static int rec_load(struct gv *g, const char *cid, struct rec *ret)
 	snprintf(ret->org, sizeof(ret->org), "%s", json_string_value(json_get(root, "organization")) ?: "");
 	snprintf(ret->project, sizeof(ret->project), "%s", json_string_value(json_get(root, "project")) ?: "");
 	snprintf(ret->address, sizeof(ret->address), "%s", json_string_value(json_get(root, "address")) ?: "");
+	(void)json_get_bool(json_get(root, "revoked"), &ret->revoked);
 	json_free(root);
 	return r;
 }
@@ -380,7 +387,7 @@ static void ended_remove(struct gv *g, const char *sid)
 
 /* An exclusive lock on @sid's lock file (processes and threads): the fd,
  * closed to unlock. */
-static int session_lock(struct gv *g, const char *sid)
+static int session_lock_how(struct gv *g, const char *sid, int how)
 {
 	char *p = NULL;
 	int fd;
@@ -391,7 +398,7 @@ static int session_lock(struct gv *g, const char *sid)
 	free(p);
 	if (fd < 0)
 		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
+	while (flock(fd, how) < 0) {
 		if (errno != EINTR) {
 			int r = -errno;
 
@@ -400,6 +407,11 @@ static int session_lock(struct gv *g, const char *sid)
 		}
 	}
 	return fd;
+}
+
+static int session_lock(struct gv *g, const char *sid)
+{
+	return session_lock_how(g, sid, LOCK_EX);
 }
 
 /* ---------------------------------------------------------------- sandboxes */
@@ -623,9 +635,11 @@ static void failure_reason(struct gv *g, const char *cid, char *buf, size_t size
 
 static bool pool_fits(struct gv *g, const struct flash_spec *spec)
 {
+	/* A pool sandbox was started with no environment of the spec's: a
+	 * spec with env is cold-started (its commands would miss it). */
 	return g->pool_size && g->pool_image && strcmp(flash_spec_image(spec), g->pool_image) == 0 &&
 	       flash_spec_cpu_millis(spec) <= g->pool_cpu && flash_spec_memory_mib(spec) <= g->pool_mem &&
-	       (g->net || flash_spec_egress_mode(spec) == FLASH_SPEC_EGRESS_DISABLED);
+	       flash_spec_env_count(spec) == 0 && (g->net || flash_spec_egress_mode(spec) == FLASH_SPEC_EGRESS_DISABLED);
 }
 
 /* Takes an idle sandbox (its record is still the pool's); "" when none. */
@@ -775,10 +789,12 @@ static int tenant_of(struct gv *g, const char *sid, struct rec *rc, struct flash
 
 	if (g->tenant) {
 		r = g->tenant(g->tenant_ctx, sid, rc->org, sizeof(rc->org), rc->project, sizeof(rc->project));
-		if (r < 0)
+		if (r < 0 && r != -ENOENT)
 			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "tenant", NULL,
 				      "the session's organization: %s", strerror(-r));
-		return r;
+		if (r != -ENOENT)
+			return r;
+		/* no tenant known for it (a caller of the C API): the id's */
 	}
 	/* "sb-" + 16 hex digits + "-" + name (flash_client_sandbox_id()) */
 	if (strncmp(sid, "sb-", 3) == 0 && strlen(sid) > 20 && sid[19] == '-')
@@ -818,11 +834,27 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 	if (r == 0 && rc.expires_at <= time(NULL)) {
 		/* expired, not yet reaped: ended; a new sandbox follows */
 		ended_save(g, &rc, FLASH_SANDBOX_END_EXPIRED, "expires_at passed");
-		(void)teardown(g, rc.cid);
+		r = teardown(g, rc.cid);
+		if (r < 0) {
+			/* not a second sandbox beside the first's record */
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "teardown", NULL,
+				      "the expired sandbox of the session: %s", strerror(-r));
+			goto out;
+		}
 		r = -ENOENT;
 	}
+	if (r == 0 && rc.revoked) {
+		/* its Reap began: refused until a Reap completes it */
+		fill_info(&rc, true, ret);
+		ret->end = FLASH_SANDBOX_END_REAPED;
+		snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
+		r = -FLASH_E_SANDBOX_ENDED;
+		goto out;
+	}
 	if (r == 0) {
-		if (runsc_status(g, rc.cid, status, sizeof(status)) == 0) {
+		int st = runsc_status(g, rc.cid, status, sizeof(status));
+
+		if (st == 0) {
 			fill_info(&rc, true, ret);
 			if (strcmp(status, "running") != 0) {
 				ret->end = FLASH_SANDBOX_END_FAILED;
@@ -830,8 +862,22 @@ static int gv_provision(void *backend, const char *sid, const struct flash_spec 
 			}
 			goto out;
 		}
-		/* a record without its sandbox (a crash): start over */
-		(void)teardown(g, rc.cid);
+		if (st != -ENOENT) {
+			/* runsc could not say: the session is left as it is */
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "runsc", NULL,
+				      "the state of the session's sandbox: %s", strerror(-st));
+			r = st;
+			goto out;
+		}
+		/* a record without its sandbox (a crash): start over; a
+		 * teardown that fails leaves the record and refuses, rather
+		 * than a second sandbox beside the first's record */
+		r = teardown(g, rc.cid);
+		if (r < 0) {
+			diag_add_text(flash__diag_op(diag), DIAG_ERROR, "", "teardown", NULL,
+				      "the remains of the session's earlier sandbox: %s", strerror(-r));
+			goto out;
+		}
 	}
 	if (!g->net && flash_spec_egress_mode(spec) != FLASH_SPEC_EGRESS_DISABLED) {
 		diag_add_text(flash__diag_op(diag), DIAG_ERROR, "egress.mode", "unsupported", NULL,
@@ -886,7 +932,10 @@ static int gv_info(void *backend, const char *sid, struct flash_sandbox_info *re
 	if (r < 0)
 		return r;
 	fill_info(&rc, false, ret);
-	if (rc.expires_at <= time(NULL)) {
+	if (rc.revoked) {
+		ret->end = FLASH_SANDBOX_END_REAPED;
+		snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
+	} else if (rc.expires_at <= time(NULL)) {
 		/* the reaper is on it (or about to be) */
 		ret->end = FLASH_SANDBOX_END_EXPIRED;
 		snprintf(ret->end_reason, sizeof(ret->end_reason), "expires_at passed");
@@ -901,7 +950,8 @@ static int gv_info(void *backend, const char *sid, struct flash_sandbox_info *re
 }
 
 /* The live record of @sid for an exec: -ENOENT, or
- * -FLASH_E_SANDBOX_ENDED for a session ended (recorded, or expired). */
+ * -FLASH_E_SANDBOX_ENDED for a session ended (recorded, expired, or its
+ * gate closed by a revoke). */
 static int exec_record(struct gv *g, const char *sid, struct rec *ret)
 {
 	int r = rec_find(g, sid, ret);
@@ -909,7 +959,7 @@ static int exec_record(struct gv *g, const char *sid, struct rec *ret)
 	if (r < 0)
 		return r == -ENOENT ? (ended_load(g, sid, &(struct flash_sandbox_info){ 0 }) == 0 ?
 				       -FLASH_E_SANDBOX_ENDED : -ENOENT) : r;
-	return ret->expires_at <= time(NULL) ? -FLASH_E_SANDBOX_ENDED : 0;
+	return ret->expires_at <= time(NULL) || ret->revoked ? -FLASH_E_SANDBOX_ENDED : 0;
 }
 
 /* `runsc --root R exec [--internal-pid-file F] [--cwd D] [--env E]... CID
@@ -1207,7 +1257,11 @@ static int reap_session(struct gv *g, const char *sid, enum flash_sandbox_end en
 	size_t n = 0;
 	int lock, r, rr = 0;
 
-	lock = session_lock(g, sid);
+	/* The expiry thread does not wait on a session busy elsewhere (a
+	 * Provision pulling an image from a registry the tenant chose can
+	 * hold its lock for minutes): it comes back on its next round, and
+	 * expiry goes on for the other sessions meanwhile. */
+	lock = session_lock_how(g, sid, end == FLASH_SANDBOX_END_REAPED ? LOCK_EX : LOCK_EX | LOCK_NB);
 	if (lock < 0)
 		return lock;
 	r = rec_list(g, &v, &n);
@@ -1235,6 +1289,32 @@ static int reap_session(struct gv *g, const char *sid, enum flash_sandbox_end en
 static int gv_reap(void *backend, const char *sid)
 {
 	return reap_session(backend, sid, FLASH_SANDBOX_END_REAPED, "");
+}
+
+/* The session's gate: "revoked" written into each of its records
+ * (atomically, fsynced) under the session's lock, before its Reap
+ * removes anything; Info then answers REAPED "reaping", Exec and
+ * Provision refuse, also after a restart. */
+static int gv_revoke(void *backend, const char *sid)
+{
+	struct gv *g = backend;
+	struct rec *v = NULL;
+	size_t n = 0;
+	int lock, r;
+
+	lock = session_lock(g, sid);
+	if (lock < 0)
+		return lock;
+	r = rec_list(g, &v, &n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (strcmp(v[i].session, sid) != 0 || v[i].revoked)
+			continue;
+		v[i].revoked = true;
+		r = rec_save(g, &v[i]);
+	}
+	free(v);
+	close(lock);
+	return r;
 }
 
 /* Enforces expires_at; removes what a crash left (records without a
@@ -1317,6 +1397,7 @@ static const struct flash_sandbox_backend_ops gv_ops = {
 	.owned = gv_owned,
 	.reap = gv_reap,
 	.free = gv_free,
+	.revoke = gv_revoke,
 	.exec_native = gv_exec_native,
 };
 

@@ -31,7 +31,9 @@
  *
  * Files under opts->dir: runsc/ (runsc --root), sessions/<container id>/
  * (bundle: config.json, netns, session.json: session id, created_at,
- * expires_at), locks/<session id> (flock: two racing Provisions converge),
+ * expires_at, and "revoked" once the session's Reap closed its gate:
+ * Info then says END_REAPED "reaping", Exec and Provision refuse),
+ * locks/<session id> (flock: two racing Provisions converge),
  * ended/<session id>.json (the end of an expired or failed session, kept
  * until Reap or TTL_ENDED).
  *
@@ -99,8 +101,9 @@ struct op_sandbox_gvisor_opts {
 	const struct flash_policy *policy;          /* the owner policy; NULL: none */
 	const char *resolv_conf;    /* text: the sessions' /etc/resolv.conf; its nameservers are their DNS servers */
 	/* The organization and project of session @sid (label values, into
-	 * the buffers); NULL: the organization is the session id's tenant
-	 * part ("sb-" and 16 hex digits, flash_client_sandbox_id()), no
+	 * the buffers; op_sandbox_tenants_lookup() for the routes' Provisions);
+	 * NULL, or -ENOENT from it: the organization is the session id's
+	 * tenant part ("sb-" and 16 hex digits, flash_client_sandbox_id()), no
 	 * project. */
 	int (*tenant)(void *ctx, const char *sid, char *org, size_t org_size, char *project, size_t project_size);
 	void *tenant_ctx;

@@ -44,6 +44,9 @@
 
 enum sb_op { SB_LIST, SB_PROVISION, SB_INFO, SB_REAP, SB_EXEC, SB_READ, SB_WRITE, SB_IMPORT, SB_EXPORT };
 
+static void tenants_note(struct op_sandbox_tenants *t, const char *sid, const char *org, const char *project,
+			 bool add);
+
 struct op_sandbox_http {
 	struct op_provider *provider;
 	struct flash_sandbox_provider *sp;
@@ -73,6 +76,8 @@ struct op_sandbox_req {
 	bool suspended, gone, slot, started;
 	enum sb_op op;
 	char id[FLASH_SANDBOX_ID_MAX + 1];
+	char org[64], project[64]; /* the verified token's */
+	char tenant[FLASH_CLIENT_SANDBOX_ID_STRLEN]; /* its session ids' prefix "sb-<16 hex>-" */
 	char *arg;                 /* path, dir or root */
 	uint64_t max;              /* Read: its size gate; uploads: the body bound */
 	/* The request body: buffered (JSON) or streamed (in). */
@@ -296,6 +301,28 @@ static bool wait_change(struct op_sandbox_req *q)
 	return true;
 }
 
+static unsigned int max_ops(const struct op_sandbox_http *h)
+{
+	return h->o.max_ops ? h->o.max_ops : 32;
+}
+
+static unsigned int max_ops_per_tenant(const struct op_sandbox_http *h)
+{
+	unsigned int n = h->o.max_ops_per_tenant ? h->o.max_ops_per_tenant : max_ops(h) / 4;
+
+	return n ? n : 1;
+}
+
+/* Under h->lock: the operation slots the tenant @prefix holds. */
+static unsigned int tenant_running(const struct op_sandbox_http *h, const char *prefix)
+{
+	unsigned int n = 0;
+
+	for (const struct op_sandbox_req *r = h->reqs; r; r = r->next)
+		n += r->slot && !strcmp(r->tenant, prefix);
+	return n;
+}
+
 /* Under h->lock: gives the request's operation slot back. */
 static void release_slot(struct op_sandbox_req *q)
 {
@@ -514,6 +541,13 @@ static void known_set(struct op_sandbox_http *h, const struct flash_sandbox_info
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* A revoked session whose Reap has not completed (the backend's gate,
+ * <flash/sandbox.h> revoke). */
+static bool reaping(const struct flash_sandbox_info *in)
+{
+	return in->end == FLASH_SANDBOX_END_REAPED && strcmp(in->end_reason, "reaping") == 0;
+}
+
 /* The backend's word on the session into @ret, remembered; on failure,
  * or when it ended, the answer is set and false. */
 static bool ask_session(struct op_sandbox_req *q, struct flash_sandbox_info *ret)
@@ -533,6 +567,11 @@ static bool ask_session(struct op_sandbox_req *q, struct flash_sandbox_info *ret
 	pthread_mutex_lock(&q->h->lock);
 	q->expires_at = ret->expires_at;
 	pthread_mutex_unlock(&q->h->lock);
+	if (reaping(ret)) {
+		set_error(q, 409, "reaping", NULL, ret,
+			  "the session's Reap began (revoked): only its info and its Reap are served; reap it again");
+		return false;
+	}
 	if (ret->end != FLASH_SANDBOX_LIVE) {
 		set_error(q, 410, "ended", NULL, ret, "the session has ended (%s%s%s)", flash_sandbox_end_name(ret->end),
 			  ret->end_reason[0] ? ": " : "", ret->end_reason);
@@ -718,7 +757,14 @@ static void op_provision(struct op_sandbox_req *q)
 			  flash_diag_first_error(diag) ? flash_diag_first_error(diag)->message : flash_strerror(r));
 		goto out;
 	}
+	tenants_note(q->h->o.tenants, q->id, q->org, q->project, true);
 	r = flash_sandbox_provision(q->h->sp, q->id, spec, ttl, &in, diag);
+	tenants_note(q->h->o.tenants, q->id, NULL, NULL, false);
+	if (r == -FLASH_E_SANDBOX_ENDED) {
+		/* revoked (409 reaping) or failed (410): the session says */
+		operation_failed(q, r, diag, 0);
+		goto out;
+	}
 	if (r < 0) {
 		set_failure(q, r, diag, NULL, 0);
 		goto out;
@@ -746,8 +792,13 @@ static void op_reap(struct op_sandbox_req *q)
 	known_set(q->h, NULL, q->id, false);
 	known = flash_sandbox_info(q->h->sp, q->id, &in) == 0;
 	r = flash_sandbox_reap(q->h->sp, q->id);
-
+	/* an operation that asked meanwhile may have remembered it live */
+	known_set(q->h, NULL, q->id, false);
 	if (r < 0) {
+		/* what is left: revoked ("reaping") when the revoke was done,
+		 * and a second Reap completes it */
+		if (known)
+			known = flash_sandbox_info(q->h->sp, q->id, &in) == 0;
 		set_failure(q, r, NULL, known ? &in : NULL, 0);
 		return;
 	}
@@ -1232,6 +1283,100 @@ static enum MHD_Result answer_now(struct op_sandbox_req *q, struct MHD_Connectio
 	return ret;
 }
 
+/* ---------------------------------------------------------- tenants */
+
+struct tenant_note {
+	struct tenant_note *next;
+	char id[FLASH_SANDBOX_ID_MAX + 1];
+	char org[64], project[64];
+};
+
+struct op_sandbox_tenants {
+	pthread_mutex_t lock;
+	struct tenant_note *notes; /* Provisions in progress */
+};
+
+int op_sandbox_tenants_new(struct op_sandbox_tenants **ret)
+{
+	struct op_sandbox_tenants *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	*ret = t;
+	return 0;
+}
+
+void op_sandbox_tenants_free(struct op_sandbox_tenants *t)
+{
+	if (!t)
+		return;
+	while (t->notes) {
+		struct tenant_note *n = t->notes;
+
+		t->notes = n->next;
+		free(n);
+	}
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+/* Notes (@add) or forgets the tenant of @sid's Provision in progress.
+ * Two Provisions of one session at once carry the same tenant (the id
+ * is derived from it), so the first note found is the right one. */
+static void tenants_note(struct op_sandbox_tenants *t, const char *sid, const char *org, const char *project,
+			 bool add)
+{
+	struct tenant_note *n, **pp;
+
+	if (!t)
+		return;
+	if (add) {
+		n = calloc(1, sizeof(*n));
+		if (!n)
+			return; /* the backend falls back to the id's tenant part */
+		snprintf(n->id, sizeof(n->id), "%s", sid);
+		snprintf(n->org, sizeof(n->org), "%s", org);
+		snprintf(n->project, sizeof(n->project), "%s", project);
+		pthread_mutex_lock(&t->lock);
+		n->next = t->notes;
+		t->notes = n;
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	for (pp = &t->notes; *pp; pp = &(*pp)->next) {
+		if (!strcmp((*pp)->id, sid)) {
+			n = *pp;
+			*pp = n->next;
+			free(n);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+int op_sandbox_tenants_lookup(void *ctx, const char *sid, char *org, size_t org_size, char *project,
+			      size_t project_size)
+{
+	struct op_sandbox_tenants *t = ctx;
+	int r = -ENOENT;
+
+	if (!t || !sid)
+		return -ENOENT;
+	pthread_mutex_lock(&t->lock);
+	for (struct tenant_note *n = t->notes; n; n = n->next) {
+		if (!strcmp(n->id, sid)) {
+			snprintf(org, org_size, "%s", n->org);
+			snprintf(project, project_size, "%s", n->project);
+			r = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
 enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Connection *conn, const char *method,
 				      const char *url, struct op_sandbox_req **ret_req)
 {
@@ -1285,6 +1430,10 @@ enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Conn
 		return answer_now(q, conn);
 	}
 	r = tenant_prefix(token, prefix, sizeof(prefix));
+	snprintf(q->tenant, sizeof(q->tenant), "%s", prefix);
+	snprintf(q->org, sizeof(q->org), "%s", flash_auth_token_org(token) ? flash_auth_token_org(token) : "");
+	snprintf(q->project, sizeof(q->project), "%s",
+		 flash_auth_token_project(token) ? flash_auth_token_project(token) : "");
 	flash_auth_token_free(token);
 	if (r < 0) {
 		set_error(q, 500, "internal", NULL, NULL, "cannot derive the tenant");
@@ -1351,10 +1500,14 @@ enum MHD_Result op_sandbox_http_begin(struct op_sandbox_http *h, struct MHD_Conn
 	}
 	q->streamed = rt.streamed;
 	pthread_mutex_lock(&h->lock);
-	if (h->stopping || h->running >= (h->o.max_ops ? h->o.max_ops : 32)) {
+	if (h->stopping || h->running >= max_ops(h) || tenant_running(h, q->tenant) >= max_ops_per_tenant(h)) {
+		bool all = h->running >= max_ops(h);
+
 		pthread_mutex_unlock(&h->lock);
 		set_error(q, 503, "unavailable", NULL, NULL, "%s",
-			  h->stopping ? "stopping" : "too many sandbox operations at once: retry");
+			  h->stopping ? "stopping"
+			  : all      ? "too many sandbox operations at once: retry"
+				     : "too many sandbox operations of this organization and project at once: retry");
 		return answer_now(q, conn);
 	}
 	h->running++;

@@ -22,6 +22,12 @@
  *   PUT    /provider/v1/sandboxes/ID/import?dir=D           Import a tar body
  *   GET    /provider/v1/sandboxes/ID/export?root=R          Export as tar
  *
+ * A Reap revokes the session first (the backend's durable gate,
+ * <flash/sandbox.h>): from then on every route but its info (200, "end":
+ * "reaped", "end_reason": "reaping") and DELETE answers 409 "reaping",
+ * and a Reap that failed half-way (or an operator that crashed there)
+ * is completed by the next DELETE.
+ *
  * Every answer about a session carries the header Flash-Sandbox-Expires-At
  * (unix seconds) and its JSON carries "expires_at" and, once the session
  * ended, "end" and "end_reason".
@@ -61,7 +67,26 @@ struct op_sandbox_http_opts {
 	unsigned int retry_after;      /* seconds in 503 answers; 0: 2 */
 	unsigned int transfer_timeout_s; /* a request's whole streamed transfer (a slow reader or
 					    sender, however steady); 0: 3600 */
+	struct op_sandbox_tenants *tenants; /* noted at each Provision (below); NULL: none */
+	unsigned int max_ops_per_tenant; /* of max_ops, one organization+project's at once (a tenant
+					    whose sandbox stalls its operations keeps only its own slots);
+					    0: a quarter of max_ops, at least 1 */
 };
+
+/*
+ * Whose session is being provisioned: the Provision route notes the
+ * verified token's organization and project for the session id while the
+ * backend provisions it, and the gVisor backend's tenant callback
+ * (op_sandbox_gvisor_opts.tenant) reads them for the sandbox's identity
+ * labels and policy namespace (the session id carries only a hash of
+ * them).  Made by the daemon before either, freed after both.
+ */
+struct op_sandbox_tenants;
+int op_sandbox_tenants_new(struct op_sandbox_tenants **ret);
+void op_sandbox_tenants_free(struct op_sandbox_tenants *t);
+/* The callback: -ENOENT when no Provision of @sid is in progress. */
+int op_sandbox_tenants_lookup(void *t, const char *sid, char *org, size_t org_size, char *project,
+			      size_t project_size);
 
 struct op_sandbox_http;
 struct op_sandbox_req;

@@ -25,6 +25,7 @@
 #define POD_PREFIX "sbx-"
 #define CONTAINER "sandbox"
 #define ANNOTATION_EXPIRES "flash.heterocloud.io/sandbox-expires-at"
+#define ANNOTATION_REVOKED "flash.heterocloud.io/sandbox-revoked"
 #define MANAGED_BY "app.kubernetes.io/managed-by"
 #define MAX_ITEMS 32
 
@@ -190,6 +191,11 @@ static bool image_ok(const char *s)
 
 /* ------------------------------------------------------------ the Pod */
 
+/* The sandbox container's capabilities: Docker's default set without
+ * NET_RAW, MKNOD, SYS_CHROOT and AUDIT_WRITE. */
+static const char *const sandbox_caps[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL",
+					    "SETGID", "SETUID", "SETPCAP", "NET_BIND_SERVICE" };
+
 /* The net-setup script: the routes of a limited sandbox flushed, those
  * to the nameservers (and, restricted, to $@) put back via the default
  * gateway. */
@@ -242,6 +248,9 @@ int op_sandbox_k8s_pod(void *backend, const char *session_id, const struct flash
 	jw_key(w, "spec");
 	jw_object_open(w);
 	jw_kv_string(w, "restartPolicy", "Never");
+	/* The kubelet ends the Pod at its expiry by itself, also when no
+	 * operator is there to see it (reason DeadlineExceeded). */
+	jw_kv_int(w, "activeDeadlineSeconds", ttl_s ? (int64_t)ttl_s : 1);
 	jw_kv_bool(w, "automountServiceAccountToken", false);
 	jw_kv_bool(w, "enableServiceLinks", false);
 	jw_kv_int(w, "terminationGracePeriodSeconds", 0);
@@ -328,6 +337,26 @@ int op_sandbox_k8s_pod(void *backend, const char *session_id, const struct flash
 	jw_string(w, "-c");
 	jw_string(w, "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done");
 	jw_array_close(w);
+	/* The tenant's code runs here: no raw sockets (NET_RAW would send
+	 * frames past a limited sandbox's flushed routes), no device nodes,
+	 * no chroot, no setuid escalation; what a root userland needs to own
+	 * and write its files is kept. */
+	jw_key(w, "securityContext");
+	jw_object_open(w);
+	jw_kv_bool(w, "allowPrivilegeEscalation", false);
+	jw_key(w, "capabilities");
+	jw_object_open(w);
+	jw_key(w, "drop");
+	jw_array_open(w);
+	jw_string(w, "ALL");
+	jw_array_close(w);
+	jw_key(w, "add");
+	jw_array_open(w);
+	for (size_t i = 0; i < ARRAY_SIZE(sandbox_caps); i++)
+		jw_string(w, sandbox_caps[i]);
+	jw_array_close(w);
+	jw_object_close(w);
+	jw_object_close(w);
 	if (flash_spec_env_count(spec)) {
 		jw_key(w, "env");
 		jw_array_open(w);
@@ -499,10 +528,16 @@ static void info_of(const char *id, const struct json_value *pod, struct flash_s
 		 json_string_value(json_at(pod, "metadata.name")) ?: "");
 	ret->created_at = parse_time(json_string_value(json_at(pod, "metadata.creationTimestamp")));
 	ret->expires_at = exp ? strtoll(exp, NULL, 10) : 0;
-	if (reason) {
+	if (json_get(json_at(pod, "metadata.annotations"), ANNOTATION_REVOKED)) {
+		/* revoked: its Reap began (and may have stopped half-way) */
+		ret->end = FLASH_SANDBOX_END_REAPED;
+		snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
+	} else if (reason && !(ret->expires_at && ret->expires_at <= time(NULL) &&
+				 !strcmp(json_string_value(json_at(pod, "status.reason")) ?: "", "DeadlineExceeded"))) {
 		ret->end = FLASH_SANDBOX_END_FAILED;
 		snprintf(ret->end_reason, sizeof(ret->end_reason), "%s", reason);
 	} else if (ret->expires_at && ret->expires_at <= time(NULL)) {
+		/* past its expiry (the kubelet's DeadlineExceeded is the same) */
 		ret->end = FLASH_SANDBOX_END_EXPIRED;
 		snprintf(ret->end_reason, sizeof(ret->end_reason), "expired");
 	}
@@ -620,7 +655,8 @@ static int wait_ready(struct backend *b, struct k8s_client *c, const char *id, s
 
 			info_of(id, pod, ret);
 			ret->adopted = adopted;
-			if (ret->end == FLASH_SANDBOX_END_FAILED) {
+			if (ret->end == FLASH_SANDBOX_END_FAILED || ret->end == FLASH_SANDBOX_END_REAPED) {
+				/* failed, or revoked: its Reap began */
 				found_clear(&f);
 				return -FLASH_E_SANDBOX_ENDED;
 			}
@@ -686,10 +722,19 @@ static int b_provision(void *backend, const char *id, const struct flash_spec *s
 		if ((r = wait_gone(b, c, id)) < 0)
 			goto out;
 	} else if (f.n) {
+		info_of(id, live_pod(&f), &info);
 		found_clear(&f);
-		info.adopted = true;
-		r = wait_ready(b, c, id, &info);
-		goto out;
+		if (info.end != FLASH_SANDBOX_END_EXPIRED) {
+			memset(&info, 0, sizeof(info));
+			info.adopted = true;
+			r = wait_ready(b, c, id, &info);
+			goto out;
+		}
+		/* Past its expiry: it goes, and the session gets a new
+		 * sandbox, as on gVisor. */
+		if ((r = b_reap_with(b, c, id)) < 0)
+			goto out;
+		memset(&info, 0, sizeof(info));
 	}
 	r = op_sandbox_k8s_pod(b, id, spec, ttl_s, time(NULL), &body, &len);
 	if (r < 0)
@@ -866,6 +911,43 @@ static int b_reap(void *backend, const char *id)
 	return r;
 }
 
+/* The session's gate: the annotation ANNOTATION_REVOKED merge-patched
+ * onto every Pod of the session (selected by label), before its Reap
+ * deletes anything.  Info then answers REAPED "reaping", Exec and
+ * Provision refuse, on every operator replica and after a restart. */
+static int b_revoke(void *backend, const char *id)
+{
+	struct backend *b = backend;
+	struct k8s_client *c = NULL;
+	char body[160];
+	struct found f;
+	int r;
+
+	if ((r = b->o.new_client(b->o.client_ctx, &c)) < 0)
+		return r;
+	snprintf(body, sizeof(body), "{\"metadata\":{\"annotations\":{\"" ANNOTATION_REVOKED "\":\"%" PRId64 "\"}}}",
+		 (int64_t)time(NULL));
+	r = list_pods(b, c, id, &f);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; r == 0 && i < f.n; i++) {
+		const char *name = json_string_value(json_at(f.pods[i], "metadata.name"));
+		struct k8s_ref ref = { .version = "v1", .resource = "pods", .namespace = b->ns, .name = name };
+		struct k8s_status st = { 0 };
+
+		if (!name || json_at(f.pods[i], "metadata.deletionTimestamp"))
+			continue; /* already being deleted: nothing left to refuse with */
+		r = k8s_patch(c, &ref, K8S_PATCH_MERGE, body, strlen(body), NULL, NULL, &st);
+		if (r == -ENOENT)
+			r = 0; /* gone meanwhile */
+		k8s_status_clear(&st);
+	}
+	found_clear(&f);
+out:
+	k8s_client_free(c);
+	return r;
+}
+
 static const struct flash_sandbox_backend_ops k8s_ops = {
 	.sz = sizeof(k8s_ops),
 	.provision = b_provision,
@@ -874,7 +956,28 @@ static const struct flash_sandbox_backend_ops k8s_ops = {
 	.owned = b_owned,
 	.reap = b_reap,
 	.free = backend_free,
+	.revoke = b_revoke,
 };
+
+bool op_sandbox_k8s_settings(const struct op_sandbox_k8s_opts *cli, const struct flash_operator_config *config,
+			     struct op_sandbox_k8s_opts *ret)
+{
+	struct flash_operator_runtime cr = { .sz = sizeof(cr) };
+
+	memset(ret, 0, sizeof(*ret));
+	ret->sz = sizeof(*ret);
+	if (config && flash_operator_config_runtime(config, &cr) < 0)
+		memset(&cr, 0, sizeof(cr));
+#define PICK(field, key) ret->field = cli && cli->field ? cli->field : cr.key
+	PICK(namespace, sandbox_namespace);
+	PICK(net_setup_image, sandbox_net_setup_image);
+	PICK(runtime_class, sandbox_runtime_class);
+	PICK(node_selector, sandbox_node_selector);
+	PICK(tolerations, sandbox_tolerations);
+	PICK(image_pull_secrets, sandbox_image_pull_secrets);
+#undef PICK
+	return ret->namespace != NULL;
+}
 
 static int refuse(struct diag *diag, const char *path, const char *what, const char *value)
 {

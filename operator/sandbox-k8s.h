@@ -29,9 +29,12 @@
  * reason: ErrImagePull, OOMKilled...).  Exec: pods/exec of the session's
  * Pod (container "sandbox"), env applied by a /bin/bash prologue (pods/exec
  * has no environment).  Owned: the label values of every Pod carrying the
- * label in the namespace.  Reap: every Pod with the session's label
- * deleted with gracePeriodSeconds 0, then polled (bounded) until none is
- * left, terminating ones included.  A session seen past its expiry
+ * label in the namespace.  Revoke (the session's gate, before Reap
+ * deletes): the annotation flash.heterocloud.io/sandbox-revoked
+ * merge-patched onto the session's Pods; a revoked Pod's session is
+ * END_REAPED "reaping" to Info, refused by Exec and Provision.  Reap:
+ * every Pod with the session's label deleted with gracePeriodSeconds 0,
+ * then polled (bounded) until none is left, terminating ones included.  A session seen past its expiry
  * (Info, Exec) has its Pods reaped and is kept as ended (in memory, until
  * its Reap or a new Provision: Info answers END_EXPIRED, Exec
  * -FLASH_E_SANDBOX_ENDED).
@@ -72,6 +75,17 @@ struct op_sandbox_k8s_opts {
  * -EINVAL with @diag naming the malformed option, -ENOMEM. */
 int op_sandbox_k8s_new(const struct op_sandbox_k8s_opts *opts, const struct flash_sandbox_backend_ops **ret_ops,
 		       void **ret_backend, struct diag *diag) __attribute__((warn_unused_result));
+
+/* The backend's settings of flash-operator: each option of @cli (the
+ * --sandbox-namespace, --sandbox-net-setup-image, --sandbox-runtime-class,
+ * --sandbox-node-selector, --sandbox-tolerations and
+ * --sandbox-image-pull-secrets options; may be NULL) over the key of the
+ * configuration's sandbox section (@config, may be NULL) into *ret (the
+ * strings borrowed; the rest of *ret zero).  Parsing them is
+ * op_sandbox_k8s_new()'s.  false when neither names a namespace: no
+ * sandbox sessions in Kubernetes mode. */
+bool op_sandbox_k8s_settings(const struct op_sandbox_k8s_opts *cli, const struct flash_operator_config *config,
+			     struct op_sandbox_k8s_opts *ret);
 
 /* The Pod object of @session_id for @spec (exported for tests): compact
  * JSON in *ret (free()).  -EINVAL, -ENOMEM. */

@@ -1074,6 +1074,35 @@ static char *pod_status_body(int code, const char *reason, const char *pre, cons
 
 /* /api/v1/namespaces/NS/pods[/NAME]: the store's answer, or false when
  * the path is not the store's. */
+/* RFC 7386: @target with the merge patch @patch applied, written to @w
+ * (a member null in the patch removes it; objects merge, anything else
+ * replaces). */
+static void merge_write(struct json_writer *w, const struct json_value *target, const struct json_value *patch)
+{
+	if (!json_is(patch, JSON_OBJECT)) {
+		jw_value(w, patch);
+		return;
+	}
+	jw_object_open(w);
+	for (size_t i = 0; json_is(target, JSON_OBJECT) && i < target->u.object.n; i++) {
+		const struct json_member *m = &target->u.object.members[i];
+
+		if (json_get(patch, m->key))
+			continue;
+		jw_key(w, m->key);
+		jw_value(w, m->value);
+	}
+	for (size_t i = 0; i < patch->u.object.n; i++) {
+		const struct json_member *m = &patch->u.object.members[i];
+
+		if (json_is(m->value, JSON_NULL))
+			continue;
+		jw_key(w, m->key);
+		merge_write(w, json_get(target, m->key), m->value);
+	}
+	jw_object_close(w);
+}
+
 static bool answer_pods(struct k8s_fake *f, struct MHD_Connection *conn, const char *method, const char *url,
 			const struct qcollect *q, const struct conn *c, enum MHD_Result *ret)
 {
@@ -1192,6 +1221,38 @@ static bool answer_pods(struct k8s_fake *f, struct MHD_Connection *conn, const c
 					}
 			}
 		}
+	} else if (!strcmp(method, "PATCH") && name[0]) {
+		struct fake_pod *pd = pod_find(f, ns, name);
+		struct json_value *patch = NULL, *merged = NULL;
+		const char *ct;
+		char *text = NULL;
+		size_t len = 0;
+
+		if (!pd) {
+			status = 404;
+			body = pod_status_body(404, "NotFound", "pods \\\"", name, "\\\" not found");
+		} else if (!(ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type")) ||
+			   strcmp(ct, "application/merge-patch+json") ||
+			   !c->body.p || json_parse(c->body.p, c->body.len, NULL, &patch, NULL) < 0 ||
+			   patch->type != JSON_OBJECT) {
+			status = 415;
+			body = pod_status_body(415, "UnsupportedMediaType",
+					       "the fake's Pod store takes a merge patch (a JSON object) only", "", "");
+		} else {
+			w = json_writer_new(0);
+			merge_write(w, pd->obj, patch);
+			if (json_writer_finish(w, &text, &len) == 0 && json_parse(text, len, NULL, &merged, NULL) == 0) {
+				json_free(pd->obj);
+				pd->obj = merged;
+				pd->rv = ++f->pod_seq;
+			}
+			free(text);
+			w = json_writer_new(0);
+			pod_write(w, pd);
+			if (json_writer_finish(w, &body, NULL) < 0)
+				body = NULL;
+		}
+		json_free(patch);
 	} else {
 		status = 405;
 		body = pod_status_body(405, "MethodNotAllowed", "the fake's Pod store does not take this method", "", "");

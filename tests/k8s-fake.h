@@ -83,7 +83,8 @@ struct k8s_fake_opts {
 	/* A Pod store (synthesised, as a sandbox backend needs one): POST
 	 * (201, or 409 AlreadyExists for a name taken; generateName
 	 * honoured), GET of one (404 Status when absent), list with a
-	 * labelSelector (k=v, k, k!=v), DELETE (the Pod answered with its
+	 * labelSelector (k=v, k, k!=v), PATCH of one with a merge patch
+	 * (RFC 7386; 415 for another patch type), DELETE (the Pod answered with its
 	 * deletionTimestamp, gone @pod_delete_ms later; 0: at once) of
 	 * /api/v1/namespaces/NS/pods[/NAME].  A stored Pod is Running and
 	 * Ready at once (the fake's kubelet); with exec_root, exec into a Pod

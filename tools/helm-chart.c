@@ -235,6 +235,7 @@ static void edits_free(struct edit *edits, size_t n)
 
 #define IF_PROVIDER "{{- if .Values.providerAuth.publicKeysJson }}\n"
 #define IF_WEBHOOK "{{- if .Values.webhook.enabled }}\n"
+#define IF_SANDBOX "{{- if .Values.sandbox.enabled }}\n"
 #define END "{{- end }}\n"
 
 /* The operator's configuration as a block scalar with the chart's values
@@ -260,6 +261,10 @@ static int operator_template(struct gen *g, char **text, const struct defaults *
 		  strf("\"port\": %s,{{- if .Values.webhook.caBundle }}\n"
 		       "    \"caBundle\": {{ .Values.webhook.caBundle | toJson }},{{- end }}\n    \"listen\"",
 		       d->webhook_port) },
+		/* sandbox sessions in Kubernetes mode: sandbox.namespace */
+		{ strdup("\n  \"operator\": {\n"),
+		  strdup(IF_SANDBOX "  \"sandbox\": {\n    \"namespace\": {{ .Values.sandbox.namespace | toJson }}\n"
+			 "  },{{- end }}\n  \"operator\": {\n") },
 	};
 	const size_t n_conf = sizeof(conf_edits) / sizeof(conf_edits[0]);
 	struct edit dep_edits[] = {
@@ -383,6 +388,41 @@ static int template_for(struct gen *g, enum flash_manifest m, char **text, const
 		edits_free(e, 1);
 		return r < 0 ? r : wrap_docs(g, f, text, NULL, ".Values.webhook.enabled");
 	}
+	case FLASH_MANIFEST_SANDBOX_RBAC: {
+		/* rendered for the default namespace: each mention of it is
+		 * the value's; the RBAC objects also under rbac.create, all
+		 * under sandbox.enabled */
+		static const char value[] = "namespace: {{ .Values.sandbox.namespace | quote }}\n";
+		char *from = strf("namespace: %s\n", FLASH_MANIFEST_SANDBOX_NAMESPACE), *t;
+		int r = from ? 0 : fail(g, -ENOMEM, "out of memory");
+
+		/* one at a time: the first of what is left */
+		while (r == 0 && (t = strstr(*text, from))) {
+			char *b = strf("%.*s%s%s", (int)(t - *text), *text, value, t + strlen(from));
+
+			if (!b) {
+				r = fail(g, -ENOMEM, "out of memory");
+				break;
+			}
+			free(*text);
+			*text = b;
+		}
+		free(from);
+		from = strf("  name: %s\n", FLASH_MANIFEST_SANDBOX_NAMESPACE);
+		if (r == 0 && from)
+			r = replace_once(g, f, text, from, "  name: {{ .Values.sandbox.namespace | quote }}\n");
+		free(from);
+		if (r == 0)
+			r = wrap_docs(g, f, text, rbac_kinds, ".Values.rbac.create");
+		if (r == 0) {
+			t = strf(IF_SANDBOX "%s" END, *text);
+			if (!t)
+				return fail(g, -ENOMEM, "out of memory");
+			free(*text);
+			*text = t;
+		}
+		return r;
+	}
 	default:
 		return 0; /* the CRDs: Helm installs crds/ as they are */
 	}
@@ -441,7 +481,13 @@ static char *values_yaml(const struct defaults *d)
 			 "# operator's --webhook); caBundle: base64 PEM of the CA of its serving certificate\n"
 			 "webhook:\n"
 			 "  enabled: true\n"
-			 "  caBundle: \"\"\n",
+			 "  caBundle: \"\"\n"
+			 "# Sandbox sessions in Kubernetes mode (flash-operator(8) SANDBOX SESSIONS): a Pod\n"
+			 "# per session in namespace (made, with the operator's Role of exactly the verbs\n"
+			 "# of the Kubernetes backend), and sandbox.namespace in the operator's configuration\n"
+			 "sandbox:\n"
+			 "  enabled: false\n"
+			 "  namespace: \"" FLASH_MANIFEST_SANDBOX_NAMESPACE "\"\n",
 			 op, ag, ag);
 	free(op);
 	free(ag);

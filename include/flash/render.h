@@ -115,6 +115,16 @@ struct flash_operator_runtime {
 	const char *sandbox_pool_image;        /* sandbox.poolImage */
 	unsigned int sandbox_pool_cpu_millis;  /* sandbox.poolCpuMillis, 1..64000 */
 	unsigned int sandbox_pool_memory_mib;  /* sandbox.poolMemoryMib, 4..1048576 */
+	/* Sandbox sessions in Kubernetes mode (a Pod per session; not with
+	 * sandbox.dir): the namespace turns them on; the other strings are
+	 * handed as they are to the backend, which parses them (once) and
+	 * refuses malformed ones; --sandbox-* override each. */
+	const char *sandbox_namespace;         /* sandbox.namespace, a DNS label */
+	const char *sandbox_net_setup_image;   /* sandbox.netSetupImage */
+	const char *sandbox_runtime_class;     /* sandbox.runtimeClass, a DNS subdomain */
+	const char *sandbox_node_selector;     /* sandbox.nodeSelector, "key=value[,...]" */
+	const char *sandbox_tolerations;       /* sandbox.tolerations, "KEY[=VALUE][:EFFECT][,...]" */
+	const char *sandbox_image_pull_secrets; /* sandbox.imagePullSecrets, "name[,...]" */
 };
 
 /* Fills *@ret (set ret->sz first; the fields that fit in it are
@@ -315,8 +325,15 @@ enum flash_manifest {
 	FLASH_MANIFEST_RUNTIME_CLASSES,          /* runtimeclasses.yaml (gvisor, nvidia) */
 	FLASH_MANIFEST_WEBHOOK,                  /* operator-webhook.yaml (Service + ValidatingWebhookConfiguration;
 						  * no object when webhook.enabled is false) */
+	FLASH_MANIFEST_SANDBOX_RBAC,             /* sandbox-rbac.yaml (the namespace of sandbox sessions in
+						  * Kubernetes mode, the operator's Role and RoleBinding in it:
+						  * sandbox.namespace, else FLASH_MANIFEST_SANDBOX_NAMESPACE) */
 	FLASH_MANIFEST_COUNT_,
 };
+
+/* The namespace sandbox-rbac.yaml is rendered for when the configuration
+ * names none (sandbox.namespace turns the sessions on). */
+#define FLASH_MANIFEST_SANDBOX_NAMESPACE "flash-sandboxes"
 
 /* Relative path of manifest @m ("crds/flashservices.yaml"), NULL when out
  * of range. */

@@ -140,6 +140,14 @@ struct flash_sandbox_backend_ops {
 	int (*reap)(void *backend, const char *session_id);
 	/* Frees @backend (called by flash_sandbox_provider_free()). */
 	void (*free)(void *backend);
+	/* The session's gate: marks the session revoked durably (it survives
+	 * a crash and a restart) before its Reap deletes anything.  From then
+	 * on info answers FLASH_SANDBOX_END_REAPED with end_reason "reaping"
+	 * and exec and provision refuse with -FLASH_E_SANDBOX_ENDED until the
+	 * Reap completes; a failure leaves the session as it was.  A session
+	 * owning nothing: 0.  NULL (or an older, shorter struct): nothing to
+	 * mark. */
+	int (*revoke)(void *backend, const char *session_id);
 	/* Optional (NULL, or absent from an older ops whose sz ends before
 	 * it: flash_sandbox_exec() then runs the command under its /bin/bash
 	 * wrapper over exec).  Runs io->argv itself (no shell, no helper
@@ -281,10 +289,14 @@ FLASH_API FLASH_WUR int flash_sandbox_owned(struct flash_sandbox_provider *p, ch
 					    size_t *ret_count);
 FLASH_API void flash_sandbox_ids_free(char **ids, size_t count);
 
-/* Ends the session: calls the revoke hook first (its failure is returned
- * and the sandbox stays, so the Reap can be retried), then deletes
+/* Ends the session: calls the revoke hook first, then the backend's
+ * revoke (the session marked revoked durably: from then on it refuses
+ * every operation but Info and Reap), each failure returned with the
+ * sandbox left as it was, so that the Reap can be retried; then deletes
  * everything of the session selected by label and returns once it is
- * gone.  A session owning nothing: 0. */
+ * gone.  A Reap that failed after the revoke (or a crash there) leaves a
+ * revoked session that a second Reap completes.  A session owning
+ * nothing: 0. */
 FLASH_API FLASH_WUR int flash_sandbox_reap(struct flash_sandbox_provider *p, const char *session_id);
 
 /* Text of an end ("live", "reaped", "expired", "failed"); never NULL. */

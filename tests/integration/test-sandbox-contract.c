@@ -17,7 +17,10 @@
  * untouched, no temporary left); Import extracting, and refusing a
  * traversal with a diag naming the member and nothing outside; Export's
  * one top-level directory; Owned; Reap (revoke called first, a revoke
- * failure leaves the sandbox working, gone afterwards); expires_at
+ * failure leaves the sandbox working, gone afterwards; the backend's own
+ * revoke, the session's durable gate: failing it deletes nothing, a Reap
+ * stopped after it leaves a session refusing work that a second Reap
+ * completes); expires_at
  * enforced (END_EXPIRED, Exec refused).
  *
  * The image: BusyBox beside the host's /bin/bash and the libraries ldd
@@ -272,6 +275,7 @@ static struct flash_sandbox_provider *P;
 static struct flash_spec *SPEC;
 static char revoke_log[256];
 static int revoke_rc;
+static int gate_rc; /* fault: the backend's revoke fails before it marks anything */
 static size_t drop_stdin; /* fault: the transport loses the last N bytes of a stdin */
 
 static int revoke_hook(const char *sid, void *userdata)
@@ -372,6 +376,15 @@ static void w_free(void *b)
 	B_OPS->free(b);
 }
 
+static int w_revoke(void *b, const char *sid)
+{
+	snprintf(revoke_log + strlen(revoke_log), sizeof(revoke_log) - strlen(revoke_log), "gate:%s;", sid);
+	if (gate_rc)
+		return gate_rc;
+	cr_assert_not_null(B_OPS->revoke, "the backend has a gate to close");
+	return B_OPS->revoke(b, sid);
+}
+
 static struct flash_sandbox_backend_ops wrap_ops = {
 	.sz = sizeof(wrap_ops),
 	.provision = w_provision,
@@ -380,6 +393,7 @@ static struct flash_sandbox_backend_ops wrap_ops = {
 	.owned = w_owned,
 	.reap = w_reap,
 	.free = w_free,
+	.revoke = w_revoke,
 };
 
 static void open_provider(unsigned int pool)
@@ -867,7 +881,7 @@ Test(contract, reap_revokes_first_and_expiry_ends_sessions)
 	revoke_rc = 0;
 	revoke_log[0] = '\0';
 	ASSERT_OK(flash_sandbox_reap(P, "reap-1"), "reap");
-	cr_assert_str_eq(revoke_log, "revoke:reap-1;reap:reap-1;", "order: %s", revoke_log);
+	cr_assert_str_eq(revoke_log, "revoke:reap-1;gate:reap-1;reap:reap-1;", "order: %s", revoke_log);
 	cr_assert(!backend_object_exists(info.backend_id));
 	ASSERT_ERR(sh("reap-1", "true", &out, &res), -ENOENT, "exec after reap");
 
@@ -888,6 +902,59 @@ Test(contract, reap_revokes_first_and_expiry_ends_sessions)
 	ASSERT_ERR(sh("short-1", "true", &out, &res), -FLASH_E_SANDBOX_ENDED, "exec after expiry");
 	ASSERT_OK(flash_sandbox_reap(P, "short-1"), "reap expired");
 	ASSERT_ERR(flash_sandbox_info(P, "short-1", &e), -ENOENT, "forgotten after reap");
+	sbuf_reset(&out);
+}
+
+/* The session's gate (the backend's durable revoke): a revoke that fails
+ * deletes nothing and leaves the session working; a Reap stopped between
+ * the revoke and the delete (a crash, simulated by calling the backend's
+ * revoke alone) leaves a session that refuses Exec, Read and Provision,
+ * says "reaping", still owns its sandbox, and whose next Reap completes. */
+Test(contract, a_reap_stopped_after_its_revoke_refuses_work_and_a_second_reap_completes)
+{
+	struct flash_sandbox_info info, e;
+	struct flash_sandbox_exec_result res;
+	struct sbuf out = { 0 };
+	char **ids = NULL;
+	size_t n = 0;
+	bool owned = false;
+
+	provision("gate-1", &info);
+	gate_rc = -EIO;
+	revoke_log[0] = '\0';
+	ASSERT_ERR(flash_sandbox_reap(P, "gate-1"), -EIO, "the backend's revoke failed");
+	gate_rc = 0;
+	cr_assert_str_eq(revoke_log, "revoke:gate-1;gate:gate-1;", "no delete after a failed revoke: %s", revoke_log);
+	cr_assert(backend_object_exists(info.backend_id), "a failed revoke deleted the sandbox");
+	sh_ok("gate-1", "echo still", &out);
+	cr_assert_str_eq(out.p, "still\n");
+
+	/* the crash: revoked, nothing deleted */
+	ASSERT_OK(B_OPS->revoke(B, "gate-1"), "the backend's revoke alone");
+	ASSERT_OK(flash_sandbox_info(P, "gate-1", &e), "info of a revoked session");
+	cr_assert_eq(e.end, FLASH_SANDBOX_END_REAPED, "end %s", flash_sandbox_end_name(e.end));
+	cr_assert_str_eq(e.end_reason, "reaping");
+	cr_assert_eq(e.expires_at, info.expires_at, "expires_at still told");
+	ASSERT_ERR(sh("gate-1", "echo no", &out, &res), -FLASH_E_SANDBOX_ENDED, "exec after the revoke");
+	ASSERT_ERR(flash_sandbox_read(P, "gate-1", "/bin/sh", 0, to_buf, &out, NULL), -FLASH_E_SANDBOX_ENDED,
+		   "read after the revoke");
+	ASSERT_ERR(flash_sandbox_provision(P, "gate-1", SPEC, 600, &e, NULL), -FLASH_E_SANDBOX_ENDED,
+		   "provision of a revoked session (no adopting it)");
+	cr_assert(backend_object_exists(info.backend_id), "the revoke alone deleted the sandbox");
+	ASSERT_OK(flash_sandbox_owned(P, &ids, &n), "owned");
+	for (size_t i = 0; i < n; i++)
+		owned = owned || strcmp(ids[i], "gate-1") == 0;
+	flash_sandbox_ids_free(ids, n);
+	cr_assert(owned, "a revoked session still owns its sandbox (Owned lists it for the Reap to finish)");
+	ASSERT_OK(B_OPS->revoke(B, "gate-1"), "a second revoke is harmless");
+
+	/* the second Reap completes */
+	revoke_log[0] = '\0';
+	ASSERT_OK(flash_sandbox_reap(P, "gate-1"), "the second reap");
+	cr_assert_str_eq(revoke_log, "revoke:gate-1;gate:gate-1;reap:gate-1;", "order: %s", revoke_log);
+	cr_assert(!backend_object_exists(info.backend_id), "the sandbox is still there");
+	ASSERT_ERR(flash_sandbox_info(P, "gate-1", &e), -ENOENT, "forgotten after the reap");
+	ASSERT_OK(B_OPS->revoke(B, "gate-1"), "revoking a session owning nothing");
 	sbuf_reset(&out);
 }
 

@@ -143,10 +143,13 @@ static void render_chart(const char *user, struct objs *out, char **ret_notes)
 }
 
 /* What libflash renders into deploy/kubernetes/ for the configuration
- * @config_json (NULL: the defaults). */
+ * @config_json (NULL: the defaults); sandbox-rbac.yaml only when the
+ * configuration turns sandbox sessions on (sandbox.namespace), as the
+ * chart's sandbox.enabled does. */
 static void render_manifests(const char *config_json, struct objs *out)
 {
 	struct flash_operator_config *config = NULL;
+	struct flash_operator_runtime rt = { .sz = sizeof(rt) };
 
 	if (config_json) {
 		_cleanup_diag_ struct flash_diag *d = render_test_diag();
@@ -154,9 +157,13 @@ static void render_manifests(const char *config_json, struct objs *out)
 
 		cr_assert(r == 0, "config: %s %s", diag_path(d), diag_message(d));
 	}
+	if (config)
+		ASSERT_OK(flash_operator_config_runtime(config, &rt), "runtime settings");
 	for (int m = 0; m < FLASH_MANIFEST_COUNT_; m++) {
 		char *yaml = NULL;
 
+		if (m == FLASH_MANIFEST_SANDBOX_RBAC && !rt.sandbox_namespace)
+			continue;
 		ASSERT_OK(flash_manifest_render(m, config, &yaml, NULL), flash_manifest_path(m));
 		add_yaml(out, yaml, flash_manifest_path(m));
 		free(yaml);
@@ -273,7 +280,7 @@ Test(chart, checked_in_files_are_current)
 		chart |= strcmp(files[i].path, "Chart.yaml") == 0 && strstr(files[i].text, "apiVersion: v2\n");
 	}
 	cr_assert(values && chart, "values.yaml and a Chart.yaml of apiVersion v2");
-	cr_assert(n == 10, "%zu generated files", n);
+	cr_assert(n == 11, "%zu generated files", n);
 	helm_chart_files_free(files, n);
 }
 
@@ -328,6 +335,42 @@ Test(chart, custom_values_render_what_libflash_renders_for_them)
 			 "\"storageClass\": \"fast-ssd\""));
 	objs_free(&chart);
 	objs_free(&want);
+}
+
+/* sandbox.enabled: the sessions' Namespace, the operator's Role and
+ * RoleBinding there, and sandbox.namespace in its configuration, exactly
+ * what libflash renders for the configuration naming that namespace. */
+Test(chart, sandbox_enabled_renders_what_libflash_renders_for_its_namespace)
+{
+	struct objs chart = { 0 }, want = { 0 }, plain = { 0 };
+	const struct json_value *role, *cm;
+
+	render_chart("{\"sandbox\":{\"enabled\":true,\"namespace\":\"agents-sbx\"}}", &chart, NULL);
+	render_manifests("{\"sandbox\":{\"namespace\":\"agents-sbx\"}}", &want);
+	assert_same_objects(&chart, &want);
+	assert_schemas(&chart);
+	render_manifests(NULL, &plain);
+	cr_assert(chart.n == plain.n + 3, "%zu objects, %zu without sandboxes", chart.n, plain.n);
+	role = object(&chart, "Role", "flash-operator-sandbox");
+	cr_assert_str_eq(str_at(role, "metadata.namespace"), "agents-sbx", "the Role is the namespace's only");
+	cr_assert_str_eq(str_at(object(&chart, "RoleBinding", "flash-operator-sandbox"), "metadata.namespace"),
+			 "agents-sbx");
+	object(&chart, "Namespace", "agents-sbx");
+	cm = object(&chart, "ConfigMap", "flash-operator-config");
+	{
+		const char *conf = json_string_value(json_get(json_get(cm, "data"), "flash-operator.conf"));
+		struct flash_operator_config *c = NULL;
+		struct flash_operator_runtime rt = { .sz = sizeof(rt) };
+
+		cr_assert(conf);
+		ASSERT_OK(flash_operator_config_parse(conf, strlen(conf), &c, NULL), "the chart's configuration");
+		ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+		cr_assert_str_eq(rt.sandbox_namespace, "agents-sbx", "the operator serves sandboxes there");
+		flash_operator_config_free(c);
+	}
+	objs_free(&chart);
+	objs_free(&want);
+	objs_free(&plain);
 }
 
 Test(chart, webhook_off_renders_what_libflash_renders_without_it)

@@ -44,8 +44,15 @@ struct fake {
 	pthread_mutex_t lock;
 	struct flash_sandbox_info s[FAKE_MAX];
 	bool used[FAKE_MAX];
+	bool revoked[FAKE_MAX]; /* the session's gate closed (its Reap began) */
+	int revoke_rc;          /* fault: the revoke fails */
 	unsigned int provisions;
+	char tenant[160];       /* "org/project" the last Provision's tenant lookup gave, or "-" */
 };
+
+static struct op_sandbox_tenants *tenants;
+
+static struct fake *the_fake;
 
 static int fake_find(struct fake *f, const char *id)
 {
@@ -63,9 +70,20 @@ static int fake_provision(void *b, const char *id, const struct flash_spec *spec
 
 	(void)spec;
 	(void)diag;
+	{
+		/* What the gVisor backend asks for the sandbox's identity. */
+		char org[64], project[64];
+
+		if (op_sandbox_tenants_lookup(tenants, id, org, sizeof(org), project, sizeof(project)) == 0)
+			snprintf(f->tenant, sizeof(f->tenant), "%s/%s", org, project);
+		else
+			snprintf(f->tenant, sizeof(f->tenant), "-");
+	}
 	pthread_mutex_lock(&f->lock);
 	i = fake_find(f, id);
-	if (i >= 0) {
+	if (i >= 0 && f->revoked[i]) {
+		r = -FLASH_E_SANDBOX_ENDED;
+	} else if (i >= 0) {
 		*ret = f->s[i];
 		ret->adopted = true;
 	} else {
@@ -86,6 +104,7 @@ static int fake_provision(void *b, const char *id, const struct flash_spec *spec
 					 f->s[i].expires_at);
 			}
 			f->used[i] = true;
+			f->revoked[i] = false;
 			f->provisions++;
 			*ret = f->s[i];
 		}
@@ -101,8 +120,13 @@ static int fake_info(void *b, const char *id, struct flash_sandbox_info *ret)
 
 	pthread_mutex_lock(&f->lock);
 	i = fake_find(f, id);
-	if (i >= 0)
+	if (i >= 0) {
 		*ret = f->s[i];
+		if (f->revoked[i]) {
+			ret->end = FLASH_SANDBOX_END_REAPED;
+			snprintf(ret->end_reason, sizeof(ret->end_reason), "reaping");
+		}
+	}
 	pthread_mutex_unlock(&f->lock);
 	return i >= 0 ? 0 : -ENOENT;
 }
@@ -119,6 +143,8 @@ static int fake_exec(void *b, const char *id, const struct flash_sandbox_exec_io
 
 	if (fake_info(b, id, &in) < 0)
 		return -ENOENT;
+	if (in.end == FLASH_SANDBOX_END_REAPED)
+		return -FLASH_E_SANDBOX_ENDED;
 	if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0)
 		return -errno;
 	pid = fork();
@@ -229,9 +255,24 @@ static void fake_free(void *b)
 	free(b);
 }
 
+/* The gate: the session marked revoked (a real backend: durably). */
+static int fake_revoke(void *b, const char *id)
+{
+	struct fake *f = b;
+	int i, r;
+
+	pthread_mutex_lock(&f->lock);
+	r = f->revoke_rc;
+	i = fake_find(f, id);
+	if (r == 0 && i >= 0)
+		f->revoked[i] = true;
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
 static const struct flash_sandbox_backend_ops fake_ops = {
 	.sz = sizeof(fake_ops), .provision = fake_provision, .info = fake_info, .exec = fake_exec,
-	.owned = fake_owned, .reap = fake_reap, .free = fake_free,
+	.owned = fake_owned, .reap = fake_reap, .free = fake_free, .revoke = fake_revoke,
 };
 
 /* ---------------------------------------------------------------- setup */
@@ -250,10 +291,13 @@ static void setup(void)
 	char path[128];
 	unsigned char pk[32];
 	struct fake *f = calloc(1, sizeof(*f));
-	static const struct op_sandbox_http_opts so = { .sz = sizeof(so), .write_max_bytes = 4 << 20,
-							.read_max_bytes = 8 << 20, .max_ops = 8 };
+	static struct op_sandbox_http_opts so = { .sz = sizeof(so), .write_max_bytes = 4 << 20,
+						 .read_max_bytes = 8 << 20, .max_ops = 8 };
 
 	cr_assert(f);
+	ASSERT_OK(op_sandbox_tenants_new(&tenants), "tenants");
+	so.tenants = tenants;
+	the_fake = f;
 	pthread_mutex_init(&f->lock, NULL);
 	strcpy(dir, "/tmp/test-operator-sandbox-XXXXXX");
 	cr_assert(mkdtemp(dir));
@@ -281,6 +325,8 @@ static void teardown(void)
 
 	op_http_stop(http);
 	flash_sandbox_provider_free(sp);
+	op_sandbox_tenants_free(tenants);
+	tenants = NULL;
 	op_provider_free(prov);
 	op_metrics_free(metrics);
 	op_store_close(store);
@@ -361,6 +407,9 @@ Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
 	snprintf(id, sizeof(id), "%s", sid_of("org-a", "p1", "s1"));
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
 	expect_status(r, 201, NULL, "made");
+	cr_assert_str_eq(the_fake->tenant, "org-a/p1", "the backend learns the token's tenant for the sandbox's identity");
+	cr_assert(op_sandbox_tenants_lookup(tenants, id, (char[64]){ 0 }, 64, (char[64]){ 0 }, 64) == -ENOENT,
+		  "forgotten once the Provision returned");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"expires_at\":"), "expires_at");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"adopted\":false"));
 	flash_client_response_free(r);
@@ -1062,4 +1111,120 @@ Test(operator_sandbox, a_session_gone_behind_the_routes_is_not_found)
 	expect_status(r, 404, "not-found", "a read says the session, not the file, is missing");
 	flash_client_response_free(r);
 	flash_client_free(a);
+}
+
+/* ---------------------------------------------------------------- the gate */
+
+/* Reap revokes first: a revoke that fails answers the Reap's failure and
+ * leaves the session working; a Reap stopped after the revoke (a crash,
+ * simulated by the backend's revoke alone, on a session the routes know
+ * live) leaves a session whose info says "reaping" and whose every other
+ * route answers 409 "reaping", until the next DELETE completes it. */
+Test(operator_sandbox, a_reap_stopped_after_its_revoke_is_told_reaping_and_completed_by_the_next)
+{
+	struct flash_client *a = client_of("org-a", "p1");
+	char *id = provisioned(a, "gate"), path[160];
+	struct flash_client_response *r = NULL;
+	struct flash_client_sandbox_exec_result res;
+	struct grow got = { 0 };
+	const char *t[] = { "/bin/true", NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
+
+	the_fake->revoke_rc = -EIO;
+	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
+	expect_status(r, 500, "internal", "a failed revoke fails the Reap");
+	flash_client_response_free(r);
+	the_fake->revoke_rc = 0;
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
+	cr_assert_null(r, "the session still works: %s", flash_client_response_body(r, NULL));
+	cr_assert_eq(res.exit_code, 0);
+
+	ASSERT_OK(fake_ops.revoke(the_fake, id), "the revoke alone (the Reap stopped there)");
+	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
+	expect_status(r, 409, "reaping", "exec on a revoked session the routes knew live");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"reaping\""), "%s",
+		  flash_client_response_body(r, NULL));
+	flash_client_response_free(r);
+	snprintf(path, sizeof(path), "%s/none", dir);
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read");
+	expect_status(r, 409, "reaping", "read on a revoked session");
+	cr_assert_eq(got.len, 0u);
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
+	expect_status(r, 409, "reaping", "a revoked session is not adopted");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
+	expect_status(r, 200, NULL, "its info is still served");
+	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"reaped\"") &&
+		  strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"reaping\""), "%s",
+		  flash_client_response_body(r, NULL));
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "the second reap");
+	expect_status(r, 200, NULL, "the next Reap completes it");
+	flash_client_response_free(r);
+	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
+	expect_status(r, 404, "not-found", "gone after its Reap");
+	flash_client_response_free(r);
+	flash_client_free(a);
+}
+
+/* One tenant whose operations stall (a sandbox that never answers) holds
+ * at most its share of the operation slots: max_ops 8 gives 2 per
+ * organization+project; a third of its own is refused, another tenant's
+ * goes through. */
+struct slow_exec {
+	struct flash_client *c;
+	const char *id;
+	int rc;
+};
+
+static void *slow_exec_thread(void *arg)
+{
+	struct slow_exec *x = arg;
+	const char *sl[] = { "/bin/sleep", "2", NULL };
+	struct flash_client_response *ref = NULL;
+	struct flash_client_sandbox_exec_result res;
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = sl, .timeout_ms = 10000);
+
+	x->rc = flash_client_sandbox_exec(x->c, x->id, &o, &res, &ref);
+	flash_client_response_free(ref);
+	return NULL;
+}
+
+Test(operator_sandbox, one_tenant_holds_only_its_share_of_the_operation_slots)
+{
+	struct flash_client *a = client_of("org-a", "p1"), *b = client_of("org-b", "p1");
+	char ida[FLASH_CLIENT_SANDBOX_ID_STRLEN], idb[FLASH_CLIENT_SANDBOX_ID_STRLEN];
+	struct slow_exec x[2] = { { a, ida, -1 }, { a, ida, -1 } };
+	struct flash_client_response *ref = NULL;
+	struct flash_client_sandbox_exec_result res;
+	const char *t[] = { "/bin/true", NULL };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
+	pthread_t th[2];
+
+	snprintf(ida, sizeof(ida), "%s", provisioned(a, "busy"));
+	snprintf(idb, sizeof(idb), "%s", sid_of("org-b", "p1", "calm"));
+	ASSERT_OK(flash_client_sandbox_provision(b, idb, spec_json, strlen(spec_json), 120, &ref), "org-b's");
+	expect_status(ref, 201, NULL, "made");
+	flash_client_response_free(ref);
+	ref = NULL;
+	for (int i = 0; i < 2; i++)
+		cr_assert(pthread_create(&th[i], NULL, slow_exec_thread, &x[i]) == 0);
+	usleep(500000); /* both running */
+	ASSERT_OK(flash_client_sandbox_exec(a, ida, &o, &res, &ref), "a third of org-a's");
+	cr_assert_not_null(ref, "refused");
+	expect_status(ref, 503, "unavailable", NULL);
+	cr_assert(strstr(flash_client_response_body(ref, NULL), "of this organization and project"), "%s",
+		  flash_client_response_body(ref, NULL));
+	flash_client_response_free(ref);
+	ref = NULL;
+	ASSERT_OK(flash_client_sandbox_exec(b, idb, &o, &res, &ref), "org-b's");
+	cr_assert_null(ref, "another tenant is served: %s", flash_client_response_body(ref, NULL));
+	cr_assert_eq(res.exit_code, 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(x[i].rc, 0, "the slow ones finished");
+	}
+	flash_client_free(a);
+	flash_client_free(b);
 }

@@ -68,9 +68,10 @@ Test(manifests, every_object_matches_the_kubernetes_schemas)
 	/* 2 CRDs, Namespace, 2 ServiceAccounts, ConfigMap, Deployment,
 	 * DaemonSet, the 6 RBAC objects (against rbac_v1), 2 RuntimeClasses
 	 * (node_v1), the webhook's Service and its
-	 * ValidatingWebhookConfiguration (admissionregistration_v1). */
-	cr_assert(checked == 18, "checked %zu objects", checked);
-	cr_assert(rbac == 6, "checked %zu RBAC objects", rbac);
+	 * ValidatingWebhookConfiguration (admissionregistration_v1); the
+	 * sandbox sessions' Namespace, Role and RoleBinding. */
+	cr_assert(checked == 21, "checked %zu objects", checked);
+	cr_assert(rbac == 8, "checked %zu RBAC objects", rbac);
 	flash_schema_set_free(set);
 }
 

@@ -25,6 +25,7 @@ struct grant {
 #define OP "ClusterRole/flash-operator"
 #define OPNS "Role/flash-operator"
 #define AG "ClusterRole/flowsdn-agent"
+#define SB "Role/flash-operator-sandbox"
 #define CRDS "flashservices.flash.heterocloud.io,flashusagerecords.flash.heterocloud.io"
 #define FG "flash.heterocloud.io"
 
@@ -124,6 +125,15 @@ static const struct grant table[] = {
 	{ AG, "networking.k8s.io", "networkpolicies", "list", NULL, "live policy: initial list" },
 	{ AG, "networking.k8s.io", "networkpolicies", "watch", NULL, "live policy follows changes" },
 	{ AG, "events.k8s.io", "events", "create", NULL, "EndpointCreated, IPAllocationFailed, PodCIDRSelected" },
+	/* sandbox sessions in Kubernetes mode, in their namespace only
+	 * (operator/sandbox-k8s.c; test-sandbox-k8s checks these are the
+	 * verbs of the requests it sends) */
+	{ SB, "", "pods", "create", NULL, "Provision: a Pod per session" },
+	{ SB, "", "pods", "list", NULL, "a session's Pod selected by label (every operation), Owned, the waits" },
+	{ SB, "", "pods", "patch", NULL, "Reap revokes first: the revoke annotation (merge patch)" },
+	{ SB, "", "pods", "delete", NULL, "Reap and expiry, grace 0" },
+	{ SB, "", "pods/exec", "get", NULL, "Exec and the file operations: the WebSocket upgrade is a GET" },
+	{ SB, "", "pods/exec", "create", NULL, "since 1.35 the upgrade needs create as well" },
 };
 
 static const char *str_at(const struct json_value *v, const char *key)
@@ -150,7 +160,7 @@ static const char *names_of(const struct json_value *rule, char *buf, size_t siz
 Test(rbac, verbs_are_exactly_the_table)
 {
 	static const char *const files[] = { "operator-rbac.yaml", "flowsdn-agent.yaml", "operator.yaml",
-					     "runtimeclasses.yaml", "operator-webhook.yaml" };
+					     "runtimeclasses.yaml", "operator-webhook.yaml", "sandbox-rbac.yaml" };
 	bool seen[sizeof(table) / sizeof(table[0])] = { false };
 	size_t roles = 0, grants = 0;
 
@@ -221,7 +231,7 @@ Test(rbac, verbs_are_exactly_the_table)
 	for (size_t t = 0; t < sizeof(table) / sizeof(table[0]); t++)
 		cr_assert(seen[t], "%s lacks %s on %s/%s (%s)", table[t].role, table[t].verb, table[t].group,
 			  table[t].resource, table[t].why);
-	cr_assert(roles == 3, "found %zu roles", roles);
+	cr_assert(roles == 4, "found %zu roles", roles);
 	cr_assert(grants == sizeof(table) / sizeof(table[0]));
 }
 
@@ -275,7 +285,7 @@ Test(rbac, objects_match_rbac_v1)
 		render_test_free_docs(docs, n);
 		free(yaml);
 	}
-	cr_assert(checked == 6, "checked %zu RBAC objects", checked);
+	cr_assert(checked == 8, "checked %zu RBAC objects", checked);
 	/* verbs is required by io.k8s.api.rbac.v1.PolicyRule. */
 	ASSERT_ERR(flash_schema_validate_object(set, bad, strlen(bad), d), -FLASH_E_RENDER_INVALID, "no verbs");
 	ASSERT_STREQ(diag_path(d), "rules[0]", "no verbs path");

@@ -749,7 +749,16 @@ Test(render, operator_config_sandbox)
 		{ "{\"sandbox\":{\"dir\":\"/var/lib/s\",\"poolSize\":2}}", "sandbox" },
 		{ "{\"sandbox\":{\"poolSize\":2,\"poolImage\":\"busybox\"}}", "sandbox" },
 		{ "{\"sandbox\":{\"dir\":\"/var/lib/s\",\"ttl\":5}}", "sandbox.ttl" },
+		{ "{\"sandbox\":{\"dir\":\"/var/lib/s\",\"namespace\":\"sbx\"}}", "sandbox" },
+		{ "{\"sandbox\":{\"runtimeClass\":\"gvisor\"}}", "sandbox" },
+		{ "{\"sandbox\":{\"namespace\":\"Not_A_Label\"}}", "sandbox.namespace" },
+		{ "{\"sandbox\":{\"namespace\":\"sbx\",\"runtimeClass\":\"UPPER\"}}", "sandbox.runtimeClass" },
+		{ "{\"sandbox\":{\"namespace\":\"sbx\",\"netSetupImage\":\"a b\"}}", "sandbox.netSetupImage" },
+		{ "{\"sandbox\":{\"namespace\":\"sbx\",\"nodeSelector\":\"\"}}", "sandbox.nodeSelector" },
 	};
+	static const char k8s[] = "{\"sandbox\":{\"namespace\":\"agent-sbx\",\"netSetupImage\":\"registry.example/ns:1\","
+				  "\"runtimeClass\":\"gvisor\",\"nodeSelector\":\"pool=sbx\",\"tolerations\":\"sbx:NoSchedule\","
+				  "\"imagePullSecrets\":\"regcred\"}}";
 	static const char good[] = "{\"sandbox\":{\"dir\":\"/var/lib/flash/sandbox\",\"poolSize\":4,"
 				   "\"poolImage\":\"registry.example/sbx:1\",\"poolCpuMillis\":500,\"poolMemoryMib\":256}}";
 	struct flash_operator_config *c = NULL;
@@ -768,6 +777,18 @@ Test(render, operator_config_sandbox)
 	cr_assert_str_eq(rt.sandbox_pool_image, "registry.example/sbx:1");
 	cr_assert_eq(rt.sandbox_pool_cpu_millis, 500);
 	cr_assert_eq(rt.sandbox_pool_memory_mib, 256);
+	cr_assert_null(rt.sandbox_namespace, "no Kubernetes sessions with dir");
+	flash_operator_config_free(c);
+	/* Kubernetes mode: the strings as given (the backend parses them) */
+	ASSERT_OK(flash_operator_config_parse(k8s, strlen(k8s), &c, d), "sandbox section, Kubernetes mode");
+	ASSERT_OK(flash_operator_config_runtime(c, &rt), "runtime");
+	cr_assert_null(rt.sandbox_dir);
+	cr_assert_str_eq(rt.sandbox_namespace, "agent-sbx");
+	cr_assert_str_eq(rt.sandbox_net_setup_image, "registry.example/ns:1");
+	cr_assert_str_eq(rt.sandbox_runtime_class, "gvisor");
+	cr_assert_str_eq(rt.sandbox_node_selector, "pool=sbx");
+	cr_assert_str_eq(rt.sandbox_tolerations, "sbx:NoSchedule");
+	cr_assert_str_eq(rt.sandbox_image_pull_secrets, "regcred");
 	flash_operator_config_free(c);
 	config_refused(bad, sizeof(bad) / sizeof(bad[0]), d);
 	flash_diag_free(d);

@@ -11,7 +11,12 @@
  * Pod API as on a cluster.  Also: the Pod rendered (RuntimeClass,
  * NodeSelector, Tolerations, ImagePullSecrets, the net-setup init
  * container of a limited sandbox, the ownership label) and valid against
- * the recorded OpenAPI schema, and malformed options refused.
+ * the recorded OpenAPI schema, and malformed options refused.  Reap's
+ * revoke first (the session's gate: an annotation merge-patched on its
+ * Pods before any DELETE): a refused PATCH deletes nothing, and a Reap
+ * stopped after it leaves a session that refuses work (also through a
+ * second backend: another replica, a restarted operator) until a second
+ * Reap completes it.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -42,6 +47,8 @@
 static struct k8s_fake *F;
 static struct flash_schema_set *SCHEMAS;
 static struct flash_sandbox_provider *P;
+static const struct flash_sandbox_backend_ops *OPS; /* P's backend, for a revoke alone */
+static void *BACKEND;
 static struct flash_spec *SPEC;
 static char DIR_[128];
 
@@ -84,6 +91,8 @@ static void setup(void)
 	SCHEMAS = render_test_schema_set(true);
 	base_opts(&o);
 	ASSERT_OK(op_sandbox_k8s_new(&o, &ops, &backend, NULL), "backend");
+	OPS = ops;
+	BACKEND = backend;
 	ASSERT_OK(flash_sandbox_provider_new(ops, backend, NULL, &P), "provider");
 	ASSERT_OK(flash_spec_parse(spec, sizeof(spec) - 1, NULL, &SPEC, NULL), "spec");
 }
@@ -201,6 +210,21 @@ Test(sandbox_k8s, the_pod_rendered_and_schema_valid)
 	}
 	ASSERT_STREQ(json_string_value(json_get(json_at(v, "spec.containers")->u.array.items[0], "image")),
 		     "busybox:1.36", "the spec's image");
+	ASSERT_STREQ(json_at(v, "spec.activeDeadlineSeconds")->u.number.text, "60",
+		     "the kubelet ends the Pod at its expiry by itself");
+	{
+		const struct json_value *sc = json_get(json_at(v, "spec.containers")->u.array.items[0], "securityContext");
+		const struct json_value *add = json_at(sc, "capabilities.add");
+
+		cr_assert(json_is(json_get(sc, "allowPrivilegeEscalation"), JSON_BOOL) &&
+				  !json_get(sc, "allowPrivilegeEscalation")->u.boolean,
+			  "no setuid escalation");
+		ASSERT_STREQ(json_string_value(json_at(sc, "capabilities.drop")->u.array.items[0]), "ALL", "drop ALL");
+		for (size_t i = 0; i < add->u.array.n; i++)
+			cr_assert(strcmp(json_string_value(add->u.array.items[i]), "NET_RAW") &&
+					  strcmp(json_string_value(add->u.array.items[i]), "NET_ADMIN"),
+				  "no raw sockets, no network administration in the tenant's container");
+	}
 	json_free(v);
 	free(text);
 	/* An internet sandbox has no init container. */
@@ -479,4 +503,112 @@ Test(sandbox_k8s, owned_reap_waits_until_gone_and_expiry)
 	}
 	ASSERT_OK(flash_sandbox_reap(P, "sess-e"), "reap the ended session");
 	ASSERT_ERR(flash_sandbox_info(P, "sess-e", &info), -ENOENT, "forgotten after its reap");
+	/* A Provision of a session past its expiry whose Pod nobody looked
+	 * at gets a new sandbox, not the expired one. */
+	ASSERT_OK(flash_sandbox_provision(P, "sess-x", SPEC, 1, &info, NULL), "short");
+	usleep(1100000);
+	ASSERT_OK(flash_sandbox_provision(P, "sess-x", SPEC, 60, &info, NULL), "again after its expiry");
+	cr_assert(!info.adopted && info.end == FLASH_SANDBOX_LIVE, "a new sandbox (adopted %d, end %d)", info.adopted,
+		  info.end);
+	cr_assert_gt(info.expires_at, (int64_t)time(NULL) + 30, "with the new expiry");
+	ASSERT_OK(flash_sandbox_reap(P, "sess-x"), "reap");
+}
+
+/* ---------------------------------------------------------------- the gate */
+
+/* The methods and paths of the requests since the last reset, "M P;". */
+static void requests_text(char *buf, size_t size, size_t *ret_patches, size_t *ret_deletes)
+{
+	buf[0] = '\0';
+	*ret_patches = *ret_deletes = 0;
+	for (size_t i = 0; i < k8s_fake_requests(F); i++) {
+		struct k8s_fake_request rq = { 0 };
+
+		ASSERT_OK(k8s_fake_request_get(F, i, &rq), "request");
+		if (!strcmp(rq.method, "PATCH") || !strcmp(rq.method, "DELETE")) {
+			snprintf(buf + strlen(buf), size - strlen(buf), "%s %s;", rq.method, rq.path);
+			*(!strcmp(rq.method, "PATCH") ? ret_patches : ret_deletes) += 1;
+		}
+		k8s_fake_request_clear(&rq);
+	}
+}
+
+Test(sandbox_k8s, reap_revokes_first_and_a_half_done_reap_is_completed)
+{
+	static const char refused[] = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+				      "\"message\":\"etcdserver: request timed out\",\"reason\":\"InternalError\",\"code\":500}";
+	struct k8s_fake_step st = { .method = "PATCH", .path = "/api/v1/namespaces/" NS "/pods/sbx-sess-g", .status = 500,
+				    .body = refused };
+	const struct flash_sandbox_backend_ops *ops2 = NULL;
+	struct flash_sandbox_provider *p2 = NULL;
+	struct flash_sandbox_info info, e;
+	struct flash_sandbox_exec_result res;
+	struct op_sandbox_k8s_opts o;
+	const char *a1[] = { "/bin/true", NULL };
+	FLASH_OPTS(flash_sandbox_exec_opts, xo, .argv = a1);
+	void *b2 = NULL;
+	char seen[1024];
+	size_t patches, deletes;
+
+	ASSERT_OK(flash_sandbox_provision(P, "sess-g", SPEC, 60, &info, NULL), "provision");
+	/* The API server refuses the revoke: nothing deleted, the session works. */
+	ASSERT_OK(k8s_fake_push(F, &st), "a refused PATCH");
+	k8s_fake_reset_requests(F);
+	cr_assert_lt(flash_sandbox_reap(P, "sess-g"), 0, "the Reap fails with its revoke");
+	requests_text(seen, sizeof(seen), &patches, &deletes);
+	cr_assert_eq(patches, 1, "the revoke was tried: %s", seen);
+	cr_assert_eq(deletes, 0, "nothing deleted after a failed revoke: %s", seen);
+	cr_assert(k8s_fake_pod_exists(F, NS, "sbx-sess-g"), "the Pod is still there");
+	ASSERT_OK(flash_sandbox_info(P, "sess-g", &e), "info");
+	cr_assert_eq(e.end, FLASH_SANDBOX_LIVE, "still live (%s)", e.end_reason);
+	ASSERT_OK(flash_sandbox_exec(P, "sess-g", &xo, &res), "exec after a failed revoke");
+	cr_assert_eq(res.exit_code, 0);
+
+	/* A crash after the revoke: the annotation is on the Pod, nothing deleted. */
+	k8s_fake_reset_requests(F);
+	ASSERT_OK(OPS->revoke(BACKEND, "sess-g"), "the backend's revoke alone");
+	{
+		struct k8s_fake_request rq = { 0 };
+		bool found = false;
+
+		for (size_t i = 0; i < k8s_fake_requests(F) && !found; i++) {
+			ASSERT_OK(k8s_fake_request_get(F, i, &rq), "request");
+			if (!strcmp(rq.method, "PATCH")) {
+				found = true;
+				ASSERT_STREQ(rq.path, "/api/v1/namespaces/" NS "/pods/sbx-sess-g", "the Pod selected by label");
+				ASSERT_STREQ(rq.content_type, "application/merge-patch+json", "a merge patch");
+				cr_assert_not_null(strstr(rq.body, "\"flash.heterocloud.io/sandbox-revoked\""), "%s", rq.body);
+				cr_assert_eq(rq.status, 200, "the fake applied it");
+			}
+			k8s_fake_request_clear(&rq);
+		}
+		cr_assert(found, "a PATCH was sent");
+	}
+	ASSERT_OK(flash_sandbox_info(P, "sess-g", &e), "info of a revoked session");
+	cr_assert_eq(e.end, FLASH_SANDBOX_END_REAPED, "end %s", flash_sandbox_end_name(e.end));
+	ASSERT_STREQ(e.end_reason, "reaping", "reaping");
+	cr_assert_eq(e.expires_at, info.expires_at, "expires_at kept");
+	ASSERT_ERR(flash_sandbox_exec(P, "sess-g", &xo, &res), -FLASH_E_SANDBOX_ENDED, "exec refused");
+	ASSERT_ERR(flash_sandbox_provision(P, "sess-g", SPEC, 60, &e, NULL), -FLASH_E_SANDBOX_ENDED,
+		   "provision refused, not adopted");
+	cr_assert(k8s_fake_pod_exists(F, NS, "sbx-sess-g"), "the revoke alone deleted nothing");
+
+	/* Another replica (or the operator restarted) sees the gate closed:
+	 * it is on the Pod, not in a process's memory. */
+	base_opts(&o);
+	ASSERT_OK(op_sandbox_k8s_new(&o, &ops2, &b2, NULL), "a second backend");
+	ASSERT_OK(flash_sandbox_provider_new(ops2, b2, NULL, &p2), "its provider");
+	ASSERT_OK(flash_sandbox_info(p2, "sess-g", &e), "info there");
+	ASSERT_STREQ(e.end_reason, "reaping", "reaping there too");
+	ASSERT_ERR(flash_sandbox_exec(p2, "sess-g", &xo, &res), -FLASH_E_SANDBOX_ENDED, "exec refused there");
+	/* Its Reap completes the first one's. */
+	k8s_fake_reset_requests(F);
+	ASSERT_OK(flash_sandbox_reap(p2, "sess-g"), "the second Reap");
+	requests_text(seen, sizeof(seen), &patches, &deletes);
+	cr_assert_eq(deletes, 1, "%s", seen);
+	cr_assert_eq(strncmp(seen, "PATCH ", 6), 0, "revoked again before the DELETE: %s", seen);
+	cr_assert(!k8s_fake_pod_exists(F, NS, "sbx-sess-g"), "gone");
+	ASSERT_ERR(flash_sandbox_info(P, "sess-g", &e), -ENOENT, "forgotten");
+	ASSERT_OK(OPS->revoke(BACKEND, "sess-g"), "revoking a session owning nothing");
+	flash_sandbox_provider_free(p2);
 }

@@ -409,6 +409,8 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 		free(out.p);
 		out = (struct sbuf){ 0 };
 	}
+	free(err.p);
+	err = (struct sbuf){ 0 };
 	{
 		const char *rel[] = { "bin/true", NULL };
 		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = rel);
@@ -417,7 +419,6 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 		ASSERT_ERR(flash_sandbox_exec(P, "nobody", &(struct flash_sandbox_exec_opts){ .sz = sizeof(o),
 			   .argv = a1 }, &res), -ENOENT, "no such session");
 	}
-	free(err.p);
 }
 
 Test(sandbox, exec_timeout_kills_the_process_group)
@@ -565,6 +566,19 @@ Test(sandbox, write_new_existing_and_symlink)
 	cr_assert_str_eq(d, "replaced");
 	free(d);
 	cr_assert_eq(entries(), 4, "a temporary file was left behind");
+	/* a symlink to a directory too: the link is replaced, nothing lands
+	 * in the directory (mv onto it would move the file into it) */
+	cr_assert_eq(mkdir(path("adir"), 0755), 0);
+	cr_assert_eq(symlink(path("adir"), path("dlink")), 0);
+	ASSERT_OK(write_str("dlink", "over a dir link", 0, &n), "symlink to a directory");
+	cr_assert(S_ISREG(mode_of("dlink")), "the link to a directory was not replaced by a file");
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "[ -z \"$(ls -A '%s')\" ]", path("adir"));
+		cr_assert_eq(system(cmd), 0, "something was written into the linked directory");
+	}
+	cr_assert_eq(entries(), 6, "a temporary file was left behind");
 
 	ASSERT_ERR(write_str("nodir/x", "x", 0, &n), -ENOENT, "missing directory");
 	ASSERT_ERR(write_str("", "x", 0, &n), -EINVAL, "directory as a file name");
@@ -670,6 +684,19 @@ Test(sandbox, export_is_one_top_level_directory)
 	fclose(f);
 	cr_assert_eq(tar_of(DIR_, "-tf out.tar | sort", &list), 0);
 	cr_assert_str_eq(list.p, "data/\ndata/deep/\ndata/deep/f\n", "members: %s", list.p);
+	free(t.p);
+	free(list.p);
+	/* a name tar could take for an option is a name */
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/work/-h && echo y > %s/work/-h/g", DIR_, DIR_);
+	cr_assert_eq(system(cmd), 0);
+	t = (struct sbuf){ 0 };
+	ASSERT_OK(flash_sandbox_export(P, SID, path("work/-h"), to_buf, &t), "export of -h");
+	f = fopen(tarfile, "wb");
+	fwrite(t.p, 1, t.len, f);
+	fclose(f);
+	list = (struct sbuf){ 0 };
+	cr_assert_eq(tar_of(DIR_, "-tf out.tar | sort", &list), 0);
+	cr_assert_str_eq(list.p, "-h/\n-h/g\n", "members: %s", list.p);
 	free(t.p);
 	free(list.p);
 	ASSERT_ERR(flash_sandbox_export(P, SID, path("work/nothing"), to_buf, &t), -ENOENT, "missing");
