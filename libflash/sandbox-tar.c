@@ -50,10 +50,13 @@
  *   - a non-empty prefix field without the POSIX magic (BusyBox joins it
  *     to the name, GNU tar does not);
  *   - a header whose name field is empty (BusyBox takes it for an end
- *     block and reads its data as headers);
- *   - a directory or link with a non-zero size (the extractors differ on
- *     whether such data follows), a regular file whose name ends in '/'
- *     (read as a directory by both, with data skipped or not);
+ *     block and reads its data as headers unless a long name is pending:
+ *     not a rule to lean on);
+ *   - a directory or link with a non-zero size (GNU tar 1.34 skips a
+ *     symlink's data where BusyBox 1.35 reads it as headers; both ignore
+ *     the size of a directory or hard link today, not a rule to lean on),
+ *     a regular file whose name ends in '/' (read as a directory, with
+ *     its data skipped or not);
  *   - numbers GNU tar and BusyBox could read differently: the size and
  *     checksum fields need an octal digit; base-256 only with the 0x80
  *     lead byte GNU tar takes and below 2^63; the checksum octal and
@@ -631,7 +634,7 @@ static int header_block(struct flash_sandbox_tar *t, flash_sandbox_sink_fn sink,
 		return refuse(t, diag, NULL, "checksum", "header block %zu has a bad checksum", t->members);
 	if (h[0] == '\0')
 		return refuse(t, diag, t->long_name, "empty-name",
-			      "header with an empty name field (BusyBox reads it as an end block)");
+			      "header with an empty name field (BusyBox may read it as an end block)");
 	if (type != 'x' && type != 'g' && type != 'L' && type != 'K')
 		return member_header(t, sink, userdata, diag);
 
