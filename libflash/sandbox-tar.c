@@ -30,6 +30,38 @@
  *   - headers: checksum right, numbers well-formed; the archive ends with
  *     its two zero blocks, after which only zero bytes may follow (they are
  *     not passed on).
+ *
+ * The checker must read every header as the extractor in the sandbox
+ * does (GNU tar, BusyBox tar): where they could read one differently it
+ * refuses rather than picks a reading.  So it also refuses:
+ *   - pax keys outside an allow-list (path, linkpath, mtime, atime, ctime,
+ *     uid, gid, uname, gname, comment, charset; in a global header the
+ *     same but path and linkpath): `size` (BusyBox ignores it, so the
+ *     framing would differ), GNU.sparse.* (GNU tar renames and reframes
+ *     with them, BusyBox does not), `hdrcharset` (changes how GNU tar
+ *     decodes path) and every other key, as one we do not know could name
+ *     a path or change the framing in some extractor; a key twice in one
+ *     header;
+ *   - a member with both a pax path/linkpath and a GNU L/K record (GNU tar
+ *     gives pax priority, BusyBox takes the last), two pax headers or two
+ *     L or two K records for one member;
+ *   - GNU sparse ('S'), multi-volume ('M'), volume ('V'), dump-dir ('D')
+ *     and old long-name ('N') members (by the type rule);
+ *   - a non-empty prefix field without the POSIX magic (BusyBox joins it
+ *     to the name, GNU tar does not);
+ *   - a header whose name field is empty (BusyBox takes it for an end
+ *     block and reads its data as headers unless a long name is pending:
+ *     not a rule to lean on);
+ *   - a directory or link with a non-zero size (GNU tar 1.34 skips a
+ *     symlink's data where BusyBox 1.35 reads it as headers; both ignore
+ *     the size of a directory or hard link today, not a rule to lean on),
+ *     a regular file whose name ends in '/' (read as a directory, with
+ *     its data skipped or not);
+ *   - numbers GNU tar and BusyBox could read differently: the size and
+ *     checksum fields need an octal digit; base-256 only with the 0x80
+ *     lead byte GNU tar takes and below 2^63; the checksum octal and
+ *     terminated (BusyBox reads it with strtoul) and the unsigned sum
+ *     only (BusyBox may not take the signed one).
  */
 #include "config.h"
 
@@ -57,6 +89,12 @@
 /* Most symbolic links one archive may hold. */
 #define SYMLINKS_MAX 16384
 
+/* Extension headers met for the next member (ext_seen). */
+#define EXT_PAX   0x1u
+#define EXT_LNAME 0x2u
+#define EXT_LLINK 0x4u
+#define EXT_GNU_ANY (EXT_LNAME | EXT_LLINK)
+
 enum state {
 	ST_HEADER,      /* collecting a header block */
 	ST_DATA,        /* passing a member's data (and padding) through */
@@ -79,8 +117,10 @@ struct flash_sandbox_tar {
 	size_t pending_len, pending_cap;
 	/* what the held extensions say about the next member */
 	char *long_name, *long_link;
-	bool has_size;
-	uint64_t pax_size;
+	bool pax_name, pax_link;  /* long_name/long_link came from pax */
+	unsigned ext_seen;        /* EXT_* met for the next member */
+	char ext_code[32];        /* a refusal held until the member is named */
+	char ext_msg[200];
 	char **symlinks;          /* normalized names of the archive's symlinks */
 	size_t n_symlinks, cap_symlinks;
 	size_t members;
@@ -104,8 +144,9 @@ static void ext_reset(struct flash_sandbox_tar *t)
 	free(t->long_name);
 	free(t->long_link);
 	t->long_name = t->long_link = NULL;
-	t->has_size = false;
-	t->pax_size = 0;
+	t->pax_name = t->pax_link = false;
+	t->ext_seen = 0;
+	t->ext_code[0] = t->ext_msg[0] = '\0';
 	t->pending_len = 0;
 }
 
@@ -145,32 +186,38 @@ _printf_(5, 6) static int refuse(struct flash_sandbox_tar *t, struct flash_diag 
 	return t->error;
 }
 
-/* A numeric header field: octal (NUL/space padded) or GNU base-256 (high
- * bit of the first byte; negative refused).  -1 when malformed. */
-static int parse_number(const uint8_t *f, size_t len, uint64_t *ret)
+/* A numeric header field: leading spaces, at least one octal digit, then
+ * only NULs and spaces (when @terminated, at least one of them); or, when
+ * @base256, GNU base-256: the lead byte 0x80 exactly (the only positive
+ * one GNU tar takes; BusyBox keeps the low 64 bits, the same number below
+ * 2^63).  Values of 2^63 and more (not an off_t) are refused.  -1 when
+ * malformed. */
+static int parse_number(const uint8_t *f, size_t len, bool base256, bool terminated, uint64_t *ret)
 {
 	uint64_t v = 0;
-	size_t i = 0;
+	size_t i = 0, digits;
 
-	if (f[0] & 0x80) {
-		if (f[0] & 0x40)
-			return -1; /* negative */
-		v = f[0] & 0x3f;
+	if (base256 && f[0] == 0x80) {
 		for (i = 1; i < len; i++) {
 			if (v > (UINT64_MAX >> 8))
 				return -1;
 			v = (v << 8) | f[i];
 		}
+		if (v > (uint64_t)INT64_MAX)
+			return -1;
 		*ret = v;
 		return 0;
 	}
 	while (i < len && f[i] == ' ')
 		i++;
+	digits = i;
 	for (; i < len && f[i] >= '0' && f[i] <= '7'; i++) {
 		if (v > (UINT64_MAX >> 3))
 			return -1;
 		v = (v << 3) | (uint64_t)(f[i] - '0');
 	}
+	if (i == digits || (terminated && i == len) || v > (uint64_t)INT64_MAX)
+		return -1;
 	for (; i < len; i++)
 		if (f[i] != ' ' && f[i] != '\0')
 			return -1;
@@ -178,21 +225,18 @@ static int parse_number(const uint8_t *f, size_t len, uint64_t *ret)
 	return 0;
 }
 
+/* The unsigned (POSIX) sum only: BusyBox built without its old-Sun
+ * compatibility takes no other. */
 static bool checksum_ok(const uint8_t *h)
 {
 	uint64_t want;
 	uint64_t usum = 0;
-	int64_t ssum = 0;
 
-	if (parse_number(h + 148, 8, &want) < 0)
+	if (parse_number(h + 148, 8, false, true, &want) < 0)
 		return false;
-	for (size_t i = 0; i < BLOCK; i++) {
-		uint8_t c = (i >= 148 && i < 156) ? ' ' : h[i];
-
-		usum += c;
-		ssum += (int8_t)c;
-	}
-	return want == usum || (ssum >= 0 && want == (uint64_t)ssum);
+	for (size_t i = 0; i < BLOCK; i++)
+		usum += (i >= 148 && i < 156) ? ' ' : h[i];
+	return want == usum;
 }
 
 /* A fixed header field as a new string (up to the first NUL). */
@@ -332,15 +376,41 @@ static char *dup_mem(const uint8_t *p, size_t n)
 	return s;
 }
 
-/* Parses pax records "LEN KEY=VALUE\n" of the held data; path, linkpath
- * and size qualify the next member ('x'); a global header ('g') may not
+/* Holds a refusal of the extensions until their member's header names
+ * it (the first one wins). */
+_printf_(3, 4) static void ext_refuse(struct flash_sandbox_tar *t, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->ext_code[0])
+		return;
+	snprintf(t->ext_code, sizeof(t->ext_code), "%s", code);
+	va_start(ap, fmt);
+	vsnprintf(t->ext_msg, sizeof(t->ext_msg), fmt, ap);
+	va_end(ap);
+}
+
+/* The pax keys accepted (see the head of the file); the others are
+ * refused.  path and linkpath only in an 'x' header. */
+static const char *const pax_keys[] = {
+	"path", "linkpath", "mtime", "atime", "ctime", "uid", "gid", "uname", "gname", "comment", "charset",
+};
+
+/* Parses pax records "LEN KEY=VALUE\n" of the held data; path and
+ * linkpath qualify the next member ('x'); a global header ('g') may not
  * set them. */
 static int parse_pax(struct flash_sandbox_tar *t, const uint8_t *d, size_t n, bool global, struct flash_diag *diag)
 {
 	size_t off = 0;
+	unsigned seen = 0;
 
+	if (!global) {
+		if (t->ext_seen & EXT_PAX)
+			ext_refuse(t, "pax", "two pax headers for one member");
+		t->ext_seen |= EXT_PAX;
+	}
 	while (off < n) {
-		size_t reclen = 0, i = off, klen;
+		size_t reclen = 0, i = off, klen, k, nkeys = sizeof(pax_keys) / sizeof(pax_keys[0]);
 		const uint8_t *key, *eq, *val, *end;
 
 		while (i < n && d[i] >= '0' && d[i] <= '9' && i - off < 8)
@@ -356,10 +426,31 @@ static int parse_pax(struct flash_sandbox_tar *t, const uint8_t *d, size_t n, bo
 			return refuse(t, diag, NULL, "pax", "pax record at byte %zu has no key", off);
 		klen = (size_t)(eq - key);
 		val = eq + 1;
-		if ((klen == 4 && !memcmp(key, "path", 4)) || (klen == 8 && !memcmp(key, "linkpath", 8))) {
-			char **slot = klen == 4 ? &t->long_name : &t->long_link;
+		for (k = 0; k < nkeys; k++)
+			if (strlen(pax_keys[k]) == klen && memcmp(pax_keys[k], key, klen) == 0)
+				break;
+		if (k == nkeys) {
+			/* printable for the message */
+			char shown[64];
+			size_t m = MIN(klen, sizeof(shown) - 1);
+
+			for (size_t j = 0; j < m; j++)
+				shown[j] = key[j] >= 0x20 && key[j] < 0x7f ? (char)key[j] : '?';
+			shown[m] = '\0';
+			if (global)
+				return refuse(t, diag, NULL, "pax-key", "global pax key \"%s\" not accepted", shown);
+			ext_refuse(t, "pax-key", "pax key \"%s\" not accepted%s", shown,
+				   klen == 4 && !memcmp(key, "size", 4) ? " (extractors differ on the framing)" :
+				   klen > 11 && !memcmp(key, "GNU.sparse.", 11) ? " (GNU sparse member)" : "");
+		} else if (seen & (1u << k)) {
+			if (global)
+				return refuse(t, diag, NULL, "pax-key", "pax key \"%s\" twice", pax_keys[k]);
+			ext_refuse(t, "pax-key", "pax key \"%s\" twice", pax_keys[k]);
+		} else if (k <= 1) {
+			char **slot = k == 0 ? &t->long_name : &t->long_link;
 			size_t vlen = (size_t)(end - val);
 
+			seen |= 1u << k;
 			if (global)
 				return refuse(t, diag, NULL, "pax", "global pax header sets %.*s", (int)klen, key);
 			if (vlen > FLASH_SANDBOX_TAR_NAME_MAX)
@@ -371,20 +462,12 @@ static int parse_pax(struct flash_sandbox_tar *t, const uint8_t *d, size_t n, bo
 			*slot = dup_mem(val, vlen);
 			if (!*slot)
 				return -ENOMEM;
-		} else if (klen == 4 && !memcmp(key, "size", 4)) {
-			uint64_t v = 0;
-
-			if (global)
-				return refuse(t, diag, NULL, "pax", "global pax header sets size");
-			if (val == end)
-				return refuse(t, diag, NULL, "pax", "empty pax size");
-			for (const uint8_t *c = val; c < end; c++) {
-				if (*c < '0' || *c > '9' || v > (UINT64_MAX - 9) / 10)
-					return refuse(t, diag, NULL, "pax", "malformed pax size");
-				v = v * 10 + (uint64_t)(*c - '0');
-			}
-			t->has_size = true;
-			t->pax_size = v;
+			if (k == 0)
+				t->pax_name = true;
+			else
+				t->pax_link = true;
+		} else {
+			seen |= 1u << k;
 		}
 		off += reclen;
 	}
@@ -409,10 +492,24 @@ static int member_header(struct flash_sandbox_tar *t, flash_sandbox_sink_fn sink
 	uint64_t size;
 	int r;
 
-	if (parse_number(h + 124, 12, &size) < 0)
+	if (parse_number(h + 124, 12, true, false, &size) < 0)
 		return refuse(t, diag, NULL, "bad-number", "malformed size field");
-	if (t->has_size)
-		size = t->pax_size;
+	/* the rules on how extractors read the header, before its name is
+	 * read: the member is named by its header's name field */
+	if (t->ext_code[0] || ((t->pax_name || t->pax_link) && (t->ext_seen & EXT_GNU_ANY)) ||
+	    (!posix && h[345])) {
+		_cleanup_free_ char *hname = field_dup(h, 100);
+
+		if (!hname)
+			return -ENOMEM;
+		if (t->ext_code[0])
+			return refuse(t, diag, hname, t->ext_code, "%s", t->ext_msg);
+		if (!posix && h[345])
+			return refuse(t, diag, hname, "prefix",
+				      "prefix field set without the POSIX magic (extractors differ on the name)");
+		return refuse(t, diag, hname, "ext-conflict",
+			      "both a pax path/linkpath and a GNU long name/link (extractors differ on which wins)");
+	}
 	/* the name */
 	if (t->long_name) {
 		raw = TAKE_PTR(t->long_name);
@@ -445,12 +542,23 @@ static int member_header(struct flash_sandbox_tar *t, flash_sandbox_sink_fn sink
 		return refuse(t, diag, raw, code, "%s", strcmp(code, "dotdot") == 0 ?
 			      "name has a \"..\" component" : "absolute name");
 	switch (type) {
-	case '0': case '\0': case '7': case '5': case '1': case '2':
+	case '0': case '\0': case '7':
+		if (raw[strlen(raw) - 1] == '/')
+			return refuse(t, diag, raw, "type", "regular file whose name ends in '/'");
+		break;
+	case '5': case '1': case '2':
+		if (size)
+			return refuse(t, diag, raw, "size", "%s with a size of %" PRIu64 " (extractors differ on its data)",
+				      type == '5' ? "directory" : "link", size);
 		break;
 	case '3': case '4':
 		return refuse(t, diag, raw, "device", "device node (type %c)", type);
 	case '6':
 		return refuse(t, diag, raw, "fifo", "FIFO");
+	case 'S':
+		return refuse(t, diag, raw, "type", "GNU sparse member");
+	case 'M': case 'V':
+		return refuse(t, diag, raw, "type", "GNU multi-volume header (type %c)", type);
 	default:
 		return refuse(t, diag, raw, "type", "member type 0x%02x not accepted", (unsigned char)type);
 	}
@@ -473,7 +581,6 @@ static int member_header(struct flash_sandbox_tar *t, flash_sandbox_sink_fn sink
 			t->cap_symlinks = cap;
 		}
 		t->symlinks[t->n_symlinks++] = TAKE_PTR(norm);
-		size = 0;
 	} else if (type == '1') {
 		if (link[0] == '\0')
 			return refuse(t, diag, raw, "link-outside", "hard link without a target");
@@ -483,9 +590,6 @@ static int member_header(struct flash_sandbox_tar *t, flash_sandbox_sink_fn sink
 		if (r < 0 || nlink[0] == '\0' || under_symlink(t, nlink) || is_symlink(t, nlink, strlen(nlink)))
 			return refuse(t, diag, raw, "link-outside", "hard link to \"%.200s\" not a member under the root",
 				      link);
-		size = 0;
-	} else if (type == '5') {
-		size = 0;
 	}
 	/* accepted: the held extensions, then the header */
 	r = emit(sink, userdata, t->pending, t->pending_len);
@@ -528,10 +632,13 @@ static int header_block(struct flash_sandbox_tar *t, flash_sandbox_sink_fn sink,
 	}
 	if (!checksum_ok(h))
 		return refuse(t, diag, NULL, "checksum", "header block %zu has a bad checksum", t->members);
+	if (h[0] == '\0')
+		return refuse(t, diag, t->long_name, "empty-name",
+			      "header with an empty name field (BusyBox may read it as an end block)");
 	if (type != 'x' && type != 'g' && type != 'L' && type != 'K')
 		return member_header(t, sink, userdata, diag);
 
-	if (parse_number(h + 124, 12, &size) < 0)
+	if (parse_number(h + 124, 12, true, false, &size) < 0)
 		return refuse(t, diag, NULL, "bad-number", "malformed size field");
 	max = (type == 'L' || type == 'K') ? FLASH_SANDBOX_TAR_NAME_MAX + 1 : PAX_MAX;
 	if (size > max)
@@ -561,6 +668,9 @@ static int ext_done(struct flash_sandbox_tar *t, struct flash_diag *diag)
 	if (t->ext_type == 'x' || t->ext_type == 'g')
 		return parse_pax(t, d, n, t->ext_type == 'g', diag);
 	slot = t->ext_type == 'L' ? &t->long_name : &t->long_link;
+	if (t->ext_seen & (t->ext_type == 'L' ? EXT_LNAME : EXT_LLINK))
+		ext_refuse(t, "gnu-long", "two GNU long %s records for one member", t->ext_type == 'L' ? "name" : "link");
+	t->ext_seen |= t->ext_type == 'L' ? EXT_LNAME : EXT_LLINK;
 	n = strnlen((const char *)d, n);
 	if (n > FLASH_SANDBOX_TAR_NAME_MAX)
 		return refuse(t, diag, NULL, "name-too-long", "GNU long name of %zu bytes", n);

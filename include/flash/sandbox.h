@@ -311,8 +311,15 @@ FLASH_API const char *flash_sandbox_end_name(enum flash_sandbox_end end);
  * root (resolved from the link's directory), members under a symbolic
  * link of the same archive, character and block devices, FIFOs, names
  * longer than FLASH_SANDBOX_TAR_NAME_MAX, malformed headers (bad
- * checksum, bad number) and truncated archives.  The first refusal goes
- * into the diag with the member's name as its path.
+ * checksum, bad number) and truncated archives.  Where GNU tar and BusyBox
+ * tar could read a header differently from it, it refuses: pax keys
+ * outside path, linkpath, mtime, atime, ctime, uid, gid, uname, gname,
+ * comment, charset (so pax size and GNU.sparse.*), pax path/linkpath with
+ * a GNU L/K record, sparse and multi-volume members, a prefix field
+ * without the POSIX magic, an empty name field, directories and links
+ * with a size, signed-only checksums, ambiguous numbers.  The first
+ * refusal goes into the diag with the member's name as its path and the
+ * rule as its code (flash_sandbox(3) lists them).
  */
 struct flash_sandbox_tar;
 

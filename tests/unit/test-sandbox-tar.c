@@ -4,7 +4,12 @@
  * refusal (absolute names, "..", links leaving the root, members under a
  * link, devices, FIFOs, long names over the bound, bad checksums, truncated
  * archives, data after the end) naming the member, with nothing of the
- * refused header passed on. */
+ * refused header passed on.  And the archives GNU tar or BusyBox tar would
+ * read differently from the checker (pax size, pax path against GNU L/K,
+ * GNU.sparse.*, the prefix field under the old-GNU magic, numbers and
+ * checksums read two ways) refused.  With SANDBOX_TAR_CORPUS set to a
+ * directory, those bypass archives are written there (the fuzz seeds in
+ * tests/fuzz/corpus/fuzz-sandbox-tar/ came from it). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +108,56 @@ static void pax(struct buf *b, const char *key, const char *value)
 	}
 	header(b, "PaxHeaders/x", 'x', (size_t)w, NULL, false);
 	data(b, rec, (size_t)w);
+}
+
+/* One pax 'x' header with the records of @kv (key, value, ..., NULL). */
+static void pax_multi(struct buf *b, const char *const *kv)
+{
+	struct buf d = { 0 };
+
+	for (size_t i = 0; kv[i]; i += 2) {
+		char rec[1024];
+		size_t n = strlen(kv[i]) + strlen(kv[i + 1]) + 3, len = n;
+		int w;
+
+		for (;;) {
+			w = snprintf(rec, sizeof(rec), "%zu %s=%s\n", len, kv[i], kv[i + 1]);
+			if ((size_t)w == len)
+				break;
+			len = n + (size_t)snprintf(NULL, 0, "%zu", len);
+		}
+		put(&d, rec, (size_t)w);
+	}
+	header(b, "PaxHeaders/x", 'x', d.len, NULL, false);
+	data(b, d.p, d.len);
+	free(d.p);
+}
+
+/* The checksum of the header at @h written again (unsigned sum). */
+static void resum(unsigned char *h)
+{
+	unsigned int sum = 0;
+
+	memset(h + 148, ' ', 8);
+	for (size_t i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+}
+
+static void dump(const struct buf *b, const char *name)
+{
+	const char *dir = getenv("SANDBOX_TAR_CORPUS");
+	char path[4096];
+	FILE *f;
+
+	if (!dir)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	cr_assert(f, "%s", path);
+	cr_assert_eq(fwrite(b->p, 1, b->len, f), b->len);
+	fclose(f);
 }
 
 static void gnu_long(struct buf *b, char type, const char *name)
@@ -497,4 +552,246 @@ Test(sandbox_tar, failing_sink_returned_and_sticky)
 	ASSERT_ERR(flash_sandbox_tar_finish(t, NULL), -EPIPE, "finish after failure");
 	flash_sandbox_tar_free(t);
 	free(b.p);
+}
+
+/* BusyBox ignores pax size: with size=1024 before a size-0 file the
+ * checker would skip two blocks as data that BusyBox reads as headers. */
+Test(sandbox_tar, pax_size_refused)
+{
+	struct buf b = { 0 };
+
+	pax(&b, "size", "1024");
+	header(&b, "f", '0', 0, NULL, false);
+	header(&b, "dev", '3', 0, NULL, false);
+	header(&b, "../escape", '0', 0, NULL, false);
+	end(&b);
+	dump(&b, "bypass-pax-size.tar");
+	refused(&b, "pax-key", "f", 0);
+
+	/* the same after an accepted member: it goes, the rest does not */
+	memset(&b, 0, sizeof(b));
+	file(&b, "ok", "x");
+	pax(&b, "size", "0");
+	file(&b, "g", "y");
+	end(&b);
+	refused(&b, "pax-key", "g", 1024);
+}
+
+/* GNU tar gives pax path/linkpath priority over GNU L/K, BusyBox takes
+ * the last: a member with both is refused, whichever comes first. */
+Test(sandbox_tar, pax_path_with_gnu_long_name_refused)
+{
+	struct buf b = { 0 };
+	static const char *const kv[] = { "path", "realname", "linkpath", "/outside", NULL };
+
+	pax_multi(&b, kv);
+	gnu_long(&b, 'L', "checkername");
+	gnu_long(&b, 'K', "ok");
+	header(&b, "checkername", '2', 0, "ok", true);
+	end(&b);
+	dump(&b, "bypass-pax-gnu-long.tar");
+	refused(&b, "ext-conflict", "checkername", 0);
+
+	memset(&b, 0, sizeof(b));
+	gnu_long(&b, 'L', "a");
+	pax(&b, "path", "b");
+	file(&b, "a", "x");
+	end(&b);
+	refused(&b, "ext-conflict", "a", 0);
+
+	/* two long names, two pax headers: refused too */
+	memset(&b, 0, sizeof(b));
+	gnu_long(&b, 'L', "a");
+	gnu_long(&b, 'L', "b");
+	file(&b, "a", "x");
+	end(&b);
+	refused(&b, "gnu-long", "a", 0);
+
+	memset(&b, 0, sizeof(b));
+	pax(&b, "path", "a");
+	pax(&b, "path", "b");
+	file(&b, "a", "x");
+	end(&b);
+	refused(&b, "pax", "a", 0);
+
+	memset(&b, 0, sizeof(b));
+	{
+		static const char *const twice[] = { "path", "a", "path", "b", NULL };
+
+		pax_multi(&b, twice);
+	}
+	file(&b, "a", "x");
+	end(&b);
+	refused(&b, "pax-key", "a", 0);
+}
+
+/* GNU tar renames a member by GNU.sparse.name and reframes it by the
+ * other GNU.sparse.* keys; BusyBox ignores them. */
+Test(sandbox_tar, gnu_sparse_keys_and_members_refused)
+{
+	struct buf b = { 0 };
+	static const char *const kv[] = {
+		"GNU.sparse.major", "1", "GNU.sparse.minor", "0",
+		"GNU.sparse.name", "../../etc/cron.d/x", "GNU.sparse.realsize", "4", NULL
+	};
+
+	pax_multi(&b, kv);
+	file(&b, "GNUSparseFile.0/harmless", "data");
+	end(&b);
+	dump(&b, "bypass-gnu-sparse-name.tar");
+	refused(&b, "pax-key", "GNUSparseFile.0/harmless", 0);
+
+	memset(&b, 0, sizeof(b));
+	header(&b, "vol", 'M', 0, NULL, true);
+	end(&b);
+	refused(&b, "type", "vol", 0);
+
+	memset(&b, 0, sizeof(b));
+	header(&b, "label", 'V', 0, NULL, true);
+	end(&b);
+	refused(&b, "type", "label", 0);
+
+	/* keys outside the allow-list, a global header setting path */
+	memset(&b, 0, sizeof(b));
+	pax(&b, "hdrcharset", "BINARY");
+	file(&b, "h", "x");
+	end(&b);
+	refused(&b, "pax-key", "h", 0);
+
+	memset(&b, 0, sizeof(b));
+	pax(&b, " path", "x"); /* GNU tar skips the extra space, BusyBox does not */
+	file(&b, "h", "x");
+	end(&b);
+	refused(&b, "pax-key", "h", 0);
+
+	/* the allowed keys still pass */
+	memset(&b, 0, sizeof(b));
+	{
+		static const char *const ok[] = {
+			"mtime", "1700000000.5", "atime", "1", "ctime", "2", "uid", "0", "gid", "0",
+			"uname", "root", "gname", "root", "comment", "hi", "charset", "ISO-IR 10646 2000 UTF-8",
+			"path", "p", "linkpath", "q", NULL
+		};
+
+		pax_multi(&b, ok);
+	}
+	file(&b, "p", "x");
+	end(&b);
+	accepted(&b);
+}
+
+/* BusyBox joins the prefix field to the name under the old-GNU magic too;
+ * GNU tar does not. */
+Test(sandbox_tar, prefix_without_posix_magic_refused)
+{
+	struct buf b = { 0 };
+
+	header(&b, "leaf", '0', 0, NULL, true);
+	memcpy(b.p + 345, "../../etc", 9);
+	resum(b.p);
+	end(&b);
+	dump(&b, "bypass-oldgnu-prefix.tar");
+	refused(&b, "prefix", "leaf", 0);
+}
+
+/* Headers the extractors could read apart from the checker: an empty name
+ * field (BusyBox takes it for an end block unless a long name is
+ * pending), sizes on directories and links, a regular file
+ * named like a directory, base-256 lead bytes GNU tar refuses, an
+ * unterminated or signed-only checksum, a blank size. */
+Test(sandbox_tar, header_ambiguities_refused)
+{
+	struct buf b = { 0 };
+
+	gnu_long(&b, 'L', "named");
+	header(&b, "x", '0', 1024, NULL, true);
+	b.p[b.len - 512] = '\0';
+	resum(b.p + b.len - 512);
+	{
+		unsigned char dots[1024];
+
+		memset(dots, '.', sizeof(dots));
+		data(&b, dots, sizeof(dots));
+	}
+	end(&b);
+	dump(&b, "ambiguous-empty-name.tar");
+	refused(&b, "empty-name", "named", 0);
+
+	memset(&b, 0, sizeof(b));
+	header(&b, "d/", '5', 1024, NULL, false);
+	put(&b, (unsigned char[1024]){ 0 }, 1024);
+	end(&b);
+	refused(&b, "size", "d/", 0);
+
+	memset(&b, 0, sizeof(b));
+	/* GNU tar skips a symlink's data, BusyBox reads it as a header */
+	header(&b, "l", '2', 512, "t", false);
+	header(&b, "dev", '3', 0, NULL, false);
+	end(&b);
+	dump(&b, "bypass-symlink-size.tar");
+	refused(&b, "size", "l", 0);
+
+	memset(&b, 0, sizeof(b));
+	file(&b, "f/", "x");
+	end(&b);
+	refused(&b, "type", "f/", 0);
+
+	/* base-256 with a lead byte other than 0x80 */
+	memset(&b, 0, sizeof(b));
+	header(&b, "f", '0', 0, NULL, true);
+	memset(b.p + 124, 0, 12);
+	b.p[124] = 0x81;
+	resum(b.p);
+	end(&b);
+	refused(&b, "bad-number", "", 0);
+
+	/* base-256 with 0x80: accepted */
+	memset(&b, 0, sizeof(b));
+	header(&b, "f", '0', 0, NULL, true);
+	memset(b.p + 124, 0, 12);
+	b.p[124] = 0x80;
+	b.p[135] = 3;
+	resum(b.p);
+	data(&b, "abc", 3);
+	end(&b);
+	accepted(&b);
+
+	/* a blank size field */
+	memset(&b, 0, sizeof(b));
+	header(&b, "f", '0', 0, NULL, false);
+	memset(b.p + 124, ' ', 12);
+	resum(b.p);
+	end(&b);
+	refused(&b, "bad-number", "", 0);
+
+	/* a checksum right only signed */
+	memset(&b, 0, sizeof(b));
+	header(&b, "f\xe9", '0', 0, NULL, false);
+	{
+		int sum = 0;
+
+		memset(b.p + 148, ' ', 8);
+		for (size_t i = 0; i < 512; i++)
+			sum += (signed char)b.p[i];
+		snprintf((char *)b.p + 148, 8, "%06o", sum);
+		b.p[155] = ' ';
+	}
+	end(&b);
+	refused(&b, "checksum", "", 0);
+
+	/* a checksum of eight digits: BusyBox's strtoul reads on */
+	memset(&b, 0, sizeof(b));
+	header(&b, "f", '0', 0, NULL, false);
+	{
+		unsigned int sum = 0;
+
+		memset(b.p + 148, ' ', 8);
+		for (size_t i = 0; i < 512; i++)
+			sum += b.p[i];
+		/* eight digits: the spaces counted are the same */
+		snprintf((char *)b.p + 148, 9, "%08o", sum);
+		b.p[156] = '0';
+	}
+	end(&b);
+	refused(&b, "checksum", "", 0);
 }
