@@ -10,8 +10,9 @@
  * Import and the tar Export — is written once here, on top of exec, as
  * commands run inside the sandbox.  The sandbox image must therefore meet
  * the image contract: /bin/bash at that path and a userland with setsid,
- * tee, wc, cat, mv, rm, tar, chmod and a stat that accepts -c (GNU or
- * BusyBox).
+ * sleep (fractions of a second: the deadline watcher of a backend without
+ * exec_native), tee, wc, cat, mv, rm, tar, chmod and a stat that accepts
+ * -c (GNU or BusyBox).
  *
  * Every sandbox object a backend makes carries the ownership label
  * FLASH_SANDBOX_LABEL=<session id> (pod labels, runsc container
