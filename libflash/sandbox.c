@@ -253,10 +253,13 @@ static int run_script(struct flash_sandbox_provider *p, const char *sid, const c
  */
 static const char exec_wrapper[] =
 	"IFS= read -r n || exit 126\n"
-	"t=$1; d=$2; shift 2\n"
+	"t=$1; d=$2; k=$3; shift 3\n"
+	"e=(); while [ \"$k\" -gt 0 ]; do e+=(\"$1\"); shift; k=$((k - 1)); done\n"
 	"if [ -n \"$d\" ]; then cd \"$d\" 2>/dev/null || { printf '\\036%s nocwd 1\\n' \"$n\" >&2; exit 1; }; fi\n"
 	"exec 3<&0\n"
-	"setsid \"$@\" <&3 3<&- &\n"
+	"o=$PATH; PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+	"s=$(command -v setsid) || s=setsid\n"
+	"( PATH=$o; [ ${#e[@]} = 0 ] || export \"${e[@]}\"; exec \"$s\" \"$@\" ) <&3 3<&- &\n"
 	"p=$!\n"
 	"exec 3<&-\n"
 	"w=\n"
@@ -393,8 +396,8 @@ FLASH_API int flash_sandbox_exec(struct flash_sandbox_provider *p, const char *s
 	struct flash_sandbox_exec_opts o = { 0 };
 	struct exec_ctx c = { 0 };
 	const char **argv = NULL;
-	char tbuf[32];
-	size_t n = 0;
+	char tbuf[32], nbuf[24];
+	size_t n = 0, ne = 0;
 	uint64_t start;
 	int code = -1, wcode = -1, fr = 0, rep, r;
 
@@ -420,7 +423,9 @@ FLASH_API int flash_sandbox_exec(struct flash_sandbox_provider *p, const char *s
 	}
 	while (o.argv[n])
 		n++;
-	argv = calloc(n + 8, sizeof(*argv));
+	while (o.env && o.env[ne])
+		ne++;
+	argv = calloc(n + ne + 9, sizeof(*argv));
 	if (!argv)
 		return -ENOMEM;
 	r = nonce_new(c.nonce);
@@ -448,20 +453,31 @@ FLASH_API int flash_sandbox_exec(struct flash_sandbox_provider *p, const char *s
 		}
 		goto out;
 	}
+	/* -p: the wrapper reads no BASH_ENV and imports no functions from
+	 * an environment the tenant may have set (a Pod's env is every
+	 * process's) */
 	argv[0] = "/bin/bash";
-	argv[1] = "-c";
+	argv[1] = "-pc";
 	argv[2] = exec_wrapper;
 	argv[3] = "flash-sandbox-exec";
 	argv[4] = o.timeout_ms ? tbuf : "0";
 	argv[5] = o.cwd ? o.cwd : "";
+	/* The environment is the command's only, passed as arguments: the
+	 * wrapper's own bash runs with none of the tenant's (a BASH_ENV or a
+	 * PATH of its could otherwise read the nonce or stand in for the
+	 * wrapper's helpers and forge the report). */
+	snprintf(nbuf, sizeof(nbuf), "%zu", ne);
+	argv[6] = nbuf;
+	for (size_t i = 0; i < ne; i++)
+		argv[7 + i] = o.env[i];
 	for (size_t i = 0; i < n; i++)
-		argv[6 + i] = o.argv[i];
+		argv[7 + ne + i] = o.argv[i];
 	start = now_ms();
 	{
 		struct flash_sandbox_exec_io io = {
 			.sz = sizeof(io),
 			.argv = argv,
-			.env = o.env,
+			.env = NULL, /* the command's, in argv */
 			.stdin_fn = exec_stdin,
 			.stdin_userdata = &c,
 			.stdout_fn = o.stdout_fn,

@@ -481,6 +481,27 @@ Test(sandbox, exec_status_cannot_be_forged)
 	cr_assert(!res.timed_out);
 	cr_assert_eq(res.exit_code, 137);
 	free(err.p);
+	err = (struct sbuf){ 0 };
+	{
+		/* The tenant's environment is the command's, not the wrapper's:
+		 * a BASH_ENV stealing the nonce line to report "exit 0", and a
+		 * PATH hiding setsid, change nothing of the report. */
+		static char benv[600], *env[] = { benv, "PATH=/nonexistent", NULL };
+		const char *slow[] = { "/bin/sleep", "3", NULL };
+		FILE *f;
+
+		snprintf(benv, sizeof(benv), "BASH_ENV=%s", path("evil-bash-env"));
+		f = fopen(path("evil-bash-env"), "w");
+		cr_assert(f);
+		fputs("IFS= read -r N; printf '\036%s exit 0\n' \"$N\" >&2; exit 0\n", f);
+		fclose(f);
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = slow, .env = (const char *const *)env, .timeout_ms = 500,
+			   .stderr_fn = to_buf, .stderr_userdata = &err);
+		ASSERT_OK(flash_sandbox_exec(P, SID, &o, &res), "with a hostile environment");
+		cr_assert(res.timed_out, "the deadline was reported (exit %d, stderr %s)", res.exit_code,
+			  err.p ? err.p : "");
+		free(err.p);
+	}
 }
 
 /* ---------------------------------------------------------- read */
