@@ -243,6 +243,23 @@ static int rec_load(struct gv *g, const char *cid, struct rec *ret)
 	snprintf(ret->project, sizeof(ret->project), "%s", json_string_value(json_get(root, "project")) ?: "");
 	snprintf(ret->address, sizeof(ret->address), "%s", json_string_value(json_get(root, "address")) ?: "");
 	(void)json_get_bool(json_get(root, "revoked"), &ret->revoked);
+	/* Read back, checked against itself, not only parsed: a session id
+	 * of the rule, times in order, strings that fit (never cut). */
+	{
+		const char *strs[] = { json_string_value(json_get(root, "session")),
+				       json_string_value(json_get(root, "organization")),
+				       json_string_value(json_get(root, "project")),
+				       json_string_value(json_get(root, "address")) };
+		const size_t caps[] = { sizeof(ret->session), sizeof(ret->org), sizeof(ret->project),
+					sizeof(ret->address) };
+
+		for (size_t i = 0; i < ARRAY_SIZE(strs); i++)
+			if (strs[i] && strlen(strs[i]) >= caps[i])
+				r = -EBADMSG;
+		if (r == 0 && ((ret->session[0] ? !flash_sandbox_id_valid(ret->session) : !ret->from_pool) ||
+			       ret->expires_at < ret->created_at))
+			r = -EBADMSG;
+	}
 	json_free(root);
 	return r;
 }
