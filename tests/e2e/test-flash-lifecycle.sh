@@ -150,23 +150,33 @@ done
 echo "ok: update is replacement-first (the old replica answered in $samples samples until the new one was ready)"
 
 # ---------------------------------------------------------------- crash loop backoff
-spec crashy "/usr/local/bin/flash-udp-echo & /bin/busybox sleep 2; exit 1"
+# Each run lives 3 s after its command starts (ready first: a replica that
+# exits before it was ever ready fails the service instead).
+spec crashy "/usr/local/bin/flash-udp-echo & /bin/busybox sleep 3; exit 1"
 fc create --name crashy --spec "$T/crashy.json" >/dev/null || fail "create crashy"
 t=""
 for n in 1 2 3 4 5; do
 	i=0
 	while [ "$(fc -o json get crashy 2>/dev/null | jq -r '.status.restarts // 0')" -lt $n ]; do
-		i=$((i + 1)); [ $i -lt 600 ] || fail "crashy did not exit a ${n}th time"; sleep 0.05
+		i=$((i + 1)); [ $i -lt 900 ] || { fc -o json get crashy; fail "crashy did not exit a ${n}th time"; }
+		sleep 0.05
 	done
 	t="$t $(now_ms)"
 done
 set -- $t
-# Backoffs of 1, 2, 4 and 8 s between the exits (each run also starts a
-# sandbox, about 1-2 s, and lives 2 s): the fourth gap is 7 s longer than
-# the first; 4 s of margin for the start times' noise.
+# Backoffs of 1, 2, 4 and 8 s between the exits: the gap between exit n
+# and exit n+1 is at least the nth backoff plus the 3 s the next run lives
+# (plus a sandbox start, which only lengthens it).  Lower bounds only, so a
+# slow machine cannot fail them; 300 ms for the polling that observed the
+# earlier exit late.  A constant or linear backoff (1, 2, 3, 4 s) misses
+# the third and fourth.
 gap1=$(($2 - $1)) gap2=$(($3 - $2)) gap3=$(($4 - $3)) gap4=$(($5 - $4))
-[ $gap4 -ge $((gap1 + 4000)) ] && [ $gap4 -gt $gap2 ] || fail "no exponential backoff: gaps $gap1, $gap2, $gap3, $gap4 ms"
-echo "ok: a crash loop backs off exponentially (exits $gap1, $gap2, $gap3, $gap4 ms apart), restarts counted"
+k=1
+for g in $gap1 $gap2 $gap3 $gap4; do
+	[ "$g" -ge $((k * 1000 + 3000 - 300)) ] || fail "no exponential backoff: gaps $gap1, $gap2, $gap3, $gap4 ms (want >= 1, 2, 4, 8 s + 3 s)"
+	k=$((k * 2))
+done
+echo "ok: a crash loop backs off exponentially (exits $gap1, $gap2, $gap3, $gap4 ms apart: backoffs 1, 2, 4, 8 s + 3 s runs), restarts counted"
 fc delete crashy >/dev/null || fail "delete crashy"
 
 # ---------------------------------------------------------------- SIGKILL mid-create
