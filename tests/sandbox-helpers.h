@@ -6,6 +6,7 @@
  *   - a growing buffer that is a sink of <flash/sandbox.h> and
  *     <flash/client.h> (stdout, stderr, read, export), and a source over
  *     bytes in memory (stdin, write, import);
+ *   - a stdin that loses its last bytes, for a backend's exec;
  *   - racing Provisions of one session from two threads;
  *   - a signed client of the routes and the check of an answer's status.
  */
@@ -14,6 +15,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,42 @@ static inline ssize_t test_src_read(void *buf, size_t cap, void *userdata)
 	memcpy(buf, (const char *)s->p + s->off, n);
 	s->off += n;
 	return (ssize_t)n;
+}
+
+/* The stdin of @io (a backend's exec) less its last @drop bytes, as a
+ * transport that loses them: test_drop_stdin() as the stdin source holds
+ * back up to sizeof(held) bytes read from @io's own. */
+struct test_dropper {
+	const struct flash_sandbox_exec_io *io;
+	size_t drop;
+	char held[65536];
+	size_t held_len;
+	bool eof;
+};
+
+static inline ssize_t test_drop_stdin(void *buf, size_t cap, void *userdata)
+{
+	struct test_dropper *d = userdata;
+
+	for (;;) {
+		if (d->held_len > d->drop) {
+			size_t n = d->held_len - d->drop < cap ? d->held_len - d->drop : cap;
+
+			memcpy(buf, d->held, n);
+			memmove(d->held, d->held + n, d->held_len - n);
+			d->held_len -= n;
+			return (ssize_t)n;
+		}
+		if (d->eof)
+			return 0;
+		ssize_t n = d->io->stdin_fn(d->held + d->held_len, sizeof(d->held) - d->held_len,
+					    d->io->stdin_userdata);
+		if (n < 0)
+			return n;
+		if (n == 0)
+			d->eof = true;
+		d->held_len += (size_t)n;
+	}
 }
 
 /* ------------------------------------------------------------ provision */

@@ -272,37 +272,6 @@ static int revoke_hook(const char *sid, void *userdata)
 
 /* A wrapper around the backend: counts reaps after revokes and can lose
  * stdin bytes, the rest is the backend's own. */
-struct dropper {
-	const struct flash_sandbox_exec_io *io;
-	char held[65536];
-	size_t held_len;
-	bool eof;
-};
-
-static ssize_t dropping_stdin(void *buf, size_t cap, void *userdata)
-{
-	struct dropper *d = userdata;
-
-	for (;;) {
-		if (d->held_len > drop_stdin || (d->eof && d->held_len > drop_stdin)) {
-			size_t n = d->held_len - drop_stdin < cap ? d->held_len - drop_stdin : cap;
-
-			memcpy(buf, d->held, n);
-			memmove(d->held, d->held + n, d->held_len - n);
-			d->held_len -= n;
-			return (ssize_t)n;
-		}
-		if (d->eof)
-			return 0;
-		ssize_t n = d->io->stdin_fn(d->held + d->held_len, sizeof(d->held) - d->held_len, d->io->stdin_userdata);
-		if (n < 0)
-			return n;
-		if (n == 0)
-			d->eof = true;
-		d->held_len += (size_t)n;
-	}
-}
-
 static int w_provision(void *b, const char *sid, const struct flash_spec *spec, uint32_t ttl,
 		       struct flash_sandbox_info *ret, struct flash_diag *diag)
 {
@@ -317,13 +286,14 @@ static int w_info(void *b, const char *sid, struct flash_sandbox_info *ret)
 /* @io, losing the last drop_stdin bytes of its stdin when asked to. */
 static struct flash_sandbox_exec_io lossy(const struct flash_sandbox_exec_io *io)
 {
-	static struct dropper d;
+	static struct test_dropper d;
 	struct flash_sandbox_exec_io x = *io;
 
 	if (drop_stdin && io->stdin_fn) {
 		memset(&d, 0, sizeof(d));
 		d.io = io;
-		x.stdin_fn = dropping_stdin;
+		d.drop = drop_stdin;
+		x.stdin_fn = test_drop_stdin;
 		x.stdin_userdata = &d;
 	}
 	return x;

@@ -75,46 +75,11 @@ static int h_info(void *b, const char *id, struct flash_sandbox_info *ret)
 	return 0;
 }
 
-struct dropper {
-	const struct flash_sandbox_exec_io *io;
-	size_t drop, total;
-	char held[4096];
-	size_t held_len;
-	bool eof;
-};
-
-/* Holds back the last d->drop bytes of stdin (a transport that loses
- * them). */
-static ssize_t drop_stdin(void *buf, size_t cap, void *userdata)
-{
-	struct dropper *d = userdata;
-
-	for (;;) {
-		if (d->held_len > d->drop) {
-			size_t n = d->held_len - d->drop < cap ? d->held_len - d->drop : cap;
-
-			memcpy(buf, d->held, n);
-			memmove(d->held, d->held + n, d->held_len - n);
-			d->held_len -= n;
-			return (ssize_t)n;
-		}
-		if (d->eof)
-			return 0;
-		ssize_t n = d->io->stdin_fn(d->held + d->held_len, sizeof(d->held) - d->held_len,
-					    d->io->stdin_userdata);
-		if (n < 0)
-			return n;
-		if (n == 0)
-			d->eof = true;
-		d->held_len += (size_t)n;
-	}
-}
-
 static int h_exec(void *b, const char *id, const struct flash_sandbox_exec_io *io, int *ret_code)
 {
 	struct host *h = b;
 	struct op_exec e = { .argv = io->argv, .envp = io->env };
-	struct dropper d = { .io = io, .drop = h->drop_stdin };
+	struct test_dropper d = { .io = io, .drop = h->drop_stdin };
 	struct op_exec_io x = {
 		.stdin_fn = io->stdin_fn,
 		.stdin_userdata = io->stdin_userdata,
@@ -130,7 +95,7 @@ static int h_exec(void *b, const char *id, const struct flash_sandbox_exec_io *i
 		return -ENOENT;
 	h->execs++;
 	if (h->drop_stdin && io->stdin_fn) {
-		x.stdin_fn = drop_stdin;
+		x.stdin_fn = test_drop_stdin;
 		x.stdin_userdata = &d;
 	}
 	r = op_exec_stream(&e, &x, &status);
