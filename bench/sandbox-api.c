@@ -35,10 +35,12 @@
 #include <flash/sandbox.h>
 #include <flash/spec.h>
 
+#include "bench.h"
 #include "http.h"
 #include "provider.h"
 #include "runtime-internal.h"
 #include "sandbox-gvisor.h"
+#include "sandbox-image.h"
 #include "store.h"
 #include "util.h"
 
@@ -47,55 +49,7 @@
 #define AUD "bench.aud"
 
 static char base[128], image[160];
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int rootfs(void *ctx, const char *img, char **ret, char *err, size_t err_size)
-{
-	(void)ctx;
-	if (strcmp(img, IMAGE) != 0) {
-		snprintf(err, err_size, "no image %s", img);
-		return -ENOENT;
-	}
-	*ret = strdup(image);
-	return *ret ? 0 : -ENOMEM;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double report(const char *what, double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp);
-	printf("%-36s median %7.1f ms  p95 %7.1f  p99 %7.1f  (n=%zu)\n", what, v[n / 2], v[(n * 95 + 99) / 100 - 1],
-	       v[(n * 99 + 99) / 100 - 1], n);
-	return v[n / 2];
-}
-
-static void load(const char *when)
-{
-	double l[3];
-
-	if (getloadavg(l, 3) == 3)
-		printf("load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
-}
-
-static int count(const void *buf, size_t len, void *userdata)
-{
-	(void)buf;
-	*(size_t *)userdata += len;
-	return 0;
-}
+static struct sbx_image the_image = { .name = IMAGE, .dir = image };
 
 int main(int argc, char **argv)
 {
@@ -126,14 +80,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(base, sizeof(base), "/tmp/sbx-api-bench-%d", getpid());
 	snprintf(image, sizeof(image), "%s/image", base);
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; R=%s; mkdir -p $R/bin $R/root $R/tmp $R/etc $R/proc $R/dev $R/sys;"
-		 "cp /usr/bin/busybox $R/bin/busybox;"
-		 "for a in $(/usr/bin/busybox --list); do case $a in busybox|bash) ;; *) ln -s busybox $R/bin/$a;; esac; done;"
-		 "cp /bin/bash $R/bin/bash;"
-		 "for l in $(ldd /bin/bash | grep -o '/[^ ]*'); do mkdir -p $R$(dirname $l); cp -L $l $R$l; done",
-		 image);
-	if (system(cmd) != 0 || flash_spec_parse(spec_json, sizeof(spec_json) - 1, NULL, &spec, NULL) < 0) {
+	if (sbx_image_build(image) < 0 || flash_spec_parse(spec_json, sizeof(spec_json) - 1, NULL, &spec, NULL) < 0) {
 		fprintf(stderr, "could not build the image\n");
 		return 1;
 	}
@@ -141,8 +88,9 @@ int main(int argc, char **argv)
 	 * the routes on a Unix socket. */
 	snprintf(path, sizeof(path), "%s/sbx", base);
 	{
-		FLASH_OPTS(op_sandbox_gvisor_opts, o, .dir = path, .rootfs = rootfs, .cgroup_parent = "/sbx-api-bench",
-			   .pool_size = 1, .pool_image = IMAGE, .pool_cpu_millis = 500, .pool_memory_mib = 256);
+		FLASH_OPTS(op_sandbox_gvisor_opts, o, .dir = path, .rootfs = sbx_image_rootfs, .rootfs_ctx = &the_image,
+			   .cgroup_parent = "/sbx-api-bench", .pool_size = 1, .pool_image = IMAGE, .pool_cpu_millis = 500,
+			   .pool_memory_mib = 256);
 
 		r = op_sandbox_gvisor_new(&o, &ops, &backend);
 		if (r == 0)
@@ -190,7 +138,7 @@ int main(int argc, char **argv)
 	x_api = calloc(n, sizeof(double));
 	x_direct = calloc(n, sizeof(double));
 	x_nodl = calloc(n, sizeof(double));
-	load("before");
+	bench_load("before");
 	for (unsigned int i = 0; i < n; i++) {
 		for (unsigned int k = 0; k < 2; k++) {
 			bool api = (i + k) % 2 == 0;
@@ -204,11 +152,11 @@ int main(int argc, char **argv)
 				return 1;
 			for (int w = 0; w < 400 && op_sandbox_gvisor_pool_idle(backend) < 1; w++)
 				usleep(25000);
-			t0 = now_ms();
+			t0 = bench_now_ms();
 			if (api) {
 				struct flash_client_response *resp = NULL, *ref = NULL;
 				struct flash_client_sandbox_exec_result res;
-				FLASH_OPTS(flash_client_sandbox_exec_opts, eo, .argv = echo, .stdout_fn = count,
+				FLASH_OPTS(flash_client_sandbox_exec_opts, eo, .argv = echo, .stdout_fn = bench_count_sink,
 					   .stdout_userdata = &got);
 
 				r = flash_client_sandbox_provision(client, sid, spec_json, sizeof(spec_json) - 1, 600, &resp);
@@ -218,7 +166,7 @@ int main(int argc, char **argv)
 					r = flash_client_sandbox_exec(client, sid, &eo, &res, &ref);
 				if (r == 0 && ref)
 					r = -EIO;
-				t_api[i] = now_ms() - t0;
+				t_api[i] = bench_now_ms() - t0;
 				if (r == 0 && !strstr(flash_client_response_body(resp, NULL), "\"from_pool\":true"))
 					r = -EAGAIN;
 				flash_client_response_free(resp);
@@ -226,13 +174,13 @@ int main(int argc, char **argv)
 			} else {
 				struct flash_sandbox_info info;
 				struct flash_sandbox_exec_result res;
-				FLASH_OPTS(flash_sandbox_exec_opts, eo, .argv = echo, .stdout_fn = count,
+				FLASH_OPTS(flash_sandbox_exec_opts, eo, .argv = echo, .stdout_fn = bench_count_sink,
 					   .stdout_userdata = &got, .timeout_ms = 60000);
 
 				r = flash_sandbox_provision(sp, sid, spec, 600, &info, NULL);
 				if (r == 0)
 					r = flash_sandbox_exec(sp, sid, &eo, &res);
-				t_direct[i] = now_ms() - t0;
+				t_direct[i] = bench_now_ms() - t0;
 				if (r == 0 && !info.from_pool)
 					r = -EAGAIN;
 			}
@@ -257,7 +205,7 @@ int main(int argc, char **argv)
 		for (unsigned int k = 0; k < 3; k++) {
 			unsigned int which = (j + k) % 3; /* 0 API, 1 provider, 2 provider without a deadline */
 			const char *t[] = { "/bin/true", NULL };
-			double s = now_ms();
+			double s = bench_now_ms();
 
 			if (which == 0) {
 				struct flash_client_response *ref = NULL;
@@ -268,7 +216,7 @@ int main(int argc, char **argv)
 				if (r == 0 && (ref || res.exit_code != 0))
 					r = -EIO;
 				flash_client_response_free(ref);
-				x_api[j] = now_ms() - s;
+				x_api[j] = bench_now_ms() - s;
 			} else {
 				struct flash_sandbox_exec_result res;
 				FLASH_OPTS(flash_sandbox_exec_opts, eo, .argv = t, .timeout_ms = which == 1 ? 60000 : 0);
@@ -276,7 +224,7 @@ int main(int argc, char **argv)
 				r = flash_sandbox_exec(sp, exec_id, &eo, &res);
 				if (r == 0 && res.exit_code != 0)
 					r = -EIO;
-				(which == 1 ? x_direct : x_nodl)[j] = now_ms() - s;
+				(which == 1 ? x_direct : x_nodl)[j] = bench_now_ms() - s;
 			}
 			if (r < 0) {
 				fprintf(stderr, "exec round trip failed: %s\n", strerror(-r));
@@ -285,12 +233,12 @@ int main(int argc, char **argv)
 		}
 	}
 	(void)!flash_sandbox_reap(sp, exec_id);
-	load("after");
-	double a = report("warm provision -> echo ready (API)", t_api, n);
-	double d = report("warm provision -> echo ready (provider)", t_direct, n);
-	double xa = report("Exec /bin/true (API)", x_api, n);
-	double xd = report("Exec /bin/true (provider)", x_direct, n);
-	double xn = report("Exec /bin/true (provider, no deadline)", x_nodl, n);
+	bench_load("after");
+	double a = bench_report("warm provision -> echo ready (API)", t_api, n);
+	double d = bench_report("warm provision -> echo ready (provider)", t_direct, n);
+	double xa = bench_report("Exec /bin/true (API)", x_api, n);
+	double xd = bench_report("Exec /bin/true (provider)", x_direct, n);
+	double xn = bench_report("Exec /bin/true (provider, no deadline)", x_nodl, n);
 	printf("the API adds %.1f ms to provision -> first exec (%.2fx) and %.1f ms to an exec (%.2fx); "
 	       "the deadline costs %.1f ms (medians)\n", a - d, a / d, xa - xd, xa / xd, xd - xn);
 	flash_client_free(client);

@@ -15,7 +15,7 @@
  * alone, reported too).  Then the Exec round trip:
  * flash_sandbox_exec(/bin/true), without and with a 60 s deadline,
  * against a bare `runsc exec ID /bin/true` of one sandbox, in rotating
- * order, N each.  Medians, p95, p99 and the load
+ * order, N each.  Medians, p95, p99 and the bench_load
  * average before and after.  Reaps and deletes are not timed.
  */
 #include "config.h"
@@ -31,15 +31,18 @@
 #include <flash/sandbox.h>
 #include <flash/spec.h>
 
+#include "bench.h"
 #include "runtime-internal.h"
 #include "runtime.h"
 #include "sandbox-gvisor.h"
+#include "sandbox-image.h"
 #include "util.h"
 
 #define RUNSC "/usr/bin/runsc"
 #define IMAGE "bench-image"
 
 static char base[128], image[160];
+static struct sbx_image the_image = { .name = IMAGE, .dir = image };
 
 /* Whatever a run leaves (also a failed one): sandboxes, netns mounts,
  * cgroups, files. */
@@ -57,56 +60,6 @@ static void cleanup(void)
 		 base);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cleanup of %s failed\n", base);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int rootfs(void *ctx, const char *img, char **ret, char *err, size_t err_size)
-{
-	(void)ctx;
-	if (strcmp(img, IMAGE) != 0) {
-		snprintf(err, err_size, "no image %s", img);
-		return -ENOENT;
-	}
-	*ret = strdup(image);
-	return *ret ? 0 : -ENOMEM;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void report(const char *what, double *v, size_t n)
-{
-	qsort(v, n, sizeof(*v), cmp);
-	printf("%-34s median %7.1f ms  p95 %7.1f  p99 %7.1f  (n=%zu)\n", what, v[n / 2], v[(n * 95 + 99) / 100 - 1],
-	       v[(n * 99 + 99) / 100 - 1], n);
-}
-
-static void load(const char *when)
-{
-	double l[3];
-
-	if (getloadavg(l, 3) == 3)
-		printf("load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
-}
-
-static int sink_check(const void *buf, size_t len, void *userdata)
-{
-	size_t *n = userdata;
-
-	(void)buf;
-	*n += len;
-	return 0;
 }
 
 static int run(const char *const *argv, bool to_null)
@@ -159,7 +112,7 @@ int main(int argc, char **argv)
 	void *bc = NULL, *bw = NULL;
 	struct flash_spec *spec = NULL;
 	double *t_cold, *t_warm, *t_claim, *t_bare, *x_ours, *x_dl, *x_bare;
-	char cmd[2048], dir[256], bare_dir[200], bare_root[256], netns[512];
+	char dir[256], bare_dir[200], bare_root[256], netns[512];
 	int r;
 
 	if (geteuid() != 0 || access(RUNSC, X_OK) < 0) {
@@ -172,21 +125,15 @@ int main(int argc, char **argv)
 	snprintf(base, sizeof(base), "/tmp/sbx-bench-%d", getpid());
 	atexit(cleanup);
 	snprintf(image, sizeof(image), "%s/image", base);
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; R=%s; mkdir -p $R/bin $R/root $R/tmp $R/etc $R/proc $R/dev $R/sys;"
-		 "cp /usr/bin/busybox $R/bin/busybox;"
-		 "for a in $(/usr/bin/busybox --list); do case $a in busybox|bash) ;; *) ln -s busybox $R/bin/$a;; esac; done;"
-		 "cp /bin/bash $R/bin/bash;"
-		 "for l in $(ldd /bin/bash | grep -o '/[^ ]*'); do mkdir -p $R$(dirname $l); cp -L $l $R$l; done",
-		 image);
-	if (system(cmd) != 0) {
+	if (sbx_image_build(image) < 0) {
 		fprintf(stderr, "could not build the image\n");
 		return 1;
 	}
 	if (flash_spec_parse(spec_json, sizeof(spec_json) - 1, NULL, &spec, NULL) < 0)
 		return 1;
 	{
-		FLASH_OPTS(op_sandbox_gvisor_opts, o, .rootfs = rootfs, .cgroup_parent = "/sbx-bench");
+		FLASH_OPTS(op_sandbox_gvisor_opts, o, .rootfs = sbx_image_rootfs, .rootfs_ctx = &the_image,
+			   .cgroup_parent = "/sbx-bench");
 
 		snprintf(dir, sizeof(dir), "%s/cold", base);
 		o.dir = dir;
@@ -222,7 +169,7 @@ int main(int argc, char **argv)
 	t_bare = calloc(n, sizeof(double));
 	x_ours = calloc(n, sizeof(double));
 	x_bare = calloc(n, sizeof(double));
-	load("before");
+	bench_load("before");
 	for (unsigned int i = 0; i < n; i++) {
 		for (unsigned int k = 0; k < 3; k++) {
 			unsigned int which = (i + k) % 3;
@@ -231,7 +178,8 @@ int main(int argc, char **argv)
 			struct flash_sandbox_exec_result res;
 			size_t got = 0;
 			const char *echo[] = { "/bin/echo", "ready", NULL };
-			FLASH_OPTS(flash_sandbox_exec_opts, eo, .argv = echo, .stdout_fn = sink_check, .stdout_userdata = &got);
+			FLASH_OPTS(flash_sandbox_exec_opts, eo, .argv = echo, .stdout_fn = bench_count_sink,
+				   .stdout_userdata = &got);
 			double t0;
 
 			snprintf(sid, sizeof(sid), "bench-%u-%u", which, i);
@@ -241,13 +189,13 @@ int main(int argc, char **argv)
 				if (which == 1)
 					for (int w = 0; w < 400 && op_sandbox_gvisor_pool_idle(bw) < 1; w++)
 						usleep(25000);
-				t0 = now_ms();
+				t0 = bench_now_ms();
 				r = flash_sandbox_provision(p, sid, spec, 600, &info, NULL);
 				if (which == 1)
-					t_claim[i] = now_ms() - t0;
+					t_claim[i] = bench_now_ms() - t0;
 				if (r == 0)
 					r = flash_sandbox_exec(p, sid, &eo, &res);
-				(which == 0 ? t_cold : t_warm)[i] = now_ms() - t0;
+				(which == 0 ? t_cold : t_warm)[i] = bench_now_ms() - t0;
 				if (r < 0 || got != 6 || (which == 1 && !info.from_pool)) {
 					fprintf(stderr, "%s session %u failed: %s (got %zu, pool %d)\n",
 						which ? "warm" : "cold", i, strerror(-r), got, info.from_pool);
@@ -264,14 +212,14 @@ int main(int argc, char **argv)
 					fprintf(stderr, "netns %s: %s\n", netns, strerror(-r));
 					return 1;
 				}
-				t0 = now_ms();
+				t0 = bench_now_ms();
 				r = run((const char *const[]){ RUNSC, "--root", bare_root, "--platform=ptrace",
 							       "--network=none", "--overlay2=root:memory", "run",
 							       "--detach", "--bundle", bare_dir, cid, NULL }, true);
 				if (r == 0)
 					r = run((const char *const[]){ RUNSC, "--root", bare_root, "exec", cid,
 								       "/bin/echo", "ready", NULL }, false);
-				t_bare[i] = now_ms() - t0;
+				t_bare[i] = bench_now_ms() - t0;
 				if (r < 0) {
 					fprintf(stderr, "bare session %u failed\n", i);
 					return 1;
@@ -292,7 +240,7 @@ int main(int argc, char **argv)
 						for (int o2 = 0; o2 < 3; o2++) {
 							unsigned int kind = (j + (unsigned int)o2) % 3;
 							bool ours = kind < 2;
-							double s = now_ms();
+							double s = bench_now_ms();
 
 							if (ours)
 								r = flash_sandbox_exec(warm, "bench-exec", kind ? &tdl : &to,
@@ -301,7 +249,7 @@ int main(int argc, char **argv)
 								r = run((const char *const[]){ RUNSC, "--root", bare_root,
 											       "exec", cid, "/bin/true",
 											       NULL }, false);
-							(kind == 0 ? x_ours : kind == 1 ? x_dl : x_bare)[j] = now_ms() - s;
+							(kind == 0 ? x_ours : kind == 1 ? x_dl : x_bare)[j] = bench_now_ms() - s;
 							if (r < 0 || (ours && res.exit_code != 0)) {
 								fprintf(stderr, "%s exec %u: %s\n", ours ? "provider" : "bare", j,
 									flash_strerror(r));
@@ -318,14 +266,14 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	load("after");
-	report("cold provision -> echo ready", t_cold, n);
-	report("warm provision -> echo ready", t_warm, n);
-	report("  of which the claim (Provision)", t_claim, n);
-	report("bare runsc run + runsc exec", t_bare, n);
-	report("Exec /bin/true (provider)", x_ours, n);
-	report("Exec /bin/true, 60 s deadline", x_dl, n);
-	report("bare runsc exec /bin/true", x_bare, n);
+	bench_load("after");
+	bench_report("cold provision -> echo ready", t_cold, n);
+	bench_report("warm provision -> echo ready", t_warm, n);
+	bench_report("  of which the claim (Provision)", t_claim, n);
+	bench_report("bare runsc run + runsc exec", t_bare, n);
+	bench_report("Exec /bin/true (provider)", x_ours, n);
+	bench_report("Exec /bin/true, 60 s deadline", x_dl, n);
+	bench_report("bare runsc exec /bin/true", x_bare, n);
 	printf("cold/bare %.2fx, warm/bare %.2fx, exec/bare exec %.2fx, with a deadline %.2fx (medians)\n",
 	       t_cold[n / 2] / t_bare[n / 2], t_warm[n / 2] / t_bare[n / 2], x_ours[n / 2] / x_bare[n / 2],
 	       x_dl[n / 2] / x_bare[n / 2]);

@@ -46,6 +46,8 @@
 #include <flash/spec.h>
 
 #include "helpers.h"
+#include "sandbox-helpers.h"
+#include "sandbox-image.h"
 
 #define IMAGE "contract-test"
 
@@ -62,16 +64,7 @@ static char image_dir[128];
 #define RUNSC "/usr/bin/runsc"
 static char state_dir[128], cg_parent[64];
 
-static int test_rootfs(void *ctx, const char *image, char **ret, char *err, size_t err_size)
-{
-	(void)ctx;
-	if (strcmp(image, IMAGE) != 0) {
-		snprintf(err, err_size, "no image %s", image);
-		return -ENOENT;
-	}
-	*ret = strdup(image_dir);
-	return *ret ? 0 : -ENOMEM;
-}
+static struct sbx_image the_image = { .name = IMAGE, .dir = image_dir };
 
 /* What the backend needs to run here; false with @why when it cannot. */
 static bool backend_prereq(char *why, size_t size)
@@ -90,7 +83,8 @@ static bool backend_prereq(char *why, size_t size)
 
 static void backend_open(unsigned int pool)
 {
-	FLASH_OPTS(op_sandbox_gvisor_opts, o, .rootfs = test_rootfs, .reap_interval_ms = 200);
+	FLASH_OPTS(op_sandbox_gvisor_opts, o, .rootfs = sbx_image_rootfs, .rootfs_ctx = &the_image,
+		   .reap_interval_ms = 200);
 
 	snprintf(state_dir, sizeof(state_dir), "/tmp/sbx-contract-%d", getpid());
 	snprintf(cg_parent, sizeof(cg_parent), "/sbx-contract-%d", getpid());
@@ -206,24 +200,15 @@ static bool backend_object_exists(const char *cid)
 
 /* ---------------------------------------------------------- the image */
 
-/* BusyBox beside the host's /bin/bash and the libraries ldd names. */
+/* The image of tests/sandbox-image.h. */
 static void build_image(void)
 {
-	char cmd[2048];
-
 	snprintf(image_dir, sizeof(image_dir), "/tmp/sbx-contract-image-%d", getpid());
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; R=%s; rm -rf $R; mkdir -p $R/bin $R/root $R/tmp $R/etc $R/proc $R/dev $R/sys;"
-		 "cp /usr/bin/busybox $R/bin/busybox;"
-		 "for a in $(/usr/bin/busybox --list); do case $a in busybox|bash) ;; *) ln -s busybox $R/bin/$a;; esac; done;"
-		 "cp /bin/bash $R/bin/bash;"
-		 "for l in $(ldd /bin/bash | grep -o '/[^ ]*'); do mkdir -p $R$(dirname $l); cp -L $l $R$l; done",
-		 image_dir);
 	if (!backend_prereq(skip_why, sizeof(skip_why))) {
 		skip_all = true;
 		return;
 	}
-	if (system(cmd) != 0) {
+	if (sbx_image_build(image_dir) < 0) {
 		skip_all = true;
 		snprintf(skip_why, sizeof(skip_why), "could not build the test image in %s", image_dir);
 	}
@@ -287,37 +272,6 @@ static int revoke_hook(const char *sid, void *userdata)
 
 /* A wrapper around the backend: counts reaps after revokes and can lose
  * stdin bytes, the rest is the backend's own. */
-struct dropper {
-	const struct flash_sandbox_exec_io *io;
-	char held[65536];
-	size_t held_len;
-	bool eof;
-};
-
-static ssize_t dropping_stdin(void *buf, size_t cap, void *userdata)
-{
-	struct dropper *d = userdata;
-
-	for (;;) {
-		if (d->held_len > drop_stdin || (d->eof && d->held_len > drop_stdin)) {
-			size_t n = d->held_len - drop_stdin < cap ? d->held_len - drop_stdin : cap;
-
-			memcpy(buf, d->held, n);
-			memmove(d->held, d->held + n, d->held_len - n);
-			d->held_len -= n;
-			return (ssize_t)n;
-		}
-		if (d->eof)
-			return 0;
-		ssize_t n = d->io->stdin_fn(d->held + d->held_len, sizeof(d->held) - d->held_len, d->io->stdin_userdata);
-		if (n < 0)
-			return n;
-		if (n == 0)
-			d->eof = true;
-		d->held_len += (size_t)n;
-	}
-}
-
 static int w_provision(void *b, const char *sid, const struct flash_spec *spec, uint32_t ttl,
 		       struct flash_sandbox_info *ret, struct flash_diag *diag)
 {
@@ -332,13 +286,14 @@ static int w_info(void *b, const char *sid, struct flash_sandbox_info *ret)
 /* @io, losing the last drop_stdin bytes of its stdin when asked to. */
 static struct flash_sandbox_exec_io lossy(const struct flash_sandbox_exec_io *io)
 {
-	static struct dropper d;
+	static struct test_dropper d;
 	struct flash_sandbox_exec_io x = *io;
 
 	if (drop_stdin && io->stdin_fn) {
 		memset(&d, 0, sizeof(d));
 		d.io = io;
-		x.stdin_fn = dropping_stdin;
+		d.drop = drop_stdin;
+		x.stdin_fn = test_drop_stdin;
 		x.stdin_userdata = &d;
 	}
 	return x;
@@ -439,44 +394,6 @@ static void teardown(void)
 TestSuite(contract, .init = setup, .fini = teardown, .timeout = 120);
 
 /* ---------------------------------------------------------- helpers */
-struct sbuf {
-	char *p;
-	size_t len;
-};
-
-static int to_buf(const void *d, size_t n, void *userdata)
-{
-	struct sbuf *b = userdata;
-
-	b->p = realloc(b->p, b->len + n + 1);
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-static void sbuf_reset(struct sbuf *b)
-{
-	free(b->p);
-	b->p = NULL;
-	b->len = 0;
-}
-
-struct src {
-	const char *p;
-	size_t len, off;
-};
-
-static ssize_t from_src(void *buf, size_t cap, void *userdata)
-{
-	struct src *s = userdata;
-	size_t n = s->len - s->off < cap ? s->len - s->off : cap;
-
-	memcpy(buf, s->p + s->off, n);
-	s->off += n;
-	return (ssize_t)n;
-}
-
 static void provision(const char *sid, struct flash_sandbox_info *info)
 {
 	struct flash_diag *d = NULL;
@@ -492,16 +409,16 @@ static void provision(const char *sid, struct flash_sandbox_info *info)
 }
 
 /* Runs a shell line in @sid; its stdout in *out (reset first). */
-static int sh(const char *sid, const char *line, struct sbuf *out, struct flash_sandbox_exec_result *res)
+static int sh(const char *sid, const char *line, struct test_buf *out, struct flash_sandbox_exec_result *res)
 {
 	const char *argv[] = { "/bin/sh", "-c", line, NULL };
-	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdout_fn = to_buf, .stdout_userdata = out);
+	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdout_fn = test_buf_sink, .stdout_userdata = out);
 
-	sbuf_reset(out);
+	test_buf_reset(out);
 	return flash_sandbox_exec(P, sid, &o, res);
 }
 
-static void sh_ok(const char *sid, const char *line, struct sbuf *out)
+static void sh_ok(const char *sid, const char *line, struct test_buf *out)
 {
 	struct flash_sandbox_exec_result res;
 
@@ -510,30 +427,16 @@ static void sh_ok(const char *sid, const char *line, struct sbuf *out)
 }
 
 /* ---------------------------------------------------------- provision */
-struct racer {
-	const char *sid;
-	struct flash_sandbox_info info;
-	int r;
-};
-
-static void *race(void *arg)
-{
-	struct racer *x = arg;
-
-	x->r = flash_sandbox_provision(P, x->sid, SPEC, 600, &x->info, NULL);
-	return NULL;
-}
-
 Test(contract, provision_idempotent_and_racing_callers_converge)
 {
-	struct racer a = { .sid = "race-1" }, b = { .sid = "race-1" };
+	struct test_racer a = { .p = P, .spec = SPEC, .sid = "race-1", .ttl = 600 }, b = a;
 	struct flash_sandbox_info again, info;
 	pthread_t ta, tb;
 	char **ids = NULL;
 	size_t n = 0;
 
-	pthread_create(&ta, NULL, race, &a);
-	pthread_create(&tb, NULL, race, &b);
+	pthread_create(&ta, NULL, test_provision_race, &a);
+	pthread_create(&tb, NULL, test_provision_race, &b);
 	pthread_join(ta, NULL);
 	pthread_join(tb, NULL);
 	ASSERT_OK(a.r, "racer a");
@@ -570,7 +473,7 @@ Test(contract, exec_codes_argv_stdin_deadline_and_group_kill)
 {
 	struct flash_sandbox_info info;
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 }, err = { 0 };
+	struct test_buf out = { 0 }, err = { 0 };
 	struct timespec t0, t1;
 
 	provision("exec-1", &info);
@@ -583,10 +486,10 @@ Test(contract, exec_codes_argv_stdin_deadline_and_group_kill)
 			"set -- $(cat /proc/$$/stat); [ $1 = $5 ] && [ $1 = $6 ] && echo own", NULL };
 
 		for (uint32_t t = 0; t <= 5000; t += 5000) {
-			FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = own, .stdout_fn = to_buf, .stdout_userdata = &out,
+			FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = own, .stdout_fn = test_buf_sink, .stdout_userdata = &out,
 				   .timeout_ms = t);
 
-			sbuf_reset(&out);
+			test_buf_reset(&out);
 			ASSERT_OK(flash_sandbox_exec(P, "exec-1", &o, &res), "session");
 			cr_assert_str_eq(out.p ? out.p : "", "own\n", "timeout %u: not its own session and group", t);
 		}
@@ -596,19 +499,20 @@ Test(contract, exec_codes_argv_stdin_deadline_and_group_kill)
 
 	{
 		const char *argv[] = { "/bin/printf", "[%s]", "a b", "", "$x;`y`", "--", NULL };
-		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdout_fn = to_buf, .stdout_userdata = &out);
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdout_fn = test_buf_sink, .stdout_userdata = &out);
 
-		sbuf_reset(&out);
+		test_buf_reset(&out);
 		ASSERT_OK(flash_sandbox_exec(P, "exec-1", &o, &res), "argv");
 		cr_assert_str_eq(out.p, "[a b][][$x;`y`][--]", "argv arrived as %s", out.p);
 	}
 	{
 		const char *argv[] = { "/bin/cat", NULL };
-		struct src s = { .p = "binary\0and text\n", .len = 16 };
-		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdin_fn = from_src, .stdin_userdata = &s,
-			   .stdout_fn = to_buf, .stdout_userdata = &out, .stderr_fn = to_buf, .stderr_userdata = &err);
+		struct test_src s = { .p = "binary\0and text\n", .len = 16 };
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdin_fn = test_src_read, .stdin_userdata = &s,
+			   .stdout_fn = test_buf_sink, .stdout_userdata = &out, .stderr_fn = test_buf_sink,
+			   .stderr_userdata = &err);
 
-		sbuf_reset(&out);
+		test_buf_reset(&out);
 		ASSERT_OK(flash_sandbox_exec(P, "exec-1", &o, &res), "stdin");
 		cr_assert_eq(out.len, 16);
 		cr_assert(memcmp(out.p, "binary\0and text\n", 16) == 0);
@@ -617,10 +521,10 @@ Test(contract, exec_codes_argv_stdin_deadline_and_group_kill)
 	{
 		/* the deadline: the command and its background child die */
 		const char *argv[] = { "/bin/sh", "-c", "sleep 60 & echo $! > /tmp/child; echo started; wait", NULL };
-		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdout_fn = to_buf, .stdout_userdata = &out,
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdout_fn = test_buf_sink, .stdout_userdata = &out,
 			   .timeout_ms = 500);
 
-		sbuf_reset(&out);
+		test_buf_reset(&out);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ASSERT_OK(flash_sandbox_exec(P, "exec-1", &o, &res), "deadline");
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -642,8 +546,8 @@ Test(contract, exec_codes_argv_stdin_deadline_and_group_kill)
 		cr_assert(!res.timed_out);
 		cr_assert_eq(res.exit_code, 137);
 	}
-	sbuf_reset(&out);
-	sbuf_reset(&err);
+	test_buf_reset(&out);
+	test_buf_reset(&err);
 	ASSERT_OK(flash_sandbox_reap(P, "exec-1"), "reap");
 }
 
@@ -651,7 +555,7 @@ Test(contract, exec_cwd_env_deadline_met_and_commands_that_cannot_start)
 {
 	struct flash_sandbox_info info;
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 }, err = { 0 };
+	struct test_buf out = { 0 }, err = { 0 };
 	struct timespec t0, t1;
 
 	provision("exec-2", &info);
@@ -659,10 +563,10 @@ Test(contract, exec_cwd_env_deadline_met_and_commands_that_cannot_start)
 		/* cwd and env, with and without a deadline */
 		static const char *const argv[] = { "/bin/sh", "-c", "pwd; echo \"$FLASH_T\"", NULL };
 		static const char *const env[] = { "FLASH_T=a b", NULL };
-		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .env = env, .cwd = "/tmp", .stdout_fn = to_buf,
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .env = env, .cwd = "/tmp", .stdout_fn = test_buf_sink,
 			   .stdout_userdata = &out, .timeout_ms = t);
 
-		sbuf_reset(&out);
+		test_buf_reset(&out);
 		ASSERT_OK(flash_sandbox_exec(P, "exec-2", &o, &res), "cwd");
 		cr_assert_eq(res.exit_code, 0);
 		cr_assert_str_eq(out.p ? out.p : "", "/tmp\na b\n", "timeout %u: %s", t, out.p);
@@ -682,10 +586,10 @@ Test(contract, exec_cwd_env_deadline_met_and_commands_that_cannot_start)
 		sh_ok("exec-2", "echo x > /etc/hostname-not-executable; chmod 644 /etc/hostname-not-executable", &out);
 		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 			const char *argv[] = { c[i].argv0, NULL };
-			FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .cwd = c[i].cwd, .stderr_fn = to_buf,
+			FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .cwd = c[i].cwd, .stderr_fn = test_buf_sink,
 				   .stderr_userdata = &err, .timeout_ms = t);
 
-			sbuf_reset(&err);
+			test_buf_reset(&err);
 			ASSERT_OK(flash_sandbox_exec(P, "exec-2", &o, &res), c[i].argv0);
 			cr_assert_eq(res.exit_code, c[i].code, "%s (cwd %s, timeout %u): exit %d, stderr %s", c[i].argv0,
 				     c[i].cwd ? c[i].cwd : "-", t, res.exit_code, err.p ? err.p : "");
@@ -724,10 +628,10 @@ Test(contract, exec_cwd_env_deadline_met_and_commands_that_cannot_start)
 		 * is the answer */
 		static const char *const argv[] = { "/bin/sh", "-c",
 			"sleep 60 & echo $! > /tmp/child2; echo started", NULL };
-		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdout_fn = to_buf, .stdout_userdata = &out,
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .stdout_fn = test_buf_sink, .stdout_userdata = &out,
 			   .timeout_ms = 700);
 
-		sbuf_reset(&out);
+		test_buf_reset(&out);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ASSERT_OK(flash_sandbox_exec(P, "exec-2", &o, &res), "leader gone, child holding stdout");
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -739,8 +643,8 @@ Test(contract, exec_cwd_env_deadline_met_and_commands_that_cannot_start)
 			       "{ echo gone; exit 0; }; sleep 0.1; done; echo alive", &out);
 		cr_assert_str_eq(out.p, "gone\n", "the group's child outlived the deadline");
 	}
-	sbuf_reset(&out);
-	sbuf_reset(&err);
+	test_buf_reset(&out);
+	test_buf_reset(&err);
 	ASSERT_OK(flash_sandbox_reap(P, "exec-2"), "reap");
 }
 
@@ -748,10 +652,10 @@ Test(contract, exec_cwd_env_deadline_met_and_commands_that_cannot_start)
 Test(contract, read_write_import_export)
 {
 	struct flash_sandbox_info info;
-	struct sbuf out = { 0 };
+	struct test_buf out = { 0 };
 	unsigned char bin[5000];
 	uint64_t size = 0, n = 0;
-	struct src s;
+	struct test_src s;
 
 	for (size_t i = 0; i < sizeof(bin); i++)
 		bin[i] = (unsigned char)(i * 13 + 1);
@@ -759,33 +663,33 @@ Test(contract, read_write_import_export)
 	provision("files-1", &info);
 
 	/* write: a new file (0644), read back byte for byte */
-	s = (struct src){ .p = (const char *)bin, .len = sizeof(bin) };
-	ASSERT_OK(flash_sandbox_write(P, "files-1", "/root/bin.dat", from_src, &s, &n), "write new");
+	s = (struct test_src){ .p = (const char *)bin, .len = sizeof(bin) };
+	ASSERT_OK(flash_sandbox_write(P, "files-1", "/root/bin.dat", test_src_read, &s, &n), "write new");
 	cr_assert_eq(n, sizeof(bin));
 	sh_ok("files-1", "stat -c %a /root/bin.dat", &out);
 	cr_assert_str_eq(out.p, "644\n");
-	sbuf_reset(&out);
-	ASSERT_OK(flash_sandbox_read(P, "files-1", "/root/bin.dat", 0, to_buf, &out, &size), "read");
+	test_buf_reset(&out);
+	ASSERT_OK(flash_sandbox_read(P, "files-1", "/root/bin.dat", 0, test_buf_sink, &out, &size), "read");
 	cr_assert_eq(size, sizeof(bin));
 	cr_assert_eq(out.len, sizeof(bin));
 	cr_assert(memcmp(out.p, bin, sizeof(bin)) == 0, "read back differs");
-	sbuf_reset(&out);
-	ASSERT_ERR(flash_sandbox_read(P, "files-1", "/root/bin.dat", 100, to_buf, &out, &size), -EFBIG, "gate");
+	test_buf_reset(&out);
+	ASSERT_ERR(flash_sandbox_read(P, "files-1", "/root/bin.dat", 100, test_buf_sink, &out, &size), -EFBIG, "gate");
 	cr_assert_eq(out.len, 0, "bytes sent past the gate");
 	cr_assert_eq(size, sizeof(bin));
-	ASSERT_ERR(flash_sandbox_read(P, "files-1", "/root/none", 0, to_buf, &out, &size), -ENOENT, "missing");
+	ASSERT_ERR(flash_sandbox_read(P, "files-1", "/root/none", 0, test_buf_sink, &out, &size), -ENOENT, "missing");
 
 	/* the mode of an existing file is kept */
 	sh_ok("files-1", "echo old > /root/tool && chmod 750 /root/tool", &out);
-	s = (struct src){ .p = "#!/bin/sh\n", .len = 10 };
-	ASSERT_OK(flash_sandbox_write(P, "files-1", "/root/tool", from_src, &s, &n), "write existing");
+	s = (struct test_src){ .p = "#!/bin/sh\n", .len = 10 };
+	ASSERT_OK(flash_sandbox_write(P, "files-1", "/root/tool", test_src_read, &s, &n), "write existing");
 	sh_ok("files-1", "stat -c %a /root/tool; cat /root/tool", &out);
 	cr_assert_str_eq(out.p, "750\n#!/bin/sh\n");
 
 	/* a symlink is replaced, its target untouched */
 	sh_ok("files-1", "echo keep > /root/target && ln -s /root/target /root/link", &out);
-	s = (struct src){ .p = "new", .len = 3 };
-	ASSERT_OK(flash_sandbox_write(P, "files-1", "/root/link", from_src, &s, &n), "write symlink");
+	s = (struct test_src){ .p = "new", .len = 3 };
+	ASSERT_OK(flash_sandbox_write(P, "files-1", "/root/link", test_src_read, &s, &n), "write symlink");
 	sh_ok("files-1", "[ -L /root/link ] && echo link; cat /root/target; cat /root/link; echo", &out);
 	cr_assert_str_eq(out.p, "keep\nnew\n");
 
@@ -796,8 +700,8 @@ Test(contract, read_write_import_export)
 
 		snprintf(before, sizeof(before), "%s", out.p);
 		drop_stdin = 2;
-		s = (struct src){ .p = "longer content", .len = 14 };
-		ASSERT_ERR(flash_sandbox_write(P, "files-1", "/root/f", from_src, &s, &n), -FLASH_E_SANDBOX_COUNT,
+		s = (struct test_src){ .p = "longer content", .len = 14 };
+		ASSERT_ERR(flash_sandbox_write(P, "files-1", "/root/f", test_src_read, &s, &n), -FLASH_E_SANDBOX_COUNT,
 			   "count mismatch");
 		drop_stdin = 0;
 		sh_ok("files-1", "cat /root/f; ls -A /root | wc -l", &out);
@@ -811,12 +715,12 @@ Test(contract, read_write_import_export)
 
 	/* export: one top-level directory named after the root */
 	sh_ok("files-1", "mkdir -p /root/proj/sub && echo a > /root/proj/sub/a && echo b > /root/proj/b", &out);
-	sbuf_reset(&out);
-	ASSERT_OK(flash_sandbox_export(P, "files-1", "/root/proj", to_buf, &out), "export");
+	test_buf_reset(&out);
+	ASSERT_OK(flash_sandbox_export(P, "files-1", "/root/proj", test_buf_sink, &out), "export");
 	{
 		struct flash_diag *d = NULL;
-		struct src t = { .p = out.p, .len = out.len };
-		struct sbuf list = { 0 };
+		struct test_src t = { .p = out.p, .len = out.len };
+		struct test_buf list = { 0 };
 		char *copy = malloc(out.len);
 
 		memcpy(copy, out.p, out.len);
@@ -824,10 +728,10 @@ Test(contract, read_write_import_export)
 		/* import it elsewhere, then list */
 		ASSERT_OK(flash_diag_new(&d), "diag");
 		sh_ok("files-1", "mkdir -p /tmp/in", &list);
-		ASSERT_OK(flash_sandbox_import(P, "files-1", "/tmp/in", from_src, &t, d), "import");
+		ASSERT_OK(flash_sandbox_import(P, "files-1", "/tmp/in", test_src_read, &t, d), "import");
 		sh_ok("files-1", "cd /tmp/in && find . | sort; cat proj/sub/a", &list);
 		cr_assert_str_eq(list.p, ".\n./proj\n./proj/b\n./proj/sub\n./proj/sub/a\na\n", "layout: %s", list.p);
-		sbuf_reset(&list);
+		test_buf_reset(&list);
 		free(copy);
 
 		/* a traversal: refused, named, nothing outside */
@@ -849,17 +753,17 @@ Test(contract, read_write_import_export)
 				sum += tar[i];
 			snprintf((char *)tar + 148, 8, "%06o", sum);
 			memcpy(tar + 512, "bad", 3);
-			t = (struct src){ .p = (const char *)tar, .len = sizeof(tar) };
-			ASSERT_ERR(flash_sandbox_import(P, "files-1", "/tmp/in", from_src, &t, d), -FLASH_E_SANDBOX_ARCHIVE,
+			t = (struct test_src){ .p = (const char *)tar, .len = sizeof(tar) };
+			ASSERT_ERR(flash_sandbox_import(P, "files-1", "/tmp/in", test_src_read, &t, d), -FLASH_E_SANDBOX_ARCHIVE,
 				   "traversal");
 			cr_assert_str_eq(flash_diag_first_error(d)->path, "../escape");
 			sh_ok("files-1", "[ -e /tmp/escape ] && echo escaped; true", &list);
 			cr_assert_eq(list.len, 0, "extracted outside: %s", list.p);
 		}
 		flash_diag_free(d);
-		sbuf_reset(&list);
+		test_buf_reset(&list);
 	}
-	sbuf_reset(&out);
+	test_buf_reset(&out);
 	ASSERT_OK(flash_sandbox_reap(P, "files-1"), "reap");
 }
 
@@ -868,7 +772,7 @@ Test(contract, reap_revokes_first_and_expiry_ends_sessions)
 {
 	struct flash_sandbox_info info, e;
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 };
+	struct test_buf out = { 0 };
 	int i;
 
 	provision("reap-1", &info);
@@ -902,7 +806,7 @@ Test(contract, reap_revokes_first_and_expiry_ends_sessions)
 	ASSERT_ERR(sh("short-1", "true", &out, &res), -FLASH_E_SANDBOX_ENDED, "exec after expiry");
 	ASSERT_OK(flash_sandbox_reap(P, "short-1"), "reap expired");
 	ASSERT_ERR(flash_sandbox_info(P, "short-1", &e), -ENOENT, "forgotten after reap");
-	sbuf_reset(&out);
+	test_buf_reset(&out);
 }
 
 /* The session's gate (the backend's durable revoke): a revoke that fails
@@ -914,7 +818,7 @@ Test(contract, a_reap_stopped_after_its_revoke_refuses_work_and_a_second_reap_co
 {
 	struct flash_sandbox_info info, e;
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 };
+	struct test_buf out = { 0 };
 	char **ids = NULL;
 	size_t n = 0;
 	bool owned = false;
@@ -936,7 +840,7 @@ Test(contract, a_reap_stopped_after_its_revoke_refuses_work_and_a_second_reap_co
 	cr_assert_str_eq(e.end_reason, "reaping");
 	cr_assert_eq(e.expires_at, info.expires_at, "expires_at still told");
 	ASSERT_ERR(sh("gate-1", "echo no", &out, &res), -FLASH_E_SANDBOX_ENDED, "exec after the revoke");
-	ASSERT_ERR(flash_sandbox_read(P, "gate-1", "/bin/sh", 0, to_buf, &out, NULL), -FLASH_E_SANDBOX_ENDED,
+	ASSERT_ERR(flash_sandbox_read(P, "gate-1", "/bin/sh", 0, test_buf_sink, &out, NULL), -FLASH_E_SANDBOX_ENDED,
 		   "read after the revoke");
 	ASSERT_ERR(flash_sandbox_provision(P, "gate-1", SPEC, 600, &e, NULL), -FLASH_E_SANDBOX_ENDED,
 		   "provision of a revoked session (no adopting it)");
@@ -955,7 +859,7 @@ Test(contract, a_reap_stopped_after_its_revoke_refuses_work_and_a_second_reap_co
 	cr_assert(!backend_object_exists(info.backend_id), "the sandbox is still there");
 	ASSERT_ERR(flash_sandbox_info(P, "gate-1", &e), -ENOENT, "forgotten after the reap");
 	ASSERT_OK(B_OPS->revoke(B, "gate-1"), "revoking a session owning nothing");
-	sbuf_reset(&out);
+	test_buf_reset(&out);
 }
 
 /* ---------------------------------------------------------- a dead sandbox */
@@ -967,7 +871,7 @@ Test(contract, a_sandbox_over_its_memory_ends_failed)
 {
 	struct flash_sandbox_info info, e;
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 };
+	struct test_buf out = { 0 };
 	int i, r;
 
 	provision("oom-1", &info);
@@ -987,7 +891,7 @@ Test(contract, a_sandbox_over_its_memory_ends_failed)
 	cr_assert(r == -FLASH_E_SANDBOX_ENDED, "exec on a dead sandbox: %d (%s)", r, flash_strerror(r));
 	ASSERT_OK(flash_sandbox_reap(P, "oom-1"), "reap");
 	cr_assert(!backend_object_exists(info.backend_id));
-	sbuf_reset(&out);
+	test_buf_reset(&out);
 }
 #endif
 
@@ -996,7 +900,7 @@ Test(contract, a_sandbox_over_its_memory_ends_failed)
 Test(pool, warm_pool_claims_and_refills, .fini = teardown, .timeout = 120)
 {
 	struct flash_sandbox_info info;
-	struct sbuf out = { 0 };
+	struct test_buf out = { 0 };
 	int i;
 
 	open_provider(1);
@@ -1020,6 +924,6 @@ Test(pool, warm_pool_claims_and_refills, .fini = teardown, .timeout = 120)
 	}
 	ASSERT_OK(flash_sandbox_reap(P, "warm-1"), "reap");
 	cr_assert(!backend_object_exists(info.backend_id), "a claimed sandbox outlived its Reap");
-	sbuf_reset(&out);
+	test_buf_reset(&out);
 }
 #endif

@@ -44,6 +44,7 @@
 #include "agent-client.h"
 #include "netns-helpers.h"
 #include "sandbox-gvisor.h"
+#include "sandbox-image.h"
 
 #define RUNSC "/usr/bin/runsc"
 #define IMAGE "sbx-net-test"
@@ -59,16 +60,7 @@ static pid_t server = -1;
 static const struct flash_sandbox_backend_ops *ops;
 static void *backend;
 
-static int test_rootfs(void *ctx, const char *image, char **ret, char *err, size_t err_size)
-{
-	(void)ctx;
-	if (strcmp(image, IMAGE) != 0) {
-		snprintf(err, err_size, "no image %s", image);
-		return -ENOENT;
-	}
-	*ret = strdup(image_dir);
-	return *ret ? 0 : -ENOMEM;
-}
+static struct sbx_image the_image = { .name = IMAGE, .dir = image_dir };
 
 /* Accepts (and closes) every TCP connection to ports 8080 and 53 of the
  * public netns, until killed. */
@@ -162,14 +154,7 @@ static void setup(void)
 	snprintf(state_dir, sizeof(state_dir), "%s/sbx", dir);
 	snprintf(cg_parent, sizeof(cg_parent), "/sbx-net-%d", getpid());
 	/* the image: BusyBox beside the host's bash and its libraries */
-	snprintf(cmd, sizeof(cmd),
-		 "set -e; R=%s; mkdir -p $R/bin $R/root $R/tmp $R/etc $R/proc $R/dev $R/sys;"
-		 "cp /usr/bin/busybox $R/bin/busybox;"
-		 "for a in $(/usr/bin/busybox --list); do case $a in busybox|bash) ;; *) ln -s busybox $R/bin/$a;; esac; done;"
-		 "cp /bin/bash $R/bin/bash;"
-		 "for l in $(ldd /bin/bash | grep -o '/[^ ]*'); do mkdir -p $R$(dirname $l); cp -L $l $R$l; done",
-		 image_dir);
-	cr_assert(system(cmd) == 0, "building the test image");
+	cr_assert(sbx_image_build(image_dir) == 0, "building the test image");
 	cr_assert(system("echo 1 > /proc/sys/net/ipv4/ip_forward") == 0, "ip_forward");
 	ns_spawn(&pub);
 	snprintf(cmd, sizeof(cmd),
@@ -219,8 +204,8 @@ static void backend_open(unsigned int pool)
 {
 	const char *b = getenv("top_builddir");
 	char bin[512], cni_conf[160];
-	FLASH_OPTS(op_sandbox_gvisor_opts, o, .dir = state_dir, .cgroup_parent = cg_parent, .rootfs = test_rootfs,
-		   .reap_interval_ms = 500, .pool_size = pool, .pool_image = pool ? IMAGE : NULL,
+	FLASH_OPTS(op_sandbox_gvisor_opts, o, .dir = state_dir, .cgroup_parent = cg_parent, .rootfs = sbx_image_rootfs,
+		   .rootfs_ctx = &the_image, .reap_interval_ms = 500, .pool_size = pool, .pool_image = pool ? IMAGE : NULL,
 		   .pool_cpu_millis = 500, .pool_memory_mib = 256, .agent_socket = sock,
 		   .resolv_conf = "nameserver " PUB "\n");
 	int r;
@@ -412,7 +397,8 @@ static void setup_no_agent(void)
 Test(sandbox_net, without_an_agent_only_disabled_egress_is_accepted, .init = setup_no_agent, .fini = teardown,
      .timeout = 30)
 {
-	FLASH_OPTS(op_sandbox_gvisor_opts, o, .dir = state_dir, .cgroup_parent = cg_parent, .rootfs = test_rootfs);
+	FLASH_OPTS(op_sandbox_gvisor_opts, o, .dir = state_dir, .cgroup_parent = cg_parent, .rootfs = sbx_image_rootfs,
+		   .rootfs_ctx = &the_image);
 	const char *const modes[] = { EGRESS("internet", "", ""), EGRESS("restricted", "\"" PUB "/32\"", "") };
 
 	cr_assert(op_sandbox_gvisor_new(&o, &ops, &backend) == 0, "gVisor backend");

@@ -40,6 +40,7 @@
 #include "k8s.h"
 #include "operator-helpers.h"
 #include "render-test.h"
+#include "sandbox-helpers.h"
 #include "sandbox-k8s.h"
 #include "store.h"
 #include "util.h"
@@ -157,61 +158,11 @@ TestSuite(operator_sandbox_k8s, .init = setup, .fini = teardown, .timeout = 60);
 
 static struct flash_client *client_of(const char *org, const char *project)
 {
-	struct flash_client_opts co = { .sz = sizeof(co), .endpoint = endpoint, .timeout_ms = 20000 };
-	struct flash_client_identity id = { .sz = sizeof(id), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE,
-					    .organization = org, .project = project };
-	struct flash_client *c = NULL;
-
-	ASSERT_OK(flash_client_new(&co, &c), "client");
-	ASSERT_OK(flash_client_set_signer(c, signer, &id), "signer");
-	return c;
+	return test_sandbox_client(endpoint, signer, TEST_ISSUER, TEST_AUDIENCE, org, project);
 }
 
 static const char spec_json[] = "{\"region\":\"heteronet-global\",\"image\":\"registry.test/box:1\",\"cpu_millis\":250,"
 				"\"memory_mib\":128,\"egress\":{\"mode\":\"internet\"}}";
-
-static void expect_status(struct flash_client_response *r, int status, const char *code, const char *what)
-{
-	cr_assert(r, "%s: no answer", what);
-	cr_assert_eq(flash_client_response_status(r), status, "%s: status %d, not %d: %s", what,
-		     flash_client_response_status(r), status, flash_client_response_body(r, NULL));
-	if (code)
-		cr_assert_str_eq(flash_client_response_error_code(r), code, "%s", what);
-}
-
-struct grow {
-	char *p;
-	size_t len;
-};
-
-static int grow_sink(const void *buf, size_t len, void *userdata)
-{
-	struct grow *g = userdata;
-	char *np = realloc(g->p, g->len + len + 1);
-
-	if (!np)
-		return -ENOMEM;
-	memcpy(np + g->len, buf, len);
-	g->p = np;
-	g->len += len;
-	g->p[g->len] = '\0';
-	return 0;
-}
-
-struct src {
-	const char *p;
-	size_t len, off;
-};
-
-static ssize_t from_src(void *buf, size_t cap, void *userdata)
-{
-	struct src *s = userdata;
-	size_t n = s->len - s->off < cap ? s->len - s->off : cap;
-
-	memcpy(buf, s->p + s->off, n);
-	s->off += n;
-	return (ssize_t)n;
-}
 
 static char *provisioned(struct flash_client *c, const char *name, char id[FLASH_CLIENT_SANDBOX_ID_STRLEN])
 {
@@ -219,7 +170,7 @@ static char *provisioned(struct flash_client *c, const char *name, char id[FLASH
 
 	ASSERT_OK(flash_client_sandbox_id("org-a", "p1", name, id), "id");
 	ASSERT_OK(flash_client_sandbox_provision(c, id, spec_json, strlen(spec_json), 120, &r), "provision");
-	expect_status(r, 201, NULL, "made");
+	test_expect_status(r, 201, NULL, "made");
 	flash_client_response_free(r);
 	return id;
 }
@@ -248,7 +199,7 @@ Test(operator_sandbox_k8s, flashctl_session_calls_through_the_routes_on_pods)
 	struct flash_client *a = client_of("org-a", "p1"), *b = client_of("org-b", "p1");
 	struct flash_client_response *r = NULL;
 	struct flash_client_sandbox_exec_result res;
-	struct grow out = { 0 }, got = { 0 };
+	struct test_buf out = { 0 }, got = { 0 };
 	char id[FLASH_CLIENT_SANDBOX_ID_STRLEN], file[160], pod[128];
 	const char *argv[] = { "/bin/sh", "-c", "cat; echo \" and $0\"; exit 5", "from-argv", NULL };
 	static const char data[] = "bytes\0with a NUL and\nlines\n";
@@ -264,7 +215,7 @@ Test(operator_sandbox_k8s, flashctl_session_calls_through_the_routes_on_pods)
 		     "the ownership label");
 	json_free(v);
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "again");
-	expect_status(r, 200, NULL, "adopted");
+	test_expect_status(r, 200, NULL, "adopted");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"adopted\":true"));
 	flash_client_response_free(r);
 	cr_assert_eq(k8s_fake_pod_count(fake), 1, "one Pod");
@@ -272,7 +223,7 @@ Test(operator_sandbox_k8s, flashctl_session_calls_through_the_routes_on_pods)
 	/* exec: stdin, stdout, the exit code */
 	{
 		FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = argv, .stdin_data = "in", .stdin_len = 2,
-			   .stdout_fn = grow_sink, .stdout_userdata = &out);
+			   .stdout_fn = test_buf_sink, .stdout_userdata = &out);
 
 		ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
 		cr_assert_null(r, "refused: %s", flash_client_response_body(r, NULL));
@@ -284,34 +235,34 @@ Test(operator_sandbox_k8s, flashctl_session_calls_through_the_routes_on_pods)
 	/* write, then read the same bytes (the Pod's files are this host's) */
 	snprintf(file, sizeof(file), "%s/blob", dir);
 	{
-		struct src s = { data, sizeof(data) - 1, 0 };
+		struct test_src s = { data, sizeof(data) - 1, 0 };
 
-		ASSERT_OK(flash_client_sandbox_write(a, id, file, sizeof(data) - 1, from_src, &s, &r), "write");
-		expect_status(r, 200, NULL, "written");
+		ASSERT_OK(flash_client_sandbox_write(a, id, file, sizeof(data) - 1, test_src_read, &s, &r), "write");
+		test_expect_status(r, 200, NULL, "written");
 		flash_client_response_free(r);
-		ASSERT_OK(flash_client_sandbox_read(a, id, file, 0, grow_sink, &got, &r), "read");
+		ASSERT_OK(flash_client_sandbox_read(a, id, file, 0, test_buf_sink, &got, &r), "read");
 		cr_assert_null(r, "refused: %s", flash_client_response_body(r, NULL));
 		cr_assert(got.len == sizeof(data) - 1 && !memcmp(got.p, data, got.len), "binary-safe round trip");
 	}
 	/* list: the tenant's only */
 	ASSERT_OK(flash_client_sandbox_list(a, &r), "list");
-	expect_status(r, 200, NULL, "list");
+	test_expect_status(r, 200, NULL, "list");
 	cr_assert(strstr(flash_client_response_body(r, NULL), id), "%s", flash_client_response_body(r, NULL));
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_list(b, &r), "list of another tenant");
 	cr_assert_null(strstr(flash_client_response_body(r, NULL), id), "another tenant's session listed");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_get(b, id, &r), "get by another tenant");
-	expect_status(r, 404, "not-found", "another tenant's session is an unknown one");
+	test_expect_status(r, 404, "not-found", "another tenant's session is an unknown one");
 	flash_client_response_free(r);
 
 	/* reap: gone when answered */
 	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
-	expect_status(r, 200, NULL, "reaped");
+	test_expect_status(r, 200, NULL, "reaped");
 	flash_client_response_free(r);
 	cr_assert(!k8s_fake_pod_exists(fake, NS, pod), "the Pod is gone (not merely terminating) when Reap answers");
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
-	expect_status(r, 404, "not-found", "after the reap");
+	test_expect_status(r, 404, "not-found", "after the reap");
 	flash_client_response_free(r);
 	free(out.p);
 	free(got.p);
@@ -349,19 +300,19 @@ Test(operator_sandbox_k8s, reap_revokes_first_over_the_routes)
 	/* the Reap stopped after its revoke (a crash): 409 until the next */
 	ASSERT_OK(ops->revoke(backend, id), "the revoke alone");
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
-	expect_status(r, 409, "reaping", "exec on a revoked session");
+	test_expect_status(r, 409, "reaping", "exec on a revoked session");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
-	expect_status(r, 409, "reaping", "provision of a revoked session");
+	test_expect_status(r, 409, "reaping", "provision of a revoked session");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
-	expect_status(r, 200, NULL, "its info");
+	test_expect_status(r, 200, NULL, "its info");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"reaping\""), "%s",
 		  flash_client_response_body(r, NULL));
 	flash_client_response_free(r);
 	cr_assert(k8s_fake_pod_exists(fake, NS, pod), "still there");
 	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "the next reap");
-	expect_status(r, 200, NULL, "completed");
+	test_expect_status(r, 200, NULL, "completed");
 	flash_client_response_free(r);
 	cr_assert(!k8s_fake_pod_exists(fake, NS, pod), "gone");
 	flash_client_free(a);
@@ -406,7 +357,7 @@ Test(operator_sandbox_k8s, the_role_grants_exactly_the_verbs_the_backend_uses)
 	ASSERT_OK(flash_client_sandbox_list(a, &r), "list");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
-	expect_status(r, 200, NULL, "reaped");
+	test_expect_status(r, 200, NULL, "reaped");
 	flash_client_response_free(r);
 	for (size_t i = 0; i < k8s_fake_requests(fake); i++) {
 		struct k8s_fake_request rq = { 0 };
@@ -523,7 +474,7 @@ Test(operator_sandbox_k8s, the_daemon_in_kubernetes_mode_serves_sandboxes_on_pod
 	struct flash_client *a;
 	struct flash_client_response *r = NULL;
 	struct flash_client_sandbox_exec_result res;
-	struct grow out = { 0 };
+	struct test_buf out = { 0 };
 	char kpath[128], conf[128], podroot[128], dsock[128], err[1024] = "", id[FLASH_CLIENT_SANDBOX_ID_STRLEN];
 	char pod[128], *jwks = NULL, *est;
 	unsigned char pk[32];
@@ -600,7 +551,7 @@ Test(operator_sandbox_k8s, the_daemon_in_kubernetes_mode_serves_sandboxes_on_pod
 	ASSERT_OK(flash_client_sandbox_id("org-a", "p1", "d1", id), "id");
 	snprintf(pod, sizeof(pod), "sbx-%s", id);
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
-	expect_status(r, 201, NULL, "made by the daemon");
+	test_expect_status(r, 201, NULL, "made by the daemon");
 	flash_client_response_free(r);
 	cr_assert(k8s_fake_pod_exists(f, NS, pod), "the Pod in the configured namespace");
 	{
@@ -621,7 +572,8 @@ Test(operator_sandbox_k8s, the_daemon_in_kubernetes_mode_serves_sandboxes_on_pod
 		json_free(v);
 	}
 	{
-		FLASH_OPTS(flash_client_sandbox_exec_opts, xo, .argv = argv, .stdout_fn = grow_sink, .stdout_userdata = &out);
+		FLASH_OPTS(flash_client_sandbox_exec_opts, xo, .argv = argv, .stdout_fn = test_buf_sink,
+			   .stdout_userdata = &out);
 
 		ASSERT_OK(flash_client_sandbox_exec(a, id, &xo, &res, &r), "exec");
 		cr_assert_null(r, "refused: %s", flash_client_response_body(r, NULL));
@@ -629,7 +581,7 @@ Test(operator_sandbox_k8s, the_daemon_in_kubernetes_mode_serves_sandboxes_on_pod
 		ASSERT_STREQ(out.p, "on a Pod\n", "pods/exec through the daemon");
 	}
 	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
-	expect_status(r, 200, NULL, "reaped");
+	test_expect_status(r, 200, NULL, "reaped");
 	flash_client_response_free(r);
 	cr_assert(!k8s_fake_pod_exists(f, NS, pod), "gone");
 	flash_client_free(a);

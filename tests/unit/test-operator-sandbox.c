@@ -33,6 +33,7 @@
 #include "http-helpers.h"
 #include "http.h"
 #include "operator-helpers.h"
+#include "sandbox-helpers.h"
 #include "sandbox-http.h"
 #include "util.h"
 
@@ -341,14 +342,7 @@ TestSuite(operator_sandbox, .init = setup, .fini = teardown, .timeout = 60);
 
 static struct flash_client *client_of(const char *org, const char *project)
 {
-	struct flash_client_opts co = { .sz = sizeof(co), .endpoint = endpoint, .timeout_ms = 20000 };
-	struct flash_client_identity id = { .sz = sizeof(id), .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE,
-					    .organization = org, .project = project };
-	struct flash_client *c = NULL;
-
-	ASSERT_OK(flash_client_new(&co, &c), "client");
-	ASSERT_OK(flash_client_set_signer(c, signer, &id), "signer");
-	return c;
+	return test_sandbox_client(endpoint, signer, TEST_ISSUER, TEST_AUDIENCE, org, project);
 }
 
 static char *sid_of(const char *org, const char *project, const char *name)
@@ -363,15 +357,6 @@ static const char spec_json[] =
 	"{\"region\":\"heteronet-global\",\"image\":\"test.invalid/box:1\",\"replicas\":1,\"cpu_millis\":250,"
 	"\"memory_mib\":128,\"egress\":{\"mode\":\"disabled\",\"allow_same_organization\":false,"
 	"\"allowed_destination_cidrs\":[],\"denied_destination_cidrs\":[]}}";
-
-static void expect_status(struct flash_client_response *r, int status, const char *code, const char *what)
-{
-	cr_assert(r, "%s: no answer", what);
-	cr_assert_eq(flash_client_response_status(r), status, "%s: status %d, not %d: %s", what,
-		     flash_client_response_status(r), status, flash_client_response_body(r, NULL));
-	if (code)
-		cr_assert_str_eq(flash_client_response_error_code(r), code, "%s", what);
-}
 
 /* A raw request on the socket: the reply's status line and body. */
 static int raw(const char *req, char *out, size_t size)
@@ -406,7 +391,7 @@ Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
 
 	snprintf(id, sizeof(id), "%s", sid_of("org-a", "p1", "s1"));
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
-	expect_status(r, 201, NULL, "made");
+	test_expect_status(r, 201, NULL, "made");
 	cr_assert_str_eq(the_fake->tenant, "org-a/p1", "the backend learns the token's tenant for the sandbox's identity");
 	cr_assert(op_sandbox_tenants_lookup(tenants, id, (char[64]){ 0 }, 64, (char[64]){ 0 }, 64) == -ENOENT,
 		  "forgotten once the Provision returned");
@@ -414,12 +399,12 @@ Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"adopted\":false"));
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "again");
-	expect_status(r, 200, NULL, "adopted");
+	test_expect_status(r, 200, NULL, "adopted");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"adopted\":true"));
 	flash_client_response_free(r);
 
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
-	expect_status(r, 200, NULL, "get");
+	test_expect_status(r, 200, NULL, "get");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"live\""));
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_list(a, &r), "list");
@@ -441,21 +426,21 @@ Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
 	cr_assert(!strstr(flash_client_response_body(r, NULL), id), "another tenant's list");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_get(b, id, &r), "get b");
-	expect_status(r, 404, "not-found", "another organization");
+	test_expect_status(r, 404, "not-found", "another organization");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_reap(a2, id, &r), "reap a2");
-	expect_status(r, 404, "not-found", "another project cannot reap");
+	test_expect_status(r, 404, "not-found", "another project cannot reap");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_provision(b, id, spec_json, strlen(spec_json), 120, &r), "provision b");
-	expect_status(r, 404, "not-found", "another tenant cannot provision under the id");
+	test_expect_status(r, 404, "not-found", "another tenant cannot provision under the id");
 	flash_client_response_free(r);
 
 	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
-	expect_status(r, 200, NULL, "reap");
+	test_expect_status(r, 200, NULL, "reap");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"reaped\""));
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get after");
-	expect_status(r, 404, "not-found", "gone");
+	test_expect_status(r, 404, "not-found", "gone");
 	flash_client_response_free(r);
 	/* /metrics counts the sandbox routes by status (answers are counted
 	 * once their connection is done: give the server a moment). */
@@ -466,10 +451,10 @@ Test(operator_sandbox, lifecycle_is_idempotent_and_scoped_to_the_tenant)
 
 	/* A bad spec names its path; a ttl out of range is refused. */
 	ASSERT_OK(flash_client_sandbox_provision(a, id, "{\"image\":1}", 11, 0, &r), "bad spec");
-	expect_status(r, 400, "invalid-spec", "spec");
+	test_expect_status(r, 400, "invalid-spec", "spec");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 999999, &r), "ttl");
-	expect_status(r, 400, "bad-request", "ttl");
+	test_expect_status(r, 400, "bad-request", "ttl");
 	flash_client_response_free(r);
 	flash_client_free(a);
 	flash_client_free(a2);
@@ -509,7 +494,7 @@ Test(operator_sandbox, hostile_requests_are_refused)
 
 	snprintf(id, sizeof(id), "%s", sid_of("org-a", "p1", "h1"));
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
-	expect_status(r, 201, NULL, "made");
+	test_expect_status(r, 201, NULL, "made");
 	flash_client_response_free(r);
 
 	/* Ids: not a label, too long (a prefix of which is valid), another tenant's. */
@@ -552,45 +537,6 @@ Test(operator_sandbox, hostile_requests_are_refused)
 
 /* ---------------------------------------------------------------- streams */
 
-struct grow {
-	char *p;
-	size_t len;
-	size_t fail_after; /* 0: never */
-};
-
-static int grow_sink(const void *buf, size_t len, void *userdata)
-{
-	struct grow *g = userdata;
-	char *np;
-
-	if (g->fail_after && g->len + len > g->fail_after)
-		return -ECANCELED;
-	np = realloc(g->p, g->len + len + 1);
-	if (!np)
-		return -ENOMEM;
-	memcpy(np + g->len, buf, len);
-	g->p = np;
-	g->len += len;
-	g->p[g->len] = '\0';
-	return 0;
-}
-
-struct mem {
-	const unsigned char *p;
-	size_t left;
-};
-
-static ssize_t mem_source(void *buf, size_t cap, void *userdata)
-{
-	struct mem *m = userdata;
-	size_t n = m->left < cap ? m->left : cap;
-
-	memcpy(buf, m->p, n);
-	m->p += n;
-	m->left -= n;
-	return (ssize_t)n;
-}
-
 static char *provisioned(struct flash_client *c, const char *name)
 {
 	static char id[FLASH_CLIENT_SANDBOX_ID_STRLEN];
@@ -598,7 +544,7 @@ static char *provisioned(struct flash_client *c, const char *name)
 
 	snprintf(id, sizeof(id), "%s", sid_of("org-a", "p1", name));
 	ASSERT_OK(flash_client_sandbox_provision(c, id, spec_json, strlen(spec_json), 120, &r), "provision");
-	expect_status(r, 201, NULL, "made");
+	test_expect_status(r, 201, NULL, "made");
 	flash_client_response_free(r);
 	return id;
 }
@@ -609,11 +555,12 @@ Test(operator_sandbox, exec_streams_output_and_reports_exit_and_timeout)
 	char *id = provisioned(a, "x1");
 	struct flash_client_response *ref = NULL;
 	struct flash_client_sandbox_exec_result res;
-	struct grow out = { 0 }, err = { 0 };
+	struct test_buf out = { 0 }, err = { 0 };
 	const char *echo[] = { "/bin/bash", "-c", "echo out; echo err >&2; cat; exit 3", NULL };
 
 	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = echo, .stdin_data = "from stdin\n", .stdin_len = 11,
-		   .stdout_fn = grow_sink, .stdout_userdata = &out, .stderr_fn = grow_sink, .stderr_userdata = &err);
+		   .stdout_fn = test_buf_sink, .stdout_userdata = &out, .stderr_fn = test_buf_sink,
+		   .stderr_userdata = &err);
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &ref), "exec");
 	cr_assert_null(ref, "refused: %s", flash_client_response_body(ref, NULL));
 	cr_assert_eq(res.exit_code, 3);
@@ -625,8 +572,8 @@ Test(operator_sandbox, exec_streams_output_and_reports_exit_and_timeout)
 	/* 3 MiB of output: more than the buffers hold, streamed through. */
 	const char *big[] = { "/bin/bash", "-c", "head -c 3145728 /dev/zero | tr '\\0' 'a'", NULL };
 	free(out.p);
-	out = (struct grow){ 0 };
-	FLASH_OPTS(flash_client_sandbox_exec_opts, o2, .argv = big, .stdout_fn = grow_sink, .stdout_userdata = &out);
+	out = (struct test_buf){ 0 };
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o2, .argv = big, .stdout_fn = test_buf_sink, .stdout_userdata = &out);
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o2, &res, &ref), "big");
 	cr_assert_null(ref);
 	cr_assert_eq(res.exit_code, 0);
@@ -655,17 +602,17 @@ Test(operator_sandbox, exec_streams_output_and_reports_exit_and_timeout)
 	const char *rel[] = { "bash", NULL };
 	FLASH_OPTS(flash_client_sandbox_exec_opts, o5, .argv = rel);
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o5, &res, &ref), "relative");
-	expect_status(ref, 400, "bad-request", "relative argv[0]");
+	test_expect_status(ref, 400, "bad-request", "relative argv[0]");
 	flash_client_response_free(ref);
 	ASSERT_OK(flash_client_sandbox_exec(a, sid_of("org-a", "p1", "none"), &o4, &res, &ref), "unknown");
-	expect_status(ref, 404, "not-found", "unknown session");
+	test_expect_status(ref, 404, "not-found", "unknown session");
 	flash_client_response_free(ref);
 	/* A JSON body over its bound (1 MiB): 1.2 MiB of stdin in base64. */
 	char *huge = calloc(1, 1200000);
 	cr_assert(huge);
 	FLASH_OPTS(flash_client_sandbox_exec_opts, o6, .argv = e124, .stdin_data = huge, .stdin_len = 1200000);
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o6, &res, &ref), "huge");
-	expect_status(ref, 413, "too-large", "an exec body over 1 MiB");
+	test_expect_status(ref, 413, "too-large", "an exec body over 1 MiB");
 	flash_client_response_free(ref);
 	free(huge);
 	free(out.p);
@@ -699,50 +646,50 @@ Test(operator_sandbox, files_go_both_ways_binary_safe_and_size_gated)
 	char *id = provisioned(a, "f1"), path[160], sub[400];
 	struct flash_client_response *r = NULL;
 	unsigned char *data = malloc(1 << 20);
-	struct grow got = { 0 };
-	struct mem m;
+	struct test_buf got = { 0 };
+	struct test_src m;
 
 	cr_assert(data);
 	for (size_t i = 0; i < (1u << 20); i++)
 		data[i] = (unsigned char)(i * 7 + (i >> 9)); /* NULs and every byte value */
 	snprintf(path, sizeof(path), "%s/blob", dir);
-	m = (struct mem){ data, 1u << 20 };
-	ASSERT_OK(flash_client_sandbox_write(a, id, path, 1u << 20, mem_source, &m, &r), "write");
-	expect_status(r, 200, NULL, "write");
+	m = (struct test_src){ data, 1u << 20 };
+	ASSERT_OK(flash_client_sandbox_write(a, id, path, 1u << 20, test_src_read, &m, &r), "write");
+	test_expect_status(r, 200, NULL, "write");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"written\":1048576"));
 	flash_client_response_free(r);
 	r = NULL;
-	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read");
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, test_buf_sink, &got, &r), "read");
 	cr_assert_null(r, "refused: %s", flash_client_response_body(r, NULL));
 	cr_assert_eq(got.len, 1u << 20);
 	cr_assert(memcmp(got.p, data, got.len) == 0, "the same bytes back");
 
 	/* The size gate answers 413 before any byte. */
 	free(got.p);
-	got = (struct grow){ 0 };
-	ASSERT_OK(flash_client_sandbox_read(a, id, path, 1000, grow_sink, &got, &r), "gate");
-	expect_status(r, 413, "too-large", "gated");
+	got = (struct test_buf){ 0 };
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 1000, test_buf_sink, &got, &r), "gate");
+	test_expect_status(r, 413, "too-large", "gated");
 	cr_assert_eq(got.len, 0u, "no byte before the refusal");
 	flash_client_response_free(r);
 	r = NULL;
 
 	/* A source that holds fewer bytes than announced: the target stays. */
-	m = (struct mem){ (const unsigned char *)"short", 5 };
-	cr_assert_lt(flash_client_sandbox_write(a, id, path, 100, mem_source, &m, &r), 0, "short source");
+	m = (struct test_src){ (const unsigned char *)"short", 5 };
+	cr_assert_lt(flash_client_sandbox_write(a, id, path, 100, test_src_read, &m, &r), 0, "short source");
 	flash_client_response_free(r);
 	r = NULL;
-	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read again");
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, test_buf_sink, &got, &r), "read again");
 	cr_assert_eq(got.len, 1u << 20, "untouched");
 	free(got.p);
-	got = (struct grow){ 0 };
+	got = (struct test_buf){ 0 };
 
 	/* No such file; a directory. */
 	snprintf(sub, sizeof(sub), "%s/none", dir);
-	ASSERT_OK(flash_client_sandbox_read(a, id, sub, 0, grow_sink, &got, &r), "none");
-	expect_status(r, 404, "no-such-file", "missing file");
+	ASSERT_OK(flash_client_sandbox_read(a, id, sub, 0, test_buf_sink, &got, &r), "none");
+	test_expect_status(r, 404, "no-such-file", "missing file");
 	flash_client_response_free(r);
-	ASSERT_OK(flash_client_sandbox_read(a, id, dir, 0, grow_sink, &got, &r), "dir");
-	expect_status(r, 400, "is-a-directory", "directory");
+	ASSERT_OK(flash_client_sandbox_read(a, id, dir, 0, test_buf_sink, &got, &r), "dir");
+	test_expect_status(r, 400, "is-a-directory", "directory");
 	flash_client_response_free(r);
 
 	/* Export then import the tree elsewhere: one top-level directory. */
@@ -750,14 +697,14 @@ Test(operator_sandbox, files_go_both_ways_binary_safe_and_size_gated)
 	cr_assert(system(sub) == 0);
 	snprintf(sub, sizeof(sub), "%s/tree", dir);
 	r = NULL;
-	ASSERT_OK(flash_client_sandbox_export(a, id, sub, grow_sink, &got, &r), "export");
+	ASSERT_OK(flash_client_sandbox_export(a, id, sub, test_buf_sink, &got, &r), "export");
 	cr_assert_null(r, "refused: %s", flash_client_response_body(r, NULL));
 	cr_assert_gt(got.len, 1024u);
 	cr_assert(memcmp(got.p, "tree/", 5) == 0, "the top-level directory is the root's base name");
-	m = (struct mem){ (const unsigned char *)got.p, got.len };
+	m = (struct test_src){ (const unsigned char *)got.p, got.len };
 	snprintf(sub, sizeof(sub), "%s/dest", dir);
-	ASSERT_OK(flash_client_sandbox_import(a, id, sub, mem_source, &m, &r), "import");
-	expect_status(r, 200, NULL, "import");
+	ASSERT_OK(flash_client_sandbox_import(a, id, sub, test_src_read, &m, &r), "import");
+	test_expect_status(r, 200, NULL, "import");
 	flash_client_response_free(r);
 	snprintf(sub, sizeof(sub), "grep -qx hi %s/dest/tree/d/f", dir);
 	cr_assert(system(sub) == 0, "imported");
@@ -767,20 +714,20 @@ Test(operator_sandbox, files_go_both_ways_binary_safe_and_size_gated)
 	unsigned char tarbuf[2048] = { 0 };
 	tar_header(tarbuf, "good");
 	tar_header(tarbuf + 512, "/etc/evil");
-	m = (struct mem){ tarbuf, sizeof(tarbuf) };
+	m = (struct test_src){ tarbuf, sizeof(tarbuf) };
 	snprintf(sub, sizeof(sub), "%s/dest", dir);
-	ASSERT_OK(flash_client_sandbox_import(a, id, sub, mem_source, &m, &r), "evil");
-	expect_status(r, 400, "bad-archive", "absolute member");
+	ASSERT_OK(flash_client_sandbox_import(a, id, sub, test_src_read, &m, &r), "evil");
+	test_expect_status(r, 400, "bad-archive", "absolute member");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "/etc/evil"), "%s", flash_client_response_body(r, NULL));
 	flash_client_response_free(r);
 
 	/* A client that stops reading mid-stream: the next request is served. */
 	free(got.p);
-	got = (struct grow){ .fail_after = 100000 };
-	cr_assert_eq(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), -ECANCELED);
+	got = (struct test_buf){ .fail_after = 100000 };
+	cr_assert_eq(flash_client_sandbox_read(a, id, path, 0, test_buf_sink, &got, &r), -ECANCELED);
 	free(got.p);
-	got = (struct grow){ 0 };
-	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "after a dropped client");
+	got = (struct test_buf){ 0 };
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, test_buf_sink, &got, &r), "after a dropped client");
 	cr_assert_null(r);
 	cr_assert_eq(got.len, 1u << 20);
 	free(got.p);
@@ -985,7 +932,7 @@ Test(operator_sandbox, a_dropped_exec_client_ends_the_operation_not_the_session)
 	char *id = provisioned(a, "drop1"), script[1024], path[160];
 	struct flash_client_response *ref = NULL;
 	struct flash_client_sandbox_exec_result res;
-	struct grow out = { .fail_after = 10 };
+	struct test_buf out = { .fail_after = 10 };
 	FILE *f;
 	int pid = 0;
 
@@ -993,7 +940,7 @@ Test(operator_sandbox, a_dropped_exec_client_ends_the_operation_not_the_session)
 	snprintf(script, sizeof(script), "echo $$ > %s.tmp; mv %s.tmp %s; while :; do echo tick; sleep 0.05; done", path,
 		 path, path);
 	const char *argv[] = { "/bin/bash", "-c", script, NULL };
-	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = argv, .timeout_ms = 20000, .stdout_fn = grow_sink,
+	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = argv, .timeout_ms = 20000, .stdout_fn = test_buf_sink,
 		   .stdout_userdata = &out);
 	int64_t t0 = util_mono_ms();
 	cr_assert_eq(flash_client_sandbox_exec(a, id, &o, &res, &ref), -ECANCELED, "the client stopped");
@@ -1045,11 +992,11 @@ Test(operator_sandbox, a_slow_sender_loses_its_operation_at_the_transfer_deadlin
 	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
 	usleep(300 * 1000);
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get while the write holds the slot");
-	expect_status(r, 503, "unavailable", "the one slot is taken");
+	test_expect_status(r, 503, "unavailable", "the one slot is taken");
 	flash_client_response_free(r);
 	usleep(1200 * 1000);
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get after the deadline");
-	expect_status(r, 200, NULL, "the slot came back at the deadline");
+	test_expect_status(r, 200, NULL, "the slot came back at the deadline");
 	flash_client_response_free(r);
 	close(fd);
 	snprintf(req, sizeof(req), "test ! -e %s/slow", dir);
@@ -1066,26 +1013,26 @@ Test(operator_sandbox, an_ended_session_says_how_and_refuses_work)
 	char *id = provisioned(a, "x-gone");
 	struct flash_client_response *r = NULL;
 	struct flash_client_sandbox_exec_result res;
-	struct grow got = { 0 };
+	struct test_buf got = { 0 };
 	const char *t[] = { "/bin/true", NULL };
 
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
-	expect_status(r, 200, NULL, "an ended session is still shown");
+	test_expect_status(r, 200, NULL, "an ended session is still shown");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"expired\""));
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"expired at "));
 	flash_client_response_free(r);
 	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
-	expect_status(r, 410, "ended", "exec on an ended session");
+	test_expect_status(r, 410, "ended", "exec on an ended session");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"expired\""));
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"expires_at\":"));
 	flash_client_response_free(r);
-	ASSERT_OK(flash_client_sandbox_read(a, id, "/etc/hostname", 0, grow_sink, &got, &r), "read");
-	expect_status(r, 410, "ended", "read on an ended session");
+	ASSERT_OK(flash_client_sandbox_read(a, id, "/etc/hostname", 0, test_buf_sink, &got, &r), "read");
+	test_expect_status(r, 410, "ended", "read on an ended session");
 	cr_assert_eq(got.len, 0u);
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
-	expect_status(r, 200, NULL, "an ended session is reaped");
+	test_expect_status(r, 200, NULL, "an ended session is reaped");
 	flash_client_response_free(r);
 	flash_client_free(a);
 }
@@ -1096,7 +1043,7 @@ Test(operator_sandbox, a_session_gone_behind_the_routes_is_not_found)
 	char *id = provisioned(a, "behind"), path[160];
 	struct flash_client_response *r = NULL;
 	struct flash_client_sandbox_exec_result res;
-	struct grow got = { 0 };
+	struct test_buf got = { 0 };
 	const char *t[] = { "/bin/true", NULL };
 
 	/* Known live to the routes (its Provision went through them), then
@@ -1104,11 +1051,11 @@ Test(operator_sandbox, a_session_gone_behind_the_routes_is_not_found)
 	ASSERT_OK(flash_sandbox_reap(sp, id), "reap behind the routes");
 	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
-	expect_status(r, 404, "not-found", "exec on a session gone");
+	test_expect_status(r, 404, "not-found", "exec on a session gone");
 	flash_client_response_free(r);
 	snprintf(path, sizeof(path), "%s/none", dir);
-	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read");
-	expect_status(r, 404, "not-found", "a read says the session, not the file, is missing");
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, test_buf_sink, &got, &r), "read");
+	test_expect_status(r, 404, "not-found", "a read says the session, not the file, is missing");
 	flash_client_response_free(r);
 	flash_client_free(a);
 }
@@ -1126,13 +1073,13 @@ Test(operator_sandbox, a_reap_stopped_after_its_revoke_is_told_reaping_and_compl
 	char *id = provisioned(a, "gate"), path[160];
 	struct flash_client_response *r = NULL;
 	struct flash_client_sandbox_exec_result res;
-	struct grow got = { 0 };
+	struct test_buf got = { 0 };
 	const char *t[] = { "/bin/true", NULL };
 	FLASH_OPTS(flash_client_sandbox_exec_opts, o, .argv = t);
 
 	the_fake->revoke_rc = -EIO;
 	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "reap");
-	expect_status(r, 500, "internal", "a failed revoke fails the Reap");
+	test_expect_status(r, 500, "internal", "a failed revoke fails the Reap");
 	flash_client_response_free(r);
 	the_fake->revoke_rc = 0;
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
@@ -1141,29 +1088,29 @@ Test(operator_sandbox, a_reap_stopped_after_its_revoke_is_told_reaping_and_compl
 
 	ASSERT_OK(fake_ops.revoke(the_fake, id), "the revoke alone (the Reap stopped there)");
 	ASSERT_OK(flash_client_sandbox_exec(a, id, &o, &res, &r), "exec");
-	expect_status(r, 409, "reaping", "exec on a revoked session the routes knew live");
+	test_expect_status(r, 409, "reaping", "exec on a revoked session the routes knew live");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"reaping\""), "%s",
 		  flash_client_response_body(r, NULL));
 	flash_client_response_free(r);
 	snprintf(path, sizeof(path), "%s/none", dir);
-	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, grow_sink, &got, &r), "read");
-	expect_status(r, 409, "reaping", "read on a revoked session");
+	ASSERT_OK(flash_client_sandbox_read(a, id, path, 0, test_buf_sink, &got, &r), "read");
+	test_expect_status(r, 409, "reaping", "read on a revoked session");
 	cr_assert_eq(got.len, 0u);
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_provision(a, id, spec_json, strlen(spec_json), 120, &r), "provision");
-	expect_status(r, 409, "reaping", "a revoked session is not adopted");
+	test_expect_status(r, 409, "reaping", "a revoked session is not adopted");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
-	expect_status(r, 200, NULL, "its info is still served");
+	test_expect_status(r, 200, NULL, "its info is still served");
 	cr_assert(strstr(flash_client_response_body(r, NULL), "\"end\":\"reaped\"") &&
 		  strstr(flash_client_response_body(r, NULL), "\"end_reason\":\"reaping\""), "%s",
 		  flash_client_response_body(r, NULL));
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_reap(a, id, &r), "the second reap");
-	expect_status(r, 200, NULL, "the next Reap completes it");
+	test_expect_status(r, 200, NULL, "the next Reap completes it");
 	flash_client_response_free(r);
 	ASSERT_OK(flash_client_sandbox_get(a, id, &r), "get");
-	expect_status(r, 404, "not-found", "gone after its Reap");
+	test_expect_status(r, 404, "not-found", "gone after its Reap");
 	flash_client_response_free(r);
 	flash_client_free(a);
 }
@@ -1205,7 +1152,7 @@ Test(operator_sandbox, one_tenant_holds_only_its_share_of_the_operation_slots)
 	snprintf(ida, sizeof(ida), "%s", provisioned(a, "busy"));
 	snprintf(idb, sizeof(idb), "%s", sid_of("org-b", "p1", "calm"));
 	ASSERT_OK(flash_client_sandbox_provision(b, idb, spec_json, strlen(spec_json), 120, &ref), "org-b's");
-	expect_status(ref, 201, NULL, "made");
+	test_expect_status(ref, 201, NULL, "made");
 	flash_client_response_free(ref);
 	ref = NULL;
 	for (int i = 0; i < 2; i++)
@@ -1213,7 +1160,7 @@ Test(operator_sandbox, one_tenant_holds_only_its_share_of_the_operation_slots)
 	usleep(500000); /* both running */
 	ASSERT_OK(flash_client_sandbox_exec(a, ida, &o, &res, &ref), "a third of org-a's");
 	cr_assert_not_null(ref, "refused");
-	expect_status(ref, 503, "unavailable", NULL);
+	test_expect_status(ref, 503, "unavailable", NULL);
 	cr_assert(strstr(flash_client_response_body(ref, NULL), "of this organization and project"), "%s",
 		  flash_client_response_body(ref, NULL));
 	flash_client_response_free(ref);

@@ -8,7 +8,6 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -19,6 +18,7 @@
 
 DIAG_TEST_HELPERS(flowsdn)
 #include "policy-helpers.h"
+#include "strbuf-helpers.h"
 #include <arpa/inet.h>
 #include <flowsdn/maps.h>
 
@@ -52,30 +52,6 @@ static uint64_t pick_seed(void)
 }
 
 /* ------------------------------------------------------------ JSON text */
-
-struct sb {
-	char *p;
-	size_t n, cap;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_add(struct sb *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-		va_end(ap);
-		cr_assert(n >= 0);
-		if (b->p && b->n + (size_t)n < b->cap)
-			break;
-		b->cap = (b->cap + (size_t)n + 1) * 2;
-		b->p = realloc(b->p, b->cap);
-		cr_assert(b->p);
-	}
-	b->n += (size_t)n;
-}
 
 static const char *const apps[] = { "web", "db", "api", "cache" };
 static const char *const tiers[] = { "fe", "be" };

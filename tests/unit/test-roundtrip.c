@@ -7,7 +7,6 @@
 #include "ipam-helpers.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +22,7 @@
 #include "helpers.h"
 #include "json.h"
 #include "services.h"
+#include "strbuf-helpers.h"
 #ifdef ROUNDTRIP_OPERATOR
 #include "runtime-internal.h"
 #include "runtime-net.h"
@@ -59,30 +59,6 @@ static void seed_init(const char *what)
 	seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
 	rng = seed;
 	cr_log_info("%s: ROUNDTRIP_SEED=%" PRIu64, what, seed);
-}
-
-struct sb {
-	char *p;
-	size_t n, cap;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_add(struct sb *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-		va_end(ap);
-		cr_assert(n >= 0);
-		if (b->p && b->n + (size_t)n < b->cap)
-			break;
-		b->cap = (b->cap + (size_t)n + 1) * 2;
-		b->p = realloc(b->p, b->cap);
-		cr_assert(b->p);
-	}
-	b->n += (size_t)n;
 }
 
 /* A random string of @lo..@hi bytes from @alpha. */

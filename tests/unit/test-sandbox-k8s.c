@@ -39,6 +39,7 @@
 #include "k8s-fake.h"
 #include "k8s.h"
 #include "render-test.h"
+#include "sandbox-helpers.h"
 #include "sandbox-k8s.h"
 #include "util.h"
 
@@ -110,37 +111,6 @@ static void teardown(void)
 }
 
 TestSuite(sandbox_k8s, .init = setup, .fini = teardown);
-
-struct sbuf {
-	char *p;
-	size_t len;
-};
-
-static int to_buf(const void *d, size_t n, void *userdata)
-{
-	struct sbuf *b = userdata;
-
-	b->p = realloc(b->p, b->len + n + 1);
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-struct src {
-	const char *p;
-	size_t len, off;
-};
-
-static ssize_t from_src(void *buf, size_t cap, void *userdata)
-{
-	struct src *s = userdata;
-	size_t n = s->len - s->off < cap ? s->len - s->off : cap;
-
-	memcpy(buf, s->p + s->off, n);
-	s->off += n;
-	return (ssize_t)n;
-}
 
 static char *path(const char *name)
 {
@@ -281,24 +251,10 @@ Test(sandbox_k8s, malformed_options_refused)
 
 /* ---------------------------------------------------------------- provision */
 
-struct racer {
-	const char *id;
-	struct flash_sandbox_info info;
-	int r;
-};
-
-static void *race(void *arg)
-{
-	struct racer *x = arg;
-
-	x->r = flash_sandbox_provision(P, x->id, SPEC, 60, &x->info, NULL);
-	return NULL;
-}
-
 Test(sandbox_k8s, provision_is_idempotent_and_a_race_converges)
 {
 	struct flash_sandbox_info a, b;
-	struct racer r1 = { .id = "sess-race" }, r2 = { .id = "sess-race" };
+	struct test_racer r1 = { .p = P, .spec = SPEC, .sid = "sess-race", .ttl = 60 }, r2 = r1;
 	pthread_t t1, t2;
 	time_t now = time(NULL);
 
@@ -309,8 +265,8 @@ Test(sandbox_k8s, provision_is_idempotent_and_a_race_converges)
 	ASSERT_OK(flash_sandbox_provision(P, "sess-1", SPEC, 60, &b, NULL), "again");
 	cr_assert(b.adopted, "adopted the first");
 	cr_assert_eq(k8s_fake_pod_count(F), 1, "one Pod");
-	cr_assert_eq(pthread_create(&t1, NULL, race, &r1), 0);
-	cr_assert_eq(pthread_create(&t2, NULL, race, &r2), 0);
+	cr_assert_eq(pthread_create(&t1, NULL, test_provision_race, &r1), 0);
+	cr_assert_eq(pthread_create(&t2, NULL, test_provision_race, &r2), 0);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
 	ASSERT_OK(r1.r, "racer 1");
@@ -325,15 +281,16 @@ Test(sandbox_k8s, provision_is_idempotent_and_a_race_converges)
 
 /* ---------------------------------------------------------------- exec */
 
-static int run(const char *const *argv, const char *const *env, uint32_t timeout_ms, const char *in, struct sbuf *out,
-	       struct sbuf *err, struct flash_sandbox_exec_result *res)
+static int run(const char *const *argv, const char *const *env, uint32_t timeout_ms, const char *in,
+	       struct test_buf *out, struct test_buf *err, struct flash_sandbox_exec_result *res)
 {
-	struct src s = { in, in ? strlen(in) : 0, 0 };
+	struct test_src s = { in, in ? strlen(in) : 0, 0 };
 	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .env = env, .timeout_ms = timeout_ms,
-		   .stdout_fn = to_buf, .stdout_userdata = out, .stderr_fn = to_buf, .stderr_userdata = err);
+		   .stdout_fn = test_buf_sink, .stdout_userdata = out, .stderr_fn = test_buf_sink,
+		   .stderr_userdata = err);
 
 	if (in) {
-		o.stdin_fn = from_src;
+		o.stdin_fn = test_src_read;
 		o.stdin_userdata = &s;
 	}
 	return flash_sandbox_exec(P, "sess-x", &o, res);
@@ -343,7 +300,7 @@ Test(sandbox_k8s, exec_exit_codes_env_stdin_and_deadline)
 {
 	struct flash_sandbox_info info;
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 }, err = { 0 };
+	struct test_buf out = { 0 }, err = { 0 };
 	const char *a1[] = { "/bin/sh", "-c", "echo to-err >&2; exit 3", NULL };
 	const char *a2[] = { "/usr/bin/printf", "[%s]", "a b", "", "c'd\"e", "$HOME", NULL };
 	const char *a3[] = { "/bin/cat", NULL };
@@ -358,19 +315,19 @@ Test(sandbox_k8s, exec_exit_codes_env_stdin_and_deadline)
 	cr_assert(!res.timed_out);
 	cr_assert_str_eq(err.p, "to-err\n", "stderr \"%s\"", err.p);
 	free(err.p);
-	err = (struct sbuf){ 0 };
+	err = (struct test_buf){ 0 };
 	ASSERT_OK(run(a2, NULL, 0, NULL, &out, &err, &res), "argv");
 	cr_assert_str_eq(out.p, "[a b][][c'd\"e][$HOME]", "the exact argv: %s", out.p);
 	free(out.p);
-	out = (struct sbuf){ 0 };
+	out = (struct test_buf){ 0 };
 	ASSERT_OK(run(a3, NULL, 0, "line one\nline two", &out, &err, &res), "stdin");
 	cr_assert_str_eq(out.p, "line one\nline two", "stdin through pods/exec, then its end");
 	free(out.p);
-	out = (struct sbuf){ 0 };
+	out = (struct test_buf){ 0 };
 	ASSERT_OK(run(a4, env, 0, NULL, &out, &err, &res), "env");
 	cr_assert_str_eq(out.p, "bar baz\n", "env applied: %s", out.p);
 	free(out.p);
-	out = (struct sbuf){ 0 };
+	out = (struct test_buf){ 0 };
 	t0 = util_mono_ms();
 	ASSERT_OK(run(a5, NULL, 300, NULL, &out, &err, &res), "deadline");
 	cr_assert(res.timed_out, "timed out (exit %d)", res.exit_code);
@@ -391,8 +348,8 @@ Test(sandbox_k8s, write_read_import_export)
 {
 	struct flash_sandbox_info info;
 	struct flash_diag *diag = NULL;
-	struct sbuf got = { 0 }, t = { 0 };
-	struct src s;
+	struct test_buf got = { 0 }, t = { 0 };
+	struct test_src s;
 	uint64_t size = 0, written = 0;
 	char data[3000], cmd[1200];
 	struct stat st;
@@ -400,17 +357,17 @@ Test(sandbox_k8s, write_read_import_export)
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (char)(i * 7);
 	ASSERT_OK(flash_sandbox_provision(P, "sess-f", SPEC, 60, &info, NULL), "provision");
-	s = (struct src){ data, sizeof(data), 0 };
-	ASSERT_OK(flash_sandbox_write(P, "sess-f", path("blob"), from_src, &s, &written), "write");
+	s = (struct test_src){ data, sizeof(data), 0 };
+	ASSERT_OK(flash_sandbox_write(P, "sess-f", path("blob"), test_src_read, &s, &written), "write");
 	cr_assert_eq(written, sizeof(data), "byte-counted");
 	cr_assert_eq(stat(path("blob"), &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0644, "a new file is 0644");
-	ASSERT_OK(flash_sandbox_read(P, "sess-f", path("blob"), 0, to_buf, &got, &size), "read");
+	ASSERT_OK(flash_sandbox_read(P, "sess-f", path("blob"), 0, test_buf_sink, &got, &size), "read");
 	cr_assert_eq(size, sizeof(data));
 	cr_assert(got.len == sizeof(data) && !memcmp(got.p, data, sizeof(data)), "binary-safe round trip");
 	free(got.p);
-	got = (struct sbuf){ 0 };
-	ASSERT_ERR(flash_sandbox_read(P, "sess-f", path("blob"), 100, to_buf, &got, &size), -EFBIG, "size gate");
+	got = (struct test_buf){ 0 };
+	ASSERT_ERR(flash_sandbox_read(P, "sess-f", path("blob"), 100, test_buf_sink, &got, &size), -EFBIG, "size gate");
 	cr_assert_eq(size, sizeof(data), "the size found");
 	cr_assert_null(got.p, "no byte sent before the gate");
 	/* A tar imported, then the directory exported. */
@@ -425,15 +382,15 @@ Test(sandbox_k8s, write_read_import_export)
 
 		cr_assert(fp);
 		while ((n = fread(buf, 1, sizeof(buf), fp)) > 0)
-			to_buf(buf, n, &t);
+			test_buf_sink(buf, n, &t);
 		fclose(fp);
 	}
-	s = (struct src){ t.p, t.len, 0 };
-	ASSERT_OK(flash_sandbox_import(P, "sess-f", path("dst"), from_src, &s, diag), "import");
+	s = (struct test_src){ t.p, t.len, 0 };
+	ASSERT_OK(flash_sandbox_import(P, "sess-f", path("dst"), test_src_read, &s, diag), "import");
 	cr_assert_eq(access(path("dst/proj/sub/b"), R_OK), 0, "extracted");
 	free(t.p);
-	t = (struct sbuf){ 0 };
-	ASSERT_OK(flash_sandbox_export(P, "sess-f", path("dst/proj"), to_buf, &t), "export");
+	t = (struct test_buf){ 0 };
+	ASSERT_OK(flash_sandbox_export(P, "sess-f", path("dst/proj"), test_buf_sink, &t), "export");
 	cr_assert_gt(t.len, 512, "a tar stream");
 	cr_assert_not_null(memmem(t.p, t.len, "proj/sub/b", 10), "members under the root's base name");
 	free(t.p);

@@ -26,6 +26,7 @@
 
 #include "helpers.h"
 #include "runtime-internal.h"
+#include "sandbox-helpers.h"
 
 /* ---------------------------------------------------------- the host backend */
 struct host {
@@ -74,46 +75,11 @@ static int h_info(void *b, const char *id, struct flash_sandbox_info *ret)
 	return 0;
 }
 
-struct dropper {
-	const struct flash_sandbox_exec_io *io;
-	size_t drop, total;
-	char held[4096];
-	size_t held_len;
-	bool eof;
-};
-
-/* Holds back the last d->drop bytes of stdin (a transport that loses
- * them). */
-static ssize_t drop_stdin(void *buf, size_t cap, void *userdata)
-{
-	struct dropper *d = userdata;
-
-	for (;;) {
-		if (d->held_len > d->drop) {
-			size_t n = d->held_len - d->drop < cap ? d->held_len - d->drop : cap;
-
-			memcpy(buf, d->held, n);
-			memmove(d->held, d->held + n, d->held_len - n);
-			d->held_len -= n;
-			return (ssize_t)n;
-		}
-		if (d->eof)
-			return 0;
-		ssize_t n = d->io->stdin_fn(d->held + d->held_len, sizeof(d->held) - d->held_len,
-					    d->io->stdin_userdata);
-		if (n < 0)
-			return n;
-		if (n == 0)
-			d->eof = true;
-		d->held_len += (size_t)n;
-	}
-}
-
 static int h_exec(void *b, const char *id, const struct flash_sandbox_exec_io *io, int *ret_code)
 {
 	struct host *h = b;
 	struct op_exec e = { .argv = io->argv, .envp = io->env };
-	struct dropper d = { .io = io, .drop = h->drop_stdin };
+	struct test_dropper d = { .io = io, .drop = h->drop_stdin };
 	struct op_exec_io x = {
 		.stdin_fn = io->stdin_fn,
 		.stdin_userdata = io->stdin_userdata,
@@ -129,7 +95,7 @@ static int h_exec(void *b, const char *id, const struct flash_sandbox_exec_io *i
 		return -ENOENT;
 	h->execs++;
 	if (h->drop_stdin && io->stdin_fn) {
-		x.stdin_fn = drop_stdin;
+		x.stdin_fn = test_drop_stdin;
 		x.stdin_userdata = &d;
 	}
 	r = op_exec_stream(&e, &x, &status);
@@ -225,51 +191,13 @@ static void teardown(void)
 TestSuite(sandbox, .init = setup, .fini = teardown);
 
 /* ---------------------------------------------------------- helpers */
-struct sbuf {
-	char *p;
-	size_t len;
-};
-
-static int to_buf(const void *d, size_t n, void *userdata)
-{
-	struct sbuf *b = userdata;
-
-	b->p = realloc(b->p, b->len + n + 1);
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-struct src {
-	const char *p;
-	size_t len, off, chunk;
-	int fail_at_end;    /* returned instead of EOF */
-};
-
-static ssize_t from_src(void *buf, size_t cap, void *userdata)
-{
-	struct src *s = userdata;
-	size_t n = s->len - s->off;
-
-	if (n == 0)
-		return s->fail_at_end ? s->fail_at_end : 0;
-	if (n > cap)
-		n = cap;
-	if (s->chunk && n > s->chunk)
-		n = s->chunk;
-	memcpy(buf, s->p + s->off, n);
-	s->off += n;
-	return (ssize_t)n;
-}
-
-static int run(const char *const *argv, uint32_t timeout_ms, const char *in, struct sbuf *out, struct sbuf *err,
+static int run(const char *const *argv, uint32_t timeout_ms, const char *in, struct test_buf *out, struct test_buf *err,
 	       struct flash_sandbox_exec_result *res)
 {
-	struct src s = { .p = in, .len = in ? strlen(in) : 0 };
-	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .timeout_ms = timeout_ms, .stdin_fn = in ? from_src : NULL,
-		   .stdin_userdata = &s, .stdout_fn = to_buf, .stdout_userdata = out, .stderr_fn = to_buf,
-		   .stderr_userdata = err);
+	struct test_src s = { .p = in, .len = in ? strlen(in) : 0 };
+	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .timeout_ms = timeout_ms,
+		   .stdin_fn = in ? test_src_read : NULL, .stdin_userdata = &s, .stdout_fn = test_buf_sink,
+		   .stdout_userdata = out, .stderr_fn = test_buf_sink, .stderr_userdata = err);
 
 	return flash_sandbox_exec(P, SID, &o, res);
 }
@@ -357,7 +285,7 @@ Test(sandbox, provision_again_adopts_and_ttl_sets_expiry)
 Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 {
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 }, err = { 0 };
+	struct test_buf out = { 0 }, err = { 0 };
 	const char *a1[] = { "/bin/sh", "-c", "echo to-err >&2; exit 3", NULL };
 	const char *a2[] = { "/usr/bin/printf", "[%s]", "a b", "", "c'd\"e", "$HOME", "-n", NULL };
 	const char *a3[] = { "/bin/cat", NULL };
@@ -370,18 +298,18 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 	cr_assert(!res.timed_out);
 	cr_assert_str_eq(err.p, "to-err\n", "stderr \"%s\" (the report must be stripped)", err.p);
 	free(err.p);
-	err = (struct sbuf){ 0 };
+	err = (struct test_buf){ 0 };
 
 	ASSERT_OK(run(a2, 0, NULL, &out, &err, &res), "argv");
 	cr_assert_eq(res.exit_code, 0);
 	cr_assert_str_eq(out.p, "[a b][][c'd\"e][$HOME][-n]", "argv came out as %s", out.p);
 	free(out.p);
-	out = (struct sbuf){ 0 };
+	out = (struct test_buf){ 0 };
 
 	ASSERT_OK(run(a3, 0, "line one\nline two", &out, &err, &res), "stdin");
 	cr_assert_str_eq(out.p, "line one\nline two");
 	free(out.p);
-	out = (struct sbuf){ 0 };
+	out = (struct test_buf){ 0 };
 
 	{
 		static const char *const own[] = { "/bin/sh", "-c",
@@ -391,7 +319,7 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 			ASSERT_OK(run(own, t, NULL, &out, &err, &res), "session");
 			cr_assert_str_eq(out.p ? out.p : "", "own\n", "timeout %u: not its own session and group", t);
 			free(out.p);
-			out = (struct sbuf){ 0 };
+			out = (struct test_buf){ 0 };
 		}
 	}
 	ASSERT_OK(run(a4, 0, NULL, &out, &err, &res), "signal");
@@ -399,7 +327,7 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 	cr_assert(!res.timed_out);
 
 	{
-		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = a5, .env = env, .cwd = DIR_, .stdout_fn = to_buf,
+		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = a5, .env = env, .cwd = DIR_, .stdout_fn = test_buf_sink,
 			   .stdout_userdata = &out);
 		char want[400];
 
@@ -407,10 +335,10 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 		snprintf(want, sizeof(want), "bar baz\n%s\n", DIR_);
 		cr_assert_str_eq(out.p, want);
 		free(out.p);
-		out = (struct sbuf){ 0 };
+		out = (struct test_buf){ 0 };
 	}
 	free(err.p);
-	err = (struct sbuf){ 0 };
+	err = (struct test_buf){ 0 };
 	{
 		const char *rel[] = { "bin/true", NULL };
 		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = rel);
@@ -424,7 +352,7 @@ Test(sandbox, exec_exit_codes_argv_stdin_env_cwd)
 Test(sandbox, exec_timeout_kills_the_process_group)
 {
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 }, err = { 0 };
+	struct test_buf out = { 0 }, err = { 0 };
 	char script[600], pidfile[300];
 	struct timespec t0, t1;
 	const char *argv[] = { "/bin/sh", "-c", script, NULL };
@@ -467,7 +395,7 @@ Test(sandbox, exec_timeout_kills_the_process_group)
 Test(sandbox, exec_status_cannot_be_forged)
 {
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 }, err = { 0 };
+	struct test_buf out = { 0 }, err = { 0 };
 	/* a fake report on stderr, then exit 0 */
 	const char *a1[] = { "/bin/sh", "-c", "printf '\\036%s timeout 137\\n' 0123456789abcdef0123456789abcdef >&2", NULL };
 	/* dies of SIGKILL on its own before the deadline */
@@ -481,7 +409,7 @@ Test(sandbox, exec_status_cannot_be_forged)
 	cr_assert(!res.timed_out);
 	cr_assert_eq(res.exit_code, 137);
 	free(err.p);
-	err = (struct sbuf){ 0 };
+	err = (struct test_buf){ 0 };
 	{
 		/* The tenant's environment is the command's, not the wrapper's:
 		 * a BASH_ENV stealing the nonce line to report "exit 0", and a
@@ -496,7 +424,7 @@ Test(sandbox, exec_status_cannot_be_forged)
 		fputs("IFS= read -r N; printf '\036%s exit 0\n' \"$N\" >&2; exit 0\n", f);
 		fclose(f);
 		FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = slow, .env = (const char *const *)env, .timeout_ms = 500,
-			   .stderr_fn = to_buf, .stderr_userdata = &err);
+			   .stderr_fn = test_buf_sink, .stderr_userdata = &err);
 		ASSERT_OK(flash_sandbox_exec(P, SID, &o, &res), "with a hostile environment");
 		cr_assert(res.timed_out, "the deadline was reported (exit %d, stderr %s)", res.exit_code,
 			  err.p ? err.p : "");
@@ -508,42 +436,42 @@ Test(sandbox, exec_status_cannot_be_forged)
 Test(sandbox, read_is_binary_safe_and_size_gated)
 {
 	unsigned char all[256 * 40];
-	struct sbuf out = { 0 };
+	struct test_buf out = { 0 };
 	uint64_t size = 0;
 
 	for (size_t i = 0; i < sizeof(all); i++)
 		all[i] = (unsigned char)(i * 7);
 	put_file("bin", all, sizeof(all), 0600);
-	ASSERT_OK(flash_sandbox_read(P, SID, path("bin"), 0, to_buf, &out, &size), "read");
+	ASSERT_OK(flash_sandbox_read(P, SID, path("bin"), 0, test_buf_sink, &out, &size), "read");
 	cr_assert_eq(size, sizeof(all));
 	cr_assert_eq(out.len, sizeof(all));
 	cr_assert(memcmp(out.p, all, sizeof(all)) == 0, "bytes differ");
 	free(out.p);
-	out = (struct sbuf){ 0 };
+	out = (struct test_buf){ 0 };
 
 	size = 0;
-	ASSERT_ERR(flash_sandbox_read(P, SID, path("bin"), 100, to_buf, &out, &size), -EFBIG, "gate");
+	ASSERT_ERR(flash_sandbox_read(P, SID, path("bin"), 100, test_buf_sink, &out, &size), -EFBIG, "gate");
 	cr_assert_eq(size, sizeof(all), "size found %llu", (unsigned long long)size);
 	cr_assert_eq(out.len, 0, "%zu bytes sent past the gate", out.len);
-	ASSERT_OK(flash_sandbox_read(P, SID, path("bin"), sizeof(all), to_buf, &out, NULL), "gate exactly");
+	ASSERT_OK(flash_sandbox_read(P, SID, path("bin"), sizeof(all), test_buf_sink, &out, NULL), "gate exactly");
 	free(out.p);
-	out = (struct sbuf){ 0 };
+	out = (struct test_buf){ 0 };
 
 	put_file("empty", "", 0, 0644);
-	ASSERT_OK(flash_sandbox_read(P, SID, path("empty"), 0, to_buf, &out, &size), "empty");
+	ASSERT_OK(flash_sandbox_read(P, SID, path("empty"), 0, test_buf_sink, &out, &size), "empty");
 	cr_assert_eq(size, 0);
-	ASSERT_ERR(flash_sandbox_read(P, SID, path("missing"), 0, to_buf, &out, &size), -ENOENT, "missing");
-	ASSERT_ERR(flash_sandbox_read(P, SID, DIR_, 0, to_buf, &out, &size), -EISDIR, "directory");
-	ASSERT_ERR(flash_sandbox_read(P, SID, "relative", 0, to_buf, &out, &size), -EINVAL, "relative");
+	ASSERT_ERR(flash_sandbox_read(P, SID, path("missing"), 0, test_buf_sink, &out, &size), -ENOENT, "missing");
+	ASSERT_ERR(flash_sandbox_read(P, SID, DIR_, 0, test_buf_sink, &out, &size), -EISDIR, "directory");
+	ASSERT_ERR(flash_sandbox_read(P, SID, "relative", 0, test_buf_sink, &out, &size), -EINVAL, "relative");
 	cr_assert_eq(out.len, 0);
 }
 
 /* ---------------------------------------------------------- write */
 static int write_str(const char *name, const char *content, size_t chunk, uint64_t *written)
 {
-	struct src s = { .p = content, .len = strlen(content), .chunk = chunk };
+	struct test_src s = { .p = content, .len = strlen(content), .chunk = chunk };
 
-	return flash_sandbox_write(P, SID, path(name), from_src, &s, written);
+	return flash_sandbox_write(P, SID, path(name), test_src_read, &s, written);
 }
 
 static mode_t mode_of(const char *name)
@@ -623,9 +551,9 @@ Test(sandbox, write_count_mismatch_or_source_error_leaves_the_target)
 	cr_assert_eq(entries(), 1, "the temporary file was left behind");
 
 	{
-		struct src s = { .p = "partial", .len = 7, .chunk = 3, .fail_at_end = -ECONNRESET };
+		struct test_src s = { .p = "partial", .len = 7, .chunk = 3, .fail_at_end = -ECONNRESET };
 
-		ASSERT_ERR(flash_sandbox_write(P, SID, path("f"), from_src, &s, &n), -ECONNRESET, "source error");
+		ASSERT_ERR(flash_sandbox_write(P, SID, path("f"), test_src_read, &s, &n), -ECONNRESET, "source error");
 	}
 	d = get_file("f", &len);
 	cr_assert_str_eq(d, "original");
@@ -634,7 +562,7 @@ Test(sandbox, write_count_mismatch_or_source_error_leaves_the_target)
 }
 
 /* ---------------------------------------------------------- import, export */
-static int tar_of(const char *dir, const char *args, struct sbuf *out)
+static int tar_of(const char *dir, const char *args, struct test_buf *out)
 {
 	char cmd[800], buf[4096];
 	FILE *f;
@@ -644,15 +572,15 @@ static int tar_of(const char *dir, const char *args, struct sbuf *out)
 	f = popen(cmd, "r");
 	cr_assert(f);
 	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		to_buf(buf, n, out);
+		test_buf_sink(buf, n, out);
 	return pclose(f);
 }
 
 Test(sandbox, import_extracts_and_refuses_traversal)
 {
 	struct flash_diag *diag = NULL;
-	struct sbuf t = { 0 };
-	struct src s;
+	struct test_buf t = { 0 };
+	struct test_src s;
 	char *d;
 	size_t len;
 	char cmd[2048];
@@ -662,8 +590,8 @@ Test(sandbox, import_extracts_and_refuses_traversal)
 		 "echo two > %s/src/proj/sub/b && ln -s ../a %s/src/proj/sub/l", DIR_, DIR_, DIR_, DIR_, DIR_);
 	cr_assert_eq(system(cmd), 0);
 	cr_assert_eq(tar_of(path("src"), "-cf - proj", &t), 0);
-	s = (struct src){ .p = t.p, .len = t.len, .chunk = 1000 };
-	ASSERT_OK(flash_sandbox_import(P, SID, path("dst"), from_src, &s, diag), "import");
+	s = (struct test_src){ .p = t.p, .len = t.len, .chunk = 1000 };
+	ASSERT_OK(flash_sandbox_import(P, SID, path("dst"), test_src_read, &s, diag), "import");
 	d = get_file("dst/proj/sub/b", &len);
 	cr_assert_str_eq(d, "two\n");
 	free(d);
@@ -671,7 +599,7 @@ Test(sandbox, import_extracts_and_refuses_traversal)
 	cr_assert_str_eq(d, "one\n", "the link inside the root works");
 	free(d);
 	free(t.p);
-	t = (struct sbuf){ 0 };
+	t = (struct test_buf){ 0 };
 
 	/* "../escape" after a good member: refused, the diag names it,
 	 * nothing is written outside */
@@ -679,26 +607,26 @@ Test(sandbox, import_extracts_and_refuses_traversal)
 		 DIR_);
 	cr_assert_eq(system(cmd), 0);
 	cr_assert_eq(tar_of(path("x/in"), "-P -cf - good ../escape", &t), 0);
-	s = (struct src){ .p = t.p, .len = t.len };
-	ASSERT_ERR(flash_sandbox_import(P, SID, path("dst"), from_src, &s, diag), -FLASH_E_SANDBOX_ARCHIVE,
+	s = (struct test_src){ .p = t.p, .len = t.len };
+	ASSERT_ERR(flash_sandbox_import(P, SID, path("dst"), test_src_read, &s, diag), -FLASH_E_SANDBOX_ARCHIVE,
 		   "traversal");
 	cr_assert_str_eq(flash_diag_first_error(diag)->path, "../escape");
 	cr_assert(access(path("escape"), F_OK) != 0, "extracted outside the root");
-	s = (struct src){ .p = t.p, .len = t.len };
-	ASSERT_ERR(flash_sandbox_import(P, SID, path("nodir"), from_src, &s, diag), -ENOENT, "no directory");
+	s = (struct test_src){ .p = t.p, .len = t.len };
+	ASSERT_ERR(flash_sandbox_import(P, SID, path("nodir"), test_src_read, &s, diag), -ENOENT, "no directory");
 	free(t.p);
 	flash_diag_free(diag);
 }
 
 Test(sandbox, export_is_one_top_level_directory)
 {
-	struct sbuf t = { 0 }, list = { 0 };
+	struct test_buf t = { 0 }, list = { 0 };
 	char cmd[2048], tarfile[300];
 	FILE *f;
 
 	snprintf(cmd, sizeof(cmd), "mkdir -p %s/work/data/deep && echo x > %s/work/data/deep/f", DIR_, DIR_);
 	cr_assert_eq(system(cmd), 0);
-	ASSERT_OK(flash_sandbox_export(P, SID, path("work/data/"), to_buf, &t), "export");
+	ASSERT_OK(flash_sandbox_export(P, SID, path("work/data/"), test_buf_sink, &t), "export");
 	snprintf(tarfile, sizeof(tarfile), "%s/out.tar", DIR_);
 	f = fopen(tarfile, "wb");
 	fwrite(t.p, 1, t.len, f);
@@ -710,19 +638,19 @@ Test(sandbox, export_is_one_top_level_directory)
 	/* a name tar could take for an option is a name */
 	snprintf(cmd, sizeof(cmd), "mkdir -p %s/work/-h && echo y > %s/work/-h/g", DIR_, DIR_);
 	cr_assert_eq(system(cmd), 0);
-	t = (struct sbuf){ 0 };
-	ASSERT_OK(flash_sandbox_export(P, SID, path("work/-h"), to_buf, &t), "export of -h");
+	t = (struct test_buf){ 0 };
+	ASSERT_OK(flash_sandbox_export(P, SID, path("work/-h"), test_buf_sink, &t), "export of -h");
 	f = fopen(tarfile, "wb");
 	fwrite(t.p, 1, t.len, f);
 	fclose(f);
-	list = (struct sbuf){ 0 };
+	list = (struct test_buf){ 0 };
 	cr_assert_eq(tar_of(DIR_, "-tf out.tar | sort", &list), 0);
 	cr_assert_str_eq(list.p, "-h/\n-h/g\n", "members: %s", list.p);
 	free(t.p);
 	free(list.p);
-	ASSERT_ERR(flash_sandbox_export(P, SID, path("work/nothing"), to_buf, &t), -ENOENT, "missing");
-	ASSERT_ERR(flash_sandbox_export(P, SID, path("out.tar"), to_buf, &t), -FLASH_E_SANDBOX_NOT_DIR, "a file");
-	ASSERT_ERR(flash_sandbox_export(P, SID, "/", to_buf, &t), -EINVAL, "the root");
+	ASSERT_ERR(flash_sandbox_export(P, SID, path("work/nothing"), test_buf_sink, &t), -ENOENT, "missing");
+	ASSERT_ERR(flash_sandbox_export(P, SID, path("out.tar"), test_buf_sink, &t), -FLASH_E_SANDBOX_NOT_DIR, "a file");
+	ASSERT_ERR(flash_sandbox_export(P, SID, "/", test_buf_sink, &t), -EINVAL, "the root");
 }
 
 /* ---------------------------------------------------------- owned, reap */
@@ -806,11 +734,11 @@ Test(sandbox, exec_native_runs_the_command_itself_when_the_backend_has_it)
 	struct flash_sandbox_provider *p = NULL;
 	struct flash_sandbox_info info;
 	struct flash_sandbox_exec_result res;
-	struct sbuf out = { 0 };
+	struct test_buf out = { 0 };
 	const char *argv[] = { "/bin/sh", "-c", "echo \"$X\"; exit 7", NULL };
 	const char *env[] = { "X=native", NULL };
 	FLASH_OPTS(flash_sandbox_exec_opts, o, .argv = argv, .env = env, .cwd = "/tmp", .timeout_ms = 1234,
-		   .stdout_fn = to_buf, .stdout_userdata = &out);
+		   .stdout_fn = test_buf_sink, .stdout_userdata = &out);
 	struct host *h = calloc(1, sizeof(*h));
 
 	memset(&NS, 0, sizeof(NS));
@@ -836,7 +764,7 @@ Test(sandbox, exec_native_runs_the_command_itself_when_the_backend_has_it)
 	ASSERT_ERR(flash_sandbox_exec(p, "nobody", &o, &res), -ENOENT, "no such session");
 	/* Read and the other helpers still go through exec */
 	{
-		struct sbuf r = { 0 };
+		struct test_buf r = { 0 };
 		uint64_t size = 0;
 		char path[300];
 		FILE *f;
@@ -845,7 +773,7 @@ Test(sandbox, exec_native_runs_the_command_itself_when_the_backend_has_it)
 		f = fopen(path, "w");
 		fputs("abc", f);
 		fclose(f);
-		ASSERT_OK(flash_sandbox_read(p, "n-1", path, 0, to_buf, &r, &size), "read");
+		ASSERT_OK(flash_sandbox_read(p, "n-1", path, 0, test_buf_sink, &r, &size), "read");
 		cr_assert_eq(size, 3);
 		cr_assert_gt(h->execs, 0);
 		free(r.p);
