@@ -24,6 +24,13 @@
 #include "render-internal.h"
 
 #define MAX_SCHEMA_DEPTH 128
+/* Schemas applied in one validation, all branches tried included: a
+ * document from outside (the API server's) whose $refs fan out, as
+ * {"anyOf":[{"$ref":"#/X"},{"$ref":"#/X"}]} in X does, would otherwise
+ * take 2^MAX_SCHEMA_DEPTH steps.  The operator's manifests against the
+ * Kubernetes schemas take from a few hundred to under 2000 (the tests of
+ * render and of the reconcile fail at 200, pass at 2000). */
+#define MAX_SCHEMA_STEPS 200000
 
 struct gvk_entry {
 	char *group, *version, *kind;
@@ -44,6 +51,7 @@ struct vctx {
 	struct diag *diag;
 	unsigned int quiet;   /* > 0 while trying anyOf/oneOf branches */
 	unsigned int depth;
+	size_t steps;         /* schemas applied so far (MAX_SCHEMA_STEPS) */
 };
 
 /* The first violation (none while trying anyOf/oneOf branches). */
@@ -406,6 +414,17 @@ static int validate(struct vctx *c, const struct json_value *schema, const struc
 		return fail(c, "schema is a %s, not an object", json_type_name(schema->type));
 	if (++c->depth > MAX_SCHEMA_DEPTH) {
 		r = fail(c, "schema nesting deeper than %d", MAX_SCHEMA_DEPTH);
+		goto out_depth;
+	}
+	/* Past the budget the document is at fault, not the object: said
+	 * once, even inside a branch being tried, and not taken for a
+	 * branch that does not match (matches() passes it on). */
+	if (++c->steps > MAX_SCHEMA_STEPS) {
+		if (c->steps == MAX_SCHEMA_STEPS + 1)
+			diag_add_text(c->diag, DIAG_ERROR, json_path_str(&c->path), "schema", NULL,
+				      "the schema takes more than %d steps to check (a $ref that fans out)",
+				      MAX_SCHEMA_STEPS);
+		r = -FLASH_E_RENDER_BAD_DOCUMENT;
 		goto out_depth;
 	}
 	ref = schema_str(schema, "$ref");

@@ -28,14 +28,7 @@
 #include <flowsdn/netlink.h>
 
 #include "internal.h"
-
-#define MAX_VICTIMS 65536
-
-struct victims {
-	struct inet_diag_sockid *ids;
-	uint8_t *families;
-	size_t n, cap;
-};
+#include "netlink-sockdiag.h"
 
 static int nl_send(int fd, uint16_t type, uint16_t flags, uint8_t family, uint8_t protocol,
 		   const struct inet_diag_sockid *id, uint32_t seq)
@@ -79,14 +72,14 @@ static bool peer_is(const struct inet_diag_sockid *id, uint8_t family, const str
 	return !memcmp(dst, mapped, 12) && !memcmp(dst + 12, peer->bytes, 4);
 }
 
-static int victims_add(struct victims *v, const struct inet_diag_sockid *id, uint8_t family)
+static int victims_add(struct flowsdn__sockdiag_victims *v, const struct inet_diag_sockid *id, uint8_t family)
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? v->cap * 2 : 16;
 		struct inet_diag_sockid *ids;
 		uint8_t *fams;
 
-		if (cap > MAX_VICTIMS)
+		if (cap > FLOWSDN__SOCKDIAG_VICTIMS_MAX)
 			return -E2BIG;
 		ids = realloc(v->ids, cap * sizeof(*ids));
 		if (!ids)
@@ -103,10 +96,62 @@ static int victims_add(struct victims *v, const struct inet_diag_sockid *id, uin
 	return 0;
 }
 
+void flowsdn__sockdiag_victims_clear(struct flowsdn__sockdiag_victims *v)
+{
+	free(v->ids);
+	free(v->families);
+	*v = (struct flowsdn__sockdiag_victims){ 0 };
+}
+
+int flowsdn__sockdiag_parse(const void *buf, size_t len, uint32_t seq, uint8_t family,
+			    const struct flowsdn_addr *peer, uint16_t port, struct flowsdn__sockdiag_victims *v)
+{
+	const struct nlmsghdr *nh = buf;
+	int r;
+
+	/* NLMSG_NEXT() would subtract the padding of a last message that
+	 * has none from @len (a size_t: wrapped, and the next header read
+	 * past the buffer); the walk stops there instead. */
+	for (; NLMSG_OK(nh, len); len -= NLMSG_ALIGN(nh->nlmsg_len),
+				   nh = (const void *)((const char *)nh + NLMSG_ALIGN(nh->nlmsg_len))) {
+		if (nh->nlmsg_seq != seq)
+			goto next;
+		if (nh->nlmsg_type == NLMSG_DONE)
+			return 1;
+		if (nh->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = NLMSG_DATA(nh);
+
+			/* NLMSG_OK() checked nlmsg_len against @len: the
+			 * nlmsgerr is inside the buffer once it is inside
+			 * the message. */
+			if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)) || e->error > 0 || e->error < -4095)
+				return -EBADMSG;
+			return e->error == 0 ? 1 : e->error;
+		}
+		if (v && nh->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+		    nh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
+			const struct inet_diag_msg *m = NLMSG_DATA(nh);
+
+			/* the kernel answers a dump of @family with sockets
+			 * of that family only; any other would be read with
+			 * the wrong address layout */
+			if (m->idiag_family == family && peer_is(&m->id, family, peer, port)) {
+				r = victims_add(v, &m->id, family);
+				if (r < 0)
+					return r;
+			}
+		}
+next:
+		if (NLMSG_ALIGN(nh->nlmsg_len) >= len)
+			break;
+	}
+	return 0;
+}
+
 /* Reads the answers to request @seq: the dump (@v non-NULL collects the
  * matches) or the ack of a destroy (its error, 0). */
 static int nl_recv(int fd, uint32_t seq, uint8_t family, const struct flowsdn_addr *peer, uint16_t port,
-		   struct victims *v)
+		   struct flowsdn__sockdiag_victims *v)
 {
 	_cleanup_free_ char *buf = malloc(32768);
 
@@ -114,39 +159,16 @@ static int nl_recv(int fd, uint32_t seq, uint8_t family, const struct flowsdn_ad
 		return -ENOMEM;
 	for (;;) {
 		ssize_t n = recv(fd, buf, 32768, 0);
-		struct nlmsghdr *nh;
-		size_t len;
+		int r;
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		len = (size_t)n;
-		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
-			if (nh->nlmsg_seq != seq)
-				continue;
-			if (nh->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (nh->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(nh);
-
-				if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
-					return -EBADMSG;
-				return e->error;
-			}
-			if (v && nh->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
-			    nh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
-				const struct inet_diag_msg *m = NLMSG_DATA(nh);
-				int r;
-
-				if (peer_is(&m->id, family, peer, port)) {
-					r = victims_add(v, &m->id, family);
-					if (r < 0)
-						return r;
-				}
-			}
-		}
+		r = flowsdn__sockdiag_parse(buf, (size_t)n, seq, family, peer, port, v);
+		if (r != 0)
+			return r < 0 ? r : 0;
 	}
 }
 
@@ -168,7 +190,7 @@ static int destroy_through(int fd, const struct flowsdn_addr *peer, uint16_t por
 			   size_t *ret_count)
 {
 	static const uint8_t families[] = { AF_INET, AF_INET6 };
-	struct victims v = { 0 };
+	struct flowsdn__sockdiag_victims v = { 0 };
 	size_t destroyed = 0;
 	uint32_t seq = 1;
 	int r = 0;
@@ -199,8 +221,7 @@ static int destroy_through(int fd, const struct flowsdn_addr *peer, uint16_t por
 			pr_warn("sock_diag: destroying a socket to port %u: %s", port, strerror(-d));
 	}
 	close(fd);
-	free(v.ids);
-	free(v.families);
+	flowsdn__sockdiag_victims_clear(&v);
 	if (r < 0)
 		return r;
 	if (ret_count)

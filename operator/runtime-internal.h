@@ -75,6 +75,18 @@ void op_remove_tree(const char *dir);
 int op_runsc(const char *runsc, const char *root, const char *const *args, int out_fd, int err_fd, bool private_net,
 	     unsigned int timeout_ms, char **ret_out, char *err, size_t err_size);
 
+/* Reads what `runsc state ID` prints (@len bytes at @json: the OCI state
+ * as runsc writes it) for both users of runsc (runtime.c,
+ * sandbox-gvisor.c): "status", one of the states runsc knows (creating,
+ * created, running, stopped, paused), into @status (@status_size bytes,
+ * NUL-terminated), and "pid" into *@ret_pid (may be NULL): the sandbox's
+ * pid, 0 when absent or -1 (no sandbox running).  0; -EBADMSG (not JSON,
+ * not an object, a status that is missing or unknown, a pid that is not
+ * an integer from -1 to INT32_MAX), -ENOBUFS (@status too small),
+ * -EINVAL, -ENOMEM; @status and *@ret_pid are untouched on failure. */
+int op_runsc_state_parse(const char *json, size_t len, char *status, size_t status_size, pid_t *ret_pid)
+	__attribute__((warn_unused_result));
+
 /* A replica's sandbox process as recorded when it started or was adopted:
  * its pid, the start time of that pid (/proc/PID/stat field 22: a pid
  * reused by another process has another) and a pidfd (-1 when the kernel

@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <flash/sandbox.h>
 #include <flowsdn/addr.h>
+#include <flowsdn/cni.h>
+#include <flowsdn/diag.h>
 #include <flowsdn/policy.h>
 
 #include "agent-client.h"
@@ -825,54 +827,76 @@ void op_runtime_net_cni_identity(struct json_writer *w, const char *svc_id, cons
 
 /* ---------------------------------------------------------------- CNI */
 
-/* The network configuration given to the plugin on stdin: the first
- * plugin of the conflist, with cniVersion, name and the runtimeConfig of
- * contracts C3 (@identity). */
-static int cni_config(const struct op_cni *c, const char *identity, char **ret)
+/* @r (a CNI parse's error) and the first problem of @diag as one line
+ * into @err. */
+static void cni_problem(int r, struct flowsdn_diag *diag, char *err, size_t err_size)
 {
-	struct json_value *list = NULL;
-	const struct json_value *plugins, *first;
-	struct json_writer *w;
-	char *text = NULL;
-	size_t len = 0;
+	const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(diag);
+
+	if (!e || flowsdn_diag_entry_format(e, err, err_size) < 0 || !err[0])
+		snprintf(err, err_size, "%s", flowsdn_strerror(r));
+}
+
+int op_cni_config_build(const char *conflist, size_t len, const char *agent_socket, const char *identity,
+			char **ret, char *err, size_t err_size)
+{
+	struct flowsdn_cni_conflist *list = NULL;
+	struct flowsdn_diag *diag = NULL;
+	struct json_value *first = NULL;
+	struct json_writer *w = NULL;
+	char *plugin = NULL;
 	int r;
 
-	if (c->conf) {
-		r = util_read_file(c->conf, 1 << 20, &text, &len);
-		if (r < 0)
-			return r;
-		r = json_parse(text, len, NULL, &list, NULL);
-		free(text);
-		if (r < 0)
-			return -EBADMSG;
-	}
-	plugins = list ? json_get(list, "plugins") : NULL;
-	first = json_is(plugins, JSON_ARRAY) && plugins->u.array.n > 0 ? plugins->u.array.items[0] : NULL;
-	if (list && !json_is(first, JSON_OBJECT)) {
-		json_free(list);
-		return -EBADMSG;
+	if (!ret || !err || !err_size)
+		return -EINVAL;
+	err[0] = '\0';
+	if (conflist) {
+		/* the conflist and its first plugin read as libflowsdn's CNI
+		 * codec reads them, the way a runtime would */
+		r = flowsdn_diag_new(&diag);
+		if (r == 0)
+			r = flowsdn_cni_conflist_parse(conflist, len, &list, diag);
+		if (r < 0) {
+			if (r == -ENOMEM) {
+				snprintf(err, err_size, "%s", strerror(ENOMEM));
+			} else {
+				cni_problem(r, diag, err, err_size);
+				r = -EBADMSG;
+			}
+			goto out;
+		}
+		r = flowsdn_cni_conflist_plugin_conf(list, 0, NULL, &plugin);
+		if (r == 0)
+			r = json_parse(plugin, strlen(plugin), NULL, &first, NULL);
+		if (r < 0) {
+			snprintf(err, err_size, "%s", strerror(-r));
+			goto out;
+		}
 	}
 	w = json_writer_new(0);
 	if (!w) {
-		json_free(list);
-		return -ENOMEM;
+		r = -ENOMEM;
+		snprintf(err, err_size, "%s", strerror(ENOMEM));
+		goto out;
 	}
 	jw_object_open(w);
-	jw_kv_string(w, "cniVersion", list ? json_string_value(json_get(list, "cniVersion")) ?: "1.0.0" : "1.0.0");
-	jw_kv_string(w, "name", list ? json_string_value(json_get(list, "name")) ?: "flowsdn" : "flowsdn");
 	if (first) {
+		/* cniVersion, name and the plugin's own keys; its runtimeConfig
+		 * is the operator's */
 		for (size_t i = 0; i < first->u.object.n; i++) {
 			const char *k = first->u.object.members[i].key;
 
-			if (strcmp(k, "cniVersion") == 0 || strcmp(k, "name") == 0 || strcmp(k, "runtimeConfig") == 0)
+			if (strcmp(k, "runtimeConfig") == 0)
 				continue;
 			jw_key(w, k);
 			jw_value(w, first->u.object.members[i].value);
 		}
 	} else {
+		jw_kv_string(w, "cniVersion", "1.0.0");
+		jw_kv_string(w, "name", "flowsdn");
 		jw_kv_string(w, "type", "flowsdn-cni");
-		if (c->agent_socket)
-			jw_kv_string(w, "agentSocket", c->agent_socket);
+		if (agent_socket)
+			jw_kv_string(w, "agentSocket", agent_socket);
 	}
 	jw_key(w, "runtimeConfig");
 	jw_object_open(w);
@@ -885,24 +909,86 @@ static int cni_config(const struct op_cni *c, const char *identity, char **ret)
 	}
 	jw_object_close(w);
 	jw_object_close(w);
-	json_free(list);
-	return json_writer_finish(w, ret, NULL);
+	r = json_writer_finish(w, ret, NULL);
+	w = NULL;
+	if (r < 0)
+		snprintf(err, err_size, "%s", strerror(-r));
+out:
+	json_writer_free(w);
+	json_free(first);
+	free(plugin);
+	flowsdn_cni_conflist_free(list);
+	flowsdn_diag_free(diag);
+	return r;
+}
+
+int op_cni_result_address(const char *json, size_t len, char *address, size_t address_size, char *err,
+			  size_t err_size)
+{
+	struct flowsdn_cni_result *res = NULL;
+	struct flowsdn_diag *diag = NULL;
+	const struct flowsdn_cni_ip *ip;
+	char buf[FLOWSDN_ADDR_STRLEN];
+	int r;
+
+	if (!json || !address || !err || !err_size)
+		return -EINVAL;
+	err[0] = '\0';
+	r = flowsdn_diag_new(&diag);
+	if (r == 0)
+		r = flowsdn_cni_result_parse(json, len, &res, diag);
+	if (r < 0) {
+		if (r == -ENOMEM) {
+			snprintf(err, err_size, "%s", strerror(ENOMEM));
+		} else {
+			cni_problem(r, diag, err, err_size);
+			r = -EBADMSG;
+		}
+		goto out;
+	}
+	ip = flowsdn_cni_result_ip(res, 0);
+	if (!ip) {
+		snprintf(err, err_size, "ips: no address");
+		r = -EBADMSG;
+		goto out;
+	}
+	r = flowsdn_addr_format(&ip->addr, buf, sizeof(buf));
+	if (r >= 0 && (size_t)r >= address_size)
+		r = -ENOBUFS;
+	if (r < 0) {
+		snprintf(err, err_size, "ips[0].address: %s", strerror(-r));
+		goto out;
+	}
+	memcpy(address, buf, (size_t)r + 1);
+	r = 0;
+out:
+	flowsdn_cni_result_free(res);
+	flowsdn_diag_free(diag);
+	return r;
 }
 
 int op_cni_run(const struct op_cni *c, const char *cmd, const char *container_id, const char *pod_ns,
 	       const char *netns, const char *identity, char *address, size_t address_size, char *err,
 	       size_t err_size)
 {
-	char *conf = NULL, *out = NULL, *errs = NULL, *plugin = NULL, *env[8] = { 0 }, how[64];
+	char *conf = NULL, *out = NULL, *errs = NULL, *plugin = NULL, *text = NULL, *env[8] = { 0 }, how[64], why[256];
 	struct json_value *res = NULL;
+	size_t len = 0;
 	int status = 0, r;
 
 	if (!c || !c->bin_dir || !cmd || !container_id || !pod_ns)
 		return -EINVAL;
-	r = cni_config(c, identity, &conf);
+	if (c->conf) {
+		r = util_read_file(c->conf, 1 << 20, &text, &len);
+		if (r < 0) {
+			snprintf(err, err_size, "CNI configuration %s: %s", c->conf, strerror(-r));
+			return r;
+		}
+	}
+	r = op_cni_config_build(text, len, c->agent_socket, identity, &conf, why, sizeof(why));
+	free(text);
 	if (r < 0) {
-		snprintf(err, err_size, "CNI configuration %s: %s", c->conf ? c->conf : "(built in)",
-			 r == -EBADMSG ? "not a conflist with a plugin" : strerror(-r));
+		snprintf(err, err_size, "CNI configuration %s: %s", c->conf ? c->conf : "(built in)", why);
 		return r;
 	}
 	if (asprintf(&plugin, "%s/flowsdn-cni", c->bin_dir) < 0 || asprintf(&env[0], "CNI_COMMAND=%s", cmd) < 0 ||
@@ -932,16 +1018,11 @@ int op_cni_run(const struct op_cni *c, const char *cmd, const char *container_id
 		goto out;
 	}
 	if (address) {
-		const struct json_value *ips;
-		const char *a;
-
-		if (json_parse(out, strlen(out), NULL, &res, NULL) < 0 || !json_is(ips = json_get(res, "ips"), JSON_ARRAY) ||
-		    ips->u.array.n == 0 || !(a = json_string_value(json_get(ips->u.array.items[0], "address")))) {
-			snprintf(err, err_size, "flowsdn-cni ADD: the result has no address");
-			r = -EBADMSG;
+		r = op_cni_result_address(out, strlen(out), address, address_size, why, sizeof(why));
+		if (r < 0) {
+			snprintf(err, err_size, "flowsdn-cni ADD: the result: %s", why);
 			goto out;
 		}
-		snprintf(address, address_size, "%.*s", (int)strcspn(a, "/"), a);
 	}
 out:
 	json_free(res);

@@ -127,6 +127,29 @@ struct op_cni {
 	const char *agent_socket; /* the built-in configuration's agentSocket; NULL: the default */
 };
 
+/* The network configuration op_cni_run() gives flowsdn-cni on stdin,
+ * from the conflist at @conflist (@len bytes; NULL: the built-in one,
+ * type flowsdn-cni with agentSocket @agent_socket when not NULL): the
+ * conflist read by libflowsdn's CNI codec (flowsdn_cni_conflist_parse():
+ * a supported cniVersion, a valid name, a non-empty plugins array of
+ * objects with a type), its first plugin with the list's cniVersion and
+ * name (flowsdn_cni_conflist_plugin_conf()), and runtimeConfig.flowsdn =
+ * @identity (a JSON object; NULL: {}) in place of the plugin's own
+ * runtimeConfig.  0 and *@ret (NUL-terminated, freed by the caller);
+ * -EBADMSG for a conflist refused, with @err naming what is wrong (the
+ * field's path and the fault); -ENOMEM, -EINVAL. */
+int op_cni_config_build(const char *conflist, size_t len, const char *agent_socket, const char *identity,
+			char **ret, char *err, size_t err_size) __attribute__((warn_unused_result));
+
+/* The address of flowsdn-cni's ADD result (@len bytes at @json, read by
+ * flowsdn_cni_result_parse()): its first ip's address without the prefix
+ * length, in canonical text (flowsdn_addr_format()), into @address.  0;
+ * -EBADMSG (not a CNI result, or one without an address) and -ENOBUFS
+ * (@address too small) with @err saying why, leaving @address untouched;
+ * -ENOMEM, -EINVAL. */
+int op_cni_result_address(const char *json, size_t len, char *address, size_t address_size, char *err,
+			  size_t err_size) __attribute__((warn_unused_result));
+
 /* Runs flowsdn-cni @cmd ("ADD", "DEL") for container @container_id
  * (CNI_ARGS K8S_POD_NAMESPACE=@pod_ns, K8S_POD_NAME=@container_id) in
  * netns @netns, with runtimeConfig.flowsdn = @identity (a JSON object,

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "runtime-internal.h"
 #include "util.h"
 
@@ -90,6 +91,46 @@ static int proc_stat(pid_t pid, char *ret_state, uint64_t *ret_start)
 	free(text);
 	if (r == 0)
 		*ret_start = start;
+	return r;
+}
+
+/* The states `runsc state` reports (gVisor's runsc/container/status.go). */
+static const char *const runsc_states[] = { "creating", "created", "running", "stopped", "paused" };
+
+int op_runsc_state_parse(const char *json, size_t len, char *status, size_t status_size, pid_t *ret_pid)
+{
+	struct json_value *root = NULL;
+	const struct json_value *v;
+	const char *st;
+	int64_t pid = 0;
+	bool known = false;
+	int r;
+
+	if (!json || !status || !status_size)
+		return -EINVAL;
+	r = json_parse(json, len, NULL, &root, NULL);
+	if (r < 0)
+		return r == -ENOMEM ? r : -EBADMSG;
+	r = -EBADMSG;
+	st = json_is(root, JSON_OBJECT) ? json_string_value(json_get(root, "status")) : NULL;
+	for (size_t i = 0; st && i < ARRAY_SIZE(runsc_states) && !known; i++)
+		known = strcmp(st, runsc_states[i]) == 0;
+	if (!known)
+		goto out;
+	/* runsc writes -1 for a container with no sandbox running */
+	v = json_get(root, "pid");
+	if (v && (json_get_int64(v, &pid) < 0 || pid < -1 || pid > INT32_MAX))
+		goto out;
+	if (strlen(st) >= status_size) {
+		r = -ENOBUFS;
+		goto out;
+	}
+	strcpy(status, st);
+	if (ret_pid)
+		*ret_pid = pid > 0 ? (pid_t)pid : 0;
+	r = 0;
+out:
+	json_free(root);
 	return r;
 }
 

@@ -145,26 +145,18 @@ static int runsc(struct op_runtime *rt, const char *const *args, int out_fd, int
 }
 
 /* The container's state: 0 with its status ("running", "stopped", ...) and
- * pid, -ENOENT when runsc does not know it. */
+ * pid (0: none), -ENOENT when runsc does not know it, -EBADMSG when its
+ * answer is not a state (op_runsc_state_parse()). */
 static int runsc_state(struct op_runtime *rt, const char *id, char *status, size_t status_size, pid_t *ret_pid)
 {
-	struct json_value *root = NULL;
 	char *out = NULL, err[512];
-	int64_t pid = 0;
 	int r = runsc(rt, (const char *const[]){ "state", id, NULL }, -1, -1, false, 10000, &out, err, sizeof(err));
 
 	if (r < 0)
 		return -ENOENT;
-	r = json_parse(out, strlen(out), NULL, &root, NULL);
+	r = op_runsc_state_parse(out, strlen(out), status, status_size, ret_pid);
 	free(out);
-	if (r < 0)
-		return -EBADMSG;
-	snprintf(status, status_size, "%s", json_string_value(json_get(root, "status")) ?: "");
-	if (json_get_int64(json_get(root, "pid"), &pid) < 0)
-		pid = 0;
-	json_free(root);
-	*ret_pid = (pid_t)pid;
-	return 0;
+	return r;
 }
 
 /* ---------------------------------------------------------------- CNI */

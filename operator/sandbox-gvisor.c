@@ -151,10 +151,10 @@ out:
 	return r;
 }
 
-/* "running", "stopped", ... of @cid; -ENOENT when runsc does not know it. */
+/* "running", "stopped", ... of @cid; -ENOENT when runsc does not know it;
+ * -EBADMSG when its answer is not a state (op_runsc_state_parse()). */
 static int runsc_status(struct gv *g, const char *cid, char *buf, size_t size)
 {
-	struct json_value *root = NULL;
 	char *out = NULL, err[256];
 	int r = runsc(g, (const char *const[]){ "state", cid, NULL }, &out, err, sizeof(err));
 
@@ -163,13 +163,9 @@ static int runsc_status(struct gv *g, const char *cid, char *buf, size_t size)
 	 * Provision would tear a live session down and start it over). */
 	if (r < 0)
 		return strstr(err, "does not exist") || strstr(err, "not found") ? -ENOENT : r == -ENOENT ? -EIO : r;
-	r = json_parse(out, strlen(out), NULL, &root, NULL);
+	r = op_runsc_state_parse(out, strlen(out), buf, size, NULL);
 	free(out);
-	if (r < 0)
-		return -EBADMSG;
-	snprintf(buf, size, "%s", json_string_value(json_get(root, "status")) ?: "");
-	json_free(root);
-	return 0;
+	return r;
 }
 
 /* ---------------------------------------------------------------- records */

@@ -382,7 +382,10 @@ FLASH_API FLASH_WUR int flash_schema_set_add_crd(struct flash_schema_set *set, c
 /* Validates the JSON object at @text against the schema of its apiVersion
  * and kind.  Returns 0, -FLASH_E_RENDER_INVALID (first violation in @diag:
  * the JSON path and the rule), -FLASH_E_RENDER_NO_SCHEMA,
- * -FLASH_E_RENDER_BAD_DOCUMENT (not JSON), -EINVAL, -ENOMEM. */
+ * -FLASH_E_RENDER_BAD_DOCUMENT (not JSON, or a schema whose $refs fan out
+ * past 200000 schemas applied in one validation; @diag says so), -EINVAL,
+ * -ENOMEM.  Schemas nested deeper than 128 (through $ref) are a
+ * violation. */
 FLASH_API FLASH_WUR int flash_schema_validate_object(const struct flash_schema_set *set, const char *text, size_t len,
 						     struct flash_diag *diag);
 

@@ -332,6 +332,75 @@ Test(operator_net, cni_identity_and_masquerade_script)
 	free(text);
 }
 
+/* The configuration flowsdn-cni gets on stdin: from the conflist
+ * `flowsdn-cni install` writes (its cniVersions pick 1.1.0, as libcni
+ * does), from none (built in), and refusals naming the field. */
+Test(operator_net, cni_config_from_the_conflist)
+{
+	static const char installed[] = "{\"cniVersion\":\"1.0.0\",\"cniVersions\":[\"1.0.0\",\"1.1.0\"],"
+					"\"name\":\"flowsdn\",\"plugins\":[{\"type\":\"flowsdn-cni\","
+					"\"agentSocket\":\"/run/a.sock\",\"runtimeConfig\":{\"x\":1}},{\"type\":\"other\"}]}";
+	static const struct {
+		const char *conflist, *err;
+	} refused[] = {
+		{ "{\"name\":\"flowsdn\",\"plugins\":[{\"type\":\"flowsdn-cni\"}]}", "cniVersion" },
+		{ "{\"cniVersion\":\"1.0.0\",\"name\":\"flowsdn\",\"plugins\":[]}", "plugins" },
+		{ "{\"cniVersion\":\"1.0.0\",\"name\":\"flowsdn\",\"plugins\":[{\"agentSocket\":\"/a\"}]}", "plugins[0].type" },
+		{ "{\"cniVersion\":\"1.0.0\",\"name\":\"flow sdn\",\"plugins\":[{\"type\":\"flowsdn-cni\"}]}", "name" },
+		{ "not json", "line 1" },
+	};
+	char *conf = NULL, err[256];
+
+	ASSERT_OK(op_cni_config_build(installed, strlen(installed), "/ignored", "{\"serviceTranslation\":\"packet\"}",
+				      &conf, err, sizeof(err)),
+		  err);
+	cr_assert_str_eq(conf, "{\"cniVersion\":\"1.1.0\",\"name\":\"flowsdn\",\"type\":\"flowsdn-cni\","
+			       "\"agentSocket\":\"/run/a.sock\","
+			       "\"runtimeConfig\":{\"flowsdn\":{\"serviceTranslation\":\"packet\"}}}");
+	free(conf);
+	ASSERT_OK(op_cni_config_build(NULL, 0, "/run/a.sock", NULL, &conf, err, sizeof(err)), "built in");
+	cr_assert_str_eq(conf, "{\"cniVersion\":\"1.0.0\",\"name\":\"flowsdn\",\"type\":\"flowsdn-cni\","
+			       "\"agentSocket\":\"/run/a.sock\",\"runtimeConfig\":{\"flowsdn\":{}}}");
+	free(conf);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		conf = NULL;
+		ASSERT_ERR(op_cni_config_build(refused[i].conflist, strlen(refused[i].conflist), NULL, NULL, &conf, err,
+					       sizeof(err)),
+			   -EBADMSG, refused[i].conflist);
+		cr_assert(!conf);
+		cr_assert(strstr(err, refused[i].err), "%s: \"%s\" does not name %s", refused[i].conflist, err,
+			  refused[i].err);
+	}
+}
+
+/* The address of flowsdn-cni's result: the first ip's, canonical, no
+ * prefix length; a result without one is refused with a reason. */
+Test(operator_net, cni_result_address)
+{
+	static const char result[] =
+		"{\"cniVersion\":\"1.1.0\",\"interfaces\":[{\"name\":\"eth0\",\"mac\":\"0a:58:0a:4d:00:05\","
+		"\"sandbox\":\"/run/netns/x\"}],\"ips\":[{\"address\":\"fd00:77:0::5/64\",\"gateway\":\"fd00:77::1\","
+		"\"interface\":0},{\"address\":\"10.77.0.5/24\",\"interface\":0}],\"dns\":{}}";
+	static const char *const refused[] = {
+		"{\"cniVersion\":\"1.0.0\",\"ips\":[],\"dns\":{}}",
+		"{\"cniVersion\":\"1.0.0\",\"code\":7,\"msg\":\"incompatible CNI versions\"}",
+		"{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.77.0.5\"}]}",
+		"",
+	};
+	char address[64], err[256];
+
+	ASSERT_OK(op_cni_result_address(result, strlen(result), address, sizeof(address), err, sizeof(err)), err);
+	cr_assert_str_eq(address, "fd00:77::5");
+	ASSERT_ERR(op_cni_result_address(result, strlen(result), address, 8, err, sizeof(err)), -ENOBUFS, "8 bytes");
+	cr_assert_str_eq(address, "fd00:77::5", "untouched");
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		ASSERT_ERR(op_cni_result_address(refused[i], strlen(refused[i]), address, sizeof(address), err,
+						 sizeof(err)),
+			   -EBADMSG, refused[i]);
+		cr_assert(err[0], "%s: a reason", refused[i]);
+	}
+}
+
 Test(operator_net, masquerade_is_a_runtime_key)
 {
 	struct flash_operator_config *c = NULL;

@@ -111,6 +111,37 @@ Test(records, long_strings_are_not_cut)
 	free(again);
 }
 
+/* What `runsc state` prints (runsc 20221219's own output, and -1 for a
+ * container whose sandbox is gone, as runsc's SandboxPid() gives it). */
+Test(runsc, state_is_read_and_checked)
+{
+	static const char running[] = "{\n  \"ociVersion\": \"1.0.2-dev\",\n  \"id\": \"fz1\",\n"
+				      "  \"status\": \"running\",\n  \"pid\": 2507,\n  \"bundle\": \"/tmp/b\"\n}";
+	static const char stopped[] = "{\"status\":\"stopped\",\"pid\":-1}";
+	static const char *const refused[] = {
+		"{\"status\":\"exited\",\"pid\":1}", "{\"pid\":1}", "{\"status\":\"running\",\"pid\":\"1\"}",
+		"{\"status\":\"running\",\"pid\":-2}", "{\"status\":\"running\",\"pid\":4294967297}",
+		"[\"running\"]", "container \"fz1\" does not exist",
+	};
+	char status[16];
+	pid_t pid = 0;
+
+	ASSERT_OK(op_runsc_state_parse(running, strlen(running), status, sizeof(status), &pid), "running");
+	cr_assert_str_eq(status, "running");
+	cr_assert_eq(pid, 2507);
+	ASSERT_OK(op_runsc_state_parse(stopped, strlen(stopped), status, sizeof(status), &pid), "stopped");
+	cr_assert_str_eq(status, "stopped");
+	cr_assert_eq(pid, 0, "-1 is no sandbox, not a pid");
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		pid = 77;
+		strcpy(status, "same");
+		ASSERT_ERR(op_runsc_state_parse(refused[i], strlen(refused[i]), status, sizeof(status), &pid), -EBADMSG,
+			   refused[i]);
+		cr_assert(pid == 77 && !strcmp(status, "same"), "%s: outputs left untouched", refused[i]);
+	}
+	ASSERT_ERR(op_runsc_state_parse(running, strlen(running), status, 7, &pid), -ENOBUFS, "7 bytes for running");
+}
+
 Test(bundle, config_follows_the_spec)
 {
 	struct flash_spec *s = spec_with("[\"/usr/local/bin/flash-udp-echo\"]");

@@ -253,3 +253,32 @@ Test(schema, bad_documents_named_by_path)
 		flash_schema_set_free(s);
 	}
 }
+
+/* Documents from outside whose $refs loop or fan out end, with a problem
+ * named: a cycle at the nesting bound (a violation), a fan-out (each
+ * level trying two branches, 2^128 steps unbounded) at the step budget
+ * (the document refused).  tests/fuzz/corpus/fuzz-openapi/ref-fan-out. */
+Test(schema, cyclic_and_fanned_out_refs_are_bounded)
+{
+	static const char cycle[] = "{\"components\":{\"schemas\":{\"X\":{\"$ref\":\"#/components/schemas/X\","
+				    "\"x-kubernetes-group-version-kind\":[{\"group\":\"\",\"version\":\"v1\",\"kind\":\"K\"}]}}}}";
+	static const char fan[] = "{\"components\":{\"schemas\":{\"X\":{\"anyOf\":[{\"$ref\":\"#/components/schemas/X\"},"
+				  "{\"$ref\":\"#/components/schemas/X\"}],"
+				  "\"x-kubernetes-group-version-kind\":[{\"group\":\"\",\"version\":\"v1\",\"kind\":\"K\"}]}}}}";
+	static const char obj[] = "{\"apiVersion\":\"v1\",\"kind\":\"K\"}";
+	struct flash_schema_set *s = NULL;
+	_cleanup_diag_ struct flash_diag *d = render_test_diag();
+
+	ASSERT_OK(flash_schema_set_new(&s), "new");
+	ASSERT_OK(flash_schema_set_add_openapi(s, cycle, strlen(cycle), d), "cycle");
+	ASSERT_ERR(flash_schema_validate_object(s, obj, strlen(obj), d), -FLASH_E_RENDER_INVALID, "cycle");
+	cr_assert(strstr(diag_message(d), "deeper than 128"), "%s", diag_message(d));
+	flash_schema_set_free(s);
+
+	ASSERT_OK(flash_schema_set_new(&s), "new");
+	ASSERT_OK(flash_schema_set_add_openapi(s, fan, strlen(fan), d), "fan-out");
+	ASSERT_ERR(flash_schema_validate_object(s, obj, strlen(obj), d), -FLASH_E_RENDER_BAD_DOCUMENT, "fan-out");
+	cr_assert(strstr(diag_message(d), "more than 200000 steps"), "%s", diag_message(d));
+	ASSERT_ERR(flash_schema_validate_object(s, obj, strlen(obj), d), -FLASH_E_RENDER_BAD_DOCUMENT, "again");
+	flash_schema_set_free(s);
+}
