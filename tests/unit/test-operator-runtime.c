@@ -296,8 +296,10 @@ Test(logs, shim_lines_streams_rotation)
 	cr_assert_eq(write(out[1], "last without newline", 20), 20);
 	close(out[1]);
 	close(err[1]);
-	/* The shim writes after our close; wait for its last line. */
-	for (int i = 0; i < 200; i++) {
+	/* The shim writes after our close; wait for its last line (up to
+	 * 30 s: under valgrind, which traces the shim too, on a loaded
+	 * machine 2 s were once not enough). */
+	for (int i = 0; i < 3000; i++) {
 		free(text);
 		text = NULL;
 		if (util_read_file(path, 1 << 20, &text, NULL) == 0 && strstr(text, "last without newline\n"))
