@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -164,8 +165,11 @@ static int nl_recv(int fd, uint32_t seq, uint8_t family, const struct flowsdn_ad
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			/* SO_RCVTIMEO of diag_socket(): the dump never ended. */
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 		}
+		if (n == 0)
+			return -EIO; /* not a netlink answer: never waited on again */
 		r = flowsdn__sockdiag_parse(buf, (size_t)n, seq, family, peer, port, v);
 		if (r != 0)
 			return r < 0 ? r : 0;
@@ -180,9 +184,18 @@ static bool args_valid(const struct flowsdn_addr *peer, uint16_t port, uint8_t p
 
 static int diag_socket(void)
 {
+	/* A dump or a destroy the kernel does not answer within 5 s is given
+	 * up (-ETIMEDOUT), never waited on for ever by the agent. */
+	static const struct timeval timeout = { .tv_sec = 5 };
 	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 
-	return fd < 0 ? -FLOWSDN_E_NL_SOCKET : fd;
+	if (fd < 0)
+		return -FLOWSDN_E_NL_SOCKET;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0) {
+		close(fd);
+		return -FLOWSDN_E_NL_SOCKET;
+	}
+	return fd;
 }
 
 /* The dump and the destroys through the sock_diag socket @fd (taken). */
