@@ -829,12 +829,19 @@ void op_runtime_net_cni_identity(struct json_writer *w, const char *svc_id, cons
 
 /* @r (a CNI parse's error) and the first problem of @diag as one line
  * into @err. */
-static void cni_problem(int r, struct flowsdn_diag *diag, char *err, size_t err_size)
+/* @err says why libflowsdn's CNI codec refused with @r; -ENOMEM stays
+ * itself, any other refusal is the input's fault: -EBADMSG. */
+static int cni_problem(int r, struct flowsdn_diag *diag, char *err, size_t err_size)
 {
 	const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(diag);
 
+	if (r == -ENOMEM) {
+		snprintf(err, err_size, "%s", strerror(ENOMEM));
+		return r;
+	}
 	if (!e || flowsdn_diag_entry_format(e, err, err_size) < 0 || !err[0])
 		snprintf(err, err_size, "%s", flowsdn_strerror(r));
+	return -EBADMSG;
 }
 
 int op_cni_config_build(const char *conflist, size_t len, const char *agent_socket, const char *identity,
@@ -857,12 +864,7 @@ int op_cni_config_build(const char *conflist, size_t len, const char *agent_sock
 		if (r == 0)
 			r = flowsdn_cni_conflist_parse(conflist, len, &list, diag);
 		if (r < 0) {
-			if (r == -ENOMEM) {
-				snprintf(err, err_size, "%s", strerror(ENOMEM));
-			} else {
-				cni_problem(r, diag, err, err_size);
-				r = -EBADMSG;
-			}
+			r = cni_problem(r, diag, err, err_size);
 			goto out;
 		}
 		r = flowsdn_cni_conflist_plugin_conf(list, 0, NULL, &plugin);
@@ -938,12 +940,7 @@ int op_cni_result_address(const char *json, size_t len, char *address, size_t ad
 	if (r == 0)
 		r = flowsdn_cni_result_parse(json, len, &res, diag);
 	if (r < 0) {
-		if (r == -ENOMEM) {
-			snprintf(err, err_size, "%s", strerror(ENOMEM));
-		} else {
-			cni_problem(r, diag, err, err_size);
-			r = -EBADMSG;
-		}
+		r = cni_problem(r, diag, err, err_size);
 		goto out;
 	}
 	ip = flowsdn_cni_result_ip(res, 0);
