@@ -62,19 +62,24 @@
  * the backend server are pinned to one CPU.
  *
  * Ratios: each round runs every variant as a pair with its reference
- * (direct, or direct(endpoint) for tc) right beside it, which of the two
- * goes first alternating from pair to pair, and the variants' order
- * alternating from round to round.  A variant's ratio is the median over
- * rounds of its per-pair ratios, printed with their quartiles (IQR): on
- * a shared virtual machine the rate drifts by ±10 % over a minute, and a
- * ratio of medians taken seconds apart measured that drift as much as
- * the variant.  Medians of rates and latencies are printed too, with the
- * load average, and at the end the socket LB's ratio at S = 10,000
- * against its ratio at S = 1.
+ * (direct, or direct(endpoint) for tc): two clients pinned to the same
+ * CPU taking turns in blocks of 50 connections (a token passed over a
+ * pipe; only the blocks are timed), which of the two starts alternating
+ * from pair to pair, and the variants' order alternating from round to
+ * round.  A variant's ratio is the median over rounds of its per-pair
+ * ratios, printed with their quartiles (IQR).  On a shared virtual
+ * machine the rate drifts by ±10 % over a minute and by several per cent
+ * from one 100 ms stretch to the next: a ratio of medians taken seconds
+ * apart measured that drift as much as the variant, and pairs run one
+ * side after the other (2,000 connections each) still had quartiles of
+ * ±0.04; turns of a few milliseconds put the drift on both sides alike.
+ * Medians of rates and latencies are printed too, with the load
+ * average, and at the end the socket LB's ratio at S = 10,000 against
+ * its ratio at S = 1.
  *
  * Usage: bench/services [-n CONNECTS per run (default 2000)] [-r ROUNDS (1..31, default 3)] [-c CPU]
  *                       [-s S (one level only)] [-l (load lines only)] [-d STATE-DIR-PARENT]
- *                       [-v (TCP counters per run)] [-p (per connection: the datapath programs'
+ *                       [-v (TCP counters per pair)] [-p (per connection: the datapath programs'
  *                       runs and run time, from the kernel's BPF statistics)]
  * SIGTERM, SIGINT, SIGHUP and SIGPIPE remove what the bench made (cleanup()).
  */
@@ -135,7 +140,7 @@ struct ns {
 static struct ns nss[V_COUNT];
 static struct flowsdn_datapath *dp;
 static pid_t main_pid;
-static volatile pid_t client_pid; /* the measuring client, while it runs */
+static volatile pid_t client_pid[2]; /* the measuring clients, while they run */
 
 static double now_us(void)
 {
@@ -484,6 +489,7 @@ static double load_file(enum variant v, int s)
 
 struct result {
 	double rate, p50, p99;
+	double block_min, block_med, block_max; /* µs per connection over a block */
 	/* -p: per datapath program, runs and nanoseconds over the run */
 	double runs[4], ns[4];
 };
@@ -491,10 +497,10 @@ struct result {
 /* -p: the kernel's run-time statistics of the datapath's programs
  * (BPF_ENABLE_STATS, held for the bench's life: no sysctl is changed),
  * read around every run, so that each line says where its time went. */
-enum { P_FROM, P_TO, P_CONNECT4, P_COUNT };
-static const char *const pnames[P_COUNT] = { "from_container", "to_container", "connect4" };
+enum { P_FROM, P_TO, P_CONNECT4, P_RELEASE, P_COUNT };
+static const char *const pnames[P_COUNT] = { "from_container", "to_container", "connect4", "sock_release" };
 static bool profile;
-static int prog_fd[P_COUNT] = { -1, -1, -1 };
+static int prog_fd[P_COUNT] = { -1, -1, -1, -1 };
 
 static void prog_stats(double *runs, double *ns)
 {
@@ -531,13 +537,16 @@ static int profile_open(const char *pins)
 	prog_fd[P_FROM] = bpf_obj_get(path);
 	snprintf(path, sizeof(path), "%s/prog_to_container", pins);
 	prog_fd[P_TO] = bpf_obj_get(path);
-	snprintf(path, sizeof(path), "%s/links/sock-connect4", pins);
-	fd = bpf_obj_get(path);
-	memset(&li, 0, sizeof(li));
-	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &li, &len) == 0)
-		prog_fd[P_CONNECT4] = bpf_prog_get_fd_by_id(li.prog_id);
-	if (fd >= 0)
-		close(fd);
+	for (int i = P_CONNECT4; i <= P_RELEASE; i++) {
+		snprintf(path, sizeof(path), "%s/links/sock-%s", pins, i == P_CONNECT4 ? "connect4" : "release");
+		fd = bpf_obj_get(path);
+		memset(&li, 0, sizeof(li));
+		len = sizeof(li);
+		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &li, &len) == 0)
+			prog_fd[i] = bpf_prog_get_fd_by_id(li.prog_id);
+		if (fd >= 0)
+			close(fd);
+	}
 	for (int i = 0; i < P_COUNT; i++)
 		if (prog_fd[i] < 0)
 			return -ENOENT;
@@ -596,23 +605,17 @@ static void counters_print(const char *what, const struct counters *a, const str
 	printf("\n");
 }
 
-/* @connects sequential connections to @ip:@port from netns @v (socklb:
- * from the bench cgroup), @rr: with a 64 B request and a 128 B reply. */
-static struct result measure(enum variant v, const char *ip, bool rr)
+/* One side of a pair: @v connecting to @ip. */
+struct side {
+	enum variant v;
+	const char *ip;
+};
+
+/* What a side's run leaves before it: the connection tracking of the
+ * netns it translates in flushed (conntrack for iptables and nft, the
+ * datapath's own table for the tc path's endpoint). */
+static void side_prepare(enum variant v)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(!strcmp(ip, BACKEND) ? BACKEND_PORT : 80) };
-	double *lat = calloc((size_t)connects, sizeof(double)), t0, t;
-	struct result res = { 0 };
-	int p[2];
-	pid_t pid;
-
-	static struct counters before[2], after[2];
-	/* The server's netns, and the client's (the endpoint's for tc). */
-	pid_t ns_pid[2] = { nss[v == V_SOCKLB || v == V_TC ? V_DIRECT : v].holder, nss[v == V_SOCKLB ? V_DIRECT : v].holder };
-
-	inet_pton(AF_INET, ip, &sa.sin_addr);
-	if (!lat || pipe2(p, O_CLOEXEC) < 0)
-		exit(1);
 	if (v == V_IPT || v == V_NFT) {
 		char cmd[160];
 
@@ -624,38 +627,57 @@ static struct result measure(enum variant v, const char *ip, bool rr)
 	if (v == V_TC) {
 		struct flowsdn_addr a;
 
-		/* The datapath's own connection tracking, the tc path's state. */
 		if (flowsdn_addr_parse(EP_ADDR, strlen(EP_ADDR), &a) < 0 ||
 		    flowsdn_maps_ct_flush(flowsdn_datapath_maps(dp), &a, NULL) < 0)
 			exit(1);
 	}
-	double pruns[P_COUNT], pns[P_COUNT];
+}
 
-	for (int k = 0; verbose && k < 2; k++)
-		counters_read(ns_pid[k], &before[k]);
-	if (profile)
-		prog_stats(pruns, pns);
-	pid = fork();
-	client_pid = pid;
-	if (pid == 0) {
-		static const struct linger abort_close = { .l_onoff = 1, .l_linger = 0 };
-		char buf[128] = { 0 };
+/* The client of one side, in its netns (socklb: the direct one's, joined
+ * to the bench cgroup): @connects sequential connections in blocks of
+ * BLOCK, each block started when the token arrives on @go_in and the
+ * token passed on @go_out after it, so that the two sides of a pair take
+ * turns every few milliseconds and the machine's drift falls on both
+ * alike.  Only the blocks are timed; with -p, the datapath programs'
+ * statistics are read around each block, so that they are this side's
+ * alone.  Writes its struct result to @res_out. */
+#define BLOCK 50
+static void client(const struct side *sd, bool rr, int go_in, int go_out, int res_out)
+{
+	static const struct linger abort_close = { .l_onoff = 1, .l_linger = 0 };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(!strcmp(sd->ip, BACKEND) ? BACKEND_PORT : 80) };
+	double *lat = calloc((size_t)connects, sizeof(double)), busy = 0;
+	double *blk = calloc((size_t)connects / BLOCK + 1, sizeof(double));
+	struct result res = { 0 };
+	int nb = 0;
+	char buf[128] = { 0 }, tok;
 
-		pin();
-		if (enter(&nss[v == V_SOCKLB ? V_DIRECT : v]) < 0)
+	pin();
+	inet_pton(AF_INET, sd->ip, &sa.sin_addr);
+	if (!lat || !blk || enter(&nss[sd->v == V_SOCKLB ? V_DIRECT : sd->v]) < 0)
+		_exit(1);
+	if (sd->v == V_SOCKLB) {
+		char path[600];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "0", 1) != 1)
 			_exit(1);
-		if (v == V_SOCKLB) {
-			char path[600];
-			int fd;
+		close(fd);
+	}
+	for (int i = 0; i < connects;) {
+		double r0[P_COUNT], n0[P_COUNT], r1[P_COUNT], n1[P_COUNT], b0;
 
-			snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
-			fd = open(path, O_WRONLY | O_CLOEXEC);
-			if (fd < 0 || write(fd, "0", 1) != 1)
-				_exit(1);
-			close(fd);
-		}
-		t0 = now_us();
-		for (int i = 0; i < connects; i++) {
+		if (read(go_in, &tok, 1) != 1)
+			_exit(2);
+		if (profile)
+			prog_stats(r0, n0);
+		b0 = now_us();
+		int i0 = i;
+
+		for (int end = i + BLOCK < connects ? i + BLOCK : connects; i < end; i++) {
 			int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 			double c0 = now_us();
 
@@ -675,40 +697,100 @@ static struct result measure(enum variant v, const char *ip, bool rr)
 			setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_close, sizeof(abort_close));
 			close(fd);
 		}
-		t = now_us() - t0;
-		qsort(lat, (size_t)connects, sizeof(double), cmp_double);
-		res.rate = connects / (t / 1e6);
-		res.p50 = lat[connects / 2];
-		res.p99 = lat[connects * 99 / 100];
-		_exit(write(p[1], &res, sizeof(res)) == (ssize_t)sizeof(res) ? 0 : 6);
-	}
-	close(p[1]);
-	if (read(p[0], &res, sizeof(res)) != (ssize_t)sizeof(res)) {
-		fprintf(stderr, "bench/services: %s client failed\n", vnames[v]);
-		exit(1);
-	}
-	close(p[0]);
-	waitpid(pid, NULL, 0);
-	client_pid = 0;
-	free(lat);
-	if (profile) {
-		double r2[P_COUNT], n2[P_COUNT];
-
-		prog_stats(r2, n2);
-		for (int i = 0; i < P_COUNT; i++) {
-			res.runs[i] = r2[i] - pruns[i];
-			res.ns[i] = n2[i] - pns[i];
+		busy += now_us() - b0;
+		blk[nb++] = (now_us() - b0) / (i - i0);
+		if (profile) {
+			prog_stats(r1, n1);
+			for (int k = 0; k < P_COUNT; k++) {
+				res.runs[k] += r1[k] - r0[k];
+				res.ns[k] += n1[k] - n0[k];
+			}
 		}
+		if (write(go_out, "t", 1) != 1)
+			_exit(2);
+	}
+	qsort(lat, (size_t)connects, sizeof(double), cmp_double);
+	res.rate = connects / (busy / 1e6);
+	res.p50 = lat[connects / 2];
+	res.p99 = lat[connects * 99 / 100];
+	qsort(blk, (size_t)nb, sizeof(double), cmp_double);
+	res.block_min = blk[0];
+	res.block_med = blk[nb / 2];
+	res.block_max = blk[nb - 1];
+	_exit(write(res_out, &res, sizeof(res)) == (ssize_t)sizeof(res) ? 0 : 6);
+}
+
+/* A pair: sides @sd[0] and @sd[1] run by two clients pinned to the same
+ * CPU, taking turns block by block, @sd[@first] first; their results in
+ * @res.  -v: the kernel's TCP counters of the netns involved, over the
+ * pair. */
+static void measure_pair(const struct side sd[2], bool rr, int first, struct result res[2])
+{
+	static struct counters before[4], after[4];
+	pid_t ns_pid[4], pid[2];
+	int go[2][2], rp[2][2], n_ns = 0;
+
+	for (int i = 0; i < 2; i++) {
+		enum variant v = sd[i].v;
+		/* The server's netns, and the client's (the endpoint's for tc). */
+		pid_t cand[2] = { nss[v == V_SOCKLB || v == V_TC ? V_DIRECT : v].holder,
+				  nss[v == V_SOCKLB ? V_DIRECT : v].holder };
+
+		side_prepare(v);
+		for (int k = 0; k < 2; k++) {
+			bool seen = false;
+
+			for (int j = 0; j < n_ns; j++)
+				seen |= ns_pid[j] == cand[k];
+			if (!seen)
+				ns_pid[n_ns++] = cand[k];
+		}
+	}
+	for (int k = 0; verbose && k < n_ns; k++)
+		counters_read(ns_pid[k], &before[k]);
+	for (int i = 0; i < 2; i++)
+		if (pipe2(go[i], O_CLOEXEC) < 0 || pipe2(rp[i], O_CLOEXEC) < 0)
+			exit(1);
+	for (int i = 0; i < 2; i++) {
+		pid[i] = fork();
+		if (pid[i] < 0)
+			exit(1);
+		if (pid[i] == 0)
+			client(&sd[i], rr, go[i][0], go[1 - i][1], rp[i][1]);
+		client_pid[i] = pid[i];
+	}
+	/* The parent keeps every end open until both are done, so that the
+	 * last token passed finds its pipe. */
+	if (write(go[first][1], "t", 1) != 1)
+		exit(1);
+	for (int i = 0; i < 2; i++) {
+		if (read(rp[i][0], &res[i], sizeof(res[i])) != (ssize_t)sizeof(res[i])) {
+			fprintf(stderr, "bench/services: %s client failed\n", vnames[sd[i].v]);
+			exit(1);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		waitpid(pid[i], NULL, 0);
+		client_pid[i] = 0;
+		close(go[i][0]);
+		close(go[i][1]);
+		close(rp[i][0]);
+		close(rp[i][1]);
 	}
 	if (verbose) {
-		printf("  %s %s %s: %.0f/s p50 %.1f us p99 %.1f us\n", vnames[v], ip, rr ? "req/resp" : "connect", res.rate,
-		       res.p50, res.p99);
-		for (int k = 0; k < (ns_pid[0] != ns_pid[1] ? 2 : 1); k++) {
+		for (int i = 0; i < 2; i++)
+			printf("  %s %s %s: %.0f/s p50 %.1f us p99 %.1f us; per block of %d, us per connection: "
+			       "min %.1f median %.1f max %.1f\n",
+			       vnames[sd[i].v], sd[i].ip, rr ? "req/resp" : "connect", res[i].rate, res[i].p50, res[i].p99,
+			       BLOCK, res[i].block_min, res[i].block_med, res[i].block_max);
+		for (int k = 0; k < n_ns; k++) {
+			char what[48];
+
 			counters_read(ns_pid[k], &after[k]);
-			counters_print(k ? "client netns" : "server netns", &before[k], &after[k]);
+			snprintf(what, sizeof(what), "netns of pid %d", (int)ns_pid[k]);
+			counters_print(what, &before[k], &after[k]);
 		}
 	}
-	return res;
 }
 
 static void loadavg(char *buf, size_t size)
@@ -738,8 +820,9 @@ static void cleanup(void)
 
 	if (getpid() != main_pid)
 		return;
-	if (client_pid > 0)
-		kill(client_pid, SIGKILL);
+	for (int i = 0; i < 2; i++)
+		if (client_pid[i] > 0)
+			kill(client_pid[i], SIGKILL);
 	for (int v = 0; v < V_COUNT; v++) {
 		if (nss[v].server > 0)
 			kill(nss[v].server, SIGKILL);
@@ -955,31 +1038,28 @@ int main(int argc, char **argv)
 					 * which side runs first alternates too. */
 					int slot = variants[k % 2 ? n_var - 1 - jj : jj], e = slot == 6;
 					bool ref_first = (k + jj) % 2 == 0;
-					struct result res = { 0 }, rres = { 0 };
+					struct side sd[2] = { { e ? V_TC : V_DIRECT, BACKEND }, { V_TC, a_sock } };
+					struct result pr[2], res, rres;
 
-					for (int side = 0; side < 2; side++) {
-						if ((side == 0) == ref_first) {
-							rres = e ? measure(V_TC, BACKEND, mode) : measure(V_DIRECT, BACKEND, mode);
-							continue;
-						}
-						switch (slot) {
-						case 1:
-							res = measure(V_SOCKLB, a_sock, mode);
-							break;
-						case 2:
-							res = measure(V_IPT, a_ipt, mode);
-							break;
-						case 3:
-							res = measure(V_IPT, a_ipt_r, mode);
-							break;
-						case 4:
-							res = measure(V_NFT, a_nft, mode);
-							break;
-						default:
-							res = measure(V_TC, a_sock, mode);
-							break;
-						}
+					switch (slot) {
+					case 1:
+						sd[1] = (struct side){ V_SOCKLB, a_sock };
+						break;
+					case 2:
+						sd[1] = (struct side){ V_IPT, a_ipt };
+						break;
+					case 3:
+						sd[1] = (struct side){ V_IPT, a_ipt_r };
+						break;
+					case 4:
+						sd[1] = (struct side){ V_NFT, a_nft };
+						break;
+					default:
+						break;
 					}
+					measure_pair(sd, mode, ref_first ? 0 : 1, pr);
+					rres = pr[0];
+					res = pr[1];
 					rate[mode][slot][k] = res.rate;
 					p50[mode][slot][k] = res.p50;
 					p99[mode][slot][k] = res.p99;

@@ -6,16 +6,26 @@
  * instead, with no per-packet translation at all.
  *
  *   connect4/6    TCP and UDP connect(): frontend -> backend (the backend
- *                 chosen by lib/lb.h); the choice is recorded in the
- *                 socket's own storage (flowsdn_sock_conn), freed with
- *                 the socket; a connect() to anything else forgets it.
+ *                 chosen by lib/lb.h); the choice is recorded in
+ *                 flowsdn_sock_rnat under the socket's cookie and the
+ *                 backend; the record of the peer it had goes first, so
+ *                 a connect() to anything else forgets the frontend.
  *   sendmsg4/6    unconnected UDP sendmsg() to a frontend: the same, per
- *                 datagram, recorded in flowsdn_sock_rnat under the
- *                 socket's cookie and the backend (one socket may send
- *                 to many frontends).
+ *                 datagram (one socket may send to many frontends).
  *   recvmsg4/6    UDP recvmsg(): a datagram from a backend this socket was
  *                 sent to appears to come from the frontend.
  *   getpeername4/6  the frontend, not the backend.
+ *   sock_release  a connected socket's record goes with it.
+ *
+ * The record is an LRU hash entry, not socket storage: measured beside
+ * each other (bench/services, README), creating a socket's storage in
+ * connect() and freeing it at close cost the connect/close cycle about
+ * 5 %, the hash update, its delete at release and the release hook about
+ * 2 %.  Deleted at release, entries stay as many as the translated
+ * sockets open at once, so a live connection's record is pushed out only
+ * past FLOWSDN_MAX_SOCK_REVNAT of them; unconnected UDP's records, and
+ * those of a connect() that failed before the socket took its peer, age
+ * out of the LRU.
  *
  * IPv6 sockets reaching IPv4 services through IPv4-mapped addresses
  * (::ffff:a.b.c.d) are translated as IPv4, the backend written back
@@ -34,14 +44,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define SYS_REJECT 0
 #define ECONNREFUSED_ 111
 #define EAFNOSUPPORT_ 97
-
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct flowsdn_sock_conn);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} flowsdn_sock_conn SEC(".maps");
 
 /* A socket address as the programs see it: IPv4 in addr[0]. */
 struct sock_addr {
@@ -106,11 +108,6 @@ static __always_inline void addr_to_ctx6(struct bpf_sock_addr *ctx, __u8 family,
 	ctx->user_port = (__u32)port;
 }
 
-static __always_inline int svc_addr_same(const __be32 *a, const __be32 *b)
-{
-	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
-}
-
 static __always_inline void revnat_key_make(struct flowsdn_sock_revnat_key *k, __u64 cookie, __u8 family,
 					    const __be32 *addr, __be16 port)
 {
@@ -124,10 +121,46 @@ static __always_inline void revnat_key_make(struct flowsdn_sock_revnat_key *k, _
 	k->family = family;
 }
 
+/* The record of the peer @sk is connected to (its destination as the
+ * socket holds it: a backend if the socket LB chose one), removed: before
+ * a connect() replaces that peer, and when the socket is released.  A
+ * socket that was never connected (port 0) has none. */
+static __always_inline void revnat_forget_peer(struct bpf_sock *sk, __u64 cookie)
+{
+	struct flowsdn_sock_revnat_key rk;
+	__be32 a[4] = { 0, 0, 0, 0 };
+	__u8 family = AF_INET;
+
+	if (!sk->dst_port)
+		return;
+	if (sk->family == AF_INET) {
+		a[0] = sk->dst_ip4;
+	} else if (sk->family == AF_INET6) {
+		a[0] = sk->dst_ip6[0];
+		a[1] = sk->dst_ip6[1];
+		a[2] = sk->dst_ip6[2];
+		a[3] = sk->dst_ip6[3];
+		family = AF_INET6;
+		if (is_v4_mapped(a)) {
+			a[0] = a[3];
+			a[1] = 0;
+			a[2] = 0;
+			a[3] = 0;
+			family = AF_INET;
+		}
+	} else {
+		return;
+	}
+	revnat_key_make(&rk, cookie, family, a, (__be16)sk->dst_port);
+	bpf_map_delete_elem(&flowsdn_sock_rnat, &rk);
+}
+
 /*
  * Forward translation of @sa (the destination the application gave):
  * 0 and @sa rewritten to the backend, 1 when @sa is no frontend (nothing
- * to do), or a negative errno to refuse the call with.
+ * to do), or a negative errno to refuse the call with.  The choice is
+ * recorded in flowsdn_sock_rnat under the socket's cookie and the
+ * backend, for recvmsg and getpeername.
  */
 static __always_inline int xlate_fwd(struct bpf_sock_addr *ctx, struct sock_addr *sa, int connect)
 {
@@ -136,7 +169,6 @@ static __always_inline int xlate_fwd(struct bpf_sock_addr *ctx, struct sock_addr
 	struct flowsdn_affinity_key aff;
 	struct flowsdn_sock_revnat_key rk;
 	struct flowsdn_sock_revnat_value rv;
-	struct flowsdn_sock_conn *c;
 	__u64 cookie;
 	__u32 id = 0, hash;
 	__u8 protocol = (__u8)ctx->protocol;
@@ -146,8 +178,8 @@ static __always_inline int xlate_fwd(struct bpf_sock_addr *ctx, struct sock_addr
 	svc = lb_lookup_service(sa->family, protocol, sa->addr, sa->port, 1);
 	if (!svc) {
 		/* A socket connected again elsewhere (UDP) forgets its frontend. */
-		if (connect)
-			bpf_sk_storage_delete(&flowsdn_sock_conn, ctx->sk);
+		if (connect && ctx->sk->dst_port)
+			revnat_forget_peer(ctx->sk, bpf_get_socket_cookie(ctx));
 		return 1;
 	}
 	cookie = bpf_get_socket_cookie(ctx);
@@ -160,27 +192,18 @@ static __always_inline int xlate_fwd(struct bpf_sock_addr *ctx, struct sock_addr
 		return -ECONNREFUSED_;
 	if (be->family != sa->family)
 		return -EAFNOSUPPORT_;
-	c = connect ? bpf_sk_storage_get(&flowsdn_sock_conn, ctx->sk, NULL, BPF_SK_STORAGE_GET_F_CREATE) : NULL;
-	if (c) {
-		__builtin_memcpy(c->backend, be->addr, sizeof(c->backend));
-		__builtin_memcpy(c->frontend, sa->addr, sizeof(c->frontend));
-		c->backend_port = be->port;
-		c->frontend_port = sa->port;
-		c->family = sa->family;
-		c->svc_id = svc->svc_id;
-	} else {
-		/* sendmsg, or no room for the socket's storage. */
-		revnat_key_make(&rk, cookie, be->family, be->addr, be->port);
-		rv.addr[0] = sa->addr[0];
-		rv.addr[1] = sa->addr[1];
-		rv.addr[2] = sa->addr[2];
-		rv.addr[3] = sa->addr[3];
-		rv.port = sa->port;
-		rv.family = sa->family;
-		rv.pad0 = 0;
-		rv.svc_id = svc->svc_id;
-		bpf_map_update_elem(&flowsdn_sock_rnat, &rk, &rv, BPF_ANY);
-	}
+	if (connect)
+		revnat_forget_peer(ctx->sk, cookie);
+	revnat_key_make(&rk, cookie, be->family, be->addr, be->port);
+	rv.addr[0] = sa->addr[0];
+	rv.addr[1] = sa->addr[1];
+	rv.addr[2] = sa->addr[2];
+	rv.addr[3] = sa->addr[3];
+	rv.port = sa->port;
+	rv.family = sa->family;
+	rv.pad0 = 0;
+	rv.svc_id = svc->svc_id;
+	bpf_map_update_elem(&flowsdn_sock_rnat, &rk, &rv, BPF_ANY);
 	sa->addr[0] = be->addr[0];
 	sa->addr[1] = be->addr[1];
 	sa->addr[2] = be->addr[2];
@@ -195,17 +218,7 @@ static __always_inline int xlate_rev(struct bpf_sock_addr *ctx, struct sock_addr
 {
 	struct flowsdn_sock_revnat_key rk;
 	struct flowsdn_sock_revnat_value *rv;
-	struct flowsdn_sock_conn *c;
 
-	c = bpf_sk_storage_get(&flowsdn_sock_conn, ctx->sk, NULL, 0);
-	if (c && c->family == sa->family && c->backend_port == sa->port && svc_addr_same(c->backend, sa->addr)) {
-		sa->addr[0] = c->frontend[0];
-		sa->addr[1] = c->frontend[1];
-		sa->addr[2] = c->frontend[2];
-		sa->addr[3] = c->frontend[3];
-		sa->port = c->frontend_port;
-		return 1;
-	}
 	revnat_key_make(&rk, bpf_get_socket_cookie(ctx), sa->family, sa->addr, sa->port);
 	rv = bpf_map_lookup_elem(&flowsdn_sock_rnat, &rk);
 	if (!rv || rv->family != sa->family)
@@ -316,4 +329,15 @@ SEC("cgroup/getpeername6")
 int sock_getpeername6(struct bpf_sock_addr *ctx)
 {
 	return rev6(ctx);
+}
+
+/* A TCP or UDP socket released: the record of its connected peer goes
+ * with it (unconnected UDP's records, one per backend sent to, are left
+ * to the LRU). */
+SEC("cgroup/sock_release")
+int sock_release(struct bpf_sock *sk)
+{
+	if (sk->dst_port && (sk->protocol == IPPROTO_TCP || sk->protocol == IPPROTO_UDP))
+		revnat_forget_peer(sk, bpf_get_socket_cookie(sk));
+	return SYS_PROCEED;
 }

@@ -138,6 +138,20 @@ static int ensure_bpffs(const char *dir, bool no_mount)
 	return 0;
 }
 
+/* Maps an earlier version pinned in @dir that nothing uses any more:
+ * flowsdn_sock_conn, the socket LB's socket storage before its records
+ * moved to flowsdn_sock_rnat.  A pin that is not there is fine. */
+static void retired_pins_remove(const char *dir)
+{
+	static const char *const retired[] = { "flowsdn_sock_conn" };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < ARRAY_SIZE(retired); i++)
+		if (flowsdn__pin_path(dir, retired[i], path, sizeof(path)) == 0 && unlink(path) < 0 &&
+		    errno != ENOENT)
+			pr_warn("remove the retired pin %s: %s", path, strerror(errno));
+}
+
 /* Pins @prog as @dir/@name, replacing an older pin. */
 static int pin_prog(struct bpf_program *prog, const char *dir, const char *name)
 {
@@ -326,6 +340,7 @@ FLOWSDN_API int flowsdn_datapath_open(const struct flowsdn_datapath_opts *opts, 
 		r = r == -EINVAL ? -FLOWSDN_E_BPF_MAP_LAYOUT : r == -ENOMEM ? r : -FLOWSDN_E_BPF_LOAD;
 		goto out_free;
 	}
+	retired_pins_remove(dir);
 	r = pin_prog(dp->skel->progs.from_container, dir, "prog_" PROG_FROM);
 	if (r < 0)
 		goto out_free;
@@ -633,17 +648,19 @@ static int socklb_progs(struct flowsdn_datapath *dp, struct bpf_program **progs,
 			const char **names)
 {
 	static const char *const n[] = { "connect4",   "connect6",    "sendmsg4",     "sendmsg6",
-					 "recvmsg4",   "recvmsg6",    "getpeername4", "getpeername6" };
+					 "recvmsg4",   "recvmsg6",    "getpeername4", "getpeername6",
+					 "release" };
 	static const enum bpf_attach_type t[] = {
 		BPF_CGROUP_INET4_CONNECT, BPF_CGROUP_INET6_CONNECT, BPF_CGROUP_UDP4_SENDMSG,
 		BPF_CGROUP_UDP6_SENDMSG,  BPF_CGROUP_UDP4_RECVMSG,  BPF_CGROUP_UDP6_RECVMSG,
-		BPF_CGROUP_INET4_GETPEERNAME, BPF_CGROUP_INET6_GETPEERNAME,
+		BPF_CGROUP_INET4_GETPEERNAME, BPF_CGROUP_INET6_GETPEERNAME, BPF_CGROUP_INET_SOCK_RELEASE,
 	};
 	struct bpf_program *p[] = {
 		dp->sock->progs.sock_connect4,     dp->sock->progs.sock_connect6,
 		dp->sock->progs.sock_sendmsg4,     dp->sock->progs.sock_sendmsg6,
 		dp->sock->progs.sock_recvmsg4,     dp->sock->progs.sock_recvmsg6,
 		dp->sock->progs.sock_getpeername4, dp->sock->progs.sock_getpeername6,
+		dp->sock->progs.sock_release,
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(n); i++) {
@@ -653,7 +670,7 @@ static int socklb_progs(struct flowsdn_datapath *dp, struct bpf_program **progs,
 	}
 	return (int)ARRAY_SIZE(n);
 }
-#define SOCKLB_HOOKS 8
+#define SOCKLB_HOOKS 9
 
 static int socklb_pin_path(const struct flowsdn_datapath *dp, const char *name, char *buf, size_t size)
 {

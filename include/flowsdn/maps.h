@@ -41,12 +41,11 @@
  *   flowsdn_affinity LRU hash affinity_key     -> affinity_value
  *                    ClientIP session affinity: client -> backend.
  *   flowsdn_sock_rnat LRU hash sock_revnat_key -> sock_revnat_value
- *                    socket LB reverse translation of unconnected UDP
- *                    sockets (sendmsg): socket + backend -> frontend.
- *   flowsdn_sock_conn socket storage        -> sock_conn
- *                    the same for a socket connect() translated: kept
- *                    with the socket and freed with it (no hash update
- *                    per connect(), no eviction).
+ *                    socket LB reverse translation (recvmsg,
+ *                    getpeername): socket + backend -> frontend, written
+ *                    by connect() and unconnected UDP sendmsg(); a
+ *                    connected socket's entry is deleted when it
+ *                    connects again and when it is released.
  *
  * Service model.  A frontend (address, port, protocol) is a flowsdn_svc
  * key; its value names a backend set by svc_id.  The backend set is the
@@ -142,7 +141,6 @@
 #define FLOWSDN_MAP_SVC_SLOTS "flowsdn_svc_slot"
 #define FLOWSDN_MAP_AFFINITY "flowsdn_affinity"
 #define FLOWSDN_MAP_SOCK_REVNAT "flowsdn_sock_rnat"
-#define FLOWSDN_MAP_SOCK_CONN "flowsdn_sock_conn"
 #define FLOWSDN_MAP_SRCRANGE "flowsdn_srcrange"
 #define FLOWSDN_MAP_CT "flowsdn_ct"
 #define FLOWSDN_MAP_CT_STATS "flowsdn_ctstat"
@@ -513,26 +511,6 @@ FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, port, 16);
 FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, family, 18);
 FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, pad0, 19);
 FLOWSDN_CHECK_OFF(flowsdn_sock_revnat_value, svc_id, 20);
-/* flowsdn_sock_conn value (BPF_MAP_TYPE_SK_STORAGE, one per socket): the
- * backend connect() gave a socket and the frontend it asked for, which
- * recvmsg and getpeername give back for that backend. */
-struct flowsdn_sock_conn {
-	__be32 backend[4];     /* backend address */
-	__be32 frontend[4];    /* frontend address */
-	__be16 backend_port;   /* network order */
-	__be16 frontend_port;  /* network order */
-	__u8 family;           /* of both */
-	__u8 pad0[3];          /* zero */
-	__u32 svc_id;          /* backend set the backend was chosen from */
-};
-FLOWSDN_CHECK_SIZE(flowsdn_sock_conn, 44);
-FLOWSDN_CHECK_OFF(flowsdn_sock_conn, backend, 0);
-FLOWSDN_CHECK_OFF(flowsdn_sock_conn, frontend, 16);
-FLOWSDN_CHECK_OFF(flowsdn_sock_conn, backend_port, 32);
-FLOWSDN_CHECK_OFF(flowsdn_sock_conn, frontend_port, 34);
-FLOWSDN_CHECK_OFF(flowsdn_sock_conn, family, 36);
-FLOWSDN_CHECK_OFF(flowsdn_sock_conn, pad0, 37);
-FLOWSDN_CHECK_OFF(flowsdn_sock_conn, svc_id, 40);
 /* ------------------------------------------------------------ source ranges */
 
 /*

@@ -87,8 +87,9 @@ Test(socklb, udp_clusterip_v4_replies_come_from_frontend)
 	cr_assert_str_eq(r.from, "10.96.0.11:53", "recvfrom() shows the ClusterIP");
 }
 
-/* A connected socket's frontend lives with the socket (flowsdn_sock_conn):
- * connected again to the backend's own address, it shows that address. */
+/* A connected socket's frontend is recorded under its cookie and backend
+ * (flowsdn_sock_rnat) and forgotten when it connects again: connected
+ * again to the backend's own address, it shows that address. */
 Test(socklb, a_socket_connected_again_elsewhere_forgets_its_frontend)
 {
 	int p[2], st;
@@ -233,6 +234,59 @@ Test(socklb, no_active_backend_refuses)
 	socklb_publish(&node, 2, "10.96.0.51", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, "2");
 	socklb_run(&node, SOCKLB_UDP_SENDTO, "10.96.0.51", 53, 1, &r);
 	cr_assert(r.err == ECONNREFUSED, "sendto: %s, expected ECONNREFUSED", strerror(r.err));
+}
+
+/* The record a connect() writes (flowsdn_sock_rnat) goes with its socket
+ * (cgroup/sock_release), so that closed connections never fill the LRU
+ * and push out a long-lived one's: short TCP connections leave nothing,
+ * held TCP and connected UDP sockets keep theirs until they close. */
+Test(socklb, closed_sockets_leave_no_record)
+{
+	int counts[SOCKLB_BACKENDS] = { 0 };
+	size_t n = 0;
+
+	socklb_publish(&node, 1, "10.96.0.13", 80, IPPROTO_TCP, SOCKLB_B2 | SOCKLB_B3, 0, 0, NULL);
+	socklb_publish(&node, 2, "10.96.0.14", 53, IPPROTO_UDP, SOCKLB_B2, 0, 0, NULL);
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_SOCK_REVNAT) == 0, "records before any socket");
+	socklb_hold(&node, SOCK_STREAM, "10.96.0.13", 80);
+	socklb_hold(&node, SOCK_DGRAM, "10.96.0.14", 53);
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_SOCK_REVNAT) == 2, "one record per held socket");
+	tcp_spread("10.96.0.13", 80, 30, counts);
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_SOCK_REVNAT) == 2,
+		  "30 closed TCP connections left %zu records beside the 2 held",
+		  socklb_map_count(&node, FLOWSDN_MAP_SOCK_REVNAT) - 2);
+	cr_assert(socklb_hold_ping(&node, 0) == 0 && socklb_hold_ping(&node, 1) == 0, "held sockets still work");
+	for (size_t i = 0; i < node.n_hold; i++) {
+		kill(node.hold[i].pid, SIGKILL);
+		waitpid(node.hold[i].pid, NULL, 0);
+		close(node.hold[i].cmd);
+		close(node.hold[i].res);
+	}
+	node.n_hold = 0;
+	/* Released with the process's files, at its exit. */
+	for (int i = 0; i < 50 && (n = socklb_map_count(&node, FLOWSDN_MAP_SOCK_REVNAT)) != 0; i++)
+		usleep(20000);
+	cr_assert(n == 0, "%zu records left after the held sockets closed", n);
+}
+
+/* An earlier version's socket storage pin (flowsdn_sock_conn) is removed
+ * when the datapath is opened on its directory again. */
+Test(socklb, an_earlier_versions_socket_storage_pin_is_removed)
+{
+	struct flowsdn_datapath *dp2 = NULL;
+	char path[PATH_MAX];
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "flowsdn_sock_conn", 4, 44, 1, NULL);
+
+	cr_assert(fd >= 0, "map: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/flowsdn_sock_conn", node.pin_dir);
+	cr_assert(bpf_obj_pin(fd, path) == 0, "pin %s: %s", path, strerror(errno));
+	close(fd);
+	{
+		FLOWSDN_OPTS(flowsdn_datapath_opts, o, .pin_dir = node.pin_dir);
+		ASSERT_OK(flowsdn_datapath_open(&o, &dp2), "open again");
+	}
+	cr_assert(access(path, F_OK) < 0 && errno == ENOENT, "%s still pinned", path);
+	flowsdn_datapath_free(dp2);
 }
 
 Test(socklb, removed_service_leaves_nothing)

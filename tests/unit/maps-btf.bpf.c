@@ -20,7 +20,6 @@ struct flowsdn_affinity_key btf_affinity_key;
 struct flowsdn_affinity_value btf_affinity_value;
 struct flowsdn_sock_revnat_key btf_sock_revnat_key;
 struct flowsdn_sock_revnat_value btf_sock_revnat_value;
-struct flowsdn_sock_conn btf_sock_conn;
 struct flowsdn_drop_counters btf_drop_counters;
 struct flowsdn_srcrange_key btf_srcrange_key;
 struct flowsdn_srcrange_value btf_srcrange_value;
