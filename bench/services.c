@@ -63,8 +63,9 @@
  *
  * Ratios: each round runs every variant as a pair with its reference
  * (direct, or direct(endpoint) for tc): two clients pinned to the same
- * CPU taking turns in blocks of 50 connections (a token passed over a
- * pipe; only the blocks are timed), which of the two starts alternating
+ * CPU taking turns in blocks of 10 connections (a token passed over a
+ * pipe; only the blocks are timed; blocks of 50 left the connect mode's
+ * quartiles about twice as wide), which of the two starts alternating
  * from pair to pair, and the variants' order alternating from round to
  * round.  A variant's ratio is the median over rounds of its per-pair
  * ratios, printed with their quartiles (IQR).  On a shared virtual
@@ -72,7 +73,7 @@
  * from one 100 ms stretch to the next: a ratio of medians taken seconds
  * apart measured that drift as much as the variant, and pairs run one
  * side after the other (2,000 connections each) still had quartiles of
- * ±0.04; turns of a few milliseconds put the drift on both sides alike.
+ * ±0.04; turns of half a millisecond put the drift on both sides alike.
  * Medians of rates and latencies are printed too, with the load
  * average, and at the end the socket LB's ratio at S = 10,000 against
  * its ratio at S = 1.
@@ -641,7 +642,7 @@ static void side_prepare(enum variant v)
  * alike.  Only the blocks are timed; with -p, the datapath programs'
  * statistics are read around each block, so that they are this side's
  * alone.  Writes its struct result to @res_out. */
-#define BLOCK 50
+#define BLOCK 10
 static void client(const struct side *sd, bool rr, int go_in, int go_out, int res_out)
 {
 	static const struct linger abort_close = { .l_onoff = 1, .l_linger = 0 };
