@@ -13,14 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <flash/meter.h>
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static int die(const char *what, int r)
 {
@@ -52,7 +45,7 @@ int main(int argc, char **argv)
 	r = flash_meter_new(&o, &m);
 	if (r < 0)
 		return die("new", r);
-	t = now();
+	t = bench_now_s();
 	/* Round-robin over services, hourly per service (200 h cross a
 	 * Monday); after every 7th, one stamped 10 s before it arrives
 	 * (reordered when window >= 10, late and ignored when 0). */
@@ -81,11 +74,11 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	dt = now() - t;
+	dt = bench_now_s() - t;
 	printf("observe: %lu services, %lu observations (%lu reordered, window %lu s): %.0f ns/observation, %.2f M/s\n",
 	       n_svc, n_sent, n_reordered, window, dt * 1e9 / (double)n_sent, (double)n_sent / dt / 1e6);
 
-	t = now();
+	t = bench_now_s();
 	for (unsigned long g = 0; g < n_org; g++) {
 		struct flash_meter_decision d;
 		char org[32];
@@ -97,35 +90,35 @@ int main(int argc, char **argv)
 		suspended += d.n_suspend;
 		flash_meter_decision_clear(&d);
 	}
-	dt = now() - t;
+	dt = bench_now_s() - t;
 	printf("decide: %lu organizations: %.1f us/decision (%lu workloads to suspend)\n", n_org,
 	       dt * 1e6 / (double)n_org, suspended);
 
 	if (!mkdtemp(path))
 		return die("mkdtemp", -errno);
 	snprintf(file, sizeof(file), "%s/meter.json", path);
-	t = now();
+	t = bench_now_s();
 	r = flash_meter_to_json(m, &json, &len);
 	if (r < 0)
 		return die("to_json", r);
-	dt = now() - t;
+	dt = bench_now_s() - t;
 	printf("to_json: %zu records, %zu live services: %zu bytes in %.1f ms\n", flash_meter_record_count(m),
 	       n_svc, len, dt * 1e3);
-	t = now();
+	t = bench_now_s();
 	r = flash_meter_save(m, file);
 	if (r < 0)
 		return die("save", r);
-	printf("save (temp + fsync + rename + dir fsync): %.1f ms\n", (now() - t) * 1e3);
+	printf("save (temp + fsync + rename + dir fsync): %.1f ms\n", (bench_now_s() - t) * 1e3);
 	r = flash_meter_new(&o, &m2);
 	if (r < 0)
 		return die("new", r);
 	if (flash_diag_new(&err) < 0)
 		return die("flash_diag_new", -ENOMEM);
-	t = now();
+	t = bench_now_s();
 	r = flash_meter_load(m2, file, err);
 	if (r < 0)
 		return die(flash_diag_first_error(err) ? flash_diag_first_error(err)->message : "load", r);
-	printf("load (strict parse + full consistency check): %.1f ms\n", (now() - t) * 1e3);
+	printf("load (strict parse + full consistency check): %.1f ms\n", (bench_now_s() - t) * 1e3);
 	unlink(file);
 	rmdir(path);
 	free(json);

@@ -11,13 +11,29 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* Milliseconds on CLOCK_MONOTONIC. */
+/* Seconds, milliseconds and microseconds on CLOCK_MONOTONIC. */
+static inline double bench_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static inline double bench_now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static inline double bench_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

@@ -37,14 +37,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "bench.h"
 
 /* A netns held by a child; path /proc/PID/ns/net. */
 static pid_t ns_new(char path[64])
@@ -86,7 +79,7 @@ static int exec_plugin(const char *plugin, const char *cmd, const char *cid, con
 {
 	int in[2], out[2], st;
 	char buf[8192];
-	double t0 = now_ms();
+	double t0 = bench_now_ms();
 	pid_t pid;
 
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
@@ -115,7 +108,7 @@ static int exec_plugin(const char *plugin, const char *cmd, const char *cid, con
 		;
 	close(out[0]);
 	waitpid(pid, &st, 0);
-	*ms = now_ms() - t0;
+	*ms = bench_now_ms() - t0;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

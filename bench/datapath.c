@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <flowsdn/datapath.h>
 #include <flowsdn/netlink.h>
+#include "bench.h"
 
 #define CNI_DIR "/usr/lib/cni"
 
@@ -321,19 +322,12 @@ static void teardown_cni(struct topo *t, const char *subnet)
 	kill_netns(&t->b);
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 static double median(const double *v, int n)
 {
 	double s[MAX_ROUNDS];
 
 	memcpy(s, v, (size_t)n * sizeof(*v));
-	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	qsort(s, (size_t)n, sizeof(*s), bench_cmp_double);
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 

@@ -22,18 +22,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench.h"
 
 #define STEPS 3
 
 static const char *step_name[STEPS] = { "resolve", "pull", "unpack" };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -74,18 +67,18 @@ static int lib_round(const char *ref, const char *work, int n, double t[STEPS])
 
 	snprintf(store, sizeof(store), "%s/lib-%d", work, n);
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", store);
-	t0 = now_ms();
+	t0 = bench_now_ms();
 	r = flash_image_resolve(ref, &o, &img, NULL);
-	t[0] = now_ms() - t0;
+	t[0] = bench_now_ms() - t0;
 	if (r == 0) {
-		t0 = now_ms();
+		t0 = bench_now_ms();
 		r = flash_image_pull(img, NULL);
-		t[1] = now_ms() - t0;
+		t[1] = bench_now_ms() - t0;
 	}
 	if (r == 0) {
-		t0 = now_ms();
+		t0 = bench_now_ms();
 		r = flash_image_unpack(img, rootfs, NULL, NULL);
-		t[2] = now_ms() - t0;
+		t[2] = bench_now_ms() - t0;
 	}
 	flash_image_free(img);
 	return r;
@@ -94,21 +87,21 @@ static int lib_round(const char *ref, const char *work, int n, double t[STEPS])
 /* The peers: skopeo and umoci, the same three steps. */
 static int peer_round(const char *ref, const char *work, int n, double t[STEPS])
 {
-	double t0 = now_ms();
+	double t0 = bench_now_ms();
 	int r = run("skopeo --insecure-policy inspect --raw --tls-verify=false docker://%s >/dev/null", ref);
 
-	t[0] = now_ms() - t0;
+	t[0] = bench_now_ms() - t0;
 	if (r == 0) {
-		t0 = now_ms();
+		t0 = bench_now_ms();
 		r = run("skopeo --insecure-policy copy --quiet --src-tls-verify=false docker://%s oci:%s/peer-%d:v1", ref,
 			work, n);
-		t[1] = now_ms() - t0;
+		t[1] = bench_now_ms() - t0;
 	}
 	if (r == 0) {
-		t0 = now_ms();
+		t0 = bench_now_ms();
 		r = run("umoci raw unpack --rootless --image %s/peer-%d:v1 %s/peer-%d/rootfs >/dev/null 2>&1", work, n, work,
 			n);
-		t[2] = now_ms() - t0;
+		t[2] = bench_now_ms() - t0;
 	}
 	return r;
 }

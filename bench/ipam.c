@@ -13,21 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <flowsdn/ipam.h>
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "bench.h"
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -59,17 +45,17 @@ static int run(const char *top, int held, int calls)
 		double t0;
 
 		snprintf(owner, sizeof(owner), "bench%d", i);
-		t0 = now();
+		t0 = bench_now_s();
 		if (flowsdn_ipam_allocate(ipam, owner, "eth0", NULL, NULL, NULL) < 0)
 			goto out;
-		ta[i] = now() - t0;
-		t0 = now();
+		ta[i] = bench_now_s() - t0;
+		t0 = bench_now_s();
 		if (flowsdn_ipam_release(ipam, owner, "eth0", NULL) != 2)
 			goto out;
-		tr[i] = now() - t0;
+		tr[i] = bench_now_s() - t0;
 	}
-	qsort(ta, (size_t)calls, sizeof(double), cmp_double);
-	qsort(tr, (size_t)calls, sizeof(double), cmp_double);
+	qsort(ta, (size_t)calls, sizeof(double), bench_cmp_double);
+	qsort(tr, (size_t)calls, sizeof(double), bench_cmp_double);
 	printf("held %-5d allocate median %7.3f ms p99 %7.3f ms   release median %7.3f ms p99 %7.3f ms\n", held,
 	       ta[calls / 2] * 1e3, ta[calls * 99 / 100] * 1e3, tr[calls / 2] * 1e3, tr[calls * 99 / 100] * 1e3);
 	r = 0;

@@ -33,21 +33,7 @@
 #include "../common/k8s.h"
 #include "json.h"
 #include "k8s-fake.h"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "bench.h"
 
 /* VmRSS or VmHWM of this process, in KiB. */
 static long status_kib(const char *key)
@@ -123,7 +109,7 @@ static int watch_event(const struct k8s_event *ev, void *userdata)
 	int r = agent_k8s_event(w->k, AGENT_K8S_ENDPOINTSLICES, ev);
 
 	if (ev->type == K8S_EVENT_MODIFIED)
-		w->applied_ms = now_ms();
+		w->applied_ms = bench_now_ms();
 	return r;
 }
 
@@ -184,16 +170,16 @@ int main(int argc, char **argv)
 
 		for (size_t i = 0; i < nr; i++) {
 			struct json_value *obj = NULL;
-			double a = now_ms();
+			double a = bench_now_ms();
 
 			if (k8s_get(c, &node, &obj, &status) < 0) {
 				fprintf(stderr, "GET node failed: %s\n", status.message ? status.message : "?");
 				return 1;
 			}
-			raw[i] = now_ms() - a;
+			raw[i] = bench_now_ms() - a;
 			json_free(obj);
 		}
-		qsort(raw, nr, sizeof(raw[0]), cmp_double);
+		qsort(raw, nr, sizeof(raw[0]), bench_cmp_double);
 		printf("client raw: GET node (41)       n=%zu median %.3f ms  p95 %.3f ms  %.0f req/s\n", nr, raw[nr / 2],
 		       raw[nr * 95 / 100], 1e3 / raw[nr / 2]);
 	}
@@ -230,12 +216,12 @@ int main(int argc, char **argv)
 	free(svcs.p);
 	free(slices.p);
 	rss_base = status_kib("VmRSS:");
-	t0 = now_ms();
+	t0 = bench_now_ms();
 	r = agent_k8s_sync(k, c, AGENT_K8S_SERVICES, 1, &status);
-	t_svc = now_ms() - t0;
+	t_svc = bench_now_ms() - t0;
 	if (r == 0)
 		r = agent_k8s_sync(k, c, AGENT_K8S_ENDPOINTSLICES, 1, &status);
-	t_all = now_ms() - t0;
+	t_all = bench_now_ms() - t0;
 	if (r < 0) {
 		fprintf(stderr, "sync failed: %s %s\n", strerror(-r), status.message ? status.message : "");
 		return 1;
@@ -268,7 +254,7 @@ int main(int argc, char **argv)
 		lines[0] = ev.p;
 		k8s_fake_push(f, &(struct k8s_fake_step){ .method = "GET", .path = "/apis/discovery.k8s.io/v1/endpointslices",
 							  .events = lines, .n_events = 1 });
-		a = now_ms();
+		a = bench_now_ms();
 		wctx.k = k;
 		wctx.applied_ms = 0;
 		r = k8s_watch_once(c, &ref, &wo, &rv, watch_event, &wctx, &status);
@@ -290,7 +276,7 @@ int main(int argc, char **argv)
 		}
 		free(out);
 	}
-	qsort(chg, sizeof(chg) / sizeof(chg[0]), sizeof(chg[0]), cmp_double);
+	qsort(chg, sizeof(chg) / sizeof(chg[0]), sizeof(chg[0]), bench_cmp_double);
 	printf("one endpoint change (watch event -> model): n=%zu median %.2f ms  p95 %.2f ms  max %.2f ms (goal <= 50 "
 	       "ms)\n",
 	       sizeof(chg) / sizeof(chg[0]), chg[10], chg[19], chg[20]);

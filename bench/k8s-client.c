@@ -23,21 +23,7 @@
 #include "k8s-fake.h"
 #include "k8s.h"
 #include "util.h"
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "bench.h"
 
 struct series {
 	double *us;
@@ -48,7 +34,7 @@ struct series {
 /* Prints @s and returns its median. */
 static double report(const char *what, struct series *s)
 {
-	qsort(s->us, s->n, sizeof(*s->us), cmp_double);
+	qsort(s->us, s->n, sizeof(*s->us), bench_cmp_double);
 	printf("%-28s n=%-6zu median %7.1f us  p95 %7.1f us  p99 %7.1f us  %8.0f req/s\n", what, s->n,
 	       s->us[s->n / 2], s->us[s->n * 95 / 100], s->us[s->n * 99 / 100], (double)s->n * 1e6 / s->total_us);
 	return s->us[s->n / 2];
@@ -146,7 +132,7 @@ int main(int argc, char **argv)
 				for (long i = 0; i < per_round; i++) {
 					struct k8s_status st = { 0 };
 					struct json_value *obj = NULL;
-					double t = now_us();
+					double t = bench_now_us();
 					int rc;
 
 					if (client && kind == 0)
@@ -157,7 +143,7 @@ int main(int argc, char **argv)
 						rc = raw_request(h, get_url, "GET", NULL, NULL);
 					else
 						rc = raw_request(h, apply_url, "PATCH", "application/apply-patch+yaml", body);
-					t = now_us() - t;
+					t = bench_now_us() - t;
 					json_free(obj);
 					k8s_status_clear(&st);
 					if (rc < 0) {

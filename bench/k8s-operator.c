@@ -38,16 +38,9 @@
 #include "k8s-reconcile.h"
 #include "k8s.h"
 #include "util.h"
+#include "bench.h"
 
 #define NAMESPACES 50
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static long vm_kib(const char *key)
 {
@@ -166,13 +159,6 @@ static struct flash_schema_set *schemas(void)
 	return set;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 struct rate {
 	double rate, p50, p95, p99; /* requests/s; microseconds */
 };
@@ -212,18 +198,18 @@ static struct rate raw_rate(struct k8s_client *c, const char *body, size_t len, 
 
 	if (!us || !body)
 		return out;
-	a = now_s();
+	a = bench_now_s();
 	for (unsigned int i = 0; i < n; i++) {
 		struct k8s_status s = { 0 };
-		double t = now_s();
+		double t = bench_now_s();
 
 		if (k8s_apply(c, &dref, body, len, &w, NULL, &s) < 0)
 			failed++;
-		us[i] = (now_s() - t) * 1e6;
+		us[i] = (bench_now_s() - t) * 1e6;
 		k8s_status_clear(&s);
 	}
-	z = now_s();
-	qsort(us, n, sizeof(*us), cmp_double);
+	z = bench_now_s();
+	qsort(us, n, sizeof(*us), bench_cmp_double);
 	out.rate = n / (z - a);
 	out.p50 = us[n / 2];
 	out.p95 = us[(size_t)(n * 0.95)];
@@ -305,9 +291,9 @@ int main(int argc, char **argv)
 
 	/* 1. Create: list, reconcile every service. */
 	op_k8s_get_stats(k, &s0);
-	t0 = now_s();
+	t0 = bench_now_s();
 	r = k8s_watch(c, &ref, &wo, on_event, &fd, &st);
-	t1 = now_s();
+	t1 = bench_now_s();
 	k8s_status_clear(&st);
 	op_k8s_get_stats(k, &s1);
 	printf("k8s-operator: %u FlashServices in %u namespaces against the fake API server (%s)\n", n, NAMESPACES,
@@ -321,9 +307,9 @@ int main(int argc, char **argv)
 	       n / (t1 - t0), (double)(s1.requests - s0.requests) / (t1 - t0));
 
 	/* 2. Steady path. */
-	t2 = now_s();
+	t2 = bench_now_s();
 	(void)op_k8s_resync(k);
-	t3 = now_s();
+	t3 = bench_now_s();
 	op_k8s_get_stats(k, &s2);
 	printf("  steady path (resync of every service): %.2f ms, %" PRIu64 " requests (%.3f per service; goal <= 4)\n",
 	       (t3 - t2) * 1e3, s2.requests - s1.requests, (double)(s2.requests - s1.requests) / n);
@@ -338,9 +324,9 @@ int main(int argc, char **argv)
 		if (json_parse(b.p, b.len, NULL, &v, NULL) < 0)
 			return 1;
 		ev.object = v;
-		t4 = now_s();
+		t4 = bench_now_s();
 		(void)op_k8s_service_event(k, &ev);
-		t5 = now_s();
+		t5 = bench_now_s();
 		op_k8s_get_stats(k, &s3);
 		printf("  one spec changed (replicas 1 -> 3): %.2f ms, %" PRIu64 " requests (%" PRIu64
 		       " applies: the Deployment; %" PRIu64 " status write)\n",

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "bench.h"
 
 #define M 16381
 #define ROUNDS 15
@@ -46,13 +47,6 @@ static int fill(int fd, int hash)
 			return -errno;
 	}
 	return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int main(void)
@@ -108,7 +102,7 @@ int main(void)
 			ns[p][r] = t.duration / 256.0;
 		}
 	for (int p = 0; p < 3; p++)
-		qsort(ns[p], ROUNDS, sizeof(double), cmp_double);
+		qsort(ns[p], ROUNDS, sizeof(double), bench_cmp_double);
 	for (int p = 1; p < 3; p++)
 		printf("%-22s %6.2f ns/lookup (p95 %6.2f) above the bare loop's %5.2f ns\n", progs[p],
 		       ns[p][ROUNDS / 2] - ns[0][ROUNDS / 2], ns[p][ROUNDS * 95 / 100] - ns[0][ROUNDS / 2], ns[0][ROUNDS / 2]);

@@ -21,30 +21,16 @@
 #include <flowsdn/maglev.h>
 
 #include "maglev-baseline.h"
+#include "bench.h"
 
 #define GOAL 0.55
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* Nearest-rank percentile of v[0..n-1] (sorted here). */
 static double rank(double *v, int n, double q)
 {
 	int k = (int)(q * n + 0.999999);
 
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	if (k < 1)
 		k = 1;
 	return v[(k > n ? n : k) - 1];
@@ -52,27 +38,27 @@ static double rank(double *v, int n, double q)
 
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static int time_ours(const struct flowsdn_maglev_backend *be, size_t n, uint32_t m, uint32_t *t, double *ret)
 {
-	double t0 = now();
+	double t0 = bench_now_s();
 
 	if (flowsdn_maglev_build(be, n, m, NULL, t) < 0)
 		return -1;
-	*ret = now() - t0;
+	*ret = bench_now_s() - t0;
 	return 0;
 }
 
 static int time_base(const struct baseline_backend *bb, size_t n, uint32_t m, uint32_t *t, double *ret)
 {
-	double t0 = now();
+	double t0 = bench_now_s();
 
 	if (baseline_maglev_build(bb, n, m, FLOWSDN_MAGLEV_DEFAULT_SEED, t) < 0)
 		return -1;
-	*ret = now() - t0;
+	*ret = bench_now_s() - t0;
 	return 0;
 }
 

@@ -36,6 +36,7 @@
 #include <flowsdn/datapath.h>
 #include <flowsdn/identity.h>
 #include <flowsdn/policy.h>
+#include "bench.h"
 
 struct figures {
 	double load_s, compile_s, compile_cpu_s, compile_user_s, recompile_s;
@@ -320,13 +321,6 @@ struct live {
 	int failed; /* 0, or the error of the step that failed */
 };
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 struct installed {
 	struct flowsdn_endpoint ep;
 	struct flowsdn_policy_map_entry *set;
@@ -475,7 +469,7 @@ static void run_live(unsigned int n_pol, unsigned int n_pods, unsigned int n_ns,
 	}
 	L->change_s = now() - t0;
 	L->changed = rep.n_ep_ids;
-	qsort(lat, rep.n_ep_ids, sizeof(*lat), cmp_d);
+	qsort(lat, rep.n_ep_ids, sizeof(*lat), bench_cmp_double);
 	if (rep.n_ep_ids) {
 		L->change_p50_ms = lat[rep.n_ep_ids / 2];
 		L->change_p95_ms = lat[(rep.n_ep_ids * 95) / 100];

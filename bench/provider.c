@@ -35,18 +35,11 @@
 #include "daemon.h"
 #include "operator-helpers.h"
 #include "util.h"
+#include "bench.h"
 
 static char dir[64], keys_path[128];
 static struct flash_auth_signer *signer;
 static struct flash_auth_keyset *keyset;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void loadavg(char *buf, size_t size)
 {
@@ -84,13 +77,13 @@ static double verify_rate(double secs)
 	FLASH_OPTS(flash_auth_verify_opts, vo, .issuer = TEST_ISSUER, .audience = TEST_AUDIENCE,
 		   .action = FLASH_AUTH_ACTION_GET);
 	size_t len = strlen(tok), n = 0;
-	double t0 = now_s(), t;
+	double t0 = bench_now_s(), t;
 
 	do {
 		for (int i = 0; i < 64; i++)
 			if (flash_auth_verify(keyset, tok, len, &vo, NULL, NULL) == 0)
 				n++;
-		t = now_s();
+		t = bench_now_s();
 	} while (t - t0 < secs);
 	free(tok);
 	return (double)n / (t - t0);
@@ -121,7 +114,7 @@ static void *work(void *arg)
 	}
 	for (size_t seq = 0;; seq++) {
 		struct flash_client_response *resp = NULL;
-		double t0 = now_s(), t1;
+		double t0 = bench_now_s(), t1;
 		int r, want;
 
 		if (t0 >= w->until)
@@ -134,7 +127,7 @@ static void *work(void *arg)
 			r = flash_client_create(c, name, w->spec, strlen(w->spec), 1, &resp);
 			want = 201;
 		}
-		t1 = now_s();
+		t1 = bench_now_s();
 		if (r < 0 || flash_client_response_status(resp) != want) {
 			if (!w->errors)
 				snprintf(w->first_error, sizeof(w->first_error), "%s",
@@ -157,13 +150,6 @@ static void *work(void *arg)
 	return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double pct(const double *v, size_t n, double p)
 {
 	if (!n)
@@ -181,7 +167,7 @@ static double phase(const char *label, enum flash_auth_action action, unsigned i
 			      action == FLASH_AUTH_ACTION_CREATE ? 1 : UINT64_MAX);
 	struct worker *w = calloc(clients, sizeof(*w));
 	long rss0 = rss_kib(op), rss1;
-	double t0 = now_s(), elapsed, rps;
+	double t0 = bench_now_s(), elapsed, rps;
 	double *all = NULL;
 	size_t n = 0, errors = 0;
 	const char *first_error = "";
@@ -193,7 +179,7 @@ static double phase(const char *label, enum flash_auth_action action, unsigned i
 	}
 	for (unsigned int i = 0; i < clients; i++)
 		pthread_join(w[i].th, NULL);
-	elapsed = now_s() - t0;
+	elapsed = bench_now_s() - t0;
 	for (unsigned int i = 0; i < clients; i++)
 		n += w[i].n;
 	all = malloc((n ? n : 1) * sizeof(*all));
@@ -205,7 +191,7 @@ static double phase(const char *label, enum flash_auth_action action, unsigned i
 		if (w[i].errors && !first_error[0])
 			first_error = w[i].first_error;
 	}
-	qsort(all, n, sizeof(*all), cmp_double);
+	qsort(all, n, sizeof(*all), bench_cmp_double);
 	rss1 = rss_kib(op);
 	rps = (double)n / elapsed;
 	printf("%-7s clients=%-3u requests=%-8zu errors=%-4zu req/s=%-9.0f p50=%.3f ms p95=%.3f ms p99=%.3f ms"

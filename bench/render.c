@@ -16,14 +16,7 @@
 #include <flash/spec.h>
 
 #include "util.h"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static char *slurp(const char *top, const char *rel, size_t *len)
 {
@@ -54,7 +47,7 @@ int main(int argc, char **argv)
 
 	if (iters < 1)
 		iters = 1;
-	t0 = now();
+	t0 = bench_now_s();
 	if (flash_schema_set_new(&set) < 0)
 		return 2;
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
@@ -67,7 +60,7 @@ int main(int argc, char **argv)
 			return 2;
 		free(text);
 	}
-	t_load = now() - t0;
+	t_load = bench_now_s() - t0;
 
 	text = slurp(top, "examples/udp-echo.json", &len);
 	if (flash_spec_parse(text, len, NULL, &spec, NULL) < 0 || flash_operator_config_default(&config) < 0 ||
@@ -78,7 +71,7 @@ int main(int argc, char **argv)
 		   .uid = "56ae4acd-23a1-48b4-aecf-39c3886155de", .organization_id = "org-1234",
 		   .public_ports = ports, .n_public_ports = n_ports);
 
-	t0 = now();
+	t0 = bench_now_s();
 	for (long i = 0; i < iters; i++) {
 		char *yaml = NULL, *json = NULL;
 
@@ -90,11 +83,11 @@ int main(int argc, char **argv)
 		free(json);
 		flash_render_free(rd);
 	}
-	t_render = now() - t0;
+	t_render = bench_now_s() - t0;
 
 	if (flash_render(spec, config, &opts, &rd, NULL) < 0)
 		return 2;
-	t0 = now();
+	t0 = bench_now_s();
 	for (long i = 0; i < iters; i++) {
 		for (size_t k = 0; k < flash_render_count(rd); k++) {
 			char *obj = NULL;
@@ -105,7 +98,7 @@ int main(int argc, char **argv)
 			free(obj);
 		}
 	}
-	t_validate = now() - t0;
+	t_validate = bench_now_s() - t0;
 
 	printf("load 4 OpenAPI documents (%zu bytes): %.1f ms\n", total, t_load * 1e3);
 	printf("render + print YAML and JSON (seed spec, %zu objects): %.1f us per spec (%ld iterations)\n",

@@ -115,6 +115,7 @@
 #include "log.h"
 #include "ops.h"
 #include "services.h"
+#include "bench.h"
 
 #define MAX_ROUNDS 31
 #define PUTS 21 /* PUTs timed after each load */
@@ -142,14 +143,6 @@ static struct ns nss[V_COUNT];
 static struct flowsdn_datapath *dp;
 static pid_t main_pid;
 static volatile pid_t client_pid[2]; /* the measuring clients, while they run */
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 static void pin(void)
 {
@@ -292,13 +285,6 @@ static void svc_addr(int i, char *buf, size_t size, int second_octet)
 	snprintf(buf, size, "10.%d.%d.%d", second_octet, (i + 1) / 256, (i + 1) % 256);
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /* The @q quantile of @n values (linear between the two nearest ranks). */
 static double quantile(const double *v, int n, double q)
 {
@@ -308,7 +294,7 @@ static double quantile(const double *v, int n, double q)
 	if (n < 1 || n > MAX_ROUNDS)
 		return 0;
 	memcpy(s, v, (size_t)n * sizeof(*v));
-	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	qsort(s, (size_t)n, sizeof(*s), bench_cmp_double);
 	pos = q * (n - 1);
 	i = (int)pos;
 	return i + 1 < n ? s[i] + (pos - i) * (s[i + 1] - s[i]) : s[i];
@@ -319,7 +305,7 @@ static double median(const double *v, int n)
 	double s[MAX_ROUNDS * 4 > PUTS ? MAX_ROUNDS * 4 : PUTS];
 
 	memcpy(s, v, (size_t)n * sizeof(*v));
-	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	qsort(s, (size_t)n, sizeof(*s), bench_cmp_double);
 	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
@@ -384,12 +370,12 @@ static void load_socklb(int s, struct load_times *t)
 		exit(1);
 	agent_services_free(svcs);
 	svcs = NULL;
-	t0 = now_us();
+	t0 = bench_now_us();
 	c0 = cpu_ms();
 	r = agent_config_load(conf, &cfg, NULL);
 	if (r == 0)
 		r = agent_services_new(cfg, &agent_ops_kernel, NULL, dp, &svcs);
-	t->all = (now_us() - t0) / 1000;
+	t->all = (bench_now_us() - t0) / 1000;
 	t->all_cpu = cpu_ms() - c0;
 	if (r < 0) {
 		fprintf(stderr, "bench/services: %d services: %s\n", s, flowsdn_strerror(r));
@@ -407,10 +393,10 @@ static void load_socklb(int s, struct load_times *t)
 		service_body(s + k, false, body, sizeof(body));
 		snprintf(id, sizeof(id), "fs-%032x", s + k + 1);
 		g = json_writer_new(0);
-		t0 = now_us();
+		t0 = bench_now_us();
 		c0 = cpu_ms();
 		r = agent_services_put(svcs, id, body, strlen(body), g, NULL);
-		one[k] = (now_us() - t0) / 1000;
+		one[k] = (bench_now_us() - t0) / 1000;
 		one_cpu[k] = cpu_ms() - c0;
 		json_writer_free(g);
 		if (r < 0) {
@@ -418,10 +404,10 @@ static void load_socklb(int s, struct load_times *t)
 			exit(1);
 		}
 		/* A journal record is the service with its ids: about twice the body. */
-		t0 = now_us();
+		t0 = bench_now_us();
 		if (write(fd, body, strlen(body)) < 0 || write(fd, body, strlen(body)) < 0 || fdatasync(fd) < 0)
 			exit(1);
-		sync[k] = (now_us() - t0) / 1000;
+		sync[k] = (bench_now_us() - t0) / 1000;
 	}
 	close(fd);
 	t->one = median(one, PUTS);
@@ -482,10 +468,10 @@ static double load_file(enum variant v, int s)
 	if (enter(&nss[v]) < 0)
 		exit(1);
 	snprintf(cmd, sizeof(cmd), v == V_IPT ? "iptables-legacy-restore < %s" : "nft -f %s", path);
-	t0 = now_us();
+	t0 = bench_now_us();
 	if (run(cmd) != 0)
 		exit(1);
-	return (now_us() - t0) / 1000;
+	return (bench_now_us() - t0) / 1000;
 }
 
 struct result {
@@ -675,16 +661,16 @@ static void client(const struct side *sd, bool rr, int go_in, int go_out, int re
 			_exit(2);
 		if (profile)
 			prog_stats(r0, n0);
-		b0 = now_us();
+		b0 = bench_now_us();
 		int i0 = i;
 
 		for (int end = i + BLOCK < connects ? i + BLOCK : connects; i < end; i++) {
 			int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			double c0 = now_us();
+			double c0 = bench_now_us();
 
 			if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 				_exit(3);
-			lat[i] = now_us() - c0;
+			lat[i] = bench_now_us() - c0;
 			if (rr) {
 				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 				if (write(fd, buf, 64) != 64)
@@ -698,8 +684,8 @@ static void client(const struct side *sd, bool rr, int go_in, int go_out, int re
 			setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_close, sizeof(abort_close));
 			close(fd);
 		}
-		busy += now_us() - b0;
-		blk[nb++] = (now_us() - b0) / (i - i0);
+		busy += bench_now_us() - b0;
+		blk[nb++] = (bench_now_us() - b0) / (i - i0);
 		if (profile) {
 			prog_stats(r1, n1);
 			for (int k = 0; k < P_COUNT; k++) {
@@ -710,11 +696,11 @@ static void client(const struct side *sd, bool rr, int go_in, int go_out, int re
 		if (write(go_out, "t", 1) != 1)
 			_exit(2);
 	}
-	qsort(lat, (size_t)connects, sizeof(double), cmp_double);
+	qsort(lat, (size_t)connects, sizeof(double), bench_cmp_double);
 	res.rate = connects / (busy / 1e6);
 	res.p50 = lat[connects / 2];
 	res.p99 = lat[connects * 99 / 100];
-	qsort(blk, (size_t)nb, sizeof(double), cmp_double);
+	qsort(blk, (size_t)nb, sizeof(double), bench_cmp_double);
 	res.block_min = blk[0];
 	res.block_med = blk[nb / 2];
 	res.block_max = blk[nb - 1];
