@@ -160,6 +160,11 @@ Test(socklb, ipv6_and_v4_mapped)
 	cr_assert(r.err == 0, "UDP to an IPv4-mapped frontend: %s", strerror(r.err));
 	cr_assert_str_eq(r.who, "2");
 	cr_assert_str_eq(r.from, "[::ffff:10.96.0.13]:53");
+	/* The closed TCP sockets' records (IPv6, and IPv4 through a mapped
+	 * address) went at release; the two unconnected UDP sockets' stay
+	 * for the LRU. */
+	cr_assert(socklb_map_count(&node, FLOWSDN_MAP_SOCK_REVNAT) == 2, "%zu records, not the 2 of unconnected UDP",
+		  socklb_map_count(&node, FLOWSDN_MAP_SOCK_REVNAT));
 }
 
 Test(socklb, affinity_keeps_a_client_on_one_backend)
