@@ -742,28 +742,49 @@ static void measure_pair(const struct side sd[2], bool rr, int first, struct res
 		pid[i] = fork();
 		if (pid[i] < 0)
 			exit(1);
-		if (pid[i] == 0)
+		if (pid[i] == 0) {
+			/* Only its own ends, so that the other side's death is
+			 * an end of file here, not a wait for ever. */
+			close(go[i][1]);
+			close(go[1 - i][0]);
+			close(rp[i][0]);
+			close(rp[1 - i][0]);
+			close(rp[1 - i][1]);
 			client(&sd[i], rr, go[i][0], go[1 - i][1], rp[i][1]);
+		}
 		client_pid[i] = pid[i];
 	}
-	/* The parent keeps every end open until both are done, so that the
-	 * last token passed finds its pipe. */
+	/* The parent keeps the token pipes' read ends until both are done,
+	 * so that the last token passed finds its pipe; it closes every
+	 * write end, so that a client that dies (a failed connect()) ends
+	 * the other's wait and this one's read with an end of file. */
 	if (write(go[first][1], "t", 1) != 1)
 		exit(1);
 	for (int i = 0; i < 2; i++) {
-		if (read(rp[i][0], &res[i], sizeof(res[i])) != (ssize_t)sizeof(res[i])) {
-			fprintf(stderr, "bench/services: %s client failed\n", vnames[sd[i].v]);
-			exit(1);
+		close(go[i][1]);
+		close(rp[i][1]);
+	}
+	bool failed = false;
+
+	for (int i = 0; i < 2; i++) {
+		bool got = read(rp[i][0], &res[i], sizeof(res[i])) == (ssize_t)sizeof(res[i]);
+		int st = 0;
+
+		waitpid(pid[i], &st, 0);
+		client_pid[i] = 0;
+		/* Exit 2: its turn never came (the other side died first). */
+		if (!got) {
+			fprintf(stderr, "bench/services: %s client to %s failed (exit %d)\n", vnames[sd[i].v], sd[i].ip,
+				WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+			failed = true;
 		}
 	}
 	for (int i = 0; i < 2; i++) {
-		waitpid(pid[i], NULL, 0);
-		client_pid[i] = 0;
 		close(go[i][0]);
-		close(go[i][1]);
 		close(rp[i][0]);
-		close(rp[i][1]);
 	}
+	if (failed)
+		exit(1);
 	if (verbose) {
 		for (int i = 0; i < 2; i++)
 			printf("  %s %s %s: %.0f/s p50 %.1f us p99 %.1f us; per block of %d, us per connection: "
