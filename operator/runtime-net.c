@@ -827,10 +827,9 @@ void op_runtime_net_cni_identity(struct json_writer *w, const char *svc_id, cons
 
 /* ---------------------------------------------------------------- CNI */
 
-/* @r (a CNI parse's error) and the first problem of @diag as one line
- * into @err. */
-/* @err says why libflowsdn's CNI codec refused with @r; -ENOMEM stays
- * itself, any other refusal is the input's fault: -EBADMSG. */
+/* Why libflowsdn's CNI codec refused with @r, as one line into @err (the
+ * first problem of @diag); -ENOMEM stays itself, any other refusal is
+ * the input's fault: -EBADMSG. */
 static int cni_problem(int r, struct flowsdn_diag *diag, char *err, size_t err_size)
 {
 	const struct flowsdn_diag_entry *e = flowsdn_diag_first_error(diag);
